@@ -1,0 +1,103 @@
+"""The auditor: re-reads every displayed text line and re-checks its arithmetic with plain floats.
+
+A line is a chain of segments joined by `` = `` or `` ≈ ``. Segments that name things (``Q[cats, 1]``,
+``x_cats·W_Q[:, 1]``, ``sum``) are labels and are skipped; every other segment is evaluated with
+floats by :mod:`worked.exprs` (independently of sympy) and compared with the previous evaluable
+segment:
+
+* ``a = b`` must hold to within 1e-9 (relative): exact at the precision shown;
+* ``a ≈ b`` must hold to within half a unit in the last place of the least precise decimal number
+  written in either segment (``0.16·2 + 0.67·0 + 0.16·1 ≈ 0.49`` fails: it is 0.48).
+"""
+from __future__ import annotations
+
+import math
+import re
+
+from . import exprs
+from .errors import ExpressionError
+
+_SPLIT = re.compile(r"\s+(=|≈)\s+")
+_LABEL = re.compile(r"(?:[^\W\d_]|_)")
+_KNOWN_WORDS = re.compile(r"\b(?:e|exp|sqrt|pi|oo|inf)\b|[√∞π]")
+_DEC_LIT = re.compile(r"(?<![\w.])\d+\.(\d+)")
+
+
+def _is_label(seg: str) -> bool:
+    stripped = _KNOWN_WORDS.sub("", seg)
+    return bool(_LABEL.search(stripped))
+
+
+def _places(seg: str) -> int | None:
+    found = [len(m.group(1)) for m in _DEC_LIT.finditer(seg)]
+    return min(found) if found else None
+
+
+def _close(a, b, tol) -> bool:
+    if isinstance(a, tuple) or isinstance(b, tuple):
+        if not (isinstance(a, tuple) and isinstance(b, tuple)) or len(a) != len(b):
+            return False
+        return all(_close(x, y, tol) for x, y in zip(a, b))
+    if math.isinf(a) or math.isinf(b):
+        return a == b
+    if tol is None:
+        return abs(a - b) <= 1e-9 * max(1.0, abs(a), abs(b))
+    return abs(a - b) <= tol + 1e-12 * max(1.0, abs(a), abs(b))
+
+
+def audit_line(line: str) -> list[str]:
+    """Problems with one displayed line (empty when every relation holds)."""
+    parts = _SPLIT.split(line)
+    segs, rels = parts[0::2], parts[1::2]
+    out = []
+    prev = None  # (segment, value)
+    rel_since = None
+    for k, seg in enumerate(segs):
+        if k:
+            r = rels[k - 1]
+            rel_since = "≈" if (rel_since == "≈" or r == "≈") else r
+        if _is_label(seg):
+            continue
+        try:
+            val = exprs.value(seg)
+        except exprs.NotNumeric:
+            continue
+        except ExpressionError as exc:
+            out.append(f"cannot read {seg!r}: {exc}")
+            prev = None
+            continue
+        if prev is not None:
+            pseg, pval = prev
+            if rel_since == "=":
+                ok = _close(pval, val, None)
+            else:
+                places = [p for p in (_places(pseg), _places(seg)) if p is not None]
+                tol = 0.5 * 10 ** -(min(places) if places else 0)
+                ok = _close(pval, val, tol)
+            if not ok:
+                out.append(f"{pseg.strip()} {rel_since} {seg.strip()} does not hold ({_fmt(pval)} vs {_fmt(val)})")
+        prev = (seg, val)
+        rel_since = None
+    return out
+
+
+def _fmt(v):
+    if isinstance(v, tuple):
+        return "[" + ", ".join(f"{x:.6g}" for x in v) + "]"
+    return f"{v:.10g}"
+
+
+def audit_lines(lines) -> list[str]:
+    out = []
+    for line in lines:
+        out.extend(f"{line}: {p}" for p in audit_line(line))
+    return out
+
+
+def audit(solution) -> list[str]:
+    """Every problem found in a solution's displayed lines, as 'step title: line: problem'."""
+    out = []
+    for step in solution.steps:
+        for line in step.lines:
+            out.extend(f"{step.title}: {line.text}: {p}" for p in audit_line(line.text))
+    return out

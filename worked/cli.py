@@ -1,0 +1,76 @@
+"""The command line: ``worked solve|sheet|new|quiz|check|grade|serve``. Imports only what a command needs."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from . import __version__
+
+
+def _add_solve(sub):
+    p = sub.add_parser("solve", help="print an exact, step-by-step worked solution",
+                       description="Solve a problem file exactly and print the worked steps. "
+                                   "With no PROBLEM, solves the built-in Part 9 example (cats chase mice).")
+    p.add_argument("problem", nargs="?", help="problem file (.toml or .json); default: the built-in example")
+    p.add_argument("--format", choices=("text", "markdown", "json"), default="text", help="output format (default: text)")
+    p.add_argument("--checks", choices=("one", "row", "all"), default="one",
+                   help="dot-product expansions shown: one entry per product (default), one full row, or every entry")
+    p.set_defaults(func=cmd_solve)
+
+
+def cmd_solve(args) -> int:
+    from .problem import load
+    from .solver import solve
+
+    problem = load(args.problem)
+    sol = solve(problem, checks=args.checks)
+    if args.format == "json":
+        import json
+
+        out = json.dumps(sol.to_dict(), indent=2, ensure_ascii=False) + "\n"
+    elif args.format == "markdown":
+        from .writers import markdown
+
+        out = markdown.render(sol)
+    else:
+        out = sol.text()
+    sys.stdout.write(out)
+    return 0
+
+
+REGISTRY = [_add_solve]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="worked",
+        description="Exact, step-by-step worked examples of self-attention: solutions, worksheets, quizzes, checking.")
+    parser.add_argument("--version", action="version", version=f"worked {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for add in REGISTRY:
+        add(sub)
+    return parser
+
+
+def main(argv=None) -> int:
+    from .errors import WorkedError
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return args.func(args) or 0
+    except WorkedError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except BrokenPipeError:
+        return 0
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

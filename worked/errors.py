@@ -1,0 +1,29 @@
+"""User-facing errors: each prints as one line and exits with status 2."""
+from __future__ import annotations
+
+
+class WorkedError(Exception):
+    """An error caused by the user's input. The CLI prints ``error: <message>`` and exits 2."""
+
+    exit_code = 2
+
+
+class ProblemError(WorkedError):
+    """A problem file or problem data is invalid. ``str()`` names the source, the field and what was expected."""
+
+    def __init__(self, field: str, message: str, source: str | None = None):
+        self.field = field
+        self.message = message
+        self.source = source
+        super().__init__(self._text())
+
+    def _text(self) -> str:
+        parts = [p for p in (self.source, self.field) if p]
+        return ": ".join(parts + [self.message])
+
+    def with_source(self, source: str) -> "ProblemError":
+        return ProblemError(self.field, self.message, source)
+
+
+class ExpressionError(WorkedError):
+    """An answer entry or expression could not be read by the grammar of :mod:`worked.exprs`."""

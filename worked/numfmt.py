@@ -1,0 +1,188 @@
+"""Showing exact values: rounding to decimals, and one-line text and LaTeX forms of sympy values.
+
+The text forms use Unicode (√, ·, −, ∞) and are read back by :mod:`worked.exprs`; the LaTeX
+forms are ASCII (``\\cdot``, ``-``) so pdflatex, latex2mathml and ziamath all accept them.
+"""
+from __future__ import annotations
+
+import re
+from decimal import ROUND_HALF_UP, Decimal
+from fractions import Fraction
+
+import mpmath
+import sympy as sp
+from sympy.printing.latex import LatexPrinter
+from sympy.printing.str import StrPrinter
+
+mpmath.mp.dps = 50
+
+MINUS = "−"
+
+
+# ---------------------------------------------------------------- rounding
+
+def is_rational(x) -> bool:
+    return isinstance(x, Fraction) or bool(getattr(x, "is_Rational", False))
+
+
+def _frac(x) -> Fraction:
+    if isinstance(x, Fraction):
+        return x
+    return Fraction(int(x.p), int(x.q))
+
+
+def round_decimal(exact, num, places: int) -> Decimal:
+    """Round half away from zero: exactly for rationals, from 50 digits otherwise."""
+    q = Decimal(1).scaleb(-places)
+    if is_rational(exact):
+        f = _frac(exact)
+        d = Decimal(f.numerator) / Decimal(f.denominator) if f.denominator != 1 else Decimal(f.numerator)
+        # Decimal division is to 28 digits; redo exactly for ties
+        scaled = f * (10**places)
+        n, r = divmod(abs(scaled.numerator), scaled.denominator)
+        if 2 * r >= scaled.denominator:
+            n += 1
+        d = Decimal(n if f >= 0 else -n).scaleb(-places)
+        return d.quantize(q)
+    return Decimal(mpmath.nstr(num, 45, strip_zeros=False, min_fixed=-60, max_fixed=60)).quantize(q, rounding=ROUND_HALF_UP)
+
+
+def dec_str(exact, num, places: int) -> str:
+    """The decimal shown for a value, e.g. ``"2.83"``; negative zero shows as ``"0.00"``."""
+    d = round_decimal(exact, num, places)
+    if d == 0:
+        d = abs(d)
+    s = f"{d:f}"
+    return s.replace("-", MINUS)
+
+
+def dec_plain(exact, num, places: int) -> str:
+    """Like :func:`dec_str` with an ASCII minus (for LaTeX, CSV and JSON)."""
+    return dec_str(exact, num, places).replace(MINUS, "-")
+
+
+def exact_at(exact, places: int) -> bool:
+    """True when the decimal shown with *places* places is the exact value (so '=' may be used)."""
+    if not is_rational(exact):
+        return False
+    f = _frac(exact)
+    return (f * 10**places).denominator == 1
+
+
+def rel(exact, places: int) -> str:
+    return "=" if exact_at(exact, places) else "≈"
+
+
+def rel_latex(exact, places: int) -> str:
+    return "=" if exact_at(exact, places) else r"\approx"
+
+
+# ---------------------------------------------------------------- text printer
+
+class TextPrinter(StrPrinter):
+    """sympy's str printer with √, e^(…), · and − (one line, readable, re-readable by worked.exprs)."""
+
+    def _print_Pow(self, expr, rational=False):
+        b, e = expr.as_base_exp()
+        if e == sp.S.Half:
+            inner = self._print(b)
+            return "√" + (inner if b.is_Atom and (b.is_Integer and b >= 0) else f"({inner})")
+        if e == -sp.S.Half:
+            inner = self._print(b)
+            return "1/√" + (inner if b.is_Integer and b >= 0 else f"({inner})")
+        return super()._print_Pow(expr, rational)
+
+    def _print_exp(self, expr):
+        a = expr.args[0]
+        s = self._print(a)
+        if a.is_Integer and a >= 0:
+            return f"e^{s}"
+        return f"e^({s})"
+
+    def _print_Exp1(self, expr):
+        return "e"
+
+    def _print_Infinity(self, expr):
+        return "∞"
+
+    def _print_NegativeInfinity(self, expr):
+        return "-∞"
+
+
+_text_printer = TextPrinter({"order": None})
+
+
+def text(expr) -> str:
+    """One-line Unicode text of an exact value: ``2√2``, ``e^(√2)/(2 + e^(√2))``, ``1/3``."""
+    if isinstance(expr, Fraction):
+        expr = sp.Rational(expr.numerator, expr.denominator)
+    s = _text_printer.doprint(expr)
+    s = s.replace("exp(", "e^(")
+    s = re.sub(r"(?<![\w.])(\d+)\*(?=[√e(])", r"\1", s)  # 2*√2 -> 2√2, 2*e^(..) -> 2e^(..)
+    s = s.replace("*", "·")
+    s = s.replace("-", MINUS)
+    return s
+
+
+# ---------------------------------------------------------------- LaTeX printer
+
+class TexPrinter(LatexPrinter):
+    """sympy's LaTeX printer, kept ASCII, with e^{x} for exponentials."""
+
+    def __init__(self):
+        super().__init__({"mul_symbol": None, "fold_short_frac": False})
+
+
+_tex_printer = TexPrinter()
+
+
+def latex(expr) -> str:
+    if isinstance(expr, Fraction):
+        expr = sp.Rational(expr.numerator, expr.denominator)
+    if expr is sp.S.NegativeInfinity:
+        return r"-\infty"
+    return _tex_printer.doprint(expr)
+
+
+def num_text(f) -> str:
+    """A rational input entry in text: ``3``, ``0.43``, ``1/2``, with − for negatives."""
+    return _rat_str(f).replace("-", MINUS)
+
+
+def num_latex(f) -> str:
+    f = _frac(f) if not isinstance(f, Fraction) else f
+    if f.denominator == 1 or _terminates(f):
+        return _rat_str(f)
+    sign = "-" if f < 0 else ""
+    return rf"{sign}\frac{{{abs(f.numerator)}}}{{{f.denominator}}}"
+
+
+def _terminates(f: Fraction) -> bool:
+    d = f.denominator
+    for p in (2, 5):
+        while d % p == 0:
+            d //= p
+    return d == 1 and f.denominator <= 10**6
+
+
+def _rat_str(f) -> str:
+    f = f if isinstance(f, Fraction) else _frac(f)
+    if f.denominator == 1:
+        return str(f.numerator)
+    if _terminates(f):
+        s = format(Decimal(f.numerator) / Decimal(f.denominator), "f")
+        return s
+    return f"{f.numerator}/{f.denominator}"
+
+
+def paren_text(s: str) -> str:
+    """Wrap a text factor in parentheses when it would not read as one factor (negative, sum, fraction)."""
+    if s.startswith(MINUS) or s.startswith("-") or any(c in s for c in "+/") or (MINUS in s[1:]):
+        return f"({s})"
+    return s
+
+
+def paren_latex(s: str) -> str:
+    if s.startswith("-") or "+" in s or "frac" in s or "-" in s[1:]:
+        return rf"\left({s}\right)"
+    return s

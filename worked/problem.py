@@ -1,0 +1,375 @@
+"""The problem: input matrices and options, held as exact Fractions, validated with clear messages."""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+from .errors import ProblemError
+from .exact import EntryError, to_fraction
+
+# Limits: a problem must stay a hand exercise. Documented in the README.
+LIMITS = {
+    "tokens": 12,          # rows of X
+    "dim": 12,             # d_model, d_k, d_v and W_O columns
+    "heads": 4,
+    "entry": 1000,         # largest |entry|
+    "places": 4,           # decimal places written in a file entry
+    "decimals": 6,         # decimal places shown
+    "title": 200,          # characters
+    "token": 40,           # characters per token
+    "file_bytes": 1_000_000,
+}
+
+TOP_KEYS = {"title", "tokens", "X", "W_Q", "W_K", "W_V", "heads", "W_O", "scale", "mask", "decimals"}
+HEAD_KEYS = {"W_Q", "W_K", "W_V"}
+
+Matrix = tuple[tuple[Fraction, ...], ...]
+
+
+@dataclass(frozen=True)
+class Head:
+    W_Q: Matrix
+    W_K: Matrix
+    W_V: Matrix
+
+
+def _shape(m: Matrix) -> tuple[int, int]:
+    return (len(m), len(m[0]) if m else 0)
+
+
+def _matrix(name: str, value: Any, places_limit: int | None) -> Matrix:
+    """Read a matrix (list of lists, tuple or NumPy array) into Fractions, checking every entry."""
+    if hasattr(value, "tolist") and not isinstance(value, (list, tuple)):
+        value = value.tolist() if getattr(value, "dtype", None) is None or value.dtype.kind in "iu" else [
+            [x for x in row] for row in value
+        ]
+    if not isinstance(value, (list, tuple)) or not value:
+        raise ProblemError(name, "expected a matrix: a non-empty list of rows, such as [[1, 0], [0, 1]]")
+    rows = []
+    width = None
+    for i, row in enumerate(value, 1):
+        if hasattr(row, "tolist") and not isinstance(row, (list, tuple)):
+            row = list(row)
+        if not isinstance(row, (list, tuple)) or not row:
+            raise ProblemError(name, f"row {i}: expected a non-empty list of numbers, got {row!r}")
+        if width is None:
+            width = len(row)
+        elif len(row) != width:
+            raise ProblemError(name, f"ragged rows: row 1 has {width} entries, row {i} has {len(row)}")
+        out = []
+        for j, x in enumerate(row, 1):
+            try:
+                f, places = to_fraction(x)
+            except EntryError as exc:
+                raise ProblemError(f"{name}[{i},{j}]", str(exc)) from None
+            if abs(f) > LIMITS["entry"]:
+                raise ProblemError(f"{name}[{i},{j}]", f"entry {x} is too large for a hand exercise (at most {LIMITS['entry']} in size)")
+            if places_limit is not None and places > places_limit:
+                raise ProblemError(f"{name}[{i},{j}]", f"{x} has {places} decimal places (at most {places_limit})")
+            out.append(f)
+        rows.append(tuple(out))
+    return tuple(rows)
+
+
+def _check_dim(name: str, n: int, what: str):
+    if n > LIMITS["dim"]:
+        raise ProblemError(name, f"{what} is {n}, larger than a hand exercise allows (at most {LIMITS['dim']})")
+
+
+def _frac_text(f: Fraction) -> int | str:
+    """Exact, readable form of an entry for writing back to a problem file."""
+    if f.denominator == 1:
+        return int(f.numerator)
+    d = f.denominator
+    while d % 2 == 0:
+        d //= 2
+    while d % 5 == 0:
+        d //= 5
+    if d == 1:  # terminating decimal
+        from decimal import Decimal
+
+        s = format(Decimal(f.numerator) / Decimal(f.denominator), "f")
+        return s
+    return f"{f.numerator}/{f.denominator}"
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A self-attention exercise, exact. Build it from lists, Fractions or NumPy arrays.
+
+    ``Problem(X, W_Q, W_K, W_V)`` for one head, or ``Problem(X, heads=[(W_Q, W_K, W_V), ...], W_O=W_O)``
+    for several. NumPy float entries are read through ``repr`` (their shortest decimal form);
+    see :mod:`worked.exact`. ``scale`` is ``"sqrt"`` (divide by √d_k), ``"none"`` or a positive number
+    to divide by; ``mask`` is ``"none"`` or ``"causal"``; ``decimals`` is how many places are shown.
+    """
+
+    X: Matrix
+    heads: tuple[Head, ...]
+    W_O: Matrix | None = None
+    tokens: tuple[str, ...] = ()
+    title: str = ""
+    scale: str | Fraction = "sqrt"
+    mask: str = "none"
+    decimals: int = 2
+    multihead: bool = False
+    source: str | None = field(default=None, compare=False)
+
+    def __init__(self, X, W_Q=None, W_K=None, W_V=None, *, heads=None, W_O=None, tokens=None,
+                 title="", scale="sqrt", mask="none", decimals=2, source=None, _places_limit=None):
+        try:
+            self._init(X, W_Q, W_K, W_V, heads, W_O, tokens, title, scale, mask, decimals, _places_limit)
+        except ProblemError as exc:
+            raise (exc.with_source(source) if source else exc) from None
+        object.__setattr__(self, "source", source)
+
+    # -- construction and validation
+    def _init(self, X, W_Q, W_K, W_V, heads, W_O, tokens, title, scale, mask, decimals, places):
+        s = lambda k, v: object.__setattr__(self, k, v)  # noqa: E731
+        if X is None:
+            raise ProblemError("X", "missing: the input matrix X (one row per token) is required")
+        Xm = _matrix("X", X, places)
+        n, d_model = _shape(Xm)
+        if n > LIMITS["tokens"]:
+            raise ProblemError("X", f"{n} tokens is more than a hand exercise allows (at most {LIMITS['tokens']})")
+        _check_dim("X", d_model, "d_model (columns of X)")
+
+        multihead = heads is not None
+        if multihead:
+            if any(w is not None for w in (W_Q, W_K, W_V)):
+                raise ProblemError("heads", "give either W_Q/W_K/W_V at the top level or [[heads]], not both")
+            if not isinstance(heads, (list, tuple)) or not heads:
+                raise ProblemError("heads", "expected a non-empty list of heads, each with W_Q, W_K and W_V")
+            if len(heads) > LIMITS["heads"]:
+                raise ProblemError("heads", f"{len(heads)} heads is more than a hand exercise allows (at most {LIMITS['heads']})")
+            raw = []
+            for h, head in enumerate(heads, 1):
+                if isinstance(head, dict):
+                    unknown = sorted(set(head) - HEAD_KEYS)
+                    if unknown:
+                        raise ProblemError(f"heads[{h}].{unknown[0]}", "unknown key (a head has W_Q, W_K and W_V)")
+                    trip = tuple(head.get(k) for k in ("W_Q", "W_K", "W_V"))
+                elif isinstance(head, Head):
+                    trip = (head.W_Q, head.W_K, head.W_V)
+                elif isinstance(head, (list, tuple)) and len(head) == 3:
+                    trip = tuple(head)
+                else:
+                    raise ProblemError(f"heads[{h}]", "expected a table with W_Q, W_K and W_V")
+                raw.append((f"heads[{h}].", trip))
+            if W_O is None:
+                raise ProblemError("W_O", "missing: with [[heads]], the output projection W_O is required")
+        else:
+            if W_O is not None:
+                raise ProblemError("W_O", "W_O is only used with several heads ([[heads]])")
+            raw = [("", (W_Q, W_K, W_V))]
+
+        built = []
+        first_shapes = None
+        for prefix, (wq, wk, wv) in raw:
+            mats = []
+            for name, w in zip(("W_Q", "W_K", "W_V"), (wq, wk, wv)):
+                if w is None:
+                    raise ProblemError(prefix + name, "missing: expected a matrix with one row per column of X")
+                m = _matrix(prefix + name, w, places)
+                if len(m) != d_model:
+                    raise ProblemError(prefix + name, f"expected {d_model} rows (X has {d_model} columns), got {len(m)}")
+                _check_dim(prefix + name, len(m[0]), "the number of columns")
+                mats.append(m)
+            if len(mats[1][0]) != len(mats[0][0]):
+                raise ProblemError(prefix + "W_K", f"expected {len(mats[0][0])} columns like W_Q (queries and keys must have the same length d_k), got {len(mats[1][0])}")
+            shapes = tuple(_shape(m) for m in mats)
+            if first_shapes is None:
+                first_shapes = shapes
+            elif shapes != first_shapes:
+                raise ProblemError(prefix.rstrip("."), f"every head must have the same shapes as head 1 ({'/'.join(f'{r}×{c}' for r, c in first_shapes)} for W_Q/W_K/W_V), got {'/'.join(f'{r}×{c}' for r, c in shapes)}")
+            built.append(Head(*mats))
+
+        Wo = None
+        if multihead:
+            Wo = _matrix("W_O", W_O, places)
+            need = len(built) * len(built[0].W_V[0])
+            if len(Wo) != need:
+                raise ProblemError("W_O", f"expected {need} rows ({len(built)} heads × d_v = {len(built[0].W_V[0])}), got {len(Wo)}")
+            _check_dim("W_O", len(Wo[0]), "the number of columns")
+
+        if tokens is None:
+            toks = tuple(f"x{i}" for i in range(1, n + 1))
+        else:
+            if not isinstance(tokens, (list, tuple)) or not all(isinstance(t, str) for t in tokens):
+                raise ProblemError("tokens", "expected a list of strings, one per row of X")
+            if len(tokens) != n:
+                raise ProblemError("tokens", f"expected {n} tokens (X has {n} rows), got {len(tokens)}")
+            for t in tokens:
+                if not t.strip():
+                    raise ProblemError("tokens", "a token is empty")
+                if len(t) > LIMITS["token"]:
+                    raise ProblemError("tokens", f"token {t[:20]!r}… is longer than {LIMITS['token']} characters")
+            toks = tuple(tokens)
+
+        if not isinstance(title, str):
+            raise ProblemError("title", f"expected a string, got {title!r}")
+        if len(title) > LIMITS["title"]:
+            raise ProblemError("title", f"longer than {LIMITS['title']} characters")
+
+        if isinstance(scale, str) and scale in ("sqrt", "none"):
+            sc = scale
+        else:
+            if isinstance(scale, str) and scale.strip() in ("sqrt", "none"):
+                sc = scale.strip()
+            else:
+                try:
+                    f, _ = to_fraction(scale)
+                except EntryError:
+                    raise ProblemError("scale", f'expected "sqrt", "none" or a positive number, got {scale!r}') from None
+                if f <= 0 or f > LIMITS["entry"]:
+                    raise ProblemError("scale", f"expected a positive number (at most {LIMITS['entry']}), got {scale!r}")
+                sc = f
+        if mask not in ("none", "causal"):
+            raise ProblemError("mask", f'expected "none" or "causal", got {mask!r}')
+        if isinstance(decimals, bool) or not isinstance(decimals, int) or not 0 <= decimals <= LIMITS["decimals"]:
+            raise ProblemError("decimals", f"expected a whole number from 0 to {LIMITS['decimals']}, got {decimals!r}")
+
+        s("X", Xm)
+        s("heads", tuple(built))
+        s("W_O", Wo)
+        s("tokens", toks)
+        s("title", title)
+        s("scale", sc)
+        s("mask", mask)
+        s("decimals", decimals)
+        s("multihead", multihead)
+
+    # -- shapes
+    @property
+    def n(self) -> int:
+        return len(self.X)
+
+    @property
+    def d_model(self) -> int:
+        return len(self.X[0])
+
+    @property
+    def d_k(self) -> int:
+        return len(self.heads[0].W_Q[0])
+
+    @property
+    def d_v(self) -> int:
+        return len(self.heads[0].W_V[0])
+
+    @property
+    def slug(self) -> str:
+        base = self.title or (Path(self.source).stem if self.source else "problem")
+        slug = re.sub(r"[^a-z0-9]+", "-", base.lower()).strip("-")
+        return slug[:60] or "problem"
+
+    # -- reading
+    @classmethod
+    def from_dict(cls, data: dict, source: str | None = None) -> "Problem":
+        if not isinstance(data, dict):
+            raise ProblemError("", "expected a table of keys (title, tokens, X, W_Q, …)", source)
+        unknown = sorted(set(data) - TOP_KEYS)
+        if unknown:
+            raise ProblemError(unknown[0], f"unknown key (expected some of: {', '.join(sorted(TOP_KEYS))})", source)
+        return cls(
+            data.get("X"), data.get("W_Q"), data.get("W_K"), data.get("W_V"),
+            heads=data.get("heads"), W_O=data.get("W_O"), tokens=data.get("tokens"),
+            title=data.get("title", ""), scale=data.get("scale", "sqrt"), mask=data.get("mask", "none"),
+            decimals=data.get("decimals", 2), source=source, _places_limit=LIMITS["places"],
+        )
+
+    @classmethod
+    def from_text(cls, text: str, source: str = "<problem>", fmt: str | None = None) -> "Problem":
+        fmt = fmt or ("json" if source.endswith(".json") or text.lstrip().startswith("{") else "toml")
+        if fmt == "json":
+            try:
+                data = json.loads(text, parse_float=str, parse_constant=_reject_constant)
+            except json.JSONDecodeError as exc:
+                raise ProblemError("", f"not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}", source) from None
+            except ValueError as exc:
+                raise ProblemError("", str(exc), source) from None
+        else:
+            import tomllib
+
+            try:
+                data = tomllib.loads(text, parse_float=str)
+            except tomllib.TOMLDecodeError as exc:
+                raise ProblemError("", f"not valid TOML: {exc}", source) from None
+        return cls.from_dict(data, source=source)
+
+    @classmethod
+    def from_file(cls, path) -> "Problem":
+        p = Path(path)
+        src = str(path)
+        try:
+            if p.stat().st_size > LIMITS["file_bytes"]:
+                raise ProblemError("", f"file is larger than {LIMITS['file_bytes']} bytes", src)
+            text = p.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise ProblemError("", "no such file", src) from None
+        except IsADirectoryError:
+            raise ProblemError("", "is a directory, expected a .toml or .json problem file", src) from None
+        except UnicodeDecodeError:
+            raise ProblemError("", "not UTF-8 text", src) from None
+        except OSError as exc:
+            raise ProblemError("", f"cannot read: {exc.strerror}", src) from None
+        return cls.from_text(text, src, "json" if p.suffix.lower() == ".json" else "toml")
+
+    # -- writing
+    def to_dict(self) -> dict:
+        """The problem with the same keys as a problem file (exact entries: ints, decimal or fraction strings)."""
+        mat = lambda m: [[_frac_text(x) for x in row] for row in m]  # noqa: E731
+        d: dict[str, Any] = {"title": self.title, "tokens": list(self.tokens), "X": mat(self.X)}
+        if self.multihead:
+            d["heads"] = [{"W_Q": mat(h.W_Q), "W_K": mat(h.W_K), "W_V": mat(h.W_V)} for h in self.heads]
+            d["W_O"] = mat(self.W_O)
+        else:
+            h = self.heads[0]
+            d.update(W_Q=mat(h.W_Q), W_K=mat(h.W_K), W_V=mat(h.W_V))
+        d["scale"] = self.scale if isinstance(self.scale, str) else _frac_text(self.scale)
+        d["mask"] = self.mask
+        d["decimals"] = self.decimals
+        return d
+
+    def to_toml(self) -> str:
+        """The problem as a TOML problem file."""
+        d = self.to_dict()
+        out = []
+        q = lambda v: json.dumps(v, ensure_ascii=False) if isinstance(v, str) else str(v)  # noqa: E731
+        row = lambda r: "[" + ", ".join(q(x) for x in r) + "]"  # noqa: E731
+        mat = lambda m: "[" + ", ".join(row(r) for r in m) + "]"  # noqa: E731
+        out.append(f"title = {q(d['title'])}")
+        out.append("tokens = [" + ", ".join(q(t) for t in d["tokens"]) + "]")
+        out.append(f"scale = {q(d['scale'])}")
+        out.append(f"mask = {q(d['mask'])}")
+        out.append(f"decimals = {d['decimals']}")
+        out.append(f"X = {mat(d['X'])}")
+        if "heads" in d:
+            out.append(f"W_O = {mat(d['W_O'])}")
+            for h in d["heads"]:
+                out.append("")
+                out.append("[[heads]]")
+                for k in ("W_Q", "W_K", "W_V"):
+                    out.append(f"{k} = {mat(h[k])}")
+        else:
+            for k in ("W_Q", "W_K", "W_V"):
+                out.append(f"{k} = {mat(d[k])}")
+        return "\n".join(out) + "\n"
+
+
+def _reject_constant(name):
+    raise ValueError(f"non-finite number {name} is not allowed")
+
+
+def builtin_path() -> Path:
+    """The built-in example: Part 9's "cats chase mice"."""
+    return Path(__file__).with_name("data") / "cats-chase-mice.toml"
+
+
+def load(path=None) -> Problem:
+    """Load a problem file, or the built-in example when *path* is None."""
+    if path is None:
+        return Problem.from_file(builtin_path())
+    return Problem.from_file(path)

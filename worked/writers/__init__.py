@@ -1,0 +1,1 @@
+"""Writers: each turns a format-free Solution into one output format."""

@@ -1,0 +1,81 @@
+"""Plain text for a terminal: aligned, labelled matrices and the worked lines (Unicode √ · ≈ Kᵀ)."""
+from __future__ import annotations
+
+import textwrap
+import unicodedata
+
+from ..model import Mat, Solution
+
+
+def _width(s: str) -> int:
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 0 if unicodedata.combining(c) else 1 for c in s)
+
+
+def _pad(s: str, w: int, right: bool = True) -> str:
+    gap = " " * max(0, w - _width(s))
+    return gap + s if right else s + gap
+
+
+def matrix_lines(m: Mat, places: int, exact: bool = False, indent: str = "  ") -> list[str]:
+    """A labelled, aligned matrix: token row labels, column labels above, brackets around each row."""
+    r, c = m.shape
+    cells = [[(m.exact_text(i, j) if exact else m.dec(i, j, places)) for j in range(c)] for i in range(r)]
+    widths = [max([_width(m.cols[j])] + [_width(cells[i][j]) for i in range(r)]) for j in range(c)]
+    lw = max(_width(x) for x in m.rows)
+    head = indent + " " * lw + "   " + "  ".join(_pad(m.cols[j], widths[j]) for j in range(c))
+    out = [head.rstrip()]
+    for i in range(r):
+        left = "⎡" if i == 0 and r > 1 else "⎣" if i == r - 1 and r > 1 else "⎢" if r > 1 else "["
+        right = "⎤" if i == 0 and r > 1 else "⎦" if i == r - 1 and r > 1 else "⎥" if r > 1 else "]"
+        out.append(f"{indent}{_pad(m.rows[i], lw, right=False)} {left} " +
+                   "  ".join(_pad(cells[i][j], widths[j]) for j in range(c)) + f" {right}")
+    return out
+
+
+def _show_exact(m: Mat, places: int) -> bool:
+    """Show an exact matrix beside the decimals when some entry is not exact at the shown places and it stays short."""
+    if m.exact_at(places):
+        return False
+    return all(len(m.exact_text(i, j)) <= 28 for i in range(m.shape[0]) for j in range(m.shape[1]))
+
+
+def render(sol: Solution, width: int = 100) -> str:
+    p = sol.problem
+    places = p.decimals
+    out: list[str] = []
+    title = p.title or "Self-attention"
+    out += [title, "=" * _width(title), ""]
+    out.append(f"tokens: {', '.join(p.tokens)}    n = {p.n}, d_model = {p.d_model}, d_k = {p.d_k}, d_v = {p.d_v}"
+               + (f", heads = {len(p.heads)}" if p.multihead else ""))
+    scale = {"sqrt": f"divide by √d_k = √{p.d_k}", "none": "none"}.get(p.scale, None) if isinstance(p.scale, str) else None
+    out.append(f"scale: {scale or 'divide by ' + str(p.scale)}    mask: {p.mask}    decimals shown: {places}")
+    out.append("")
+    mats = sol.matrices()
+    for k, step in enumerate(sol.steps, 1):
+        head = f"Step {k}. {step.title}"
+        out += [head, "-" * _width(head)]
+        out += textwrap.wrap(step.why, width)
+        if step.shape:
+            out.append(f"shapes: {step.shape}")
+        for note in step.notes:
+            out += textwrap.wrap("Note: " + note, width)
+        group = None
+        for line in step.lines:
+            if line.group != group and line.group:
+                out.append(f"  {line.group}:")
+            group = line.group
+            out.append(("    " if line.group else "  ") + line.text)
+        if step.result:
+            m = mats[step.result]
+            exact = _show_exact(m, places)
+            if exact:
+                out.append(f"  {m.symbol} (exact):")
+                out += matrix_lines(m, places, exact=True, indent="    ")
+                out.append(f"  {m.symbol} ≈ (to {places} places):")
+            else:
+                out.append(f"  {m.symbol} =")
+            out += matrix_lines(m, places, indent="    ")
+        out.append("")
+    out.append(f"Answer: Z ({'exact' if sol.output.exact_at(places) else f'to {places} places'})")
+    out += matrix_lines(sol.output, places)
+    return "\n".join(out) + "\n"
