@@ -61,6 +61,7 @@ class Mat:
     rows: list[str]
     cols: list[str]
     masked: frozenset = frozenset()
+    _cache: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -82,7 +83,27 @@ class Mat:
         return F.dec_str(e, self.num[i][j], places)
 
     def dec_plain(self, i: int, j: int, places: int) -> str:
+        """Like :meth:`dec` with ASCII: ``-2.83``, ``-inf`` (for CSV, LaTeX tables and JSON)."""
         return self.dec(i, j, places).replace("−", "-").replace("∞", "inf")
+
+    def show(self, i: int, j: int, places: int) -> str:
+        """What a matrix cell shows: the exact short form when the whole matrix is exact at *places*
+        (``2``, ``-1``, ``0.5``), else the decimal to *places*. Unicode minus."""
+        e = self.exact[i][j]
+        if e == sp.S.NegativeInfinity:
+            return "−∞"
+        if self.exact_at(places):
+            return F.num_text(e)
+        return self.dec(i, j, places)
+
+    def show_latex(self, i: int, j: int, places: int) -> str:
+        """ASCII LaTeX of :meth:`show` (``-\\infty`` when masked)."""
+        e = self.exact[i][j]
+        if e == sp.S.NegativeInfinity:
+            return r"-\infty"
+        if self.exact_at(places):
+            return F.num_latex(e) if F._frac(e).denominator == 1 or F._terminates(F._frac(e)) else F.num_text(e)
+        return self.dec_plain(i, j, places)
 
     def exact_text(self, i: int, j: int) -> str:
         return F.text(self.exact[i][j])
@@ -95,7 +116,10 @@ class Mat:
 
     def exact_at(self, places: int) -> bool:
         """True when every entry shown to *places* decimals is exact."""
-        return all(x == sp.S.NegativeInfinity or F.exact_at(x, places) for row in self.exact for x in row)
+        key = ("exact_at", places)
+        if key not in self._cache:
+            self._cache[key] = all(x == sp.S.NegativeInfinity or F.exact_at(x, places) for row in self.exact for x in row)
+        return self._cache[key]
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -369,7 +369,8 @@ def _weights_step(ctx: _Ctx, head, scaled: Mat, weights: Mat, rows, places: int)
         if len(js) > 1:
             num_sum = " + ".join(F.text(numer[j]) for j in js)
             num_sum_l = " + ".join(F.latex(numer[j]) for j in js)
-            lines.append(Line(f"sum of row {ctx.lt[i]} = ({num_sum})/({F.text(D)}) = 1",
+            dt = F.text(D)
+            lines.append(Line(f"sum of row {ctx.lt[i]} = ({num_sum})/{_den_text(dt)} = 1",
                               rf"\textstyle\sum_j {al}_{{{ctx.ll[i]},j}} = \frac{{{num_sum_l}}}{{{F.latex(D)}}} = 1", g))
     why = ("Softmax each row: take e^x of every scaled score (always positive), then divide by the row's total, so the "
            "weights are positive and add up to 1. Top and bottom of each fraction are divided by e to the row's smallest "

@@ -19,7 +19,7 @@ def _pad(s: str, w: int, right: bool = True) -> str:
 def matrix_lines(m: Mat, places: int, exact: bool = False, indent: str = "  ") -> list[str]:
     """A labelled, aligned matrix: token row labels, column labels above, brackets around each row."""
     r, c = m.shape
-    cells = [[(m.exact_text(i, j) if exact else m.dec(i, j, places)) for j in range(c)] for i in range(r)]
+    cells = [[(m.exact_text(i, j) if exact else m.show(i, j, places)) for j in range(c)] for i in range(r)]
     widths = [max([_width(m.cols[j])] + [_width(cells[i][j]) for i in range(r)]) for j in range(c)]
     lw = max(_width(x) for x in m.rows)
     head = indent + " " * lw + "   " + "  ".join(_pad(m.cols[j], widths[j]) for j in range(c))
