@@ -146,10 +146,10 @@ def _exp_latex(x) -> str:
 
 # ---------------------------------------------------------------- the product steps (Q, K, V, scores, output)
 
-def _dot_line(lhs_t, lhs_l, mid_t, mid_l, a, b, result, rel="=", result_t=None, result_l=None):
-    at = [F.num_text(x) for x in a]
+def _dot_line(lhs_t, lhs_l, mid_t, mid_l, a, b, result, rel="=", result_t=None, result_l=None, a_text=None):
+    at = a_text if a_text is not None else [F.num_text(x) for x in a]
     bt = [F.num_text(x) for x in b]
-    al = [F.num_latex(x) for x in a]
+    al = [t.replace(F.MINUS, "-") for t in a_text] if a_text is not None else [F.num_latex(x) for x in a]
     bl = [F.num_latex(x) for x in b]
     terms_t = " + ".join(f"{F.paren_text(x)}·{F.paren_text(y)}" for x, y in zip(at, bt))
     terms_l = " + ".join(rf"{F.paren_latex(x)} \cdot {F.paren_latex(y)}" for x, y in zip(al, bl))
@@ -191,10 +191,10 @@ def _scores_step(ctx: _Ctx, head, Qf, Kf, Sf, scores: Mat) -> Step:
     Qt, _ = ctx.sym("Q", head)
     Kt, _ = ctx.sym("K", head)
     causal = ctx.p.mask == "causal"
-    first_row = [j for j in range(n) if not (causal and j > 0)]
-    best = max(first_row, key=lambda j: (Sf[0][j], -j))
+    r0 = n - 1 if causal else 0
+    best = max(range(r0 + 1 if causal else n), key=lambda j: (Sf[r0][j], -j))
     lines = []
-    for i, j in _entries(ctx.checks, n, n, (0, best)):
+    for i, j in _entries(ctx.checks, n, n, (r0, best)):
         lines.append(_dot_line(
             f"{st}[{ctx.lt[i]}, {ctx.lt[j]}]", rf"\mathrm{{{sl.split('^')[0]}}}{sl[len(sl.split('^')[0]):]}_{{{ctx.ll[i]},{ctx.ll[j]}}}",
             f"{qt}_{ctx.lt[i]}·{kt}_{ctx.lt[j]}", rf"{ql}_{{{ctx.ll[i]}}} \cdot {kl}_{{{ctx.ll[j]}}}",
@@ -203,8 +203,8 @@ def _scores_step(ctx: _Ctx, head, Qf, Kf, Sf, scores: Mat) -> Step:
            f"token i's query with token j's key; the bigger it is, the more token i will attend to token j.")
     notes = []
     if ctx.checks == "one" and n > 1:
-        notes.append(f"The entry expanded is the largest score in the {ctx.p.tokens[0]} row: "
-                     f"{ctx.p.tokens[0]} will attend most to {ctx.p.tokens[best]}.")
+        notes.append(f"The entry expanded is the largest score in the row of “{ctx.p.tokens[r0]}”: "
+                     f"“{ctx.p.tokens[r0]}” will attend most to “{ctx.p.tokens[best]}”.")
     if causal:
         notes.append("Causal mask: a token may attend only to itself and to earlier tokens, so every score "
                      "above the diagonal (the key of a later token) is set to −∞. After the softmax its weight is exactly 0.")
@@ -243,15 +243,14 @@ def _scale_step(ctx: _Ctx, head, scores: Mat, scaled: Mat, factor) -> Step:
         title = f"Scaling: {st} = {sct}/{ft}"
     causal = p.mask == "causal"
     S = scores.exact
-    first_row = [j for j in range(n) if not (causal and j > 0)]
-    best = max(first_row, key=lambda j: (float(scores.num[0][j]), -j))
-    den_t, den_l = _den_text(F.text(factor)), _den_latex(F.latex(factor))
-    for i, j in _entries(ctx.checks, n, n, (0, best), allowed=lambda i, j: not scaled.is_masked(i, j)):
+    r0 = n - 1 if causal else 0
+    best = max(range(r0 + 1 if causal else n), key=lambda j: (float(scores.num[r0][j]), -j))
+    for i, j in _entries(ctx.checks, n, n, (r0, best), allowed=lambda i, j: not scaled.is_masked(i, j)):
         s, v = S[i][j], scaled.exact[i][j]
         lhs_t, lhs_l = f"{st}[{ctx.lt[i]}, {ctx.lt[j]}]", rf"\mathrm{{scaled}}_{{{ctx.ll[i]},{ctx.ll[j]}}}"
         if ctx.multi:
             lhs_l = rf"\mathrm{{scaled}}^{{({head})}}_{{{ctx.ll[i]},{ctx.ll[j]}}}"
-        t = f"{lhs_t} = {F.paren_text(F.text(s))}/{den_t}"
+        t = f"{lhs_t} = {F.paren_text(F.text(s))}/{_den_text(F.text(factor))}"
         l = rf"{lhs_l} = \frac{{{F.latex(s)}}}{{{F.latex(factor)}}}"
         if F.is_rational(v) and F.exact_at(v, ctx.dec):
             t += f" = {F.num_text(v)}"
@@ -350,6 +349,9 @@ def _weights_step(ctx: _Ctx, head, scaled: Mat, weights: Mat, rows, places: int)
                 full_l = rf"\frac{{{_exp_latex(scaled.exact[i][j])}}}{{{F.latex(den_full)}}}"
                 parts_t.append(full_t)
                 parts_l.append(full_l)
+            if len(js) == 1:
+                parts_t.append(f"{_exp_text(scaled.exact[i][j])}/{_exp_text(scaled.exact[i][j])}")
+                parts_l.append(rf"\frac{{{_exp_latex(scaled.exact[i][j])}}}{{{_exp_latex(scaled.exact[i][j])}}}")
             wt = F.text(w)
             if wt != parts_t[-1]:
                 parts_t.append(wt)
@@ -468,9 +470,12 @@ def _output_step(ctx: _Ctx, concat: Mat, Wo, out: Mat, places: int) -> Step:
     for i, j in _entries(ctx.checks, n, m, (0, 0)):
         if concat.is_rational():
             a = [F._frac(x) for x in concat.exact[i]]
+            a_t = [F.num_text(x) for x in a]
             rel_a = "="
         else:
-            a = [Fraction(F.round_decimal(x, v, places)) for x, v in zip(concat.exact[i], concat.num[i])]
+            a_d = [F.round_decimal(x, v, places) for x, v in zip(concat.exact[i], concat.num[i])]
+            a = [Fraction(d) for d in a_d]
+            a_t = [_dtext(d) for d in a_d]
             rel_a = "≈"
         col = [Wo[t][j] for t in range(hd)]
         s = sum((x * y for x, y in zip(a, col)), Fraction(0))
@@ -483,15 +488,14 @@ def _output_step(ctx: _Ctx, concat: Mat, Wo, out: Mat, places: int) -> Step:
         else:
             d = F.round_decimal(s, None, places)
             rt, rl, rel = _dtext(d), _dlatex(d), "≈"
-        at = [(_dtext(Decimal(x.numerator) / Decimal(x.denominator)) if _frac_dec(x) is not None else F.num_text(x)) for x in a]
         line = _dot_line(f"Z[{ctx.lt[i]}, {j + 1}]", rf"Z_{{{ctx.ll[i]},{j + 1}}}",
                          f"concat_{ctx.lt[i]}·W_O[:, {j + 1}]", rf"\mathrm{{concat}}_{{{ctx.ll[i]}}} \cdot W_O[:,{j + 1}]",
-                         a, col, s, rel=rel, result_t=rt, result_l=rl)
+                         a, col, s, rel=rel, result_t=rt, result_l=rl, a_text=a_t)
         if rel_a == "≈":
             # the row of concat is rounded: say so on the first relation
             line.text = line.text.replace(" = [", " ≈ [", 1)
             line.latex = line.latex.replace(r" = \left[", r" \approx \left[", 1)
-        if fin != rt:
+        if not (fin_exact and sd is not None and Fraction(sd) == F._frac(out.exact[i][j])):
             line.text += f" {'=' if fin_exact else '≈'} {fin}"
             line.latex += f" {'=' if fin_exact else chr(92) + 'approx'} {out.dec_plain(i, j, ctx.dec)}"
         lines.append(line)

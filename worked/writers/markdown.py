@@ -1,0 +1,47 @@
+"""Markdown: headings, prose, equations as $$…$$ LaTeX (GitHub and Jupyter render them), matrices as tables."""
+from __future__ import annotations
+
+from ..model import Mat, Solution
+
+
+def _cell(s: str) -> str:
+    return s.replace("\\", "\\\\").replace("|", "\\|").replace("*", "\\*").replace("_", "\\_").replace("<", "&lt;")
+
+
+def table(m: Mat, places: int, exact: bool = False) -> list[str]:
+    r, c = m.shape
+    out = ["| | " + " | ".join(_cell(x) for x in m.cols) + " |", "|---|" + "---:|" * c]
+    for i in range(r):
+        cells = [(m.exact_text(i, j) if exact else m.show(i, j, places)) for j in range(c)]
+        out.append(f"| **{_cell(m.rows[i])}** | " + " | ".join(_cell(x) for x in cells) + " |")
+    return out
+
+
+def render(sol: Solution) -> str:
+    p = sol.problem
+    places = p.decimals
+    out = [f"# {_cell(p.title or 'Self-attention')}", ""]
+    out.append(f"Tokens: {', '.join(_cell(t) for t in p.tokens)}; n = {p.n}, d_model = {p.d_model}, d_k = {p.d_k}"
+               + (f", {len(p.heads)} heads" if p.multihead else "") + f"; mask: {p.mask}.")
+    out.append("")
+    mats = sol.matrices()
+    for k, step in enumerate(sol.steps, 1):
+        out += [f"## Step {k}. {_cell(step.title)}", "", _cell(step.why), ""]
+        if step.shape_latex:
+            out += [f"Shapes: ${step.shape_latex}$", ""]
+        for note in step.notes:
+            out += [f"> {_cell(note)}", ""]
+        group = None
+        for line in step.lines:
+            if line.group and line.group != group:
+                out += [f"**{_cell(line.group)}**", ""]
+            group = line.group
+            out += ["$$", line.latex, "$$", ""]
+        if step.result:
+            m = mats[step.result]
+            if not m.exact_at(places) and all(len(m.exact_text(i, j)) <= 40 for i in range(m.shape[0]) for j in range(m.shape[1])):
+                out += [f"{_cell(m.symbol)}, exact:", ""] + table(m, places, exact=True) + [""]
+                out += [f"{_cell(m.symbol)}, to {places} places:", ""]
+            out += table(m, places) + [""]
+    out += ["## Answer", ""] + table(sol.output, places) + [""]
+    return "\n".join(out)
