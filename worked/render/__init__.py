@@ -1,0 +1,142 @@
+"""Printable worksheets and answer keys: HTML, LaTeX and PDF from Jinja2 templates.
+
+One model, many writers: :class:`worked.model.Solution` knows no format. This package turns it into
+
+* HTML (one self-contained file: CSS inline, math as MathML from latex2mathml, a math font embedded),
+* LaTeX (amsmath, compiles with pdflatex),
+* PDF, by default with WeasyPrint from HTML in which every formula is an SVG drawn by ziamath from the
+  same LaTeX source (``pdf_engine="latex"`` compiles the .tex with pdflatex instead).
+
+Every function takes the same optional keywords:
+
+``student``
+    ``None`` or a dict with any of ``"name"``, ``"id"``, ``"variant"`` (strings); printed in the
+    page header instead of the blank name/date line (used by quiz batches).
+``template_dir``
+    a folder searched before ours: a template file with the same name overrides ours
+    (see ``templates/README.md`` for the files and their blocks).
+
+Text from the problem (title, tokens) and from ``student`` is data, never markup: it is escaped
+for every format. Output is deterministic: the same input gives the same bytes (PDFs included).
+
+Public API (stable; the quiz batches build on it)::
+
+    answer_key_html(solution, *, student=None, for_pdf=False, template_dir=None) -> str
+    worksheet_html(solution, *, student=None, for_pdf=False, template_dir=None) -> str
+    answer_key_tex(solution, *, student=None, paper="a4", template_dir=None) -> str
+    worksheet_tex(solution, *, student=None, paper="a4", template_dir=None) -> str
+    html_to_pdf(html, *, paper="a4") -> bytes
+    tex_to_pdf(tex) -> bytes
+    answer_key_pdf(solution, *, student=None, paper="a4", pdf_engine="weasyprint", template_dir=None) -> bytes
+    worksheet_pdf(solution, *, student=None, paper="a4", pdf_engine="weasyprint", template_dir=None) -> bytes
+    write_sheet(solution, outdir, *, formats=("html", "tex", "pdf"), paper="a4", pdf_engine="weasyprint",
+                template_dir=None, force=False, student=None) -> list[Path]
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterable
+
+__all__ = [
+    "answer_key_html", "worksheet_html", "answer_key_tex", "worksheet_tex",
+    "html_to_pdf", "tex_to_pdf", "answer_key_pdf", "worksheet_pdf", "write_sheet",
+    "DOCUMENTS", "FORMATS", "PAPERS", "PDF_ENGINES",
+]
+
+DOCUMENTS = ("worksheet", "answer-key")
+FORMATS = ("html", "tex", "pdf")
+PAPERS = ("a4", "letter")
+PDF_ENGINES = ("weasyprint", "latex")
+
+
+def answer_key_html(solution, *, student: dict | None = None, for_pdf: bool = False,
+                    template_dir: str | Path | None = None, paper: str = "a4") -> str:
+    """The answer key as one self-contained HTML page (what ``Solution._repr_html_`` shows).
+
+    With ``for_pdf=False`` (default) every formula is MathML and a math font is embedded, for
+    browsers and notebooks. With ``for_pdf=True`` every formula is an inline SVG drawn by ziamath
+    (WeasyPrint cannot draw MathML); feed that string to :func:`html_to_pdf`.
+    """
+    from .html import render_html
+
+    return render_html("answer-key", solution, student=student, for_pdf=for_pdf,
+                       template_dir=template_dir, paper=paper)
+
+
+def worksheet_html(solution, *, student: dict | None = None, for_pdf: bool = False,
+                   template_dir: str | Path | None = None, paper: str = "a4") -> str:
+    """The student worksheet as one self-contained HTML page (see :func:`answer_key_html`)."""
+    from .html import render_html
+
+    return render_html("worksheet", solution, student=student, for_pdf=for_pdf,
+                       template_dir=template_dir, paper=paper)
+
+
+def answer_key_tex(solution, *, student: dict | None = None, paper: str = "a4",
+                   template_dir: str | Path | None = None) -> str:
+    """The answer key as a LaTeX document (amsmath; compiles with pdflatex). ASCII only."""
+    from .tex import render_tex
+
+    return render_tex("answer-key", solution, student=student, paper=paper, template_dir=template_dir)
+
+
+def worksheet_tex(solution, *, student: dict | None = None, paper: str = "a4",
+                  template_dir: str | Path | None = None) -> str:
+    """The student worksheet as a LaTeX document (amsmath; compiles with pdflatex). ASCII only."""
+    from .tex import render_tex
+
+    return render_tex("worksheet", solution, student=student, paper=paper, template_dir=template_dir)
+
+
+def html_to_pdf(html: str, *, paper: str = "a4") -> bytes:
+    """Lay out *html* (from ``..._html(for_pdf=True)``) with WeasyPrint; deterministic bytes.
+
+    No network: the URL fetcher refuses everything except ``data:`` URLs (our own inline assets).
+    ``paper`` ("a4" or "letter") overrides the page size named in the HTML.
+    """
+    from .pdf import html_to_pdf as _h
+
+    return _h(html, paper=paper)
+
+
+def tex_to_pdf(tex: str) -> bytes:
+    """Compile *tex* with ``pdflatex -interaction=nonstopmode -halt-on-error`` (twice when needed).
+
+    Raises :class:`worked.errors.WorkedError` when pdflatex is not installed or the run fails
+    (with the first error line of the log). Deterministic: fixed dates and document ID.
+    """
+    from .pdf import tex_to_pdf as _t
+
+    return _t(tex)
+
+
+def answer_key_pdf(solution, *, student: dict | None = None, paper: str = "a4", pdf_engine: str = "weasyprint",
+                   template_dir: str | Path | None = None) -> bytes:
+    """The answer key as PDF bytes (WeasyPrint from SVG-math HTML, or pdflatex from the .tex)."""
+    from .sheet import document_pdf
+
+    return document_pdf("answer-key", solution, student=student, paper=paper, pdf_engine=pdf_engine,
+                        template_dir=template_dir)
+
+
+def worksheet_pdf(solution, *, student: dict | None = None, paper: str = "a4", pdf_engine: str = "weasyprint",
+                  template_dir: str | Path | None = None) -> bytes:
+    """The worksheet as PDF bytes (WeasyPrint from SVG-math HTML, or pdflatex from the .tex)."""
+    from .sheet import document_pdf
+
+    return document_pdf("worksheet", solution, student=student, paper=paper, pdf_engine=pdf_engine,
+                        template_dir=template_dir)
+
+
+def write_sheet(solution, outdir: str | Path, *, formats: Iterable[str] = FORMATS, paper: str = "a4",
+                pdf_engine: str = "weasyprint", template_dir: str | Path | None = None, force: bool = False,
+                student: dict | None = None, documents: Iterable[str] = DOCUMENTS) -> list[Path]:
+    """Write ``outdir/<slug>/worksheet.*`` and ``answer-key.*``; return the paths written.
+
+    Files are written atomically (temp file + ``os.replace``). A folder we did not write (no
+    ``.worked`` marker inside) is not overwritten unless ``force=True`` (raises WorkedError).
+    """
+    from .sheet import write_sheet as _w
+
+    return _w(solution, outdir, formats=formats, paper=paper, pdf_engine=pdf_engine, template_dir=template_dir,
+              force=force, student=student, documents=documents)
