@@ -9,13 +9,191 @@ Public API (used by ``worked check``, ``worked grade`` and the web server)::
 
 The answers dict has the keys of an answers file: the JSON names of :meth:`Solution.matrices`
 (``Q K V scores scaled weights Z``; with several heads ``head1.Q`` … ``head1.Z``, ``concat``, ``Z``),
-or nested per-head tables (``{"head1": {"Q": ...}}``). Each value is a list of rows; an entry is
-a number, a decimal or fraction string, an exact form (``"2√2"``, ``"e^2/(1+e^2)"``), or blank
-(``""``, ``"?"``, ``None``) for "not answered".
+or nested per-head tables (``{"head1": {"Q": ...}}``, which is what TOML ``[head1]`` gives). Each
+value is a list of rows; an entry is a number, a decimal or fraction string, an exact form
+(``"2√2"``, ``"e^2/(1+e^2)"``), ``"-inf"``/``"−∞"`` for a masked score, or blank (``""``, ``"?"``,
+``None``) for "not answered".
+
+How answers are judged
+----------------------
+Every matrix is recomputed with *intervals* (lo, hi) at 50 digits. With the default tolerance a
+careful student may round every intermediate value to the problem's decimals (√d_k too, to at least
+2 places; each e^x of the softmax; each weight), so each computed entry is widened by half a unit
+of the last place before it is used further, and the answer itself by another half unit. An answer
+is *correct* when it lies in the interval computed from the problem. It is *consistent with the
+earlier steps* (error carried forward) when it lies in the interval computed from the student's own
+earlier answers instead. With ``--tolerance T`` (absolute) or ``T%`` (relative) the intervals are
+the exact values ± T instead.
+
+A misconception is diagnosed on a matrix when its wrong entries (those not explained by an
+earlier slip) lie in the interval computed *with that mistake* (from the student's own earlier
+answers or from the correct ones), where the mistake changes the answer at all; see
+:data:`MISCONCEPTIONS`.
 """
 from __future__ import annotations
 
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import mpmath
+
+from . import exprs
+from .errors import ExpressionError, WorkedError
+
+mpmath.mp.dps = 50
+
 BLANKS = ("", "?")
+LIMIT = mpmath.mpf(10) ** 12       # largest |value| an answer entry may have
+MAX_EXP_ARG = 200                   # largest x in e^x inside an answer entry
+
+# code -> (stage it acts on, title, explanation)
+MISCONCEPTIONS: dict[str, tuple[str, str, str]] = {
+    "no-scaling": ("scaled", "no scaling",
+                   "The scores were not divided by the scale factor before the softmax: these values are what "
+                   "the unscaled scores give."),
+    "scaled-by-dk": ("scaled", "divided by d_k instead of √d_k",
+                     "The scores were divided by d_k itself instead of by its square root √d_k."),
+    "transposed-scores": ("scores", "K·Qᵀ instead of Q·Kᵀ",
+                          "The scores were computed as K·Qᵀ, the transpose of Q·Kᵀ: row i must be token i's "
+                          "query matched against every key, not its key against every query."),
+    "wrong-mask": ("scores", "causal mask on the wrong entries",
+                   "In a causal problem a token may attend only to itself and earlier tokens: the entries above "
+                   "the diagonal are −∞ (weight 0). These values come from masking the wrong triangle, or not "
+                   "masking at all."),
+    "column-softmax": ("weights", "softmax down the columns",
+                       "The softmax was taken down each column; it belongs along each row, so that every "
+                       "token's weights add up to 1."),
+    "no-exp": ("weights", "no exponentials",
+               "Each score was divided by its row's sum without taking e^x first; the softmax divides e^x by the "
+               "row's sum of e^x, which also keeps every weight positive."),
+    "weights-transposed": ("Z", "Aᵀ·V instead of A·V",
+                           "Z was computed with the transposed weights (Aᵀ·V): row i of Z must blend the value rows "
+                           "with token i's row of A."),
+    "early-rounding": ("weights", "rounded too early",
+                       "Accepted: these answers are within the rounding band, but they differ from the exact values "
+                       "rounded at the end, because earlier values were rounded first. Keep more places in "
+                       "intermediate values (the worked steps keep 4) and round only the final answer."),
+}
+
+STAGES = ("Q", "K", "V", "scores", "scaled", "weights", "Z")
+_STAGE_INDEX = {s: i for i, s in enumerate(STAGES)}
+_NA = object()          # "not given" in a grid of the student's answers
+
+
+# ---------------------------------------------------------------- reading entries
+
+def _bounded(x):
+    if not mpmath.isfinite(x) or abs(x) > LIMIT:
+        raise ExpressionError("value is too large for an answer")
+    return x
+
+
+def _num(node):
+    """Evaluate a tree from :func:`worked.exprs.parse` with 50-digit mpmath, refusing huge values.
+
+    This runs before sympy sees the tree, so nothing expensive (e^(e^(e^100))) is ever evaluated.
+    """
+    kind = node[0]
+    if kind == "num":
+        f = Fraction(node[1])
+        if abs(f) > 10**12:
+            raise ExpressionError(f"number {node[1]} is too large")
+        return mpmath.mpf(f.numerator) / f.denominator
+    if kind == "name":
+        raise ExpressionError(f"unknown name {node[1]!r} (an answer is a number, such as 0.62, 2√2 or e^2/(1+e^2))")
+    if kind == "inf":
+        raise ExpressionError("∞ can only be a whole answer, as −∞ for a masked score")
+    if kind == "pi":
+        return +mpmath.pi
+    if kind == "e":
+        return +mpmath.e
+    if kind == "vec":
+        raise ExpressionError("a single value was expected, not a vector")
+    if kind == "neg":
+        return -_num(node[1])
+    if kind == "sqrt":
+        v = _num(node[1])
+        if v < 0:
+            raise ExpressionError("square root of a negative number")
+        return mpmath.sqrt(v)
+    if kind == "exp":
+        v = _num(node[1])
+        if v > MAX_EXP_ARG:
+            raise ExpressionError("power is too large")
+        return _bounded(mpmath.exp(v))
+    if kind == "pow":
+        b, x = _num(node[1]), _num(node[2])
+        if b < 0 and x != int(x):
+            raise ExpressionError("fractional power of a negative number")
+        if b == 0 and x <= 0:
+            raise ExpressionError("0 to a power that is not positive")
+        if b != 0 and abs(x * mpmath.log(abs(b))) > MAX_EXP_ARG:
+            raise ExpressionError("power is too large")
+        return _bounded(mpmath.power(b, x))
+    if kind in ("add", "sub", "mul", "div"):
+        a, b = _num(node[1]), _num(node[2])
+        if kind == "add":
+            return _bounded(a + b)
+        if kind == "sub":
+            return _bounded(a - b)
+        if kind == "mul":
+            return _bounded(a * b)
+        if b == 0:
+            raise ExpressionError("division by zero")
+        return _bounded(a / b)
+    raise ExpressionError("not a number")
+
+
+_NEG_INF_TEXT = re.compile(r"^\s*[-−]\s*(∞|oo|inf|infinity)\s*$", re.IGNORECASE)
+
+
+def _read(value):
+    """``(exact sympy value, mpf)``, ``("-oo", None)`` for −∞, or ``None`` for a blank entry."""
+    import sympy as sp
+
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise ExpressionError(f"expected a number, got {str(value).lower()}")
+    if isinstance(value, int):
+        if abs(value) > 10**12:
+            raise ExpressionError(f"number {value} is too large")
+        return sp.Integer(value), mpmath.mpf(value)
+    if isinstance(value, Fraction):
+        value = f"{value.numerator}/{value.denominator}"
+    elif isinstance(value, float):
+        if value == -math.inf:
+            return sp.S.NegativeInfinity, None
+        if not math.isfinite(value):
+            raise ExpressionError(f"expected a finite number, got {value}")
+        value = repr(value)
+    elif getattr(value, "is_number", False) and type(value).__module__.startswith("sympy"):
+        if value == sp.S.NegativeInfinity:
+            return value, None
+        value = str(value)
+    if not isinstance(value, str):
+        raise ExpressionError(f"expected a number or a string, got {type(value).__name__}")
+    text = value.strip()
+    if text in BLANKS:
+        return None
+    if _NEG_INF_TEXT.match(text):
+        return sp.S.NegativeInfinity, None
+    tree = exprs.parse(text)
+    num = _num(tree)                      # bounded, cheap: guards the exact evaluation below
+    try:
+        exact = exprs.eval_exact(tree)
+    except ExpressionError:
+        raise
+    except Exception as exc:  # pragma: no cover - sympy surprises are still only an error message
+        raise ExpressionError(f"cannot evaluate {text!r}: {exc}") from None
+    if not getattr(exact, "is_number", False) or exact.is_real is False:
+        raise ExpressionError(f"{text!r} is not a real number")
+    return exact, num
 
 
 def parse_entry(value):
@@ -25,25 +203,955 @@ def parse_entry(value):
     :mod:`worked.exprs` (never ``eval``/``sympify``). ``"-inf"``/``"−∞"`` give ``-oo`` (a masked score).
     Raises :class:`worked.errors.ExpressionError` for anything else.
     """
-    raise NotImplementedError  # filled in below
+    r = _read(value)
+    return None if r is None else r[0]
 
 
-def check_answers(problem, answers: dict, *, tolerance=None, solution=None):
-    """Check *answers* (a dict like an answers file) against *problem*; return a :class:`Report`.
+# ---------------------------------------------------------------- tolerance
 
-    *tolerance*: None for the default (any answer a careful student gets by rounding to the problem's
-    decimals, also at intermediate steps), a number (absolute), or a :class:`Tolerance`.
-    *solution*: a ready ``solve(problem)`` result, to save solving again.
+@dataclass(frozen=True)
+class Tolerance:
+    """``Tolerance()`` is the default (rounding to the problem's decimals, also at intermediate steps);
+    ``Tolerance(abs=0.01)`` and/or ``Tolerance(rel=0.02)`` accept answers within that distance of the
+    exact value (either one suffices)."""
+
+    abs: float | None = None
+    rel: float | None = None
+
+    @property
+    def default(self) -> bool:
+        return self.abs is None and self.rel is None
+
+    @classmethod
+    def parse(cls, text) -> "Tolerance":
+        """``"0.01"`` (absolute), ``"2%"`` (relative), ``"abs=0.01,rel=0.02"``; None → default."""
+        if text is None or isinstance(text, Tolerance):
+            return text or cls()
+        if isinstance(text, (int, float)) and not isinstance(text, bool):
+            return cls._checked(abs=float(text))
+        if isinstance(text, dict):
+            return cls._checked(abs=_opt_float(text.get("abs", text.get("absolute"))),
+                                rel=_opt_float(text.get("rel", text.get("relative"))))
+        s = str(text).strip()
+        try:
+            if "=" in s:
+                parts = dict(p.split("=", 1) for p in s.replace(";", ",").split(","))
+                parts = {k.strip(): v.strip() for k, v in parts.items()}
+                return cls.parse({k: (float(v[:-1]) / 100 if k.startswith("rel") and v.endswith("%") else float(v))
+                                  for k, v in parts.items()})
+            if s.endswith("%"):
+                return cls._checked(rel=float(s[:-1]) / 100)
+            return cls._checked(abs=float(s))
+        except ValueError:
+            raise WorkedError(f"tolerance: expected a number such as 0.01, a percentage such as 2%, "
+                              f"or abs=0.01,rel=0.02; got {text!r}") from None
+
+    @classmethod
+    def _checked(cls, abs=None, rel=None):
+        for name, v in (("abs", abs), ("rel", rel)):
+            if v is not None and (not math.isfinite(v) or v < 0):
+                raise WorkedError(f"tolerance: {name} must be a non-negative number, got {v}")
+        return cls(abs=abs, rel=rel)
+
+    def describe(self, decimals: int) -> str:
+        if self.default:
+            return (f"rounding to {decimals} decimal place{'s' if decimals != 1 else ''}, "
+                    "also at intermediate steps")
+        parts = []
+        if self.abs is not None:
+            parts.append(f"±{self.abs:g}")
+        if self.rel is not None:
+            parts.append(f"±{self.rel * 100:g}%")
+        return " or ".join(parts)
+
+    def to_dict(self, decimals: int) -> dict:
+        return {"default": self.default, "abs": self.abs, "rel": self.rel, "description": self.describe(decimals)}
+
+
+def _opt_float(v):
+    if v is None:
+        return None
+    if isinstance(v, str) and v.strip().endswith("%"):
+        return float(v.strip()[:-1]) / 100
+    return float(v)
+
+
+# ---------------------------------------------------------------- interval arithmetic
+
+def _pt(x):
+    return (x, x)
+
+
+def _add(a, b):
+    return (a[0] + b[0], a[1] + b[1])
+
+
+def _mul(a, b):
+    ps = (a[0] * b[0], a[0] * b[1], a[1] * b[0], a[1] * b[1])
+    return (min(ps), max(ps))
+
+
+def _div_pos(a, c):
+    """a / c for an interval c > 0."""
+    qs = (a[0] / c[0], a[0] / c[1], a[1] / c[0], a[1] / c[1])
+    return (min(qs), max(qs))
+
+
+def _div(a, b):
+    if b[0] <= 0 <= b[1]:
+        return None
+    qs = (a[0] / b[0], a[0] / b[1], a[1] / b[0], a[1] / b[1])
+    return (min(qs), max(qs))
+
+
+def _contains(iv, x, slack=mpmath.mpf(10) ** -30):
+    return iv[0] - slack <= x <= iv[1] + slack
+
+
+def _disjoint(a, b):
+    if a is None or b is None:
+        return (a is None) != (b is None)
+    return a[1] < b[0] or b[1] < a[0]
+
+
+class _Run:
+    """One recomputation of every matrix with intervals.
+
+    *given*: the student's entries substituted for computed ones (dict key → grid of (lo, hi), None
+    for −∞, or _NA); *mistake*: (code, variant) applied at its stage; *rounding*: widen each computed
+    entry by half a unit of the problem's last place (the default tolerance).
     """
-    raise NotImplementedError
+
+    def __init__(self, ctx: "_Ctx", given=None, mistake=None, rounding=True):
+        self.ctx = ctx
+        self.given = given or {}
+        self.mistake = mistake
+        self.rounding = rounding
+        self.band: dict[str, list] = {}   # what an answer to each matrix may be (computed, then rounded once)
+        self.carry: dict[str, list] = {}  # what flows on: the student's entries where given, else the band
+        self._go()
+
+    # -- rounding
+    def _round(self, iv, h=None):
+        if iv is None or not self.rounding:
+            return iv
+        h = self.ctx.h if h is None else h
+        lo, hi = iv
+        if hi - lo < mpmath.mpf(10) ** -40:
+            scaled = lo * self.ctx.tenpow
+            if abs(scaled - mpmath.nint(scaled)) < mpmath.mpf(10) ** -30:
+                return iv  # already exact at the problem's places: rounding changes nothing
+        return (lo - h, hi + h)
+
+    def _store(self, key, grid):
+        band = [[self._round(x) for x in row] for row in grid]
+        self.band[key] = band
+        g = self.given.get(key)
+        if g is None:
+            self.carry[key] = band
+        else:
+            self.carry[key] = [[band[i][j] if g[i][j] is _NA else g[i][j] for j in range(len(band[0]))]
+                               for i in range(len(band))]
+
+    def _is(self, code):
+        return self.mistake is not None and self.mistake[0] == code
+
+    # -- the pipeline
+    def _go(self):
+        ctx, p = self.ctx, self.ctx.problem
+        X = [[_pt(_mpf(x)) for x in row] for row in p.X]
+        for hi, head in enumerate(p.heads, 1):
+            pre = ctx.prefix(hi)
+            for name, W in (("Q", head.W_Q), ("K", head.W_K), ("V", head.W_V)):
+                Wm = [[_pt(_mpf(x)) for x in row] for row in W]
+                self._store(pre + name, _matmul(X, Wm))
+            self._head(pre)
+        if p.multihead:
+            n = p.n
+            cat = [[x for hi in range(1, len(p.heads) + 1) for x in self.carry[ctx.prefix(hi) + "Z"][i]] for i in range(n)]
+            self.band["concat"] = cat
+            g = self.given.get("concat")
+            self.carry["concat"] = cat if g is None else [[cat[i][j] if g[i][j] is _NA else g[i][j]
+                                                          for j in range(len(cat[0]))] for i in range(n)]
+            Wo = [[_pt(_mpf(x)) for x in row] for row in p.W_O]
+            self._store("Z", _matmul(self.carry["concat"], Wo))
+
+    def _head(self, pre):
+        ctx, n = self.ctx, self.ctx.problem.n
+        Q, K, V = self.carry[pre + "Q"], self.carry[pre + "K"], self.carry[pre + "V"]
+        # scores (with the mask)
+        if self._is("transposed-scores"):
+            raw = [[_dot(K[i], Q[j]) for j in range(n)] for i in range(n)]
+        else:
+            raw = [[_dot(Q[i], K[j]) for j in range(n)] for i in range(n)]
+        masked = ctx.masked
+        if self._is("wrong-mask"):
+            masked = {"none": set(), "lower": {(i, j) for i in range(n) for j in range(n) if j < i}}[self.mistake[1]]
+        self._store(pre + "scores", [[None if (i, j) in masked else raw[i][j] for j in range(n)] for i in range(n)])
+        S = self.carry[pre + "scores"]
+        # scaled
+        factor = ctx.factor_iv if self.rounding else _pt(ctx.factor)
+        if self._is("no-scaling"):
+            factor = _pt(mpmath.mpf(1))
+        elif self._is("scaled-by-dk"):
+            factor = _pt(mpmath.mpf(ctx.problem.d_k))
+        self._store(pre + "scaled", [[None if s is None else _div_pos(s, factor) for s in row] for row in S])
+        T = self.carry[pre + "scaled"]
+        # weights
+        if self._is("column-softmax"):
+            cols = [self._softmax([T[i][j] for i in range(n)]) for j in range(n)]
+            A = [[cols[j][i] for j in range(n)] for i in range(n)]
+        elif self._is("no-exp"):
+            A = [self._no_exp(row) for row in T]
+        else:
+            A = [self._softmax(row) for row in T]
+        self._store(pre + "weights", A)
+        A = self.carry[pre + "weights"]
+        # Z
+        if self._is("weights-transposed"):
+            A = [[A[j][i] for j in range(n)] for i in range(n)]
+        dv = len(V[0])
+        Z = []
+        for i in range(n):
+            row = []
+            for c in range(dv):
+                acc = _pt(mpmath.mpf(0))
+                for j in range(n):
+                    if A[i][j] is None or V[j][c] is None:
+                        acc = None
+                        break
+                    acc = _add(acc, _mul(A[i][j], V[j][c]))
+                row.append(acc)
+            Z.append(row)
+        self._store(pre + "Z", Z)
+
+    def _softmax(self, row):
+        """Weights of one row (None = −∞ gets weight 0) with each e^x possibly rounded; exact ranges."""
+        idx = [j for j, s in enumerate(row) if s is not None]
+        if not idx:
+            return [None] * len(row)
+        E = {}
+        for j in idx:
+            lo, hi = row[j]
+            e = (mpmath.exp(lo), mpmath.exp(hi))
+            if self.rounding:
+                e = self._round(e)
+                e = (max(e[0], mpmath.mpf(0)), e[1])
+            E[j] = e
+        out = []
+        for j in range(len(row)):
+            if j not in E:
+                out.append(_pt(mpmath.mpf(0)))
+                continue
+            others_lo = mpmath.fsum(E[k][0] for k in idx if k != j)
+            others_hi = mpmath.fsum(E[k][1] for k in idx if k != j)
+            d_lo, d_hi = E[j][0] + others_hi, E[j][1] + others_lo
+            lo = E[j][0] / d_lo if d_lo > 0 else mpmath.mpf(0)
+            hi = E[j][1] / d_hi if d_hi > 0 else mpmath.mpf(1)
+            out.append((lo, hi))
+        return out
+
+    def _no_exp(self, row):
+        idx = [j for j, s in enumerate(row) if s is not None]
+        if not idx:
+            return [None] * len(row)
+        total = (mpmath.fsum(row[j][0] for j in idx), mpmath.fsum(row[j][1] for j in idx))
+        return [_pt(mpmath.mpf(0)) if s is None else _div(s, total) for s in row]
 
 
+def _mpf(f: Fraction):
+    return mpmath.mpf(f.numerator) / f.denominator
+
+
+def _dot(a, b):
+    acc = _pt(mpmath.mpf(0))
+    for x, y in zip(a, b):
+        if x is None or y is None:
+            return None
+        acc = _add(acc, _mul(x, y))
+    return acc
+
+
+def _matmul(A, B):
+    return [[_dot(A[i], [B[t][j] for t in range(len(B))]) for j in range(len(B[0]))] for i in range(len(A))]
+
+
+# ---------------------------------------------------------------- context: problem, solution, steps
+
+class _Ctx:
+    def __init__(self, problem, solution, tol: Tolerance):
+        import sympy as sp
+
+        self.problem = problem
+        self.sol = solution
+        self.tol = tol
+        d = problem.decimals
+        self.tenpow = mpmath.mpf(10) ** d
+        self.h = mpmath.mpf(5) / (10 * self.tenpow)
+        n = problem.n
+        self.masked = {(i, j) for i in range(n) for j in range(n) if problem.mask == "causal" and j > i}
+        f = solution.scale_factor if solution.scale_factor is not None else sp.Integer(1)
+        self.factor = mpmath.mpf(sp.N(f, 60)) if not f.is_Rational else mpmath.mpf(int(f.p)) / int(f.q)
+        # a careful student may round √d_k (or any scale) to the problem's places, but not below 2
+        fp = max(d, 2)
+        fr = mpmath.nint(self.factor * 10**fp) / 10**fp
+        self.factor_iv = (min(self.factor, fr), max(self.factor, fr))
+        self.mats = solution.matrices()
+        self.steps = {}
+        for num, st in enumerate(solution.steps, 1):
+            if st.result:
+                self.steps[st.result] = (num, st)
+
+    def prefix(self, hi: int) -> str:
+        return f"head{hi}." if self.problem.multihead else ""
+
+    def step_of(self, key: str) -> dict | None:
+        hit = self.steps.get(key)
+        if not hit:
+            return None
+        num, st = hit
+        return {"number": num, "id": st.id, "title": st.title, "head": st.head}
+
+
+def _split(key: str) -> tuple[str, str]:
+    """"head2.scaled" → ("head2.", "scaled"); "scaled" → ("", "scaled")."""
+    if "." in key:
+        a, b = key.split(".", 1)
+        return a + ".", b
+    return "", key
+
+
+# ---------------------------------------------------------------- reading an answers dict
+
+ALIASES = {"A": "weights", "attention": "weights", "scaled_scores": "scaled", "output": "Z"}
+
+
+def normalize_answers(answers: dict, matrices: dict, multihead: bool) -> tuple[dict, list[dict]]:
+    """Flatten nested per-head tables and aliases; return ({key: rows}, errors) with unknown keys as errors."""
+    flat: dict[str, Any] = {}
+    errors: list[dict] = []
+    if not isinstance(answers, dict):
+        return {}, [{"matrix": None, "entry": None, "message": "expected a table of matrices, such as scaled = [[...], ...]"}]
+
+    def put(key, value):
+        pre, base = _split(key)
+        base = ALIASES.get(base, base)
+        if not multihead and pre == "head1.":
+            pre = ""
+        k = pre + base
+        if k not in matrices:
+            names = ", ".join(matrices)
+            hint = " (this problem has several heads: use head1.Q, …, concat, Z)" if multihead and pre == "" and base in STAGES[:-1] else ""
+            errors.append({"matrix": key, "entry": None,
+                           "message": f"{key}: unknown matrix{hint}; expected some of: {names}"})
+            return
+        if k in flat:
+            errors.append({"matrix": key, "entry": None, "message": f"{key}: given twice"})
+            return
+        flat[k] = value
+
+    for key, value in answers.items():
+        key = str(key).strip()
+        if key.startswith("_"):
+            continue  # comments, such as "_comment" in JSON
+        if key == "heads" and isinstance(value, list):
+            for h, d in enumerate(value, 1):
+                if isinstance(d, dict):
+                    for k2, v2 in d.items():
+                        put(f"head{h}.{k2}", v2)
+                else:
+                    errors.append({"matrix": f"heads[{h}]", "entry": None, "message": f"heads[{h}]: expected a table of matrices"})
+        elif isinstance(value, dict):
+            for k2, v2 in value.items():
+                put(f"{key}.{k2}", v2)
+        else:
+            put(key, value)
+    return flat, errors
+
+
+def _entry_label(key: str, mat, i: int, j: int) -> str:
+    return f"{key}[{i + 1},{j + 1}]"
+
+
+def _read_matrix(key, rows, mat):
+    """→ (grid of (exact, num) | "-oo" | None, raw strings, errors, invalid set). Raises _ShapeError."""
+    r, c = mat.shape
+    if not isinstance(rows, (list, tuple)):
+        raise _ShapeError(f"{key}: expected a matrix of {r} rows with {c} entries each, such as [[1, 2], [3, 4]]; "
+                          f"got {type(rows).__name__}")
+    if len(rows) != r:
+        raise _ShapeError(f"{key}: wrong shape: expected {r}×{c} ({r} rows of {c} entries), got {len(rows)} row{'s' if len(rows) != 1 else ''}")
+    for i, row in enumerate(rows):
+        if not isinstance(row, (list, tuple)):
+            raise _ShapeError(f"{key}: row {i + 1}: expected a list of {c} entries, got {row!r}"[:200])
+        if len(row) != c:
+            raise _ShapeError(f"{key}: wrong shape: expected {r}×{c}; row {i + 1} has {len(row)} entr{'ies' if len(row) != 1 else 'y'}")
+    grid, raw, errors = [], [], []
+    for i, row in enumerate(rows):
+        g, rr = [], []
+        for j, v in enumerate(row):
+            rr.append(_raw_text(v))
+            try:
+                val = _read(v)
+                if val is not None and val[1] is None and mat.name not in ("scores", "scaled"):
+                    raise ExpressionError("−∞ is only an answer for masked scores")
+                g.append(val)
+            except ExpressionError as exc:
+                errors.append({"matrix": key, "entry": [i + 1, j + 1], "label": _entry_label(key, mat, i, j),
+                               "message": f"{_entry_label(key, mat, i, j)}: cannot read {rr[-1]!r}: {exc}"})
+                g.append("invalid")
+        grid.append(g)
+        raw.append(rr)
+    return grid, raw, errors
+
+
+class _ShapeError(Exception):
+    pass
+
+
+def _raw_text(v) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        return repr(v)
+    s = str(v)
+    return s if len(s) <= 60 else s[:57] + "…"
+
+
+# ---------------------------------------------------------------- the report
+
+@dataclass
+class MatrixReport:
+    key: str
+    symbol: str
+    step: dict | None
+    rows: list[str]
+    cols: list[str]
+    verdicts: list[list[str]]          # "correct" | "wrong" | "blank" | "invalid"
+    carried: list[list[bool]]          # wrong, but right from the student's own earlier answers
+    answers: list[list[str]]
+    expected: list[list[str]]
+    consistent: bool | None
+    based_on: list[str]
+    diagnoses: list[dict] = field(default_factory=list)
+    errors: list[dict] = field(default_factory=list)
+
+    def count(self, what: str) -> int:
+        return sum(v == what for row in self.verdicts for v in row)
+
+    @property
+    def n_carried(self) -> int:
+        return sum(c for row in self.carried for c in row)
+
+    def to_dict(self, reveal: bool) -> dict:
+        d = {
+            "matrix": self.key,
+            "step": self.step,
+            "shape": [len(self.rows), len(self.cols)],
+            "rows": self.rows,
+            "cols": self.cols,
+            "verdicts": self.verdicts,
+            "carried_forward": self.carried,
+            "answers": self.answers,
+            "counts": {"correct": self.count("correct"), "wrong": self.count("wrong"), "blank": self.count("blank"),
+                       "invalid": self.count("invalid"), "carried_forward": self.n_carried},
+            "consistent_with_earlier": self.consistent,
+            "based_on": self.based_on,
+            "diagnoses": self.diagnoses,
+            "errors": self.errors,
+        }
+        if reveal:
+            d["expected"] = self.expected
+        return d
+
+
+MARKS = {"correct": "✓", "wrong": "✗", "blank": "·", "invalid": "?"}
+CARRIED_MARK = "↪"
+
+
+@dataclass
 class Report:
     """The result of :func:`check_answers`. ``to_dict()`` is the JSON of ``worked check --format json``;
     ``text()`` is the text output (a ✓/✗/· table per matrix, then the diagnoses)."""
 
+    title: str
+    decimals: int
+    tolerance: Tolerance
+    matrices: list[MatrixReport]
+    errors: list[dict]
+    diagnoses: list[dict]
+    reveal: bool = False
+
+    def summary(self) -> dict:
+        s = {"correct": 0, "wrong": 0, "blank": 0, "invalid": 0, "carried_forward": 0}
+        for m in self.matrices:
+            for k in ("correct", "wrong", "blank", "invalid"):
+                s[k] += m.count(k)
+            s["carried_forward"] += m.n_carried
+        s["answered"] = s["correct"] + s["wrong"]
+        return s
+
     def to_dict(self) -> dict:
-        raise NotImplementedError
+        return {
+            "title": self.title,
+            "decimals": self.decimals,
+            "tolerance": self.tolerance.to_dict(self.decimals),
+            "summary": self.summary(),
+            "matrices": {m.key: m.to_dict(self.reveal) for m in self.matrices},
+            "diagnoses": self.diagnoses,
+            "errors": self.errors,
+        }
 
     def text(self) -> str:
-        raise NotImplementedError
+        out = []
+        head = f"Checking answers: {self.title}" if self.title else "Checking answers"
+        out += [head, "=" * len(head), f"tolerance: {self.tolerance.describe(self.decimals)}", ""]
+        for e in self.errors:
+            out.append(f"problem: {e['message']}")
+        if self.errors:
+            out.append("")
+        any_carried = False
+        for m in self.matrices:
+            st = m.step
+            label = f"Step {st['number']}. {st['title']}" if st else m.key
+            c, w, b = m.count("correct"), m.count("wrong"), m.count("blank")
+            total = len(m.rows) * len(m.cols)
+            parts = [f"{c} of {total} correct"]
+            if w:
+                parts.append(f"{w} wrong")
+            if b:
+                parts.append(f"{b} not answered")
+            if m.count("invalid"):
+                parts.append(f"{m.count('invalid')} unreadable")
+            out.append(f"{m.key}  ({label})")
+            out.append("  " + ", ".join(parts))
+            marks = [[CARRIED_MARK if m.carried[i][j] else MARKS[v] for j, v in enumerate(row)]
+                     for i, row in enumerate(m.verdicts)]
+            any_carried |= any(m.carried[i][j] for i in range(len(m.rows)) for j in range(len(m.cols)))
+            shown = [[a if m.verdicts[i][j] != "blank" else "" for j, a in enumerate(row)] for i, row in enumerate(m.answers)]
+            out += _table(m.rows, m.cols, marks, shown)
+            for e in m.errors:
+                out.append(f"  ! {e['message']}")
+            if m.consistent is True and w:
+                out.append(f"  Consistent with your earlier step{'s' if len(m.based_on) > 1 else ''} ({', '.join(m.based_on)}): computed from your own "
+                           f"answers there, {'every entry' if m.n_carried == w else f'{m.n_carried} of the {w} wrong entries'}"
+                           " follows correctly (error carried forward).")
+            elif m.consistent is True:
+                out.append(f"  Consistent with your earlier step{'s' if len(m.based_on) > 1 else ''} ({', '.join(m.based_on)}).")
+            elif m.consistent is False and m.n_carried:
+                out.append(f"  {m.n_carried} of the {w} wrong entries follow correctly from your earlier answers "
+                           f"({', '.join(m.based_on)}); the others do not.")
+            if self.reveal and (w or m.count("invalid")):
+                for i in range(len(m.rows)):
+                    for j in range(len(m.cols)):
+                        if m.verdicts[i][j] in ("wrong", "invalid"):
+                            out.append(f"  {m.key}[{i + 1},{j + 1}] ({m.rows[i]}, {m.cols[j]}): you wrote "
+                                       f"{m.answers[i][j]}, expected {m.expected[i][j]}")
+            out.append("")
+        if any_carried:
+            out.append(f"Marks: ✓ correct   ✗ wrong   {CARRIED_MARK} wrong, but right from your own earlier answers   "
+                       "· not answered   ? unreadable")
+            out.append("")
+        else:
+            out.append("Marks: ✓ correct   ✗ wrong   · not answered   ? unreadable")
+            out.append("")
+        if self.diagnoses:
+            out.append("What went wrong")
+            out.append("---------------")
+            for d in self.diagnoses:
+                where = ", ".join(d["matrices"])
+                step = d.get("step")
+                reread = f" Re-read Step {step['number']} ({step['title']})." if step else ""
+                mark = "note" if d["code"] == "early-rounding" else "✗"
+                out.append(f"{mark} {d['code']} — {d['title']} (in {where}).")
+                out += ["    " + ln for ln in _wrap(d["message"] + reread, 92)]
+            out.append("")
+        s = self.summary()
+        total = s["correct"] + s["wrong"] + s["blank"] + s["invalid"]
+        line = f"Summary: {s['correct']} of {total} entries correct"
+        if s["wrong"]:
+            line += f", {s['wrong']} wrong"
+            if s["carried_forward"]:
+                line += f" ({s['carried_forward']} of them only because of an earlier slip)"
+        if s["blank"]:
+            line += f", {s['blank']} not answered"
+        if s["invalid"]:
+            line += f", {s['invalid']} unreadable"
+        out.append(line + ".")
+        return "\n".join(out) + "\n"
+
+
+def _wrap(text: str, width: int) -> list[str]:
+    import textwrap
+
+    return textwrap.wrap(text, width) or [""]
+
+
+def _table(rows, cols, marks, answers) -> list[str]:
+    def cell(i, j):
+        a = answers[i][j]
+        a = a if len(a) <= 14 else a[:13] + "…"
+        return f"{marks[i][j]} {a}" if a else marks[i][j]
+
+    cells = [[cell(i, j) for j in range(len(cols))] for i in range(len(rows))]
+    rw = max(len(r) for r in rows)
+    widths = [max([len(cols[j])] + [len(cells[i][j]) for i in range(len(rows))]) for j in range(len(cols))]
+    out = ["    " + " " * rw + "  " + "  ".join(c.ljust(w) for c, w in zip(cols, widths))]
+    for i, r in enumerate(rows):
+        out.append("    " + r.ljust(rw) + "  " + "  ".join(cells[i][j].ljust(widths[j]) for j in range(len(cols))))
+    return [ln.rstrip() for ln in out]
+
+
+# ---------------------------------------------------------------- checking
+
+def _band_for(ctx: _Ctx, run_default: _Run, run_exact: _Run, key: str):
+    """The acceptance band per entry: from the rounding run, or exact ± tolerance."""
+    if ctx.tol.default:
+        return run_default.band[key]
+    out = []
+    for row in run_exact.band[key]:
+        r = []
+        for iv in row:
+            if iv is None:
+                r.append(None)
+                continue
+            c = (iv[0] + iv[1]) / 2
+            t = max(ctx.tol.abs or 0, (ctx.tol.rel or 0) * abs(c))
+            r.append((iv[0] - t, iv[1] + t))
+        out.append(r)
+    return out
+
+
+def _runs(ctx: _Ctx, given=None, mistake=None):
+    """The band of every matrix for one scenario, under the chosen tolerance."""
+    if ctx.tol.default:
+        r = _Run(ctx, given, mistake, rounding=True)
+        return {k: r.band[k] for k in r.band}
+    r = _Run(ctx, given, mistake, rounding=False)
+    return {k: _band_for(ctx, r, r, k) for k in r.band}
+
+
+def _matches(ans, band) -> bool:
+    """Does one read answer (exact, num) or −∞ lie in *band* (None = −∞)?"""
+    exact, num = ans
+    if band is None:
+        return num is None
+    if num is None:
+        return False
+    return _contains(band, num)
+
+
+def _given_grids(parsed: dict, keys=None) -> dict:
+    out = {}
+    for key, grid in parsed.items():
+        if keys is not None and key not in keys:
+            continue
+        g = []
+        for row in grid:
+            r = []
+            for a in row:
+                if a is None or a == "invalid":
+                    r.append(_NA)
+                elif a[1] is None:
+                    r.append(None)
+                else:
+                    r.append(_pt(a[1]))
+            g.append(r)
+        out[key] = g
+    return out
+
+
+def _earlier(key: str, multihead: bool, nheads: int) -> list[str]:
+    """Matrices whose values feed *key* (directly or not), nearest first."""
+    pre, base = _split(key)
+    if base == "concat" or (multihead and key == "Z"):
+        out = ["concat"] if key == "Z" else []
+        for h in range(1, nheads + 1):
+            out += [f"head{h}.{b}" for b in reversed(STAGES)]
+        return out
+    idx = _STAGE_INDEX[base]
+    feeds = {"Q": [], "K": [], "V": [], "scores": ["K", "Q"], "scaled": ["scores", "K", "Q"],
+             "weights": ["scaled", "scores", "K", "Q"], "Z": ["weights", "V", "scaled", "scores", "K", "Q"]}
+    del idx
+    return [pre + b for b in feeds[base]]
+
+
+def _mistake_variants(ctx: _Ctx):
+    p = ctx.problem
+    out = [("transposed-scores", None)]
+    if p.mask == "causal" and p.n > 1:
+        out += [("wrong-mask", "none"), ("wrong-mask", "lower")]
+    if ctx.factor != 1:
+        out.append(("no-scaling", None))
+    if p.scale == "sqrt" and p.d_k not in (1,):
+        out.append(("scaled-by-dk", None))
+    out += [("column-softmax", None), ("no-exp", None), ("weights-transposed", None)]
+    return out
+
+
+def _stage_of(key: str) -> str:
+    return _split(key)[1]
+
+
+def check_answers(problem, answers: dict, *, tolerance=None, solution=None, reveal: bool = False) -> "Report":
+    """Check *answers* (a dict like an answers file) against *problem*; return a :class:`Report`.
+
+    *tolerance*: None for the default (any answer a careful student gets by rounding to the problem's
+    decimals, also at intermediate steps), a number (absolute), a string (``"0.01"``, ``"2%"``) or a
+    :class:`Tolerance`. *solution*: a ready ``solve(problem)`` result, to save solving again.
+    *reveal*: include the expected values (JSON ``expected``; text lists them for wrong entries).
+    Never raises for bad answers: unknown matrices, wrong shapes and unreadable entries are reported
+    in ``errors`` and everything else is still checked.
+    """
+    if solution is None:
+        from .solver import solve
+
+        solution = solve(problem)
+    tol = Tolerance.parse(tolerance)
+    ctx = _Ctx(problem, solution, tol)
+    mats = ctx.mats
+    flat, errors = normalize_answers(answers, mats, problem.multihead)
+
+    parsed: dict[str, list] = {}
+    raw: dict[str, list] = {}
+    entry_errors: dict[str, list] = {}
+    for key in mats:  # in the order of the worked steps
+        if key not in flat:
+            continue
+        try:
+            grid, rr, errs = _read_matrix(key, flat[key], mats[key])
+        except _ShapeError as exc:
+            errors.append({"matrix": key, "entry": None, "message": str(exc)})
+            continue
+        parsed[key], raw[key], entry_errors[key] = grid, rr, errs
+        errors.extend(errs)
+
+    true_band = _runs(ctx)
+    given = _given_grids(parsed)
+    ecf_band = _runs(ctx, given)
+
+    # verdicts
+    verdict: dict[str, list] = {}
+    carried: dict[str, list] = {}
+    for key, grid in parsed.items():
+        V, C = [], []
+        for i, row in enumerate(grid):
+            vr, cr = [], []
+            for j, a in enumerate(row):
+                if a is None:
+                    vr.append("blank"), cr.append(False)
+                elif a == "invalid":
+                    vr.append("invalid"), cr.append(False)
+                elif _matches(a, true_band[key][i][j]):
+                    vr.append("correct"), cr.append(False)
+                else:
+                    vr.append("wrong")
+                    cr.append(_matches(a, ecf_band[key][i][j]))
+            V.append(vr)
+            C.append(cr)
+        verdict[key], carried[key] = V, C
+
+    nheads = len(problem.heads)
+    wrong_keys = {k for k, V in verdict.items() if any(v == "wrong" for row in V for v in row)}
+
+    # misconceptions
+    diag_by_key: dict[str, list[dict]] = {k: [] for k in parsed}
+    candidates = [k for k in parsed if _stage_of(k) in ("scores", "scaled", "weights", "Z")
+                  and any(verdict[k][i][j] == "wrong" and not carried[k][i][j]
+                          for i in range(len(verdict[k])) for j in range(len(verdict[k][0])))]
+    if candidates:
+        for code, variant in _mistake_variants(ctx):
+            stage = MISCONCEPTIONS[code][0]
+            targets = [k for k in candidates if _STAGE_INDEX[_stage_of(k)] >= _STAGE_INDEX[stage]]
+            if not targets:
+                continue
+            before = {k for k in parsed if _STAGE_INDEX.get(_stage_of(k), 99) < _STAGE_INDEX[stage]}
+            scenarios = [_runs(ctx, None, (code, variant))]
+            if any(k in wrong_keys for k in before):
+                scenarios.append(_runs(ctx, _given_grids(parsed, before), (code, variant)))
+            for key in targets:
+                hit = _diagnose(parsed[key], verdict[key], carried[key], true_band[key], [s[key] for s in scenarios])
+                if hit and not any(d["code"] == code for d in diag_by_key[key]):
+                    diag_by_key[key].append(_diag(ctx, code, key, hit))
+
+    # early rounding: accepted, but rounded before the end
+    for key in parsed:
+        if _stage_of(key) in ("weights", "Z") and not wrong_keys & ({key} | set(_earlier(key, problem.multihead, nheads))):
+            hit = _early_rounding(ctx, key, parsed[key], verdict[key])
+            if hit:
+                diag_by_key[key].append(_diag(ctx, "early-rounding", key, hit))
+
+    # per-matrix report
+    reports = []
+    for key in parsed:
+        m = mats[key]
+        feeds = [k for k in _earlier(key, problem.multihead, nheads) if k in parsed]
+        feeding_wrong = [k for k in feeds if k in wrong_keys]
+        V, C = verdict[key], carried[key]
+        answered = [(i, j) for i in range(len(V)) for j in range(len(V[0])) if V[i][j] in ("correct", "wrong")]
+        if not feeding_wrong or not answered:
+            consistent = None
+        else:
+            consistent = all(V[i][j] == "wrong" and C[i][j] or
+                             (V[i][j] == "correct" and _matches(parsed[key][i][j], ecf_band[key][i][j]))
+                             for i, j in answered)
+        expected = [[m.dec_plain(i, j, problem.decimals) for j in range(m.shape[1])] for i in range(m.shape[0])]
+        reports.append(MatrixReport(key, m.symbol, ctx.step_of(key), list(m.rows), list(m.cols), V, C,
+                                    raw[key], expected, consistent, feeding_wrong,
+                                    diag_by_key[key], entry_errors[key]))
+
+    # all diagnoses, merged by (code, head)
+    merged: dict[tuple, dict] = {}
+    for r in reports:
+        for d in r.diagnoses:
+            k = (d["code"], _split(r.key)[0])
+            if k not in merged:
+                merged[k] = {"code": d["code"], "title": d["title"], "message": d["message"], "step": d["step"],
+                             "matrices": [], "head": d.get("head")}
+            merged[k]["matrices"].append(r.key)
+    order = {c: i for i, c in enumerate(MISCONCEPTIONS)}
+    diagnoses = sorted(merged.values(), key=lambda d: (d["head"] or 0, d["code"] == "early-rounding", order[d["code"]]))
+    return Report(problem.title, problem.decimals, tol, reports, errors, diagnoses, reveal)
+
+
+def _diagnose(grid, V, C, true_b, mistake_bands):
+    """Entries explained by the mistake, or None. The rule:
+
+    * the wrong entries not explained by an earlier slip (W) are, at least 3 in 4 of them, what the
+      mistake gives (in its band), and
+    * of the answered entries where the mistake changes the answer at all (its band and the true band
+      are disjoint), at least 3 in 4 show the mistaken value.
+    """
+    W = [(i, j) for i in range(len(V)) for j in range(len(V[0])) if V[i][j] == "wrong" and not C[i][j]]
+    if not W:
+        return None
+    for mb in mistake_bands:
+        explained = [(i, j) for i, j in W if _matches(grid[i][j], mb[i][j])]
+        if not explained or 4 * len(explained) < 3 * len(W):
+            continue
+        visible = [(i, j) for i in range(len(V)) for j in range(len(V[0]))
+                   if V[i][j] in ("correct", "wrong") and _disjoint(mb[i][j], true_b[i][j])]
+        shown = [(i, j) for i, j in visible if _matches(grid[i][j], mb[i][j])]
+        if visible and 4 * len(shown) >= 3 * len(visible):
+            return explained
+    return None
+
+
+def _diag(ctx: _Ctx, code: str, key: str, entries) -> dict:
+    stage, title, msg = MISCONCEPTIONS[code]
+    pre, base = _split(key)
+    if code == "early-rounding":
+        step_key = key
+    elif code in ("weights-transposed",):
+        step_key = pre + "Z"
+    else:
+        step_key = pre + stage
+    step = ctx.step_of(step_key)
+    if code == "no-scaling" and ctx.problem.scale == "sqrt":
+        msg = msg.replace("the scale factor", f"√d_k = √{ctx.problem.d_k}")
+    if code == "early-rounding" and base == "Z":
+        msg += " Here the weights were rounded before Z = A·V."
+    elif code == "early-rounding":
+        msg += " Here the scaled scores (or the e^x values) were rounded before the softmax."
+    head = int(pre[4:-1]) if pre else None
+    return {"code": code, "title": title, "message": msg, "step": step, "head": head,
+            "entries": [[i + 1, j + 1] for i, j in entries]}
+
+
+def _early_rounding(ctx: _Ctx, key: str, grid, V):
+    """Accepted entries that are not the exact value rounded at the end but are what rounding earlier gives."""
+    m = ctx.mats[key]
+    slack = ctx.h * (1 + mpmath.mpf(10) ** -9) + mpmath.mpf(10) ** -20
+    loose = []
+    for i, row in enumerate(grid):
+        for j, a in enumerate(row):
+            if V[i][j] != "correct" or a[1] is None:
+                continue
+            v = m.num[i][j]
+            if abs(a[1] - v) > slack:
+                loose.append((i, j))
+    if not loose:
+        return None
+    pre, base = _split(key)
+    cand = _early_values(ctx, pre, base)
+    if all(any(abs(grid[i][j][1] - c[i][j]) <= slack for c in cand) for i, j in loose):
+        return loose
+    return None
+
+
+def _early_values(ctx: _Ctx, pre: str, base: str):
+    """Point values of *base* when earlier values are rounded to the problem's places (a few such paths)."""
+    hi = int(pre[4:-1]) if pre else 1
+    h = ctx.sol.heads[hi - 1]
+    d = ctx.problem.decimals
+    rnd = lambda x: mpmath.nint(x * ctx.tenpow) / ctx.tenpow  # noqa: E731
+    n = ctx.problem.n
+    A_exact = [[h.weights.num[i][j] for j in range(n)] for i in range(n)]
+
+    def softmax(T, round_e):
+        out = []
+        for i in range(n):
+            idx = [j for j in range(n) if T[i][j] is not None]
+            E = {j: mpmath.exp(T[i][j]) for j in idx}
+            if round_e:
+                E = {j: rnd(e) for j, e in E.items()}
+            tot = mpmath.fsum(E.values())
+            out.append([E[j] / tot if j in E and tot else mpmath.mpf(0) for j in range(n)])
+        return out
+
+    T_r = [[None if h.scaled.value(i, j) is None else rnd(h.scaled.num[i][j]) for j in range(n)] for i in range(n)]
+    weights_paths = [softmax(T_r, False), softmax(T_r, True),
+                     softmax([[None if h.scaled.value(i, j) is None else h.scaled.num[i][j] for j in range(n)] for i in range(n)], True)]
+    del d
+    if base == "weights":
+        return weights_paths
+    Vn = h.V.num
+    out = []
+    for A in [A_exact] + weights_paths:
+        Ar = [[rnd(x) for x in row] for row in A]
+        out.append([[mpmath.fsum(Ar[i][j] * Vn[j][c] for j in range(n)) for c in range(len(Vn[0]))] for i in range(n)])
+    return out
+
+
+# ---------------------------------------------------------------- answers files
+
+def read_answers(path) -> dict:
+    """Read an answers file (TOML or JSON). Decimals are kept as strings, so they stay exact.
+
+    Raises :class:`WorkedError` naming the file when it cannot be read."""
+    p = Path(path)
+    src = str(path)
+    try:
+        if p.stat().st_size > 1_000_000:
+            raise WorkedError(f"{src}: file is larger than 1000000 bytes")
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise WorkedError(f"{src}: no such file") from None
+    except IsADirectoryError:
+        raise WorkedError(f"{src}: is a directory, expected a .toml or .json answers file") from None
+    except UnicodeDecodeError:
+        raise WorkedError(f"{src}: not UTF-8 text") from None
+    except OSError as exc:
+        raise WorkedError(f"{src}: cannot read: {exc.strerror}") from None
+    return parse_answers_text(text, src, "json" if p.suffix.lower() == ".json" else None)
+
+
+def parse_answers_text(text: str, source: str = "<answers>", fmt: str | None = None) -> dict:
+    fmt = fmt or ("json" if source.endswith(".json") or text.lstrip().startswith("{") else "toml")
+    if fmt == "json":
+        try:
+            data = json.loads(text, parse_float=str)
+        except json.JSONDecodeError as exc:
+            raise WorkedError(f"{source}: not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
+        except ValueError as exc:
+            raise WorkedError(f"{source}: {exc}") from None
+    else:
+        import tomllib
+
+        try:
+            data = tomllib.loads(text, parse_float=str)
+        except tomllib.TOMLDecodeError as exc:
+            raise WorkedError(f"{source}: not valid TOML: {exc}") from None
+    if not isinstance(data, dict):
+        raise WorkedError(f"{source}: expected a table of matrices, such as scaled = [[...], ...]")
+    return data

@@ -38,7 +38,44 @@ def cmd_solve(args) -> int:
     return 0
 
 
+def _add_check(sub):
+    p = sub.add_parser("check", help="check a student's answers: which entries, which step, which mistake",
+                       description="Check answers to a problem: a verdict per entry (correct, wrong, not answered), "
+                                   "error carried forward from the student's own earlier answers, and named "
+                                   "misconceptions with the worked step to re-read. Exit status: 0 when every answered "
+                                   "entry is correct, 1 otherwise, 2 when a file cannot be read.")
+    p.add_argument("problem", help="problem file (.toml or .json)")
+    p.add_argument("answers", help="answers file (.toml or .json): matrices by name (Q, K, V, scores, scaled, weights, Z; "
+                                   "head1.Q, …, concat, Z with several heads); blank entries are \"\" or \"?\"")
+    p.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
+    p.add_argument("--tolerance", metavar="T", default=None,
+                   help="accept answers within T of the exact value (0.01), or T%% of it (2%%); default: any answer a "
+                        "careful student gets by rounding to the problem's decimals, also at intermediate steps")
+    p.add_argument("--reveal", action="store_true", help="also show the expected values of wrong entries")
+    p.set_defaults(func=cmd_check)
+
+
+def cmd_check(args) -> int:
+    from .check import Tolerance, check_answers, read_answers
+    from .problem import load
+
+    problem = load(args.problem)
+    tol = Tolerance.parse(args.tolerance)
+    answers = read_answers(args.answers)
+    report = check_answers(problem, answers, tolerance=tol, reveal=args.reveal)
+    if args.format == "json":
+        import json
+
+        out = json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n"
+    else:
+        out = report.text()
+    sys.stdout.write(out)
+    s = report.summary()
+    return 0 if not (s["wrong"] or s["invalid"] or report.errors) else 1
+
+
 REGISTRY = [_add_solve]
+REGISTRY.append(_add_check)
 
 
 def build_parser() -> argparse.ArgumentParser:
