@@ -435,8 +435,10 @@ class _Run:
             lo, hi = row[j]
             e = (mpmath.exp(lo), mpmath.exp(hi))
             if self.rounding:
-                e = self._round(e)
-                e = (max(e[0], mpmath.mpf(0)), e[1])
+                # a careful student rounds e^x to the problem's places, but keeps 3 significant
+                # digits of a small one (0.000335, not 0.00, which would leave 0/0)
+                h = min(self.ctx.h, e[0] * mpmath.mpf("0.005"))
+                e = self._round(e, h)
             E[j] = e
         out = []
         for j in range(len(row)):
