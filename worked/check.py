@@ -149,6 +149,7 @@ def _num(node):
     raise ExpressionError("not a number")
 
 
+_TWO_NUMBERS = re.compile(r"[\d.]\s+[\d.]")
 _NEG_INF_TEXT = re.compile(r"^\s*[-−]\s*(∞|oo|inf|infinity)\s*$", re.IGNORECASE)
 
 
@@ -183,6 +184,9 @@ def _read(value):
         return None
     if _NEG_INF_TEXT.match(text):
         return sp.S.NegativeInfinity, None
+    if _TWO_NUMBERS.search(text):
+        raise ExpressionError(f"two numbers side by side in {text!r} (write one number per entry, "
+                              "with * between factors)")
     tree = exprs.parse(text)
     num = _num(tree)                      # bounded, cheap: guards the exact evaluation below
     try:
