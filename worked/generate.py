@@ -1,0 +1,529 @@
+"""Good random problems: small integers, a softmax that does not saturate, no ties, same seed → same file.
+
+A :class:`Family` holds the options of ``worked new`` (and of a quiz spec's ``[family]`` table);
+:func:`generate` draws one :class:`~worked.problem.Problem` from it, deterministically from an integer
+seed. Random does not mean arbitrary. By default every problem drawn has
+
+* integer entries in ``range`` (default −2..3), and no all-zero row in X or in any weight matrix;
+* a softmax that does not saturate: in every row of the attention weights the largest weight is at
+  most ``max_weight`` (0.9) and every weight is at least ``min_weight`` (one unit of the last shown
+  decimal, 0.01 for 2 decimals, so no weight rounds to 0.00);
+* no tie for the largest score in a row (``ties = true`` allows them);
+* every scaled score within ±``max_score`` (5), so each e^x of the worked softmax stays readable
+  (e^−5 ≈ 0.0067, e^5 ≈ 148); ``max_score = 0`` lifts the limit.
+
+Rows that the causal mask leaves with a single token (the first row) have weight 1 by definition and
+are exempt from the softmax rules.
+
+How: entries are drawn with ``random.Random(seed)`` (integer draws only: the stream is the same on
+every machine and Python 3 version); then a bounded local search changes one entry of X, W_Q or W_K at
+a time, keeping a change when it does not make the constraint violation worse, until every constraint
+holds. The violation is measured in floats rounded to 1e-9 before comparing, so platform libm
+differences in the last bit do not change the path. A quick feasibility check (:func:`check_feasible`)
+rejects constraints that can never be met, and the search gives up with a one-line error after a
+fixed number of steps, so an impossible family fails fast instead of looping forever.
+"""
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass, field, fields, replace
+from fractions import Fraction
+from typing import Any
+
+from .errors import ProblemError, WorkedError
+from .problem import LIMITS, Problem
+
+# keys of a [family] table / options of `worked new`
+FAMILY_KEYS = ("tokens", "words", "d_model", "d_k", "d_v", "heads", "range", "weight_range", "mask", "scale",
+               "decimals", "max_weight", "min_weight", "max_score", "ties", "title")
+
+MAX_ENTRY = 99          # |entry| bound for generated problems (hand exercises)
+STEPS_PER_START = 400   # local-search steps without progress before a fresh start
+MAX_STEPS = 40_000      # total steps before giving up (about a second)
+
+
+@dataclass(frozen=True)
+class Family:
+    """The options that describe a family of random problems (see module docstring)."""
+
+    tokens: int = 3
+    words: tuple[str, ...] | None = None
+    d_model: int = 4
+    d_k: int = 2
+    d_v: int | None = None          # default: d_k
+    heads: int = 1
+    range: tuple[int, int] = (-2, 3)
+    weight_range: tuple[int, int] | None = None  # default: range
+    mask: str = "none"
+    scale: Any = "sqrt"            # "sqrt", "none" or a positive Fraction
+    decimals: int = 2
+    max_weight: float = 0.9
+    min_weight: float | None = None  # default: 10**-decimals
+    max_score: float = 5.0          # largest |scaled score| (keeps e^x readable by hand); 0 = no limit
+    ties: bool = False
+    title: str = ""
+    source: str | None = field(default=None, compare=False)
+
+    # -- derived
+    @property
+    def n(self) -> int:
+        return len(self.words) if self.words else self.tokens
+
+    @property
+    def dv(self) -> int:
+        return self.d_v if self.d_v is not None else self.d_k
+
+    @property
+    def wrange(self) -> tuple[int, int]:
+        return self.weight_range if self.weight_range is not None else self.range
+
+    @property
+    def min_w(self) -> float:
+        return self.min_weight if self.min_weight is not None else 10.0 ** -self.decimals
+
+    @property
+    def divisor(self) -> float:
+        if self.scale == "sqrt":
+            return math.sqrt(self.d_k)
+        if self.scale == "none":
+            return 1.0
+        return float(self.scale)
+
+    def to_dict(self) -> dict:
+        """The family as a [family] table (only the keys that differ from the defaults, plus the shape)."""
+        d: dict[str, Any] = {}
+        base = Family()
+        for f in fields(self):
+            if f.name == "source":
+                continue
+            v = getattr(self, f.name)
+            if f.name == "tokens" and self.words:
+                continue
+            if f.name in ("tokens", "d_model", "d_k", "range", "mask") or v != getattr(base, f.name):
+                if isinstance(v, tuple):
+                    v = list(v)
+                if isinstance(v, Fraction):
+                    v = str(v)
+                d[f.name] = v
+        return d
+
+    # -- reading
+    @classmethod
+    def from_dict(cls, data: dict, source: str | None = None, prefix: str = "family.") -> "Family":
+        """Read and validate a [family] table (or the options of ``worked new``); raise ProblemError."""
+        def err(key, msg):
+            return ProblemError(prefix + key if key else prefix.rstrip("."), msg, source)
+
+        if not isinstance(data, dict):
+            raise err("", "expected a table of options (tokens, d_model, d_k, range, …)")
+        unknown = sorted(set(data) - set(FAMILY_KEYS))
+        if unknown:
+            raise err(unknown[0], f"unknown key (expected some of: {', '.join(FAMILY_KEYS)})")
+        kw: dict[str, Any] = {}
+
+        def whole(key, lo, hi):
+            v = data[key]
+            if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+                raise err(key, f"expected a whole number from {lo} to {hi}, got {v!r}")
+            return v
+
+        if "tokens" in data:
+            v = data["tokens"]
+            if isinstance(v, list):
+                if "words" in data:
+                    raise err("tokens", "give either tokens (a count or a list of words) or words, not both")
+                kw["words"] = _words(v, err, "tokens")
+            else:
+                kw["tokens"] = whole("tokens", 2, LIMITS["tokens"])
+        if "words" in data:
+            kw["words"] = _words(data["words"], err, "words")
+            if "tokens" in kw and kw["tokens"] != len(kw["words"]):
+                raise err("tokens", f"is {kw['tokens']} but words has {len(kw['words'])} entries")
+            kw.pop("tokens", None)
+        for key in ("d_model", "d_k", "d_v"):
+            if key in data:
+                kw[key] = whole(key, 1, LIMITS["dim"])
+        if "heads" in data:
+            kw["heads"] = whole("heads", 1, LIMITS["heads"])
+        for key in ("range", "weight_range"):
+            if key in data:
+                kw[key] = parse_range(data[key], lambda m, k=key: err(k, m))
+        if "mask" in data:
+            if data["mask"] not in ("none", "causal"):
+                raise err("mask", f'expected "none" or "causal", got {data["mask"]!r}')
+            kw["mask"] = data["mask"]
+        if "scale" in data:
+            kw["scale"] = parse_scale(data["scale"], lambda m: err("scale", m))
+        if "decimals" in data:
+            kw["decimals"] = whole("decimals", 1, LIMITS["decimals"])
+        if "max_score" in data:
+            v = data["max_score"]
+            if isinstance(v, bool) or not isinstance(v, (int, float, str)):
+                raise err("max_score", f"expected a number ≥ 0 (0 = no limit), got {v!r}")
+            try:
+                f = float(v)
+            except ValueError:
+                f = -1.0
+            if not 0 <= f <= 1000:
+                raise err("max_score", f"expected a number from 0 (no limit) to 1000, got {v!r}")
+            kw["max_score"] = f
+        for key in ("max_weight", "min_weight"):
+            if key in data:
+                v = data[key]
+                try:
+                    f = float(v) if not isinstance(v, bool) else None
+                except (TypeError, ValueError):
+                    f = None
+                if f is None or not 0 <= f <= 1 or math.isnan(f):
+                    raise err(key, f"expected a number from 0 to 1, got {v!r}")
+                kw[key] = f
+        if "ties" in data:
+            if not isinstance(data["ties"], bool):
+                raise err("ties", f"expected true or false, got {data['ties']!r}")
+            kw["ties"] = data["ties"]
+        if "title" in data:
+            if not isinstance(data["title"], str) or len(data["title"]) > LIMITS["title"]:
+                raise err("title", f"expected a string of at most {LIMITS['title']} characters")
+            kw["title"] = data["title"]
+        fam = cls(**kw, source=source)
+        check_feasible(fam, prefix=prefix)
+        return fam
+
+
+def _words(v, err, key) -> tuple[str, ...]:
+    if not isinstance(v, list) or not all(isinstance(t, str) and t.strip() for t in v):
+        raise err(key, "expected a list of non-empty words, one per token")
+    if not 2 <= len(v) <= LIMITS["tokens"]:
+        raise err(key, f"expected 2 to {LIMITS['tokens']} words, got {len(v)}")
+    if any(len(t) > LIMITS["token"] for t in v):
+        raise err(key, f"a word is longer than {LIMITS['token']} characters")
+    return tuple(v)
+
+
+def parse_range(v, err) -> tuple[int, int]:
+    """``[lo, hi]`` or ``"lo..hi"`` → (lo, hi), whole numbers, lo ≤ hi; *err(msg)* builds the exception."""
+    lo = hi = None
+    if isinstance(v, str):
+        parts = v.replace("−", "-").split("..")
+        if len(parts) == 2:
+            try:
+                lo, hi = int(parts[0]), int(parts[1])
+            except ValueError:
+                pass
+    elif isinstance(v, (list, tuple)) and len(v) == 2 and all(isinstance(x, int) and not isinstance(x, bool) for x in v):
+        lo, hi = v
+    if lo is None:
+        raise err(f"expected two whole numbers LO..HI (e.g. -2..3 or [-2, 3]), got {v!r}")
+    if lo > hi:
+        raise err(f"the low end {lo} is above the high end {hi}")
+    if max(abs(lo), abs(hi)) > MAX_ENTRY:
+        raise err(f"entries of a hand exercise stay within -{MAX_ENTRY}..{MAX_ENTRY}, got {lo}..{hi}")
+    if lo == hi == 0:
+        raise err("0..0 leaves only zero entries (rows must not be all zero)")
+    return (lo, hi)
+
+
+def parse_scale(v, err):
+    if v in ("sqrt", "none"):
+        return v
+    from .exact import EntryError, to_fraction
+
+    try:
+        f, _ = to_fraction(v)
+    except EntryError:
+        raise err(f'expected "sqrt", "none" or a positive number, got {v!r}') from None
+    if f <= 0 or f > LIMITS["entry"]:
+        raise err(f"expected a positive number (at most {LIMITS['entry']}), got {v!r}")
+    return f
+
+
+def _row_sizes(fam: Family) -> list[int]:
+    """How many weights each row of the softmax has (the causal mask leaves row i with i)."""
+    n = fam.n
+    return [i + 1 for i in range(n)] if fam.mask == "causal" else [n] * n
+
+
+def check_feasible(fam: Family, prefix: str = "family.") -> None:
+    """Raise ProblemError at once when the constraints can never all hold."""
+    src = fam.source
+
+    def err(key, msg):
+        return ProblemError(prefix + key, msg, src)
+
+    if fam.min_w > fam.max_weight:
+        raise err("min_weight", f"{fam.min_w:g} is above max_weight {fam.max_weight:g}: no row can meet both")
+    sizes = [k for k in _row_sizes(fam) if k >= 2]
+    if not sizes:
+        raise err("tokens", "with one token the softmax is always 1; use at least 2 tokens")
+    k_small, k_big = min(sizes), max(sizes)
+    # the largest of k weights is at least 1/k (equal only when all k are equal: a tie)
+    if fam.max_weight < 1 / k_small or (not fam.ties and fam.max_weight <= 1 / k_small):
+        raise err("max_weight", f"{fam.max_weight:g} is impossible: a row of {k_small} weights always has one of at "
+                                f"least 1/{k_small}" + ("" if fam.ties else " (exactly 1/%d only in a tie)" % k_small))
+    if fam.min_w > 1 / k_big or (not fam.ties and fam.min_w >= 1 / k_big):
+        raise err("min_weight", f"{fam.min_w:g} is impossible: a row of {k_big} weights always has one of at most 1/{k_big}")
+    for key in ("range", "weight_range"):
+        r = getattr(fam, key)
+        if r is not None and r[0] == r[1] and not fam.ties:
+            raise err(key, f"{r[0]}..{r[1]} has one value: every score in a row would tie (set ties = true or widen it)")
+
+
+# ---------------------------------------------------------------- the search
+
+def _draw_matrix(rng: random.Random, rows: int, cols: int, lo: int, hi: int, sparse: bool = False) -> list[list[int]]:
+    """Rows of integers in lo..hi, none all zero. *sparse*: about half the entries 0 (when 0 is in range)."""
+    out = []
+    zero = sparse and lo <= 0 <= hi
+    for _ in range(rows):
+        while True:
+            row = [0 if zero and rng.randrange(2) else rng.randint(lo, hi) for _ in range(cols)]
+            if any(row):
+                break
+        out.append(row)
+    return out
+
+
+def _matmul(A, B):
+    Bt = list(zip(*B))
+    return [[sum(a * b for a, b in zip(r, c)) for c in Bt] for r in A]
+
+
+def _row_penalty(fam: Family, s: list[int], lmax: float, lmin: float) -> float:
+    """How far one row of integer scores is from the softmax rules (0 when they hold)."""
+    if len(s) < 2:
+        return 0.0
+    m = max(s)
+    bad = 1.0 if (not fam.ties and s.count(m) > 1) else 0.0
+    div = fam.divisor
+    if fam.max_score:
+        for x in s:
+            over = abs(x) / div - fam.max_score
+            if over > 0:
+                bad += over
+    z = [(x - m) / div for x in s]
+    lse = math.log(sum(math.exp(t) for t in z))  # log of the softmax denominator, ≥ 0
+    if -lse > lmax:                # log of the largest weight
+        bad += -lse - lmax
+    if min(z) - lse < lmin:        # log of the smallest weight
+        bad += lmin - (min(z) - lse)
+    return bad
+
+
+def _logs(fam: Family) -> tuple[float, float]:
+    return (math.log(fam.max_weight) if fam.max_weight > 0 else -math.inf,
+            math.log(fam.min_w) if fam.min_w > 0 else -math.inf)
+
+
+def _violation(fam: Family, X, heads) -> float:
+    """0 when every softmax rule holds; otherwise a positive measure of how far off (rounded to 1e-9)."""
+    lmax, lmin = _logs(fam)
+    causal = fam.mask == "causal"
+    bad = 0.0
+    for WQ, WK, *_ in heads:
+        Q = _matmul(X, WQ)
+        K = _matmul(X, WK)
+        for i, q in enumerate(Q):
+            ks = K[: i + 1] if causal else K
+            bad += _row_penalty(fam, [sum(a * b for a, b in zip(q, k)) for k in ks], lmax, lmin)
+    return round(bad, 9)
+
+
+class _Search:
+    """X, W_Q, W_K with Q, K and the integer scores kept up to date one entry change at a time."""
+
+    def __init__(self, fam: Family, X, WQs, WKs):
+        self.fam, self.X, self.WQ, self.WK = fam, X, WQs, WKs
+        self.lmax, self.lmin = _logs(fam)
+        self.causal = fam.mask == "causal"
+        self.Q = [_matmul(X, w) for w in WQs]
+        self.K = [_matmul(X, w) for w in WKs]
+        self.S = [_matmul(q, list(zip(*k))) for q, k in zip(self.Q, self.K)]
+        self.pen = [[self._pen(h, i) for i in range(len(X))] for h in range(len(WQs))]
+
+    def _pen(self, h: int, i: int) -> float:
+        row = self.S[h][i]
+        return _row_penalty(self.fam, row[: i + 1] if self.causal else row, self.lmax, self.lmin)
+
+    def total(self) -> float:
+        return round(sum(sum(p) for p in self.pen), 9)
+
+    def change(self, which: str, h: int, r: int, c: int, d: int) -> None:
+        """Add *d* to entry (r, c) of X (which="X"), W_Q or W_K of head h, updating Q, K and the scores."""
+        X, n = self.X, len(self.X)
+        if which == "X":
+            X[r][c] += d
+            for g in range(len(self.WQ)):
+                Q, K, S = self.Q[g], self.K[g], self.S[g]
+                Q[r] = [a + d * b for a, b in zip(Q[r], self.WQ[g][c])]
+                K[r] = [a + d * b for a, b in zip(K[r], self.WK[g][c])]
+                qr, kr = Q[r], K[r]
+                S[r] = [sum(a * b for a, b in zip(qr, k)) for k in K]
+                for i in range(n):
+                    S[i][r] = sum(a * b for a, b in zip(Q[i], kr))
+                self.pen[g] = [self._pen(g, i) for i in range(n)]
+            return
+        Q, K, S = self.Q[h], self.K[h], self.S[h]
+        if which == "Q":
+            self.WQ[h][r][c] += d
+            for i in range(n):
+                f = d * X[i][r]
+                if f:
+                    Q[i][c] += f
+                    S[i] = [s + f * k[c] for s, k in zip(S[i], K)]
+                    self.pen[h][i] = self._pen(h, i)
+        else:
+            self.WK[h][r][c] += d
+            for j in range(n):
+                f = d * X[j][r]
+                if f:
+                    K[j][c] += f
+                    for i in range(n):
+                        S[i][j] += f * Q[i][c]
+            self.pen[h] = [self._pen(h, i) for i in range(n)]
+
+
+def generate(fam: Family, seed: int, *, title: str | None = None) -> Problem:
+    """One problem of the family, the same for the same (family, seed) on every machine."""
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise WorkedError(f"seed: expected a whole number ≥ 0, got {seed!r}")
+    check_feasible(fam)
+    rng = random.Random(seed)
+    n, dm, dk, dv, H = fam.n, fam.d_model, fam.d_k, fam.dv, fam.heads
+    xlo, xhi = fam.range
+    wlo, whi = fam.wrange
+    # W_V and W_O do not affect the softmax: draw them once, first, so they do not depend on the search
+    WV = [_draw_matrix(rng, dm, dv, wlo, whi) for _ in range(H)]
+    WO = _draw_matrix(rng, H * dv, dm, wlo, whi) if H > 1 else None
+
+    steps = 0
+    while steps < MAX_STEPS:
+        X = _draw_matrix(rng, n, dm, xlo, xhi)
+        WQs, WKs = [], []
+        for _ in range(H):
+            # start sparse: small scores, so the search starts near an unsaturated softmax
+            WQs.append(_draw_matrix(rng, dm, dk, wlo, whi, sparse=True))
+            WKs.append(_draw_matrix(rng, dm, dk, wlo, whi, sparse=True))
+        st = _Search(fam, X, WQs, WKs)
+        # every changeable cell: (which, head, row, col, lo, hi)
+        cells = [("X", 0, i, j, xlo, xhi) for i in range(n) for j in range(dm)]
+        cells += [(w, h, i, j, wlo, whi) for h in range(H) for w in ("Q", "K") for i in range(dm) for j in range(dk)]
+        bad = st.total()
+        stale = 0
+        while bad > 0 and stale < STEPS_PER_START and steps < MAX_STEPS:
+            steps += 1
+            stale += 1
+            which, h, i, j, lo, hi = cells[rng.randrange(len(cells))]
+            m = X if which == "X" else (WQs if which == "Q" else WKs)[h]
+            old = m[i][j]
+            if rng.randrange(2):  # a small step (keeps what is good about the current draw)
+                new = old + (1 if rng.randrange(2) else -1)
+                if not lo <= new <= hi:
+                    continue
+            else:  # a jump anywhere in the range
+                new = rng.randint(lo, hi - 1) if hi > lo else lo
+                if new >= old and hi > lo:
+                    new += 1
+                if new == old:
+                    continue
+            if new == 0 and not any(x for k, x in enumerate(m[i]) if k != j):
+                continue  # would make an all-zero row
+            st.change(which, h, i, j, new - old)
+            b = st.total()
+            if b <= bad:
+                if b < bad:
+                    stale = 0
+                bad = b
+            else:
+                st.change(which, h, i, j, old - new)
+        if bad == 0:
+            heads = [(WQs[h], WKs[h], WV[h]) for h in range(H)]
+            return _problem(fam, X, heads, WO, title)
+    raise WorkedError(
+        f"{fam.source + ': ' if fam.source else ''}no problem of this family met the constraints in {MAX_STEPS} tries "
+        f"(largest weight ≤ {fam.max_weight:g}, every weight ≥ {fam.min_w:g}"
+        f"{f', |scaled score| ≤ {fam.max_score:g}' if fam.max_score else ''}{'' if fam.ties else ', no tied top score'}); "
+        "use a smaller range, a scale, a larger max_weight or max_score, or a smaller min_weight")
+
+
+def _problem(fam: Family, X, heads, WO, title) -> Problem:
+    kw = dict(tokens=list(fam.words) if fam.words else None, title=title if title is not None else fam.title,
+              scale=fam.scale, mask=fam.mask, decimals=fam.decimals)
+    if fam.heads == 1:
+        WQ, WK, WV = heads[0]
+        return Problem(X, WQ, WK, WV, **kw)
+    return Problem(X, heads=[{"W_Q": q, "W_K": k, "W_V": v} for q, k, v in heads], W_O=WO, **kw)
+
+
+# ---------------------------------------------------------------- checking a problem against the rules
+
+def violations(fam: Family, problem: Problem) -> list[str]:
+    """The rules a problem breaks (empty when it is a good member of the family). Used by the tests."""
+    out = []
+    lo, hi = fam.range
+    wlo, whi = fam.wrange
+    if any(not lo <= x <= hi or x.denominator != 1 for row in problem.X for x in row):
+        out.append("X entry outside range")
+    mats = [("X", problem.X)] + [(f"head{h}.{k}", getattr(hd, k)) for h, hd in enumerate(problem.heads, 1)
+                                  for k in ("W_Q", "W_K", "W_V")]
+    if problem.W_O is not None:
+        mats.append(("W_O", problem.W_O))
+    for name, m in mats:
+        if any(not any(row) for row in m):
+            out.append(f"{name} has an all-zero row")
+        if name != "X" and any(not wlo <= x <= whi for row in m for x in row):
+            out.append(f"{name} entry outside weight range")
+    X = [[int(x) for x in row] for row in problem.X]
+    heads = [([[int(x) for x in r] for r in hd.W_Q], [[int(x) for x in r] for r in hd.W_K], None) for hd in problem.heads]
+    if _violation(fam, X, heads) > 0:
+        out.append("softmax rule broken")
+    return out
+
+
+def with_options(fam: Family, **kw) -> Family:
+    return replace(fam, **kw)
+
+
+def header_comment(fam: Family, seed: int) -> str:
+    """Comment lines for a generated problem file: how to make it again."""
+    opts = []
+    d = fam.to_dict()
+    for k, v in d.items():
+        if k in ("title",):
+            continue
+        if k in ("range", "weight_range"):
+            v = f"{v[0]}..{v[1]}"
+        elif k == "words":
+            k, v = "tokens", ",".join(v)
+        elif isinstance(v, bool):
+            if v:
+                opts.append(f"--{k.replace('_', '-')}")
+            continue
+        opts.append(f"--{k.replace('_', '-')} {v}")
+    return (f"# Generated by `worked new {' '.join(opts)} --seed {seed}`.\n"
+            f"# Constraints met: integer entries, no all-zero rows; in every softmax row the largest weight ≤ "
+            f"{fam.max_weight:g} and every weight ≥ {fam.min_w:g}"
+            f"{f'; every scaled score within ±{fam.max_score:g}' if fam.max_score else ''}"
+            f"{'' if fam.ties else '; no tie for the top score'}.\n")
+
+
+def family_from_args(args, source: str = "option") -> Family:
+    """A Family from the options of ``worked new`` (argparse namespace); option errors name the option."""
+    d: dict[str, Any] = {}
+    if args.tokens is not None:
+        t = args.tokens.strip()
+        if t.isdigit():
+            d["tokens"] = int(t)
+        else:
+            d["words"] = [w.strip() for w in t.split(",")]
+    for key in ("d_model", "d_k", "d_v", "heads", "range", "weight_range", "mask", "scale", "decimals",
+                "max_weight", "min_weight", "max_score", "title"):
+        v = getattr(args, key, None)
+        if v is not None:
+            d[key] = v
+    if getattr(args, "ties", False):
+        d["ties"] = True
+    try:
+        return Family.from_dict(d, prefix="--")
+    except ProblemError as exc:
+        raise WorkedError(f"{exc.field.replace('_', '-')}: {exc.message}") from None
