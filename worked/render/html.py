@@ -1,0 +1,47 @@
+"""HTML writer: one self-contained page per document (CSS inline, no external URL).
+
+For browsers and notebooks every formula is MathML (latex2mathml) and the math font is embedded.
+For WeasyPrint (``for_pdf=True``) every formula is an inline SVG drawn by ziamath instead.
+Headings, prose, matrices of numbers and the answers-at-a-glance tables stay real text.
+"""
+from __future__ import annotations
+
+from markupsafe import Markup, escape
+
+from . import mathconv
+from .env import render
+from .view import build
+
+
+def _math(for_pdf: bool):
+    def math(latex, display: bool = False):
+        if latex is None or latex == "":
+            return Markup("")
+        if for_pdf:
+            return Markup(mathconv.svg_img(latex, display))
+        return Markup(mathconv.mathml(latex, display))
+    return math
+
+
+def rich_html(pieces) -> Markup:
+    """Core prose pieces (see :func:`worked.render.view.rich`) as escaped HTML with <sub>/<sup>."""
+    out = []
+    for p in pieces:
+        if p[0] == "text":
+            out.append(str(escape(p[1])))
+        elif p[0] == "sub":
+            out.append(f'<i>{escape(p[1])}</i><sub>{escape(p[2])}</sub>')
+        else:
+            base = f"<i>{escape(p[1])}</i>" if p[1] else ""
+            out.append(f'{base}<sup>{escape(p[2])}</sup>')
+    return Markup("".join(out))
+
+
+def render_html(kind: str, sol, *, student=None, for_pdf: bool = False, template_dir=None, paper: str = "a4") -> str:
+    from .fonts import FAMILY, math_font_data_url
+
+    doc = build(sol, kind, student)
+    name = f"{kind}.html"
+    ctx = dict(doc=doc, for_pdf=for_pdf, paper=paper, math=_math(for_pdf), rich=rich_html,
+               math_font_family=FAMILY, math_font_url=(None if for_pdf else math_font_data_url()))
+    return render("html", name, template_dir, **ctx)

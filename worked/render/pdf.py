@@ -1,0 +1,78 @@
+"""PDF output: WeasyPrint from HTML (default) or pdflatex from our .tex. Both deterministic."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from ..errors import WorkedError
+
+PAGE_SIZES = {"a4": "A4", "letter": "letter"}
+
+
+def _fetcher():
+    from weasyprint.urls import URLFetcher
+
+    class OwnAssetsOnly(URLFetcher):
+        """Refuse every URL except ``data:`` URLs: our pages carry their own assets inline."""
+
+        def fetch(self, url, headers=None):
+            if not url.startswith("data:"):
+                raise ValueError(f"refused to fetch {url[:80]!r}: sheets use no external resources")
+            return super().fetch(url, headers)
+
+    return OwnAssetsOnly(allowed_protocols=("data",), timeout=1)
+
+
+def html_to_pdf(html: str, *, paper: str = "a4") -> bytes:
+    if paper not in PAGE_SIZES:
+        raise WorkedError(f"--paper: expected a4 or letter, got {paper!r}")
+    import logging
+
+    import weasyprint
+
+    from .mathconv import speed_up_weasyprint
+
+    speed_up_weasyprint()
+    logging.getLogger("weasyprint").setLevel(logging.ERROR)
+    fetcher = _fetcher()
+    size = PAGE_SIZES[paper]
+    css = weasyprint.CSS(string=f"@page {{ size: {size}; }} @page :first {{ size: {size}; }}",
+                         url_fetcher=fetcher) if "landscape" not in html[:20000] else \
+        weasyprint.CSS(string=f"@page {{ size: {size} landscape; }}", url_fetcher=fetcher)
+    doc = weasyprint.HTML(string=html, base_url="data:,", url_fetcher=fetcher)
+    # no dates, a fixed identifier: the same HTML gives the same bytes
+    return doc.write_pdf(stylesheets=[css], pdf_identifier=b"worked-sheet", uncompressed_pdf=False)
+
+
+def pdflatex_path() -> str | None:
+    return shutil.which("pdflatex")
+
+
+def tex_to_pdf(tex: str) -> bytes:
+    exe = pdflatex_path()
+    if exe is None:
+        raise WorkedError("pdflatex is not installed (Debian: apt-get install texlive-latex-base "
+                          "texlive-latex-recommended texlive-fonts-recommended); use --pdf-engine weasyprint")
+    # fixed dates and document ID: the same .tex gives the same bytes
+    head = "\\pdfinfoomitdate=1\\pdftrailerid{}\\pdfsuppressptexinfo=-1\n"
+    env = dict(os.environ, SOURCE_DATE_EPOCH="0", FORCE_SOURCE_DATE="1", TZ="UTC")
+    with tempfile.TemporaryDirectory(prefix="worked-tex-") as d:
+        src = Path(d) / "sheet.tex"
+        src.write_text(head + tex, encoding="ascii")
+        for _ in range(2):  # second run resolves "page N of M"
+            try:
+                r = subprocess.run([exe, "-interaction=nonstopmode", "-halt-on-error", "-no-shell-escape",
+                                    "sheet.tex"], cwd=d, env=env, stdin=subprocess.DEVNULL,
+                                   capture_output=True, timeout=120)
+            except subprocess.TimeoutExpired:
+                raise WorkedError("pdflatex took longer than 120 s") from None
+            log = (Path(d) / "sheet.log").read_text(encoding="latin-1") if (Path(d) / "sheet.log").exists() else ""
+            if r.returncode != 0:
+                err = next((ln for ln in log.splitlines() if ln.startswith("!")), "see the log")
+                raise WorkedError(f"pdflatex failed: {err}")
+            if "Rerun to get" not in log and "Label(s) may have changed" not in log:
+                break
+        return (Path(d) / "sheet.pdf").read_bytes()

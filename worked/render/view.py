@@ -1,0 +1,308 @@
+"""The format-free page model: what is on a worksheet and an answer key, built from a Solution.
+
+Templates (HTML and LaTeX) read these plain dicts and lists. Every formula is carried as the
+core's ASCII LaTeX (``latex``); every piece of prose as Unicode text (``text``) that each writer
+escapes for its format. Cells of tables carry both a Unicode ``text`` (HTML) and an ASCII ``tex``.
+"""
+from __future__ import annotations
+
+import re
+from fractions import Fraction
+from typing import Any
+
+from .. import numfmt as F
+
+SHORT_LINE = 52          # LaTeX characters: shorter lines without fractions are set side by side
+EXACT_CELL_LIMIT = 28    # exact matrix entries longer than this (as text) are not shown as an exact matrix
+
+
+def _cell_num(f: Fraction) -> dict:
+    return {"text": F.num_text(f), "tex": F.num_latex(f), "latex": None}
+
+
+def matrix(symbol_latex: str, rows: list[str], cols: list[str], cells: list[list[dict]], *,
+           rel: str = "=", caption: str = "", name: str = "", corner: str = "") -> dict:
+    """A labelled matrix: token row labels, column labels, cells of {text, tex, latex}."""
+    return {"symbol": symbol_latex, "rel": rel, "rows": list(rows), "cols": list(cols), "cells": cells,
+            "caption": caption, "name": name, "corner": corner, "n_rows": len(rows), "n_cols": len(cols),
+            "has_math": any(c.get("latex") for r in cells for c in r)}
+
+
+def input_matrix(name: str, symbol_latex: str, m, rows: list[str], cols: list[str]) -> dict:
+    return matrix(symbol_latex, rows, cols, [[_cell_num(x) for x in r] for r in m], name=name)
+
+
+def mat_view(m, places: int, *, exact: bool = False, rel: str | None = None, caption: str = "") -> dict:
+    """A solution matrix (:class:`worked.model.Mat`) as decimals (or its exact entries)."""
+    r, c = m.shape
+    cells = []
+    for i in range(r):
+        row = []
+        for j in range(c):
+            if exact:
+                row.append({"text": m.exact_text(i, j), "tex": m.exact_latex(i, j), "latex": m.exact_latex(i, j)})
+            else:
+                t = m.show(i, j, places)
+                tx = m.show_latex(i, j, places)
+                if m.is_masked(i, j) and m.exact[i][j] != 0:
+                    row.append({"text": "−∞", "tex": r"-\infty", "latex": None, "masked": True})
+                else:
+                    row.append({"text": t, "tex": tx, "latex": None})
+        cells.append(row)
+    if rel is None:
+        rel = "=" if (exact or m.exact_at(places)) else r"\approx"
+    return matrix(m.symbol_latex, m.rows, m.cols, cells, rel=rel, caption=caption, name=m.name)
+
+
+def show_exact(m, places: int) -> bool:
+    """Also show the exact matrix when rounding enters and every entry stays short."""
+    if m.exact_at(places):
+        return False
+    return all(len(m.exact_text(i, j)) <= EXACT_CELL_LIMIT for i in range(m.shape[0]) for j in range(m.shape[1]))
+
+
+def _packed(lines: list[str]) -> list[list[str]]:
+    """Group consecutive short formulas into rows set side by side; long ones get a row each."""
+    out: list[list[str]] = []
+    for ln in lines:
+        if _is_short(ln) and out and _is_short(out[-1][-1]):
+            out[-1].append(ln)
+        else:
+            out.append([ln])
+    return out
+
+
+def _is_short(ln: str) -> bool:
+    """Short, and no fraction except inside an exponent (e^{\frac{..}{..}} stays low)."""
+    return len(ln) <= SHORT_LINE and r"\frac" not in ln.replace(r"^{\frac", "")
+
+
+def tidy(latex: str) -> str:
+    """Small typographic fixes to the core's LaTeX that hold in every format."""
+    return latex.replace(r"\textstyle\sum_j", r"{\textstyle\sum_j}")
+
+
+def _blocks(step) -> list[dict]:
+    blocks: list[dict] = []
+    for ln in step.lines:
+        if not blocks or blocks[-1]["label"] != ln.group:
+            blocks.append({"label": ln.group, "lines": []})
+        blocks[-1]["lines"].append(tidy(ln.latex))
+    for b in blocks:
+        b["rows"] = _packed(b["lines"])
+    return blocks
+
+
+def shade(w: float | None) -> dict:
+    """Grayscale fill for a weight in [0, 1]: white (0) to dark gray (1); light text on dark cells."""
+    if w is None:
+        return {"gray": 255, "dark": False, "pct": 0}
+    g = round(255 - 190 * max(0.0, min(1.0, w)))
+    return {"gray": g, "dark": g < 140, "pct": round(100 * (255 - g) / 255)}
+
+
+def heatmap(m, places: int, title: str) -> dict:
+    r, c = m.shape
+    cells = []
+    for i in range(r):
+        row = []
+        for j in range(c):
+            v = m.value(i, j)
+            masked = m.is_masked(i, j)
+            cell = {"text": m.dec(i, j, places), "tex": m.dec_plain(i, j, places), "masked": masked}
+            cell.update(shade(0.0 if masked else v))
+            row.append(cell)
+        cells.append(row)
+    return {"title": title, "rows": list(m.rows), "cols": list(m.cols), "cells": cells, "symbol": m.symbol_latex}
+
+
+_RICH = re.compile(r"(W_[QKVO]|d_model|d_k|d_v|e\^x|[ᵀ]|⁽[⁰¹²³⁴⁵⁶⁷⁸⁹]+⁾)")
+_SUPS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁽⁾", "0123456789()")
+
+
+def rich(text: str) -> list[tuple[str, str]]:
+    """Split core prose into ("text", s), ("sub", base, s) style pieces for the writers.
+
+    Only the core's own notation is recognised (W_Q, d_k, e^x, ᵀ, ⁽¹⁾); everything else,
+    including tokens and titles, stays literal text.
+    """
+    out: list[Any] = []
+    pos = 0
+    for m in _RICH.finditer(text):
+        if m.start() > pos:
+            out.append(("text", text[pos:m.start()]))
+        s = m.group(0)
+        if s.startswith("W_") or s.startswith("d_"):
+            base, sub = s.split("_", 1)
+            out.append(("sub", base, sub))
+        elif s == "e^x":
+            out.append(("sup", "e", "x"))
+        elif s == "ᵀ":
+            out.append(("sup", "", "T"))
+        else:
+            out.append(("sup", "", s.translate(_SUPS)))
+        pos = m.end()
+    if pos < len(text):
+        out.append(("text", text[pos:]))
+    return out
+
+
+def _task_text(step, p, places: int, dec: int) -> str:
+    sid = step.id
+    if sid in ("Q", "K", "V"):
+        what = {"Q": "queries", "K": "keys", "V": "values"}[sid]
+        return f"Compute the {what}: multiply X by the weight matrix. Each entry is a row of X times a column of the weight matrix."
+    if sid == "scores":
+        t = "Compute the scores: every query times every key (row i, column j = token i's query · token j's key)."
+        if p.mask == "causal":
+            t += " Causal mask: a token may not look at later tokens, so write −∞ above the diagonal."
+        return t
+    if sid == "scaled":
+        if p.scale == "none":
+            return "This problem uses no scaling: the scaled scores are the scores. Copy them, or skip this task."
+        return f"Divide every score by the scale factor. Give each entry to {dec} decimal places."
+    if sid == "weights":
+        return (f"Softmax each row: e^x of every scaled score, divide by the row's total. Keep {places} decimal places "
+                f"in intermediate values; give the weights to {dec} places. Each row should add up to 1.")
+    if sid == "Z":
+        return f"Blend the value rows: each row of the output is its row of weights times V. Give entries to {dec} places."
+    if sid == "concat":
+        return "Put the heads' outputs side by side, one head after another."
+    if sid == "output":
+        return f"Multiply the concatenated heads by W_O. Give entries to {dec} places."
+    return step.why
+
+
+def _check_prompts(step, lt: list[str], tokens, checks: str = "one") -> list[dict]:
+    """What the worksheet asks the student to expand ("Check one" style), from the key's lines."""
+    sid = step.id
+    out = []
+    if sid in ("weights", "Z"):
+        seen = []
+        for ln in step.lines:
+            if ln.group and ln.group not in seen:
+                seen.append(ln.group)
+        for g in seen:
+            tok = g[4:] if g.startswith("row ") else g
+            if sid == "weights":
+                out.append({"text": f"Row {tok}: write e^x of each scaled score, the row total, then each weight.",
+                            "latex": None})
+            else:
+                out.append({"text": f"Row {tok}: write the output row as a weighted sum of the rows of V.",
+                            "latex": None})
+        if checks == "one" and len(seen) > 1:
+            out = out[:1] + [{"text": "(Only the first row is asked for a full check; fill the other rows in the grid.)",
+                              "latex": None, "aside": True}]
+        return out
+    for ln in step.lines:
+        parts = re.split(r" = | \\approx ", ln.latex)
+        if sid in ("Q", "K", "V", "scores", "output") and len(parts) > 2:
+            lhs = f"{parts[0]} = {parts[1]}"
+            out.append({"text": "Expand as a dot product and evaluate:", "latex": lhs + " = "})
+        elif len(parts) > 1 and not parts[0].startswith(r"\sqrt"):
+            out.append({"text": "Evaluate:", "latex": parts[0] + " = "})
+    return out
+
+
+def build(sol, kind: str, student: dict | None = None) -> dict[str, Any]:
+    """The page model for *kind* ("worksheet" or "answer-key")."""
+    from ..solver import tok_latex
+
+    p = sol.problem
+    places = p.decimals
+    toks = list(p.tokens)
+    title = p.title or "Self-attention"
+    mats = sol.matrices()
+    tl = [tok_latex(t, i) for i, t in enumerate(toks)]
+    dm = [str(j + 1) for j in range(p.d_model)]
+
+    # -- the problem
+    given = [input_matrix("X", "X", p.X, toks, dm)]
+    for h, head in enumerate(p.heads, 1):
+        sup = f"^{{({h})}}" if p.multihead else ""
+        for nm, w in (("Q", head.W_Q), ("K", head.W_K), ("V", head.W_V)):
+            given.append(input_matrix(f"W_{nm}{h if p.multihead else ''}", f"W_{{{nm}}}{sup}", w, dm,
+                                      [str(j + 1) for j in range(len(w[0]))]))
+    if p.multihead:
+        hd = len(p.W_O)
+        given.append(input_matrix("W_O", "W_{O}", p.W_O, [str(j + 1) for j in range(hd)],
+                                  [str(j + 1) for j in range(len(p.W_O[0]))]))
+    if p.scale == "sqrt":
+        scale_text = f"divide the scores by √d_k = √{p.d_k}"
+    elif p.scale == "none":
+        scale_text = "none (the scores go into the softmax unscaled)"
+    else:
+        scale_text = f"divide the scores by {F.num_text(p.scale)}"
+    mask_text = ("causal: each token attends only to itself and earlier tokens" if p.mask == "causal" else "none")
+    facts = [
+        ("Tokens", ", ".join(toks)),
+        ("Sizes", f"n = {p.n} tokens, d_model = {p.d_model}, d_k = {p.d_k}, d_v = {p.d_v}"
+                  + (f", {len(p.heads)} heads" if p.multihead else "")),
+        ("Scaling", scale_text + f"; mask: {mask_text}; answers to {places} decimal places"),
+    ]
+    legend = [{"index": i + 1, "token": t, "latex": tl[i]} for i, t in enumerate(toks)]
+    needs_legend = any(not l.startswith(r"\text{") for l in tl)
+
+    # -- the steps
+    steps = []
+    for k, st in enumerate(sol.steps, 1):
+        res = mats.get(st.result) if st.result else None
+        views = []
+        if res is not None:
+            if show_exact(res, places):
+                views.append(mat_view(res, places, exact=True, caption="exact"))
+                views.append(mat_view(res, places, caption=f"to {places} places"))
+            else:
+                views.append(mat_view(res, places))
+        grid = None
+        if res is not None:
+            r, c = res.shape
+            blank = [[{"text": ("−∞" if res.is_masked(i, j) and kind == "worksheet" and False else ""), "tex": "",
+                       "latex": None} for j in range(c)] for i in range(r)]
+            grid = matrix(res.symbol_latex, res.rows, res.cols, blank, name=res.name)
+            grid["blank"] = True
+        steps.append({
+            "number": k, "id": st.id, "head": st.head, "title": st.title, "title_rich": rich(st.title),
+            "why_rich": rich(st.why), "notes_rich": [rich(n) for n in st.notes],
+            "shape_latex": st.shape_latex, "blocks": _blocks(st), "mats": views, "grid": grid,
+            "side": st.id in ("Q", "K", "V", "scores", "concat", "output") or (st.id == "scaled" and len(views) == 1),
+            "task_rich": rich(_task_text(st, p, st.precision or places + 2, places)),
+            "checks": [dict(c, rich=rich(c["text"])) for c in _check_prompts(st, tl, toks, sol.checks)],
+            "checks_word": {"one": "Check one", "row": "Check a row", "all": "Check every entry"}[sol.checks],
+        })
+
+    # -- heatmaps and answers at a glance
+    heat = []
+    glance = []
+    for h in sol.heads:
+        suffix = f" (head {h.index})" if p.multihead else ""
+        heat.append(heatmap(h.weights, places, "Attention weights" + suffix))
+        for nm, label in (("Q", "Q"), ("K", "K"), ("V", "V"), ("scores", "scores"), ("scaled", "scaled"),
+                          ("weights", "A"), ("Z", "Z")):
+            if p.scale == "none" and nm == "scaled":
+                continue
+            m = getattr(h, nm)
+            v = mat_view(m, places, rel="=")
+            v["label"] = (label if not p.multihead else f"{label} (head {h.index})")
+            glance.append(v)
+    if p.multihead:
+        v = mat_view(sol.concat, places, rel="=")
+        v["label"] = "concat"
+        glance.append(v)
+        v = mat_view(sol.output, places, rel="=")
+        v["label"] = "Z (output)"
+        glance.append(v)
+    final = mat_view(sol.output, places)
+
+    stu = None
+    if student:
+        stu = {k: str(student.get(k, "")) for k in ("name", "id", "variant") if student.get(k) not in (None, "")}
+    return {
+        "kind": kind, "is_key": kind == "answer-key", "title": title, "student": stu,
+        "doc_label": "Answer key" if kind == "answer-key" else "Worksheet",
+        "facts": facts, "facts_rich": [(a, rich(b)) for a, b in facts], "given": given,
+        "legend": legend, "needs_legend": needs_legend,
+        "steps": steps, "heatmaps": heat, "glance": glance, "final": final,
+        "places": places, "n": p.n, "multihead": p.multihead, "causal": p.mask == "causal",
+        "big": p.n > 5 or p.d_model > 6,
+    }
