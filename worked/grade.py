@@ -1,0 +1,598 @@
+"""Grading a class: a quiz manifest + a CSV of responses → a gradebook CSV and a self-contained HTML report.
+
+``worked grade QUIZDIR RESPONSES.csv [-o DIR]`` reads ``QUIZDIR/manifest.json`` (written by
+``worked quiz``). Fields read from the manifest (anything else is ignored)::
+
+    {
+      "title": "Attention quiz 1",                          # optional
+      "questions": [                                        # the questions, in order
+        {"ask": "scores[2,3]", "points": 1, "tolerance": 0.01},
+        {"ask": "weights[1,*]", "points": 2, "tolerance": {"abs": 0.01, "rel": 0.02}},
+        {"ask": "Z", "points": 3}                           # no tolerance: the rounding default
+      ],
+      "students": [                                         # one per student (or "variants")
+        {"id": "s001", "name": "Ada Lovelace", "variant": "K3F9",
+         "problem": { ...the keys of a problem file... },
+         "questions": [...]}                                # optional: per-student questions override
+      ]
+    }
+
+A question is named ``M``, ``M[i,j]``, ``M[i,*]`` or ``M[*,j]`` with M a matrix name of
+``Solution.matrices()`` (``scores``, ``head2.weights``, …) and 1-based indices (or token names).
+The expected answers are recomputed from each student's ``problem`` by the solver; expected values
+in the manifest are not needed. Student ids may be missing (numbered variants): then responses
+are matched by variant code.
+
+RESPONSES.csv: a row per student; an id column (``id``, ``student_id``, ``ID number``,
+``username``, ``email``…) or a ``variant`` column; a column per question named as in the manifest
+(``scores[2,3]``), or one column per entry (``Z[1,1]``, ``Z[1,2]``, …). A cell with several entries
+lists them row by row: ``0.19, 0.62, 0.19`` or ``[[0.49, 1.67], [1.00, 1.33]]`` or ``0.49 1.67; 1.00 1.33``.
+Moodle's quiz "Responses" report also works: ``Response 1``, ``Response 2``, … are the questions in
+order, students are matched by ``ID number``, ``Email address`` or name, and cloze answers
+(``part 1: 0.19; part 2: 0.62``) are split into entries.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import re
+import statistics
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import WorkedError
+
+ID_COLUMNS = ("id", "student_id", "student id", "studentid", "id number", "idnumber", "sis id", "sis_user_id",
+              "username", "user", "login", "email", "email address", "student")
+VARIANT_COLUMNS = ("variant", "variant code", "variant_code", "code")
+NAME_COLUMNS = ("name", "student name", "full name", "fullname")
+
+
+# ---------------------------------------------------------------- manifest
+
+@dataclass
+class Question:
+    ask: str
+    points: float
+    tolerance: object  # None (default) or worked.check.Tolerance
+    matrix: str = ""
+    cells: list = field(default_factory=list)     # [(i, j)], 0-based
+    shape: tuple = (1, 1)                         # how the cells are laid out (rows, cols)
+
+
+@dataclass
+class Student:
+    id: str
+    name: str
+    variant: str
+    problem: object
+    questions: list
+    solution: object = None
+
+
+@dataclass
+class Manifest:
+    title: str
+    questions: list            # the quiz's questions (names, points) in order
+    students: list
+    source: str
+
+
+def _err(src, field_, msg):
+    return WorkedError(f"{src}: {field_}: {msg}" if field_ else f"{src}: {msg}")
+
+
+def _tolerance(value, src, where):
+    from .check import Tolerance
+
+    if value is None:
+        return None
+    try:
+        if isinstance(value, dict):
+            tol = Tolerance.parse({k: v for k, v in value.items() if k in ("abs", "rel", "absolute", "relative")})
+        else:
+            tol = Tolerance.parse(value)
+    except (WorkedError, TypeError, ValueError):
+        raise _err(src, where, f"expected a tolerance such as 0.01 or {{\"abs\": 0.01, \"rel\": 0.02}}, got {value!r}") from None
+    return None if tol.default else tol
+
+
+def _questions(raw, src, where) -> list[Question]:
+    if not isinstance(raw, list) or not raw:
+        raise _err(src, where, "expected a non-empty list of questions, each with \"ask\" (such as \"scores[2,3]\")")
+    out = []
+    for k, q in enumerate(raw, 1):
+        if isinstance(q, str):
+            q = {"ask": q}
+        if not isinstance(q, dict):
+            raise _err(src, f"{where}[{k}]", "expected a table with \"ask\" and \"points\"")
+        ask = q.get("ask", q.get("question", q.get("name")))
+        if not isinstance(ask, str) or not ask.strip():
+            raise _err(src, f"{where}[{k}].ask", "missing: the question, such as \"scores[2,3]\"")
+        pts = q.get("points", 1)
+        if isinstance(pts, bool) or not isinstance(pts, (int, float)) or pts < 0:
+            try:
+                pts = float(pts)
+                assert pts >= 0
+            except (TypeError, ValueError, AssertionError):
+                raise _err(src, f"{where}[{k}].points", f"expected a non-negative number, got {pts!r}") from None
+        tol = q.get("tolerance")
+        if tol is None and ("abs" in q or "rel" in q):
+            tol = {"abs": q.get("abs"), "rel": q.get("rel")}
+        out.append(Question(ask.strip(), float(pts), _tolerance(tol, src, f"{where}[{k}].tolerance")))
+    return out
+
+
+def load_manifest(quizdir) -> Manifest:
+    """Read ``QUIZDIR/manifest.json`` (or a manifest file given directly); one-line errors naming the field."""
+    from .problem import Problem, ProblemError
+
+    path = Path(quizdir)
+    if path.is_dir():
+        path = path / "manifest.json"
+    src = str(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"), parse_float=str)
+    except FileNotFoundError:
+        raise WorkedError(f"{src}: no such file (expected the manifest.json written by `worked quiz`)") from None
+    except (UnicodeDecodeError, IsADirectoryError):
+        raise WorkedError(f"{src}: not a UTF-8 JSON file") from None
+    except json.JSONDecodeError as exc:
+        raise WorkedError(f"{src}: not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
+    if not isinstance(data, dict):
+        raise WorkedError(f"{src}: expected a JSON object with \"questions\" and \"students\"")
+    quiz = data.get("quiz") if isinstance(data.get("quiz"), dict) else {}
+    title = data.get("title") or quiz.get("title") or ""
+    studs = data.get("students", data.get("variants"))
+    if not isinstance(studs, list) or not studs:
+        raise _err(src, "students", "expected a non-empty list of students (or \"variants\")")
+    top_q = data.get("questions", quiz.get("questions"))
+    questions = _questions(top_q, src, "questions") if top_q is not None else None
+    students, seen = [], set()
+    for k, s in enumerate(studs, 1):
+        where = f"students[{k}]"
+        if not isinstance(s, dict):
+            raise _err(src, where, "expected an object with the student's id, variant and problem")
+        stud = s.get("student") if isinstance(s.get("student"), dict) else {}
+        sid = s.get("id", s.get("student_id"))
+        if sid is None:
+            sid = stud.get("id", s.get("student") if isinstance(s.get("student"), (str, int)) else None)
+        variant = s.get("variant", s.get("variant_code", s.get("code")))
+        if sid is None and variant is None:
+            raise _err(src, f"{where}.id", "missing: each student needs an \"id\" or a \"variant\" code")
+        sid = str(sid if sid is not None else variant)
+        if sid in seen:
+            raise _err(src, f"{where}.id", f"duplicate student id {sid!r}")
+        seen.add(sid)
+        name = s.get("name") or stud.get("name") or ""
+        prob = s.get("problem")
+        if not isinstance(prob, dict):
+            raise _err(src, f"{where}.problem", "missing: the student's problem (the keys of a problem file)")
+        try:
+            problem = Problem.from_dict(prob, source=f"{src}: {where}.problem")
+        except ProblemError as exc:
+            raise WorkedError(str(exc)) from None
+        own = s.get("questions", s.get("answers"))
+        if isinstance(own, dict):  # {"scores[2,3]": {"points":..., "tolerance":...}}
+            own = [dict(v, ask=k2) if isinstance(v, dict) else {"ask": k2} for k2, v in own.items()]
+        qs = _questions(own, src, f"{where}.questions") if isinstance(own, list) and own else None
+        if qs is None and questions is None:
+            raise _err(src, "questions", "missing: the list of questions (top level or per student)")
+        if qs is not None and questions is not None:
+            # per-student entries carry expected values and tolerances; points/names come from the quiz
+            by_ask = {q.ask: q for q in qs}
+            qs = [Question(q.ask, q.points, by_ask[q.ask].tolerance if q.ask in by_ask and by_ask[q.ask].tolerance else q.tolerance)
+                  for q in questions]
+        students.append(Student(sid, str(name or ""), str(variant or ""), problem, qs or [
+            Question(q.ask, q.points, q.tolerance) for q in questions]))
+    if questions is None:
+        questions = students[0].questions
+    return Manifest(str(title), questions, students, src)
+
+
+_ASK = re.compile(r"^\s*([A-Za-z][\w.]*)\s*(?:\[\s*([^\],]+?)\s*,\s*([^\],]+?)\s*\])?\s*$")
+
+
+def resolve_question(q: Question, student: Student, src: str):
+    """Fill q.matrix, q.cells and q.shape for this student's problem (indices 1-based or token names)."""
+    from .check import ALIASES, _split
+
+    mats = student.solution.matrices()
+    m = _ASK.match(q.ask)
+    if not m:
+        raise WorkedError(f"{src}: question {q.ask!r}: expected a matrix name with optional [row, column], "
+                          "such as scores[2,3], weights[1,*] or Z")
+    name = m.group(1)
+    pre, base = _split(name)
+    name = pre + ALIASES.get(base, base)
+    if name not in mats:
+        raise WorkedError(f"{src}: question {q.ask!r}: unknown matrix {name!r} (expected one of: {', '.join(mats)})")
+    mat = mats[name]
+    r, c = mat.shape
+
+    def index(tok, labels, size, what):
+        if tok is None or tok == "*":
+            return list(range(size))
+        if tok.isdigit() and 1 <= int(tok) <= size:
+            return [int(tok) - 1]
+        if tok in labels:
+            return [labels.index(tok)]
+        raise WorkedError(f"{src}: question {q.ask!r}: {what} {tok!r} is not 1..{size} or a label")
+
+    rows = index(m.group(2), list(mat.rows), r, "row")
+    cols = index(m.group(3), list(mat.cols), c, "column")
+    q.matrix = name
+    q.cells = [(i, j) for i in rows for j in cols]
+    q.shape = (len(rows), len(cols))
+
+
+# ---------------------------------------------------------------- responses
+
+def _norm(s: str) -> str:
+    return re.sub(r"\s+", " ", str(s).strip().lower())
+
+
+def split_cell(text: str, shape: tuple) -> list:
+    """Entries of one response cell, row by row, as strings (blank → "")."""
+    s = (text or "").strip()
+    count = shape[0] * shape[1]
+    if not s:
+        return [""] * count
+    if count == 1:
+        return [re.sub(r"^part\s*1\s*:\s*", "", s, flags=re.I)]
+    if s.startswith("["):
+        try:
+            data = json.loads(s, parse_float=str)
+            flat = []
+
+            def walk(x):
+                if isinstance(x, list):
+                    for y in x:
+                        walk(y)
+                else:
+                    flat.append("" if x is None else str(x))
+            walk(data)
+            return flat
+        except (json.JSONDecodeError, ValueError):
+            s = s.replace("[", " ").replace("]", ";")
+    s = re.sub(r"part\s*\d+\s*:", "", s, flags=re.I)          # Moodle cloze: part 1: x; part 2: y
+    rows = [r for r in re.split(r"[;\n]", s) if r.strip()]
+    out = []
+    for r in rows:
+        out += [e.strip() for e in (r.split(",") if "," in r else r.split())]
+    return out
+
+
+def _merge_brackets(cells: list[str], delim: str) -> list[str]:
+    """Header cells split inside brackets by an unquoted comma (scores[2,3]) are joined again."""
+    out = []
+    for c in cells:
+        if out and out[-1].count("[") > out[-1].count("]"):
+            out[-1] += delim + c
+        else:
+            out.append(c)
+    return out
+
+
+@dataclass
+class Row:
+    key: str            # the student id or variant code it matched
+    cells: dict         # question ask → cell text (or per-entry dict)
+    line: int
+
+
+def read_responses(path, manifest: Manifest) -> tuple[list[Row], list[str]]:
+    """Read the responses CSV; return (rows matched to manifest students, warnings)."""
+    src = str(path)
+    try:
+        raw = Path(path).read_bytes()
+    except FileNotFoundError:
+        raise WorkedError(f"{src}: no such file") from None
+    except OSError as exc:
+        raise WorkedError(f"{src}: cannot read: {exc.strerror}") from None
+    text = None
+    for enc in ("utf-8-sig", "cp1252"):
+        try:
+            text = raw.decode(enc)
+            break
+        except UnicodeDecodeError:
+            continue
+    if text is None:
+        raise WorkedError(f"{src}: not a text CSV file")
+    first = text.split("\n", 1)[0]
+    delim = "\t" if "\t" in first else (";" if ";" in first and "," not in first else ",")
+    rows = [r for r in csv.reader(io.StringIO(text), delimiter=delim)]
+    if not rows or not any(h.strip() for h in rows[0]):
+        raise WorkedError(f"{src}: empty file (expected a header row with an id column and one column per question)")
+    header = _merge_brackets([h.strip() for h in rows[0]], delim)
+    lower = [_norm(h) for h in header]
+    asks = [q.ask for q in manifest.questions]
+    warnings: list[str] = []
+
+    # which column answers which question
+    qcol: dict[str, int | dict] = {}
+    for q in asks:
+        if q in header:
+            qcol[q] = header.index(q)
+        elif _norm(q) in lower:
+            qcol[q] = lower.index(_norm(q))
+    for k, q in enumerate(asks, 1):
+        if q in qcol:
+            continue
+        moodle = f"response {k}"
+        if moodle in lower:
+            qcol[q] = lower.index(moodle)
+            continue
+        # per-entry columns: Z[1,1], Z[1,2], ...
+        base = re.sub(r"\[.*$", "", q).strip()
+        ent = {h: i for i, h in enumerate(header) if re.fullmatch(re.escape(base) + r"\s*\[\s*\w+\s*,\s*\w+\s*\]", h)}
+        if ent:
+            qcol[q] = ent
+    missing = [q for q in asks if q not in qcol]
+    if len(missing) == len(asks):
+        raise WorkedError(f"{src}: no column for any question (expected columns named {', '.join(asks)}, "
+                          "or Moodle's Response 1, Response 2, …)")
+    for q in missing:
+        warnings.append(f"no column for question {q!r}: it scores 0 for everyone")
+
+    by_id = {_norm(s.id): s for s in manifest.students}
+    by_variant = {_norm(s.variant): s for s in manifest.students if s.variant}
+    by_name = {_norm(s.name): s for s in manifest.students if s.name}
+    id_cols = [lower.index(c) for c in ID_COLUMNS if c in lower]
+    var_cols = [lower.index(c) for c in VARIANT_COLUMNS if c in lower]
+    name_col = next((lower.index(c) for c in NAME_COLUMNS if c in lower), None)
+    first_last = (lower.index("first name"), lower.index("surname")) if "first name" in lower and "surname" in lower else None
+    if not (id_cols or var_cols or name_col is not None or first_last):
+        raise WorkedError(f"{src}: no id column (expected one of: id, student_id, ID number, username, email, variant)")
+
+    out, seen = [], {}
+    for line, r in enumerate(rows[1:], 2):
+        if not any(x.strip() for x in r):
+            continue
+        r = r + [""] * (len(header) - len(r))
+        student = None
+        for c in id_cols:
+            student = by_id.get(_norm(r[c]))
+            if student:
+                break
+        if not student:
+            for c in var_cols:
+                student = by_variant.get(_norm(r[c]))
+                if student:
+                    break
+        if not student and (name_col is not None or first_last):
+            nm = r[name_col] if name_col is not None else f"{r[first_last[0]]} {r[first_last[1]]}"
+            student = by_name.get(_norm(nm))
+        if not student:
+            label = next((r[c] for c in id_cols + var_cols if r[c].strip()), "") or " ".join(r[:2])
+            if _norm(label) in ("overall average", ""):
+                continue
+            warnings.append(f"line {line}: {label.strip()!r} is not a student of this quiz: skipped")
+            continue
+        if student.id in seen:
+            warnings.append(f"line {line}: a second response for {student.id!r} (first on line {seen[student.id]}): the last one counts")
+            out = [o for o in out if o.key != student.id]
+        seen[student.id] = line
+        cells = {}
+        for q, c in qcol.items():
+            cells[q] = {h: r[i] for h, i in c.items()} if isinstance(c, dict) else r[c]
+        out.append(Row(student.id, cells, line))
+    return out, warnings
+
+
+# ---------------------------------------------------------------- grading
+
+@dataclass
+class StudentResult:
+    student: Student
+    responded: bool
+    scores: dict            # ask → points earned
+    fractions: dict         # ask → fraction of the question's entries right (or carried forward)
+    codes: list             # misconception codes diagnosed
+    problems: list          # messages about unreadable responses
+
+    @property
+    def total(self) -> float:
+        return round(sum(self.scores.values()), 2)
+
+
+def grade_student(student: Student, row: Row | None, src: str) -> StudentResult:
+    """Check one student's responses (all questions together, so error carried forward works across them)."""
+    from .check import check_answers
+    from .solver import solve
+
+    if student.solution is None:
+        student.solution = solve(student.problem)
+    for q in student.questions:
+        resolve_question(q, student, src)
+    if row is None:
+        return StudentResult(student, False, {q.ask: 0.0 for q in student.questions},
+                             {q.ask: 0.0 for q in student.questions}, [], [])
+    mats = student.solution.matrices()
+    answers: dict[str, list] = {}
+    problems = []
+    for q in student.questions:
+        cell = row.cells.get(q.ask)
+        if isinstance(cell, dict):      # per-entry columns
+            m = mats[q.matrix]
+            vals = []
+            for (i, j) in q.cells:
+                keys = [f"{q.matrix}[{i + 1},{j + 1}]", f"{re.sub(r'[[].*$', '', q.ask)}[{i + 1},{j + 1}]"]
+                vals.append(next((cell[k] for k in keys if k in cell), ""))
+        else:
+            vals = split_cell(cell or "", q.shape)
+        if len(vals) != len(q.cells):
+            problems.append(f"{q.ask}: expected {len(q.cells)} entr{'ies' if len(q.cells) != 1 else 'y'}, got {len(vals)}")
+            vals = [""] * len(q.cells)
+        grid = answers.setdefault(q.matrix, [[None] * mats[q.matrix].shape[1] for _ in range(mats[q.matrix].shape[0])])
+        for (i, j), v in zip(q.cells, vals):
+            if v.strip():
+                grid[i][j] = v
+    tols = {q.tolerance for q in student.questions}
+    reports = {t: check_answers(student.problem, answers, tolerance=t, solution=student.solution) for t in tols}
+    scores, fractions, codes = {}, {}, []
+    for q in student.questions:
+        rep = reports[q.tolerance]
+        m = next((mr for mr in rep.matrices if mr.key == q.matrix), None)
+        good = 0
+        if m is not None:
+            good = sum(1 for (i, j) in q.cells if m.verdicts[i][j] == "correct" or m.carried[i][j])
+        frac = good / len(q.cells)
+        fractions[q.ask] = frac
+        scores[q.ask] = round(q.points * frac, 2)
+    for rep in reports.values():
+        for d in rep.diagnoses:
+            if d["code"] not in codes:
+                codes.append(d["code"])
+        for e in rep.errors:
+            if e["message"] not in problems:
+                problems.append(e["message"])
+    return StudentResult(student, True, scores, fractions, codes, problems)
+
+
+def grade(quizdir, responses, outdir=None) -> dict:
+    """Grade a class. Writes ``gradebook.csv`` and ``report.html`` to *outdir* (default: QUIZDIR/grades);
+    returns {"gradebook": path, "report": path, "warnings": [...], "results": [StudentResult]}."""
+    manifest = load_manifest(quizdir)
+    rows, warnings = read_responses(responses, manifest)
+    by_key = {r.key: r for r in rows}
+    results = []
+    for s in manifest.students:
+        res = grade_student(s, by_key.get(s.id), manifest.source)
+        if not res.responded:
+            warnings.append(f"no response from {s.id!r}{' (' + s.name + ')' if s.name else ''}: scored 0")
+        for msg in res.problems:
+            warnings.append(f"{s.id}: {msg}")
+        results.append(res)
+    out = Path(outdir) if outdir else (Path(quizdir) if Path(quizdir).is_dir() else Path(quizdir).parent) / "grades"
+    out.mkdir(parents=True, exist_ok=True)
+    gb = out / "gradebook.csv"
+    rp = out / "report.html"
+    _write_atomic(gb, gradebook_csv(manifest, results))
+    _write_atomic(rp, report_html(manifest, results, warnings))
+    return {"gradebook": gb, "report": rp, "warnings": warnings, "results": results}
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.2f}".rstrip("0").rstrip(".") if x != int(x) else str(int(x))
+
+
+def gradebook_csv(manifest: Manifest, results: list[StudentResult]) -> str:
+    """One row per student: id, name, variant, points per question, total, out of, misconceptions."""
+    asks = [q.ask for q in manifest.questions]
+    out = io.StringIO()
+    w = csv.writer(out, lineterminator="\n")
+    maxpts = sum(q.points for q in manifest.questions)
+    w.writerow(["id", "name", "variant"] + asks + ["total", "out_of", "misconceptions", "responded"])
+    for r in results:
+        w.writerow([r.student.id, r.student.name, r.student.variant] + [_fmt(r.scores.get(a, 0.0)) for a in asks]
+                   + [_fmt(r.total), _fmt(maxpts), " ".join(r.codes), "yes" if r.responded else "no"])
+    return out.getvalue()
+
+
+def _write_atomic(path: Path, text: str):
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+# ---------------------------------------------------------------- the class report
+
+def _svg_bars(items, *, width=560, bar_h=22, label_w=170, fmt=lambda v: str(v), vmax=None, color="#3b6ea8",
+              title="") -> str:
+    """A horizontal bar chart as inline SVG: items = [(label, value)]."""
+    from html import escape
+
+    vmax = vmax or max([v for _, v in items] + [1])
+    h = bar_h * len(items) + 10
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{h}" viewBox="0 0 {width} {h}" '
+             f'role="img" aria-label="{escape(title)}">']
+    span = width - label_w - 60
+    for k, (label, v) in enumerate(items):
+        y = 5 + k * bar_h
+        bw = 0 if vmax == 0 else span * v / vmax
+        parts.append(f'<text x="{label_w - 8}" y="{y + bar_h * 0.68:.1f}" text-anchor="end" font-size="13">{escape(str(label))}</text>')
+        parts.append(f'<rect x="{label_w}" y="{y + 3}" width="{bw:.1f}" height="{bar_h - 6}" fill="{color}"/>')
+        parts.append(f'<text x="{label_w + bw + 6:.1f}" y="{y + bar_h * 0.68:.1f}" font-size="13">{escape(fmt(v))}</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _svg_histogram(values, maxpts, *, width=560, height=220) -> str:
+    """Score distribution: 10 bins from 0 to the maximum, as inline SVG columns."""
+    bins = [0] * 10
+    for v in values:
+        k = min(9, int(10 * v / maxpts)) if maxpts else 0
+        bins[k] += 1
+    top = max(bins + [1])
+    left, bottom, plot_h = 36, 30, height - 50
+    bw = (width - left - 10) / 10
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
+             'role="img" aria-label="score distribution">']
+    parts.append(f'<line x1="{left}" y1="{height - bottom}" x2="{width - 10}" y2="{height - bottom}" stroke="#444"/>')
+    for k, c in enumerate(bins):
+        x = left + k * bw
+        hgt = plot_h * c / top
+        y = height - bottom - hgt
+        parts.append(f'<rect x="{x + 2:.1f}" y="{y:.1f}" width="{bw - 4:.1f}" height="{hgt:.1f}" fill="#3b6ea8"/>')
+        if c:
+            parts.append(f'<text x="{x + bw / 2:.1f}" y="{y - 4:.1f}" text-anchor="middle" font-size="12">{c}</text>')
+        parts.append(f'<text x="{x + bw / 2:.1f}" y="{height - bottom + 15}" text-anchor="middle" font-size="11">'
+                     f'{10 * k}–{10 * (k + 1)}%</text>')
+    parts.append(f'<text x="{left}" y="{height - 3}" font-size="11" fill="#555">percent of {_fmt(maxpts)} points</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def report_html(manifest: Manifest, results: list[StudentResult], warnings: list[str]) -> str:
+    """The class report: summary, score distribution, per-question difficulty, misconceptions, students."""
+    import jinja2
+    from markupsafe import Markup
+
+    from .check import MISCONCEPTIONS
+
+    maxpts = sum(q.points for q in manifest.questions)
+    responded = [r for r in results if r.responded]
+    totals = [r.total for r in responded]
+    qstats = []
+    for q in manifest.questions:
+        fr = [r.fractions.get(q.ask, 0.0) for r in responded]
+        qstats.append({"ask": q.ask, "points": _fmt(q.points),
+                       "mean": _fmt(round(statistics.mean([r.scores.get(q.ask, 0.0) for r in responded]), 2)) if responded else "–",
+                       "right": round(100 * statistics.mean(fr)) if fr else 0,
+                       "full": sum(1 for f in fr if f == 1.0)})
+    counts = {c: sum(1 for r in responded if c in r.codes) for c in MISCONCEPTIONS}
+    mis = [(c, n) for c, n in sorted(counts.items(), key=lambda kv: (-kv[1], list(MISCONCEPTIONS).index(kv[0]))) if n]
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
+                             trim_blocks=True, lstrip_blocks=True)
+    tpl = env.get_template("class.html")
+    return tpl.render(
+        title=manifest.title or "Quiz",
+        n=len(results), n_responded=len(responded), maxpts=_fmt(maxpts),
+        mean=_fmt(round(statistics.mean(totals), 2)) if totals else "–",
+        median=_fmt(round(statistics.median(totals), 2)) if totals else "–",
+        hist=Markup(_svg_histogram(totals, maxpts)),
+        difficulty=Markup(_svg_bars([(q["ask"], q["right"]) for q in qstats], vmax=100, fmt=lambda v: f"{v}%",
+                                    title="per-question difficulty: share of entries right")),
+        questions=qstats,
+        misconceptions=[{"code": c, "title": MISCONCEPTIONS[c][1], "count": n} for c, n in mis],
+        mis_chart=Markup(_svg_bars(mis, fmt=lambda v: f"{v} student{'s' if v != 1 else ''}", color="#b5562f",
+                                   title="misconceptions")) if mis else None,
+        asks=[q.ask for q in manifest.questions],
+        students=[{"id": r.student.id, "name": r.student.name, "variant": r.student.variant,
+                   "scores": [_fmt(r.scores.get(q.ask, 0.0)) for q in manifest.questions], "total": _fmt(r.total),
+                   "codes": r.codes, "responded": r.responded} for r in results],
+        warnings=warnings,
+    )
+
+
+TEMPLATES = Path(__file__).resolve().parents[1] / "templates" / "report"
