@@ -98,9 +98,77 @@ def cmd_grade(args) -> int:
     return 0
 
 
+def _add_serve(sub):
+    p = sub.add_parser("serve", help="run the web page for students and teachers",
+                       description="Serve the web page: students pick a problem (or type a quiz variant code), fill "
+                                   "in the matrices and get feedback step by step; teachers build or draw a problem "
+                                   "and download its worksheet and key. Binds to 127.0.0.1 unless --host says "
+                                   "otherwise (use --host 0.0.0.0 to serve a class on your network).")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1, this machine only)")
+    p.add_argument("--port", type=int, default=8000, help="port (default: 8000)")
+    p.add_argument("--problems", metavar="DIR", default=None,
+                   help="folder of problem files offered by name (default: problems/ if it exists, else the "
+                        "built-in example); a quiz folder from `worked quiz` (with manifest.json) offers its "
+                        "variants by code instead")
+    p.add_argument("--no-solutions", action="store_true",
+                   help="never send solutions, expected values or answer keys (for quizzes): only verdicts and "
+                        "diagnoses")
+    p.add_argument("--workers", type=int, default=1, help="server processes (default: 1; use more to serve a class)")
+    p.add_argument("--timeout", type=float, default=20.0, help="seconds allowed for solving or checking (default: 20)")
+    p.set_defaults(func=cmd_serve)
+
+
+def cmd_serve(args) -> int:
+    import os
+    import socket
+    from pathlib import Path
+
+    from .errors import WorkedError
+
+    if not 0 < args.port < 65536:
+        raise WorkedError(f"--port: expected a port number from 1 to 65535, got {args.port}")
+    if not 1 <= args.workers <= 64:
+        raise WorkedError(f"--workers: expected 1 to 64, got {args.workers}")
+    if not 0 < args.timeout <= 600:
+        raise WorkedError(f"--timeout: expected seconds from 0 to 600, got {args.timeout}")
+    if args.problems is not None:
+        root = Path(args.problems)
+        if not root.is_dir():
+            raise WorkedError(f"{args.problems}: no such folder (--problems expects a folder of problem files or a quiz folder)")
+    else:
+        root = Path("problems") if Path("problems").is_dir() else None
+    try:  # fail early, in one line, when the port is taken
+        with socket.socket(socket.AF_INET6 if ":" in args.host else socket.AF_INET) as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            s.bind((args.host, args.port))
+    except OSError as exc:
+        raise WorkedError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}"
+                          f"{'; try another --port' if exc.errno == 98 else ''}") from None
+
+    import uvicorn
+
+    from .server.app import Config, create_app
+
+    cfg = Config(problems_dir=root.resolve() if root else None, no_solutions=args.no_solutions,
+                 solve_timeout=args.timeout)
+    where = f"http://{'[' + args.host + ']' if ':' in args.host else args.host}:{args.port}/"
+    what = f"problems from {root}" if root else "the built-in example"
+    print(f"worked serve: {where}  ({what}{', no solutions' if args.no_solutions else ''}); Ctrl+C stops",
+          file=sys.stderr)
+    if args.workers > 1:
+        os.environ["WORKED_SERVE_CONFIG"] = cfg.to_env()
+        uvicorn.run("worked.server.app:create_app_from_env", factory=True, host=args.host, port=args.port,
+                    workers=args.workers, log_level="warning", limit_concurrency=2000, timeout_keep_alive=10)
+    else:
+        uvicorn.run(create_app(cfg), host=args.host, port=args.port, log_level="warning",
+                    limit_concurrency=2000, timeout_keep_alive=10)
+    return 0
+
+
 REGISTRY = [_add_solve]
 REGISTRY.append(_add_check)
 REGISTRY.append(_add_grade)
+REGISTRY.append(_add_serve)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,814 @@
+"""``worked serve``: the web page for students and teachers, as a Starlette (ASGI) app run by uvicorn.
+
+Routes (all JSON unless noted; errors are ``{"error": message}`` with a 4xx/5xx status, never a trace):
+
+``GET /``                                   the page (static HTML, CSS, JS and the math font; no CDN)
+``GET /api/info``                           mode, problem list, features, limits
+``GET /api/problems/{name}``                a problem of the ``--problems`` folder, with what the page shows
+``GET /api/variants/{code}``                a quiz variant by its code (when the folder holds a quiz)
+``POST /api/view``     ``{"problem"}``      a problem checked and laid out for the page (teacher view)
+``POST /api/solve``    ``{"problem"}``      the JSON of ``worked solve --format json`` (``?view=1`` adds MathML)
+``POST /api/check``    ``{"problem", "answers"[, "tolerance"]}``  the JSON of ``worked check --format json``
+``POST /api/new``      ``{options of worked new, "seed"}``        a random problem
+``POST /api/download`` ``{"problem", "document", "format"}``      worksheet / answer-key as pdf, html or tex
+``GET /download/problems/{name}/{document}.{format}``, ``GET /download/variants/{code}/{document}.{format}``
+
+With ``no_solutions=True`` nothing that holds an expected value leaves the server: ``/api/solve`` and
+answer-key downloads answer 403, and check reports keep only verdicts and diagnoses.
+
+Safety: request bodies are limited (``max_body``), problems go through the same validation and
+limits as files, solving and rendering run in a bounded thread pool with timeouts, names and codes
+are looked up in a table built from the folder listing (never joined into a path), and the page
+inserts user text with ``textContent`` only (MathML comes from our own LaTeX and is allow-listed).
+"""
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import logging
+import os
+import re
+import threading
+import xml.etree.ElementTree as ET
+from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from fractions import Fraction
+from html import escape
+from pathlib import Path
+from typing import Any, Callable
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from .. import __version__
+from ..errors import WorkedError
+from ..problem import LIMITS, Problem, builtin_path
+
+log = logging.getLogger("worked.server")
+
+STATIC = Path(__file__).with_name("static")
+NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,79}")
+CODE_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,39}")
+DOCUMENTS = ("worksheet", "answer-key")
+FORMATS = {"pdf": "application/pdf", "html": "text/html; charset=utf-8", "tex": "application/x-tex; charset=utf-8"}
+
+CSP = ("default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; "
+       "font-src 'self' data:; connect-src 'self'; frame-src 'self' blob: about:; object-src 'none'; "
+       "base-uri 'none'; form-action 'self'; frame-ancestors 'self'")
+
+
+@dataclass
+class Config:
+    """How the server behaves. ``problems_dir`` None means only the built-in Part 9 example."""
+
+    problems_dir: Path | None = None
+    no_solutions: bool = False
+    solve_timeout: float = 20.0     # seconds for solving or checking one request
+    render_timeout: float = 90.0    # seconds for one worksheet or key (PDF takes the longest)
+    max_body: int = 256 * 1024      # bytes in a request body
+    threads: int = 4                # worker threads for solving, checking and rendering
+    max_pending: int = 1024         # jobs queued or running before the server answers 503
+    cache_size: int = 128           # solutions (and rendered files) kept in memory
+
+    def to_env(self) -> str:
+        d = {k: (str(v) if isinstance(v, Path) else v) for k, v in self.__dict__.items()}
+        return json.dumps(d)
+
+    @classmethod
+    def from_env(cls, text: str) -> "Config":
+        d = json.loads(text)
+        if d.get("problems_dir"):
+            d["problems_dir"] = Path(d["problems_dir"])
+        return cls(**d)
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, message: str, **extra):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.extra = extra
+
+
+def _error(status: int, message: str, **extra) -> JSONResponse:
+    return JSONResponse({"error": message, **extra}, status_code=status)
+
+
+# ------------------------------------------------------------------ small LRU cache (thread-safe)
+
+class LRU:
+    def __init__(self, size: int):
+        self.size = size
+        self.data: OrderedDict = OrderedDict()
+        self.lock = threading.Lock()
+
+    def get(self, key):
+        with self.lock:
+            if key in self.data:
+                self.data.move_to_end(key)
+                return self.data[key]
+        return None
+
+    def put(self, key, value):
+        with self.lock:
+            self.data[key] = value
+            self.data.move_to_end(key)
+            while len(self.data) > self.size:
+                self.data.popitem(last=False)
+
+
+def problem_key(problem: Problem) -> str:
+    return json.dumps(problem.to_dict(), sort_keys=True, ensure_ascii=False)
+
+
+# ------------------------------------------------------------------ the worker pool with timeouts
+
+class Engine:
+    """Solves, checks and renders in a bounded thread pool, with timeouts, a solution cache and
+    de-duplication of identical solves in flight (a class checking one problem solves it once)."""
+
+    def __init__(self, cfg: Config):
+        self.cfg = cfg
+        self.pool = ThreadPoolExecutor(max_workers=cfg.threads, thread_name_prefix="worked-serve")
+        self.solutions = LRU(cfg.cache_size)
+        self.files = LRU(cfg.cache_size)
+        self.views = LRU(cfg.cache_size)
+        self.inflight: dict[str, asyncio.Future] = {}
+        self.pending = 0
+        self.render_lock = threading.Lock()  # WeasyPrint and pdflatex runs, one at a time
+
+    def _submit(self, fn: Callable, *args) -> asyncio.Future:
+        if self.pending >= self.cfg.max_pending:
+            raise ApiError(503, "the server is busy; try again in a moment")
+        self.pending += 1
+        fut = asyncio.get_running_loop().run_in_executor(self.pool, fn, *args)
+
+        def done(_):
+            self.pending -= 1
+
+        fut.add_done_callback(done)
+        return fut
+
+    async def _wait(self, fut: asyncio.Future, timeout: float, what: str):
+        try:
+            return await asyncio.wait_for(asyncio.shield(fut), timeout)
+        except asyncio.TimeoutError:
+            raise ApiError(504, f"{what} took longer than {timeout:g} s; try a smaller problem") from None
+
+    async def run(self, fn: Callable, *args, timeout: float | None = None, what: str = "the request"):
+        return await self._wait(self._submit(fn, *args), timeout or self.cfg.solve_timeout, what)
+
+    async def solution(self, problem: Problem):
+        key = problem_key(problem)
+        sol = self.solutions.get(key)
+        if sol is not None:
+            return sol
+        fut = self.inflight.get(key)
+        if fut is None:
+            fut = self._submit(_solve, problem)
+            self.inflight[key] = fut
+
+            def done(f, key=key):
+                self.inflight.pop(key, None)
+                if not f.cancelled() and f.exception() is None:
+                    self.solutions.put(key, f.result())
+
+            fut.add_done_callback(done)
+        return await self._wait(fut, self.cfg.solve_timeout, "solving this problem")
+
+
+def _solve(problem: Problem):
+    from ..solver import solve
+
+    return solve(problem)
+
+
+# ------------------------------------------------------------------ the problems folder and quiz manifests
+
+@dataclass
+class Variant:
+    code: str
+    problem: dict
+    title: str = ""
+
+
+@dataclass
+class Library:
+    """Problem files of a folder by name, and quiz variants by code. Names and codes are keys of a
+    table built from the listing; a name from a request is never joined into a path."""
+
+    root: Path | None
+    _cache: dict = field(default_factory=dict)
+
+    def problems(self) -> dict[str, Path]:
+        out: dict[str, Path] = {}
+        if self.root is None or not self.root.is_dir():
+            out["cats-chase-mice"] = builtin_path()
+            return out
+        for p in sorted(self.root.iterdir()):
+            if p.suffix.lower() in (".toml", ".json") and p.is_file() and NAME_RE.fullmatch(p.stem) \
+                    and p.name != "manifest.json" and not _looks_like_spec(p):
+                out.setdefault(p.stem, p)
+        return out
+
+    def problem(self, name: str) -> Problem:
+        if not NAME_RE.fullmatch(name or ""):
+            raise ApiError(404, "no such problem")
+        path = self.problems().get(name)
+        if path is None:
+            raise ApiError(404, f"no problem named {name!r} in the problems folder")
+        try:
+            stat = path.stat()
+        except OSError:
+            raise ApiError(404, f"no problem named {name!r} in the problems folder") from None
+        key = (str(path), stat.st_mtime_ns, stat.st_size)
+        hit = self._cache.get(key)
+        if hit is None:
+            try:
+                hit = Problem.from_file(path)
+            except WorkedError as exc:
+                # name the file by its name only, not the server's path
+                raise ApiError(422, str(exc).replace(str(path), path.name)) from None
+            self._cache[key] = hit
+        return hit
+
+    # -- quizzes
+    def manifest_path(self) -> Path | None:
+        if self.root is None:
+            return None
+        p = self.root / "manifest.json"
+        return p if p.is_file() else None
+
+    def quiz(self) -> dict | None:
+        p = self.manifest_path()
+        if p is None:
+            return None
+        stat = p.stat()
+        key = ("manifest", str(p), stat.st_mtime_ns, stat.st_size)
+        hit = self._cache.get(key)
+        if hit is None:
+            hit = _read_manifest(p)
+            self._cache[key] = hit
+        return hit
+
+    def variant(self, code: str) -> Variant:
+        q = self.quiz()
+        if q is None:
+            raise ApiError(404, "this server has no quiz: start it with --problems QUIZDIR")
+        norm = _norm_code(code or "")
+        if not CODE_RE.fullmatch(norm):
+            raise ApiError(404, "no variant with that code")
+        v = q["variants"].get(norm)
+        if v is None:
+            raise ApiError(404, f"no variant with the code {code.strip()!r}; check the code on your sheet")
+        return v
+
+
+def _norm_code(code: str) -> str:
+    return re.sub(r"[\s]+", "", code).upper()
+
+
+def _looks_like_spec(p: Path) -> bool:
+    """Quiz specs (TOML with a [family] table) live in problems/ too; they are not problems."""
+    if p.suffix.lower() != ".toml":
+        return False
+    try:
+        head = p.read_text(encoding="utf-8", errors="replace")[:20000]
+    except OSError:
+        return True
+    return bool(re.search(r"^\s*\[family\]|^\s*\[\[questions\]\]", head, re.M))
+
+
+def _read_manifest(path: Path) -> dict:
+    """Read a quiz manifest written by ``worked quiz``: variants by code. Tolerant of the layout:
+    a top-level list or a ``variants``/``students`` list of objects with a code and a problem."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"), parse_float=str)
+    except (OSError, ValueError) as exc:
+        log.error("cannot read quiz manifest %s: %s", path, exc)
+        return {"title": "", "variants": {}}
+    items = data if isinstance(data, list) else next(
+        (data[k] for k in ("variants", "students", "entries") if isinstance(data.get(k), list)), [])
+    variants: dict[str, Variant] = {}
+    for it in items:
+        if not isinstance(it, dict):
+            continue
+        code = next((it[k] for k in ("code", "variant", "variant_code") if isinstance(it.get(k), str)), None)
+        prob = it.get("problem")
+        if code is None or not isinstance(prob, dict):
+            continue
+        norm = _norm_code(code)
+        if CODE_RE.fullmatch(norm):
+            variants.setdefault(norm, Variant(code=code, problem=prob, title=str(prob.get("title", ""))))
+    title = data.get("title", "") if isinstance(data, dict) else ""
+    return {"title": title if isinstance(title, str) else "", "variants": variants}
+
+
+# ------------------------------------------------------------------ what the page shows (MathML, grids)
+
+_MATHML_TAGS = {
+    "math", "mrow", "mi", "mn", "mo", "mtext", "mspace", "msub", "msup", "msubsup", "mfrac", "msqrt", "mroot",
+    "mtable", "mtr", "mtd", "mover", "munder", "munderover", "mstyle", "mpadded", "mphantom", "menclose",
+    "semantics", "annotation", "merror", "ms",
+}
+_MATHML_ATTRS = {
+    "xmlns", "display", "stretchy", "fence", "separator", "lspace", "rspace", "mathvariant", "columnalign",
+    "rowalign", "rowspacing", "columnspacing", "width", "height", "depth", "linethickness", "accent",
+    "accentunder", "movablelimits", "displaystyle", "scriptlevel", "form", "minsize", "maxsize", "symmetric",
+    "largeop", "notation", "encoding", "columnlines", "rowlines", "frame", "align", "class",
+}
+_NS = "{http://www.w3.org/1998/Math/MathML}"
+
+
+def safe_mathml(markup: str) -> str | None:
+    """*markup* if it is well-formed MathML with allow-listed elements and attributes, else None."""
+    try:
+        root = ET.fromstring(markup)
+    except ET.ParseError:
+        return None
+    for el in root.iter():
+        tag = el.tag[len(_NS):] if el.tag.startswith(_NS) else el.tag
+        if tag not in _MATHML_TAGS:
+            return None
+        for a, v in el.attrib.items():
+            if a not in _MATHML_ATTRS or "javascript" in v.lower() or "<" in v:
+                return None
+    return markup
+
+
+@functools.lru_cache(maxsize=8192)
+def mathml(latex: str, display: bool = False) -> str | None:
+    """MathML for one of our LaTeX strings (from the core or below), or None if it does not convert."""
+    try:
+        from latex2mathml.converter import convert
+
+        out = convert(latex, display="block" if display else "inline")
+    except Exception:  # noqa: BLE001 - a formula that does not convert is shown as text
+        return None
+    return safe_mathml(out)
+
+
+def _frac_cell(f: Fraction) -> dict:
+    """A problem entry for the page: text always; MathML when it is a fraction that does not terminate."""
+    from ..numfmt import num_text
+
+    text = num_text(f).replace("-", "−")
+    cell: dict[str, Any] = {"text": text}
+    d = f.denominator
+    while d % 2 == 0:
+        d //= 2
+    while d % 5 == 0:
+        d //= 5
+    if d != 1:
+        sign = "<mo>−</mo>" if f < 0 else ""
+        cell["mathml"] = (f'<math xmlns="http://www.w3.org/1998/Math/MathML">{sign}'
+                          f"<mfrac><mn>{abs(f.numerator)}</mn><mn>{f.denominator}</mn></mfrac></math>")
+    return cell
+
+
+def _scale_text(problem: Problem) -> tuple[str, str]:
+    """(text, LaTeX) of the scaling rule."""
+    if problem.scale == "sqrt":
+        return f"divide by √d_k = √{problem.d_k}", rf"\div \sqrt{{d_k}} = \sqrt{{{problem.d_k}}}"
+    if problem.scale == "none":
+        return "no scaling", r"\text{no scaling}"
+    from ..numfmt import num_latex, num_text
+
+    return f"divide by {num_text(problem.scale)}", rf"\div {num_latex(problem.scale)}"
+
+
+def answer_grids(problem: Problem) -> list[dict]:
+    """The matrices a student fills in, in order, with their shapes and labels (no values)."""
+    toks = list(problem.tokens)
+    n, dk, dv = problem.n, problem.d_k, problem.d_v
+    nums = lambda k: [str(j) for j in range(1, k + 1)]  # noqa: E731
+    causal = problem.mask == "causal"
+    masked = [[i, j] for i in range(n) for j in range(n) if j > i] if causal else []
+    scale_txt, scale_tex = _scale_text(problem)
+    heads = range(1, len(problem.heads) + 1) if problem.multihead else [None]
+    grids = []
+    for h in heads:
+        pre = f"head{h}." if h else ""
+        sup = f"^{{({h})}}" if h else ""
+        hx = f" (head {h})" if h else ""
+        W = lambda b: f"W_{{{b}}}{sup}"  # noqa: E731
+        grids += [
+            dict(key=pre + "Q", label=f"Queries Q{hx}", latex=f"Q{sup} = X {W('Q')}", rows=toks, cols=nums(dk)),
+            dict(key=pre + "K", label=f"Keys K{hx}", latex=f"K{sup} = X {W('K')}", rows=toks, cols=nums(dk)),
+            dict(key=pre + "V", label=f"Values V{hx}", latex=f"V{sup} = X {W('V')}", rows=toks, cols=nums(dv)),
+            dict(key=pre + "scores", label=f"Scores{hx}", latex=f"\\text{{scores}}{sup} = Q{sup} K{sup}{{}}^T",
+                 rows=toks, cols=toks, masked=masked,
+                 hint="masked entries are −∞ (type -inf)" if causal else None),
+            dict(key=pre + "scaled", label=f"Scaled scores{hx}", rows=toks, cols=toks, masked=masked,
+                 latex=f"\\text{{scaled}}{sup} = \\text{{scores}}{sup} \\; {scale_tex}",
+                 hint=(scale_txt + ("; masked entries stay −∞" if causal else ""))),
+            dict(key=pre + "weights", label=f"Attention weights{hx}", rows=toks, cols=toks, masked=masked,
+                 latex=f"A{sup} = \\operatorname{{softmax}}(\\text{{scaled}}{sup}) \\text{{ by row}}",
+                 hint="softmax of each row" + ("; masked entries get weight 0" if causal else "")),
+            dict(key=pre + "Z", label=f"Output Z{hx}", latex=f"Z{sup} = A{sup} V{sup}", rows=toks, cols=nums(dv)),
+        ]
+    if problem.multihead:
+        H = len(problem.heads)
+        grids.append(dict(key="concat", label="Concatenated heads", rows=toks, cols=nums(H * dv),
+                          latex=r"\operatorname{concat}(" + ", ".join(f"Z^{{({h})}}" for h in heads) + ")"))
+        grids.append(dict(key="Z", label="Output Z", latex=r"Z = \operatorname{concat}(\dots) W_O",
+                          rows=toks, cols=nums(len(problem.W_O[0]))))
+    for g in grids:
+        g["mathml"] = mathml(g.pop("latex"))
+        g.setdefault("masked", [])
+        g["hint"] = g.get("hint")
+    return grids
+
+
+def problem_view(problem: Problem) -> dict:
+    """Everything the page needs to show a problem and its empty answer grids (no solution values)."""
+    toks = list(problem.tokens)
+    nums = lambda k: [str(j) for j in range(1, k + 1)]  # noqa: E731
+    cells = lambda m: [[_frac_cell(x) for x in row] for row in m]  # noqa: E731
+    inputs = [dict(key="X", latex="X", rows=toks, cols=nums(problem.d_model), cells=cells(problem.X),
+                   note="one row per token")]
+    for h, head in enumerate(problem.heads, 1):
+        sup = f"^{{({h})}}" if problem.multihead else ""
+        for b, m in (("Q", head.W_Q), ("K", head.W_K), ("V", head.W_V)):
+            inputs.append(dict(key=(f"head{h}." if problem.multihead else "") + "W_" + b, latex=f"W_{{{b}}}{sup}",
+                               rows=nums(len(m)), cols=nums(len(m[0])), cells=cells(m), note=None))
+    if problem.multihead:
+        inputs.append(dict(key="W_O", latex="W_O", rows=nums(len(problem.W_O)), cols=nums(len(problem.W_O[0])),
+                           cells=cells(problem.W_O), note="output projection"))
+    for i in inputs:
+        i["mathml"] = mathml(i.pop("latex"))
+        i["shape"] = f"{len(i['rows'])}×{len(i['cols'])}"
+    scale_txt, scale_tex = _scale_text(problem)
+    facts = [
+        ("tokens", ", ".join(toks)),
+        ("sizes", f"n = {problem.n}, d_model = {problem.d_model}, d_k = {problem.d_k}, d_v = {problem.d_v}"
+         + (f", heads = {len(problem.heads)}" if problem.multihead else "")),
+        ("scaling", scale_txt),
+        ("mask", "causal (a token sees only itself and earlier tokens)" if problem.mask == "causal" else "none"),
+        ("decimals", f"give decimals to {problem.decimals} places, or exact forms like 2√2, 1/3, e^2/(1+e^2)"),
+    ]
+    return {
+        "title": problem.title or "Untitled problem",
+        "tokens": toks,
+        "decimals": problem.decimals,
+        "multihead": problem.multihead,
+        "facts": [{"label": a, "text": b} for a, b in facts],
+        "inputs": inputs,
+        "grids": answer_grids(problem),
+    }
+
+
+def solution_view(sol) -> dict:
+    """MathML of every step line and each result matrix as shown (for ``/api/solve?view=1``)."""
+    places = sol.problem.decimals
+    steps = []
+    for s in sol.steps:
+        steps.append({
+            "id": s.id, "head": s.head, "title": s.title, "why": s.why, "notes": list(s.notes), "shape": s.shape,
+            "result": s.result,
+            "lines": [{"text": ln.text, "mathml": mathml(ln.latex, True)} for ln in s.lines],
+        })
+    mats = {}
+    for key, m in sol.matrices().items():
+        r, c = m.shape
+        mats[key] = {"rows": list(m.rows), "cols": list(m.cols),
+                     "cells": [[m.show(i, j, places) for j in range(c)] for i in range(r)]}
+    return {"steps": steps, "matrices": mats}
+
+
+# ------------------------------------------------------------------ reading requests
+
+def _reject_constant(name):
+    raise ValueError(f"non-finite number {name} is not allowed")
+
+
+async def read_json(request: Request, cfg: Config) -> dict:
+    ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if ctype != "application/json":
+        raise ApiError(415, "send the request body as JSON (Content-Type: application/json)")
+    length = request.headers.get("content-length")
+    if length is not None and (not length.isdigit() or int(length) > cfg.max_body):
+        raise ApiError(413, f"request body is larger than {cfg.max_body} bytes")
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > cfg.max_body:
+            raise ApiError(413, f"request body is larger than {cfg.max_body} bytes")
+    try:
+        data = json.loads(body.decode("utf-8"), parse_float=str, parse_constant=_reject_constant)
+    except UnicodeDecodeError:
+        raise ApiError(400, "request body is not UTF-8") from None
+    except json.JSONDecodeError as exc:
+        raise ApiError(400, f"not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
+    except (ValueError, RecursionError) as exc:
+        raise ApiError(400, f"not valid JSON: {str(exc)[:200]}") from None
+    if not isinstance(data, dict):
+        raise ApiError(400, "expected a JSON object")
+    return data
+
+
+def _problem_from(data: dict) -> Problem:
+    if "problem" not in data:
+        raise ApiError(400, 'missing "problem": send {"problem": {...the keys of a problem file...}}')
+    try:
+        return Problem.from_dict(data["problem"], source="problem")
+    except (WorkedError, RecursionError, TypeError, ValueError) as exc:
+        raise ApiError(422, str(exc)[:500] if isinstance(exc, WorkedError) else "problem: not a valid problem",
+                       field=getattr(exc, "field", None)) from None
+
+
+_SECRET_KEYS = {"expected", "expected_exact", "expected_value", "solution", "exact", "value"}
+
+
+def _redact(report: Any) -> Any:
+    """A check report with every expected value removed (``--no-solutions``): verdicts, error carried
+    forward, consistency and diagnoses stay. The checker leaves them out already unless asked to
+    reveal them; this is a second lock that does not depend on it."""
+    if isinstance(report, dict):
+        return {k: _redact(v) for k, v in report.items() if k not in _SECRET_KEYS}
+    if isinstance(report, list):
+        return [_redact(v) for v in report]
+    return report
+
+
+# ------------------------------------------------------------------ the app
+
+def create_app(cfg: Config | None = None) -> Starlette:
+    cfg = cfg or Config()
+    engine = Engine(cfg)
+    lib = Library(cfg.problems_dir)
+
+    def features() -> dict:
+        return {"check": _has("worked.check", "check_answers"), "render": _has("worked.render", "answer_key_html"),
+                "random": _has("worked.generate", None)}
+
+    async def index(request: Request):
+        return FileResponse(STATIC / "index.html", headers={"Cache-Control": "no-cache"})
+
+    async def math_font(request: Request):
+        try:
+            from ..render.fonts import MATH_FONT
+        except ImportError:
+            raise ApiError(404, "no math font") from None
+        if not MATH_FONT.is_file():
+            raise ApiError(404, "no math font")
+        return FileResponse(MATH_FONT, media_type="font/woff2", headers={"Cache-Control": "max-age=86400"})
+
+    async def info(request: Request):
+        quiz = lib.quiz()
+        return JSONResponse({
+            "name": "worked", "version": __version__, "no_solutions": cfg.no_solutions,
+            "mode": "quiz" if quiz is not None else "problems",
+            "quiz": {"title": quiz["title"], "variants": len(quiz["variants"])} if quiz is not None else None,
+            "problems": [] if quiz is not None else [
+                {"name": name, "title": _title_of(lib, name)} for name in lib.problems()],
+            "features": features(),
+            "limits": {k: LIMITS[k] for k in ("tokens", "dim", "heads", "entry", "places", "decimals", "title", "token")},
+        })
+
+    async def get_problem(request: Request):
+        name = request.path_params["name"]
+        problem = lib.problem(name)
+        return JSONResponse({"name": name, "problem": problem.to_dict(), "view": problem_view(problem)})
+
+    async def get_variant(request: Request):
+        v = lib.variant(request.path_params["code"])
+        try:
+            problem = Problem.from_dict(v.problem, source=f"variant {v.code}")
+        except WorkedError as exc:
+            raise ApiError(422, str(exc)) from None
+        return JSONResponse({"code": v.code, "problem": problem.to_dict(), "view": problem_view(problem)})
+
+    async def view(request: Request):
+        problem = _problem_from(await read_json(request, cfg))
+        return JSONResponse({"problem": problem.to_dict(), "view": problem_view(problem)})
+
+    async def api_solve(request: Request):
+        if cfg.no_solutions:
+            raise ApiError(403, "solutions are turned off on this server (--no-solutions)")
+        problem = _problem_from(await read_json(request, cfg))
+        sol = await engine.solution(problem)
+        want_view = request.query_params.get("view") in ("1", "true", "yes")
+        key = problem_key(problem)
+        out = engine.views.get(("json", key))
+        if out is None:
+            out = await engine.run(sol.to_dict, what="writing the solution")
+            engine.views.put(("json", key), out)
+        if want_view:
+            v = engine.views.get(("view", key))
+            if v is None:
+                v = await engine.run(solution_view, sol, what="laying out the solution")
+                engine.views.put(("view", key), v)
+            out = {**out, "view": v}
+        return JSONResponse(out)
+
+    async def api_check(request: Request):
+        data = await read_json(request, cfg)
+        problem = _problem_from(data)
+        answers = data.get("answers")
+        if not isinstance(answers, dict):
+            raise ApiError(400, 'missing "answers": send {"problem": {...}, "answers": {"Q": [[...]], ...}}')
+        tolerance = data.get("tolerance")
+        if tolerance is not None and not isinstance(tolerance, (str, int)) or isinstance(tolerance, bool) \
+                or isinstance(tolerance, str) and len(tolerance) > 60:
+            raise ApiError(400, '"tolerance": expected a number such as 0.01 or a percentage such as "2%"')
+        reveal = bool(data.get("reveal")) and not cfg.no_solutions
+        try:
+            from ..check import check_answers
+        except ImportError:
+            raise ApiError(501, "answer checking is not available in this version") from None
+        sol = await engine.solution(problem)
+        report = await engine.run(_check, problem, answers, tolerance, sol, reveal, what="checking")
+        if cfg.no_solutions:
+            report = _redact(report)
+        return JSONResponse(report)
+
+    async def api_new(request: Request):
+        data = await read_json(request, cfg)
+        try:
+            from .. import generate
+        except ImportError:
+            raise ApiError(501, "random problems are not available in this version") from None
+        problem = await engine.run(_generate, generate, data, what="drawing a random problem")
+        if not isinstance(problem, Problem):
+            raise ApiError(500, "internal error: the generator gave no problem")
+        return JSONResponse({"problem": problem.to_dict(), "view": problem_view(problem)})
+
+    async def _document(problem: Problem, document: str, fmt: str, student: dict | None, paper: str = "a4"):
+        if document == "problem" and fmt == "toml":
+            return Response(problem.to_toml(), media_type="application/toml; charset=utf-8", headers={
+                "Content-Disposition": f'attachment; filename="{problem.slug}.toml"', "Cache-Control": "no-store"})
+        if document not in DOCUMENTS:
+            raise ApiError(404, f"no document {document[:40]!r}: expected worksheet or answer-key (or problem as toml)")
+        if fmt not in FORMATS:
+            raise ApiError(404, f"no format {fmt[:20]!r}: expected pdf, html or tex")
+        if paper not in ("a4", "letter"):
+            raise ApiError(400, f"no paper size {paper[:20]!r}: expected a4 or letter")
+        if document == "answer-key" and cfg.no_solutions:
+            raise ApiError(403, "answer keys are turned off on this server (--no-solutions)")
+        try:
+            import worked.render  # noqa: F401
+        except ImportError:
+            raise ApiError(501, "worksheets and keys are not available in this version") from None
+        key = (problem_key(problem), document, fmt, paper, json.dumps(student, sort_keys=True))
+        body = engine.files.get(key)
+        if body is None:
+            sol = await engine.solution(problem)
+            body = await engine.run(_render, engine, sol, document, fmt, student, paper,
+                                    timeout=cfg.render_timeout, what=f"making the {document} {fmt.upper()}")
+            engine.files.put(key, body)
+        filename = f"{problem.slug}-{document}.{fmt}"
+        return Response(body, media_type=FORMATS[fmt], headers={
+            "Content-Disposition": f'attachment; filename="{filename}"', "Cache-Control": "no-store"})
+
+    async def api_download(request: Request):
+        data = await read_json(request, cfg)
+        problem = _problem_from(data)
+        return await _document(problem, str(data.get("document", "")), str(data.get("format", "")), None,
+                               str(data.get("paper", "a4")))
+
+    async def download_problem(request: Request):
+        p = request.path_params
+        problem = lib.problem(p["name"])
+        return await _document(problem, p["document"], p["format"], None)
+
+    async def download_variant(request: Request):
+        p = request.path_params
+        v = lib.variant(p["code"])
+        try:
+            problem = Problem.from_dict(v.problem, source=f"variant {v.code}")
+        except WorkedError as exc:
+            raise ApiError(422, str(exc)) from None
+        return await _document(problem, p["document"], p["format"], {"variant": v.code})
+
+    async def api_error(request: Request, exc: ApiError):
+        return _error(exc.status, exc.message, **{k: v for k, v in exc.extra.items() if v is not None})
+
+    async def http_error(request: Request, exc: HTTPException):
+        msg = {404: "not found", 405: "method not allowed"}.get(exc.status_code, str(exc.detail))
+        return _error(exc.status_code, msg)
+
+    async def worked_error(request: Request, exc: WorkedError):
+        return _error(422, str(exc)[:500])
+
+    async def server_error(request: Request, exc: Exception):
+        log.exception("internal error on %s %s", request.method, request.url.path)
+        return _error(500, "internal error: the server could not do this; the details are in the server log")
+
+    routes = [
+        Route("/", index),
+        Route("/static/fonts/worked-math.woff2", math_font),
+        Route("/favicon.ico", lambda request: FileResponse(STATIC / "favicon.svg", media_type="image/svg+xml")),
+        Mount("/static", app=StaticFiles(directory=STATIC), name="static"),
+        Route("/api/info", info),
+        Route("/api/problems/{name}", get_problem),
+        Route("/api/variants/{code}", get_variant),
+        Route("/api/view", view, methods=["POST"]),
+        Route("/api/solve", api_solve, methods=["POST"]),
+        Route("/api/check", api_check, methods=["POST"]),
+        Route("/api/new", api_new, methods=["POST"]),
+        Route("/api/download", api_download, methods=["POST"]),
+        Route("/download/problems/{name}/{document}.{format}", download_problem),
+        Route("/download/variants/{code}/{document}.{format}", download_variant),
+    ]
+    app = Starlette(
+        routes=routes,
+        middleware=[Middleware(SecurityHeaders)],
+        exception_handlers={ApiError: api_error, HTTPException: http_error, WorkedError: worked_error,
+                            Exception: server_error},
+    )
+    app.state.config = cfg
+    app.state.engine = engine
+    return app
+
+
+def _check(problem, answers, tolerance, sol, reveal) -> dict:
+    from ..check import Tolerance, check_answers
+
+    tol = Tolerance.parse(tolerance) if tolerance is not None else None
+    return check_answers(problem, answers, tolerance=tol, solution=sol, reveal=reveal).to_dict()
+
+
+def _render(engine: Engine, sol, document: str, fmt: str, student: dict | None, paper: str) -> bytes:
+    from .. import render as R
+
+    if fmt == "html":
+        fn = R.worksheet_html if document == "worksheet" else R.answer_key_html
+        return fn(sol, student=student, paper=paper).encode("utf-8")
+    if fmt == "tex":
+        fn = R.worksheet_tex if document == "worksheet" else R.answer_key_tex
+        return fn(sol, student=student, paper=paper).encode("utf-8")
+    fn = R.worksheet_pdf if document == "worksheet" else R.answer_key_pdf
+    with engine.render_lock:
+        return fn(sol, student=student, paper=paper)
+
+
+def _generate(generate, data: dict) -> Problem:
+    """``{"family": {the options of worked new}, "seed": S}`` → a Problem (the generator validates)."""
+    family = data.get("family", {})
+    seed = data.get("seed", 1)
+    if isinstance(seed, str) and seed.strip().isdigit():
+        seed = int(seed.strip())
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
+        raise ApiError(400, "seed: expected a whole number ≥ 0")
+    if not isinstance(family, dict):
+        raise ApiError(400, '"family": expected a table of options such as {"tokens": 3, "d_k": 2}')
+    fam = generate.Family.from_dict(family, source="random problem", prefix="")
+    return generate.generate(fam, seed)
+
+
+def _title_of(lib: Library, name: str) -> str:
+    try:
+        return lib.problem(name).title
+    except ApiError:
+        return ""
+
+
+def _has(module: str, attr: str | None) -> bool:
+    import importlib
+
+    try:
+        m = importlib.import_module(module)
+    except ImportError:
+        return False
+    except Exception:  # noqa: BLE001 - a half-written module counts as missing
+        return False
+    return attr is None or hasattr(m, attr)
+
+
+class SecurityHeaders:
+    """Pure ASGI middleware: adds CSP and friends to every response."""
+
+    HEADERS = [
+        (b"content-security-policy", CSP.encode()),
+        (b"x-content-type-options", b"nosniff"),
+        (b"referrer-policy", b"no-referrer"),
+        (b"x-frame-options", b"SAMEORIGIN"),
+    ]
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+
+        async def send_with_headers(message):
+            if message["type"] == "http.response.start":
+                message.setdefault("headers", [])
+                message["headers"] = list(message["headers"]) + self.HEADERS
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+def create_app_from_env() -> Starlette:
+    """App factory for ``uvicorn --factory`` with several workers: the config comes from WORKED_SERVE_CONFIG."""
+    return create_app(Config.from_env(os.environ.get("WORKED_SERVE_CONFIG", "{}")))

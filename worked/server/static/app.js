@@ -1,0 +1,693 @@
+/* worked serve: the page. Vanilla JavaScript, no build step, no external requests.
+ *
+ * Safety: every piece of text that comes from a problem or a student (titles, tokens, answers,
+ * messages) is put on the page with textContent. The only markup inserted as HTML is MathML that
+ * the server made from our own LaTeX and checked against an allow-list.
+ */
+"use strict";
+
+const S = {
+  info: null,
+  student: { source: null, problem: null, view: null, solution: null, report: null },
+  teacher: { problem: null },
+};
+
+/* ------------------------------------------------------------------ helpers */
+
+const $ = (sel, root = document) => root.querySelector(sel);
+const $$ = (sel, root = document) => Array.from(root.querySelectorAll(sel));
+
+function el(tag, attrs, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === null || v === undefined || v === false) continue;
+    if (k === "class") e.className = v;
+    else if (k === "text") e.textContent = v;
+    else if (k.startsWith("on")) e.addEventListener(k.slice(2), v);
+    else e.setAttribute(k, v === true ? "" : String(v));
+  }
+  for (const c of children.flat()) {
+    if (c === null || c === undefined || c === false) continue;
+    e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return e;
+}
+
+/* MathML made by the server (allow-listed there); falls back to plain text. */
+function math(markup, fallback) {
+  const span = el("span", { class: "mathwrap" });
+  if (markup) span.innerHTML = markup;
+  else span.textContent = fallback || "";
+  return span;
+}
+
+async function api(path, body) {
+  const opts = body === undefined ? {} : {
+    method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body),
+  };
+  let resp;
+  try {
+    resp = await fetch(path, opts);
+  } catch (e) {
+    throw new Error("cannot reach the server (is `worked serve` still running?)");
+  }
+  const type = resp.headers.get("content-type") || "";
+  if (type.includes("application/json")) {
+    const data = await resp.json();
+    if (!resp.ok) throw new Error(data.error || `the server answered ${resp.status}`);
+    return data;
+  }
+  if (!resp.ok) throw new Error(`the server answered ${resp.status}`);
+  return resp;
+}
+
+function showError(box, err) {
+  box.textContent = err ? String(err.message || err) : "";
+  box.hidden = !err;
+}
+
+function hashString(s) {
+  let h = 2166136261;
+  for (let i = 0; i < s.length; i++) { h ^= s.charCodeAt(i); h = Math.imul(h, 16777619); }
+  return (h >>> 0).toString(36);
+}
+
+function filenameOf(resp, fallback) {
+  const cd = resp.headers.get("content-disposition") || "";
+  const m = /filename="([^"]+)"/.exec(cd);
+  return m ? m[1] : fallback;
+}
+
+async function saveBlob(resp, fallback) {
+  const blob = await resp.blob();
+  const url = URL.createObjectURL(blob);
+  const a = el("a", { href: url, download: filenameOf(resp, fallback) });
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 60000);
+}
+
+function busy(button, on, label) {
+  if (!button) return;
+  if (on) { button.dataset.label = button.textContent; button.textContent = label || "Working…"; button.disabled = true; }
+  else { button.textContent = button.dataset.label || button.textContent; button.disabled = false; }
+}
+
+/* ------------------------------------------------------------------ matrices */
+
+/* A read-only matrix with row/column labels, as a table (screen readers read tables well). */
+function matrixTable(rows, cols, cells, caption) {
+  const t = el("table", { class: "m" });
+  if (caption) t.append(el("caption", { class: "visually-hidden", text: caption }));
+  const head = el("tr", {}, el("td"));
+  cols.forEach((c) => head.append(el("th", { scope: "col", text: c })));
+  t.append(el("thead", {}, head));
+  const body = el("tbody");
+  rows.forEach((r, i) => {
+    const tr = el("tr", {}, el("th", { scope: "row", text: r, title: r }));
+    cols.forEach((_, j) => {
+      const cell = cells[i][j];
+      const td = el("td", { class: j === 0 ? "first" + (cols.length === 1 ? " last" : "") : j === cols.length - 1 ? "last" : null });
+      if (typeof cell === "string") td.textContent = cell;
+      else if (cell.mathml) td.append(math(cell.mathml, cell.text));
+      else td.textContent = cell.text;
+      tr.append(td);
+    });
+    body.append(tr);
+  });
+  t.append(body);
+  return t;
+}
+
+/* An editable grid: one labelled input per entry, row by row (Tab order = reading order). */
+function inputGrid(prefix, label, rows, cols, opts = {}) {
+  const t = el("table", { class: "g" });
+  const head = el("tr", {}, el("td"));
+  cols.forEach((c) => head.append(el("th", { scope: "col", text: c })));
+  t.append(el("thead", {}, head));
+  const body = el("tbody");
+  const masked = new Set((opts.masked || []).map(([i, j]) => `${i},${j}`));
+  rows.forEach((r, i) => {
+    const tr = el("tr", {}, el("th", { scope: "row", text: r, title: r }));
+    cols.forEach((c, j) => {
+      const id = `${prefix}-${i}-${j}`;
+      const input = el("input", {
+        id, type: "text", autocomplete: "off", autocapitalize: "off", spellcheck: "false",
+        "aria-label": `${label}, row ${r}, column ${c}`,
+        "data-i": i, "data-j": j, class: masked.has(`${i},${j}`) ? "masked" : null,
+        inputmode: opts.numeric ? "decimal" : null,
+        placeholder: masked.has(`${i},${j}`) ? opts.maskedPlaceholder || "" : null,
+      });
+      if (opts.values && opts.values[i] && opts.values[i][j] !== undefined) input.value = String(opts.values[i][j]);
+      const mark = el("span", { class: "mark", "aria-hidden": "true" });
+      const sr = el("span", { class: "visually-hidden", id: id + "-v" });
+      input.setAttribute("aria-describedby", id + "-v");
+      tr.append(el("td", {}, input, mark, sr));
+    });
+    body.append(tr);
+  });
+  t.append(body);
+  return t;
+}
+
+function readGrid(table) {
+  const rows = [];
+  for (const input of $$("input", table)) {
+    const i = +input.dataset.i, j = +input.dataset.j;
+    (rows[i] = rows[i] || [])[j] = input.value.trim();
+  }
+  return rows;
+}
+
+/* ------------------------------------------------------------------ tabs */
+
+function selectTab(name, focus) {
+  for (const tab of $$('[role="tab"]')) {
+    const on = tab.id === "tab-" + name;
+    tab.setAttribute("aria-selected", on ? "true" : "false");
+    tab.tabIndex = on ? 0 : -1;
+    $("#" + tab.getAttribute("aria-controls")).hidden = !on;
+    if (on && focus) tab.focus();
+  }
+}
+
+function setupTabs() {
+  const tabs = $$('[role="tab"]');
+  tabs.forEach((tab, k) => {
+    tab.addEventListener("click", () => { selectTab(tab.id.slice(4)); history.replaceState(null, "", tab.id === "tab-teacher" ? "#teacher" : location.pathname + location.search); });
+    tab.addEventListener("keydown", (ev) => {
+      const visible = tabs.filter((t) => !t.hidden);
+      const at = visible.indexOf(tab);
+      if (ev.key === "ArrowRight" || ev.key === "ArrowLeft") {
+        const next = visible[(at + (ev.key === "ArrowRight" ? 1 : visible.length - 1)) % visible.length];
+        next.click(); next.focus(); ev.preventDefault();
+      }
+    });
+  });
+}
+
+/* ------------------------------------------------------------------ student: choosing and showing a problem */
+
+function problemKey(problem) { return "worked:answers:" + hashString(JSON.stringify(problem)); }
+
+async function openProblem(source) {
+  const err = $("#global-error");
+  showError(err, null);
+  let data;
+  try {
+    if (source.kind === "problem") data = await api("/api/problems/" + encodeURIComponent(source.name));
+    else if (source.kind === "variant") data = await api("/api/variants/" + encodeURIComponent(source.code));
+    else data = await api("/api/view", { problem: source.problem });
+  } catch (e) {
+    showError(err, e);
+    return false;
+  }
+  if (data.code) source.code = data.code;
+  S.student = { source, problem: data.problem, view: data.view, solution: null, report: null };
+  renderProblem();
+  return true;
+}
+
+function renderProblem() {
+  const { view, source } = S.student;
+  $("#problem-title").textContent = view.title + (source.kind === "variant" ? ` (variant ${source.code})` : "");
+  const facts = $("#problem-facts");
+  facts.replaceChildren();
+  for (const f of view.facts) facts.append(el("dt", { text: f.label }), el("dd", { text: f.text }));
+  const box = $("#problem-inputs");
+  box.replaceChildren();
+  for (const m of view.inputs) {
+    const cap = el("figcaption", {}, math(m.mathml, m.key), el("span", { class: "shape", text: `${m.shape}${m.note ? ", " + m.note : ""}` }));
+    box.append(el("figure", { class: "mat" }, cap, matrixTable(m.rows, m.cols, m.cells, `${m.key}, ${m.shape}`)));
+  }
+  // downloads of the worksheet
+  const dl = $("#student-downloads");
+  dl.hidden = !S.info.features.render;
+  for (const a of $$("a", dl)) {
+    const doc = a.dataset.doc, fmt = a.dataset.fmt;
+    if (source.kind === "problem") a.href = `/download/problems/${encodeURIComponent(source.name)}/${doc}.${fmt}`;
+    else if (source.kind === "variant") a.href = `/download/variants/${encodeURIComponent(source.code)}/${doc}.${fmt}`;
+    else a.href = "#";
+  }
+  $("#problem-card").hidden = false;
+  $$(".dec-places").forEach((s) => { s.textContent = String(view.decimals); });
+  renderAnswerGrids();
+  $("#feedback").hidden = true;
+  $("#solution").hidden = true;
+  $("#solution-body").replaceChildren();
+}
+
+function renderAnswerGrids() {
+  const { view, problem } = S.student;
+  const saved = JSON.parse(localStorage.getItem(problemKey(problem)) || "{}");
+  const box = $("#answer-grids");
+  box.replaceChildren();
+  view.grids.forEach((g) => {
+    const fs = el("fieldset", { class: "grid", "data-key": g.key });
+    fs.append(el("legend", {}, g.label, " ", el("span", { class: "eq" }, math(g.mathml, ""))));
+    fs.append(el("p", { class: "hint", text: `${g.rows.length}×${g.cols.length}` + (g.hint ? ` · ${g.hint}` : "") }));
+    const table = inputGrid("a-" + g.key.replace(/\W/g, "_"), g.label, g.rows, g.cols,
+      { masked: g.masked, values: saved[g.key], maskedPlaceholder: "−∞ / 0" });
+    fs.append(el("div", { class: "scroll" }, table));
+    fs.append(el("p", { class: "verdict", "aria-live": "polite" }));
+    fs.append(el("div", { class: "step-slot" }));
+    box.append(fs);
+  });
+  $("#answers-form").hidden = false;
+  $("#check-status").textContent = "";
+}
+
+function collectAnswers() {
+  const answers = {};
+  let any = false;
+  for (const fs of $$("#answer-grids fieldset.grid")) {
+    const rows = readGrid($("table", fs));
+    if (rows.some((r) => r.some((v) => v !== ""))) { answers[fs.dataset.key] = rows; any = true; }
+  }
+  return { answers, any };
+}
+
+function saveAnswers() {
+  if (!S.student.problem) return;
+  const all = {};
+  for (const fs of $$("#answer-grids fieldset.grid")) all[fs.dataset.key] = readGrid($("table", fs));
+  try { localStorage.setItem(problemKey(S.student.problem), JSON.stringify(all)); } catch (e) { /* private mode */ }
+}
+
+/* ------------------------------------------------------------------ student: checking */
+
+const VERDICT_TEXT = { correct: "correct", wrong: "wrong", blank: "not answered", invalid: "could not be read" };
+
+function clearMarks() {
+  for (const td of $$("#answer-grids td")) {
+    td.classList.remove("ok", "bad", "ecf");
+    const m = $(".mark", td); if (m) m.textContent = "";
+    const v = $(".visually-hidden", td); if (v) v.textContent = "";
+    const input = $("input", td); if (input) input.removeAttribute("aria-invalid");
+  }
+  for (const p of $$("#answer-grids .verdict")) { p.textContent = ""; p.className = "verdict"; }
+  for (const s of $$("#answer-grids .step-slot")) s.replaceChildren();
+}
+
+async function checkAnswers(ev) {
+  ev.preventDefault();
+  const status = $("#check-status");
+  status.classList.remove("bad");
+  const { answers, any } = collectAnswers();
+  if (!any) { status.textContent = "Type at least one answer first."; status.classList.add("bad"); return; }
+  saveAnswers();
+  const btn = $("#check-btn");
+  busy(btn, true, "Checking…");
+  let report;
+  try {
+    report = await api("/api/check", { problem: S.student.problem, answers });
+  } catch (e) {
+    status.textContent = e.message; status.classList.add("bad");
+    return;
+  } finally { busy(btn, false); }
+  S.student.report = report;
+  await renderReport(report);
+}
+
+async function solutionView() {
+  if (S.info.no_solutions) return null;
+  if (!S.student.solution) {
+    try { S.student.solution = await api("/api/solve?view=1", { problem: S.student.problem }); }
+    catch (e) { return null; }
+  }
+  return S.student.solution.view;
+}
+
+async function renderReport(report) {
+  clearMarks();
+  const sv = await solutionView();
+  let wrongAny = false;
+  for (const fs of $$("#answer-grids fieldset.grid")) {
+    const m = report.matrices[fs.dataset.key];
+    if (!m) continue;
+    const label = $("legend", fs).firstChild.textContent;
+    $$("input", fs).forEach((input) => {
+      const i = +input.dataset.i, j = +input.dataset.j;
+      const v = m.verdicts[i][j];
+      const carried = m.carried_forward && m.carried_forward[i][j];
+      const td = input.parentElement;
+      const mark = $(".mark", td), sr = $(".visually-hidden", td);
+      if (v === "correct") { td.classList.add("ok"); mark.textContent = "✓"; }
+      else if (v === "wrong" && carried) { td.classList.add("ecf"); mark.textContent = "↪"; }
+      else if (v === "wrong") { td.classList.add("bad"); mark.textContent = "✗"; input.setAttribute("aria-invalid", "true"); }
+      else if (v === "invalid") { td.classList.add("bad"); mark.textContent = "?"; input.setAttribute("aria-invalid", "true"); }
+      sr.textContent = v === "blank" ? "" : (carried ? "wrong, but right from your own earlier answers" : VERDICT_TEXT[v]);
+      if (m.expected && (v === "wrong" || v === "invalid")) input.title = `expected ${m.expected[i][j]}`;
+      else input.removeAttribute("title");
+    });
+    const c = m.counts, total = m.shape[0] * m.shape[1];
+    const parts = [`${c.correct} of ${total} correct`];
+    if (c.wrong) parts.push(`${c.wrong} wrong` + (c.carried_forward ? ` (${c.carried_forward} follow correctly from your earlier answers ↪)` : ""));
+    if (c.blank) parts.push(`${c.blank} not answered`);
+    if (c.invalid) parts.push(`${c.invalid} could not be read`);
+    const p = $(".verdict", fs);
+    const realWrong = c.wrong - (c.carried_forward || 0) + c.invalid;
+    p.className = "verdict " + (realWrong ? "bad" : c.correct ? "ok" : "");
+    p.textContent = parts.join(", ") + ".";
+    if (m.consistent_with_earlier === true && c.wrong) {
+      p.append(el("br"), `Consistent with your earlier answers (${m.based_on.join(", ")}): the slip was earlier, not here.`);
+    }
+    for (const e of m.errors || []) p.append(el("br"), e.message);
+    if (realWrong) wrongAny = true;
+    if (realWrong && sv) {
+      const steps = sv.steps.filter((s) => s.result === fs.dataset.key);
+      if (steps.length) {
+        const d = el("details", { class: "step" }, el("summary", { text: `Show the worked step for ${label}` }));
+        steps.forEach((s) => d.append(renderStep(s, sv)));
+        $(".step-slot", fs).append(d);
+      }
+    }
+  }
+  // the feedback card
+  const s = report.summary;
+  const total = s.correct + s.wrong + s.blank + s.invalid;
+  const summary = $("#summary");
+  summary.textContent = `${s.correct} of ${total} entries correct` +
+    (s.wrong ? `, ${s.wrong} wrong` + (s.carried_forward ? ` (${s.carried_forward} of them only because of an earlier slip)` : "") : "") +
+    (s.blank ? `, ${s.blank} not answered` : "") + (s.invalid ? `, ${s.invalid} could not be read` : "") + ".";
+  const anyCarried = s.carried_forward > 0;
+  summary.append(el("br"), el("span", { class: "legend-marks" },
+    el("span", { text: "✓ correct" }), el("span", { text: "✗ wrong" }),
+    anyCarried ? el("span", { text: "↪ wrong, but right from your own earlier answers" }) : null,
+    el("span", { text: "? could not be read" })));
+  const diag = $("#diagnoses");
+  diag.replaceChildren();
+  if (report.diagnoses.length) diag.append(el("h3", { text: "What went wrong" }));
+  for (const d of report.diagnoses) {
+    const info = d.code === "early-rounding";
+    const box = el("div", { class: "diag" + (info ? " info" : ""), role: info ? null : "note" },
+      el("h3", {}, (info ? "Note: " : "✗ ") + d.title.charAt(0).toUpperCase() + d.title.slice(1) + " ", el("code", { text: d.code })),
+      el("p", { text: d.message }),
+      d.matrices && d.matrices.length ? el("p", { text: "Where: " + d.matrices.map(gridLabel).join(", ") + "." }) : null);
+    if (d.step) {
+      box.append(el("p", { text: `Re-read Step ${d.step.number}: ${d.step.title}.` }));
+      if (sv && sv.steps[d.step.number - 1]) {
+        const det = el("details", { class: "step" }, el("summary", { text: `Show Step ${d.step.number}` }));
+        det.append(renderStep(sv.steps[d.step.number - 1], sv, d.step.number));
+        box.append(det);
+      }
+    }
+    diag.append(box);
+  }
+  for (const e of report.errors || []) diag.append(el("p", { class: "alert", text: e.message }));
+  const status = $("#check-status");
+  status.classList.toggle("bad", wrongAny);
+  status.textContent = summary.firstChild.textContent + (report.diagnoses.length ? " See “What went wrong” below." : "");
+  $("#solution-actions").hidden = S.info.no_solutions;
+  $("#feedback").hidden = false;
+}
+
+function gridLabel(key) {
+  const g = S.student.view && S.student.view.grids.find((x) => x.key === key);
+  return g ? g.label : key;
+}
+
+/* ------------------------------------------------------------------ worked steps */
+
+function renderStep(step, sv, number) {
+  const n = number || sv.steps.indexOf(step) + 1;
+  const box = el("div", { class: "s" });
+  box.append(el("h3", { text: `Step ${n}. ${step.title}` }));
+  if (step.why) box.append(el("p", { class: "why", text: step.why }));
+  if (step.shape) box.append(el("p", { class: "shape", text: `shapes: ${step.shape}` }));
+  for (const note of step.notes || []) box.append(el("p", { class: "notes", text: note }));
+  const lines = el("div", { class: "lines" });
+  let group = null;
+  for (const ln of step.lines) {
+    if (ln.group !== undefined && ln.group !== group && ln.group) lines.append(el("p", { class: "notes", text: ln.group }));
+    group = ln.group;
+    lines.append(el("div", { class: "line" }, math(ln.mathml, ln.text)));
+  }
+  box.append(lines);
+  const m = step.result && sv.matrices[step.result];
+  if (m) box.append(el("figure", { class: "mat" }, el("figcaption", { text: `${step.result} =` }), matrixTable(m.rows, m.cols, m.cells, step.result)));
+  return box;
+}
+
+async function showSolution() {
+  const btn = $("#show-solution");
+  busy(btn, true, "Loading…");
+  const sv = await solutionView();
+  busy(btn, false);
+  if (!sv) { $("#check-status").textContent = "The worked solution is not available on this server."; return; }
+  const body = $("#solution-body");
+  body.replaceChildren();
+  const steps = el("div", { class: "steps" });
+  sv.steps.forEach((s, k) => steps.append(renderStep(s, sv, k + 1)));
+  body.append(steps);
+  const sec = $("#solution");
+  sec.hidden = false;
+  sec.focus();
+  sec.scrollIntoView({ block: "start" });
+}
+
+/* ------------------------------------------------------------------ teacher */
+
+const T_FIELDS = { title: "#t-title", tokens: "#t-tokens", d_model: "#t-dmodel", d_k: "#t-dk", d_v: "#t-dv",
+  heads: "#t-heads", scale: "#t-scale", mask: "#t-mask", decimals: "#t-decimals" };
+
+function teacherShape() {
+  const v = (k) => $(T_FIELDS[k]).value.trim();
+  const toks = v("tokens").split(/[\s,]+/).filter(Boolean);
+  const int = (k, lo, hi) => {
+    const x = Number(v(k));
+    if (!Number.isInteger(x) || x < lo || x > hi) throw new Error(`${$(T_FIELDS[k]).labels[0].firstChild.textContent.trim()}: expected a whole number from ${lo} to ${hi}`);
+    return x;
+  };
+  const L = S.info.limits;
+  if (toks.length < 1) throw new Error("Tokens: type at least one token");
+  if (toks.length > L.tokens) throw new Error(`Tokens: at most ${L.tokens}`);
+  return { title: v("title"), tokens: toks, d_model: int("d_model", 1, L.dim), d_k: int("d_k", 1, L.dim),
+    d_v: int("d_v", 1, L.dim), heads: int("heads", 1, L.heads), scale: v("scale") || "sqrt",
+    mask: v("mask"), decimals: int("decimals", 0, L.decimals) };
+}
+
+function teacherMatrices(sh) {
+  const nums = (k) => Array.from({ length: k }, (_, i) => String(i + 1));
+  const mats = [{ key: "X", label: "X", rows: sh.tokens, cols: nums(sh.d_model) }];
+  for (let h = 1; h <= sh.heads; h++) {
+    const pre = sh.heads > 1 ? `head ${h} ` : "";
+    mats.push({ key: `h${h}.W_Q`, label: `${pre}W_Q`, rows: nums(sh.d_model), cols: nums(sh.d_k) });
+    mats.push({ key: `h${h}.W_K`, label: `${pre}W_K`, rows: nums(sh.d_model), cols: nums(sh.d_k) });
+    mats.push({ key: `h${h}.W_V`, label: `${pre}W_V`, rows: nums(sh.d_model), cols: nums(sh.d_v) });
+  }
+  if (sh.heads > 1) mats.push({ key: "W_O", label: "W_O", rows: nums(sh.heads * sh.d_v), cols: nums(sh.d_model) });
+  return mats;
+}
+
+function renderTeacherGrids(values) {
+  const err = $("#teacher-error");
+  showError(err, null);
+  let sh;
+  try { sh = teacherShape(); } catch (e) { showError(err, e); return; }
+  const old = {};
+  for (const fs of $$("#teacher-grids fieldset")) old[fs.dataset.key] = readGrid($("table", fs));
+  const box = $("#teacher-grids");
+  box.replaceChildren();
+  for (const m of teacherMatrices(sh)) {
+    const vals = (values && values[m.key]) || old[m.key];
+    const fs = el("fieldset", { class: "grid teacher-mat", "data-key": m.key },
+      el("legend", { text: `${m.label} (${m.rows.length}×${m.cols.length})` }),
+      el("div", { class: "scroll" }, inputGrid("t-" + m.key.replace(/\W/g, "_"), m.label, m.rows, m.cols, { values: vals })));
+    box.append(fs);
+  }
+}
+
+function fillTeacher(problem) {
+  const heads = problem.heads || [{ W_Q: problem.W_Q, W_K: problem.W_K, W_V: problem.W_V }];
+  $(T_FIELDS.title).value = problem.title || "";
+  $(T_FIELDS.tokens).value = problem.tokens.join(" ");
+  $(T_FIELDS.d_model).value = problem.X[0].length;
+  $(T_FIELDS.d_k).value = heads[0].W_Q[0].length;
+  $(T_FIELDS.d_v).value = heads[0].W_V[0].length;
+  $(T_FIELDS.heads).value = heads.length;
+  $(T_FIELDS.scale).value = String(problem.scale);
+  $(T_FIELDS.mask).value = problem.mask;
+  $(T_FIELDS.decimals).value = problem.decimals;
+  const values = { X: problem.X };
+  heads.forEach((h, k) => { values[`h${k + 1}.W_Q`] = h.W_Q; values[`h${k + 1}.W_K`] = h.W_K; values[`h${k + 1}.W_V`] = h.W_V; });
+  if (problem.W_O) values.W_O = problem.W_O;
+  $("#teacher-grids").replaceChildren();
+  renderTeacherGrids(values);
+}
+
+function teacherProblem() {
+  const sh = teacherShape();
+  const grids = {};
+  for (const fs of $$("#teacher-grids fieldset")) {
+    for (const input of $$("input", fs)) {
+      if (input.value.trim() === "") {
+        input.focus();
+        throw new Error(`${input.getAttribute("aria-label")} is empty`);
+      }
+    }
+    grids[fs.dataset.key] = readGrid($("table", fs));
+  }
+  if (!grids.X || grids.X.length !== sh.tokens.length || grids.X[0].length !== sh.d_model) {
+    throw new Error("The grids do not match the sizes above: press “Make the grids” first");
+  }
+  const p = { title: sh.title, tokens: sh.tokens, X: grids.X, scale: sh.scale, mask: sh.mask, decimals: sh.decimals };
+  if (sh.heads === 1) Object.assign(p, { W_Q: grids["h1.W_Q"], W_K: grids["h1.W_K"], W_V: grids["h1.W_V"] });
+  else {
+    p.heads = [];
+    for (let h = 1; h <= sh.heads; h++) p.heads.push({ W_Q: grids[`h${h}.W_Q`], W_K: grids[`h${h}.W_K`], W_V: grids[`h${h}.W_V`] });
+    p.W_O = grids.W_O;
+  }
+  return p;
+}
+
+async function teacherAction(fn, button) {
+  const err = $("#teacher-error"), status = $("#teacher-status");
+  showError(err, null);
+  status.textContent = "";
+  busy(button, true);
+  try { await fn(); } catch (e) { showError(err, e); } finally { busy(button, false); }
+}
+
+async function download(problem, doc, fmt) {
+  const resp = await fetch("/api/download", {
+    method: "POST", headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ problem, document: doc, format: fmt }),
+  });
+  if (!resp.ok) {
+    let msg = `the server answered ${resp.status}`;
+    try { msg = (await resp.json()).error || msg; } catch (e) { /* not JSON */ }
+    throw new Error(msg);
+  }
+  await saveBlob(resp, `${doc}.${fmt}`);
+}
+
+function buildRandomForm() {
+  const form = $("#random-form");
+  const knobs = [
+    ["tokens", "Tokens", "3", "a count, or words separated by spaces"],
+    ["d_model", "d_model", "4"], ["d_k", "d_k", "2"], ["d_v", "d_v", "", "empty: same as d_k"],
+    ["heads", "Heads", "1"], ["lo", "Smallest entry", "-2"], ["hi", "Largest entry", "3"],
+    ["mask", "Mask", "none"], ["scale", "Scale", "sqrt", "sqrt, none or a number"], ["decimals", "Decimals", "2"],
+    ["seed", "Seed", "1"],
+  ];
+  for (const [key, label, def, help] of knobs) {
+    const id = "r-" + key;
+    let input;
+    if (key === "mask") input = el("select", { id }, el("option", { text: "none" }), el("option", { text: "causal" }));
+    else input = el("input", { id, value: def, spellcheck: "false", inputmode: ["tokens", "scale"].includes(key) ? null : "numeric" });
+    form.append(el("div", { class: "field" + (key === "tokens" ? " wide" : "") },
+      el("label", { for: id }, label, help ? el("span", { class: "sub", text: ` (${help})` }) : null), input));
+  }
+  form.append(el("div", { class: "field" }, el("button", { type: "submit", class: "primary", id: "draw", text: "Draw a problem" })));
+  form.addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    teacherAction(async () => {
+      const v = (k) => $("#r-" + k).value.trim();
+      const whole = (k, label) => {
+        if (!/^-?\d+$/.test(v(k))) throw new Error(`${label}: expected a whole number`);
+        return parseInt(v(k), 10);
+      };
+      const family = {
+        d_model: whole("d_model", "d_model"), d_k: whole("d_k", "d_k"), heads: whole("heads", "Heads"),
+        range: [whole("lo", "Smallest entry"), whole("hi", "Largest entry")], mask: v("mask"),
+        scale: v("scale") || "sqrt", decimals: whole("decimals", "Decimals"),
+      };
+      if (/^\d+$/.test(v("tokens"))) family.tokens = parseInt(v("tokens"), 10);
+      else family.words = v("tokens").split(/[\s,]+/).filter(Boolean);
+      if (v("d_v")) family.d_v = whole("d_v", "d_v");
+      const seed = whole("seed", "Seed");
+      family.title = `random problem (seed ${seed})`;
+      const data = await api("/api/new", { family, seed });
+      S.teacher.problem = data.problem;
+      fillTeacher(data.problem);
+      $("#teacher-status").textContent = `Drew “${data.problem.title}”. Preview the key or download below.`;
+    }, $("#draw"));
+  });
+}
+
+function setupTeacher() {
+  buildRandomForm();
+  $("#random-off").hidden = S.info.features.random;
+  $("#random-form").hidden = !S.info.features.random;
+  $("#shape-form").addEventListener("submit", (ev) => { ev.preventDefault(); renderTeacherGrids(); });
+  $("#preview-key").addEventListener("click", (ev) => teacherAction(async () => {
+    const problem = teacherProblem();
+    const resp = await fetch("/api/download", {
+      method: "POST", headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ problem, document: "answer-key", format: "html" }),
+    });
+    if (!resp.ok) throw new Error((await resp.json()).error);
+    const frame = $("#key-preview");
+    frame.srcdoc = await resp.text();
+    frame.hidden = false;
+    $("#teacher-status").textContent = "The key is below.";
+  }, ev.currentTarget));
+  $("#try-student").addEventListener("click", (ev) => teacherAction(async () => {
+    const problem = teacherProblem();
+    await api("/api/view", { problem });  // checks it first
+    $("#problem-select").value = "";
+    if (await openProblem({ kind: "custom", problem })) { selectTab("student", true); $("#problem-card").scrollIntoView(); }
+  }, ev.currentTarget));
+  for (const b of $$("#teacher-downloads button[data-doc]")) {
+    b.addEventListener("click", () => teacherAction(() => download(teacherProblem(), b.dataset.doc, b.dataset.fmt), b));
+  }
+  $("#dl-toml").addEventListener("click", (ev) => teacherAction(() => download(teacherProblem(), "problem", "toml"), ev.currentTarget));
+  // start from the built-in example so the grids are never empty
+  fillTeacher({ title: "cats chase mice", tokens: ["cats", "chase", "mice"],
+    X: [[1, 0, 1, 0], [0, 2, 0, 1], [1, 1, 0, 0]], W_Q: [[1, 0], [0, 1], [1, 0], [0, 1]],
+    W_K: [[0, 1], [1, 0], [1, 0], [0, 1]], W_V: [[1, 0], [0, 1], [1, 1], [0, 0]], scale: "sqrt", mask: "none", decimals: 2 });
+}
+
+/* ------------------------------------------------------------------ start */
+
+async function start() {
+  try {
+    S.info = await api("/api/info");
+  } catch (e) {
+    $("#boot").textContent = "Could not load: " + e.message;
+    return;
+  }
+  $("#boot").hidden = true;
+  setupTabs();
+  const sel = $("#problem-select");
+  if (S.info.mode === "quiz") {
+    $("#problem-pick").hidden = true;
+    $("#code-form").hidden = false;
+  } else {
+    sel.append(el("option", { value: "", text: "Choose a problem…" }));
+    for (const p of S.info.problems) sel.append(el("option", { value: p.name, text: p.title ? `${p.title} (${p.name})` : p.name }));
+  }
+  sel.addEventListener("change", () => { if (sel.value) openProblem({ kind: "problem", name: sel.value }); });
+  $("#code-form").addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    const code = $("#variant-code").value.trim();
+    if (code) openProblem({ kind: "variant", code });
+  });
+  $("#answers-form").addEventListener("submit", checkAnswers);
+  $("#answers-form").addEventListener("input", () => { clearTimeout(S.saveTimer); S.saveTimer = setTimeout(saveAnswers, 400); });
+  $("#clear-btn").addEventListener("click", () => {
+    for (const input of $$("#answer-grids input")) input.value = "";
+    clearMarks(); saveAnswers(); $("#feedback").hidden = true; $("#check-status").textContent = "";
+  });
+  $("#show-solution").addEventListener("click", showSolution);
+  $("#student-downloads").addEventListener("click", (ev) => {
+    const a = ev.target.closest("a");
+    if (!a || S.student.source.kind !== "custom") return;
+    ev.preventDefault();
+    download(S.student.problem, a.dataset.doc, a.dataset.fmt).catch((e) => showError($("#global-error"), e));
+  });
+  if (S.info.no_solutions) {
+    $("#tab-teacher").hidden = true;
+    $("#solution-actions").hidden = true;
+  } else {
+    setupTeacher();
+  }
+  selectTab(location.hash === "#teacher" && !S.info.no_solutions ? "teacher" : "student");
+  const m = /^#(problem|code)=(.+)$/.exec(location.hash);
+  if (m && m[1] === "problem") { sel.value = decodeURIComponent(m[2]); openProblem({ kind: "problem", name: decodeURIComponent(m[2]) }); }
+  if (m && m[1] === "code") { $("#variant-code").value = decodeURIComponent(m[2]); openProblem({ kind: "variant", code: decodeURIComponent(m[2]) }); }
+}
+
+document.addEventListener("DOMContentLoaded", start);
