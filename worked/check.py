@@ -312,12 +312,6 @@ def _contains(iv, x, slack=mpmath.mpf(10) ** -30):
     return iv[0] - slack <= x <= iv[1] + slack
 
 
-def _disjoint(a, b):
-    if a is None or b is None:
-        return (a is None) != (b is None)
-    return a[1] < b[0] or b[1] < a[0]
-
-
 class _Run:
     """One recomputation of every matrix with intervals.
 
@@ -333,6 +327,7 @@ class _Run:
         self.rounding = rounding
         self.band: dict[str, list] = {}   # what an answer to each matrix may be (computed, then rounded once)
         self.carry: dict[str, list] = {}  # what flows on: the student's entries where given, else the band
+        self._lastE: list = []
         self._go()
 
     # -- rounding
@@ -402,6 +397,8 @@ class _Run:
         self._store(pre + "scaled", [[None if s is None else _div_pos(s, factor) for s in row] for row in S])
         T = self.carry[pre + "scaled"]
         # weights
+        usable_E = None
+        self._lastE = []
         if self._is("column-softmax"):
             cols = [self._softmax([T[i][j] for i in range(n)]) for j in range(n)]
             A = [[cols[j][i] for j in range(n)] for i in range(n)]
@@ -409,8 +406,17 @@ class _Run:
             A = [self._no_exp(row) for row in T]
         else:
             A = [self._softmax(row) for row in T]
+            usable_E = list(self._lastE)
         self._store(pre + "weights", A)
+        A_computed = A
         A = self.carry[pre + "weights"]
+        # rows of A that are the softmax of the carried scaled scores: Z keeps their dependence
+        g = self.given.get(pre + "weights")
+        rowE = [None] * n
+        if usable_E is not None and not self._is("weights-transposed"):
+            for i in range(n):
+                if g is None or all(x is _NA for x in g[i]):
+                    rowE[i] = usable_E[i]
         # Z
         if self._is("weights-transposed"):
             A = [[A[j][i] for j in range(n)] for i in range(n)]
@@ -419,6 +425,10 @@ class _Run:
         for i in range(n):
             row = []
             for c in range(dv):
+                if rowE[i] is not None and all(V[j][c] is not None for j in range(n)):
+                    inexact = [j for j in rowE[i] if self._round(A_computed[i][j]) != A_computed[i][j]]
+                    row.append(self._blend(rowE[i], [V[j][c] for j in range(n)], inexact))
+                    continue
                 acc = _pt(mpmath.mpf(0))
                 for j in range(n):
                     if A[i][j] is None or V[j][c] is None:
@@ -433,6 +443,7 @@ class _Run:
         """Weights of one row (None = −∞ gets weight 0) with each e^x possibly rounded; exact ranges."""
         idx = [j for j, s in enumerate(row) if s is not None]
         if not idx:
+            self._lastE.append(None)
             return [None] * len(row)
         E = {}
         for j in idx:
@@ -444,6 +455,7 @@ class _Run:
                 h = min(self.ctx.h, e[0] * mpmath.mpf("0.005"))
                 e = self._round(e, h)
             E[j] = e
+        self._lastE.append(E)
         out = []
         for j in range(len(row)):
             if j not in E:
@@ -456,6 +468,34 @@ class _Run:
             hi = E[j][1] / d_hi if d_hi > 0 else mpmath.mpf(1)
             out.append((lo, hi))
         return out
+
+    def _blend(self, E: dict, v: list, inexact: list):
+        """Range of Σ E_j·v_j / Σ E_j over the boxes E_j (the weights' dependence kept), then each weight
+        possibly rounded: ± h·Σ|v_j|. The extremes put E_j at an end of its box, split by the value of v_j."""
+        idx = list(E)
+
+        def extreme(sign):
+            order = sorted(idx, key=lambda j: sign * (v[j][1] if sign > 0 else v[j][0]), reverse=True)
+            best = None
+            for k in range(len(order) + 1):
+                num = den = mpmath.mpf(0)
+                for t, j in enumerate(order):
+                    e = E[j][1] if t < k else E[j][0]
+                    vj = v[j][1] if sign > 0 else v[j][0]
+                    num += e * vj
+                    den += e
+                if den > 0:
+                    val = num / den
+                    best = val if best is None or sign * val > sign * best else best
+            return best
+
+        hi, lo = extreme(+1), extreme(-1)
+        if hi is None or lo is None:
+            return None
+        if self.rounding:
+            spread = self.ctx.h * mpmath.fsum(max(abs(v[j][0]), abs(v[j][1])) for j in inexact)
+            lo, hi = lo - spread, hi + spread
+        return (lo, hi)
 
     def _no_exp(self, row):
         idx = [j for j, s in enumerate(row) if s is not None]
@@ -972,11 +1012,13 @@ def check_answers(problem, answers: dict, *, tolerance=None, solution=None, reve
             if not targets:
                 continue
             before = {k for k in parsed if _STAGE_INDEX.get(_stage_of(k), 99) < _STAGE_INDEX[stage]}
-            scenarios = [_runs(ctx, None, (code, variant))]
+            bases = [None]
             if any(k in wrong_keys for k in before):
-                scenarios.append(_runs(ctx, _given_grids(parsed, before), (code, variant)))
+                bases.append(_given_grids(parsed, before))
+            scenarios = [(_runs(ctx, b, (code, variant)), _Run(ctx, b, (code, variant), rounding=False).band) for b in bases]
             for key in targets:
-                hit = _diagnose(parsed[key], verdict[key], carried[key], true_band[key], [s[key] for s in scenarios])
+                hit = _diagnose(parsed[key], verdict[key], carried[key], true_band[key],
+                                [(band[key], centre[key]) for band, centre in scenarios])
                 if hit and not any(d["code"] == code for d in diag_by_key[key]):
                     diag_by_key[key].append(_diag(ctx, code, key, hit))
 
@@ -1025,22 +1067,30 @@ def _diagnose(grid, V, C, true_b, mistake_bands):
 
     * the wrong entries not explained by an earlier slip (W) are, at least 3 in 4 of them, what the
       mistake gives (in its band), and
-    * of the answered entries where the mistake changes the answer at all (its band and the true band
-      are disjoint), at least 3 in 4 show the mistaken value.
+    * of the answered entries where the mistake changes the verdict (the mistake computed without any
+      rounding would be judged wrong), at least 3 in 4 show the mistaken value.
     """
     W = [(i, j) for i in range(len(V)) for j in range(len(V[0])) if V[i][j] == "wrong" and not C[i][j]]
     if not W:
         return None
-    for mb in mistake_bands:
+    for mb, centre in mistake_bands:
         explained = [(i, j) for i, j in W if _matches(grid[i][j], mb[i][j])]
         if not explained or 4 * len(explained) < 3 * len(W):
             continue
         visible = [(i, j) for i in range(len(V)) for j in range(len(V[0]))
-                   if V[i][j] in ("correct", "wrong") and _disjoint(mb[i][j], true_b[i][j])]
+                   if V[i][j] in ("correct", "wrong") and _changes(centre[i][j], true_b[i][j])]
         shown = [(i, j) for i, j in visible if _matches(grid[i][j], mb[i][j])]
         if visible and 4 * len(shown) >= 3 * len(visible):
             return explained
     return None
+
+
+def _changes(centre, band) -> bool:
+    """Would the mistaken value (a point, or None for −∞) be judged wrong?"""
+    if centre is None or band is None:
+        return (centre is None) != (band is None)
+    mid = (centre[0] + centre[1]) / 2
+    return not _contains(band, mid)
 
 
 def _diag(ctx: _Ctx, code: str, key: str, entries) -> dict:
