@@ -74,6 +74,79 @@ def cmd_check(args) -> int:
     return 0 if not (s["wrong"] or s["invalid"] or report.errors) else 1
 
 
+def _add_new(sub):
+    p = sub.add_parser(
+        "new", help="write a good random problem file",
+        description="Draw a random problem worth doing by hand: small integers, no all-zero rows, a softmax that "
+                    "does not saturate (largest weight per row ≤ --max-weight, none rounding to 0), no tied top "
+                    "score. The same options and --seed give the same file on any machine. Write negative "
+                    "ranges with '=': --range=-2..3.")
+    p.add_argument("--tokens", default=None, metavar="N|WORDS",
+                   help="number of tokens (default 3), or comma-separated words such as cats,chase,mice")
+    p.add_argument("--d-model", type=int, default=None, metavar="D", help="columns of X (default 4)")
+    p.add_argument("--d-k", type=int, default=None, metavar="D", help="query/key length (default 2; 4 makes √d_k = 2)")
+    p.add_argument("--d-v", type=int, default=None, metavar="D", help="value length (default d_k)")
+    p.add_argument("--heads", type=int, default=None, metavar="H", help="attention heads (default 1; >1 adds W_O)")
+    p.add_argument("--range", default=None, metavar="LO..HI", help="integer entries (default -2..3)")
+    p.add_argument("--weight-range", default=None, metavar="LO..HI",
+                   help="entries of W_Q, W_K, W_V, W_O when different from --range (e.g. 0..1)")
+    p.add_argument("--mask", choices=("none", "causal"), default=None, help="default none")
+    p.add_argument("--scale", default=None, metavar="sqrt|none|NUMBER", help="divide the scores by √d_k (default), 1, or NUMBER")
+    p.add_argument("--decimals", type=int, default=None, help="decimal places shown (default 2)")
+    p.add_argument("--max-weight", type=float, default=None, metavar="W", help="largest weight allowed per row (default 0.9)")
+    p.add_argument("--min-weight", type=float, default=None, metavar="W",
+                   help="smallest weight allowed (default one unit of the last decimal: 0.01)")
+    p.add_argument("--max-score", type=float, default=None, metavar="S",
+                   help="largest |scaled score| allowed, so e^x stays readable (default 5; 0 = no limit)")
+    p.add_argument("--ties", action="store_true", help="allow a tie for the largest score in a row")
+    p.add_argument("--title", default=None, help="problem title")
+    p.add_argument("--seed", type=int, default=None, help="seed (default: a fresh random one, recorded in the file)")
+    p.add_argument("-o", "--output", default=None, metavar="FILE", help="write here (default: standard output)")
+    p.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
+    _allow_negative_ranges(p)
+    p.set_defaults(func=cmd_new)
+
+
+def _allow_negative_ranges(p):
+    """Let ``--range -2..3`` read -2..3 as a value, not an option."""
+    import re
+
+    if hasattr(p, "_negative_number_matcher"):
+        p._negative_number_matcher = re.compile(r"^-\d+(\.\.-?\d+)?$|^-\d*\.\d+$")
+
+
+def cmd_new(args) -> int:
+    from .generate import family_from_args, generate, header_comment
+    from .errors import WorkedError
+
+    fam = family_from_args(args)
+    seed = args.seed
+    if seed is None:
+        import secrets
+
+        seed = secrets.randbelow(10**9)
+    elif seed < 0:
+        raise WorkedError(f"--seed: expected a whole number ≥ 0, got {seed}")
+    problem = generate(fam, seed, title=fam.title or f"Random attention problem (seed {seed})")
+    text = header_comment(fam, seed) + problem.to_toml()
+    if args.output in (None, "-"):
+        sys.stdout.write(text)
+        return 0
+    import os
+    from pathlib import Path
+
+    out = Path(args.output)
+    if out.exists() and not args.force:
+        raise WorkedError(f"{out}: already exists (use --force to overwrite)")
+    if out.parent and not out.parent.exists():
+        raise WorkedError(f"{out.parent}: no such folder")
+    tmp = out.with_name(f".{out.name}.tmp{os.getpid()}")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, out)
+    print(f"wrote {out} (seed {seed})", file=sys.stderr)
+    return 0
+
+
 def _add_grade(sub):
     p = sub.add_parser("grade", help="grade a class from a quiz manifest and a CSV of responses",
                        description="Grade a quiz: read QUIZDIR/manifest.json (written by `worked quiz`) and a CSV with "
@@ -165,10 +238,85 @@ def cmd_serve(args) -> int:
     return 0
 
 
+def _add_sheet(sub):
+    p = sub.add_parser("sheet", help="write a worksheet and a worked answer key (HTML, LaTeX, PDF)",
+                       description="Write DIR/<problem-slug>/worksheet.{html,tex,pdf} and answer-key.{html,tex,pdf}. "
+                                   "With no PROBLEM, uses the built-in Part 9 example (cats chase mice). Refuses to "
+                                   "write into a folder it did not create unless --force is given.")
+    p.add_argument("problem", nargs="?", help="problem file (.toml or .json); default: the built-in example")
+    p.add_argument("-o", "--output", default="output", metavar="DIR", help="output folder (default: output/)")
+    p.add_argument("--format", default="html,tex,pdf", metavar="LIST",
+                   help="comma-separated formats among html, tex, pdf (default: all three)")
+    p.add_argument("--checks", choices=("one", "row", "all"), default="one",
+                   help="dot-product expansions worked in the key and asked on the worksheet (default: one)")
+    p.add_argument("--paper", choices=("a4", "letter"), default="a4", help="paper size (default: a4)")
+    p.add_argument("--pdf-engine", choices=("weasyprint", "latex"), default="weasyprint",
+                   help="PDF from HTML with WeasyPrint (default) or from the .tex with pdflatex")
+    p.add_argument("--template-dir", metavar="DIR",
+                   help="folder searched before ours: a template with the same name overrides ours")
+    p.add_argument("--force", action="store_true", help="write into an existing folder not made by worked")
+    p.set_defaults(func=cmd_sheet)
+
+
+def cmd_sheet(args) -> int:
+    from .problem import load
+    from .render import write_sheet
+    from .solver import solve
+
+    formats = [f.strip().lower() for f in args.format.split(",") if f.strip()]
+    problem = load(args.problem)
+    sol = solve(problem, checks=args.checks)
+    paths = write_sheet(sol, args.output, formats=formats, paper=args.paper, pdf_engine=args.pdf_engine,
+                        template_dir=args.template_dir, force=args.force)
+    folder = paths[0].parent if paths else None
+    print(f"wrote {len(paths)} files to {folder}/")
+    for p in paths:
+        print(f"  {p}")
+    return 0
+
+
+def _add_quiz(sub):
+    p = sub.add_parser(
+        "quiz", help="a different, equally fair variant per student: sheets, keys, manifest, LMS exports",
+        description="Build a quiz batch from a TOML spec (title, seed, [family] = options of `worked new`, "
+                    "[[questions]] with ask, points, tolerance): per variant a worksheet and an answer key, one "
+                    "combined class PDF and key, manifest.json/.csv, Moodle XML, Canvas QTI zip and GIFT. "
+                    "Same spec and seed give the same bytes whatever --jobs is.")
+    p.add_argument("spec", help="quiz spec (.toml), e.g. problems/quiz-1.toml")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("-n", "--count", type=int, default=None, help="numbered variants (default: the spec's count, or 1)")
+    g.add_argument("--roster", default=None, metavar="CSV", help="one variant per student (CSV with id,name columns)")
+    p.add_argument("--seed", type=int, default=None, help="overrides the spec's seed")
+    p.add_argument("-o", "--output", default=None, metavar="DIR", help="output folder (default output/<spec name>)")
+    p.add_argument("--format", default=None, metavar="LIST",
+                   help="comma-separated: pdf,html,tex,moodle,qti,gift (default pdf,html,moodle,qti,gift)")
+    p.add_argument("--jobs", type=int, default=None, metavar="J", help="parallel processes (default: all cores)")
+    p.add_argument("--variant", default=None, metavar="CODE", help="regenerate exactly this variant into DIR/variants/CODE")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--force", action="store_true", help="replace DIR even if `worked quiz` did not write it")
+    p.set_defaults(func=cmd_quiz)
+
+
+def cmd_quiz(args) -> int:
+    from .quiz import run
+
+    out, entries = run(args.spec, count=args.count, roster=args.roster, seed=args.seed, outdir=args.output,
+                       formats=args.format, jobs=args.jobs, variant=args.variant, quiet=args.quiet, force=args.force)
+    if not args.quiet:
+        if args.variant:
+            print(f"wrote variant {entries[0]['variant']} to {out}/variants/{entries[0]['variant']}", file=sys.stderr)
+        else:
+            print(f"wrote {len(entries)} variants to {out}", file=sys.stderr)
+    return 0
+
+
 REGISTRY = [_add_solve]
 REGISTRY.append(_add_check)
 REGISTRY.append(_add_grade)
+REGISTRY.append(_add_new)
+REGISTRY.append(_add_quiz)
 REGISTRY.append(_add_serve)
+REGISTRY.append(_add_sheet)
 
 
 def build_parser() -> argparse.ArgumentParser:

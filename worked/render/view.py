@@ -93,6 +93,27 @@ def _blocks(step) -> list[dict]:
     return blocks
 
 
+TEXT_WIDTH_EM = 50.0     # A4 text width at 10 pt, in em, less a little
+
+
+def matrix_width_em(m: dict) -> float:
+    """Rough width of a labelled matrix in em (for deciding what fits beside what)."""
+    lab = max((len(x) for x in m["rows"]), default=1) * 0.5
+    cols = 0.0
+    for j in range(m["n_cols"]):
+        w = max([len(m["cols"][j])] + [len(r[j]["text"]) for r in m["cells"]]) * 0.5 + 1.1
+        cols += w
+    return 3.0 + lab + cols + 1.0
+
+
+def _fits_side(step, views) -> bool:
+    """Set the result matrix beside the step's formulas when both fit on the line."""
+    if step.id not in ("Q", "K", "V", "scores", "scaled", "concat", "output") or len(views) != 1:
+        return False
+    widest = max((len(ln.text) for ln in step.lines), default=0) * 0.46 + 1.0
+    return widest + matrix_width_em(views[0]) <= TEXT_WIDTH_EM
+
+
 def shade(w: float | None) -> dict:
     """Grayscale fill for a weight in [0, 1]: white (0) to dark gray (1); light text on dark cells."""
     if w is None:
@@ -265,7 +286,7 @@ def build(sol, kind: str, student: dict | None = None) -> dict[str, Any]:
             "number": k, "id": st.id, "head": st.head, "title": st.title, "title_rich": rich(st.title),
             "why_rich": rich(st.why), "notes_rich": [rich(n) for n in st.notes],
             "shape_latex": st.shape_latex, "blocks": _blocks(st), "mats": views, "grid": grid,
-            "side": st.id in ("Q", "K", "V", "scores", "concat", "output") or (st.id == "scaled" and len(views) == 1),
+            "side": _fits_side(st, views),
             "task_rich": rich(_task_text(st, p, st.precision or places + 2, places)),
             "checks": [dict(c, rich=rich(c["text"])) for c in _check_prompts(st, tl, toks, sol.checks)],
             "checks_word": {"one": "Check one", "row": "Check a row", "all": "Check every entry"}[sol.checks],
