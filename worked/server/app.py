@@ -197,6 +197,7 @@ class Variant:
     code: str
     problem: dict
     title: str = ""
+    questions: list = field(default_factory=list)   # [{"ask": "scores[2,3]", "points": 1}] (no expected values)
 
 
 @dataclass
@@ -270,6 +271,17 @@ class Library:
             raise ApiError(404, f"no variant with the code {code.strip()!r}; check the code on your sheet")
         return v
 
+    def variant_file(self, v: Variant, document: str, fmt: str) -> Path | None:
+        """The sheet ``worked quiz`` wrote for this variant (it carries the graded questions), if any."""
+        if self.root is None or document not in DOCUMENTS or fmt not in FORMATS or not CODE_RE.fullmatch(v.code):
+            return None
+        p = self.root / "variants" / v.code / f"{document}.{fmt}"
+        try:
+            inside = p.resolve().is_relative_to(self.root.resolve())
+        except OSError:
+            return None
+        return p if inside and p.is_file() else None
+
 
 def _norm_code(code: str) -> str:
     return re.sub(r"[\s]+", "", code).upper()
@@ -284,6 +296,14 @@ def _looks_like_spec(p: Path) -> bool:
     except OSError:
         return True
     return bool(re.search(r"^\s*\[family\]|^\s*\[\[questions\]\]", head, re.M))
+
+
+def _points(v) -> float | int | None:
+    try:
+        f = float(str(v))
+    except ValueError:
+        return None
+    return int(f) if f.is_integer() else f
 
 
 def _read_manifest(path: Path) -> dict:
@@ -305,8 +325,10 @@ def _read_manifest(path: Path) -> dict:
         if code is None or not isinstance(prob, dict):
             continue
         norm = _norm_code(code)
+        qs = [{"ask": q["ask"][:60], "points": _points(q.get("points"))}
+              for q in it.get("questions") or [] if isinstance(q, dict) and isinstance(q.get("ask"), str)]
         if CODE_RE.fullmatch(norm):
-            variants.setdefault(norm, Variant(code=code, problem=prob, title=str(prob.get("title", ""))))
+            variants.setdefault(norm, Variant(code=norm, problem=prob, title=str(prob.get("title", "")), questions=qs))
     title = data.get("title", "") if isinstance(data, dict) else ""
     return {"title": title if isinstance(title, str) else "", "variants": variants}
 
@@ -584,7 +606,8 @@ def create_app(cfg: Config | None = None) -> Starlette:
             problem = Problem.from_dict(v.problem, source=f"variant {v.code}")
         except WorkedError as exc:
             raise ApiError(422, str(exc)) from None
-        return JSONResponse({"code": v.code, "problem": problem.to_dict(), "view": problem_view(problem)})
+        return JSONResponse({"code": v.code, "problem": problem.to_dict(), "view": problem_view(problem),
+                             "questions": v.questions})
 
     async def view(request: Request):
         problem = _problem_from(await read_json(request, cfg))
@@ -686,6 +709,13 @@ def create_app(cfg: Config | None = None) -> Starlette:
             problem = Problem.from_dict(v.problem, source=f"variant {v.code}")
         except WorkedError as exc:
             raise ApiError(422, str(exc)) from None
+        if p["document"] == "answer-key" and cfg.no_solutions:
+            raise ApiError(403, "answer keys are turned off on this server (--no-solutions)")
+        ready = lib.variant_file(v, p["document"], p["format"])
+        if ready is not None:
+            return FileResponse(ready, media_type=FORMATS[p["format"]], headers={
+                "Content-Disposition": f'attachment; filename="{v.code}-{p["document"]}.{p["format"]}"',
+                "Cache-Control": "no-store"})
         return await _document(problem, p["document"], p["format"], {"variant": v.code})
 
     async def api_error(request: Request, exc: ApiError):

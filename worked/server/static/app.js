@@ -204,7 +204,7 @@ async function openProblem(source) {
     return false;
   }
   if (data.code) source.code = data.code;
-  S.student = { source, problem: data.problem, view: data.view, solution: null, report: null };
+  S.student = { source, problem: data.problem, view: data.view, solution: null, report: null, questions: data.questions || [] };
   renderProblem();
   return true;
 }
@@ -215,6 +215,10 @@ function renderProblem() {
   const facts = $("#problem-facts");
   facts.replaceChildren();
   for (const f of view.facts) facts.append(el("dt", { text: f.label }), el("dd", { text: f.text }));
+  if (S.student.questions.length) {
+    const qs = S.student.questions.map((q) => q.ask + (q.points ? ` (${q.points} pt)` : "")).join(", ");
+    facts.append(el("dt", { text: "graded" }), el("dd", { text: qs }));
+  }
   const box = $("#problem-inputs");
   box.replaceChildren();
   for (const m of view.inputs) {

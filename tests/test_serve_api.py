@@ -1,0 +1,332 @@
+"""The web server's JSON API (``worked serve``), driven in-process with Starlette's test client."""
+from __future__ import annotations
+
+import json
+import shutil
+import time
+import warnings
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("starlette")
+pytest.importorskip("httpx")
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    from starlette.testclient import TestClient
+
+from worked.problem import Problem, load
+from worked.server import app as server
+from worked.server.app import Config, create_app, safe_mathml
+from worked.solver import solve
+
+ROOT = Path(__file__).resolve().parents[1]
+PROBLEMS = ROOT / "problems"
+PART9 = PROBLEMS / "cats-chase-mice.toml"
+NO_SCALING_ANSWERS = PROBLEMS / "answers" / "cats-chase-mice-no-scaling.toml"
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+
+def client(**kw) -> TestClient:
+    kw.setdefault("problems_dir", PROBLEMS)
+    return TestClient(create_app(Config(**kw)), raise_server_exceptions=False)
+
+
+@pytest.fixture(scope="module")
+def c():
+    return client()
+
+
+@pytest.fixture(scope="module")
+def part9_dict():
+    return load(PART9).to_dict()
+
+
+def test_info_lists_the_problems_folder_by_name(c):
+    """/api/info names every problem file of the folder (by file stem, with its title), leaves out quiz
+    specs (they have a [family] table), and lists the features."""
+    info = c.get("/api/info").json()
+    names = {p["name"]: p["title"] for p in info["problems"]}
+    files = {p.stem: "[family]" in p.read_text(encoding="utf-8") for p in PROBLEMS.glob("*.toml")}
+    assert set(names) == {stem for stem, spec in files.items() if not spec}
+    assert names["cats-chase-mice"] == load(PART9).title
+    assert info["no_solutions"] is False and info["mode"] == "problems"
+    assert set(info["features"]) == {"check", "render", "random"}
+
+
+def test_problem_by_name_has_its_file_and_empty_grids_of_the_right_shapes(c):
+    """A named problem comes back with the same keys as its file and one answer grid per matrix, shaped
+    like the solver's matrices, without any values of the solution."""
+    data = c.get("/api/problems/cats-chase-mice").json()
+    problem = load(PART9)
+    assert data["problem"] == problem.to_dict()
+    grids = {g["key"]: g for g in data["view"]["grids"]}
+    mats = solve(problem).matrices()
+    assert list(grids) == list(mats)
+    for key, m in mats.items():
+        assert (len(grids[key]["rows"]), len(grids[key]["cols"])) == m.shape
+        assert "cells" not in grids[key]
+    assert all(g["mathml"] and g["mathml"].startswith("<math") for g in grids.values())
+
+
+def test_two_head_problem_has_per_head_grids_concat_and_Z(c):
+    """With several heads the grids follow the answers-file names: head1.Q … head2.Z, concat, Z."""
+    data = c.get("/api/problems/two-heads").json()
+    keys = [g["key"] for g in data["view"]["grids"]]
+    assert keys == list(solve(load(PROBLEMS / "two-heads.toml")).matrices())
+
+
+def test_solve_returns_the_json_of_worked_solve(c, part9_dict, cli):
+    """POST /api/solve gives exactly the JSON of `worked solve --format json` for the same problem."""
+    r = c.post("/api/solve", json={"problem": part9_dict})
+    assert r.status_code == 200
+    code, out, _ = cli("solve", PART9, "--format", "json")
+    assert code == 0
+    assert r.json() == json.loads(out)
+
+
+def test_solve_view_adds_mathml_for_every_step_line(c, part9_dict):
+    """?view=1 adds MathML of every step line (allow-listed) and each result matrix as shown."""
+    data = c.post("/api/solve?view=1", json={"problem": part9_dict}).json()
+    sol = solve(load(PART9))
+    steps = data["view"]["steps"]
+    assert [s["id"] for s in steps] == [s.id for s in sol.steps]
+    assert all(ln["mathml"] and safe_mathml(ln["mathml"]) for s in steps for ln in s["lines"])
+    assert data["view"]["matrices"]["scaled"]["cells"][0][1] == sol.matrices()["scaled"].show(0, 1, 2)
+
+
+def test_check_returns_the_json_of_worked_check_and_names_the_mistake(c, part9_dict, cli):
+    """POST /api/check gives the JSON of `worked check --format json`; the no-scaling answers are diagnosed."""
+    from worked.check import read_answers
+
+    answers = read_answers(NO_SCALING_ANSWERS)
+    r = c.post("/api/check", json={"problem": part9_dict, "answers": answers})
+    assert r.status_code == 200
+    code, out, _ = cli("check", PART9, NO_SCALING_ANSWERS, "--format", "json")
+    assert r.json() == json.loads(out)
+    assert "no-scaling" in [d["code"] for d in r.json()["diagnoses"]]
+
+
+def test_check_accepts_exact_forms(c, part9_dict):
+    """Entries like 2√2 and 3*sqrt(2)/2 are read exactly and marked correct."""
+    sol = solve(load(PART9))
+    m = sol.matrices()["scaled"]
+    answers = {"scaled": [[m.exact_text(i, j) for j in range(3)] for i in range(3)]}
+    assert any("√" in x for row in answers["scaled"] for x in row)
+    rep = c.post("/api/check", json={"problem": part9_dict, "answers": answers}).json()
+    assert rep["matrices"]["scaled"]["verdicts"] == [["correct"] * 3] * 3
+
+
+def test_no_solutions_never_sends_expected_values():
+    """With --no-solutions: /api/solve and answer keys are refused (403); a check report has verdicts and
+    diagnoses but no expected values, even when the request asks to reveal them."""
+    nc = client(no_solutions=True)
+    p = load(PART9).to_dict()
+    assert nc.post("/api/solve", json={"problem": p}).status_code == 403
+    assert nc.get("/download/problems/cats-chase-mice/answer-key.html").status_code == 403
+    assert nc.post("/api/download", json={"problem": p, "document": "answer-key", "format": "tex"}).status_code == 403
+    answers = {"scaled": [[2, 4, 2], [3, 3, 3], [2, 3, 2]]}
+    r = nc.post("/api/check", json={"problem": p, "answers": answers, "reveal": True})
+    body = r.json()
+    assert r.status_code == 200
+    assert body["matrices"]["scaled"]["verdicts"][0] == ["wrong"] * 3
+    assert "no-scaling" in [d["code"] for d in body["diagnoses"]]
+    assert '"expected"' not in r.text
+    exact_scaled = solve(load(PART9)).matrices()["scaled"].dec_plain(0, 1, 2)  # 2.83
+    assert exact_scaled not in r.text
+    info = nc.get("/api/info").json()
+    assert info["no_solutions"] is True
+
+
+def test_reveal_is_honoured_when_solutions_are_on(c, part9_dict):
+    """Without --no-solutions a check may ask for the expected values (like `worked check --reveal`)."""
+    r = c.post("/api/check", json={"problem": part9_dict, "answers": {"Q": [[2, 0], [0, 3], [1, 2]]}, "reveal": True})
+    assert float(r.json()["matrices"]["Q"]["expected"][2][1]) == float(solve(load(PART9)).matrices()["Q"].value(2, 1))
+
+
+@pytest.mark.parametrize("body,ctype,status", [
+    (b"{not json", "application/json", 400),
+    (b"[1, 2]", "application/json", 400),
+    (b'{"problem": {"X": [[NaN]]}}', "application/json", 400),
+    (b"\xff\xfe", "application/json", 400),
+    (b'{"problem": {}}', "text/plain", 415),
+    (b"[" * 100000 + b"]" * 100000, "application/json", 400),
+])
+def test_bad_bodies_get_a_json_error(c, body, ctype, status):
+    """Malformed, non-object, non-UTF-8, deeply nested or non-JSON bodies get a JSON error, not a trace."""
+    r = c.post("/api/solve", content=body, headers={"content-type": ctype})
+    assert r.status_code == status
+    assert set(r.json()) == {"error"} and "Traceback" not in r.text
+
+
+def test_body_size_is_limited():
+    """A body larger than the limit is refused with 413 before it is parsed."""
+    small = client(max_body=2000)
+    big = {"problem": load(PART9).to_dict(), "pad": "x" * 5000}
+    r = small.post("/api/solve", json=big)
+    assert r.status_code == 413 and "larger than 2000 bytes" in r.json()["error"]
+
+
+def test_problem_errors_name_the_field_and_the_limits_are_those_of_files(c):
+    """A bad problem gets 422 with the field and what was expected; problem-file limits apply."""
+    r = c.post("/api/solve", json={"problem": {"X": [[1, 2]], "W_Q": [[1], [2], [3]], "W_K": [[1]], "W_V": [[1]]}})
+    assert r.status_code == 422 and "W_Q" in r.json()["error"] and "expected 2 rows" in r.json()["error"]
+    from worked.problem import LIMITS
+
+    n = LIMITS["tokens"] + 1
+    too_many = {"X": [[1]] * n, "W_Q": [[1]], "W_K": [[1]], "W_V": [[1]]}
+    r = c.post("/api/check", json={"problem": too_many, "answers": {}})
+    assert r.status_code == 422 and f"at most {LIMITS['tokens']}" in r.json()["error"]
+    r = c.post("/api/solve", json={"problem": {"X": [["__import__('os').system('true')"]], "W_Q": [[1]],
+                                               "W_K": [[1]], "W_V": [[1]]}})
+    assert r.status_code == 422 and r.json()["error"].startswith("problem: X[1,1]")
+
+
+@pytest.mark.parametrize("name", ["..%2Fpyproject", "..%2F..%2Fetc%2Fpasswd", "%2Fetc%2Fpasswd", "cats-chase-mice.toml",
+                                  "answers", ".hidden", "secret"])
+def test_no_path_traversal_through_problem_names(tmp_path, name):
+    """Names are looked up in the folder listing; paths, dot names and files outside the folder are 404."""
+    folder = tmp_path / "problems"
+    folder.mkdir()
+    shutil.copy(PART9, folder / "cats-chase-mice.toml")
+    shutil.copy(PART9, tmp_path / "secret.toml")  # next to the folder, not in it
+    (folder / "answers").mkdir()
+    tc = client(problems_dir=folder)
+    assert tc.get("/api/problems/cats-chase-mice").status_code == 200
+    for url in (f"/api/problems/{name}", f"/download/problems/{name}/worksheet.tex"):
+        r = tc.get(url)
+        assert r.status_code == 404 and "error" in r.json()
+
+
+def make_quiz(tmp_path: Path) -> Path:
+    """A quiz folder in the layout `worked quiz` writes (manifest.json with variants), made by hand."""
+    quiz = tmp_path / "quiz"
+    quiz.mkdir()
+    p9 = load(PART9).to_dict()
+    other = load(PROBLEMS / "no-scaling.toml").to_dict()
+    manifest = {"format": "worked-quiz-manifest", "version": 1, "title": "Attention quiz",
+                "variants": [
+                    {"variant": "K3F9AB", "student": {"id": "s1", "name": "Ada"}, "problem": p9,
+                     "questions": [{"ask": "Z", "points": 3.0, "expected": [[0.49, 1.67]], "exact": "SECRET"}]},
+                    {"variant": "ZZ77QQ", "problem": other, "questions": []}]}
+    (quiz / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    return quiz
+
+
+def test_quiz_variants_by_code_without_names_or_expected_values(tmp_path):
+    """Pointed at a quiz folder, the server offers variants by code (any case, spaces ignored), lists no
+    problems, and sends neither student names nor the manifest's expected answers."""
+    tc = client(problems_dir=make_quiz(tmp_path), no_solutions=True)
+    info = tc.get("/api/info").json()
+    assert info["mode"] == "quiz" and info["problems"] == [] and info["quiz"]["variants"] == 2
+    r = tc.get("/api/variants/k3f9ab")
+    assert r.status_code == 200
+    assert r.json()["problem"] == load(PART9).to_dict()
+    assert r.json()["questions"] == [{"ask": "Z", "points": 3}]
+    assert "SECRET" not in r.text and "Ada" not in r.text and "0.49" not in r.text
+    for bad in ("NOPE12", "..%2Fmanifest", "K3F9AB%2F..", "x" * 60):
+        rr = tc.get(f"/api/variants/{bad}")
+        assert rr.status_code == 404 and "error" in rr.json()
+    ws = tc.get("/download/variants/K3F9AB/worksheet.tex")
+    assert ws.status_code == 200 and "K3F9AB" in ws.text
+    assert tc.get("/download/variants/K3F9AB/answer-key.tex").status_code == 403
+
+
+def test_solve_timeout_is_a_json_504(monkeypatch):
+    """Solving that takes longer than the timeout answers 504 with a message (the server stays up)."""
+    def slow(problem):
+        time.sleep(1.0)
+        return solve(problem)
+
+    monkeypatch.setattr(server, "_solve", slow)
+    tc = client(solve_timeout=0.1)
+    r = tc.post("/api/solve", json={"problem": load(PART9).to_dict()})
+    assert r.status_code == 504 and "longer than 0.1 s" in r.json()["error"]
+    assert tc.get("/api/info").status_code == 200
+
+
+def test_internal_errors_never_show_a_stack_trace(monkeypatch):
+    """An unexpected exception gives a 500 with a generic JSON message: no trace, no exception text."""
+    def broken(problem):
+        raise RuntimeError("secret internal detail /home/teacher")
+
+    monkeypatch.setattr(server, "_solve", broken)
+    r = client().post("/api/solve", json={"problem": load(PART9).to_dict()})
+    assert r.status_code == 500
+    assert "internal error" in r.json()["error"]
+    assert "secret" not in r.text and "Traceback" not in r.text
+
+
+def test_unknown_routes_and_methods_are_json(c):
+    """404 and 405 are JSON too."""
+    assert c.get("/nope").json() == {"error": "not found"}
+    r = c.get("/api/solve")
+    assert r.status_code == 405 and r.json() == {"error": "method not allowed"}
+
+
+def test_page_and_assets_are_served_locally_with_a_strict_policy(c):
+    """The page, its script, stylesheet and math font come from this server; the CSP allows nothing else,
+    and the page references no external URL."""
+    page = c.get("/")
+    assert page.status_code == 200 and "text/html" in page.headers["content-type"]
+    csp = page.headers["content-security-policy"]
+    assert "default-src 'self'" in csp and "script-src 'self'" in csp and "unsafe-eval" not in csp
+    assert page.headers["x-content-type-options"] == "nosniff"
+    for asset in ("/static/app.js", "/static/style.css", "/static/fonts/worked-math.woff2"):
+        r = c.get(asset)
+        assert r.status_code == 200 and len(r.content) > 100
+    for text in (page.text, c.get("/static/app.js").text, c.get("/static/style.css").text):
+        assert "http://" not in text.replace("http://www.w3.org", "") and "https://" not in text
+
+
+def test_text_from_problems_is_data_and_mathml_is_allow_listed(c):
+    """A title or token with markup stays a JSON string (the page sets it with textContent), and the
+    MathML filter refuses anything but MathML elements."""
+    p = load(PART9).to_dict()
+    p["title"] = "<img src=x onerror=alert(1)>"
+    p["tokens"] = ["<b>cats</b>", "chase", "mice"]
+    r = c.post("/api/solve?view=1", json={"problem": p})
+    assert r.status_code == 200
+    data = r.json()
+    assert data["title"] == p["title"]
+    for s in data["view"]["steps"]:
+        for ln in s["lines"]:
+            assert "<b>" not in (ln["mathml"] or "") and "<img" not in (ln["mathml"] or "")
+    js = c.get("/static/app.js").text
+    assert ".innerHTML = markup" in js and js.count("innerHTML") == 1
+    assert safe_mathml('<math xmlns="http://www.w3.org/1998/Math/MathML"><mi>x</mi></math>')
+    assert safe_mathml('<math><script>alert(1)</script></math>') is None
+    assert safe_mathml('<math><mi onclick="x()">x</mi></math>') is None
+    assert safe_mathml('<math><mi href="javascript:x()">x</mi></math>') is None
+
+
+def test_downloads_of_worksheet_and_key(c):
+    """Worksheet and key come as PDF, HTML and TeX, for a named problem and for a posted one."""
+    pdf = c.get("/download/problems/cats-chase-mice/answer-key.pdf")
+    assert pdf.status_code == 200 and pdf.content.startswith(b"%PDF")
+    assert pdf.headers["content-disposition"] == 'attachment; filename="cats-chase-mice-answer-key.pdf"'
+    tex = c.get("/download/problems/cats-chase-mice/worksheet.tex")
+    assert tex.status_code == 200 and "\\documentclass" in tex.text
+    p = load(PART9).to_dict()
+    p["title"] = "a <b>posted</b> problem"
+    html = c.post("/api/download", json={"problem": p, "document": "answer-key", "format": "html"})
+    assert html.status_code == 200 and "a &lt;b&gt;posted&lt;/b&gt; problem" in html.text
+    toml = c.post("/api/download", json={"problem": p, "document": "problem", "format": "toml"})
+    assert Problem.from_text(toml.text, "x.toml") == Problem.from_dict(p)
+    bad = c.get("/download/problems/cats-chase-mice/answer-key.exe")
+    assert bad.status_code == 404 and "expected pdf, html or tex" in bad.json()["error"]
+
+
+def test_random_problem_is_the_generator_s_for_the_same_knobs_and_seed(c):
+    """POST /api/new draws the same problem as `worked new` with the same options and seed."""
+    from worked import generate
+
+    fam = {"tokens": 3, "d_model": 4, "d_k": 2, "range": [-2, 3], "mask": "causal"}
+    a = c.post("/api/new", json={"family": fam, "seed": 7}).json()
+    b = c.post("/api/new", json={"family": fam, "seed": 7}).json()
+    assert a["problem"] == b["problem"]
+    assert a["problem"] == generate.generate(generate.Family.from_dict(fam), 7).to_dict()
+    r = c.post("/api/new", json={"family": {"tokens": 99}, "seed": 7})
+    assert r.status_code == 422 and "tokens" in r.json()["error"]
