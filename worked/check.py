@@ -1057,6 +1057,13 @@ def check_answers(problem, answers: dict, *, tolerance=None, solution=None, reve
                 merged[k] = {"code": d["code"], "title": d["title"], "message": d["message"], "step": d["step"],
                              "matrices": [], "head": d.get("head")}
             merged[k]["matrices"].append(r.key)
+    # several mistakes can explain the same few entries; keep the ones that explain the most matrices
+    for k, d in list(merged.items()):
+        others = [o for k2, o in merged.items() if k2 != k and k2[1] == k[1] and o["code"] != "early-rounding"]
+        if d["code"] != "early-rounding" and any(set(d["matrices"]) < set(o["matrices"]) for o in others):
+            del merged[k]
+            for r in reports:
+                r.diagnoses = [x for x in r.diagnoses if not (x["code"] == d["code"] and _split(r.key)[0] == k[1])]
     order = {c: i for i, c in enumerate(MISCONCEPTIONS)}
     diagnoses = sorted(merged.values(), key=lambda d: (d["head"] or 0, d["code"] == "early-rounding", order[d["code"]]))
     return Report(problem.title, problem.decimals, tol, reports, errors, diagnoses, reveal)

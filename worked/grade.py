@@ -443,10 +443,11 @@ def grade_student(student: Student, row: Row | None, src: str) -> StudentResult:
         frac = good / len(q.cells)
         fractions[q.ask] = frac
         scores[q.ask] = round(q.points * frac, 2)
+    # misconceptions are about the method, not the grading tolerance: read them with the default band
+    if None not in reports:
+        reports[None] = check_answers(student.problem, answers, tolerance=None, solution=student.solution)
+    codes = [d["code"] for d in reports[None].diagnoses]
     for rep in reports.values():
-        for d in rep.diagnoses:
-            if d["code"] not in codes:
-                codes.append(d["code"])
         for e in rep.errors:
             if e["message"] not in problems:
                 problems.append(e["message"])
@@ -512,16 +513,18 @@ def _svg_bars(items, *, width=560, bar_h=22, label_w=170, fmt=lambda v: str(v), 
     """A horizontal bar chart as inline SVG: items = [(label, value)]."""
     from html import escape
 
-    vmax = vmax or max([v for _, v in items] + [1])
+    vmax = vmax or max([it[1] for it in items] + [1])
     h = bar_h * len(items) + 10
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{h}" viewBox="0 0 {width} {h}" '
              f'role="img" aria-label="{escape(title)}">']
-    span = width - label_w - 60
-    for k, (label, v) in enumerate(items):
+    span = width - label_w - 100
+    for k, item in enumerate(items):
+        label, v = item[0], item[1]
+        fill = item[2] if len(item) > 2 else color
         y = 5 + k * bar_h
         bw = 0 if vmax == 0 else span * v / vmax
         parts.append(f'<text x="{label_w - 8}" y="{y + bar_h * 0.68:.1f}" text-anchor="end" font-size="13">{escape(str(label))}</text>')
-        parts.append(f'<rect x="{label_w}" y="{y + 3}" width="{bw:.1f}" height="{bar_h - 6}" fill="{color}"/>')
+        parts.append(f'<rect x="{label_w}" y="{y + 3}" width="{bw:.1f}" height="{bar_h - 6}" fill="{fill}"/>')
         parts.append(f'<text x="{label_w + bw + 6:.1f}" y="{y + bar_h * 0.68:.1f}" font-size="13">{escape(fmt(v))}</text>')
     parts.append("</svg>")
     return "".join(parts)
@@ -571,7 +574,9 @@ def report_html(manifest: Manifest, results: list[StudentResult], warnings: list
                        "right": round(100 * statistics.mean(fr)) if fr else 0,
                        "full": sum(1 for f in fr if f == 1.0)})
     counts = {c: sum(1 for r in responded if c in r.codes) for c in MISCONCEPTIONS}
-    mis = [(c, n) for c, n in sorted(counts.items(), key=lambda kv: (-kv[1], list(MISCONCEPTIONS).index(kv[0]))) if n]
+    # the accepted early-rounding note goes last, after the real mistakes
+    mis = [(c, n) for c, n in sorted(counts.items(), key=lambda kv: (kv[0] == "early-rounding", -kv[1],
+                                                                     list(MISCONCEPTIONS).index(kv[0]))) if n]
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
                              trim_blocks=True, lstrip_blocks=True)
     tpl = env.get_template("class.html")
@@ -584,8 +589,9 @@ def report_html(manifest: Manifest, results: list[StudentResult], warnings: list
         difficulty=Markup(_svg_bars([(q["ask"], q["right"]) for q in qstats], vmax=100, fmt=lambda v: f"{v}%",
                                     title="per-question difficulty: share of entries right")),
         questions=qstats,
-        misconceptions=[{"code": c, "title": MISCONCEPTIONS[c][1], "count": n} for c, n in mis],
-        mis_chart=Markup(_svg_bars(mis, fmt=lambda v: f"{v} student{'s' if v != 1 else ''}", color="#b5562f",
+        misconceptions=[{"code": c, "title": MISCONCEPTIONS[c][1] + (" (accepted, pointed out)" if c == "early-rounding" else ""),
+                         "count": n} for c, n in mis],
+        mis_chart=Markup(_svg_bars([(c, n, "#8c8c8c") if c == "early-rounding" else (c, n) for c, n in mis], fmt=lambda v: f"{v} student{'s' if v != 1 else ''}", color="#b5562f",
                                    title="misconceptions")) if mis else None,
         asks=[q.ask for q in manifest.questions],
         students=[{"id": r.student.id, "name": r.student.name, "variant": r.student.variant,
