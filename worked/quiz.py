@@ -1,0 +1,776 @@
+"""Quiz batches: one variant per student from a short spec, with keys, a manifest and LMS exports.
+
+``worked quiz SPEC [-n COUNT | --roster roster.csv] [--seed S] [-o DIR] [--format ...] [--jobs J] [--variant CODE]``
+
+Pipeline (everything is validated and built in memory first; files are written into a temporary
+folder that replaces DIR at the end, so a failure writes nothing):
+
+1. :func:`load_spec` reads the TOML spec (title, seed, [family], [[questions]]) and checks every ask
+   against the family's shapes; :func:`load_roster` reads ``id,name`` CSV rows.
+2. :func:`plan` gives every variant a seed and a short code, derived with SHA-256 from the quiz
+   seed and the student id (or the variant number): stable when the roster is reordered or grows.
+3. :func:`build_variant` (run in worker processes) draws the problem, solves it exactly, works out the
+   expected answers with tolerances and the values of known mistakes, and renders the sheets.
+4. The main process writes per-variant files, the combined class PDFs (pages merged with pypdf in
+   variant order), ``manifest.json``/``manifest.csv`` and the LMS exports (:mod:`worked.lms`).
+
+Same spec and seed → same bytes, whatever ``--jobs`` is.
+"""
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import math
+import os
+import re
+import shutil
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import ProblemError, WorkedError
+from .generate import Family, generate
+
+SPEC_KEYS = ("title", "seed", "count", "paper", "instructions", "family", "questions")
+QUESTION_KEYS = ("ask", "points", "tolerance", "name")
+TOLERANCE_KEYS = ("abs", "rel")
+FORMATS = ("pdf", "html", "tex", "moodle", "qti", "gift")
+DEFAULT_FORMATS = ("pdf", "html", "moodle", "qti", "gift")
+MAX_VARIANTS = 2000
+MARKER = ".worked-quiz"
+CODE_ALPHABET = "23456789ABCDEFGHJKMNPQRSTUVWXYZ"  # no 0/O, 1/I/L: easy to read aloud and type
+
+SINGLE_NAMES = ("Q", "K", "V", "scores", "scaled", "weights", "Z")
+MATRIX_WORDS = {
+    "Q": "the queries Q = X·W_Q", "K": "the keys K = X·W_K", "V": "the values V = X·W_V",
+    "scores": "the scores S = Q·Kᵀ", "scaled": "the scaled scores (S divided by the scale)",
+    "weights": "the attention weights A (softmax of each row of the scaled scores)",
+    "Z": "the output Z", "concat": "the concatenated head outputs",
+}
+MISTAKES = {
+    "unscaled": "This is the value you get without dividing the scores by the scale (√d_k): "
+                "the unscaled score was used.",
+    "column_softmax": "This is the value you get by applying the softmax down each column; "
+                      "the softmax runs along each row (over the keys, for one query).",
+    "kqt": "This is the value you get from K·Qᵀ instead of Q·Kᵀ: the scores are transposed "
+           "(row = query, column = key).",
+}
+
+
+# ---------------------------------------------------------------- spec
+
+@dataclass(frozen=True)
+class Question:
+    name: str
+    ask: str
+    matrix: str                 # key into Solution.matrices()
+    row: int | None             # 1-based, None = every row
+    col: int | None             # 1-based, None = every column
+    points: float
+    tol_abs: float
+    tol_rel: float
+
+    def cells(self, shape) -> list[tuple[int, int]]:
+        rows = [self.row] if self.row else range(1, shape[0] + 1)
+        cols = [self.col] if self.col else range(1, shape[1] + 1)
+        return [(i, j) for i in rows for j in cols]
+
+
+@dataclass(frozen=True)
+class QuizSpec:
+    title: str
+    seed: int
+    family: Family
+    questions: tuple[Question, ...]
+    count: int | None = None
+    paper: str = "a4"
+    instructions: str = ""
+    source: str = "<spec>"
+
+
+_ASK = re.compile(r"^\s*(?:(head)(\d+)\.)?([A-Za-z]+)\s*(?:\[\s*(\d+|\*)\s*,\s*(\d+|\*)\s*\])?\s*$")
+
+
+def matrix_shapes(fam: Family) -> dict[str, tuple[int, int]]:
+    n, dk, dv = fam.n, fam.d_k, fam.dv
+    one = {"Q": (n, dk), "K": (n, dk), "V": (n, dv), "scores": (n, n), "scaled": (n, n), "weights": (n, n), "Z": (n, dv)}
+    if fam.heads == 1:
+        return one
+    out = {f"head{h}.{k}": s for h in range(1, fam.heads + 1) for k, s in one.items()}
+    out["concat"] = (n, fam.heads * dv)
+    out["Z"] = (n, fam.d_model)
+    return out
+
+
+def parse_ask(ask: str, fam: Family, err) -> tuple[str, int | None, int | None]:
+    """``scores[2,3]`` → ("scores", 2, 3); ``weights[1,*]`` → ("weights", 1, None); ``Z`` → ("Z", None, None)."""
+    m = _ASK.match(ask) if isinstance(ask, str) else None
+    shapes = matrix_shapes(fam)
+    if not m:
+        raise err(f"cannot read {ask!r}: expected a matrix name with an optional [row,col] (1-based, * for all), "
+                  f"such as scores[2,3], weights[1,*] or Z")
+    head, h, name, r, c = m.groups()
+    key = f"head{h}.{name}" if head else name
+    if key not in shapes:
+        raise err(f"unknown matrix {key!r} (this family has: {', '.join(shapes)})")
+    rows, cols = shapes[key]
+    ri = None if r in (None, "*") else int(r)
+    ci = None if c in (None, "*") else int(c)
+    if ri is not None and not 1 <= ri <= rows:
+        raise err(f"row {ri} is outside {key} ({rows}×{cols}; rows are 1..{rows})")
+    if ci is not None and not 1 <= ci <= cols:
+        raise err(f"column {ci} is outside {key} ({rows}×{cols}; columns are 1..{cols})")
+    if (fam.mask == "causal" and ri is not None and ci is not None and ci > ri
+            and key.split(".")[-1] in ("scores", "scaled")):
+        raise err(f"{ask} is masked by the causal mask (−∞): ask an entry with column ≤ row")
+    return key, ri, ci
+
+
+def spec_from_dict(data: dict, source: str) -> QuizSpec:
+    def err(fieldname, msg):
+        return ProblemError(fieldname, msg, source)
+
+    if not isinstance(data, dict):
+        raise err("", "expected a TOML table")
+    unknown = sorted(set(data) - set(SPEC_KEYS))
+    if unknown:
+        raise err(unknown[0], f"unknown key (expected some of: {', '.join(SPEC_KEYS)})")
+    title = data.get("title", "Attention quiz")
+    if not isinstance(title, str) or not title.strip() or len(title) > 200:
+        raise err("title", "expected a non-empty string of at most 200 characters")
+    seed = data.get("seed", 0)
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise err("seed", f"expected a whole number ≥ 0, got {seed!r}")
+    count = data.get("count")
+    if count is not None and (isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_VARIANTS):
+        raise err("count", f"expected a whole number from 1 to {MAX_VARIANTS}, got {count!r}")
+    paper = data.get("paper", "a4")
+    if paper not in ("a4", "letter"):
+        raise err("paper", f'expected "a4" or "letter", got {paper!r}')
+    instructions = data.get("instructions", "")
+    if not isinstance(instructions, str) or len(instructions) > 2000:
+        raise err("instructions", "expected a string of at most 2000 characters")
+    fam_data = data.get("family", {})
+    fam = Family.from_dict(dict(fam_data) if isinstance(fam_data, dict) else fam_data, source=source)
+    if not fam.title:
+        from dataclasses import replace
+
+        fam = replace(fam, title=title)
+    qs = data.get("questions")
+    if not isinstance(qs, list) or not qs:
+        raise err("questions", "expected at least one [[questions]] table with ask = \"…\"")
+    if len(qs) > 50:
+        raise err("questions", f"{len(qs)} questions is more than a quiz sheet holds (at most 50)")
+    default_tol = 10.0 ** -fam.decimals
+    questions = []
+    names = set()
+    for k, q in enumerate(qs, 1):
+        where = f"questions[{k}]"
+        if not isinstance(q, dict):
+            raise err(where, "expected a table with ask, points and tolerance")
+        unknown = sorted(set(q) - set(QUESTION_KEYS))
+        if unknown:
+            raise err(f"{where}.{unknown[0]}", f"unknown key (expected some of: {', '.join(QUESTION_KEYS)})")
+        if "ask" not in q:
+            raise err(f"{where}.ask", 'missing: what is asked, such as "scores[2,3]", "weights[1,*]" or "Z"')
+        key, r, c = parse_ask(q["ask"], fam, lambda m: err(f"{where}.ask", m))
+        name = q.get("name", f"q{k}")
+        if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_.-]{1,40}", name):
+            raise err(f"{where}.name", "expected a short name of letters, digits, _ . - (e.g. q1)")
+        if name in names:
+            raise err(f"{where}.name", f"duplicate question name {name!r}")
+        names.add(name)
+        points = q.get("points", 1)
+        if isinstance(points, bool) or not isinstance(points, (int, float)) or not 0 < points <= 1000:
+            raise err(f"{where}.points", f"expected a positive number, got {points!r}")
+        tol = q.get("tolerance", default_tol)
+        if isinstance(tol, dict):
+            unknown = sorted(set(tol) - set(TOLERANCE_KEYS))
+            if unknown:
+                raise err(f"{where}.tolerance.{unknown[0]}", "unknown key (expected abs and/or rel)")
+            ta, tr = tol.get("abs", 0.0), tol.get("rel", 0.0)
+        else:
+            ta, tr = tol, 0.0
+        for label, v in (("abs", ta), ("rel", tr)):
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1000 or math.isnan(v):
+                raise err(f"{where}.tolerance", f"expected a number ≥ 0 (or {{abs = …, rel = …}}), got {v!r}")
+        if ta == 0 and tr == 0:
+            raise err(f"{where}.tolerance", "is zero: decimal answers could never match; give e.g. tolerance = 0.01")
+        questions.append(Question(name, q["ask"].strip(), key, r, c, float(points), float(ta), float(tr)))
+    return QuizSpec(title=title, seed=seed, family=fam, questions=tuple(questions), count=count, paper=paper,
+                    instructions=instructions, source=source)
+
+
+def load_spec(path) -> QuizSpec:
+    import tomllib
+
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ProblemError("", "no such file", str(path)) from None
+    except (IsADirectoryError, UnicodeDecodeError, OSError) as exc:
+        raise ProblemError("", f"cannot read a TOML quiz spec ({exc.__class__.__name__})", str(path)) from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ProblemError("", f"not valid TOML: {exc}", str(path)) from None
+    return spec_from_dict(data, str(path))
+
+
+# ---------------------------------------------------------------- roster
+
+def load_roster(path) -> list[dict]:
+    """Rows of a CSV with at least ``id`` and ``name`` columns → [{"id", "name"}], validated."""
+    src = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise WorkedError(f"{src}: no such file") from None
+    except (IsADirectoryError, UnicodeDecodeError, OSError) as exc:
+        raise WorkedError(f"{src}: cannot read a UTF-8 CSV roster ({exc.__class__.__name__})") from None
+    reader = csv.reader(io.StringIO(text))
+    rows = [r for r in reader]
+    while rows and not any(c.strip() for c in rows[0]):
+        rows.pop(0)
+    if not rows:
+        raise WorkedError(f"{src}: empty roster (expected a header line id,name and one line per student)")
+    header = [h.strip().lower() for h in rows[0]]
+    for col in ("id", "name"):
+        if col not in header:
+            raise WorkedError(f"{src}: line 1: no {col!r} column (the header must name at least id and name)")
+    ii, ni = header.index("id"), header.index("name")
+    students: list[dict] = []
+    seen: dict[str, int] = {}
+    for ln, r in enumerate(rows[1:], 2):
+        if not any(c.strip() for c in r):
+            continue
+        if len(r) <= max(ii, ni):
+            raise WorkedError(f"{src}: line {ln}: expected {len(header)} columns, got {len(r)}")
+        sid, name = r[ii].strip(), r[ni].strip()
+        if not sid:
+            raise WorkedError(f"{src}: line {ln}: empty id")
+        if len(sid) > 64 or len(name) > 120:
+            raise WorkedError(f"{src}: line {ln}: id or name too long (at most 64 and 120 characters)")
+        if sid in seen:
+            raise WorkedError(f"{src}: line {ln}: duplicate student id {sid!r} (also on line {seen[sid]})")
+        seen[sid] = ln
+        students.append({"id": sid, "name": name})
+    if not students:
+        raise WorkedError(f"{src}: empty roster (a header but no students)")
+    if len(students) > MAX_VARIANTS:
+        raise WorkedError(f"{src}: {len(students)} students is more than {MAX_VARIANTS}")
+    return students
+
+
+# ---------------------------------------------------------------- variants
+
+@dataclass(frozen=True)
+class Variant:
+    number: int            # 1-based position in this batch
+    code: str
+    seed: int
+    student: dict | None   # {"id", "name"} or None
+
+
+def _digest(quiz_seed: int, key: str) -> bytes:
+    return hashlib.sha256(f"worked-quiz\x00{quiz_seed}\x00{key}".encode("utf-8")).digest()
+
+
+def variant_seed_and_code(quiz_seed: int, key: str) -> tuple[int, str]:
+    """Seed (48 bits) and 6-character code of the variant named *key* ("id:<student id>" or "n:<number>")."""
+    d = _digest(quiz_seed, key)
+    seed = int.from_bytes(d[:6], "big")
+    x = int.from_bytes(d[6:14], "big")
+    code = ""
+    for _ in range(6):
+        x, r = divmod(x, len(CODE_ALPHABET))
+        code += CODE_ALPHABET[r]
+    return seed, code
+
+
+def plan(quiz_seed: int, *, roster: list[dict] | None = None, count: int | None = None) -> list[Variant]:
+    out = []
+    if roster is not None:
+        for k, st in enumerate(roster, 1):
+            s, c = variant_seed_and_code(quiz_seed, "id:" + st["id"])
+            out.append(Variant(k, c, s, {"id": st["id"], "name": st["name"]}))
+    else:
+        for k in range(1, (count or 1) + 1):
+            s, c = variant_seed_and_code(quiz_seed, f"n:{k}")
+            out.append(Variant(k, c, s, None))
+    codes: dict[str, int] = {}
+    for v in out:
+        if v.code in codes:
+            raise WorkedError(f"variants {codes[v.code]} and {v.number} have the same code {v.code}; use another --seed")
+        codes[v.code] = v.number
+    return out
+
+
+# ---------------------------------------------------------------- answers
+
+def draw_problem(spec: QuizSpec, variant: Variant):
+    """The variant's problem and exact solution. A draw whose worked steps cannot be shown is redrawn
+    (deterministically: seed, seed+1, …), so a batch never stops half-way."""
+    from .solver import AuditFailure, solve
+
+    title = spec.title
+    last = None
+    for attempt in range(8):
+        problem = generate(spec.family, variant.seed + attempt, title=title)
+        try:
+            return problem, solve(problem), attempt
+        except AuditFailure as exc:  # pragma: no cover - depends on the solver's auditor
+            last = exc
+    raise WorkedError(f"variant {variant.code}: the worked solution could not be shown ({last})")
+
+
+def _fmat(m) -> list[list[float]]:
+    return [[float(x) for x in row] for row in m]
+
+
+def _mm(A, B):
+    Bt = list(zip(*B))
+    return [[math.fsum(a * b for a, b in zip(r, c)) for c in Bt] for r in A]
+
+
+def _softmax_rows(S, masked):
+    out = []
+    for i, row in enumerate(S):
+        vals = [(j, x) for j, x in enumerate(row) if not masked(i, j)]
+        m = max(x for _, x in vals)
+        e = {j: math.exp(x - m) for j, x in vals}
+        t = math.fsum(e.values())
+        out.append([e[j] / t if j in e else 0.0 for j in range(len(row))])
+    return out
+
+
+def _softmax_cols(S, masked):
+    T = [list(c) for c in zip(*S)]
+    W = _softmax_rows(T, lambda j, i: masked(i, j))
+    return [list(c) for c in zip(*W)]
+
+
+def mistake_worlds(problem) -> dict[str, dict[str, list[list[float | None]]]]:
+    """Float matrices (keys as Solution.matrices()) under each known mistake that applies."""
+    div = math.sqrt(problem.d_k) if problem.scale == "sqrt" else 1.0 if problem.scale == "none" else float(problem.scale)
+    causal = problem.mask == "causal"
+    masked = (lambda i, j: causal and j > i)
+    X = _fmat(problem.X)
+    out = {}
+    for mistake in MISTAKES:
+        if mistake == "unscaled" and div == 1.0:
+            continue
+        mats: dict[str, Any] = {}
+        Zs = []
+        for h, hd in enumerate(problem.heads, 1):
+            Q, K, V = _mm(X, _fmat(hd.W_Q)), _mm(X, _fmat(hd.W_K)), _mm(X, _fmat(hd.W_V))
+            S = _mm(K, list(zip(*Q))) if mistake == "kqt" else _mm(Q, list(zip(*K)))
+            d = 1.0 if mistake == "unscaled" else div
+            Sc = [[x / d for x in row] for row in S]
+            W = _softmax_cols(Sc, masked) if mistake == "column_softmax" else _softmax_rows(Sc, masked)
+            Z = _mm(W, V)
+            Zs.append(Z)
+            mask_none = lambda M: [[None if masked(i, j) else x for j, x in enumerate(r)] for i, r in enumerate(M)]  # noqa: E731
+            part = {"Q": Q, "K": K, "V": V, "scores": mask_none(S), "scaled": mask_none(Sc), "weights": W, "Z": Z}
+            if problem.multihead:
+                mats.update({f"head{h}.{k}": v for k, v in part.items()})
+            else:
+                mats.update(part)
+        if problem.multihead:
+            concat = [sum((Z[i] for Z in Zs), []) for i in range(len(X))]
+            mats["concat"] = concat
+            mats["Z"] = _mm(concat, _fmat(problem.W_O))
+        out[mistake] = mats
+    return out
+
+
+def _num(x: float) -> float:
+    """A float for JSON: the value to 12 significant digits (stable text, far below any tolerance)."""
+    return float(f"{x:.12g}")
+
+
+def expected_answers(spec: QuizSpec, problem, solution) -> list[dict]:
+    """The manifest's ``questions`` list for one variant (see README: "Random problems and quizzes")."""
+    mats = solution.matrices()
+    worlds = mistake_worlds(problem)
+    out = []
+    for q in spec.questions:
+        M = mats[q.matrix]
+        shape = M.shape
+        entries = []
+        for i, j in q.cells(shape):
+            v = M.value(i - 1, j - 1)
+            e: dict[str, Any] = {"ask": f"{q.matrix}[{i},{j}]", "row": i, "col": j}
+            if v is None:
+                e.update(expected=None, exact=None, tolerance=None, mistakes=[])
+            else:
+                tol = max(q.tol_abs, q.tol_rel * abs(v))
+                mistakes = []
+                for mid, world in worlds.items():
+                    w = world[q.matrix][i - 1][j - 1]
+                    if w is None or not math.isfinite(w) or abs(w - v) <= 2 * tol:
+                        continue
+                    if any(abs(w - m["value"]) <= 2 * tol for m in mistakes):
+                        continue
+                    mistakes.append({"id": mid, "value": _num(w), "feedback": MISTAKES[mid]})
+                e.update(expected=_num(v), exact=M.exact_text(i - 1, j - 1), tolerance=_num(tol), mistakes=mistakes)
+            entries.append(e)
+        if q.row and q.col:
+            expected, exact = entries[0]["expected"], entries[0]["exact"]
+        elif q.row or q.col:
+            expected, exact = [e["expected"] for e in entries], [e["exact"] for e in entries]
+        else:
+            cols = shape[1]
+            expected = [[e["expected"] for e in entries[r * cols:(r + 1) * cols]] for r in range(shape[0])]
+            exact = [[e["exact"] for e in entries[r * cols:(r + 1) * cols]] for r in range(shape[0])]
+        out.append({"name": q.name, "ask": q.ask, "matrix": q.matrix, "points": q.points,
+                    "tolerance": {"abs": q.tol_abs, "rel": q.tol_rel}, "shape": list(shape),
+                    "expected": expected, "exact": exact, "entries": entries})
+    return out
+
+
+def describe(q: dict, problem) -> str:
+    """Plain words for a question: "scores[2,3]: the scores S = Q·Kᵀ, row 2 (x2), column 3 (x3)"."""
+    base = q["matrix"].split(".")[-1]
+    head = q["matrix"].split(".")[0] if "." in q["matrix"] else None
+    words = MATRIX_WORDS.get(base, base) + (f" of {head.replace('head', 'head ')}" if head else "")
+    m = _ASK.match(q["ask"])
+    r, c = (m.group(4), m.group(5)) if m else (None, None)
+    toks = problem.tokens
+    square = base in ("scores", "scaled", "weights")
+    parts = []
+    if r and r != "*":
+        parts.append(f"row {r} ({toks[int(r) - 1]})")
+    if c and c != "*":
+        parts.append(f"column {c}" + (f" ({toks[int(c) - 1]})" if square else ""))
+    where = ", ".join(parts) if parts else ("the whole matrix" if not r else "")
+    if r == "*" and c and c != "*":
+        where = f"column {c}" + (f" ({toks[int(c) - 1]})" if square else "") + ", every row"
+    if c == "*" and r and r != "*":
+        where = f"row {r} ({toks[int(r) - 1]}), every column"
+    return f"{words}: {where}"
+
+
+# ---------------------------------------------------------------- building one variant (worker)
+
+def _student_for(variant: Variant) -> dict:
+    st = {"variant": variant.code}
+    if variant.student:
+        st.update(name=variant.student["name"], id=variant.student["id"])
+    else:
+        st.update(name="", id=f"#{variant.number}")
+    return st
+
+
+def _questions_html(spec: QuizSpec, questions: list[dict], problem) -> str:
+    from html import escape
+
+    items = []
+    for q in questions:
+        tol = q["tolerance"]
+        t = (f"±{tol['abs']:g}" if tol["abs"] else "") + (f"{' or ' if tol['abs'] else '±'}{tol['rel'] * 100:g} %"
+                                                           if tol["rel"] else "")
+        items.append(f"<li><b>{escape(q['ask'])}</b> — {escape(describe(q, problem))} "
+                     f"<span class=\"qpts\">({q['points']:g} pt{'s' if q['points'] != 1 else ''}, {escape(t)})</span></li>")
+    intro = escape(spec.instructions) if spec.instructions else (
+        "Work through the tasks below; these answers are graded. Indices are 1-based: row, then column; "
+        "* means every entry of that row or column.")
+    return ('<section class="quiz-questions" style="border:1.5px solid #333;border-radius:4px;padding:6px 12px;'
+            'margin:8px 0 14px 0;break-inside:avoid"><h2 style="margin:2px 0 4px 0;font-size:1.05em">Graded answers</h2>'
+            f'<p style="margin:2px 0 4px 0">{intro}</p><ol style="margin:2px 0">{"".join(items)}</ol></section>')
+
+
+def _inject(html: str, block: str) -> str:
+    k = html.find("</header>")
+    if k < 0:
+        k = html.find("<body")
+        k = html.find(">", k)
+        return html[:k + 1] + block + html[k + 1:]
+    k += len("</header>")
+    return html[:k] + block + html[k:]
+
+
+def _questions_tex(spec: QuizSpec, questions: list[dict], problem) -> str:
+    from .render.texesc import tex_escape
+
+    items = "".join(f"\\item \\texttt{{{tex_escape(q['ask'])}}} --- {tex_escape(describe(q, problem))} "
+                    f"({q['points']:g} pt)\n" for q in questions)
+    return ("\\noindent\\fbox{\\parbox{\\dimexpr\\linewidth-2\\fboxsep-2\\fboxrule}{\\textbf{Graded answers}\n"
+            f"\\begin{{enumerate}}\n{items}\\end{{enumerate}}}}}}\\par\\medskip\n")
+
+
+def build_variant(spec: QuizSpec, variant: Variant, formats: tuple[str, ...]) -> dict:
+    """Everything for one variant: its manifest entry and its files (relative path → bytes)."""
+    problem, sol, attempt = draw_problem(spec, variant)
+    questions = expected_answers(spec, problem, sol)
+    entry = {
+        "variant": variant.code,
+        "number": variant.number,
+        "student": dict(variant.student) if variant.student else None,
+        "seed": variant.seed,
+        "redraws": attempt,
+        "problem": problem.to_dict(),
+        "questions": questions,
+    }
+    files: dict[str, bytes] = {}
+    pdfs: dict[str, bytes] = {}
+    folder = f"variants/{variant.code}"
+    files[f"{folder}/variant.json"] = (json.dumps(entry, indent=2, ensure_ascii=False) + "\n").encode()
+    if {"html", "pdf", "tex"} & set(formats):
+        from . import render
+
+        student = _student_for(variant)
+        block = _questions_html(spec, questions, problem)
+        for doc, fn in (("worksheet", render.worksheet_html), ("answer-key", render.answer_key_html)):
+            if "html" in formats:
+                files[f"{folder}/{doc}.html"] = _inject(fn(sol, student=student, paper=spec.paper), block).encode()
+            if "pdf" in formats:
+                h = _inject(fn(sol, student=student, for_pdf=True, paper=spec.paper), block)
+                pdfs[doc] = render.html_to_pdf(h, paper=spec.paper)
+                files[f"{folder}/{doc}.pdf"] = pdfs[doc]
+        if "tex" in formats:
+            for doc, fn in (("worksheet", render.worksheet_tex), ("answer-key", render.answer_key_tex)):
+                tex = fn(sol, student=student, paper=spec.paper)
+                try:
+                    qt = _questions_tex(spec, questions, problem)
+                    k = tex.find("\\begin{document}")
+                    if k >= 0:
+                        k2 = tex.find("\n", tex.find("\\maketitle", k) if "\\maketitle" in tex[k:] else k)
+                        tex = tex[:k2 + 1] + qt + tex[k2 + 1:]
+                except ImportError:
+                    pass
+                files[f"{folder}/{doc}.tex"] = tex.encode()
+    return {"entry": entry, "files": files, "pdfs": pdfs}
+
+
+def _build_task(task):
+    return build_variant(*task)
+
+
+# ---------------------------------------------------------------- the batch
+
+def merge_pdfs(parts: list[bytes]) -> bytes:
+    """One PDF with the pages of *parts* in order; deterministic (no dates, fixed ID)."""
+    from pypdf import PdfReader, PdfWriter
+
+    w = PdfWriter()
+    for b in parts:
+        w.append(PdfReader(io.BytesIO(b)))
+    w.add_metadata({"/Producer": "worked", "/Title": ""})
+    from pypdf.generic import ArrayObject, ByteStringObject
+
+    ident = hashlib.md5(b"".join(hashlib.sha256(b).digest() for b in parts)).digest()
+    w._ID = ArrayObject([ByteStringObject(ident), ByteStringObject(ident)])
+    buf = io.BytesIO()
+    w.write(buf)
+    return buf.getvalue()
+
+
+def manifest_csv(entries: list[dict]) -> str:
+    """One row per variant: student, code, seed, the problem (JSON), then expected value and tolerance per entry."""
+    buf = io.StringIO()
+    wr = csv.writer(buf, lineterminator="\n")
+    cells = [(q["name"], e["ask"]) for q in entries[0]["questions"] for e in q["entries"]] if entries else []
+    head = ["variant", "student_id", "student_name", "seed", "problem"]
+    for name, ask in cells:
+        head += [f"{name} {ask}", f"{name} {ask} tolerance"]
+    wr.writerow(head)
+    for v in entries:
+        row = [v["variant"], (v["student"] or {}).get("id", ""), (v["student"] or {}).get("name", ""), v["seed"],
+               json.dumps(v["problem"], ensure_ascii=False, separators=(",", ":"))]
+        for q in v["questions"]:
+            for e in q["entries"]:
+                row += ["" if e["expected"] is None else repr(e["expected"]),
+                        "" if e["tolerance"] is None else repr(e["tolerance"])]
+        wr.writerow(row)
+    return buf.getvalue()
+
+
+def parse_formats(text: str | None) -> tuple[str, ...]:
+    if not text:
+        return DEFAULT_FORMATS
+    out = []
+    for f in text.split(","):
+        f = f.strip().lower()
+        if f == "canvas":
+            f = "qti"
+        if f not in FORMATS:
+            raise WorkedError(f"--format: unknown format {f!r} (expected some of: {', '.join(FORMATS)})")
+        if f not in out:
+            out.append(f)
+    return tuple(out)
+
+
+class _Progress:
+    def __init__(self, total: int, enabled: bool):
+        self.total, self.done, self.enabled = total, 0, enabled
+
+    def step(self):
+        self.done += 1
+        if self.enabled:
+            w = 30
+            k = w * self.done // self.total
+            sys.stderr.write(f"\r[{'#' * k}{'.' * (w - k)}] {self.done}/{self.total} variants")
+            sys.stderr.flush()
+
+    def end(self):
+        if self.enabled:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+
+
+def build_all(spec: QuizSpec, variants: list[Variant], formats: tuple[str, ...], jobs: int, progress: bool) -> list[dict]:
+    """Build every variant (in *jobs* processes); results in variant order whatever *jobs* is."""
+    tasks = [(spec, v, formats) for v in variants]
+    bar = _Progress(len(tasks), progress)
+    results = []
+    jobs = max(1, min(jobs, len(tasks)))
+    if {"html", "pdf", "tex"} & set(formats):
+        from . import render  # noqa: F401  (imported once here; forked workers inherit it)
+        if "pdf" in formats:
+            import weasyprint  # noqa: F401
+    from . import solver  # noqa: F401
+    if jobs == 1:
+        for t in tasks:
+            results.append(_build_task(t))
+            bar.step()
+    else:
+        import multiprocessing as mp
+        from concurrent.futures import ProcessPoolExecutor
+
+        try:
+            ctx = mp.get_context("fork")
+        except ValueError:  # pragma: no cover - platforms without fork
+            ctx = mp.get_context()
+        chunk = max(1, min(4, len(tasks) // (jobs * 4) or 1))
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as ex:
+            for r in ex.map(_build_task, tasks, chunksize=chunk):
+                results.append(r)
+                bar.step()
+    bar.end()
+    return results
+
+
+def assemble(spec: QuizSpec, results: list[dict], formats: tuple[str, ...], *, single: bool = False) -> dict[str, bytes]:
+    """All files of the batch (relative path → bytes) from the built variants."""
+    files: dict[str, bytes] = {}
+    entries = [r["entry"] for r in results]
+    for r in results:
+        files.update(r["files"])
+    if single:
+        return files
+    manifest = {
+        "format": "worked-quiz-manifest",
+        "version": 1,
+        "title": spec.title,
+        "seed": spec.seed,
+        "family": spec.family.to_dict(),
+        "formats": list(formats),
+        "variants": entries,
+    }
+    files["manifest.json"] = (json.dumps(manifest, indent=2, ensure_ascii=False) + "\n").encode()
+    files["manifest.csv"] = manifest_csv(entries).encode()
+    if "pdf" in formats:
+        files["class-worksheets.pdf"] = merge_pdfs([r["pdfs"]["worksheet"] for r in results])
+        files["class-answer-keys.pdf"] = merge_pdfs([r["pdfs"]["answer-key"] for r in results])
+    if "moodle" in formats:
+        from .lms import moodle
+
+        files["moodle.xml"] = moodle.export(manifest).encode()
+    if "qti" in formats:
+        from .lms import qti
+
+        files["canvas-qti.zip"] = qti.export(manifest)
+    if "gift" in formats:
+        from .lms import gift
+
+        files["quiz.gift.txt"] = gift.export(manifest).encode()
+    return files
+
+
+def write_tree(outdir: Path, files: dict[str, bytes], *, force: bool = False, replace_whole: bool = True) -> None:
+    """Write *files* into a temporary folder next to *outdir*, then swap it in (nothing half-written)."""
+    outdir = Path(outdir)
+    if outdir.exists() and not outdir.is_dir():
+        raise WorkedError(f"{outdir}: exists and is not a folder")
+    if replace_whole and outdir.exists() and any(outdir.iterdir()) and not (outdir / MARKER).exists() and not force:
+        raise WorkedError(f"{outdir}: folder exists and was not written by `worked quiz` (use --force or another -o)")
+    parent = outdir.parent
+    parent.mkdir(parents=True, exist_ok=True)
+    tmp = parent / f".{outdir.name}.tmp-{os.getpid()}"
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    try:
+        for rel, data in sorted(files.items()):
+            p = tmp / rel
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_bytes(data)
+        (tmp / MARKER).write_text("written by worked quiz; this folder is replaced when the quiz is rebuilt\n")
+        if replace_whole:
+            old = parent / f".{outdir.name}.old-{os.getpid()}"
+            if outdir.exists():
+                os.replace(outdir, old)
+            os.replace(tmp, outdir)
+            if old.exists():
+                shutil.rmtree(old)
+        else:  # --variant: swap in only that variant's folder
+            for rel in sorted({r.split("/")[0] + "/" + r.split("/")[1] for r in files if r.startswith("variants/")}):
+                dest = outdir / rel
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                if dest.exists():
+                    shutil.rmtree(dest)
+                os.replace(tmp / rel, dest)
+            if not (outdir / MARKER).exists():
+                os.replace(tmp / MARKER, outdir / MARKER)
+            shutil.rmtree(tmp)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def run(spec_path, *, count=None, roster=None, seed=None, outdir=None, formats=None, jobs=None,
+        variant=None, quiet=False, force=False, progress=None) -> tuple[Path, list[dict]]:
+    """The ``worked quiz`` command as a function. Returns (output folder, manifest entries)."""
+    spec = load_spec(spec_path)
+    if seed is not None:
+        if seed < 0:
+            raise WorkedError(f"--seed: expected a whole number ≥ 0, got {seed}")
+        from dataclasses import replace
+
+        spec = replace(spec, seed=seed)
+    fmts = parse_formats(formats)
+    if count is not None and roster is not None:
+        raise WorkedError("give either -n COUNT or --roster FILE, not both")
+    if count is not None and not 1 <= count <= MAX_VARIANTS:
+        raise WorkedError(f"-n: expected a whole number from 1 to {MAX_VARIANTS}, got {count}")
+    students = load_roster(roster) if roster is not None else None
+    n = count or spec.count or 1
+    if variant is not None:
+        code = variant.strip().upper()
+        pool = plan(spec.seed, roster=students, count=None if students else max(n, MAX_VARIANTS))
+        chosen = [v for v in pool if v.code == code]
+        if not chosen:
+            where = "the roster" if students else f"variants 1..{max(n, MAX_VARIANTS)}"
+            raise WorkedError(f"--variant: no variant {code} in {where} for seed {spec.seed}")
+        variants = chosen
+    else:
+        variants = plan(spec.seed, roster=students, count=n)
+    # a quick dry draw of the first variant: an impossible family fails here, before anything is written
+    generate(spec.family, variants[0].seed)
+    out = Path(outdir) if outdir else Path("output") / (Path(spec_path).stem or "quiz")
+    if jobs is None:
+        jobs = os.cpu_count() or 1
+    if jobs < 1:
+        raise WorkedError(f"--jobs: expected a whole number ≥ 1, got {jobs}")
+    if progress is None:
+        progress = not quiet and sys.stderr.isatty()
+    if variant is None and out.exists() and out.is_dir() and any(out.iterdir()) and not (out / MARKER).exists() and not force:
+        raise WorkedError(f"{out}: folder exists and was not written by `worked quiz` (use --force or another -o)")
+    results = build_all(spec, variants, fmts, jobs, progress)
+    files = assemble(spec, results, fmts, single=variant is not None)
+    write_tree(out, files, force=force, replace_whole=variant is None)
+    return out, [r["entry"] for r in results]
