@@ -140,6 +140,7 @@ class Engine:
         self.solutions = LRU(cfg.cache_size)
         self.files = LRU(cfg.cache_size)
         self.views = LRU(cfg.cache_size)
+        self.reports = LRU(8 * cfg.cache_size)  # a student pressing "check" twice is checked once
         self.inflight: dict[str, asyncio.Future] = {}
         self.pending = 0
         self.render_lock = threading.Lock()  # WeasyPrint and pdflatex runs, one at a time
@@ -215,9 +216,19 @@ class Library:
             return out
         for p in sorted(self.root.iterdir()):
             if p.suffix.lower() in (".toml", ".json") and p.is_file() and NAME_RE.fullmatch(p.stem) \
-                    and p.name != "manifest.json" and not _looks_like_spec(p):
+                    and p.name != "manifest.json" and not self._is_spec(p):
                 out.setdefault(p.stem, p)
         return out
+
+    def _is_spec(self, p: Path) -> bool:
+        try:
+            st = p.stat()
+        except OSError:
+            return True
+        key = ("spec", str(p), st.st_mtime_ns, st.st_size)
+        if key not in self._cache:
+            self._cache[key] = _looks_like_spec(p)
+        return self._cache[key]
 
     def problem(self, name: str) -> Problem:
         if not NAME_RE.fullmatch(name or ""):
@@ -647,8 +658,12 @@ def create_app(cfg: Config | None = None) -> Starlette:
             from ..check import check_answers
         except ImportError:
             raise ApiError(501, "answer checking is not available in this version") from None
-        sol = await engine.solution(problem)
-        report = await engine.run(_check, problem, answers, tolerance, sol, reveal, what="checking")
+        rkey = (problem_key(problem), json.dumps(answers, sort_keys=True), str(tolerance), reveal)
+        report = engine.reports.get(rkey)
+        if report is None:
+            sol = await engine.solution(problem)
+            report = await engine.run(_check, problem, answers, tolerance, sol, reveal, what="checking")
+            engine.reports.put(rkey, report)
         if cfg.no_solutions:
             report = _redact(report)
         return JSONResponse(report)
