@@ -12,7 +12,7 @@ _SPECIAL = {
 _UNICODE = {
     "·": r"\ensuremath{\cdot}", "−": r"\ensuremath{-}", "√": r"\ensuremath{\surd}", "≈": r"\ensuremath{\approx}",
     "→": r"\ensuremath{\to}", "×": r"\ensuremath{\times}", "∞": r"\ensuremath{\infty}", "ᵀ": r"\textsuperscript{T}",
-    "…": r"\dots{}", "–": "--", "—": "---", "‘": "`", "’": "'", "“": "``", "”": "''", "\u00a0": "~",
+    "…": r"\dots{}", "–": "--", "—": "---", "‘": "`", "’": "'", "“": "``", "”": "''", "\u00a0": r"\nobreakspace{}",
     "≤": r"\ensuremath{\le}", "≥": r"\ensuremath{\ge}", "±": r"\ensuremath{\pm}", "÷": r"\ensuremath{\div}",
     "✓": r"\ensuremath{\checkmark}", "⁽": r"\textsuperscript{(}", "⁾": r"\textsuperscript{)}",
 }

@@ -1,0 +1,38 @@
+"""Every shipped problem renders as a worksheet and an answer key in HTML, LaTeX and PDF."""
+from __future__ import annotations
+
+import pytest
+
+from sheet_support import BAD_LOG, PROBLEMS, compile_tex, needs_pdflatex, parse_html, pdf_pages
+from worked.problem import load
+from worked.render import answer_key_html, answer_key_tex, html_to_pdf, worksheet_html, worksheet_tex
+from worked.solver import solve
+
+IDS = [p.stem for p in PROBLEMS]
+
+
+@pytest.fixture(scope="module", params=PROBLEMS, ids=IDS)
+def sol(request):
+    return solve(load(request.param))
+
+
+def test_html_and_pdf_render(sol):
+    """Both documents render to MathML HTML and to a WeasyPrint PDF; a 3-token key fits on 3 pages."""
+    for make in (answer_key_html, worksheet_html):
+        page = parse_html(make(sol))
+        assert page.math > 0
+        pdf = html_to_pdf(make(sol, for_pdf=True))
+        assert pdf.startswith(b"%PDF")
+        if make is answer_key_html and sol.problem.n <= 3 and not sol.problem.multihead:
+            assert pdf_pages(pdf) <= 3
+
+
+@needs_pdflatex
+def test_tex_compiles(sol):
+    """Both .tex documents compile with pdflatex without bad log messages."""
+    for make in (answer_key_tex, worksheet_tex):
+        rc, log, pdf = compile_tex(make(sol))
+        assert rc == 0, log[-1500:]
+        assert not any(b in log for b in BAD_LOG)
+        if make is answer_key_tex and sol.problem.n <= 3 and not sol.problem.multihead:
+            assert pdf_pages(pdf) <= 3
