@@ -1,0 +1,88 @@
+"""Benchmark `worked quiz`: 20 variants worksheet + key as PDF (target ≤ 6 s), 20 as HTML only (target ≤ 1 s),
+and growth for 100 and 300 variants; then where the time goes, per variant, in one process.
+
+    .venv/bin/python benchmarks/bench_quiz.py            # HTML 20/100/300, PDF 20, stage breakdown
+    .venv/bin/python benchmarks/bench_quiz.py --pdf-sizes 20,100 --jobs 2
+
+Wall-clock numbers depend on the load of the machine: the CPU time of the run is printed beside them.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SPEC = ROOT / "problems" / "quiz-1.toml"
+
+
+def run(n: int, fmt: str, jobs: int | None) -> tuple[float, float]:
+    out = Path(tempfile.mkdtemp()) / "q"
+    cmd = [sys.executable, "-m", "worked", "quiz", str(SPEC), "-n", str(n), "-o", str(out), "--format", fmt, "--quiet"]
+    if jobs:
+        cmd += ["--jobs", str(jobs)]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t = time.perf_counter()
+    subprocess.run(cmd, check=True, cwd=ROOT)
+    wall = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    shutil.rmtree(out.parent)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def stages(k: int = 3) -> None:
+    t = time.perf_counter()
+    from worked import quiz, render, solver  # noqa: F401
+    import weasyprint  # noqa: F401
+    print(f"  imports (sympy, jinja2, weasyprint…)   {time.perf_counter() - t:6.2f} s once per run (forked workers inherit them)")
+    spec = quiz.load_spec(SPEC)
+    vs = quiz.plan(spec.seed, count=k)
+    tot = {"generate": 0.0, "generate + solve (with redraws)": 0.0, "answers": 0.0, "html (2 docs)": 0.0, "pdf html (2 docs)": 0.0, "weasyprint (2 docs)": 0.0}
+    pdfs = []
+    for v in vs:
+        t = time.perf_counter(); quiz.generate(spec.family, v.seed, title=spec.title); tot["generate"] += time.perf_counter() - t
+        t = time.perf_counter(); p, sol, _ = quiz.draw_problem(spec, v); tot["generate + solve (with redraws)"] += time.perf_counter() - t
+        t = time.perf_counter(); quiz.expected_answers(spec, p, sol); tot["answers"] += time.perf_counter() - t
+        st = {"name": "A", "id": "1", "variant": v.code}
+        t = time.perf_counter()
+        render.worksheet_html(sol, student=st); render.answer_key_html(sol, student=st)
+        tot["html (2 docs)"] += time.perf_counter() - t
+        t = time.perf_counter()
+        hs = [render.worksheet_html(sol, student=st, for_pdf=True), render.answer_key_html(sol, student=st, for_pdf=True)]
+        tot["pdf html (2 docs)"] += time.perf_counter() - t
+        t = time.perf_counter()
+        pdfs += [render.html_to_pdf(h) for h in hs]
+        tot["weasyprint (2 docs)"] += time.perf_counter() - t
+    for name, s in tot.items():
+        print(f"  {name:<38} {s / k:6.3f} s per variant")
+    t = time.perf_counter()
+    quiz.merge_pdfs(pdfs)
+    print(f"  {'merge ' + str(len(pdfs)) + ' PDFs (pypdf)':<38} {time.perf_counter() - t:6.3f} s")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--html-sizes", default="20,100,300")
+    ap.add_argument("--pdf-sizes", default="20")
+    ap.add_argument("--jobs", type=int, default=None, help="default: all cores")
+    ap.add_argument("--no-stages", action="store_true")
+    a = ap.parse_args()
+    print(f"worked quiz {SPEC.name}, jobs = {a.jobs or os.cpu_count()} (cores: {os.cpu_count()})")
+    for fmt, sizes, target in (("html", a.html_sizes, 1.0), ("pdf", a.pdf_sizes, 6.0)):
+        for n in [int(x) for x in sizes.split(",") if x]:
+            wall, cpu = run(n, fmt, a.jobs)
+            goal = f" (target ≤ {target:g} s: {'met' if wall <= target else 'NOT met'})" if n == 20 else ""
+            print(f"  {n:>4} variants, {fmt:<4}: {wall:7.2f} s wall, {cpu:7.2f} s CPU, {wall / n:6.3f} s/variant{goal}")
+    if not a.no_stages:
+        print("where the time goes (one process, per variant):")
+        stages()
+
+
+if __name__ == "__main__":
+    main()
