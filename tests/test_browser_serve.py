@@ -244,6 +244,12 @@ def test_phone_sized_window_has_no_sideways_scrolling(browser, server):
     pg.select_option("#problem-select", "four-tokens-fractions")
     pg.locator("#answer-grids input").first.wait_for()
     assert pg.evaluate("document.documentElement.scrollWidth") <= 390
+    pg.fill("#a-Q-0-0", "1/2")
+    pg.fill("#a-scores-0-1", "7")
+    pg.click("#check-btn")
+    pg.locator("#feedback").wait_for(state="visible")
+    pg.locator('fieldset[data-key="scores"] summary').click()  # the worked step, with its long equations
+    assert pg.evaluate("document.documentElement.scrollWidth") <= 390
     inputs = pg.locator("#answer-grids input")
     assert inputs.count() > 0
     assert all(inputs.nth(k).get_attribute("aria-label") for k in range(inputs.count()))

@@ -584,7 +584,7 @@ function buildRandomForm() {
     form.append(el("div", { class: "field" + (key === "tokens" ? " wide" : "") },
       el("label", { for: id }, label, help ? el("span", { class: "sub", text: ` (${help})` }) : null), input));
   }
-  form.append(el("div", { class: "field" }, el("button", { type: "submit", class: "primary", id: "draw", text: "Draw a problem" })));
+  form.append(el("div", { class: "field wide" }, el("button", { type: "submit", class: "primary", id: "draw", text: "Draw a problem" })));
   form.addEventListener("submit", (ev) => {
     ev.preventDefault();
     teacherAction(async () => {
