@@ -506,7 +506,7 @@ def solution_view(sol) -> dict:
         steps.append({
             "id": s.id, "head": s.head, "title": s.title, "why": s.why, "notes": list(s.notes), "shape": s.shape,
             "result": s.result,
-            "lines": [{"text": ln.text, "mathml": mathml(ln.latex, True)} for ln in s.lines],
+            "lines": [{"text": ln.text, "mathml": mathml(ln.latex, True), "group": ln.group} for ln in s.lines],
         })
     mats = {}
     for key, m in sol.matrices().items():

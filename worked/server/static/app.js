@@ -424,7 +424,9 @@ function renderStep(step, sv, number) {
   const lines = el("div", { class: "lines" });
   let group = null;
   for (const ln of step.lines) {
-    if (ln.group !== undefined && ln.group !== group && ln.group) lines.append(el("p", { class: "notes", text: ln.group }));
+    if (ln.group && ln.group !== group) {
+      lines.append(el("p", { class: "group", text: ln.group.charAt(0).toUpperCase() + ln.group.slice(1) }));
+    }
     group = ln.group;
     lines.append(el("div", { class: "line" }, math(ln.mathml, ln.text)));
   }
