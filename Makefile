@@ -15,6 +15,7 @@ $(STAMP): pyproject.toml
 
 demo: $(STAMP)
 	$(BIN)/worked solve
+	$(BIN)/worked sheet
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q

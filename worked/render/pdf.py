@@ -39,9 +39,7 @@ def html_to_pdf(html: str, *, paper: str = "a4") -> bytes:
     logging.getLogger("weasyprint").setLevel(logging.ERROR)
     fetcher = _fetcher()
     size = PAGE_SIZES[paper]
-    css = weasyprint.CSS(string=f"@page {{ size: {size}; }} @page :first {{ size: {size}; }}",
-                         url_fetcher=fetcher) if "landscape" not in html[:20000] else \
-        weasyprint.CSS(string=f"@page {{ size: {size} landscape; }}", url_fetcher=fetcher)
+    css = weasyprint.CSS(string=f"@page {{ size: {size}; }}", url_fetcher=fetcher)
     doc = weasyprint.HTML(string=html, base_url="data:,", url_fetcher=fetcher)
     # no dates, a fixed identifier: the same HTML gives the same bytes
     return doc.write_pdf(stylesheets=[css], pdf_identifier=b"worked-sheet", uncompressed_pdf=False)

@@ -1,0 +1,96 @@
+"""Benchmark: `worked sheet` on the Part 9 problem, all formats (target: under 2 s wall end to end).
+
+    .venv/bin/python benchmarks/bench_sheet.py [--runs N]
+
+Prints the end-to-end wall time of the command (fresh process each run, best and median), then
+where the time goes in one fresh process: imports, solving, HTML with MathML, SVG math (ziamath),
+WeasyPrint layout and drawing, LaTeX, writing files.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+PROFILE = r'''
+import time, json, sys, tempfile
+T = {}
+t = time.perf_counter()
+def lap(name):
+    global t
+    now = time.perf_counter(); T[name] = T.get(name, 0) + now - t; t = now
+import worked.cli
+lap("import worked + cli")
+from worked.problem import load
+from worked.solver import solve
+lap("import solver (sympy, mpmath)")
+sol = solve(load(None))
+lap("solve Part 9")
+import jinja2, latex2mathml.converter
+lap("import jinja2, latex2mathml")
+from worked.render import html as H, tex as T_, pdf as P, mathconv
+html = {k: H.render_html(k, sol) for k in ("worksheet", "answer-key")}
+lap("HTML with MathML (both documents)")
+tex = {k: T_.render_tex(k, sol) for k in ("worksheet", "answer-key")}
+lap("LaTeX (both documents)")
+import ziamath
+lap("import ziamath")
+phtml = {k: H.render_html(k, sol, for_pdf=True) for k in ("worksheet", "answer-key")}
+lap("SVG math with ziamath (both documents, cold cache)")
+import weasyprint
+lap("import weasyprint")
+mathconv.speed_up_weasyprint()
+docs = {}
+for k, h in phtml.items():
+    docs[k] = weasyprint.HTML(string=h, base_url="data:,", url_fetcher=P._fetcher()).render()
+lap("WeasyPrint parse + layout (both)")
+for k, d in docs.items():
+    d.write_pdf(pdf_identifier=b"worked-sheet")
+lap("WeasyPrint draw + write PDF (both)")
+print(json.dumps(T))
+'''
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=3)
+    args = ap.parse_args()
+    exe = [sys.executable, "-m", "worked", "sheet", "--force"]
+    walls = []
+    for _ in range(args.runs):
+        with tempfile.TemporaryDirectory() as d:
+            t = time.perf_counter()
+            r = subprocess.run(exe + ["-o", d], cwd=ROOT, capture_output=True, text=True)
+            walls.append(time.perf_counter() - t)
+            if r.returncode != 0:
+                print(r.stderr, file=sys.stderr)
+                return 1
+    print(f"worked sheet (Part 9, html+tex+pdf, both documents): best {min(walls):.2f} s, "
+          f"median {statistics.median(walls):.2f} s over {args.runs} runs (target < 2 s)")
+    r = subprocess.run([sys.executable, "-c", PROFILE], cwd=ROOT, capture_output=True, text=True)
+    if r.returncode != 0:
+        print(r.stderr, file=sys.stderr)
+        return 1
+    import json
+
+    parts = json.loads(r.stdout.strip().splitlines()[-1])
+    total = sum(parts.values())
+    print(f"where the time goes (one fresh process, {total:.2f} s):")
+    for k, v in parts.items():
+        print(f"  {v:6.2f} s  {100 * v / total:4.0f}%  {k}")
+    with tempfile.TemporaryDirectory() as d:
+        t = time.perf_counter()
+        r = subprocess.run(exe + ["-o", d, "--pdf-engine", "latex"], cwd=ROOT, capture_output=True, text=True)
+        if r.returncode == 0:
+            print(f"with --pdf-engine latex: {time.perf_counter() - t:.2f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,60 @@
+"""Formula conversion: MathML for browsers, SVG for WeasyPrint, and the ziamath speed-up changes nothing."""
+from __future__ import annotations
+
+import base64
+import re
+
+from worked.problem import load
+from worked.render import mathconv
+from worked.solver import solve
+
+
+def _formulas(limit=40):
+    sol = solve(load(None), checks="row")
+    out = [ln.latex for st in sol.steps for ln in st.lines]
+    return list(dict.fromkeys(out))[:limit]
+
+
+def test_speed_up_leaves_svg_unchanged():
+    """ziamath draws byte-identical SVGs with and without our shortcut for rows without stretchy fences."""
+    import ziamath as zm
+    from ziamath.nodes.mrow import Mrow
+
+    mathconv._speed_up_ziamath()
+    fast = Mrow._get_height_nostretch
+    latex = _formulas(12)
+    patched = [zm.Latex(s, size=16).svg() for s in latex]
+    Mrow._get_height_nostretch = Mrow._worked_original_height
+    try:
+        plain = [zm.Latex(s, size=16).svg() for s in latex]
+    finally:
+        Mrow._get_height_nostretch = fast
+    assert patched == plain
+
+
+def test_svg_img_is_sized_in_em_and_baseline_aligned():
+    """Each formula becomes a data: SVG image, sized in em, lowered by its depth below the baseline."""
+    tag = mathconv.svg_img(r"\frac{1}{2 + e^{\sqrt{2}}}", True)
+    m = re.search(r'src="data:image/svg\+xml;base64,([^"]+)" style="width:([\d.]+)em;height:([\d.]+)em;'
+                  r'vertical-align:(-[\d.]+)em"', tag)
+    assert m, tag[:200]
+    svg = base64.b64decode(m.group(1)).decode()
+    assert svg.startswith("<svg") and "<path" in svg
+    assert float(m.group(4)) < 0  # a fraction reaches below the baseline
+
+
+def test_mathml_for_every_core_formula():
+    """latex2mathml turns every formula of a worked solution into a <math> element."""
+    for s in _formulas():
+        out = mathconv.mathml(s, True)
+        assert out.startswith("<math") and 'display="block"' in out
+
+
+def test_non_ascii_latex_is_refused():
+    """The LaTeX source of formulas must be ASCII (pdflatex rejects a Unicode minus in math)."""
+    import pytest
+
+    from worked.errors import WorkedError
+
+    with pytest.raises(WorkedError):
+        mathconv.mathml("x − 1")
