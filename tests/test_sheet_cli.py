@@ -77,3 +77,22 @@ def test_missing_template_dir_is_an_error(cli, tmp_path):
     """A --template-dir that does not exist is a one-line error."""
     rc, out, err = cli("sheet", "-o", tmp_path, "--format", "html", "--template-dir", tmp_path / "nope")
     assert rc == 2 and "template-dir" in err
+
+
+def test_write_sheet_pdfs_match_single_document_rendering(tmp_path):
+    """write_sheet's PDFs (made side by side on two cores) are the bytes of each document made alone."""
+    import shutil
+
+    import pytest
+
+    if shutil.which("pdflatex") is None:
+        pytest.skip("pdflatex not installed")
+    from worked.problem import load
+    from worked.render import answer_key_pdf, worksheet_pdf, write_sheet
+    from worked.solver import solve
+
+    sol = solve(load(None))
+    paths = write_sheet(sol, tmp_path, formats=("pdf",), pdf_engine="latex")
+    got = {p.name: p.read_bytes() for p in paths}
+    assert got["answer-key.pdf"] == answer_key_pdf(sol, pdf_engine="latex")
+    assert got["worksheet.pdf"] == worksheet_pdf(sol, pdf_engine="latex")

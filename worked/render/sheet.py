@@ -48,6 +48,50 @@ def _atomic_write(path: Path, data: bytes) -> None:
         raise
 
 
+def _run_jobs(jobs):
+    """Run PDF jobs; with two or more cores, the first in a forked child while this process does the rest.
+
+    The result is the same either way (each PDF is deterministic); the child sends back its bytes, or
+    its exception, through a pipe. Where fork is unavailable, or on one core, the jobs run in turn.
+    """
+    import threading
+
+    if (len(jobs) < 2 or not hasattr(os, "fork") or (os.cpu_count() or 1) < 2 or os.environ.get("WORKED_NO_FORK")
+            or threading.active_count() > 1):  # never fork a threaded process (servers)
+        return [(name, job()) for name, job in jobs]
+    import pickle
+
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child: first job only
+        code = 0
+        try:
+            os.close(r)
+            try:
+                payload = pickle.dumps((True, jobs[0][1]()))
+            except BaseException as exc:  # noqa: BLE001 - handed to the parent as its message
+                payload = pickle.dumps((False, str(exc) or type(exc).__name__))
+            with os.fdopen(w, "wb") as fh:
+                fh.write(payload)
+        except BaseException:  # noqa: BLE001
+            code = 1
+        finally:
+            os._exit(code)
+    os.close(w)
+    results = []
+    try:
+        rest = [(name, job()) for name, job in jobs[1:]]
+    finally:
+        with os.fdopen(r, "rb") as fh:
+            payload = fh.read()
+        os.waitpid(pid, 0)
+    ok, value = pickle.loads(payload) if payload else (False, "PDF worker process failed")
+    if not ok:
+        raise WorkedError(value)
+    results.append((jobs[0][0], value))
+    return results + rest
+
+
 def target_dir(sol, outdir) -> Path:
     return Path(outdir) / sol.problem.slug
 
@@ -79,6 +123,7 @@ def write_sheet(sol, outdir, *, formats=("html", "tex", "pdf"), paper="a4", pdf_
 
     # render everything first: an error leaves the folder as it was
     out: dict[str, bytes] = {}
+    pdf_jobs = []
     for kind in documents:
         if "html" in formats:
             out[f"{kind}.html"] = H.render_html(kind, sol, student=student, template_dir=template_dir,
@@ -92,9 +137,12 @@ def write_sheet(sol, outdir, *, formats=("html", "tex", "pdf"), paper="a4", pdf_
             if pdf_engine == "latex":
                 from .pdf import tex_to_pdf
 
-                out[f"{kind}.pdf"] = tex_to_pdf(tex)
+                pdf_jobs.append((f"{kind}.pdf", lambda tex=tex: tex_to_pdf(tex)))
             else:
-                out[f"{kind}.pdf"] = document_pdf(kind, sol, student=student, paper=paper, template_dir=template_dir)
+                pdf_jobs.append((f"{kind}.pdf", lambda kind=kind: document_pdf(
+                    kind, sol, student=student, paper=paper, template_dir=template_dir)))
+    for name, data in _run_jobs(pdf_jobs):
+        out[name] = data
     try:
         folder.mkdir(parents=True, exist_ok=True)
         marker = folder / MARKER
