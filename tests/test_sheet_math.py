@@ -58,3 +58,14 @@ def test_non_ascii_latex_is_refused():
 
     with pytest.raises(WorkedError):
         mathconv.mathml("x − 1")
+
+
+def test_flattened_svg_draws_the_same_glyphs():
+    """Flattening symbol/use glyphs keeps every glyph outline and drops the indirection."""
+    import ziamath as zm
+
+    raw = zm.Latex(r"A_{\text{cats},1} = \frac{e^{\sqrt{2}}}{2 + e^{\sqrt{2}}}", size=16).svg()
+    flat = mathconv.flatten_svg(raw)
+    assert "<use" not in flat and "<symbol" not in flat
+    assert flat.count("<path") == raw.count("<use")
+    assert set(re.findall(r' d="([^"]+)"', flat)) == set(re.findall(r' d="([^"]+)"', raw))

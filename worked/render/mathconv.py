@@ -99,9 +99,46 @@ def svg_img(latex: str, display: bool = False) -> str:
     w, h = float(m.group(1)), float(m.group(2))
     y0, vh = float(m.group(4)), float(m.group(6))
     descent = (y0 + vh) / SVG_SIZE
-    data = base64.b64encode(out.encode("utf-8")).decode("ascii")
+    data = base64.b64encode(flatten_svg(out).encode("utf-8")).decode("ascii")
     return (f'<img class="zm" alt="" src="data:image/svg+xml;base64,{data}" '
             f'style="width:{w / SVG_SIZE:.3f}em;height:{h / SVG_SIZE:.3f}em;vertical-align:{-descent:.3f}em">')
+
+
+_SYMBOL = re.compile(r'<symbol id="([^"]+)" viewBox="([-\d.]+) ([-\d.]+) ([-\d.]+) ([-\d.]+)">(.*?)</symbol>', re.S)
+_USE = re.compile(r'<use href="#([^"]+)" x="([-\d.]+)" y="([-\d.]+)" width="([-\d.]+)" height="([-\d.]+)"'
+                  r'( fill="[^"]*")? */>')
+
+
+def flatten_svg(svg: str) -> str:
+    """Replace ziamath's ``<symbol>``/``<use>`` glyphs by transformed ``<path>`` elements.
+
+    Same drawing (the symbol's viewBox mapped into the use's box with the default
+    ``xMidYMid meet``), a third of the nodes for WeasyPrint to walk, and identical ``d`` strings for
+    repeated glyphs (replayed from the path cache of :func:`speed_up_weasyprint`).
+    """
+    symbols = {}
+    for m in _SYMBOL.finditer(svg):
+        symbols[m.group(1)] = (tuple(float(m.group(k)) for k in range(2, 6)), m.group(6))
+    if not symbols:
+        return svg
+
+    def use(m):
+        sym = symbols.get(m.group(1))
+        if sym is None:
+            return m.group(0)
+        (vx, vy, vw, vh), inner = sym
+        x, y, w, h = (float(m.group(k)) for k in range(2, 6))
+        if vw <= 0 or vh <= 0:
+            return ""
+        sc = min(w / vw, h / vh)
+        tx = x + (w - vw * sc) / 2 - vx * sc
+        ty = y + (h - vh * sc) / 2 - vy * sc
+        fill = m.group(6) or ""
+        tr = f' transform="matrix({sc:.5g} 0 0 {sc:.5g} {tx:.4f} {ty:.4f})"{fill}'
+        return re.sub(r"<path ", "<path" + tr + " ", inner)
+
+    out = _SYMBOL.sub("", svg)
+    return _USE.sub(use, out)
 
 
 _wp_patched = False
@@ -139,25 +176,38 @@ def speed_up_weasyprint() -> None:
                 return fn(*args, **kwargs)
             return call
 
+    try:
+        import pydyf
+
+        plain = {name: getattr(pydyf.Stream, name) for name in ("move_to", "line_to", "curve_to", "close")}
+    except (ImportError, AttributeError):
+        plain = {}
+
     def path(svg, node, font_size):
         d = node.get("d", "")
         hit = cache.get(d)
+        stream = svg.stream
         if hit is not None:
-            ops, vertices = hit
-            stream = svg.stream
-            for name, args, kwargs in ops:
-                getattr(stream, name)(*args, **kwargs)
+            ops, chunks, vertices = hit
+            if chunks is not None and all(getattr(type(stream), n, None) is plain.get(n) for n, _, _ in ops):
+                stream.stream.extend(chunks)  # the operators' bytes, as pydyf wrote them the first time
+            else:
+                for name, args, kwargs in ops:
+                    getattr(stream, name)(*args, **kwargs)
             node.vertices.extend(vertices)
             return
-        real = svg.stream
-        rec = Recorder(real)
+        rec = Recorder(stream)
         before = len(node.vertices)
+        start = len(getattr(stream, "stream", ()))
         svg.stream = rec
         try:
             original(svg, node, font_size)
         finally:
-            svg.stream = real
+            svg.stream = stream
+        chunks = None
+        if plain and all(n in plain for n, _, _ in rec.ops) and isinstance(getattr(stream, "stream", None), list):
+            chunks = list(stream.stream[start:])
         if len(cache) < 20000:
-            cache[d] = (rec.ops, list(node.vertices)[before:])
+            cache[d] = (rec.ops, chunks, list(node.vertices)[before:])
 
     wsvg.TAGS["path"] = path
