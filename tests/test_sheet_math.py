@@ -69,3 +69,24 @@ def test_flattened_svg_draws_the_same_glyphs():
     assert "<use" not in flat and "<symbol" not in flat
     assert flat.count("<path") == raw.count("<use")
     assert set(re.findall(r' d="([^"]+)"', flat)) == set(re.findall(r' d="([^"]+)"', raw))
+
+
+def test_weasyprint_path_cache_gives_identical_pdf():
+    """Replaying cached glyph paths writes the same PDF bytes as WeasyPrint's own path parser."""
+    import weasyprint.svg as wsvg
+
+    from worked.render import html_to_pdf
+
+    html = "<p>" + " ".join(mathconv.svg_img(s) for s in (r"e^{\sqrt{2}} \approx 4.1133",
+                                                       r"\frac{e^{\sqrt{2}}}{2 + e^{\sqrt{2}}}",
+                                                       r"e^{\sqrt{2}} + e^{2 \sqrt{2}}")) + "</p>"
+    cached = html_to_pdf(html)
+    fast = wsvg.TAGS["path"]
+    original = fast.__closure__ and next(c.cell_contents for c in fast.__closure__
+                                        if getattr(c.cell_contents, "__module__", "") == "weasyprint.svg.path")
+    wsvg.TAGS["path"] = original
+    try:
+        plain = html_to_pdf(html)
+    finally:
+        wsvg.TAGS["path"] = fast
+    assert cached == plain
