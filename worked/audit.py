@@ -45,8 +45,12 @@ def _close(a, b, tol) -> bool:
     return abs(a - b) <= tol + 1e-12 * max(1.0, abs(a), abs(b))
 
 
-def audit_line(line: str) -> list[str]:
-    """Problems with one displayed line (empty when every relation holds)."""
+def audit_line(line: str, strict: bool = False) -> list[str]:
+    """Problems with one displayed line (empty when every relation holds).
+
+    With *strict*, ``≈`` allows only half a unit in the last place of the least precise number, not
+    the rounding carried through arithmetic on rounded numbers: the solver prefers lines that pass it,
+    so a student redoing the arithmetic by hand lands on the value shown."""
     parts = _SPLIT.split(line)
     segs, rels = parts[0::2], parts[1::2]
     out = []
@@ -59,7 +63,7 @@ def audit_line(line: str) -> list[str]:
         if _is_label(seg):
             continue
         try:
-            val = exprs.value(seg)
+            val = exprs.value(seg, max_length=1_000_000)
         except exprs.NotNumeric:
             continue
         except ExpressionError as exc:
@@ -74,11 +78,40 @@ def audit_line(line: str) -> list[str]:
                 places = [p for p in (_places(pseg), _places(seg)) if p is not None]
                 tol = 0.5 * 10 ** -(min(places) if places else 0)
                 ok = _close(pval, val, tol)
+                if not ok and not strict:
+                    # rounded numbers inside an expression (e.g. 0.0024787/0.0207943) carry their rounding
+                    # through the arithmetic: allow the propagated rounding error too
+                    ok = _close(pval, val, tol + _propagated(pseg) + _propagated(seg))
             if not ok:
                 out.append(f"{pseg.strip()} {rel_since} {seg.strip()} does not hold ({_fmt(pval)} vs {_fmt(val)})")
         prev = (seg, val)
         rel_since = None
     return out
+
+
+def _propagated(seg: str) -> float:
+    """Worst-case effect on *seg*'s value of each decimal number in it being off by half a unit in its
+    last place (first-order, by numerical partial derivatives). 0 for a bare number."""
+    lits = list(_DEC_LIT.finditer(seg))
+    if not lits or re.fullmatch(r"\s*[-−]?\s*\d+\.\d+\s*", seg):
+        return 0.0
+    try:
+        base = exprs.value(seg, max_length=1_000_000)
+    except Exception:
+        return 0.0
+    if isinstance(base, tuple):
+        return 0.0
+    total = 0.0
+    for m in lits:
+        half = 0.5 * 10 ** -len(m.group(1))
+        h = half
+        bumped = seg[:m.start()] + repr(float(m.group(0)) + h) + seg[m.end():]
+        try:
+            v = exprs.value(bumped, max_length=1_000_000)
+        except Exception:
+            return 0.0
+        total += abs(v - base)
+    return total * 1.01
 
 
 def _fmt(v):
@@ -87,10 +120,10 @@ def _fmt(v):
     return f"{v:.10g}"
 
 
-def audit_lines(lines) -> list[str]:
+def audit_lines(lines, strict: bool = False) -> list[str]:
     out = []
     for line in lines:
-        out.extend(f"{line}: {p}" for p in audit_line(line))
+        out.extend(f"{line}: {p}" for p in audit_line(line, strict))
     return out
 
 

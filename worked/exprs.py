@@ -45,9 +45,9 @@ class NotNumeric(Exception):
     """The expression contains a name (a label), so it has no numeric value."""
 
 
-def tokenize(text: str) -> list[tuple[str, str]]:
-    if len(text) > MAX_LENGTH:
-        raise ExpressionError(f"expression is too long ({len(text)} characters, at most {MAX_LENGTH})")
+def tokenize(text: str, max_length: int = MAX_LENGTH) -> list[tuple[str, str]]:
+    if len(text) > max_length:
+        raise ExpressionError(f"expression is too long ({len(text)} characters, at most {max_length})")
     pos, out = 0, []
     text = text.rstrip()
     while pos < len(text):
@@ -71,9 +71,9 @@ def tokenize(text: str) -> list[tuple[str, str]]:
 
 
 class _Parser:
-    def __init__(self, text: str):
+    def __init__(self, text: str, max_length: int = MAX_LENGTH):
         self.text = text
-        self.toks = tokenize(text)
+        self.toks = tokenize(text, max_length)
         self.i = 0
         self.depth = 0
 
@@ -189,9 +189,11 @@ class _Parser:
         raise ExpressionError(f"unexpected {v!r} in {self.text.strip()!r}")
 
 
-def parse(text: str):
-    """Parse *text* into a tree of tuples; raise :class:`ExpressionError` if it is not in the grammar."""
-    return _Parser(text).parse()
+def parse(text: str, max_length: int = MAX_LENGTH):
+    """Parse *text* into a tree of tuples; raise :class:`ExpressionError` if it is not in the grammar.
+
+    *max_length* guards user input; the auditor, reading our own lines, passes a larger one."""
+    return _Parser(text, max_length).parse()
 
 
 # ---------------------------------------------------------------- float evaluation (the auditor's)
@@ -272,9 +274,9 @@ def eval_float(node):
     raise AssertionError(kind)
 
 
-def value(text: str):
+def value(text: str, max_length: int = MAX_LENGTH):
     """Parse and evaluate *text* with floats (raises NotNumeric for labels)."""
-    return eval_float(parse(text))
+    return eval_float(parse(text, max_length))
 
 
 # ---------------------------------------------------------------- exact evaluation (the checker's)
@@ -311,14 +313,27 @@ def eval_exact(node):
             raise ExpressionError("square root of a negative number")
         return sp.sqrt(v)
     if kind == "exp":
+        try:
+            xf = eval_float(node[1])
+        except NotNumeric:
+            raise ExpressionError("unknown name in exp") from None
+        if isinstance(xf, tuple) or abs(xf) > 700:
+            raise ExpressionError("exponent is too large")
         return sp.exp(eval_exact(node[1]))
     if kind == "pow":
         b, x = eval_exact(node[1]), eval_exact(node[2])
         if x.is_Rational and b.is_Rational:
             if abs(x.p) > MAX_INT_POWER or x.q > MAX_INT_POWER or abs(b) > 10**6:
                 raise ExpressionError("power is too large")
-        elif x.is_number and abs(float(x)) > 700:
-            raise ExpressionError("power is too large")
+        else:
+            # bound the size with plain floats first: float() of a huge sympy value can take forever
+            try:
+                xf = eval_float(node[2])
+                bf = eval_float(node[1])
+            except NotNumeric:
+                raise ExpressionError("unknown name in a power") from None
+            if isinstance(xf, tuple) or isinstance(bf, tuple) or abs(xf) > 700:
+                raise ExpressionError("power is too large")
         return sp.Pow(b, x)
     if kind in ("add", "sub", "mul", "div"):
         a, b = eval_exact(node[1]), eval_exact(node[2])

@@ -6,7 +6,7 @@ forms are ASCII (``\\cdot``, ``-``) so pdflatex, latex2mathml and ziamath all ac
 from __future__ import annotations
 
 import re
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import ROUND_HALF_UP, Context, Decimal
 from fractions import Fraction
 
 import mpmath
@@ -42,9 +42,11 @@ def round_decimal(exact, num, places: int) -> Decimal:
         n, r = divmod(abs(scaled.numerator), scaled.denominator)
         if 2 * r >= scaled.denominator:
             n += 1
-        d = Decimal(n if f >= 0 else -n).scaleb(-places)
-        return d.quantize(q)
-    return Decimal(mpmath.nstr(num, 45, strip_zeros=False, min_fixed=-60, max_fixed=60)).quantize(q, rounding=ROUND_HALF_UP)
+        d = Decimal(n if f >= 0 else -n).scaleb(-places, context=Context(prec=200))
+        return d.quantize(q, context=Context(prec=200))
+    ctx = Context(prec=200)
+    d = Decimal(mpmath.nstr(num, 45, strip_zeros=False, min_fixed=-10**6, max_fixed=10**6))
+    return d.quantize(q, rounding=ROUND_HALF_UP, context=ctx)
 
 
 def dec_str(exact, num, places: int) -> str:

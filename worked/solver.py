@@ -319,7 +319,10 @@ def _weights_step(ctx: _Ctx, head, scaled: Mat, weights: Mat, rows, places: int)
                 lines.append(Line("e^(−∞) = 0", r"e^{-\infty} = 0", g))
                 continue
             ev = sp.exp(v)
-            e_dec[j] = F.round_decimal(ev, mpmath.exp(scaled.num[i][j]), places)
+            nv = mpmath.exp(scaled.num[i][j])
+            # small e^x keep as many significant digits as large ones (e^(−6) ≈ 0.0024788, not 0.0025)
+            extra = max(0, -int(mpmath.floor(mpmath.log10(nv))) - 1) if nv < 1 else 0
+            e_dec[j] = F.round_decimal(ev, nv, places + extra)
             exact_e = F.is_rational(ev)
             rel_t, rel_l = ("=", "=") if exact_e and F.exact_at(ev, places) else ("≈", r"\approx")
             lines.append(Line(f"{_exp_text(v)} {rel_t} {_dtext(e_dec[j])}", rf"{_exp_latex(v)} {rel_l} {_dlatex(e_dec[j])}", g))
@@ -514,9 +517,19 @@ def _consistent_z(step: Step) -> bool:
 
 
 def _audited(build, start: int, limit: int, what: str) -> Step:
+    """Build a step with *start* places for intermediates, adding places until every line holds.
+
+    First pass: lines must hold strictly (a hand check lands on the value shown). If no number of places
+    achieves that (rows that are nearly saturated), accept the fewest places whose lines hold with the
+    rounding of the shown numbers carried through. Never return a step whose lines fail."""
+    built = {}
+    for places in range(start, limit + 1):
+        step = built[places] = build(places)
+        if not audit_lines([ln.text for ln in step.lines], strict=True):
+            return step
     last = None
     for places in range(start, limit + 1):
-        step = build(places)
+        step = built[places]
         problems = audit_lines([ln.text for ln in step.lines])
         if not problems:
             return step
