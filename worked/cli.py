@@ -294,6 +294,8 @@ def _add_quiz(sub):
     p.add_argument("--variant", default=None, metavar="CODE", help="regenerate exactly this variant into DIR/variants/CODE")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--force", action="store_true", help="replace DIR even if `worked quiz` did not write it")
+    p.add_argument("--pdf-engine", choices=("weasyprint", "latex"), default="weasyprint",
+                   help="PDF engine: WeasyPrint from HTML with SVG math (default), or pdflatex on our .tex (much faster)")
     p.set_defaults(func=cmd_quiz)
 
 
@@ -301,7 +303,8 @@ def cmd_quiz(args) -> int:
     from .quiz import run
 
     out, entries = run(args.spec, count=args.count, roster=args.roster, seed=args.seed, outdir=args.output,
-                       formats=args.format, jobs=args.jobs, variant=args.variant, quiet=args.quiet, force=args.force)
+                       formats=args.format, jobs=args.jobs, variant=args.variant, quiet=args.quiet, force=args.force,
+                       pdf_engine=args.pdf_engine)
     if not args.quiet:
         if args.variant:
             print(f"wrote variant {entries[0]['variant']} to {out}/variants/{entries[0]['variant']}", file=sys.stderr)
