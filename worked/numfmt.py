@@ -135,7 +135,26 @@ class TexPrinter(LatexPrinter):
         super().__init__({"mul_symbol": None, "fold_short_frac": False})
 
 
+    def _print_ExpBase(self, expr, exp=None):
+        # exponents read better inline: e^{3 \sqrt{2} / 2}, not a cramped stacked fraction
+        tex = r"e^{%s}" % _tex_inline.doprint(expr.args[0])
+        return self._do_exponent(tex, exp)
+
+
+class _InlineTexPrinter(LatexPrinter):
+    def __init__(self):
+        super().__init__({"mul_symbol": None, "fold_short_frac": True})
+
+
+_tex_inline = _InlineTexPrinter()
 _tex_printer = TexPrinter()
+
+
+def latex_inline(expr) -> str:
+    """LaTeX with short fractions folded to a/b (for exponents)."""
+    if isinstance(expr, Fraction):
+        expr = sp.Rational(expr.numerator, expr.denominator)
+    return _tex_inline.doprint(expr)
 
 
 def latex(expr) -> str:

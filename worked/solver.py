@@ -141,7 +141,7 @@ def _exp_text(x) -> str:
 
 
 def _exp_latex(x) -> str:
-    return f"e^{{{F.latex(x)}}}"
+    return f"e^{{{F.latex_inline(x)}}}"
 
 
 # ---------------------------------------------------------------- the product steps (Q, K, V, scores, output)
