@@ -83,3 +83,13 @@ def test_bad_json(tmp_path, cli):
     path.write_text('{"X": [[1, 2]')
     code, out, err = cli("solve", path)
     assert code == 2 and "not valid JSON" in err and "line 1" in err
+
+
+def test_scores_too_large_for_a_hand_exercise(tmp_path, cli):
+    """Scores whose e^x would have hundreds of digits are refused with a clear message, not a crash."""
+    path = tmp_path / "big.toml"
+    path.write_text('X = [[0, 0, 0], [0, 2, 3]]\nW_Q = [[0, 0, 0], [0, 0, 0], [20, 30, 30]]\n'
+                    'W_K = [[0, 0, 0], [0, 0, 1], [30, 30, 30]]\nW_V = [[0], [0], [0]]\nscale = 0.5\n')
+    code, out, err = cli("solve", path)
+    assert code == 2 and out == ""
+    assert err.startswith(f"error: {path}: scores: a scaled score of about") and "too large" in err

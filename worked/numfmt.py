@@ -44,8 +44,8 @@ def round_decimal(exact, num, places: int) -> Decimal:
             n += 1
         d = Decimal(n if f >= 0 else -n).scaleb(-places, context=Context(prec=200))
         return d.quantize(q, context=Context(prec=200))
-    ctx = Context(prec=200)
     d = Decimal(mpmath.nstr(num, 45, strip_zeros=False, min_fixed=-10**6, max_fixed=10**6))
+    ctx = Context(prec=max(200, d.adjusted() + places + 20))
     return d.quantize(q, rounding=ROUND_HALF_UP, context=ctx)
 
 

@@ -17,12 +17,14 @@ import sympy as sp
 
 from . import numfmt as F
 from .audit import audit_lines
+from .errors import ProblemError
 from .model import HeadResult, Line, Mat, Solution, Step
 from .problem import Problem
 
 CHECKS = ("one", "row", "all")
 NEG_INF = sp.S.NegativeInfinity
 MAX_EXTRA_PLACES = 8
+MAX_SCALED = 300   # largest |scaled score|: e^300 already has 131 digits
 
 
 class AuditFailure(RuntimeError):
@@ -578,6 +580,11 @@ def solve(problem: Problem, checks: str = "one") -> Solution:
         sc_exact = [[NEG_INF if (i, j) in masked else scores.exact[i][j] * inv for j in range(n)] for i in range(n)]
         sc_num = [[mpmath.mpf("-inf") if (i, j) in masked else scores.num[i][j] / nfactor for j in range(n)] for i in range(n)]
         scaled = Mat("scaled", *ctx.sym("scaled", hid), sc_exact, sc_num, toks, toks, masked)
+        big = max((abs(x) for r in sc_num for x in r if x != mpmath.mpf("-inf")), default=0)
+        if big > MAX_SCALED:
+            raise ProblemError("scores", f"a scaled score of about {float(big):.0f} is too large for a hand exercise "
+                               f"(e^x would have {int(big / 2.302585) + 1} digits; at most {MAX_SCALED} in size): "
+                               "use smaller entries or a larger scale", problem.source)
         rows = _softmax_rows(ctx, scaled)
         w_exact, w_num = [], []
         for i, (js, m, numer, D, nnum, nD) in enumerate(rows):
