@@ -5,6 +5,7 @@ forms are ASCII (``\\cdot``, ``-``) so pdflatex, latex2mathml and ziamath all ac
 """
 from __future__ import annotations
 
+import functools
 import re
 from decimal import ROUND_HALF_UP, Context, Decimal
 from fractions import Fraction
@@ -114,7 +115,19 @@ class TextPrinter(StrPrinter):
 _text_printer = TextPrinter({"order": None})
 
 
+@functools.lru_cache(maxsize=8192)
+def _text_cached(expr) -> str:
+    return _text_raw(expr)
+
+
 def text(expr) -> str:
+    """One-line Unicode text of an exact value (cached per expression)."""
+    if isinstance(expr, Fraction):
+        expr = sp.Rational(expr.numerator, expr.denominator)
+    return _text_cached(expr)
+
+
+def _text_raw(expr) -> str:
     """One-line Unicode text of an exact value: ``2√2``, ``e^(√2)/(2 + e^(√2))``, ``1/3``."""
     if isinstance(expr, Fraction):
         expr = sp.Rational(expr.numerator, expr.denominator)
@@ -158,6 +171,14 @@ def latex_inline(expr) -> str:
 
 
 def latex(expr) -> str:
+    """ASCII LaTeX of an exact value (cached per expression)."""
+    if isinstance(expr, Fraction):
+        expr = sp.Rational(expr.numerator, expr.denominator)
+    return _latex_cached(expr)
+
+
+@functools.lru_cache(maxsize=8192)
+def _latex_cached(expr) -> str:
     if isinstance(expr, Fraction):
         expr = sp.Rational(expr.numerator, expr.denominator)
     if expr is sp.S.NegativeInfinity:
