@@ -60,9 +60,12 @@ def tex_to_pdf(tex: str) -> bytes:
     with tempfile.TemporaryDirectory(prefix="worked-tex-") as d:
         src = Path(d) / "sheet.tex"
         src.write_text(head + tex, encoding="ascii")
-        for _ in range(2):  # second run resolves "page N of M"
+        # a first pass in draft mode (no PDF written: faster) collects the labels for "page N of M",
+        # the second writes the PDF
+        for draft in (True, False, False):
             try:
                 r = subprocess.run([exe, "-interaction=nonstopmode", "-halt-on-error", "-no-shell-escape",
+                                    *(["-draftmode"] if draft else []),
                                     "sheet.tex"], cwd=d, env=env, stdin=subprocess.DEVNULL,
                                    capture_output=True, timeout=120)
             except subprocess.TimeoutExpired:
@@ -71,6 +74,8 @@ def tex_to_pdf(tex: str) -> bytes:
             if r.returncode != 0:
                 err = next((ln for ln in log.splitlines() if ln.startswith("!")), "see the log")
                 raise WorkedError(f"pdflatex failed: {err}")
+            if draft:
+                continue
             if "Rerun to get" not in log and "Label(s) may have changed" not in log:
                 break
         return (Path(d) / "sheet.pdf").read_bytes()
