@@ -22,9 +22,10 @@ ROOT = Path(__file__).resolve().parents[1]
 SPEC = ROOT / "problems" / "quiz-1.toml"
 
 
-def run(n: int, fmt: str, jobs: int | None) -> tuple[float, float]:
+def run(n: int, fmt: str, jobs: int | None, engine: str = "weasyprint") -> tuple[float, float]:
     out = Path(tempfile.mkdtemp()) / "q"
-    cmd = [sys.executable, "-m", "worked", "quiz", str(SPEC), "-n", str(n), "-o", str(out), "--format", fmt, "--quiet"]
+    cmd = [sys.executable, "-m", "worked", "quiz", str(SPEC), "-n", str(n), "-o", str(out), "--format", fmt, "--quiet",
+           "--pdf-engine", engine]
     if jobs:
         cmd += ["--jobs", str(jobs)]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -72,13 +73,14 @@ def main() -> None:
     ap.add_argument("--pdf-sizes", default="20")
     ap.add_argument("--jobs", type=int, default=None, help="default: all cores")
     ap.add_argument("--no-stages", action="store_true")
+    ap.add_argument("--pdf-engine", default="weasyprint", choices=("weasyprint", "latex"))
     a = ap.parse_args()
     print(f"worked quiz {SPEC.name}, jobs = {a.jobs or os.cpu_count()} (cores: {os.cpu_count()})")
     for fmt, sizes, target in (("html", a.html_sizes, 1.0), ("pdf", a.pdf_sizes, 6.0)):
         for n in [int(x) for x in sizes.split(",") if x]:
-            wall, cpu = run(n, fmt, a.jobs)
+            wall, cpu = run(n, fmt, a.jobs, a.pdf_engine)
             goal = f" (target ≤ {target:g} s: {'met' if wall <= target else 'NOT met'})" if n == 20 else ""
-            print(f"  {n:>4} variants, {fmt:<4}: {wall:7.2f} s wall, {cpu:7.2f} s CPU, {wall / n:6.3f} s/variant{goal}")
+            print(f"  {n:>4} variants, {fmt + (' (' + a.pdf_engine + ')' if fmt == 'pdf' else ''):<4}: {wall:7.2f} s wall, {cpu:7.2f} s CPU, {wall / n:6.3f} s/variant{goal}")
     if not a.no_stages:
         print("where the time goes (one process, per variant):")
         stages()
