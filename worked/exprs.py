@@ -285,6 +285,17 @@ def _decimal_to_fraction(s: str) -> Fraction:
     return Fraction(s)  # Fraction reads "0.43" and "1e-3" exactly (decimal, not binary)
 
 
+def _check_exponent(node, message: str, size: bool = True) -> None:
+    """Bound a base or exponent with plain floats before building it exactly: sympy would otherwise try
+    to evaluate something like exp(exp(exp(100))) and never finish. Raises ExpressionError."""
+    try:
+        v = eval_float(node)
+    except NotNumeric:
+        raise ExpressionError("unknown name in a power") from None
+    if isinstance(v, tuple) or (size and abs(v) > 700):
+        raise ExpressionError(message)
+
+
 def eval_exact(node):
     """Build an exact sympy value from the tree (no sympify). Vectors are not allowed."""
     import sympy as sp
@@ -313,12 +324,7 @@ def eval_exact(node):
             raise ExpressionError("square root of a negative number")
         return sp.sqrt(v)
     if kind == "exp":
-        try:
-            xf = eval_float(node[1])
-        except NotNumeric:
-            raise ExpressionError("unknown name in exp") from None
-        if isinstance(xf, tuple) or abs(xf) > 700:
-            raise ExpressionError("exponent is too large")
+        _check_exponent(node[1], "exponent is too large")
         return sp.exp(eval_exact(node[1]))
     if kind == "pow":
         b, x = eval_exact(node[1]), eval_exact(node[2])
@@ -326,14 +332,8 @@ def eval_exact(node):
             if abs(x.p) > MAX_INT_POWER or x.q > MAX_INT_POWER or abs(b) > 10**6:
                 raise ExpressionError("power is too large")
         else:
-            # bound the size with plain floats first: float() of a huge sympy value can take forever
-            try:
-                xf = eval_float(node[2])
-                bf = eval_float(node[1])
-            except NotNumeric:
-                raise ExpressionError("unknown name in a power") from None
-            if isinstance(xf, tuple) or isinstance(bf, tuple) or abs(xf) > 700:
-                raise ExpressionError("power is too large")
+            _check_exponent(node[1], "power is too large", size=False)
+            _check_exponent(node[2], "power is too large")
         return sp.Pow(b, x)
     if kind in ("add", "sub", "mul", "div"):
         a, b = eval_exact(node[1]), eval_exact(node[2])
