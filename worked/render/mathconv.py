@@ -4,10 +4,9 @@ Both read the same ASCII LaTeX the core writes for every equation. Results are c
 string for the life of the process (a sheet repeats many small formulas; quiz batches repeat more).
 
 ziamath lays out every ``<mrow>`` twice (once to measure the row without stretchy fences), and
-nested rows multiply that. :func:`_speed_up_ziamath` skips the measuring pass for rows that hold
-no stretchy operator (the measurement is only read by stretchy operators, so the SVG is
-unchanged: ``tests/test_sheet_math.py`` checks byte-identical output) and makes style copies
-shallow. Together about 3× faster on our formulas.
+nested rows multiply that. :func:`_speed_up_ziamath` measures only what needs measuring and
+removes a few other costs, without changing the SVG (``tests/test_sheet_math.py`` checks
+byte-identical output).
 """
 from __future__ import annotations
 
@@ -35,22 +34,36 @@ def mathml(latex: str, display: bool = False) -> str:
     return out
 
 
-_patched = False
+_ZIAMATH_ORIGINALS: list = []   # (owner, name, original) for every attribute _speed_up_ziamath replaced
 
 
 def _speed_up_ziamath() -> None:
-    global _patched
-    if _patched:
+    """Make ziamath faster on our formulas without changing a byte of its SVG.
+
+    - A row is laid out twice when it holds a stretchy operator (a bracket around a matrix): once
+      per child to measure the row without the stretchy parts, then for real. Children with no
+      stretchy operator inside measure the same either way, so their real layout is made first and
+      its box is used for the measurement; only children holding a stretchy operator are measured
+      separately. A row with no stretchy operator is not measured at all (only stretchy operators
+      read the measurement).
+    - ``size_px`` rebuilt a table of 14 formatted strings on every call; the table is now built once.
+    - Style copies are shallow (``parse_style`` only reads the copy).
+
+    ``tests/test_sheet_math.py`` draws every formula of the shipped problems with and without these
+    changes and compares the SVG bytes (:func:`_unpatch_ziamath` restores the originals).
+    """
+    if _ZIAMATH_ORIGINALS:
         return
     import ziamath.styles as styles
     from ziamath import operators
+    from ziamath.nodes.mnode import Mnode
     from ziamath.nodes.mrow import Mrow
+    from ziamath.nodes.nodetools import elementtext
 
     stretchy = {op[0] for op, p in operators.operators.items() if p.get("stretchy") == "true"} | set(operators.fences)
-    original = Mrow._get_height_nostretch
 
-    def can_stretch(line) -> bool:
-        for child in line:
+    def can_stretch(elements) -> bool:
+        for child in elements:
             for el in child.iter():
                 if el.tag.rsplit("}", 1)[-1] != "mo":
                     continue
@@ -60,15 +73,141 @@ def _speed_up_ziamath() -> None:
                     return True
         return False
 
-    def height_nostretch(self, line, **kwargs):
-        if not can_stretch(line):
-            return (0.0, 0.0)  # read only by stretchy operators, and this row has none
-        return original(self, line, **kwargs)
+    import copy
 
-    Mrow._get_height_nostretch = height_nostretch
-    Mrow._worked_original_height = original
-    styles.asdict = lambda obj: dict(obj.__dict__)  # parse_style only reads the copy
-    _patched = True
+    from ziafont.fonttypes import BBox
+    from ziafont.glyph import SimpleGlyph
+
+    def setup_single_line(self, line, **kwargs) -> None:
+        # as Mrow._setup_single_line, with the measuring pass reusing the real layout where it can
+        ready = {}
+        rowymin, rowymax = 0.0, 0.0
+        if can_stretch(line):
+            rowymax, rowymin = -9999, 9999
+            measure = dict(kwargs, nostretch=True)
+            placed = []   # stands in for self.nodes, so a node made for real sees its left sibling
+            try:
+                for i, child in enumerate(line):
+                    if child.tag == "mo" and elementtext(child) == "":
+                        continue
+                    if can_stretch([child]):
+                        self.nodes = []   # measured as ziamath does: a copy, no left sibling
+                        node = Mnode.fromelement(copy.deepcopy(child), parent=self, **measure)
+                    else:
+                        self.nodes = placed
+                        node = ready[i] = Mnode.fromelement(child, parent=self, **kwargs)
+                    self.nodes = []
+                    placed.append(node)
+                    rowymax = max(rowymax, node.bbox.ymax)
+                    rowymin = min(rowymin, node.bbox.ymin)
+            finally:
+                self.nodes = []
+        kwargs["rowymin"] = rowymin
+        kwargs["rowymax"] = rowymax
+        ymax = -9999
+        ymin = 9999
+        x = xmin = xmax = 0.
+        for i, child in enumerate(line):
+            if child.tag == "mo" and elementtext(child) == "":
+                continue
+            node = ready.get(i) or Mnode.fromelement(child, parent=self, **kwargs)
+            self.nodes.append(node)
+            self.nodexy.append((x, 0))
+            xmax = max(xmax, x + node.bbox.xmax)
+            xmin = min([nxy[0] + n.bbox.xmin for nxy, n in zip(self.nodexy, self.nodes)])
+            ymax = max(ymax, node.bbox.ymax)
+            ymin = min(ymin, node.bbox.ymin)
+            x += node.xadvance()
+        self.bbox = BBox(xmin, xmax, ymin, ymax)
+        self._xadvance = x
+
+    named = {"veryverythinmathspace": f'{1/18}em', "verythinmathspace": f'{2/18}em',
+             "thinmathspace": f'{3/18}em', "mediummathspace": f'{4/18}em', "thickmathspace": f'{5/18}em',
+             "verythickmathspace": f'{6/18}em', "veryverythickmathspace": f'{7/18}em',
+             "negativeveryverythinmathspace": f'{-1/18}em', "negativeverythinmathspace": f'{-2/18}em',
+             "negativethinmathspace": f'{-3/18}em', "negativemediummathspace": f'{-4/18}em',
+             "negativethickmathspace": f'{-5/18}em', "negativeverythickmathspace": f'{-6/18}em',
+             "negativeveryverythickmathspace": f'{-7/18}em'}
+    to_pt = {"pt": 1, "mm": 2.84526, "cm": 28.45274, "ex": 4.30554, "em": 10.00002, "bp": 1.00374,
+             "dd": 1.07, "pc": 12, "in": 72.27, "mu": 0.5555}
+
+    def size_px(self, size, fontsize=None):
+        # as Mnode.size_px (ziamath 0.13), with its tables built once
+        if fontsize is None:
+            fontsize = self.glyphsize
+        numsize = named.get(size, size)
+        try:
+            return float(numsize.rstrip("px"))
+        except ValueError:
+            pass
+        try:
+            units = numsize[-2:]
+            value = float(numsize[:-2])
+        except ValueError:
+            return 0
+        pxsize = value * to_pt.get(units, 0) * 1.333
+        if units in ["em", "ex", "mu"]:
+            pxsize *= fontsize / 10
+        return pxsize
+
+    plain_symbol = SimpleGlyph.svgsymbol
+
+    def svgsymbol(self):
+        # a glyph's <symbol> depends only on the glyph (ziafont caches glyphs per font): made once
+        el = self.__dict__.get("_worked_symbol")
+        if el is None:
+            el = self._worked_symbol = plain_symbol(self)
+        return copy.copy(el)
+
+    patches = [(Mrow, "_setup_single_line", setup_single_line), (Mnode, "size_px", size_px),
+               (SimpleGlyph, "svgsymbol", svgsymbol),
+               (styles, "asdict", lambda obj: dict(obj.__dict__))]
+    for owner, name, new in patches:
+        _ZIAMATH_ORIGINALS.append((owner, name, getattr(owner, name)))
+        setattr(owner, name, new)
+
+
+def _unpatch_ziamath() -> None:
+    """Restore ziamath as it was before :func:`_speed_up_ziamath` (for the byte-identity test)."""
+    while _ZIAMATH_ORIGINALS:
+        owner, name, original = _ZIAMATH_ORIGINALS.pop()
+        setattr(owner, name, original)
+
+
+_FORMULAS: dict[str, str] = {}   # data: URL of each formula image -> its SVG
+_BY_NAME: dict[str, str] = {}    # "worked-formula:<hash>" -> its SVG (what WeasyPrint is given, see below)
+FORMULA_SCHEME = "worked-formula:"
+_DATA_SRC = re.compile(r'src="(data:image/svg\+xml;base64,[A-Za-z0-9+/=]+)"')
+
+
+def short_formula_urls(html: str) -> str:
+    """*html* with each formula's ``data:`` URL replaced by ``worked-formula:<hash>`` (same image).
+
+    The public HTML carries every formula inline as a ``data:`` URL (self-contained); a key holds
+    about 1.5 MB of them, and WeasyPrint's HTML parser reads attribute values slowly. For our own
+    PDF pipeline the long URLs become short names, served from memory by the URL fetcher in
+    :mod:`worked.render.pdf` and drawn by :mod:`worked.render.pdfmath`. A URL we did not make is
+    left as it is.
+    """
+    import hashlib
+
+    def swap(m):
+        url = m.group(1)
+        svg = _FORMULAS.get(url)
+        if svg is None:
+            return m.group(0)
+        name = FORMULA_SCHEME + hashlib.sha1(svg.encode("utf-8")).hexdigest()[:24]
+        if len(_BY_NAME) >= 16384:
+            _BY_NAME.clear()
+        _BY_NAME[name] = svg
+        return f'src="{name}"'
+
+    return _DATA_SRC.sub(swap, html)
+
+
+def formula_svg(name: str) -> str | None:
+    """The SVG behind a ``worked-formula:`` name made by :func:`short_formula_urls`, if known."""
+    return _BY_NAME.get(name)
 
 
 _VIEWBOX = re.compile(r'^<svg xmlns="http://www.w3.org/2000/svg" width="([\d.]+)" height="([\d.]+)" '
@@ -99,12 +238,17 @@ def svg_img(latex: str, display: bool = False) -> str:
     w, h = float(m.group(1)), float(m.group(2))
     y0, vh = float(m.group(4)), float(m.group(6))
     descent = (y0 + vh) / SVG_SIZE
-    data = base64.b64encode(flatten_svg(out).encode("utf-8")).decode("ascii")
-    return (f'<img class="zm" alt="" src="data:image/svg+xml;base64,{data}" '
+    flat = flatten_svg(out)
+    url = "data:image/svg+xml;base64," + base64.b64encode(flat.encode("utf-8")).decode("ascii")
+    if len(_FORMULAS) >= 16384:  # bounded for long-running servers; a miss only means the slow path
+        _FORMULAS.clear()
+    _FORMULAS[url] = flat
+    return (f'<img class="zm" alt="" src="{url}" '
             f'style="width:{w / SVG_SIZE:.3f}em;height:{h / SVG_SIZE:.3f}em;vertical-align:{-descent:.3f}em">')
 
 
-_SYMBOL = re.compile(r'<symbol id="([^"]+)" viewBox="([-\d.]+) ([-\d.]+) ([-\d.]+) ([-\d.]+)">(.*?)</symbol>', re.S)
+_SYMBOL = re.compile(r'<symbol id="([^"]+)" viewBox="([-\d.]+) ([-\d.]+) ([-\d.]+) ([-\d.]+)"'
+                     r'(?: */>|>(.*?)</symbol>)', re.S)   # an empty glyph (a space) is self-closed
 _USE = re.compile(r'<use href="#([^"]+)" x="([-\d.]+)" y="([-\d.]+)" width="([-\d.]+)" height="([-\d.]+)"'
                   r'( fill="[^"]*")? */>')
 
@@ -118,7 +262,7 @@ def flatten_svg(svg: str) -> str:
     """
     symbols = {}
     for m in _SYMBOL.finditer(svg):
-        symbols[m.group(1)] = (tuple(float(m.group(k)) for k in range(2, 6)), m.group(6))
+        symbols[m.group(1)] = (tuple(float(m.group(k)) for k in range(2, 6)), m.group(6) or "")
     if not symbols:
         return svg
 
@@ -128,7 +272,7 @@ def flatten_svg(svg: str) -> str:
             return m.group(0)
         (vx, vy, vw, vh), inner = sym
         x, y, w, h = (float(m.group(k)) for k in range(2, 6))
-        if vw <= 0 or vh <= 0:
+        if vw <= 0 or vh <= 0 or not inner:
             return ""
         sc = min(w / vw, h / vh)
         tx = x + (w - vw * sc) / 2 - vx * sc
@@ -155,6 +299,9 @@ def speed_up_weasyprint() -> None:
     if _wp_patched:
         return
     _wp_patched = True
+    from . import pdfmath
+
+    pdfmath.install(_BY_NAME)
     try:
         import weasyprint.svg as wsvg
     except ImportError:
