@@ -83,3 +83,37 @@ def test_drawing_matches_weasyprints_own(tmp_path):
     assert diff.max() < 96          # anti-aliasing only
     assert (diff > 48).sum() < 20
     assert a.min() < 64             # something was drawn
+
+
+def test_two_processes_give_the_same_bytes_as_one(tmp_path, monkeypatch):
+    """`worked sheet` splits the PDFs over two processes where it can; the files are the same as in one."""
+    import os
+
+    from worked.render import write_sheet
+
+    if not hasattr(os, "fork") or (os.cpu_count() or 1) < 2:
+        pytest.skip("needs fork and two cores")
+    sol = solve(load(None))
+    forked = {p.name: p.read_bytes() for p in write_sheet(sol, tmp_path / "a", formats=("html", "pdf"))}
+    monkeypatch.setenv("WORKED_NO_FORK", "1")
+    single = {p.name: p.read_bytes() for p in write_sheet(sol, tmp_path / "b", formats=("html", "pdf"))}
+    assert forked == single and len(forked) == 4
+
+
+def test_a_failing_child_is_a_clean_error(tmp_path, monkeypatch):
+    """If the child process fails, the parent raises a WorkedError and writes nothing."""
+    import os
+
+    from worked.errors import WorkedError
+    from worked.render import sheet
+
+    if not hasattr(os, "fork") or (os.cpu_count() or 1) < 2:
+        pytest.skip("needs fork and two cores")
+
+    def boom(*args, **kwargs):
+        raise WorkedError("formula drawing failed")
+
+    monkeypatch.setattr(sheet, "_key_html_for_parent", boom)
+    with pytest.raises(WorkedError, match="formula drawing failed"):
+        sheet.write_sheet(solve(load(None)), tmp_path / "o", formats=("pdf",))
+    assert not (tmp_path / "o").exists()

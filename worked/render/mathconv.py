@@ -205,6 +205,17 @@ def short_formula_urls(html: str) -> str:
     return _DATA_SRC.sub(swap, html)
 
 
+def formulas_in(html: str) -> dict[str, str]:
+    """The ``worked-formula:`` names used in *html* with their SVGs (to hand to another process)."""
+    return {n: _BY_NAME[n] for n in re.findall(r'src="(' + re.escape(FORMULA_SCHEME) + r'[0-9a-f]+)"', html)
+            if n in _BY_NAME}
+
+
+def register_formulas(formulas: dict[str, str]) -> None:
+    """Make formulas from :func:`formulas_in` (another process's) known here."""
+    _BY_NAME.update(formulas)
+
+
 def formula_svg(name: str) -> str | None:
     """The SVG behind a ``worked-formula:`` name made by :func:`short_formula_urls`, if known."""
     return _BY_NAME.get(name)

@@ -54,10 +54,7 @@ def _run_jobs(jobs):
     The result is the same either way (each PDF is deterministic); the child sends back its bytes, or
     its exception, through a pipe. Where fork is unavailable, or on one core, the jobs run in turn.
     """
-    import threading
-
-    if (len(jobs) < 2 or not hasattr(os, "fork") or (os.cpu_count() or 1) < 2 or os.environ.get("WORKED_NO_FORK")
-            or threading.active_count() > 1):  # never fork a threaded process (servers)
+    if len(jobs) < 2 or not _can_fork():
         return [(name, job()) for name, job in jobs]
     import pickle
 
@@ -92,15 +89,139 @@ def _run_jobs(jobs):
     return results + rest
 
 
+def _can_fork() -> bool:
+    import threading
+
+    return (hasattr(os, "fork") and (os.cpu_count() or 1) >= 2 and not os.environ.get("WORKED_NO_FORK")
+            and threading.active_count() == 1)   # never fork a threaded process (servers)
+
+
+def _start_weasyprint_pair(sol, kinds, *, student, paper, template_dir):
+    """Start the WeasyPrint PDFs of *kinds* in a forked child; returns ``finish()`` giving {name: bytes}.
+
+    The split is chosen so the two processes finish together. The last kind (the answer key, the
+    heaviest) is laid out here, in the parent, but its formulas are drawn (ziamath) by the child
+    first and sent over a pipe, while the parent renders the HTML and LaTeX and imports WeasyPrint;
+    then the child makes the other documents' PDFs whole. Each result travels as a pickled
+    ``(ok, value)``; a child that dies gives a clear error. The bytes are the same as in one process.
+    """
+    import pickle
+    import threading
+
+    from . import mathconv
+
+    heavy, rest = kinds[-1], kinds[:-1]
+    r1, w1 = os.pipe()
+    r2, w2 = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child
+        code = 0
+        try:
+            os.close(r1)
+            os.close(r2)
+            for w, work in ((w1, lambda: _key_html_for_parent(sol, heavy, student, paper, template_dir)),
+                            (w2, lambda: {f"{k}.pdf": document_pdf(k, sol, student=student, paper=paper,
+                                                                   template_dir=template_dir) for k in rest})):
+                try:
+                    payload = pickle.dumps((True, work()))
+                except BaseException as exc:  # noqa: BLE001 - handed to the parent as its message
+                    payload = pickle.dumps((False, str(exc) or type(exc).__name__))
+                with os.fdopen(w, "wb") as fh:
+                    fh.write(payload)
+        except BaseException:  # noqa: BLE001
+            code = 1
+        finally:
+            os._exit(code)
+    os.close(w1)
+    os.close(w2)
+    got: dict[int, bytes] = {}
+
+    def reader(fd):  # read as the child writes, so it never waits on a full pipe
+        with os.fdopen(fd, "rb") as fh:
+            got[fd] = fh.read()
+
+    threads = [threading.Thread(target=reader, args=(fd,), daemon=True) for fd in (r1, r2)]
+    for t in threads:
+        t.start()
+
+    def result(fd, t):
+        t.join()
+        ok, value = pickle.loads(got[fd]) if got.get(fd) else (False, "PDF worker process failed")
+        if not ok:
+            raise WorkedError(value)
+        return value
+
+    def finish() -> dict[str, bytes]:
+        try:
+            html, formulas = result(r1, threads[0])
+            mathconv.register_formulas(formulas)
+            out = {f"{heavy}.pdf": _html_pdf(html, paper)}
+            out.update(result(r2, threads[1]))
+            return out
+        finally:
+            for t in threads:
+                t.join()
+            os.waitpid(pid, 0)
+
+    def cancel() -> None:
+        import signal
+
+        try:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        except (ProcessLookupError, ChildProcessError):
+            pass
+
+    finish.cancel = cancel
+    return finish
+
+
+def _key_html_for_parent(sol, kind, student, paper, template_dir):
+    from . import html as H
+    from . import mathconv
+
+    html = H.render_html(kind, sol, student=student, for_pdf=True, template_dir=template_dir, paper=paper)
+    short = mathconv.short_formula_urls(html)
+    return short, mathconv.formulas_in(short)
+
+
+def _html_pdf(html, paper):
+    from . import pdf as P
+
+    return P.html_to_pdf(html, paper=paper)
+
+
+def _render_text_formats(out, pdf_jobs, sol, documents, formats, *, student, paper, pdf_engine, template_dir,
+                         pdf_here) -> None:
+    """HTML and LaTeX of each document into *out*; the PDF jobs to run here (unless a child makes them)."""
+    from . import html as H
+    from . import tex as T
+
+    for kind in documents:
+        if "html" in formats:
+            out[f"{kind}.html"] = H.render_html(kind, sol, student=student, template_dir=template_dir,
+                                                paper=paper).encode("utf-8")
+        tex = None
+        if "tex" in formats or ("pdf" in formats and pdf_engine == "latex"):
+            tex = T.render_tex(kind, sol, student=student, paper=paper, template_dir=template_dir)
+            if "tex" in formats:
+                out[f"{kind}.tex"] = tex.encode("ascii")
+        if "pdf" in formats and pdf_here:
+            if pdf_engine == "latex":
+                from .pdf import tex_to_pdf
+
+                pdf_jobs.append((f"{kind}.pdf", lambda tex=tex: tex_to_pdf(tex)))
+            else:
+                pdf_jobs.append((f"{kind}.pdf", lambda kind=kind: document_pdf(
+                    kind, sol, student=student, paper=paper, template_dir=template_dir)))
+
+
 def target_dir(sol, outdir) -> Path:
     return Path(outdir) / sol.problem.slug
 
 
 def write_sheet(sol, outdir, *, formats=("html", "tex", "pdf"), paper="a4", pdf_engine="weasyprint",
                 template_dir=None, force=False, student=None, documents=("worksheet", "answer-key")) -> list[Path]:
-    from . import html as H
-    from . import tex as T
-
     formats = list(dict.fromkeys(formats))
     bad = [f for f in formats if f not in ("html", "tex", "pdf")]
     if bad or not formats:
@@ -124,25 +245,22 @@ def write_sheet(sol, outdir, *, formats=("html", "tex", "pdf"), paper="a4", pdf_
     # render everything first: an error leaves the folder as it was
     out: dict[str, bytes] = {}
     pdf_jobs = []
-    for kind in documents:
-        if "html" in formats:
-            out[f"{kind}.html"] = H.render_html(kind, sol, student=student, template_dir=template_dir,
-                                                paper=paper).encode("utf-8")
-        tex = None
-        if "tex" in formats or ("pdf" in formats and pdf_engine == "latex"):
-            tex = T.render_tex(kind, sol, student=student, paper=paper, template_dir=template_dir)
-            if "tex" in formats:
-                out[f"{kind}.tex"] = tex.encode("ascii")
-        if "pdf" in formats:
-            if pdf_engine == "latex":
-                from .pdf import tex_to_pdf
-
-                pdf_jobs.append((f"{kind}.pdf", lambda tex=tex: tex_to_pdf(tex)))
-            else:
-                pdf_jobs.append((f"{kind}.pdf", lambda kind=kind: document_pdf(
-                    kind, sol, student=student, paper=paper, template_dir=template_dir)))
-    for name, data in _run_jobs(pdf_jobs):
-        out[name] = data
+    documents = list(documents)
+    finish = None
+    if "pdf" in formats and pdf_engine == "weasyprint" and len(documents) >= 2 and _can_fork():
+        finish = _start_weasyprint_pair(sol, documents, student=student, paper=paper, template_dir=template_dir)
+    try:
+        _render_text_formats(out, pdf_jobs, sol, documents, formats, student=student, paper=paper,
+                             pdf_engine=pdf_engine, template_dir=template_dir, pdf_here=finish is None)
+        for name, data in _run_jobs(pdf_jobs):
+            out[name] = data
+    except BaseException:
+        if finish is not None:
+            finish.cancel()
+        raise
+    if finish is not None:
+        pdfs = finish()
+        out.update((f"{k}.pdf", pdfs[f"{k}.pdf"]) for k in documents)
     try:
         folder.mkdir(parents=True, exist_ok=True)
         marker = folder / MARKER
