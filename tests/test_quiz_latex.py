@@ -24,3 +24,38 @@ def test_quiz_latex_engine_is_deterministic(tmp_path, cli):
 
     text = "".join(p.extract_text() for p in PdfReader(outs[0] / "class-answer-keys.pdf").pages)
     assert "Graded answers" in text and "Variant" in text
+
+
+def test_preloaded_format_draws_the_same_pages(tmp_path, monkeypatch):
+    """pdflatex with our cached preloaded format gives the same pages as a plain run, and the format is reused."""
+    import subprocess
+
+    import numpy as np
+    from PIL import Image
+
+    from worked.problem import load
+    from worked.render import answer_key_tex
+    from worked.render import pdf as P
+    from worked.solver import solve
+
+    if shutil.which("pdftoppm") is None:
+        pytest.skip("pdftoppm (poppler-utils) is not installed")
+    monkeypatch.setenv("WORKED_CACHE_DIR", str(tmp_path / "cache"))
+    tex = answer_key_tex(solve(load(None)))
+    packages, rest = P._split_preamble(tex)
+    assert packages.startswith("\\documentclass") and "\\begin{document}" in rest
+    fast = P.tex_to_pdf(tex)
+    formats = list((tmp_path / "cache" / "tex-formats").glob("*.fmt"))
+    assert len(formats) == 1
+    stamp = formats[0].stat().st_mtime_ns
+    assert P.tex_to_pdf(tex) == fast and formats[0].stat().st_mtime_ns == stamp   # reused, same bytes
+    monkeypatch.setenv("WORKED_NO_TEX_FORMAT", "1")
+    plain = P.tex_to_pdf(tex)
+    pages = []
+    for name, data in (("fast", fast), ("plain", plain)):
+        (tmp_path / f"{name}.pdf").write_bytes(data)
+        subprocess.run(["pdftoppm", "-r", "50", "-gray", "-png", f"{name}.pdf", name], cwd=tmp_path, check=True)
+        pages.append(sorted(tmp_path.glob(f"{name}-*.png")))
+    assert len(pages[0]) == len(pages[1]) >= 2
+    for a, b in zip(*pages):
+        assert np.array_equal(np.asarray(Image.open(a)), np.asarray(Image.open(b)))
