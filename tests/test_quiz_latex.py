@@ -59,3 +59,35 @@ def test_preloaded_format_draws_the_same_pages(tmp_path, monkeypatch):
     assert len(pages[0]) == len(pages[1]) >= 2
     for a, b in zip(*pages):
         assert np.array_equal(np.asarray(Image.open(a)), np.asarray(Image.open(b)))
+
+
+def test_page_count_hint_saves_a_pass_and_never_changes_bytes(monkeypatch):
+    """With a page-count hint pdflatex runs once when the hint is right, twice when wrong; same bytes always."""
+    import subprocess
+
+    from worked.problem import load
+    from worked.render import pdf as P
+    from worked.render import worksheet_tex
+    from worked.solver import solve
+
+    tex = worksheet_tex(solve(load(None)))
+    runs = []
+    real = subprocess.run
+
+    def counting(cmd, *args, **kwargs):
+        if "sheet.tex" in cmd:
+            runs.append(cmd)
+        return real(cmd, *args, **kwargs)
+
+    monkeypatch.setattr(P.subprocess, "run", counting)
+    plain = P.tex_to_pdf(tex)
+    assert len(runs) == 2                            # draft pass + final pass
+    P._PAGE_HINTS.pop("test-ws", None)
+    assert P.tex_to_pdf(tex, hint="test-ws") == plain
+    runs.clear()
+    assert P.tex_to_pdf(tex, hint="test-ws") == plain  # the hint is now right: one pass
+    assert len(runs) == 1
+    runs.clear()
+    P._PAGE_HINTS["test-ws"] = 9                     # a wrong hint: LaTeX asks for another pass
+    assert P.tex_to_pdf(tex, hint="test-ws") == plain
+    assert len(runs) == 2

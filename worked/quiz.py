@@ -552,7 +552,7 @@ def build_variant(spec: QuizSpec, variant: Variant, formats: tuple[str, ...]) ->
                 if "tex" in formats:
                     files[f"{folder}/{doc}.tex"] = tex.encode()
                 if latex_pdf:
-                    pdfs[doc] = render.tex_to_pdf(tex)
+                    pdfs[doc] = render.tex_to_pdf(tex, hint=doc)
                     files[f"{folder}/{doc}.pdf"] = pdfs[doc]
     return {"entry": entry, "files": files, "pdfs": pdfs}
 

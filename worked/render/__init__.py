@@ -26,7 +26,7 @@ Public API (stable; the quiz batches build on it)::
     answer_key_tex(solution, *, student=None, paper="a4", template_dir=None) -> str
     worksheet_tex(solution, *, student=None, paper="a4", template_dir=None) -> str
     html_to_pdf(html, *, paper="a4") -> bytes
-    tex_to_pdf(tex) -> bytes
+    tex_to_pdf(tex, *, hint=None) -> bytes
     answer_key_pdf(solution, *, student=None, paper="a4", pdf_engine="weasyprint", template_dir=None) -> bytes
     worksheet_pdf(solution, *, student=None, paper="a4", pdf_engine="weasyprint", template_dir=None) -> bytes
     write_sheet(solution, outdir, *, formats=("html", "tex", "pdf"), paper="a4", pdf_engine="weasyprint",
@@ -99,15 +99,17 @@ def html_to_pdf(html: str, *, paper: str = "a4") -> bytes:
     return _h(html, paper=paper)
 
 
-def tex_to_pdf(tex: str) -> bytes:
+def tex_to_pdf(tex: str, *, hint: str | None = None) -> bytes:
     """Compile *tex* with ``pdflatex -interaction=nonstopmode -halt-on-error`` (twice when needed).
 
     Raises :class:`worked.errors.WorkedError` when pdflatex is not installed or the run fails
     (with the first error line of the log). Deterministic: fixed dates and document ID.
+    ``hint`` names a kind of document (e.g. "worksheet") whose page count is usually the same from
+    one to the next in a batch; with it one pass is often enough (same bytes either way).
     """
     from .pdf import tex_to_pdf as _t
 
-    return _t(tex)
+    return _t(tex, hint=hint)
 
 
 def answer_key_pdf(solution, *, student: dict | None = None, paper: str = "a4", pdf_engine: str = "weasyprint",

@@ -121,7 +121,19 @@ def _preloaded_format(exe: str, packages: str, env: dict) -> Path | None:
     return fmt
 
 
-def tex_to_pdf(tex: str) -> bytes:
+_PAGE_HINTS: dict[str, int] = {}   # pages of the last document compiled per hint key (see tex_to_pdf)
+_LAST_PAGE = re.compile(r"\\newlabel\{wk-last-page\}\{\{[^}]*\}\{(\d+)\}")
+
+
+def tex_to_pdf(tex: str, *, hint: str | None = None) -> bytes:
+    """Compile *tex* with pdflatex into deterministic PDF bytes.
+
+    "page N of M" needs a second pass once the first has counted the pages. Documents of one kind in
+    a batch (say every variant's worksheet) usually have the same number of pages, so with a *hint*
+    key the page count of the previous such document is written into the .aux beforehand, and a
+    single pass suffices when it was right; LaTeX's "Label(s) may have changed" asks for another
+    pass when it was not. The final pass always reads the true count, so the bytes are the same.
+    """
     exe = pdflatex_path()
     if exe is None:
         raise WorkedError("pdflatex is not installed (Debian: apt-get install texlive-latex-base "
@@ -141,8 +153,14 @@ def tex_to_pdf(tex: str) -> bytes:
             src.write_text(fixed + tex, encoding="ascii")
             first = [exe]
         # a first pass in draft mode (no PDF written: faster) collects the labels for "page N of M",
-        # the second writes the PDF
-        for draft in (True, False, False):
+        # the second writes the PDF; with a good page-count hint the first pass is not needed
+        passes = (True, False, False)
+        guess = _PAGE_HINTS.get(hint) if hint else None
+        if guess:
+            (Path(d) / "sheet.aux").write_text(f"\\relax \n\\newlabel{{wk-last-page}}{{{{}}{{{guess}}}}}\n"
+                                               f"\\gdef \\@abspage@last{{{guess}}}\n", encoding="ascii")
+            passes = (False, False, False)
+        for draft in passes:
             try:
                 r = subprocess.run([*first, "-interaction=nonstopmode", "-halt-on-error", "-no-shell-escape",
                                     *(["-draftmode"] if draft else []),
@@ -158,4 +176,9 @@ def tex_to_pdf(tex: str) -> bytes:
                 continue
             if "Rerun to get" not in log and "Label(s) may have changed" not in log:
                 break
+        if hint:
+            aux = (Path(d) / "sheet.aux").read_text(encoding="latin-1") if (Path(d) / "sheet.aux").exists() else ""
+            m = _LAST_PAGE.search(aux)
+            if m:
+                _PAGE_HINTS[hint] = int(m.group(1))
         return (Path(d) / "sheet.pdf").read_bytes()
