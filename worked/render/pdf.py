@@ -1,6 +1,7 @@
 """PDF output: WeasyPrint from HTML (default) or pdflatex from our .tex. Both deterministic."""
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
@@ -84,6 +85,15 @@ def _format_dir() -> Path | None:
     return d if os.access(d, os.W_OK) else None
 
 
+@functools.lru_cache(maxsize=4)
+def _tex_version(exe: str) -> bytes | None:
+    try:
+        return subprocess.run([exe, "--version"], capture_output=True, timeout=20,
+                              stdin=subprocess.DEVNULL).stdout[:200]
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+
+
 def _preloaded_format(exe: str, packages: str, env: dict) -> Path | None:
     """A pdfTeX format with our class and packages already loaded (cached per preamble), or None.
 
@@ -98,9 +108,8 @@ def _preloaded_format(exe: str, packages: str, env: dict) -> Path | None:
         return None
     import hashlib
 
-    try:
-        version = subprocess.run([exe, "--version"], capture_output=True, timeout=20, env=env).stdout[:200]
-    except (OSError, subprocess.TimeoutExpired):
+    version = _tex_version(exe)
+    if version is None:
         return None
     name = hashlib.sha256(version + packages.encode("ascii")).hexdigest()[:24]
     fmt = d / f"worked-{name}.fmt"
