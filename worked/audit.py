@@ -45,6 +45,28 @@ def _close(a, b, tol) -> bool:
     return abs(a - b) <= tol + 1e-12 * max(1.0, abs(a), abs(b))
 
 
+_VALUES: dict = {}   # segment -> ("ok", value) | ("label", None) | ("error", message): exprs.value is a pure function
+_NOT_NUMERIC = ("label", None)
+
+
+def _value(seg: str):
+    """``exprs.value(seg)`` remembered per segment (a step rebuilt with more places repeats most of them).
+
+    Returns ``("ok", value)``, ``("label", None)`` when the segment names something, or ``("error", message)``."""
+    hit = _VALUES.get(seg)
+    if hit is None:
+        try:
+            hit = ("ok", exprs.value(seg, max_length=1_000_000))
+        except exprs.NotNumeric:
+            hit = _NOT_NUMERIC
+        except ExpressionError as exc:
+            hit = ("error", str(exc))
+        if len(_VALUES) >= 50_000:
+            _VALUES.clear()
+        _VALUES[seg] = hit
+    return hit
+
+
 def audit_line(line: str, strict: bool = False) -> list[str]:
     """Problems with one displayed line (empty when every relation holds).
 
@@ -62,12 +84,11 @@ def audit_line(line: str, strict: bool = False) -> list[str]:
             rel_since = "≈" if (rel_since == "≈" or r == "≈") else r
         if _is_label(seg):
             continue
-        try:
-            val = exprs.value(seg, max_length=1_000_000)
-        except exprs.NotNumeric:
+        kind, val = _value(seg)
+        if kind == "label":
             continue
-        except ExpressionError as exc:
-            out.append(f"cannot read {seg!r}: {exc}")
+        if kind == "error":
+            out.append(f"cannot read {seg!r}: {val}")
             prev = None
             continue
         if prev is not None:

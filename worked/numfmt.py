@@ -45,9 +45,15 @@ def round_decimal(exact, num, places: int) -> Decimal:
             n += 1
         d = Decimal(n if f >= 0 else -n).scaleb(-places, context=Context(prec=200))
         return d.quantize(q, context=Context(prec=200))
-    d = Decimal(mpmath.nstr(num, 45, strip_zeros=False, min_fixed=-10**6, max_fixed=10**6))
+    d = _digits45(num) if type(num) is mpmath.mpf else _digits45.__wrapped__(num)
     ctx = Context(prec=max(200, d.adjusted() + places + 20))
     return d.quantize(q, rounding=ROUND_HALF_UP, context=ctx)
+
+
+@functools.lru_cache(maxsize=8192)
+def _digits45(num) -> Decimal:
+    """*num* (an mpmath number) to 45 significant digits, as a Decimal (the same for every number of places)."""
+    return Decimal(mpmath.nstr(num, 45, strip_zeros=False, min_fixed=-10**6, max_fixed=10**6))
 
 
 def dec_str(exact, num, places: int) -> str:
@@ -164,9 +170,14 @@ _tex_printer = TexPrinter()
 
 
 def latex_inline(expr) -> str:
-    """LaTeX with short fractions folded to a/b (for exponents)."""
+    """LaTeX with short fractions folded to a/b (for exponents; cached per expression)."""
     if isinstance(expr, Fraction):
         expr = sp.Rational(expr.numerator, expr.denominator)
+    return _latex_inline_cached(expr)
+
+
+@functools.lru_cache(maxsize=8192)
+def _latex_inline_cached(expr) -> str:
     return _tex_inline.doprint(expr)
 
 
