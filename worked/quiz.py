@@ -649,6 +649,7 @@ def build_all(spec: QuizSpec, variants: list[Variant], formats: tuple[str, ...],
             results.append(_build_task(t))
             bar.step()
     else:
+        import gc
         import multiprocessing as mp
         from concurrent.futures import ProcessPoolExecutor
 
@@ -656,11 +657,24 @@ def build_all(spec: QuizSpec, variants: list[Variant], formats: tuple[str, ...],
             ctx = mp.get_context("fork")
         except ValueError:  # pragma: no cover - platforms without fork
             ctx = mp.get_context()
-        chunk = max(1, min(4, len(tasks) // (jobs * 4) or 1))
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as ex:
-            for r in ex.map(_build_task, tasks, chunksize=chunk):
-                results.append(r)
-                bar.step()
+        forking = ctx.get_start_method() == "fork"
+        if forking:
+            # The first variant is built here, before the workers are forked: its lazy imports (Jinja2,
+            # latex2mathml, parts of sympy), compiled templates and caches are then made once and
+            # inherited, not once per worker.
+            results.append(_build_task(tasks[0]))
+            bar.step()
+            gc.freeze()   # forked workers then leave the parent's objects alone (no copy-on-write by the GC)
+        rest = tasks[len(results):]
+        chunk = max(1, min(4, len(rest) // (jobs * 4) or 1))
+        try:
+            with ProcessPoolExecutor(max_workers=min(jobs, len(rest)), mp_context=ctx) as ex:
+                for r in ex.map(_build_task, rest, chunksize=chunk):
+                    results.append(r)
+                    bar.step()
+        finally:
+            if forking:
+                gc.unfreeze()
     bar.end()
     return results
 
