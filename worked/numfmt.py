@@ -88,7 +88,28 @@ def rel_latex(exact, places: int) -> str:
 
 # ---------------------------------------------------------------- text printer
 
-class TextPrinter(StrPrinter):
+_ORDERED_TERMS: dict = {}   # (Add, order) -> its terms in printing order, shared by our printers
+
+
+class _OrderedTerms:
+    """Remembers the printing order of each sum's terms (sympy sorts them with numerical evaluations of
+    every term, e.g. of e^(√2)); the same sum is printed in text and LaTeX, and inside many weights."""
+
+    def _as_ordered_terms(self, expr, order=None):
+        order = order or self.order
+        if order in ("old", "none"):   # printer-dependent orders: not remembered
+            return super()._as_ordered_terms(expr, order)
+        key = (expr, order)
+        hit = _ORDERED_TERMS.get(key)
+        if hit is None:
+            hit = tuple(expr.as_ordered_terms(order=order))
+            if len(_ORDERED_TERMS) >= 8192:
+                _ORDERED_TERMS.clear()
+            _ORDERED_TERMS[key] = hit
+        return list(hit)
+
+
+class TextPrinter(_OrderedTerms, StrPrinter):
     """sympy's str printer with √, e^(…), · and − (one line, readable, re-readable by worked.exprs)."""
 
     def _print_Pow(self, expr, rational=False):
@@ -147,7 +168,7 @@ def _text_raw(expr) -> str:
 
 # ---------------------------------------------------------------- LaTeX printer
 
-class TexPrinter(LatexPrinter):
+class TexPrinter(_OrderedTerms, LatexPrinter):
     """sympy's LaTeX printer, kept ASCII, with e^{x} for exponentials."""
 
     def __init__(self):
@@ -160,7 +181,7 @@ class TexPrinter(LatexPrinter):
         return self._do_exponent(tex, exp)
 
 
-class _InlineTexPrinter(LatexPrinter):
+class _InlineTexPrinter(_OrderedTerms, LatexPrinter):
     def __init__(self):
         super().__init__({"mul_symbol": None, "fold_short_frac": True})
 
