@@ -109,8 +109,31 @@ class _OrderedTerms:
         return list(hit)
 
 
+_TEXT_PARTS: dict = {}   # (kind, sum or product, nesting level) -> its text, for TextPrinter
+
+
 class TextPrinter(_OrderedTerms, StrPrinter):
     """sympy's str printer with √, e^(…), · and − (one line, readable, re-readable by worked.exprs)."""
+
+    # The text of a sum or product depends only on it and the nesting level (the only state StrPrinter
+    # reads, for floats): remembered, since the same denominators recur in every weight of a row.
+    def _print_Add(self, expr, order=None):
+        if order is not None:
+            return super()._print_Add(expr, order)
+        return self._remembered("Add", expr, super()._print_Add)
+
+    def _print_Mul(self, expr):
+        return self._remembered("Mul", expr, super()._print_Mul)
+
+    def _remembered(self, kind, expr, make):
+        key = (kind, expr, self._print_level)
+        hit = _TEXT_PARTS.get(key)
+        if hit is None:
+            hit = make(expr)
+            if len(_TEXT_PARTS) >= 16384:
+                _TEXT_PARTS.clear()
+            _TEXT_PARTS[key] = hit
+        return hit
 
     def _print_Pow(self, expr, rational=False):
         b, e = expr.as_base_exp()
