@@ -141,10 +141,20 @@ def _fmt(v):
     return f"{v:.10g}"
 
 
+_LINES: dict = {}   # (line, strict) -> its problems: audit_line is a pure function of its arguments
+
+
 def audit_lines(lines, strict: bool = False) -> list[str]:
     out = []
     for line in lines:
-        out.extend(f"{line}: {p}" for p in audit_line(line, strict))
+        key = (line, strict)
+        problems = _LINES.get(key)
+        if problems is None:   # a step rebuilt with more places repeats its exact lines: checked once
+            problems = tuple(audit_line(line, strict))
+            if len(_LINES) >= 50_000:
+                _LINES.clear()
+            _LINES[key] = problems
+        out.extend(f"{line}: {p}" for p in problems)
     return out
 
 

@@ -666,7 +666,7 @@ def build_all(spec: QuizSpec, variants: list[Variant], formats: tuple[str, ...],
             bar.step()
             gc.freeze()   # forked workers then leave the parent's objects alone (no copy-on-write by the GC)
         rest = tasks[len(results):]
-        chunk = max(1, min(4, len(rest) // (jobs * 4) or 1))
+        chunk = max(1, min(4, len(rest) // (jobs * 8)))   # small batches: one at a time, for an even finish
         try:
             with ProcessPoolExecutor(max_workers=min(jobs, len(rest)), mp_context=ctx) as ex:
                 for r in ex.map(_build_task, rest, chunksize=chunk):
