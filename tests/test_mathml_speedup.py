@@ -85,6 +85,7 @@ def test_latex2mathml_speed_up_leaves_mathml_unchanged():
     import latex2mathml.converter as l2m
 
     items = _sheet_formulas() + _quiz_formulas() + [(s, d) for s in EXTRA for d in (False, True)]
+    items += [(s, d) for s in _chains(items) for d in (False, True)]
     mathconv._speed_up_latex2mathml()
     if not mathconv._L2M_ORIGINALS:
         pytest.skip("latex2mathml version not patched")
@@ -92,8 +93,10 @@ def test_latex2mathml_speed_up_leaves_mathml_unchanged():
     def run():
         out = []
         for s, d in items:
-            try:
-                out.append(l2m.convert(s, display="block" if d else "inline"))
+            mode = "block" if d else "inline"
+            try:   # as mathconv.mathml converts (side by side when it can), without its cache
+                got = mathconv._by_relations(s, mode) if mathconv._GRAMMAR else None
+                out.append(got if got is not None else l2m.convert(s, display=mode))
             except Exception as exc:  # the same error either way
                 out.append(f"{type(exc).__name__}: {exc}")
         return out
@@ -128,3 +131,43 @@ def test_latex2mathml_tokens_unchanged():
                     list(fast(s, skip))
                 continue
             assert list(fast(s, skip)) == want, s
+
+
+def _chains(items):
+    """Longer chains made of our formulas and the extra LaTeX, joined by the relations we split at."""
+    sides = [s for s, _ in items[:200]] + EXTRA
+    out = []
+    for k in range(0, len(sides) - 2, 3):
+        out.append(f"{sides[k]} = {sides[k + 1]} \\approx {sides[k + 2]}")
+        out.append(f"{sides[k + 2]} \\approx {sides[k]} = x")
+    out += [r"\textstyle\sum_j A_{1,j} = \frac{1}{2} = 1", r"{\textstyle\sum_j} A_{1,j} = 1", r"x = ^2",
+            r"x^ = 2", r"\frac{1} = {2}", r"\sqrt = 2", r"\left( a = b \right)", r"{a = b} = c", r"\text{a = b} = c",
+            r"a = b % c = d", r"\mathrm{x} = \mathrm{xy} = \mathbb{R}", r"x' = y'' = {}'", r"\sqrt[3]{x} = 2",
+            r"a = b = ", r" = a = b", r"a =  b = c", r"\sum_{i=1}^{n} i = \frac{n(n+1)}{2}", r"x \approx \approx y",
+            r"\left[1,\ 2\right] \cdot \left[3,\ 4\right] = 11", r"a\ = b", r"\frac 1 2 = \frac12 = 0.5",
+            r"e^{\sqrt{2}} \approx 4.1133", r"a_1_2 = 3", r"\rm x = y", r"\color{red} x = y", r"x \over y = z"]
+    return out
+
+
+def test_relation_chains_convert_as_whole_formulas():
+    """A formula converted side by side (remembered sides) is byte for byte what latex2mathml gives for the whole."""
+    import latex2mathml.converter as l2m
+
+    mathconv._speed_up_latex2mathml()
+    if not mathconv._GRAMMAR:
+        pytest.skip("latex2mathml version not patched")
+    items = _sheet_formulas() + _quiz_formulas()
+    chains = [s for s, _ in items] + _chains(items)
+    split = 0
+    for s in chains:
+        for mode in ("inline", "block"):
+            for _ in range(2):   # the second time from remembered sides
+                got = mathconv._by_relations(s, mode)
+                if got is None:
+                    continue
+                split += 1
+                assert got == l2m.convert(s, display=mode), s
+    assert split > 1000
+    # our quiz formulas go this way
+    quiz = [s for s, _ in _quiz_formulas(2) if " = " in s]
+    assert sum(mathconv._by_relations(s, "block") is not None for s in quiz) > 0.8 * len(quiz)

@@ -32,8 +32,144 @@ def mathml(latex: str, display: bool = False) -> str:
 
     if not _L2M_TRIED:
         _speed_up_latex2mathml()
-    out = l2m.convert(_check(latex), display="block" if display else "inline")
+    mode = "block" if display else "inline"
+    _check(latex)
+    if _GRAMMAR:
+        out = _by_relations(latex, mode)
+        if out is not None:
+            return out
+    return l2m.convert(latex, display=mode)
+
+
+# ---- a formula converted relation by relation, each side remembered
+#
+# Our displayed equations are chains ``a = b = c \approx d``, and the sides recur (a row vector, a
+# fraction, a label) within a sheet and across the variants of a quiz. latex2mathml turns the top level
+# of a formula into one <mrow> whose children are the top-level nodes converted one by one, so a chain
+# whose sides are complete on their own converts to the sides' children with the relation between
+# them. "Complete" is decided by :func:`_complete` from the tokens, with a small grammar of only what
+# our core writes (every other token: the whole formula goes to latex2mathml as before).
+
+_REL = re.compile(r" (=|\\approx) ")
+_SIDES: dict = {}          # (side, mode) -> the MathML of its top-level nodes, or None when not complete
+_PLAIN_CHARS = frozenset("+-=,:;()[]|!?./*<>")
+_DELIMS = frozenset("()[]|.")
+_ENTITY = re.compile(r"&#x[0-9A-Fa-f]+;")   # a letter of a math font, as the tokenizer gives it
+_NUMBER = re.compile(r"\d+(?:\.\d+)?|\.\d*")
+_ZERO_ARG = (r"\cdot", r"\times", r"\approx", r"\to", r"\infty", r"\sum", r"\prod", r"\ldots", r"\cdots", r"\pm",
+             r"\leq", r"\geq", r"\neq", r"\quad", r"\qquad", "\\ ", r"\,", r"\;", r"\!", r"\:")
+_GROUP_STYLES = (r"\textstyle", r"\displaystyle")   # they restyle the rest of their group: not at top level
+_ARITY = {r"\frac": 2, r"\sqrt": 1, r"\mathrm": 1}
+_GRAMMAR: dict = {}        # filled by _speed_up_latex2mathml once latex2mathml is checked to agree
+
+
+class _Incomplete(Exception):
+    pass
+
+
+def _complete(tokens: list[str]) -> bool:
+    """True when *tokens* are whole nodes of our small grammar, so that latex2mathml reads them the same
+    way alone as between two relations of a longer formula."""
+    zero, styles = _GRAMMAR["zero"], _GRAMMAR["styles"]
+    n = len(tokens)
+
+    def node(i: int, depth: int, first: bool) -> int:   # index after the node starting at i
+        if i >= n:
+            raise _Incomplete
+        t = tokens[i]
+        if t == "{":
+            return seq(i + 1, "}", depth + 1)
+        if t == r"\left":
+            if i + 1 >= n or tokens[i + 1] not in _DELIMS:
+                raise _Incomplete
+            j = seq(i + 2, r"\right", depth + 1)
+            if j >= n or tokens[j] not in _DELIMS:
+                raise _Incomplete
+            return j + 1
+        if t in ("^", "_"):
+            if first:
+                raise _Incomplete
+            return arg(i + 1, depth)
+        if t == "'":
+            if first:
+                raise _Incomplete
+            return i + 1
+        if t in _ARITY:
+            if t == r"\sqrt" and i + 1 < n and tokens[i + 1] == "[":
+                raise _Incomplete
+            j = i + 1
+            for _ in range(_ARITY[t]):
+                j = arg(j, depth)
+            return j
+        if t == r"\text":
+            if i + 1 >= n or "{" in tokens[i + 1] or "}" in tokens[i + 1]:
+                raise _Incomplete
+            return i + 2
+        if (t in zero or (len(t) == 1 and (t in _PLAIN_CHARS or t.isascii() and t.isalpha())) or _NUMBER.fullmatch(t)
+                or _ENTITY.fullmatch(t)):
+            return i + 1
+        if t in styles and depth > 0:
+            return i + 1
+        raise _Incomplete
+
+    def arg(i: int, depth: int) -> int:
+        if i >= n or tokens[i] in ("^", "_", "'", "}", r"\right") or tokens[i] in styles:
+            raise _Incomplete
+        return node(i, depth, True)
+
+    def seq(i: int, end: str | None, depth: int) -> int:   # index after the closing *end*
+        first = True
+        while i < n:
+            if tokens[i] == end:
+                return i + 1
+            if tokens[i] in ("}", r"\right"):
+                raise _Incomplete
+            i = node(i, depth, first)
+            first = False
+        if end is not None:
+            raise _Incomplete
+        return i
+
+    try:
+        return n > 0 and seq(0, None, 0) == n
+    except _Incomplete:
+        return False
+
+
+def _side(side: str, mode: str) -> str | None:
+    key = (side, mode)
+    if key in _SIDES:
+        return _SIDES[key]
+    out = None
+    tokens = list(_GRAMMAR["tokenize"](side))
+    if _complete(tokens):
+        # as Converter.convert_to_element(side), from the tokens already read
+        conv = _GRAMMAR["converter"](display=mode)
+        row = _GRAMMAR["element"]("mrow")
+        conv._convert_group(iter(_GRAMMAR["walk"](iter(tokens), block=mode == "block", macros=conv.macros)), row)
+        out = "".join(_GRAMMAR["serialize"](child) for child in row)
+    if len(_SIDES) >= 16384:
+        _SIDES.clear()
+    _SIDES[key] = out
     return out
+
+
+def _by_relations(latex: str, mode: str) -> str | None:
+    """MathML of a chain of relations from its remembered sides, or None (convert the whole formula)."""
+    parts = _REL.split(latex)
+    if len(parts) < 3 or "%" in latex:
+        return None
+    try:
+        inner = []
+        for k, part in enumerate(parts):
+            got = _side(part if k % 2 == 0 else ("=" if part == "=" else r"\approx"), mode)
+            if got is None:
+                return None
+            inner.append(got)
+    except Exception:   # latex2mathml's own error, if any, comes from converting the whole formula
+        return None
+    return ('<math xmlns="http://www.w3.org/1998/Math/MathML" display="%s"><mrow>%s</mrow></math>'
+            % (mode, "".join(inner)))
 
 
 _L2M_TRIED: list = []        # [True] once _speed_up_latex2mathml has run (patched or not)
@@ -139,8 +275,8 @@ def _speed_up_latex2mathml() -> None:
     class _Unusual(Exception):
         pass
 
-    def serialize(tree) -> str:
-        # as unescape(ElementTree.tostring(tree, encoding="unicode")) for a tree without namespaces
+    def element_xml(el) -> str:
+        # as ElementTree.tostring(el, encoding="unicode") for an element without namespaces (else _Unusual)
         out = []
         write = out.append
 
@@ -171,11 +307,15 @@ def _speed_up_latex2mathml() -> None:
                     raise _Unusual
                 write(escape_cdata(tail))
 
+        walk(el)
+        return "".join(out)
+
+    def serialize(tree) -> str:
+        # as unescape(ElementTree.tostring(tree, encoding="unicode")) for a tree without namespaces
         try:
-            walk(tree)
+            return unescape(element_xml(tree))
         except _Unusual:
             return plain_convert(tree)
-        return unescape("".join(out))
 
     plain_convert = converter.Converter.__dict__["_convert"].__func__
     patches = [(walker, "tokenize", tokenize), (converter, "copy", _Copy()),
@@ -184,12 +324,41 @@ def _speed_up_latex2mathml() -> None:
         _L2M_ORIGINALS.append((owner, name, owner.__dict__[name]))
         setattr(owner, name, new)
 
+    # the grammar of _complete, checked against latex2mathml: each token without arguments is one node
+    # that leaves its neighbours alone, the commands with arguments take that many, and a group style
+    # is one node of the walk
+    _GRAMMAR.clear()
+    Node = walker.Node
+    try:
+        stateful = set(commands.GLOBAL_FONTS) | set(commands.MSTYLE_SIZES) | set(commands.STYLES)
+        zero = {t for t in _ZERO_ARG
+                if walker.walk(f"x {t} y") == [Node("x"), Node(t), Node("y")] and t not in stateful}
+        ok = (converter.Element is ET.Element and callable(getattr(converter.Converter, "_convert_group", None))
+              and set(_GROUP_STYLES) <= set(commands.STYLES)
+              and all(walker.walk(f"x {c} y") == [Node("x"), Node(c), Node("y")] and c not in stateful
+                      for c in _PLAIN_CHARS)
+              and all(walker.walk(f"x {t} y") == [Node("x"), Node(t), Node("y")] for t in _GROUP_STYLES)
+              and walker.walk(r"\frac a b c") == [Node(r"\frac", (Node("a"), Node("b"))), Node("c")]
+              and walker.walk(r"\sqrt a b") == [Node(r"\sqrt", (Node("a"),)), Node("b")]
+              and walker.walk(r"\mathrm{ab} c") == [Node(r"\mathrm", (Node(commands.BRACES, (Node("a"), Node("b"))),)),
+                                                     Node("c")]
+              and walker.walk(r"\mathrm{a} b") == [Node("&#x00061;"), Node("b")]
+              and walker.walk(r"\text{a b} c") == [Node(r"\text", text="a b"), Node("c")])
+    except Exception:
+        ok = False
+    if ok:   # a side's elements, as they read inside the whole formula (unescaped, as the whole would be)
+        _GRAMMAR.update(zero=frozenset(zero), styles=frozenset(_GROUP_STYLES), tokenize=tokenize,
+                        converter=converter.Converter, serialize=lambda el: unescape(element_xml(el)),
+                        walk=walker._walk, element=ET.Element)
+
 
 def _unpatch_latex2mathml() -> None:
     """Restore latex2mathml as it was before :func:`_speed_up_latex2mathml` (for the byte-identity test)."""
     while _L2M_ORIGINALS:
         owner, name, original = _L2M_ORIGINALS.pop()
         setattr(owner, name, original)
+    _GRAMMAR.clear()
+    _SIDES.clear()
     _L2M_TRIED.clear()
 
 
