@@ -136,10 +136,14 @@ def _complete(tokens: list[str]) -> bool:
         return False
 
 
+_UNKNOWN = object()
+
+
 def _side(side: str, mode: str) -> str | None:
     key = (side, mode)
-    if key in _SIDES:
-        return _SIDES[key]
+    out = _SIDES.get(key, _UNKNOWN)
+    if out is not _UNKNOWN:
+        return out
     out = None
     tokens = list(_GRAMMAR["tokenize"](side))
     if _complete(tokens):
@@ -161,8 +165,8 @@ def _by_relations(latex: str, mode: str) -> str | None:
         return None
     try:
         inner = []
-        for k, part in enumerate(parts):
-            got = _side(part if k % 2 == 0 else ("=" if part == "=" else r"\approx"), mode)
+        for part in parts:
+            got = _side(part, mode)   # a side, or the relation between two (converted alone: one <mo>)
             if got is None:
                 return None
             inner.append(got)
@@ -191,7 +195,10 @@ def _speed_up_latex2mathml() -> None:
       trees have none (anything unusual goes to ElementTree), so the elements are written directly
       with ElementTree's own escaping, then unescaped as before.
 
-    Only for the releases in ``_L2M_VERSIONS`` (another version runs unpatched). ``tests/test_sheet_math.py``
+    Then the small grammar of :func:`_complete` is checked against this latex2mathml (each token it
+    takes as one node walks as one node), and only then may :func:`mathml` convert chains side by side.
+
+    Only for the releases in ``_L2M_VERSIONS`` (another version runs unpatched). ``tests/test_mathml_speedup.py``
     converts every formula of the shipped problems and many others with and without these changes and
     compares the MathML (:func:`_unpatch_latex2mathml` restores the originals).
     """
