@@ -117,3 +117,36 @@ def test_a_failing_child_is_a_clean_error(tmp_path, monkeypatch):
     with pytest.raises(WorkedError, match="formula drawing failed"):
         sheet.write_sheet(solve(load(None)), tmp_path / "o", formats=("pdf",))
     assert not (tmp_path / "o").exists()
+
+
+def test_cli_layout_server_gives_the_same_files(tmp_path):
+    """`worked sheet` lays out its PDFs in a WeasyPrint process started before solving; same bytes as one process."""
+    import os
+    import subprocess
+    import sys
+
+    if not hasattr(os, "fork") or (os.cpu_count() or 1) < 2:
+        pytest.skip("needs fork and two cores")
+    outs = []
+    for name, extra in (("served", {}), ("single", {"WORKED_NO_FORK": "1"})):
+        env = dict(os.environ, **extra)
+        r = subprocess.run([sys.executable, "-m", "worked", "sheet", "-o", str(tmp_path / name)], env=env,
+                           capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+        folder = tmp_path / name / "cats-chase-mice"
+        outs.append({p.name: p.read_bytes() for p in folder.iterdir()})
+    assert outs[0] == outs[1] and len(outs[0]) >= 6
+
+
+def test_cli_bad_problem_with_layout_server_is_one_line(tmp_path):
+    """A bad problem file still gives one line on stderr, exit 2 and nothing written, with the server started."""
+    import subprocess
+    import sys
+
+    bad = tmp_path / "bad.toml"
+    bad.write_text('title = "x"\ntokens = ["a"]\n', encoding="utf-8")
+    r = subprocess.run([sys.executable, "-m", "worked", "sheet", str(bad), "-o", str(tmp_path / "o")],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2
+    assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
+    assert not (tmp_path / "o").exists()

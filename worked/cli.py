@@ -259,15 +259,30 @@ def _add_sheet(sub):
 
 
 def cmd_sheet(args) -> int:
-    from .problem import load
-    from .render import write_sheet
-    from .solver import solve
-
     formats = [f.strip().lower() for f in args.format.split(",") if f.strip()]
-    problem = load(args.problem)
-    sol = solve(problem, checks=args.checks)
-    paths = write_sheet(sol, args.output, formats=formats, paper=args.paper, pdf_engine=args.pdf_engine,
-                        template_dir=args.template_dir, force=args.force)
+    server = None
+    if "pdf" in formats and args.pdf_engine == "weasyprint":
+        from .render.sheet import _can_fork
+
+        if _can_fork():   # WeasyPrint imports in a child while this process solves (see render/pdfserver.py)
+            from .render.pdfserver import LayoutServer
+
+            server = LayoutServer()
+    try:
+        from .problem import load
+        from .render.sheet import write_sheet
+        from .solver import solve
+
+        problem = load(args.problem)
+        sol = solve(problem, checks=args.checks)
+        paths = write_sheet(sol, args.output, formats=formats, paper=args.paper, pdf_engine=args.pdf_engine,
+                            template_dir=args.template_dir, force=args.force, layout_server=server)
+    except BaseException:
+        if server is not None:
+            server.kill()
+        raise
+    if server is not None:
+        server.close()
     folder = paths[0].parent if paths else None
     print(f"wrote {len(paths)} files to {folder}/")
     for p in paths:

@@ -221,7 +221,13 @@ def target_dir(sol, outdir) -> Path:
 
 
 def write_sheet(sol, outdir, *, formats=("html", "tex", "pdf"), paper="a4", pdf_engine="weasyprint",
-                template_dir=None, force=False, student=None, documents=("worksheet", "answer-key")) -> list[Path]:
+                template_dir=None, force=False, student=None, documents=("worksheet", "answer-key"),
+                layout_server=None) -> list[Path]:
+    """Write the documents in every format; see :func:`worked.render.write_sheet`.
+
+    *layout_server* (a :class:`worked.render.pdfserver.LayoutServer`, started by the CLI before it
+    solved the problem) lays out the WeasyPrint PDFs in its own process.
+    """
     formats = list(dict.fromkeys(formats))
     bad = [f for f in formats if f not in ("html", "tex", "pdf")]
     if bad or not formats:
@@ -247,11 +253,19 @@ def write_sheet(sol, outdir, *, formats=("html", "tex", "pdf"), paper="a4", pdf_
     pdf_jobs = []
     documents = list(documents)
     finish = None
-    if "pdf" in formats and pdf_engine == "weasyprint" and len(documents) >= 2 and _can_fork():
+    served = "pdf" in formats and pdf_engine == "weasyprint" and layout_server is not None
+    if served:
+        from . import html as H
+
+        for kind in documents:
+            layout_server.submit(kind, H.render_html(kind, sol, student=student, for_pdf=True,
+                                                     template_dir=template_dir, paper=paper), paper)
+    elif "pdf" in formats and pdf_engine == "weasyprint" and len(documents) >= 2 and _can_fork():
         finish = _start_weasyprint_pair(sol, documents, student=student, paper=paper, template_dir=template_dir)
     try:
         _render_text_formats(out, pdf_jobs, sol, documents, formats, student=student, paper=paper,
-                             pdf_engine=pdf_engine, template_dir=template_dir, pdf_here=finish is None)
+                             pdf_engine=pdf_engine, template_dir=template_dir,
+                             pdf_here=finish is None and not served)
         for name, data in _run_jobs(pdf_jobs):
             out[name] = data
     except BaseException:
@@ -261,6 +275,8 @@ def write_sheet(sol, outdir, *, formats=("html", "tex", "pdf"), paper="a4", pdf_
     if finish is not None:
         pdfs = finish()
         out.update((f"{k}.pdf", pdfs[f"{k}.pdf"]) for k in documents)
+    if served:
+        out.update((f"{k}.pdf", layout_server.result(k)) for k in documents)
     try:
         folder.mkdir(parents=True, exist_ok=True)
         marker = folder / MARKER
