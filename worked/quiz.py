@@ -661,9 +661,18 @@ def build_all(spec: QuizSpec, variants: list[Variant], formats: tuple[str, ...],
         if forking:
             # The first variant is built here, before the workers are forked: its lazy imports (Jinja2,
             # latex2mathml, parts of sympy), compiled templates and caches are then made once and
-            # inherited, not once per worker.
-            results.append(_build_task(tasks[0]))
-            bar.step()
+            # inherited, not once per worker. With PDFs that would keep the other cores idle for
+            # seconds, so the parent then builds it without PDFs only to warm up (and makes the
+            # pdflatex format once), and the workers build every variant.
+            if "pdf" in formats:
+                _build_task((spec, variants[0], tuple(f for f in formats if f != "pdf") or ("html",)))
+                if spec.pdf_engine == "latex":
+                    from .render.pdf import warm_tex_format
+
+                    warm_tex_format(spec.paper)
+            else:
+                results.append(_build_task(tasks[0]))
+                bar.step()
             gc.freeze()   # forked workers then leave the parent's objects alone (no copy-on-write by the GC)
         rest = tasks[len(results):]
         chunk = max(1, min(4, len(rest) // (jobs * 8)))   # small batches: one at a time, for an even finish
