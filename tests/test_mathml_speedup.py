@@ -32,8 +32,8 @@ EXTRA = [
 ]
 
 
-def _sheet_formulas() -> list[tuple[str, bool]]:
-    """Every (formula, display) the worksheet and key of each shipped problem convert to MathML."""
+def _recorded(solutions) -> list[tuple[str, bool]]:
+    """Every (formula, display) the worksheet and key of *solutions* convert to MathML, without repeats."""
     from worked.render import html as H
 
     seen = []
@@ -45,10 +45,7 @@ def _sheet_formulas() -> list[tuple[str, bool]]:
 
     mathconv.mathml = record
     try:
-        for path in sorted((ROOT / "problems").glob("*.toml")):
-            if path.name.startswith("quiz"):
-                continue
-            sol = solve(load(str(path)), checks="row")
+        for sol in solutions:
             for kind in ("worksheet", "answer-key"):
                 H.render_html(kind, sol)
     finally:
@@ -56,28 +53,22 @@ def _sheet_formulas() -> list[tuple[str, bool]]:
     return list(dict.fromkeys(seen))
 
 
+def _sheet_formulas() -> list[tuple[str, bool]]:
+    """Every (formula, display) the worksheet and key of each shipped problem convert to MathML."""
+    return _recorded(solve(load(str(path)), checks="row") for path in sorted((ROOT / "problems").glob("*.toml"))
+                     if not path.name.startswith("quiz"))
+
+
 def _quiz_formulas(count=6) -> list[tuple[str, bool]]:
     from worked import quiz
-    from worked.render import html as H
 
-    seen = []
-    real = mathconv.mathml
-
-    def record(latex, display=False):
-        seen.append((latex, display))
-        return ""
-
-    mathconv.mathml = record
-    try:
+    def solutions():
         for name in ("quiz-1.toml", "quiz-2-causal.toml"):
             spec = quiz.load_spec(ROOT / "problems" / name)
             for v in quiz.plan(spec.seed, count=count):
-                _, sol, _ = quiz.draw_problem(spec, v)
-                for kind in ("worksheet", "answer-key"):
-                    H.render_html(kind, sol)
-    finally:
-        mathconv.mathml = real
-    return list(dict.fromkeys(seen))
+                yield quiz.draw_problem(spec, v)[1]
+
+    return _recorded(solutions())
 
 
 def test_latex2mathml_speed_up_leaves_mathml_unchanged():

@@ -44,6 +44,7 @@ def _serve(requests_fd: int, replies_fd: int) -> None:
     """The child: import and warm up WeasyPrint, then turn each (name, html, paper, formulas) into a PDF."""
     from . import mathconv
     from . import pdf as P
+    from .sheet import outcome
 
     try:
         P.html_to_pdf("<p>warm-up</p>")
@@ -55,12 +56,8 @@ def _serve(requests_fd: int, replies_fd: int) -> None:
             if msg is None:
                 return
             name, html, paper, formulas = msg
-            try:
-                mathconv.register_formulas(formulas)
-                reply = (name, True, P.html_to_pdf(html, paper=paper))
-            except BaseException as exc:  # noqa: BLE001 - handed to the parent as its message
-                reply = (name, False, str(exc) or type(exc).__name__)
-            _write_msg(rout, reply)
+            mathconv.register_formulas(formulas)
+            _write_msg(rout, (name, *outcome(lambda: P.html_to_pdf(html, paper=paper))))
 
 
 class LayoutServer:
@@ -69,17 +66,9 @@ class LayoutServer:
     def __init__(self):
         r1, w1 = os.pipe()
         r2, w2 = os.pipe()
-        self.pid = os.fork()
-        if self.pid == 0:  # child
-            code = 0
-            try:
-                os.close(w1)
-                os.close(r2)
-                _serve(r1, w2)
-            except BaseException:  # noqa: BLE001
-                code = 1
-            finally:
-                os._exit(code)
+        from .sheet import fork_child
+
+        self.pid = fork_child(lambda: _serve(r1, w2), close=(w1, r2))
         os.close(r1)
         os.close(w2)
         self._out = queue.Queue()

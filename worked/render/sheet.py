@@ -59,21 +59,7 @@ def _run_jobs(jobs):
     import pickle
 
     r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # child: first job only
-        code = 0
-        try:
-            os.close(r)
-            try:
-                payload = pickle.dumps((True, jobs[0][1]()))
-            except BaseException as exc:  # noqa: BLE001 - handed to the parent as its message
-                payload = pickle.dumps((False, str(exc) or type(exc).__name__))
-            with os.fdopen(w, "wb") as fh:
-                fh.write(payload)
-        except BaseException:  # noqa: BLE001
-            code = 1
-        finally:
-            os._exit(code)
+    pid = fork_child(lambda: _send_outcome(w, jobs[0][1]), close=(r,))   # the child: first job only
     os.close(w)
     results = []
     try:
@@ -87,6 +73,38 @@ def _run_jobs(jobs):
         raise WorkedError(value)
     results.append((jobs[0][0], value))
     return results + rest
+
+
+def outcome(work) -> tuple[bool, object]:
+    """``(True, work())``, or ``(False, message)`` if it raised: what a child process sends its parent."""
+    try:
+        return True, work()
+    except BaseException as exc:  # noqa: BLE001 - handed to the parent as its message
+        return False, str(exc) or type(exc).__name__
+
+
+def fork_child(body, close=()) -> int:
+    """Fork; the child closes the file descriptors *close*, runs *body* and exits (status 1 if it raised)."""
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            for fd in close:
+                os.close(fd)
+            body()
+        except BaseException:  # noqa: BLE001 - the parent sees the missing reply
+            code = 1
+        finally:
+            os._exit(code)
+    return pid
+
+
+def _send_outcome(fd: int, work) -> None:
+    import pickle
+
+    payload = pickle.dumps(outcome(work))
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(payload)
 
 
 def _can_fork() -> bool:
@@ -113,25 +131,12 @@ def _start_weasyprint_pair(sol, kinds, *, student, paper, template_dir):
     heavy, rest = kinds[-1], kinds[:-1]
     r1, w1 = os.pipe()
     r2, w2 = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # child
-        code = 0
-        try:
-            os.close(r1)
-            os.close(r2)
-            for w, work in ((w1, lambda: _key_html_for_parent(sol, heavy, student, paper, template_dir)),
-                            (w2, lambda: {f"{k}.pdf": document_pdf(k, sol, student=student, paper=paper,
-                                                                   template_dir=template_dir) for k in rest})):
-                try:
-                    payload = pickle.dumps((True, work()))
-                except BaseException as exc:  # noqa: BLE001 - handed to the parent as its message
-                    payload = pickle.dumps((False, str(exc) or type(exc).__name__))
-                with os.fdopen(w, "wb") as fh:
-                    fh.write(payload)
-        except BaseException:  # noqa: BLE001
-            code = 1
-        finally:
-            os._exit(code)
+    def child():
+        _send_outcome(w1, lambda: _key_html_for_parent(sol, heavy, student, paper, template_dir))
+        _send_outcome(w2, lambda: {f"{k}.pdf": document_pdf(k, sol, student=student, paper=paper,
+                                                            template_dir=template_dir) for k in rest})
+
+    pid = fork_child(child, close=(r1, r2))
     os.close(w1)
     os.close(w2)
     got: dict[int, bytes] = {}
