@@ -150,3 +150,22 @@ def test_cli_bad_problem_with_layout_server_is_one_line(tmp_path):
     assert r.returncode == 2
     assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
     assert not (tmp_path / "o").exists()
+
+
+def test_array_types_shortcut_gives_the_same_pdf():
+    """Making WeasyPrint's hb_codepoint_t[N] arrays as hb_codepoint_t[] changes no byte of the PDF."""
+    import weasyprint.pdf.fonts as wfonts
+
+    html = H.render_html("worksheet", solve(load(None)), for_pdf=True)
+    mathconv.speed_up_weasyprint()
+    assert isinstance(wfonts.ffi, pdfmath._ArrayFFI)
+    fast = html_to_pdf(html)
+    shortcut = wfonts.ffi
+    wfonts.ffi = shortcut._real
+    try:
+        plain = html_to_pdf(html)
+    finally:
+        wfonts.ffi = shortcut
+    assert fast == plain
+    arr = shortcut.new("hb_codepoint_t[3]", [5, 6, 7])
+    assert list(arr) == [5, 6, 7] and len(arr) == 3

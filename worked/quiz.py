@@ -670,6 +670,10 @@ def build_all(spec: QuizSpec, variants: list[Variant], formats: tuple[str, ...],
                     from .render.pdf import warm_tex_format
 
                     warm_tex_format(spec.paper)
+                else:
+                    from .render.pdf import warm_up_weasyprint
+
+                    warm_up_weasyprint()
             else:
                 results.append(_build_task(tasks[0]))
                 bar.step()

@@ -648,6 +648,7 @@ def speed_up_weasyprint() -> None:
     from . import pdfmath
 
     pdfmath.install(_BY_NAME)
+    pdfmath.cheaper_array_types()
     try:
         import weasyprint.svg as wsvg
     except ImportError:

@@ -56,6 +56,18 @@ def html_to_pdf(html: str, *, paper: str = "a4") -> bytes:
     return doc.write_pdf(stylesheets=[css], pdf_identifier=b"worked-sheet", uncompressed_pdf=False)
 
 
+def warm_up_weasyprint() -> None:
+    """Lay out a tiny page once: WeasyPrint's first document parses C types and loads fonts.
+
+    Done where it costs nothing (a process waiting for work) or once before forking workers.
+    """
+    try:
+        html_to_pdf('<h2>Warm-up</h2><p style="width:6em">a paragraph long enough to be broken into lines'
+                    '</p><table><tr><th>x</th><td><i>1.5</i></td></tr></table>')
+    except Exception:  # noqa: BLE001 - the real documents report any problem themselves
+        pass
+
+
 def pdflatex_path() -> str | None:
     return shutil.which("pdflatex")
 

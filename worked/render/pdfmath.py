@@ -196,6 +196,15 @@ class FormulaImage:
 
     def __init__(self, parsed):
         self.width, self.height, self.viewbox, self.items = parsed
+        # the operators of each item, formatted once: (glyph or None, text before its name, text after)
+        self._ops = []
+        for item in self.items:
+            if item[0] == "rect":
+                _, x, y, w, h = item
+                self._ops.append((None, f"{_num(x)} {_num(y)} {_num(w)} {_num(h)} re f", ""))
+            else:
+                _, mat, g = item
+                self._ops.append((g, f"q {' '.join(map(_num, mat))} cm /", " Do Q"))
 
     def get_intrinsic_size(self, image_resolution, font_size):
         return self.width, self.height, (self.width / self.height if self.height else None)
@@ -208,16 +217,10 @@ class FormulaImage:
         tx = (concrete_width - vw * scale) / 2 - vx * scale
         ty = (concrete_height - vh * scale) / 2 - vy * scale
         stream.transform(scale, 0, 0, scale, tx, ty)
-        ops = [b"0 0 0 rg"]
-        for item in self.items:
-            if item[0] == "rect":
-                _, x, y, w, h = item
-                ops.append(f"{_num(x)} {_num(y)} {_num(w)} {_num(h)} re f".encode("ascii"))
-            else:
-                _, mat, g = item
-                name = stream.add_image(g, False, 1)
-                ops.append(f"q {' '.join(map(_num, mat))} cm /{name} Do Q".encode("ascii"))
-        stream.stream.append(b"\n".join(ops))
+        ops = ["0 0 0 rg"]
+        for g, before, after in self._ops:
+            ops.append(before if g is None else before + stream.add_image(g, False, 1) + after)
+        stream.stream.append("\n".join(ops).encode("ascii"))
 
 
 _ENABLED = [True]
@@ -261,4 +264,40 @@ def install(formulas: dict[str, str]) -> bool:
 
     get_image_from_uri._worked = True
     wdoc.original_get_image_from_uri = get_image_from_uri
+    return True
+
+
+class _ArrayFFI:
+    """WeasyPrint's ``ffi`` for ``weasyprint.pdf.fonts``, making ``T[N]`` arrays as ``T[]`` of N items.
+
+    Font subsetting asks cffi for ``hb_codepoint_t[<length>]``; every new length is a new C type
+    string, and cffi parses each one with pycparser over all of WeasyPrint's declarations (about
+    8 ms). ``ffi.new("T[]", items)`` makes the same array of the same items from one parsed type.
+    """
+
+    _ARRAY = re.compile(r"^(\w+)\[(\d+)\]$")
+
+    def __init__(self, real):
+        self._real = real
+
+    def new(self, cdecl, init=None):
+        m = self._ARRAY.match(cdecl) if isinstance(cdecl, str) else None
+        if m and isinstance(init, (list, tuple)) and len(init) == int(m.group(2)):
+            return self._real.new(m.group(1) + "[]", init)
+        return self._real.new(cdecl, init)
+
+    def __getattr__(self, name):
+        return getattr(self._real, name)
+
+
+def cheaper_array_types() -> bool:
+    """Install :class:`_ArrayFFI` in ``weasyprint.pdf.fonts`` (False if WeasyPrint is not shaped so)."""
+    try:
+        import weasyprint.pdf.fonts as wfonts
+    except ImportError:
+        return False
+    real = getattr(wfonts, "ffi", None)
+    if real is None or isinstance(real, _ArrayFFI) or not hasattr(real, "new"):
+        return isinstance(real, _ArrayFFI)
+    wfonts.ffi = _ArrayFFI(real)
     return True

@@ -46,10 +46,7 @@ def _serve(requests_fd: int, replies_fd: int) -> None:
     from . import pdf as P
     from .sheet import outcome
 
-    try:
-        P.html_to_pdf("<p>warm-up</p>")
-    except Exception:  # noqa: BLE001 - the real documents will report any problem
-        pass
+    P.warm_up_weasyprint()
     with os.fdopen(requests_fd, "rb") as rin, os.fdopen(replies_fd, "wb") as rout:
         while True:
             msg = _read_msg(rin)
