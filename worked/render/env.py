@@ -24,18 +24,47 @@ def template_dirs(template_dir=None) -> list[str]:
     return dirs
 
 
+def user_cache_dir(sub: str) -> Path | None:
+    """``~/.cache/worked/<sub>`` (or ``$WORKED_CACHE_DIR/<sub>``), private to the user; None if unusable."""
+    import os
+
+    base = os.environ.get("WORKED_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "worked")
+    d = Path(base) / sub
+    try:
+        d.mkdir(parents=True, exist_ok=True, mode=0o700)
+        st = d.stat()
+    except OSError:
+        return None
+    if hasattr(os, "getuid") and st.st_uid != os.getuid():
+        return None
+    return d if os.access(d, os.W_OK) else None
+
+
+def _bytecode_cache():
+    """Compiled templates kept between runs (Jinja checks each template's source before using it)."""
+    import os
+
+    import jinja2
+
+    if os.environ.get("WORKED_NO_TEMPLATE_CACHE"):
+        return None
+    d = user_cache_dir("jinja")
+    return jinja2.FileSystemBytecodeCache(str(d)) if d is not None else None
+
+
 @functools.lru_cache(maxsize=16)
 def _env(kind: str, dirs: tuple[str, ...]):
     import jinja2
 
     loader = jinja2.FileSystemLoader(list(dirs))
+    cache = _bytecode_cache()
     if kind == "html":
         return jinja2.Environment(loader=loader, autoescape=True, trim_blocks=True, lstrip_blocks=True,
-                                  keep_trailing_newline=True)
+                                  keep_trailing_newline=True, bytecode_cache=cache)
     from .texesc import finalize
 
     return jinja2.Environment(
-        loader=loader, autoescape=False, finalize=finalize,
+        loader=loader, autoescape=False, finalize=finalize, bytecode_cache=cache,
         block_start_string="((*", block_end_string="*))",
         variable_start_string="(((", variable_end_string=")))",
         comment_start_string="((#", comment_end_string="#))",

@@ -88,13 +88,9 @@ def _split_preamble(tex: str) -> tuple[str, str]:
 
 
 def _format_dir() -> Path | None:
-    base = os.environ.get("WORKED_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "worked")
-    d = Path(base) / "tex-formats"
-    try:
-        d.mkdir(parents=True, exist_ok=True, mode=0o700)
-    except OSError:
-        return None
-    return d if os.access(d, os.W_OK) else None
+    from .env import user_cache_dir
+
+    return user_cache_dir("tex-formats")
 
 
 @functools.lru_cache(maxsize=4)
