@@ -91,3 +91,20 @@ def test_page_count_hint_saves_a_pass_and_never_changes_bytes(monkeypatch):
     P._PAGE_HINTS["test-ws"] = 9                     # a wrong hint: LaTeX asks for another pass
     assert P.tex_to_pdf(tex, hint="test-ws") == plain
     assert len(runs) == 2
+
+
+def test_a_broken_cached_format_falls_back(tmp_path, monkeypatch):
+    """A cached format pdfTeX cannot load is dropped and the document compiled the plain way."""
+    from worked.problem import load
+    from worked.render import pdf as P
+    from worked.render import worksheet_tex
+    from worked.solver import solve
+
+    monkeypatch.setenv("WORKED_CACHE_DIR", str(tmp_path / "cache"))
+    tex = worksheet_tex(solve(load(None)))
+    good = P.tex_to_pdf(tex)
+    (fmt,) = (tmp_path / "cache" / "tex-formats").glob("*.fmt")
+    fmt.write_bytes(b"not a format")
+    assert P.tex_to_pdf(tex).startswith(b"%PDF")
+    assert not fmt.exists() or fmt.read_bytes() != b"not a format"
+    assert P.tex_to_pdf(tex) == good      # rebuilt, same bytes again

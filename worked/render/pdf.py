@@ -173,15 +173,28 @@ def tex_to_pdf(tex: str, *, hint: str | None = None) -> bytes:
     env = dict(os.environ, SOURCE_DATE_EPOCH="0", FORCE_SOURCE_DATE="1", TZ="UTC")
     packages, rest = _split_preamble(tex)
     fmt = _preloaded_format(exe, packages, env)
+    if fmt is not None:
+        try:
+            return _compile(exe, fixed + rest, env, hint, fmt)
+        except _FormatFailed:   # a format pdfTeX will not load: drop it, compile the plain way
+            try:
+                fmt.unlink()
+            except OSError:
+                pass
+    return _compile(exe, fixed + tex, env, hint, None)
+
+
+class _FormatFailed(Exception):
+    pass
+
+
+def _compile(exe: str, source: str, env: dict, hint: str | None, fmt: Path | None) -> bytes:
     with tempfile.TemporaryDirectory(prefix="worked-tex-") as d:
-        src = Path(d) / "sheet.tex"
+        (Path(d) / "sheet.tex").write_text(source, encoding="ascii")
+        first = [exe]
         if fmt is not None:
-            src.write_text(fixed + rest, encoding="ascii")
             shutil.copyfile(fmt, Path(d) / "worked.fmt")
             first = [exe, "-fmt=worked"]
-        else:
-            src.write_text(fixed + tex, encoding="ascii")
-            first = [exe]
         # a first pass in draft mode (no PDF written: faster) collects the labels for "page N of M",
         # the second writes the PDF; with a good page-count hint the first pass is not needed
         passes = (True, False, False)
@@ -190,7 +203,7 @@ def tex_to_pdf(tex: str, *, hint: str | None = None) -> bytes:
             (Path(d) / "sheet.aux").write_text(f"\\relax \n\\newlabel{{wk-last-page}}{{{{}}{{{guess}}}}}\n"
                                                f"\\gdef \\@abspage@last{{{guess}}}\n", encoding="ascii")
             passes = (False, False, False)
-        for draft in passes:
+        for k, draft in enumerate(passes):
             try:
                 r = subprocess.run([*first, "-interaction=nonstopmode", "-halt-on-error", "-no-shell-escape",
                                     *(["-draftmode"] if draft else []),
@@ -200,8 +213,10 @@ def tex_to_pdf(tex: str, *, hint: str | None = None) -> bytes:
                 raise WorkedError("pdflatex took longer than 120 s") from None
             log = (Path(d) / "sheet.log").read_text(encoding="latin-1") if (Path(d) / "sheet.log").exists() else ""
             if r.returncode != 0:
-                err = next((ln for ln in log.splitlines() if ln.startswith("!")), "see the log")
-                raise WorkedError(f"pdflatex failed: {err}")
+                err = next((ln for ln in log.splitlines() if ln.startswith("!")), None)
+                if err is None and fmt is not None and k == 0:
+                    raise _FormatFailed()
+                raise WorkedError(f"pdflatex failed: {err or 'see the log'}")
             if draft:
                 continue
             if "Rerun to get" not in log and "Label(s) may have changed" not in log:
