@@ -7,8 +7,10 @@ the formulas, then lays out each HTML document it is sent and sends back the PDF
 never imports WeasyPrint. The PDFs are the same bytes as :func:`worked.render.pdf.html_to_pdf`
 makes in one process (``tests/test_sheet_pdfmath.py`` compares them).
 
-Messages are length-prefixed pickles over two pipes; the parent writes and reads them on helper
-threads (started after the fork), so neither process ever waits on a full pipe.
+Two workers share one import: the first forks the second once WeasyPrint is warm, and the parent
+sends them the worksheet and the key in turn. Messages are length-prefixed pickles over a pair of
+pipes per worker; the parent writes and reads them on helper threads (started after the fork), so
+no process ever waits on a full pipe.
 """
 from __future__ import annotations
 
@@ -40,13 +42,12 @@ def _read_msg(fh):
     return pickle.loads(data)
 
 
-def _serve(requests_fd: int, replies_fd: int) -> None:
-    """The child: import and warm up WeasyPrint, then turn each (name, html, paper, formulas) into a PDF."""
+def _serve_one(requests_fd: int, replies_fd: int) -> None:
+    """Turn each (name, html, paper, formulas) read from *requests_fd* into a PDF, until end of file."""
     from . import mathconv
     from . import pdf as P
     from .sheet import outcome
 
-    P.warm_up_weasyprint()
     with os.fdopen(requests_fd, "rb") as rin, os.fdopen(replies_fd, "wb") as rout:
         while True:
             msg = _read_msg(rin)
@@ -57,44 +58,78 @@ def _serve(requests_fd: int, replies_fd: int) -> None:
             _write_msg(rout, (name, *outcome(lambda: P.html_to_pdf(html, paper=paper))))
 
 
-class LayoutServer:
-    """A forked WeasyPrint worker; :meth:`submit` documents, :meth:`result` their PDF bytes."""
+def _serve(channels: list[tuple[int, int]]) -> None:
+    """The child: import and warm up WeasyPrint once, fork a sibling per extra channel, serve channel 0."""
+    from . import pdf as P
+    from .sheet import fork_child
 
-    def __init__(self):
-        r1, w1 = os.pipe()
-        r2, w2 = os.pipe()
+    P.warm_up_weasyprint()
+    siblings = []
+    for k, (req, rep) in enumerate(channels[1:], start=1):
+        others = [fd for j, ch in enumerate(channels) if j != k for fd in ch]
+        siblings.append(fork_child(lambda req=req, rep=rep: _serve_one(req, rep), close=others))
+    for req, rep in channels[1:]:
+        os.close(req)
+        os.close(rep)
+    _serve_one(*channels[0])
+    for pid in siblings:
+        try:
+            os.waitpid(pid, 0)
+        except ChildProcessError:
+            pass
+
+
+class LayoutServer:
+    """Forked WeasyPrint workers; :meth:`submit` documents, :meth:`result` their PDF bytes.
+
+    With ``workers=2`` the first worker forks the second once WeasyPrint is imported and warm, so
+    both lay out at once (a worksheet and its key) for the price of one import.
+    """
+
+    def __init__(self, workers: int = 2):
         from .sheet import fork_child
 
-        self.pid = fork_child(lambda: _serve(r1, w2), close=(w1, r2))
-        os.close(r1)
-        os.close(w2)
-        self._out = queue.Queue()
-        self._replies: dict[str, tuple[bool, object]] = {}
+        pipes = [(os.pipe(), os.pipe()) for _ in range(max(1, workers))]   # (requests, replies) each
+        child_ends = [(req[0], rep[1]) for req, rep in pipes]
+        parent_ends = [(req[1], rep[0]) for req, rep in pipes]
+        self.pid = fork_child(lambda: _serve(child_ends), close=[fd for ends in parent_ends for fd in ends])
+        for fds in child_ends:
+            for fd in fds:
+                os.close(fd)
         self._cond = threading.Condition()
-        self._dead = False
-        self._writer = threading.Thread(target=self._write_loop, args=(os.fdopen(w1, "wb"),), daemon=True)
-        self._reader = threading.Thread(target=self._read_loop, args=(os.fdopen(r2, "rb"),), daemon=True)
-        self._writer.start()
-        self._reader.start()
+        self._replies: dict[str, tuple[bool, object]] = {}
+        self._sent: dict[str, int] = {}
+        self._dead: set[int] = set()
+        self._queues = []
+        self._threads = []
+        for k, (w, r) in enumerate(parent_ends):
+            q = queue.Queue()
+            self._queues.append(q)
+            self._threads += [threading.Thread(target=self._write_loop, args=(q, os.fdopen(w, "wb")), daemon=True),
+                              threading.Thread(target=self._read_loop, args=(k, os.fdopen(r, "rb")), daemon=True)]
+        for t in self._threads:
+            t.start()
+        self._next = 0
 
-    def _write_loop(self, fh) -> None:
+    @staticmethod
+    def _write_loop(q, fh) -> None:
         try:
             with fh:
                 while True:
-                    msg = self._out.get()
+                    msg = q.get()
                     if msg is None:
                         return
                     _write_msg(fh, msg)
         except OSError:
             pass
 
-    def _read_loop(self, fh) -> None:
+    def _read_loop(self, k, fh) -> None:
         with fh:
             while True:
                 msg = _read_msg(fh)
                 with self._cond:
                     if msg is None:
-                        self._dead = True
+                        self._dead.add(k)
                         self._cond.notify_all()
                         return
                     name, ok, value = msg
@@ -102,14 +137,19 @@ class LayoutServer:
                     self._cond.notify_all()
 
     def submit(self, name: str, html: str, paper: str) -> None:
+        """Send a document to the next worker in turn."""
         from . import mathconv
 
         short = mathconv.short_formula_urls(html)
-        self._out.put((name, short, paper, mathconv.formulas_in(short)))
+        k = self._next % len(self._queues)
+        self._next += 1
+        self._sent[name] = k
+        self._queues[k].put((name, short, paper, mathconv.formulas_in(short)))
 
     def result(self, name: str) -> bytes:
+        k = self._sent[name]
         with self._cond:
-            while name not in self._replies and not self._dead:
+            while name not in self._replies and k not in self._dead:
                 self._cond.wait()
             if name not in self._replies:
                 raise WorkedError("PDF worker process failed")
@@ -119,10 +159,11 @@ class LayoutServer:
         return value
 
     def close(self) -> None:
-        """Let the child finish and exit (it ends when its request pipe closes)."""
-        self._out.put(None)
-        self._writer.join()
-        self._reader.join()
+        """Let the workers finish and exit (each ends when its request pipe closes)."""
+        for q in self._queues:
+            q.put(None)
+        for t in self._threads:
+            t.join()
         try:
             os.waitpid(self.pid, 0)
         except ChildProcessError:

@@ -262,7 +262,7 @@ def write_sheet(sol, outdir, *, formats=("html", "tex", "pdf"), paper="a4", pdf_
     if served:
         from . import html as H
 
-        for kind in documents:
+        for kind in documents[::-1]:   # the key first: the longest layout starts soonest
             layout_server.submit(kind, H.render_html(kind, sol, student=student, for_pdf=True,
                                                      template_dir=template_dir, paper=paper), paper)
     elif "pdf" in formats and pdf_engine == "weasyprint" and len(documents) >= 2 and _can_fork():
