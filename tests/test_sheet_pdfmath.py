@@ -86,7 +86,7 @@ def test_drawing_matches_weasyprints_own(tmp_path):
 
 
 def test_two_processes_give_the_same_bytes_as_one(tmp_path, monkeypatch):
-    """`worked sheet` splits the PDFs over two processes where it can; the files are the same as in one."""
+    """write_sheet lays out the PDFs in two worker processes where it can; the files are the same as in one."""
     import os
 
     from worked.render import write_sheet
@@ -101,20 +101,21 @@ def test_two_processes_give_the_same_bytes_as_one(tmp_path, monkeypatch):
 
 
 def test_a_failing_child_is_a_clean_error(tmp_path, monkeypatch):
-    """If the child process fails, the parent raises a WorkedError and writes nothing."""
+    """If a layout worker fails, the parent raises a WorkedError with its message and writes nothing."""
     import os
 
     from worked.errors import WorkedError
+    from worked.render import pdf as P
     from worked.render import sheet
 
     if not hasattr(os, "fork") or (os.cpu_count() or 1) < 2:
         pytest.skip("needs fork and two cores")
 
     def boom(*args, **kwargs):
-        raise WorkedError("formula drawing failed")
+        raise WorkedError("layout failed")
 
-    monkeypatch.setattr(sheet, "_key_html_for_parent", boom)
-    with pytest.raises(WorkedError, match="formula drawing failed"):
+    monkeypatch.setattr(P, "html_to_pdf", boom)   # the forked workers inherit it
+    with pytest.raises(WorkedError, match="layout failed"):
         sheet.write_sheet(solve(load(None)), tmp_path / "o", formats=("pdf",))
     assert not (tmp_path / "o").exists()
 

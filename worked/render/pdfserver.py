@@ -4,7 +4,8 @@
 the solve. :class:`LayoutServer` forks at the start of the command, before sympy is imported; the
 child imports WeasyPrint and warms it up while the parent reads the problem, solves it and draws
 the formulas, then lays out each HTML document it is sent and sends back the PDF bytes. The parent
-never imports WeasyPrint. The PDFs are the same bytes as :func:`worked.render.pdf.html_to_pdf`
+never imports WeasyPrint. ``write_sheet`` starts one itself when it is not given one (later, but
+the import still overlaps with drawing the formulas). The PDFs are the same bytes as :func:`worked.render.pdf.html_to_pdf`
 makes in one process (``tests/test_sheet_pdfmath.py`` compares them).
 
 Two workers share one import: the first forks the second once WeasyPrint is warm, and the parent

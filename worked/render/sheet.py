@@ -114,88 +114,6 @@ def _can_fork() -> bool:
             and threading.active_count() == 1)   # never fork a threaded process (servers)
 
 
-def _start_weasyprint_pair(sol, kinds, *, student, paper, template_dir):
-    """Start the WeasyPrint PDFs of *kinds* in a forked child; returns ``finish()`` giving {name: bytes}.
-
-    The split is chosen so the two processes finish together. The last kind (the answer key, the
-    heaviest) is laid out here, in the parent, but its formulas are drawn (ziamath) by the child
-    first and sent over a pipe, while the parent renders the HTML and LaTeX and imports WeasyPrint;
-    then the child makes the other documents' PDFs whole. Each result travels as a pickled
-    ``(ok, value)``; a child that dies gives a clear error. The bytes are the same as in one process.
-    """
-    import pickle
-    import threading
-
-    from . import mathconv
-
-    heavy, rest = kinds[-1], kinds[:-1]
-    r1, w1 = os.pipe()
-    r2, w2 = os.pipe()
-    def child():
-        _send_outcome(w1, lambda: _key_html_for_parent(sol, heavy, student, paper, template_dir))
-        _send_outcome(w2, lambda: {f"{k}.pdf": document_pdf(k, sol, student=student, paper=paper,
-                                                            template_dir=template_dir) for k in rest})
-
-    pid = fork_child(child, close=(r1, r2))
-    os.close(w1)
-    os.close(w2)
-    got: dict[int, bytes] = {}
-
-    def reader(fd):  # read as the child writes, so it never waits on a full pipe
-        with os.fdopen(fd, "rb") as fh:
-            got[fd] = fh.read()
-
-    threads = [threading.Thread(target=reader, args=(fd,), daemon=True) for fd in (r1, r2)]
-    for t in threads:
-        t.start()
-
-    def result(fd, t):
-        t.join()
-        ok, value = pickle.loads(got[fd]) if got.get(fd) else (False, "PDF worker process failed")
-        if not ok:
-            raise WorkedError(value)
-        return value
-
-    def finish() -> dict[str, bytes]:
-        try:
-            html, formulas = result(r1, threads[0])
-            mathconv.register_formulas(formulas)
-            out = {f"{heavy}.pdf": _html_pdf(html, paper)}
-            out.update(result(r2, threads[1]))
-            return out
-        finally:
-            for t in threads:
-                t.join()
-            os.waitpid(pid, 0)
-
-    def cancel() -> None:
-        import signal
-
-        try:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-        except (ProcessLookupError, ChildProcessError):
-            pass
-
-    finish.cancel = cancel
-    return finish
-
-
-def _key_html_for_parent(sol, kind, student, paper, template_dir):
-    from . import html as H
-    from . import mathconv
-
-    html = H.render_html(kind, sol, student=student, for_pdf=True, template_dir=template_dir, paper=paper)
-    short = mathconv.short_formula_urls(html)
-    return short, mathconv.formulas_in(short)
-
-
-def _html_pdf(html, paper):
-    from . import pdf as P
-
-    return P.html_to_pdf(html, paper=paper)
-
-
 def _render_text_formats(out, pdf_jobs, sol, documents, formats, *, student, paper, pdf_engine, template_dir,
                          pdf_here) -> None:
     """HTML and LaTeX of each document into *out*; the PDF jobs to run here (unless a child makes them)."""
@@ -257,31 +175,32 @@ def write_sheet(sol, outdir, *, formats=("html", "tex", "pdf"), paper="a4", pdf_
     out: dict[str, bytes] = {}
     pdf_jobs = []
     documents = list(documents)
-    finish = None
-    served = "pdf" in formats and pdf_engine == "weasyprint" and layout_server is not None
-    if served:
-        from . import html as H
+    served = "pdf" in formats and pdf_engine == "weasyprint"
+    own_server = None
+    if served and layout_server is None and len(documents) >= 2 and _can_fork():
+        from .pdfserver import LayoutServer
 
-        for kind in documents[::-1]:   # the key first: the longest layout starts soonest
-            layout_server.submit(kind, H.render_html(kind, sol, student=student, for_pdf=True,
-                                                     template_dir=template_dir, paper=paper), paper)
-    elif "pdf" in formats and pdf_engine == "weasyprint" and len(documents) >= 2 and _can_fork():
-        finish = _start_weasyprint_pair(sol, documents, student=student, paper=paper, template_dir=template_dir)
+        layout_server = own_server = LayoutServer()   # imports WeasyPrint while the formulas are drawn here
+    served = served and layout_server is not None
     try:
+        if served:
+            from . import html as H
+
+            for kind in documents[::-1]:   # the key first: the longest layout starts soonest
+                layout_server.submit(kind, H.render_html(kind, sol, student=student, for_pdf=True,
+                                                         template_dir=template_dir, paper=paper), paper)
         _render_text_formats(out, pdf_jobs, sol, documents, formats, student=student, paper=paper,
-                             pdf_engine=pdf_engine, template_dir=template_dir,
-                             pdf_here=finish is None and not served)
+                             pdf_engine=pdf_engine, template_dir=template_dir, pdf_here=not served)
         for name, data in _run_jobs(pdf_jobs):
             out[name] = data
+        if served:
+            out.update((f"{k}.pdf", layout_server.result(k)) for k in documents)
     except BaseException:
-        if finish is not None:
-            finish.cancel()
+        if own_server is not None:
+            own_server.kill()
         raise
-    if finish is not None:
-        pdfs = finish()
-        out.update((f"{k}.pdf", pdfs[f"{k}.pdf"]) for k in documents)
-    if served:
-        out.update((f"{k}.pdf", layout_server.result(k)) for k in documents)
+    if own_server is not None:
+        own_server.close()
     try:
         folder.mkdir(parents=True, exist_ok=True)
         marker = folder / MARKER
