@@ -259,8 +259,10 @@ def _add_sheet(sub):
 
 
 def cmd_sheet(args) -> int:
+    import contextlib
+
     formats = [f.strip().lower() for f in args.format.split(",") if f.strip()]
-    server = None
+    server = contextlib.nullcontext()
     if "pdf" in formats and args.pdf_engine == "weasyprint":
         from .render.sheet import _can_fork
 
@@ -268,7 +270,7 @@ def cmd_sheet(args) -> int:
             from .render.pdfserver import LayoutServer
 
             server = LayoutServer()
-    try:
+    with server as layout_server:
         from .problem import load
         from .render.sheet import write_sheet
         from .solver import solve
@@ -276,13 +278,7 @@ def cmd_sheet(args) -> int:
         problem = load(args.problem)
         sol = solve(problem, checks=args.checks)
         paths = write_sheet(sol, args.output, formats=formats, paper=args.paper, pdf_engine=args.pdf_engine,
-                            template_dir=args.template_dir, force=args.force, layout_server=server)
-    except BaseException:
-        if server is not None:
-            server.kill()
-        raise
-    if server is not None:
-        server.close()
+                            template_dir=args.template_dir, force=args.force, layout_server=layout_server)
     folder = paths[0].parent if paths else None
     print(f"wrote {len(paths)} files to {folder}/")
     for p in paths:

@@ -170,6 +170,16 @@ class LayoutServer:
         except ChildProcessError:
             pass
 
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        """Close normally; on an error, kill the workers first (nothing they make is wanted)."""
+        if exc_type is not None:
+            self.kill()
+        else:
+            self.close()
+
     def kill(self) -> None:
         try:
             os.kill(self.pid, signal.SIGKILL)

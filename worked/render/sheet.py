@@ -1,6 +1,7 @@
 """Writing a worksheet and an answer key to a folder: every format, atomically, never over others' files."""
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 from pathlib import Path
@@ -176,13 +177,13 @@ def write_sheet(sol, outdir, *, formats=("html", "tex", "pdf"), paper="a4", pdf_
     pdf_jobs = []
     documents = list(documents)
     served = "pdf" in formats and pdf_engine == "weasyprint"
-    own_server = None
+    own_server = contextlib.nullcontext()
     if served and layout_server is None and len(documents) >= 2 and _can_fork():
         from .pdfserver import LayoutServer
 
         layout_server = own_server = LayoutServer()   # imports WeasyPrint while the formulas are drawn here
     served = served and layout_server is not None
-    try:
+    with own_server:
         if served:
             from . import html as H
 
@@ -195,12 +196,6 @@ def write_sheet(sol, outdir, *, formats=("html", "tex", "pdf"), paper="a4", pdf_
             out[name] = data
         if served:
             out.update((f"{k}.pdf", layout_server.result(k)) for k in documents)
-    except BaseException:
-        if own_server is not None:
-            own_server.kill()
-        raise
-    if own_server is not None:
-        own_server.close()
     try:
         folder.mkdir(parents=True, exist_ok=True)
         marker = folder / MARKER
