@@ -504,8 +504,12 @@ def _questions_tex(spec: QuizSpec, questions: list[dict], problem) -> str:
             f"\\begin{{enumerate}}\n{items}\\end{{enumerate}}}}}}\\par\\medskip\n")
 
 
-def build_variant(spec: QuizSpec, variant: Variant, formats: tuple[str, ...]) -> dict:
-    """Everything for one variant: its manifest entry and its files (relative path → bytes)."""
+def build_variant(spec: QuizSpec, variant: Variant, formats: tuple[str, ...], *, compile_tex: bool = True) -> dict:
+    """Everything for one variant: its manifest entry and its files (relative path → bytes).
+
+    With the latex engine and *compile_tex* false, the sheets' LaTeX is left in ``"tex"`` for
+    :func:`_build_chunk` to compile together with other variants' (see :mod:`worked.render.texbatch`).
+    """
     problem, sol, attempt = draw_problem(spec, variant)
     questions = expected_answers(spec, problem, sol)
     entry = {
@@ -519,6 +523,7 @@ def build_variant(spec: QuizSpec, variant: Variant, formats: tuple[str, ...]) ->
     }
     files: dict[str, bytes] = {}
     pdfs: dict[str, bytes] = {}
+    texs: dict[str, str] = {}
     folder = f"variants/{variant.code}"
     files[f"{folder}/variant.json"] = (json.dumps(entry, indent=2, ensure_ascii=False) + "\n").encode()
     if {"html", "pdf", "tex"} & set(formats):
@@ -552,13 +557,31 @@ def build_variant(spec: QuizSpec, variant: Variant, formats: tuple[str, ...]) ->
                 if "tex" in formats:
                     files[f"{folder}/{doc}.tex"] = tex.encode()
                 if latex_pdf:
-                    pdfs[doc] = render.tex_to_pdf(tex, hint=doc)
-                    files[f"{folder}/{doc}.pdf"] = pdfs[doc]
-    return {"entry": entry, "files": files, "pdfs": pdfs}
+                    texs[doc] = tex
+        if texs and compile_tex:
+            _compile_variants([{"folder": folder, "files": files, "pdfs": pdfs, "tex": texs}])
+    return {"entry": entry, "files": files, "pdfs": pdfs, "tex": texs, "folder": folder}
 
 
-def _build_task(task):
-    return build_variant(*task)
+def _compile_variants(results: list[dict]) -> None:
+    """PDFs of the variants' sheets with pdflatex, all in as few runs as possible (texbatch)."""
+    from .render.texbatch import compile_sheets
+
+    jobs = [(r, doc, tex) for r in results for doc, tex in r["tex"].items()]
+    pdfs = compile_sheets([tex for _, _, tex in jobs], [doc for _, doc, _ in jobs])
+    for (r, doc, _), pdf in zip(jobs, pdfs):
+        r["pdfs"][doc] = pdf
+        r["files"][f"{r['folder']}/{doc}.pdf"] = pdf
+
+
+def _build_chunk(task) -> list[dict]:
+    """Several variants whose LaTeX sheets are compiled together (a variant's bytes do not depend on it)."""
+    spec, variants, formats = task
+    results = [build_variant(spec, v, formats, compile_tex=False) for v in variants]
+    _compile_variants([r for r in results if r["tex"]])
+    for r in results:   # what the parent needs back: entry, files, pdfs
+        del r["tex"], r["folder"]
+    return results
 
 
 # ---------------------------------------------------------------- the batch
@@ -570,6 +593,9 @@ def merge_pdfs(parts: list[bytes]) -> bytes:
     w = PdfWriter()
     for b in parts:
         w.append(PdfReader(io.BytesIO(b)))
+    # the variants' PDFs often carry the same fonts (always with the latex engine: texbatch fixes
+    # their subsets): one copy each makes the class PDF about 8 times smaller
+    w.compress_identical_objects(remove_duplicates=True, remove_unreferenced=True)
     w.add_metadata({"/Producer": "worked", "/Title": ""})
     from pypdf.generic import ArrayObject, ByteStringObject
 
@@ -578,6 +604,34 @@ def merge_pdfs(parts: list[bytes]) -> bytes:
     buf = io.BytesIO()
     w.write(buf)
     return buf.getvalue()
+
+
+_MERGING: list = []   # the documents to merge, seen by forked merge processes
+
+
+def _merge_one(k: int) -> bytes:
+    return merge_pdfs(_MERGING[k])
+
+
+def _class_pdfs(results: list[dict]) -> dict[str, bytes]:
+    """The two class PDFs, merged in two processes at once where that is possible."""
+    names = ("class-worksheets.pdf", "class-answer-keys.pdf")
+    _MERGING[:] = [[r["pdfs"][doc] for r in results] for doc in ("worksheet", "answer-key")]
+    try:
+        if len(results) > 1 and (os.cpu_count() or 1) > 1 and not os.environ.get("WORKED_NO_FORK"):
+            import multiprocessing as mp
+            from concurrent.futures import ProcessPoolExecutor
+
+            try:
+                ctx = mp.get_context("fork")
+            except ValueError:  # pragma: no cover - platforms without fork
+                ctx = None
+            if ctx is not None:
+                with ProcessPoolExecutor(max_workers=2, mp_context=ctx) as ex:
+                    return dict(zip(names, ex.map(_merge_one, range(2))))
+        return {name: merge_pdfs(parts) for name, parts in zip(names, _MERGING)}
+    finally:
+        _MERGING.clear()
 
 
 def manifest_csv(entries: list[dict]) -> str:
@@ -633,21 +687,42 @@ class _Progress:
             sys.stderr.flush()
 
 
+TEX_BATCH = 10   # at most this many variants' sheets in one pdflatex run (see worked.render.texbatch)
+
+
+def _groups(variants: list[Variant], jobs: int, batched: bool) -> list[list[Variant]]:
+    """Variants in the order given, cut into the groups a worker builds at once.
+
+    Without batched LaTeX, one variant each. With it, as few groups as keep every worker busy, each
+    of at most TEX_BATCH variants (20 variants on two cores: two groups of 10). A variant's bytes do not
+    depend on its group, so neither does the output.
+    """
+    n = len(variants)
+    if not batched or n <= 1:
+        return [[v] for v in variants]
+    rounds = -(-n // (jobs * TEX_BATCH))
+    size = -(-n // min(n, jobs * rounds))
+    return [variants[i:i + size] for i in range(0, n, size)]
+
+
 def build_all(spec: QuizSpec, variants: list[Variant], formats: tuple[str, ...], jobs: int, progress: bool) -> list[dict]:
     """Build every variant (in *jobs* processes); results in variant order whatever *jobs* is."""
-    tasks = [(spec, v, formats) for v in variants]
-    bar = _Progress(len(tasks), progress)
-    results = []
-    jobs = max(1, min(jobs, len(tasks)))
+    bar = _Progress(len(variants), progress)
+    results: list[dict] = []
+    jobs = max(1, min(jobs, len(variants)))
+    latex = "pdf" in formats and spec.pdf_engine == "latex"
     if {"html", "pdf", "tex"} & set(formats):
         from . import render  # noqa: F401  (imported once here; forked workers inherit it)
-        if "pdf" in formats:
+        if "pdf" in formats and not latex:
             import weasyprint  # noqa: F401
     from . import solver  # noqa: F401
+    groups = _groups(variants, jobs, latex)
+    tasks = [(spec, g, formats) for g in groups]
     if jobs == 1:
         for t in tasks:
-            results.append(_build_task(t))
-            bar.step()
+            for r in _build_chunk(t):
+                results.append(r)
+                bar.step()
     else:
         import gc
         import multiprocessing as mp
@@ -663,28 +738,31 @@ def build_all(spec: QuizSpec, variants: list[Variant], formats: tuple[str, ...],
             # latex2mathml, parts of sympy), compiled templates and caches are then made once and
             # inherited, not once per worker. With PDFs that would keep the other cores idle for
             # seconds, so the parent then builds it without PDFs only to warm up (and makes the
-            # pdflatex format once), and the workers build every variant.
+            # pdflatex format and the fonts' reference once), and the workers build every variant.
             if "pdf" in formats:
-                _build_task((spec, variants[0], tuple(f for f in formats if f != "pdf") or ("html",)))
-                if spec.pdf_engine == "latex":
-                    from .render.pdf import warm_tex_format
+                warm = build_variant(spec, variants[0], tuple(f for f in formats if f != "pdf") + (
+                    ("tex",) if latex else ()) or ("html",))
+                if latex:
+                    from .render.texbatch import warm_up
 
-                    warm_tex_format(spec.paper)
+                    warm_up(warm["files"][f"{warm['folder']}/worksheet.tex"].decode("ascii"))
                 else:
                     from .render.pdf import warm_up_weasyprint
 
                     warm_up_weasyprint()
             else:
-                results.append(_build_task(tasks[0]))
+                results += _build_chunk(tasks[0])
                 bar.step()
+                tasks = tasks[1:]
             gc.freeze()   # forked workers then leave the parent's objects alone (no copy-on-write by the GC)
-        rest = tasks[len(results):]
-        chunk = max(1, min(4, len(rest) // (jobs * 8)))   # small batches: one at a time, for an even finish
+        # small batches: one at a time, for an even finish
+        chunk = 1 if latex else max(1, min(4, len(tasks) // (jobs * 8)))
         try:
-            with ProcessPoolExecutor(max_workers=min(jobs, len(rest)), mp_context=ctx) as ex:
-                for r in ex.map(_build_task, rest, chunksize=chunk):
-                    results.append(r)
-                    bar.step()
+            with ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=ctx) as ex:
+                for rs in ex.map(_build_chunk, tasks, chunksize=chunk):
+                    for r in rs:
+                        results.append(r)
+                        bar.step()
         finally:
             if forking:
                 gc.unfreeze()
@@ -712,8 +790,7 @@ def assemble(spec: QuizSpec, results: list[dict], formats: tuple[str, ...], *, s
     files["manifest.json"] = (json.dumps(manifest, indent=2, ensure_ascii=False) + "\n").encode()
     files["manifest.csv"] = manifest_csv(entries).encode()
     if "pdf" in formats:
-        files["class-worksheets.pdf"] = merge_pdfs([r["pdfs"]["worksheet"] for r in results])
-        files["class-answer-keys.pdf"] = merge_pdfs([r["pdfs"]["answer-key"] for r in results])
+        files.update(_class_pdfs(results))
     if "moodle" in formats:
         from .lms import moodle
 

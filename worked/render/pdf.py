@@ -139,7 +139,6 @@ def _preloaded_format(exe: str, packages: str, env: dict) -> Path | None:
 
 
 _PAGE_HINTS: dict[str, int] = {}   # pages of the last document compiled per hint key (see tex_to_pdf)
-_LAST_PAGE = re.compile(r"\\newlabel\{wk-last-page\}\{\{[^}]*\}\{(\d+)\}")
 
 
 def warm_tex_format(paper: str = "a4") -> None:
@@ -152,7 +151,7 @@ def warm_tex_format(paper: str = "a4") -> None:
     from .tex import render_tex
 
     packages, _ = _split_preamble(render_tex("worksheet", solve(load(None), checks="one"), paper=paper))
-    _preloaded_format(exe, packages, dict(os.environ, SOURCE_DATE_EPOCH="0", FORCE_SOURCE_DATE="1", TZ="UTC"))
+    _preloaded_format(exe, packages, tex_env())
 
 
 def tex_to_pdf(tex: str, *, hint: str | None = None) -> bytes:
@@ -164,31 +163,62 @@ def tex_to_pdf(tex: str, *, hint: str | None = None) -> bytes:
     single pass suffices when it was right; LaTeX's "Label(s) may have changed" asks for another
     pass when it was not. The final pass always reads the true count, so the bytes are the same.
     """
+    exe = require_pdflatex()
+    packages, rest = _split_preamble(tex)
+    guess = _PAGE_HINTS.get(hint) if hint else None
+    pdf, pages = compile_source(exe, packages, rest, guesses={LAST_PAGE: guess} if guess else None)
+    if hint and LAST_PAGE in pages:
+        _PAGE_HINTS[hint] = pages[LAST_PAGE]
+    return pdf
+
+
+LAST_PAGE = "wk-last-page"     # the label our templates put on a sheet's last page
+
+
+def require_pdflatex() -> str:
     exe = pdflatex_path()
     if exe is None:
         raise WorkedError("pdflatex is not installed (Debian: apt-get install texlive-latex-base "
                           "texlive-latex-recommended texlive-fonts-recommended); use --pdf-engine weasyprint")
+    return exe
+
+
+def tex_env() -> dict:
+    return dict(os.environ, SOURCE_DATE_EPOCH="0", FORCE_SOURCE_DATE="1", TZ="UTC")
+
+
+def compile_source(exe: str, packages: str, rest: str, *, guesses: dict[str, int] | None = None,
+                   rerun: bool = True) -> tuple[bytes, dict[str, int]]:
+    """Compile ``packages + rest`` (the preloaded format holds *packages*): (PDF bytes, page of each label).
+
+    With *guesses* (label -> page) written into the .aux, the first pass is a real one; without, a
+    draft pass collects the labels first. With *rerun*, passes repeat while LaTeX asks for it; without,
+    there is one pass, whose PDF is returned with the pages it found.
+    """
     # fixed dates and document ID: the same .tex gives the same bytes
     fixed = "\\pdfinfoomitdate=1\\pdftrailerid{}\\pdfsuppressptexinfo=-1\n"
-    env = dict(os.environ, SOURCE_DATE_EPOCH="0", FORCE_SOURCE_DATE="1", TZ="UTC")
-    packages, rest = _split_preamble(tex)
+    env = tex_env()
     fmt = _preloaded_format(exe, packages, env)
     if fmt is not None:
         try:
-            return _compile(exe, fixed + rest, env, hint, fmt)
+            return _compile(exe, fixed + rest, env, fmt, guesses, rerun)
         except _FormatFailed:   # a format pdfTeX will not load: drop it, compile the plain way
             try:
                 fmt.unlink()
             except OSError:
                 pass
-    return _compile(exe, fixed + tex, env, hint, None)
+    return _compile(exe, fixed + packages + rest, env, None, guesses, rerun)
 
 
 class _FormatFailed(Exception):
     pass
 
 
-def _compile(exe: str, source: str, env: dict, hint: str | None, fmt: Path | None) -> bytes:
+_LABEL_PAGE = re.compile(r"\\newlabel\{([^}]*)\}\{\{[^}]*\}\{(\d+)\}")
+
+
+def _compile(exe: str, source: str, env: dict, fmt: Path | None, guesses: dict[str, int] | None,
+             rerun: bool) -> tuple[bytes, dict[str, int]]:
     with tempfile.TemporaryDirectory(prefix="worked-tex-") as d:
         (Path(d) / "sheet.tex").write_text(source, encoding="ascii")
         first = [exe]
@@ -196,13 +226,14 @@ def _compile(exe: str, source: str, env: dict, hint: str | None, fmt: Path | Non
             shutil.copyfile(fmt, Path(d) / "worked.fmt")
             first = [exe, "-fmt=worked"]
         # a first pass in draft mode (no PDF written: faster) collects the labels for "page N of M",
-        # the second writes the PDF; with a good page-count hint the first pass is not needed
-        passes = (True, False, False)
-        guess = _PAGE_HINTS.get(hint) if hint else None
-        if guess:
-            (Path(d) / "sheet.aux").write_text(f"\\relax \n\\newlabel{{wk-last-page}}{{{{}}{{{guess}}}}}\n"
-                                               f"\\gdef \\@abspage@last{{{guess}}}\n", encoding="ascii")
-            passes = (False, False, False)
+        # the second writes the PDF; with page-count guesses the first pass is a real one
+        passes = (True, False, False) if rerun else (False,)
+        if guesses:
+            aux = "".join(f"\\newlabel{{{label}}}{{{{}}{{{g}}}}}\n" for label, g in guesses.items())
+            total = sum(guesses.values())
+            (Path(d) / "sheet.aux").write_text(f"\\relax \n{aux}\\gdef \\@abspage@last{{{total}}}\n",
+                                               encoding="ascii")
+            passes = (False, False, False) if rerun else (False,)
         for k, draft in enumerate(passes):
             try:
                 r = subprocess.run([*first, "-interaction=nonstopmode", "-halt-on-error", "-no-shell-escape",
@@ -217,13 +248,10 @@ def _compile(exe: str, source: str, env: dict, hint: str | None, fmt: Path | Non
                 if err is None and fmt is not None and k == 0:
                     raise _FormatFailed()
                 raise WorkedError(f"pdflatex failed: {err or 'see the log'}")
-            if draft:
+            if draft or not rerun:
                 continue
             if "Rerun to get" not in log and "Label(s) may have changed" not in log:
                 break
-        if hint:
-            aux = (Path(d) / "sheet.aux").read_text(encoding="latin-1") if (Path(d) / "sheet.aux").exists() else ""
-            m = _LAST_PAGE.search(aux)
-            if m:
-                _PAGE_HINTS[hint] = int(m.group(1))
-        return (Path(d) / "sheet.pdf").read_bytes()
+        aux = (Path(d) / "sheet.aux").read_text(encoding="latin-1") if (Path(d) / "sheet.aux").exists() else ""
+        pages = {m.group(1): int(m.group(2)) for m in _LABEL_PAGE.finditer(aux)}
+        return (Path(d) / "sheet.pdf").read_bytes(), pages
