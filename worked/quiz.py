@@ -89,7 +89,7 @@ class QuizSpec:
     paper: str = "a4"
     instructions: str = ""
     source: str = "<spec>"
-    pdf_engine: str = "weasyprint"   # or "latex": pdflatex on our .tex, about 10x faster per page
+    pdf_engine: str = "weasyprint"   # or "latex": pdflatex on our .tex (worked.render.texbatch); run() picks
 
 
 _ASK = re.compile(r"^\s*(?:(head)(\d+)\.)?([A-Za-z]+)\s*(?:\[\s*(\d+|\*)\s*,\s*(\d+|\*)\s*\])?\s*$")
@@ -565,6 +565,8 @@ def build_variant(spec: QuizSpec, variant: Variant, formats: tuple[str, ...], *,
 
 def _compile_variants(results: list[dict]) -> None:
     """PDFs of the variants' sheets with pdflatex, all in as few runs as possible (texbatch)."""
+    if not results:
+        return
     from .render.texbatch import compile_sheets
 
     jobs = [(r, doc, tex) for r in results for doc, tex in r["tex"].items()]
@@ -847,15 +849,21 @@ def write_tree(outdir: Path, files: dict[str, bytes], *, force: bool = False, re
 
 
 def run(spec_path, *, count=None, roster=None, seed=None, outdir=None, formats=None, jobs=None,
-        variant=None, quiet=False, force=False, progress=None, pdf_engine="weasyprint") -> tuple[Path, list[dict]]:
-    """The ``worked quiz`` command as a function. Returns (output folder, manifest entries)."""
+        variant=None, quiet=False, force=False, progress=None, pdf_engine="auto") -> tuple[Path, list[dict]]:
+    """The ``worked quiz`` command as a function. Returns (output folder, manifest entries).
+
+    *pdf_engine* "auto" is pdflatex when it is installed (a batch of printed quizzes is about five
+    times faster: see :mod:`worked.render.texbatch`), WeasyPrint otherwise.
+    """
     spec = load_spec(spec_path)
-    if pdf_engine not in ("weasyprint", "latex"):
-        raise WorkedError(f'--pdf-engine: expected "weasyprint" or "latex", got {pdf_engine!r}')
+    if pdf_engine not in ("auto", "weasyprint", "latex"):
+        raise WorkedError(f'--pdf-engine: expected "auto", "weasyprint" or "latex", got {pdf_engine!r}')
+    from .render.pdf import pdflatex_path
+
+    if pdf_engine == "auto":
+        pdf_engine = "latex" if pdflatex_path() else "weasyprint"
     if pdf_engine == "latex":
         from dataclasses import replace as _replace
-
-        from .render.pdf import pdflatex_path
 
         if pdflatex_path() is None:
             raise WorkedError("--pdf-engine latex: pdflatex is not installed (Debian: apt-get install "
