@@ -589,7 +589,20 @@ def _build_chunk(task) -> list[dict]:
 # ---------------------------------------------------------------- the batch
 
 def merge_pdfs(parts: list[bytes]) -> bytes:
-    """One PDF with the pages of *parts* in order; deterministic (no dates, fixed ID)."""
+    """One PDF with the pages of *parts* in order; deterministic (no dates, fixed ID).
+
+    Simple PDFs (the latex engine's) are copied as bytes, each shared object once
+    (:mod:`worked.render.pdfpages`); others go through pypdf.
+    """
+    from .render import pdfpages
+
+    ident = hashlib.md5(b"".join(hashlib.sha256(b).digest() for b in parts)).digest()
+    docs = [pdfpages.read(b) for b in parts]
+    if all(d is not None for d in docs):
+        try:
+            return pdfpages.write([(d, p) for d in docs for p in d.pages], ident=ident)
+        except pdfpages.NotSimple:
+            pass
     from pypdf import PdfReader, PdfWriter
 
     w = PdfWriter()
@@ -601,7 +614,6 @@ def merge_pdfs(parts: list[bytes]) -> bytes:
     w.add_metadata({"/Producer": "worked", "/Title": ""})
     from pypdf.generic import ArrayObject, ByteStringObject
 
-    ident = hashlib.md5(b"".join(hashlib.sha256(b).digest() for b in parts)).digest()
     w._ID = ArrayObject([ByteStringObject(ident), ByteStringObject(ident)])
     buf = io.BytesIO()
     w.write(buf)

@@ -3,7 +3,8 @@
 A pdflatex run has a fixed cost (loading the format, embedding the fonts) of about 0.25 s, as much
 as typesetting a whole answer key; a quiz batch compiles two sheets per student. Here several
 sheets that share a preamble are typeset in one document (each part starts on a new page, with its
-own page numbers and "page N of M"), and the PDF is cut into one file per part with pypdf.
+own page numbers and "page N of M"), and the PDF is cut into one file per part
+(:mod:`worked.render.pdfpages`).
 
 Each file must be exactly what that sheet would give alone, so that a variant's PDFs do not depend on
 which other sheets shared its run (``worked quiz --variant CODE`` rebuilds them alone; ``--jobs``
@@ -28,6 +29,7 @@ import json
 import re
 from collections import Counter
 
+from . import pdfpages
 from .pdf import LAST_PAGE, _preloaded_format, _split_preamble, compile_source, require_pdflatex, tex_env
 
 # Characters put in every text font's subset: printable ASCII (without the visible space at 32), the
@@ -79,6 +81,9 @@ FONT_CODES: dict[str, tuple[int, ...]] = {
                  109, 110, 111, 114, 115, 116, 117, 119, 120, 121),
     "ts1-lmr10": (39, 44, 46),
 }
+
+# no object streams: the PDF is then read and cut by worked.render.pdfpages without parsing its objects
+_PLAIN_OBJECTS = "\\pdfobjcompresslevel=0\n"
 
 STATS: Counter = Counter()   # "batched" and "alone" runs, "fell back" batches (for tests and benchmarks)
 
@@ -179,7 +184,7 @@ def _source(pre: str, bodies: list[str], digits: list[int] | None = None) -> str
         body = body.replace("\\pageref" + _LABEL, "\\wktotalpages{}")
         parts.append(body.replace(_LABEL, "{%s-%d}" % (LAST_PAGE, k)))
         parts.append("\\clearpage\\makeatletter\\wk@endsheet\\makeatother\n")
-    return pre + _BEGIN + prelude() + "".join(parts) + _END + "\n"
+    return _PLAIN_OBJECTS + pre + _BEGIN + prelude() + "".join(parts) + _END + "\n"
 
 
 _COUNTS: dict[str, Counter] = {}   # hint key -> page counts seen
@@ -215,23 +220,26 @@ def compile_sheets(texs: list[str], hints: list[str | None] | None = None,
     digits = [len(str(n)) if n else _digits(h) for n, h in zip(known, hints)]
     pdf, pages = compile_source(exe, packages, _source(pre, [p[2] for p in parsed], digits), rerun=False)
     counts = [pages.get(label) for label in labels]
-    from pypdf import PdfReader
+    doc = pdfpages.read(pdf)
+    if doc is None:
+        from ..errors import WorkedError
 
-    reader = PdfReader(io.BytesIO(pdf))
-    if None in counts or sum(counts) != len(reader.pages):
-        raise_unexpected(counts, len(reader.pages))
+        raise WorkedError("pdflatex wrote a PDF that worked cannot cut into sheets (object streams?)")
+    if None in counts or sum(counts) != len(doc.pages):
+        raise_unexpected(counts, len(doc.pages))
     for h, n in zip(hints, counts):
         if h:
             _COUNTS.setdefault(h, Counter())[n] += 1
     STATS["batched" if len(texs) > 1 else "alone"] += 1
-    if len(texs) > 1 and _fonts(reader) != _reference_fonts(exe, packages, pre):
+    if len(texs) > 1 and pdfpages.fonts(doc) != _reference_fonts(exe, packages, pre):
         # a font or glyph outside the prelude: the parts would not be what they are alone
         STATS["fell back"] += 1
         return [compile_sheets([t], [h], [n])[0] for t, h, n in zip(texs, hints, counts)]
     out: list[bytes | None] = []
     start = 0
     for tex, n, d in zip(texs, counts, digits):
-        out.append(_write_pages(reader, start, n, tex) if len(str(n)) == d else None)
+        out.append(pdfpages.write([(doc, p) for p in doc.pages[start:start + n]], producer="worked (pdfTeX)",
+                                  ident=hashlib.md5(tex.encode("ascii")).digest()) if len(str(n)) == d else None)
         start += n
     again = [k for k, b in enumerate(out) if b is None]
     if again and _depth:   # typeset with its true page count, a sheet came out longer or shorter
@@ -253,43 +261,12 @@ def raise_unexpected(counts, total):
                       "a template must keep \\label{wk-last-page} at the end of the document")
 
 
-def _write_pages(reader, start: int, n: int, tex: str) -> bytes:
-    from pypdf import PdfWriter
-    from pypdf.generic import ArrayObject, ByteStringObject
-
-    w = PdfWriter()
-    for page in reader.pages[start:start + n]:
-        w.add_page(page)
-    w.add_metadata({"/Producer": "worked (pdfTeX)"})
-    ident = hashlib.md5(tex.encode("ascii")).digest()
-    w._ID = ArrayObject([ByteStringObject(ident), ByteStringObject(ident)])
-    buf = io.BytesIO()
-    w.write(buf)
-    return buf.getvalue()
-
-
-def _fonts(reader) -> list[tuple[str, str]]:
-    """Every embedded font of the PDF as (font name without the subset tag, glyph list), sorted."""
-    out = []
-    size = int(reader.trailer["/Size"])
-    for num in range(1, size):
-        try:
-            obj = reader.get_object(num)
-        except Exception:  # noqa: BLE001 - free or unreadable entries hold no fonts
-            continue
-        if hasattr(obj, "get") and obj.get("/Type") == "/FontDescriptor":
-            out.append((str(obj.get("/FontName", "")).split("+")[-1], str(obj.get("/CharSet", ""))))
-    return sorted(out)
-
-
 _REFERENCE: dict[str, list[tuple[str, str]]] = {}
 
 
 def _reference_fonts(exe: str, packages: str, pre: str) -> list[tuple[str, str]]:
     """The fonts of the prelude alone (an empty page), cached in memory and beside the pdfTeX formats."""
-    from pypdf import PdfReader
-
-    key = hashlib.sha256((packages + "\0" + pre + "\0" + prelude()).encode("ascii")).hexdigest()[:24]
+    key = hashlib.sha256((packages + "\0" + pre + "\0" + prelude() + "\0v2").encode("ascii")).hexdigest()[:24]
     if key in _REFERENCE:
         return _REFERENCE[key]
     from .pdf import _format_dir
@@ -303,8 +280,9 @@ def _reference_fonts(exe: str, packages: str, pre: str) -> list[tuple[str, str]]
         except (OSError, ValueError, TypeError):
             fonts = None
     if fonts is None:
-        pdf, _ = compile_source(exe, packages, pre + _BEGIN + prelude() + "\\null\n" + _END + "\n", rerun=False)
-        fonts = _fonts(PdfReader(io.BytesIO(pdf)))
+        pdf, _ = compile_source(exe, packages, _PLAIN_OBJECTS + pre + _BEGIN + prelude() + "\\null\n" + _END + "\n",
+                                rerun=False)
+        fonts = pdfpages.fonts(pdfpages.read(pdf))
         if path is not None:
             tmp = path.with_suffix(".tmp")
             try:
