@@ -26,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import os
 import re
 from collections import Counter
 
@@ -284,7 +285,7 @@ def _reference_fonts(exe: str, packages: str, pre: str) -> list[tuple[str, str]]
                                 rerun=False)
         fonts = pdfpages.fonts(pdfpages.read(pdf))
         if path is not None:
-            tmp = path.with_suffix(".tmp")
+            tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
             try:
                 tmp.write_text(json.dumps(fonts), encoding="utf-8")
                 tmp.replace(path)
