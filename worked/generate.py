@@ -339,11 +339,21 @@ class _Search:
         self.Q = [_matmul(X, w) for w in WQs]
         self.K = [_matmul(X, w) for w in WKs]
         self.S = [_matmul(q, list(zip(*k))) for q, k in zip(self.Q, self.K)]
+        self._pens: dict[tuple[int, ...], float] = {}
         self.pen = [[self._pen(h, i) for i in range(len(X))] for h in range(len(WQs))]
 
     def _pen(self, h: int, i: int) -> float:
+        # a row's penalty depends only on its scores: remembered, since a rejected change is undone
+        # (and most changes leave most rows as they were)
         row = self.S[h][i]
-        return _row_penalty(self.fam, row[: i + 1] if self.causal else row, self.lmax, self.lmin)
+        key = tuple(row[: i + 1] if self.causal else row)
+        hit = self._pens.get(key)
+        if hit is None:
+            hit = _row_penalty(self.fam, list(key), self.lmax, self.lmin)
+            if len(self._pens) >= 100_000:
+                self._pens.clear()
+            self._pens[key] = hit
+        return hit
 
     def total(self) -> float:
         return round(sum(sum(p) for p in self.pen), 9)
