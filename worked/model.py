@@ -77,10 +77,15 @@ class Mat:
 
     def dec(self, i: int, j: int, places: int) -> str:
         """The entry as shown to *places* decimals (Unicode minus; ``−∞`` when masked)."""
-        e = self.exact[i][j]
-        if e == sp.S.NegativeInfinity:
-            return "−∞"
-        return F.dec_str(e, self.num[i][j], places)
+        # remembered per entry and places (like exact_at): a solution's entries are shown many times over,
+        # in the steps (each rebuilt with more places until its lines check), the tables and the answers
+        key = ("dec", i, j, places)
+        hit = self._cache.get(key)
+        if hit is None:
+            e = self.exact[i][j]
+            hit = "−∞" if e == sp.S.NegativeInfinity else F.dec_str(e, self.num[i][j], places)
+            self._cache[key] = hit
+        return hit
 
     def dec_plain(self, i: int, j: int, places: int) -> str:
         """Like :meth:`dec` with ASCII: ``-2.83``, ``-inf`` (for CSV, LaTeX tables and JSON)."""

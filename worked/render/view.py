@@ -34,6 +34,26 @@ def input_matrix(name: str, symbol_latex: str, m, rows: list[str], cols: list[st
 
 def mat_view(m, places: int, *, exact: bool = False, rel: str | None = None, caption: str = "") -> dict:
     """A solution matrix (:class:`worked.model.Mat`) as decimals (or its exact entries)."""
+    cells = _mat_cells(m, places, exact)
+    if rel is None:
+        rel = "=" if (exact or m.exact_at(places)) else r"\approx"
+    return matrix(m.symbol_latex, m.rows, m.cols, cells, rel=rel, caption=caption, name=m.name)
+
+
+def _mat_cells(m, places: int, exact: bool) -> list[list[dict]]:
+    """The cells of :func:`mat_view`, made once per matrix and number of places (a sheet shows each matrix
+    several times, and a quiz variant renders two sheets); every call gets its own copies."""
+    cache = getattr(m, "_cache", None)
+    if not isinstance(cache, dict):
+        return _mat_cells_raw(m, places, exact)
+    key = ("view-cells", places, bool(exact))
+    cells = cache.get(key)
+    if cells is None:
+        cells = cache[key] = _mat_cells_raw(m, places, exact)
+    return [[dict(cell) for cell in row] for row in cells]
+
+
+def _mat_cells_raw(m, places: int, exact: bool) -> list[list[dict]]:
     r, c = m.shape
     cells = []
     for i in range(r):
@@ -49,9 +69,7 @@ def mat_view(m, places: int, *, exact: bool = False, rel: str | None = None, cap
                 else:
                     row.append({"text": t, "tex": tx, "latex": None})
         cells.append(row)
-    if rel is None:
-        rel = "=" if (exact or m.exact_at(places)) else r"\approx"
-    return matrix(m.symbol_latex, m.rows, m.cols, cells, rel=rel, caption=caption, name=m.name)
+    return cells
 
 
 def show_exact(m, places: int) -> bool:
