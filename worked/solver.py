@@ -286,8 +286,13 @@ def _softmax_rows(ctx: _Ctx, scaled: Mat):
     return rows
 
 
-def _weights_step(ctx: _Ctx, head, scaled: Mat, weights: Mat, rows, places: int) -> Step:
+def _weights_step(ctx: _Ctx, head, scaled: Mat, weights: Mat, rows, places: int, memo: dict | None = None) -> Step:
+    """The softmax step with *places* places for intermediates. *memo* (one dict for the rebuilds of one
+    step, see :func:`_audited`) keeps what does not depend on the places: e^x exactly and to 50 digits,
+    and the exact texts."""
     n = scaled.shape[0]
+    if memo is None:
+        memo = {}
     at, al = ctx.sym("A", head)
     sct, _ = ctx.sym("scaled", head)
     lines: list[Line] = []
@@ -302,8 +307,11 @@ def _weights_step(ctx: _Ctx, head, scaled: Mat, weights: Mat, rows, places: int)
             if v == NEG_INF:
                 ex_t.append("−∞"), ex_l.append(r"-\infty"), dv_t.append("−∞"), dv_l.append(r"-\infty")
                 continue
-            ex_t.append(F.text(v))
-            ex_l.append(F.latex(v))
+            vt = memo.get(("v", i, j))
+            if vt is None:
+                vt = memo[("v", i, j)] = (F.text(v), F.latex(v))
+            ex_t.append(vt[0])
+            ex_l.append(vt[1])
             dv_t.append(scaled.dec(i, j, places))
             dv_l.append(scaled.dec_plain(i, j, places))
             all_exact &= F.exact_at(v, places)
@@ -320,17 +328,21 @@ def _weights_step(ctx: _Ctx, head, scaled: Mat, weights: Mat, rows, places: int)
             if v == NEG_INF:
                 lines.append(Line("e^(−∞) = 0", r"e^{-\infty} = 0", g))
                 continue
-            ev = sp.exp(v)
-            nv = mpmath.exp(scaled.num[i][j])
-            # small e^x keep as many significant digits as large ones (e^(−6) ≈ 0.0024788, not 0.0025)
-            extra = max(0, -int(mpmath.floor(mpmath.log10(nv))) - 1) if nv < 1 else 0
+            got = memo.get(("e", i, j))
+            if got is None:
+                ev = sp.exp(v)
+                nv = mpmath.exp(scaled.num[i][j])
+                # small e^x keep as many significant digits as large ones (e^(−6) ≈ 0.0024788, not 0.0025)
+                extra = max(0, -int(mpmath.floor(mpmath.log10(nv))) - 1) if nv < 1 else 0
+                got = memo[("e", i, j)] = (ev, nv, extra, _exp_text(v), _exp_latex(v))
+            ev, nv, extra, v_exp_t, v_exp_l = got
             e_dec[j] = F.round_decimal(ev, nv, places + extra)
             exact_e = F.is_rational(ev)
             rel_t, rel_l = ("=", "=") if exact_e and F.exact_at(ev, places) else ("≈", r"\approx")
-            lines.append(Line(f"{_exp_text(v)} {rel_t} {_dtext(e_dec[j])}", rf"{_exp_latex(v)} {rel_l} {_dlatex(e_dec[j])}", g))
+            lines.append(Line(f"{v_exp_t} {rel_t} {_dtext(e_dec[j])}", rf"{v_exp_l} {rel_l} {_dlatex(e_dec[j])}", g))
         # 3. the row total, from the values as shown
         total = sum(e_dec.values(), Decimal(0))
-        all_e_exact = all(F.is_rational(sp.exp(scaled.exact[i][j])) for j in js)
+        all_e_exact = all(F.is_rational(memo[("e", i, j)][0]) for j in js)
         lhs = "sum"
         sum_terms_t = " + ".join(_dtext(e_dec[j]) for j in js)
         sum_terms_l = " + ".join(_dlatex(e_dec[j]) for j in js)
@@ -339,7 +351,9 @@ def _weights_step(ctx: _Ctx, head, scaled: Mat, weights: Mat, rows, places: int)
             lines.append(Line(f"{lhs} {rel0} {sum_terms_t} = {_dtext(total)}",
                               rf"\text{{sum}} {rel0 if rel0 == '=' else chr(92) + 'approx'} {sum_terms_l} = {_dlatex(total)}", g))
         # 4. each weight: exact, simplified, from the shown values, decimal
-        den_full = sp.Add(*[sp.exp(scaled.exact[i][j]) for j in js])
+        den_full = memo.get(("den", i))
+        if den_full is None:
+            den_full = memo[("den", i)] = sp.Add(*[memo[("e", i, j)][0] for j in js])
         for j in range(n):
             lhs_t = f"{at}[{ctx.lt[i]}, {ctx.lt[j]}]"
             lhs_l = rf"{al}_{{{ctx.ll[i]},{ctx.ll[j]}}}"
@@ -350,8 +364,12 @@ def _weights_step(ctx: _Ctx, head, scaled: Mat, weights: Mat, rows, places: int)
             parts_t = [lhs_t]
             parts_l = [lhs_l]
             if len(js) > 1:
-                full_t = f"{_exp_text(scaled.exact[i][j])}/{F.paren_text(F.text(den_full))}"
-                full_l = rf"\frac{{{_exp_latex(scaled.exact[i][j])}}}{{{F.latex(den_full)}}}"
+                full = memo.get(("full", i, j))
+                if full is None:
+                    full = memo[("full", i, j)] = (
+                        f"{_exp_text(scaled.exact[i][j])}/{F.paren_text(F.text(den_full))}",
+                        rf"\frac{{{_exp_latex(scaled.exact[i][j])}}}{{{F.latex(den_full)}}}")
+                full_t, full_l = full
                 parts_t.append(full_t)
                 parts_l.append(full_l)
             if len(js) == 1:
@@ -603,7 +621,8 @@ def solve(problem: Problem, checks: str = "one") -> Solution:
         steps.append(_proj_step(ctx, "V", hid, X, Wv, Vf, V))
         steps.append(_scores_step(ctx, hid, Qf, Kf, Sf, scores))
         steps.append(_scale_step(ctx, hid, scores, scaled, factor))
-        steps.append(_audited(lambda pl: _weights_step(ctx, hid, scaled, weights, rows, pl), start, limit, "softmax"))
+        memo: dict = {}
+        steps.append(_audited(lambda pl: _weights_step(ctx, hid, scaled, weights, rows, pl, memo), start, limit, "softmax"))
         steps.append(_audited(lambda pl: _z_step(ctx, hid, weights, V, Z, pl), start, limit, "Z = A·V"))
         for s in steps[-7:]:
             s.result = (f"head{hi}." + s.result) if problem.multihead and s.result else s.result
