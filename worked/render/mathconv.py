@@ -52,6 +52,7 @@ def mathml(latex: str, display: bool = False) -> str:
 
 _REL = re.compile(r" (=|\\approx) ")
 _SIDES: dict = {}          # (side, mode) -> the MathML of its top-level nodes, or None when not complete
+_UNITS: dict = {}          # (tokens of a top-level unit, mode) -> its MathML (see _units)
 _PLAIN_CHARS = frozenset("+-=,:;()[]|!?./*<>")
 _DELIMS = frozenset("()[]|.")
 _ENTITY = re.compile(r"&#x[0-9A-Fa-f]+;")   # a letter of a math font, as the tokenizer gives it
@@ -70,8 +71,19 @@ class _Incomplete(Exception):
 def _complete(tokens: list[str]) -> bool:
     """True when *tokens* are whole nodes of our small grammar, so that latex2mathml reads them the same
     way alone as between two relations of a longer formula."""
+    return _units(tokens) is not None
+
+
+def _units(tokens: list[str]) -> list[int] | None:
+    """Where the top-level units of *tokens* start (a unit: one node of our small grammar with the
+    scripts and primes that follow it), or None when *tokens* are not complete (see :func:`_complete`).
+
+    latex2mathml converts the top level of a formula node by node, a node with its scripts being one
+    node of its walk; each unit is complete on its own, so it reads and converts the same alone as
+    inside the side (the argument that lets a chain be converted side by side)."""
     zero, styles = _GRAMMAR["zero"], _GRAMMAR["styles"]
     n = len(tokens)
+    starts: list[int] = []
 
     def node(i: int, depth: int, first: bool) -> int:   # index after the node starting at i
         if i >= n:
@@ -124,6 +136,8 @@ def _complete(tokens: list[str]) -> bool:
                 return i + 1
             if tokens[i] in ("}", r"\right"):
                 raise _Incomplete
+            if depth == 0 and tokens[i] not in ("^", "_", "'"):
+                starts.append(i)
             i = node(i, depth, first)
             first = False
         if end is not None:
@@ -131,9 +145,11 @@ def _complete(tokens: list[str]) -> bool:
         return i
 
     try:
-        return n > 0 and seq(0, None, 0) == n
+        if n > 0 and seq(0, None, 0) == n:
+            return starts
     except _Incomplete:
-        return False
+        pass
+    return None
 
 
 _UNKNOWN = object()
@@ -146,16 +162,33 @@ def _side(side: str, mode: str) -> str | None:
         return out
     out = None
     tokens = list(_GRAMMAR["tokenize"](side))
-    if _complete(tokens):
-        # as Converter.convert_to_element(side), from the tokens already read
-        conv = _GRAMMAR["converter"](display=mode)
-        row = _GRAMMAR["element"]("mrow")
-        conv._convert_group(iter(_GRAMMAR["walk"](iter(tokens), block=mode == "block", macros=conv.macros)), row)
-        out = "".join(_GRAMMAR["serialize"](child) for child in row)
+    starts = _units(tokens)
+    if starts is not None:
+        # unit by unit, each remembered (numbers, operators, bracketed entries recur across a sheet)
+        parts = []
+        bounds = starts + [len(tokens)]
+        for k in range(len(starts)):
+            unit = tuple(tokens[bounds[k]:bounds[k + 1]])
+            got = _UNITS.get((unit, mode))
+            if got is None:
+                got = _convert_tokens(unit, mode)
+                if len(_UNITS) >= 16384:
+                    _UNITS.clear()
+                _UNITS[(unit, mode)] = got
+            parts.append(got)
+        out = "".join(parts)
     if len(_SIDES) >= 16384:
         _SIDES.clear()
     _SIDES[key] = out
     return out
+
+
+def _convert_tokens(tokens, mode: str) -> str:
+    """The MathML of the top-level nodes of complete *tokens* (as Converter.convert_to_element, from tokens)."""
+    conv = _GRAMMAR["converter"](display=mode)
+    row = _GRAMMAR["element"]("mrow")
+    conv._convert_group(iter(_GRAMMAR["walk"](iter(tokens), block=mode == "block", macros=conv.macros)), row)
+    return "".join(_GRAMMAR["serialize"](child) for child in row)
 
 
 def _by_relations(latex: str, mode: str) -> str | None:
@@ -366,6 +399,7 @@ def _unpatch_latex2mathml() -> None:
         setattr(owner, name, original)
     _GRAMMAR.clear()
     _SIDES.clear()
+    _UNITS.clear()
     _L2M_TRIED.clear()
 
 
