@@ -6,6 +6,8 @@ Headings, prose, matrices of numbers and the answers-at-a-glance tables stay rea
 """
 from __future__ import annotations
 
+import functools
+
 from markupsafe import Markup, escape
 
 from . import mathconv
@@ -37,11 +39,21 @@ def rich_html(pieces) -> Markup:
     return Markup("".join(out))
 
 
+@functools.lru_cache(maxsize=1)
+def _font_url():
+    """The embedded math font's ``data:`` URL, marked safe when escaping leaves it as it is (base64 has
+    nothing to escape): the template then does not scan its 180 kB for every page."""
+    from .fonts import math_font_data_url
+
+    url = math_font_data_url()
+    return Markup(url) if str(escape(url)) == url else url
+
+
 def render_html(kind: str, sol, *, student=None, for_pdf: bool = False, template_dir=None, paper: str = "a4") -> str:
-    from .fonts import FAMILY, math_font_data_url
+    from .fonts import FAMILY
 
     doc = build(sol, kind, student)
     name = f"{kind}.html"
     ctx = dict(doc=doc, for_pdf=for_pdf, paper=paper, math=_math(for_pdf), rich=rich_html,
-               math_font_family=FAMILY, math_font_url=(None if for_pdf else math_font_data_url()))
+               math_font_family=FAMILY, math_font_url=(None if for_pdf else _font_url()))
     return render("html", name, template_dir, **ctx)
