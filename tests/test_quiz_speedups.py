@@ -1,0 +1,171 @@
+"""The remembered values behind a faster `worked quiz` change no output: each is compared with the plain path.
+
+Covered: the generator's row penalties, a matrix's shown decimals and view cells, the softmax step's
+place-independent parts, MathML converted unit by unit, and the embedded font's URL marked safe.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from worked import generate as G
+from worked import quiz, solver
+from worked.generate import Family
+from worked.problem import load
+from worked.render import mathconv, view
+
+ROOT = Path(__file__).resolve().parents[1]
+
+FAMILIES = [
+    {"tokens": 3, "d_model": 4, "d_k": 2, "range": [-2, 3], "mask": "none"},
+    {"tokens": ["the", "cat", "sat", "down"], "d_model": 3, "d_k": 4, "range": [-1, 2], "weight_range": [0, 1],
+     "mask": "causal"},
+    {"tokens": 3, "d_model": 3, "d_k": 2, "heads": 2, "range": [-1, 2]},
+    {"tokens": 4, "d_model": 2, "d_k": 2, "range": [-2, 2], "scale": "none", "max_weight": 0.9},
+    {"tokens": 2, "d_model": 3, "d_k": 3, "range": [0, 3], "ties": True},
+]
+
+
+def _families():
+    return [Family.from_dict(dict(d)) for d in FAMILIES]
+
+
+def _solutions(per_family=4):
+    """Solutions of the shipped quizzes' variants, generated families and the shipped problems."""
+    out = []
+    for name in ("quiz-1.toml", "quiz-2-causal.toml"):
+        spec = quiz.load_spec(ROOT / "problems" / name)
+        out += [quiz.draw_problem(spec, v)[1] for v in quiz.plan(spec.seed, count=per_family)]
+    for fam in _families():
+        for seed in range(per_family):
+            out.append(solver.solve(G.generate(fam, seed)))
+    for path in sorted((ROOT / "problems").glob("*.toml")):
+        if not path.name.startswith("quiz"):
+            out.append(solver.solve(load(str(path)), checks="row"))
+    return out
+
+
+def test_generate_row_penalty_memo_changes_no_problem(monkeypatch):
+    """Problems drawn with the search's remembered row penalties are those drawn computing every penalty."""
+    fams = _families() + [quiz.load_spec(ROOT / "problems" / n).family for n in ("quiz-1.toml", "quiz-2-causal.toml")]
+    seeds = range(12)
+    fast = [G.generate(f, s).to_dict() for f in fams for s in seeds]
+
+    def plain_pen(self, h, i):
+        row = self.S[h][i]
+        return G._row_penalty(self.fam, row[: i + 1] if self.causal else row, self.lmax, self.lmin)
+
+    monkeypatch.setattr(G._Search, "_pen", plain_pen)
+    plain = [G.generate(f, s).to_dict() for f in fams for s in seeds]
+    assert fast == plain
+
+
+def _fresh(m):
+    """The same matrix without anything remembered."""
+    from dataclasses import replace
+
+    return replace(m, _cache={})
+
+
+def test_matrix_decimals_and_view_cells_remembered_unchanged():
+    """Mat.dec/dec_plain/show and the cells of view.mat_view read from memory equal the values made afresh,
+    and every mat_view gets cells of its own (a change to one does not reach the next)."""
+    checked = 0
+    for sol in _solutions():
+        for m in sol.matrices().values():
+            for places in (0, 2, 4, 7):
+                for _ in range(2):   # the second time from memory
+                    plain = _fresh(m)
+                    for i in range(m.shape[0]):
+                        for j in range(m.shape[1]):
+                            assert m.dec(i, j, places) == plain.dec(i, j, places)
+                            assert m.dec_plain(i, j, places) == plain.dec_plain(i, j, places)
+                            assert m.show(i, j, places) == plain.show(i, j, places)
+                            checked += 1
+                    for exact in (False, True):
+                        assert view.mat_view(m, places, exact=exact) == view.mat_view(_fresh(m), places, exact=exact)
+                        assert view._mat_cells(m, places, exact) == view._mat_cells_raw(plain, places, exact)
+        v1 = view.mat_view(sol.output, 2)
+        v1["cells"][0][0]["text"] = "changed"
+        v1["cells"][0].append({})
+        assert view.mat_view(sol.output, 2) == view.mat_view(_fresh(sol.output), 2)
+    assert checked > 5000
+
+
+def test_weights_step_memo_changes_no_line():
+    """The softmax step rebuilt with a shared memo (as _audited does) has the lines built without one."""
+    built = 0
+    for sol in _solutions(per_family=3):
+        p = sol.problem
+        ctx = solver._Ctx(p, sol.checks)
+        for h in sol.heads:
+            hid = h.index if p.multihead else None
+            rows = solver._softmax_rows(ctx, h.scaled)
+            memo: dict = {}
+            for _ in range(2):
+                for places in range(p.decimals + 2, p.decimals + 6):
+                    fast = solver._weights_step(ctx, hid, h.scaled, h.weights, rows, places, memo)
+                    plain = solver._weights_step(ctx, hid, _fresh(h.scaled), _fresh(h.weights), rows, places)
+                    assert fast == plain
+                    built += 1
+            assert memo
+    assert built > 100
+
+
+def _side_formulas():
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from test_mathml_speedup import EXTRA, _quiz_formulas, _sheet_formulas
+
+    items = _sheet_formulas() + _quiz_formulas(4)
+    sides = {side for s, _ in items for side in mathconv._REL.split(s)}
+    sides |= set(EXTRA)
+    sides |= {r"x^2 y_1 + A_{1,2}' - e^{\sqrt{2}}", r"x'^2 + y_a^b", r"\left(-2\right)^{2} \cdot 3",
+              r"\frac{1}{2}^{3} x", r"{x}_{1} {y}^{2}", r"\sqrt{2}' + 1", r"a \cdot \left[1,\ 2\right]_{3}"}
+    return sorted(sides)
+
+
+def test_sides_converted_unit_by_unit_as_whole():
+    """A side converted unit by unit (each unit remembered) is latex2mathml's conversion of the whole side."""
+    import latex2mathml.converter as l2m
+
+    mathconv._speed_up_latex2mathml()
+    if not mathconv._GRAMMAR:
+        pytest.skip("latex2mathml version not patched")
+    mathconv._SIDES.clear()
+    mathconv._UNITS.clear()
+    sides = _side_formulas()
+    split = 0
+    for side in sides:
+        for mode in ("inline", "block"):
+            for _ in range(2):   # the second time from remembered units and sides
+                got = mathconv._side(side, mode)
+                if got is None:
+                    continue
+                split += 1
+                whole = l2m.convert(side, display=mode)
+                prefix = f'<math xmlns="http://www.w3.org/1998/Math/MathML" display="{mode}"><mrow>'
+                assert whole.startswith(prefix) and whole.endswith("</mrow></math>"), side
+                assert got == whole[len(prefix):-len("</mrow></math>")], side
+            tokens = list(mathconv._GRAMMAR["tokenize"](side))
+            starts = mathconv._units(tokens)
+            assert (starts is not None) == mathconv._complete(tokens)
+            if starts is not None:
+                assert starts[0] == 0 and starts == sorted(set(starts))
+                assert all(tokens[k] not in ("^", "_", "'") for k in starts)
+    assert split > 500
+    assert len(mathconv._UNITS) > 100
+
+
+def test_font_url_marked_safe_only_when_escaping_keeps_it():
+    """The embedded font URL is given to the template unescaped only when escaping would not change it."""
+    from markupsafe import Markup, escape
+
+    from worked.render import html as H
+    from worked.render.fonts import math_font_data_url
+
+    url = H._font_url()
+    assert str(url) == math_font_data_url() == str(escape(math_font_data_url()))
+    assert isinstance(url, Markup)
