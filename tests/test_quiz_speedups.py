@@ -169,3 +169,35 @@ def test_font_url_marked_safe_only_when_escaping_keeps_it():
     url = H._font_url()
     assert str(url) == math_font_data_url() == str(escape(math_font_data_url()))
     assert isinstance(url, Markup)
+
+
+def _sums():
+    """Sums and other expressions from many solutions (every sub-expression), and a few of other kinds."""
+    import sympy as sp
+
+    out = []
+    for sol in _solutions(per_family=3):
+        for m in sol.matrices().values():
+            for row in m.exact:
+                for x in row:
+                    out += list(sp.preorder_traversal(x))
+    r2, x, y = sp.sqrt(2), sp.Symbol("x"), sp.Symbol("y")
+    out += [1 + sp.exp(r2) - 2 * sp.exp(-r2), x + 2 * y + 1, x**2 - 3 * x + 2, sp.I * x + 3 - sp.I, 2 - 3 * sp.pi,
+            sp.Float("1.5") + sp.exp(sp.Float("0.5")), 3 + sp.O(x), sp.exp(x) + sp.sin(x), -1 + sp.sqrt(3) * 2,
+            sp.E + sp.pi + sp.EulerGamma, 1 - 2 * sp.exp(r2 / 2), sp.Rational(1, 3) - sp.exp(sp.Rational(2, 3)) * 5,
+            sp.Integer(4), sp.exp(r2), sp.S.NegativeInfinity]
+    return list(dict.fromkeys(out))
+
+
+def test_ordered_terms_with_remembered_complex_values_as_sympy():
+    """Terms ordered with each number's complex value remembered come in sympy's own order, for many sums."""
+    from worked import numfmt as F
+
+    exprs = _sums()
+    sums = [e for e in exprs if e.is_Add]
+    assert len(sums) > 100
+    for _ in range(2):   # the second time from remembered values
+        for e in exprs:
+            for order in (None, "lex", "grlex"):
+                assert F._ordered_terms(e, order) == e.as_ordered_terms(order=order), (e, order)
+    assert F._COMPLEX

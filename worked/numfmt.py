@@ -102,11 +102,140 @@ class _OrderedTerms:
         key = (expr, order)
         hit = _ORDERED_TERMS.get(key)
         if hit is None:
-            hit = tuple(expr.as_ordered_terms(order=order))
+            hit = tuple(_ordered_terms(expr, order))
             if len(_ORDERED_TERMS) >= 8192:
                 _ORDERED_TERMS.clear()
             _ORDERED_TERMS[key] = hit
         return list(hit)
+
+
+_COMPLEX: dict = {}   # a number (sympy) -> complex(number), for _as_terms
+
+
+def _complex(x) -> complex:
+    hit = _COMPLEX.get(x)
+    if hit is None:
+        hit = complex(x)   # may raise, as in sympy: nothing remembered then
+        if len(_COMPLEX) >= 8192:
+            _COMPLEX.clear()
+        _COMPLEX[x] = hit
+    return hit
+
+
+def _plain_ordered_terms(expr, order=None) -> list:
+    return expr.as_ordered_terms(order=order)
+
+
+def _ordered_terms(expr, order=None) -> list:
+    """``expr.as_ordered_terms(order)``, with the complex value of each number in it remembered.
+
+    sympy orders a sum's terms by the 15-digit complex value of each numeric factor (``e^(√2)``,
+    ``e^(3√2/2)``…), evaluated afresh for every sum; our sums repeat the same few exponentials.
+    The code below is sympy 1.14's ``Expr.as_ordered_terms`` and ``Expr.as_terms`` with
+    ``complex(x)`` replaced by :func:`_complex`; other versions, and classes that define their own,
+    use sympy's (``tests/test_numfmt_memo.py`` compares both on many sums)."""
+    cls = type(expr)
+    if not (_SYMPY_TERMS_OK and cls.as_ordered_terms is _EXPR_AS_ORDERED_TERMS and cls.as_terms is _EXPR_AS_TERMS
+            and cls._parse_order.__func__ is _EXPR_PARSE_ORDER):
+        return _plain_ordered_terms(expr, order)
+    from sympy.core.numbers import Number, NumberSymbol
+
+    Add, Mul = sp.Add, sp.Mul
+    if order is None and expr.is_Add:
+        # Spot the special case of Add(Number, Mul(Number, expr)) with the
+        # first number positive and the second number negative
+        key = lambda x: not isinstance(x, (Number, NumberSymbol))  # noqa: E731
+        add_args = sorted(Add.make_args(expr), key=key)
+        if (len(add_args) == 2
+                and isinstance(add_args[0], (Number, NumberSymbol))
+                and isinstance(add_args[1], Mul)):
+            mul_args = sorted(Mul.make_args(add_args[1]), key=key)
+            if (len(mul_args) == 2
+                    and isinstance(mul_args[0], Number)
+                    and add_args[0].is_positive
+                    and mul_args[0].is_negative):
+                return add_args
+
+    key, reverse = expr._parse_order(order)
+    terms, gens = _as_terms(expr)
+
+    if not any(term.is_Order for term, _ in terms):
+        ordered = sorted(terms, key=key, reverse=reverse)
+    else:
+        _terms, _order = [], []
+
+        for term, repr in terms:
+            if not term.is_Order:
+                _terms.append((term, repr))
+            else:
+                _order.append((term, repr))
+
+        ordered = sorted(_terms, key=key, reverse=True) \
+            + sorted(_order, key=key, reverse=True)
+    return [term for term, _ in ordered]
+
+
+def _as_terms(expr):
+    """sympy 1.14's ``Expr.as_terms`` with :func:`_complex` (see :func:`_ordered_terms`)."""
+    from sympy.core.exprtools import decompose_power
+    from sympy.core.sorting import default_sort_key
+
+    Add, Mul, S = sp.Add, sp.Mul, sp.S
+    gens, terms = set(), []
+
+    for term in Add.make_args(expr):
+        coeff, _term = term.as_coeff_Mul()
+
+        coeff = _complex(coeff)
+        cpart, ncpart = {}, []
+
+        if _term is not S.One:
+            for factor in Mul.make_args(_term):
+                if factor.is_number:
+                    try:
+                        coeff *= _complex(factor)
+                    except (TypeError, ValueError):
+                        pass
+                    else:
+                        continue
+
+                if factor.is_commutative:
+                    base, exp = decompose_power(factor)
+
+                    cpart[base] = exp
+                    gens.add(base)
+                else:
+                    ncpart.append(factor)
+
+        coeff = coeff.real, coeff.imag
+        ncpart = tuple(ncpart)
+
+        terms.append((term, (coeff, cpart, ncpart)))
+
+    gens = sorted(gens, key=default_sort_key)
+
+    k, indices = len(gens), {}
+
+    for i, g in enumerate(gens):
+        indices[g] = i
+
+    result = []
+
+    for term, (coeff, cpart, ncpart) in terms:
+        monom = [0]*k
+
+        for base, exp in cpart.items():
+            monom[indices[base]] = exp
+
+        result.append((term, (coeff, tuple(monom), ncpart)))
+
+    return result, gens
+
+
+_EXPR_AS_ORDERED_TERMS = sp.Expr.as_ordered_terms
+_EXPR_AS_TERMS = sp.Expr.as_terms
+_EXPR_PARSE_ORDER = sp.Expr.__dict__["_parse_order"].__func__
+_SYMPY_TERMS_OK = sp.__version__ == "1.14.0"
 
 
 _TEXT_PARTS: dict = {}   # (kind, sum or product, nesting level) -> its text, for TextPrinter
