@@ -201,3 +201,28 @@ def test_ordered_terms_with_remembered_complex_values_as_sympy():
             for order in (None, "lex", "grlex"):
                 assert F._ordered_terms(e, order) == e.as_ordered_terms(order=order), (e, order)
     assert F._COMPLEX
+
+
+def test_lines_hold_is_audit_lines_finding_nothing():
+    """audit.lines_hold (stops at the first failing line) answers as ``not audit_lines`` on every step's lines,
+    with the lines rounded to fewer places too (where some fail), strict or not."""
+    from worked import audit
+
+    checked = failing = 0
+    for sol in _solutions(per_family=3):
+        for step in sol.steps:
+            texts = [ln.text for ln in step.lines]
+            variants = [texts, texts[::-1]]
+            if step.precision:   # the same lines with fewer places: some no longer hold
+                variants.append([t.replace(f".{'0' * 1}", ".", 1) for t in texts])
+            for lines in variants:
+                for strict in (True, False):
+                    audit._LINES.clear()
+                    cold = audit.lines_hold(lines, strict)
+                    want = not audit.audit_lines(lines, strict)
+                    assert cold == want
+                    assert audit.lines_hold(lines, strict) == want   # from the remembered lines
+                    failing += not want
+                    checked += 1
+    assert checked > 300
+    assert failing > 0

@@ -144,18 +144,28 @@ def _fmt(v):
 _LINES: dict = {}   # (line, strict) -> its problems: audit_line is a pure function of its arguments
 
 
+def _line_problems(line: str, strict: bool) -> tuple[str, ...]:
+    key = (line, strict)
+    problems = _LINES.get(key)
+    if problems is None:   # a step rebuilt with more places repeats its exact lines: checked once
+        problems = tuple(audit_line(line, strict))
+        if len(_LINES) >= 50_000:
+            _LINES.clear()
+        _LINES[key] = problems
+    return problems
+
+
 def audit_lines(lines, strict: bool = False) -> list[str]:
     out = []
     for line in lines:
-        key = (line, strict)
-        problems = _LINES.get(key)
-        if problems is None:   # a step rebuilt with more places repeats its exact lines: checked once
-            problems = tuple(audit_line(line, strict))
-            if len(_LINES) >= 50_000:
-                _LINES.clear()
-            _LINES[key] = problems
-        out.extend(f"{line}: {p}" for p in problems)
+        out.extend(f"{line}: {p}" for p in _line_problems(line, strict))
     return out
+
+
+def lines_hold(lines, strict: bool = False) -> bool:
+    """``not audit_lines(lines, strict)``, stopping at the first line that fails (the lines after it are
+    not checked: the solver only asks whether a step's lines all hold before trying more places)."""
+    return all(not _line_problems(line, strict) for line in lines)
 
 
 def audit(solution) -> list[str]:

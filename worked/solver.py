@@ -16,7 +16,7 @@ import mpmath
 import sympy as sp
 
 from . import numfmt as F
-from .audit import audit_lines
+from .audit import audit_lines, lines_hold
 from .errors import ProblemError
 from .model import HeadResult, Line, Mat, Solution, Step
 from .problem import Problem
@@ -540,7 +540,7 @@ def _audited(build, start: int, limit: int, what: str) -> Step:
     built = {}
     for places in range(start, limit + 1):
         step = built[places] = build(places)
-        if not audit_lines([ln.text for ln in step.lines], strict=True):
+        if lines_hold([ln.text for ln in step.lines], strict=True):
             return step
     last = None
     for places in range(start, limit + 1):
