@@ -226,3 +226,29 @@ def test_lines_hold_is_audit_lines_finding_nothing():
                     checked += 1
     assert checked > 300
     assert failing > 0
+
+
+def test_search_updates_match_products_and_penalties_made_afresh():
+    """After every change the search's Q, K, scores and row penalties (remembered) are those computed from scratch."""
+    import random
+
+    for fam in _families():
+        rng = random.Random(7)
+        n, dm, dk, H = fam.n, fam.d_model, fam.d_k, fam.heads
+        X = G._draw_matrix(rng, n, dm, *fam.range)
+        WQs = [G._draw_matrix(rng, dm, dk, *fam.wrange, sparse=True) for _ in range(H)]
+        WKs = [G._draw_matrix(rng, dm, dk, *fam.wrange, sparse=True) for _ in range(H)]
+        st = G._Search(fam, X, WQs, WKs)
+        lmax, lmin = G._logs(fam)
+        for step in range(300):
+            which = rng.choice("XQK")
+            h = rng.randrange(H)
+            r = rng.randrange(n if which == "X" else dm)
+            c = rng.randrange(dm if which == "X" else dk)
+            st.change(which, h, r, c, rng.choice((-2, -1, 1, 2)))
+            for g in range(H):
+                Q, K = G._matmul(X, WQs[g]), G._matmul(X, WKs[g])
+                S = G._matmul(Q, [list(col) for col in zip(*K)])
+                assert st.Q[g] == Q and st.K[g] == K and st.S[g] == S
+                rows = [S[i][: i + 1] if fam.mask == "causal" else S[i] for i in range(n)]
+                assert st.pen[g] == [G._row_penalty(fam, row, lmax, lmin) for row in rows]

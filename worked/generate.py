@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 import random
+from operator import mul
 from dataclasses import dataclass, field, fields, replace
 from fractions import Fraction
 from typing import Any
@@ -302,7 +303,7 @@ def _row_penalty(fam: Family, s: list[int], lmax: float, lmin: float) -> float:
             if over > 0:
                 bad += over
     z = [(x - m) / div for x in s]
-    lse = math.log(sum(math.exp(t) for t in z))  # log of the softmax denominator, ≥ 0
+    lse = math.log(sum(map(math.exp, z)))  # log of the softmax denominator, ≥ 0
     if -lse > lmax:                # log of the largest weight
         bad += -lse - lmax
     if min(z) - lse < lmin:        # log of the smallest weight
@@ -368,9 +369,9 @@ class _Search:
                 Q[r] = [a + d * b for a, b in zip(Q[r], self.WQ[g][c])]
                 K[r] = [a + d * b for a, b in zip(K[r], self.WK[g][c])]
                 qr, kr = Q[r], K[r]
-                S[r] = [sum(a * b for a, b in zip(qr, k)) for k in K]
+                S[r] = [sum(map(mul, qr, k)) for k in K]   # integers: exact in any order
                 for i in range(n):
-                    S[i][r] = sum(a * b for a, b in zip(Q[i], kr))
+                    S[i][r] = sum(map(mul, Q[i], kr))
                 self.pen[g] = [self._pen(g, i) for i in range(n)]
             return
         Q, K, S = self.Q[h], self.K[h], self.S[h]
