@@ -302,3 +302,42 @@ def test_template_environment_getattr_as_jinja2():
         E._environment_class = real
         E._env.cache_clear()
     assert len(fast) > 80 and fast == slow
+
+
+TRICKY_SUMS = [r"\text{a + b} + c", r"\frac{a + b}{c} - 3", r"x\ + y", r"\left(a + b\right) \cdot c", r"a + ",
+               r"a +  b", r"\verb|a + b| + c", r"\{ + \}", r"{a \} + \{ b}", r"\rightarrow + x", r"\left( a + b",
+               r"a - -2", r"2 + 3pt", r"3 - pt", r"\mathrm{a + b} \cdot 2", r"x^ + y", r"x^{2} + y_{1} - z'",
+               r"\sqrt{2 + x} - 1", r"\frac 1 2 + 3", r"- a + b", r"a \cdot \cdot b", r"\left[1,\ 2\right] \cdot 3",
+               r"e^{\sqrt{2} / 2} + 1", r"1 + e^{\sqrt{2}} + e^{2 \sqrt{2}}", r"\textstyle a + b", r"{\textstyle a} + b"]
+
+
+def test_sides_cut_into_pieces_as_whole():
+    """A side read as remembered pieces cut at its + - and \\cdot is the side converted whole from its tokens,
+    or None exactly when the whole side is not complete."""
+    import latex2mathml.converter as l2m
+
+    mathconv._speed_up_latex2mathml()
+    if not mathconv._GRAMMAR:
+        pytest.skip("latex2mathml version not patched")
+    sides = _side_formulas() + TRICKY_SUMS
+    cut = 0
+    for _ in range(2):   # the second time from remembered pieces
+        mathconv._SIDES.clear()
+        for side in sides:
+            for mode in ("inline", "block"):
+                try:
+                    got = mathconv._side(side, mode)
+                except Exception as exc:   # then the whole side fails the same way
+                    with pytest.raises(type(exc)):
+                        mathconv._convert_tokens(list(mathconv._GRAMMAR["tokenize"](side)), mode)
+                    continue
+                tokens = list(mathconv._GRAMMAR["tokenize"](side))
+                if mathconv._units(tokens) is None:
+                    assert got is None, side
+                    continue
+                assert got == mathconv._convert_tokens(tokens, mode), side
+                whole = l2m.convert(side, display=mode)   # and latex2mathml's own, for the whole side
+                prefix = f'<math xmlns="http://www.w3.org/1998/Math/MathML" display="{mode}"><mrow>'
+                assert whole == prefix + got + "</mrow></math>", side
+                cut += mathconv._pieces(side) is not None
+    assert cut > 200

@@ -153,6 +153,34 @@ def _units(tokens: list[str]) -> list[int] | None:
 
 
 _UNKNOWN = object()
+_OPERATOR = re.compile(r" (\+|-|\\cdot) ")
+
+
+def _pieces(side: str) -> list[str] | None:
+    r"""*side* cut before and after its top-level `` + ``, `` - `` and `` \cdot `` (the operators are pieces
+    too), or None when there is nothing to cut.
+
+    Cut only where latex2mathml's tokenizer cannot read across the cut: no ``\verb`` or comment in the
+    side, and no piece ending in a backslash (``\ `` is one token). A piece whose braces or
+    ``\left``/``\right`` do not balance is joined to the next, so the cuts are (mostly) at the top
+    level; each piece must then be complete (:func:`_units`) for the cut to be used, and complete
+    pieces convert as inside the side (see :func:`_units`)."""
+    if "\\verb" in side or "%" in side:
+        return None
+    parts = _OPERATOR.split(side)
+    if len(parts) < 3:
+        return None
+    out = []
+    cur = parts[0]
+    for k in range(1, len(parts), 2):
+        if (cur and not cur.endswith("\\") and cur.count("{") == cur.count("}")
+                and cur.count("\\left") == cur.count("\\right")):
+            out += [cur, parts[k]]
+            cur = parts[k + 1]
+        else:
+            cur = f"{cur} {parts[k]} {parts[k + 1]}"
+    out.append(cur)
+    return out if len(out) >= 3 else None
 
 
 def _side(side: str, mode: str) -> str | None:
@@ -161,6 +189,16 @@ def _side(side: str, mode: str) -> str | None:
     if out is not _UNKNOWN:
         return out
     out = None
+    pieces = _pieces(side)
+    if pieces is not None:
+        # a sum or product of remembered pieces: no tokenizing (the pieces' tokens are the side's tokens)
+        got = [_side(p, mode) for p in pieces]
+        if None not in got:
+            out = "".join(got)
+            if len(_SIDES) >= 16384:
+                _SIDES.clear()
+            _SIDES[key] = out
+            return out
     tokens = list(_GRAMMAR["tokenize"](side))
     starts = _units(tokens)
     if starts is not None:
