@@ -341,3 +341,54 @@ def test_sides_cut_into_pieces_as_whole():
                 assert whole == prefix + got + "</mrow></math>", side
                 cut += mathconv._pieces(side) is not None
     assert cut > 200
+
+
+def _round_decimal_reference(exact, num, places):
+    """numfmt.round_decimal as it was (Fraction arithmetic and a new 200-digit context each time)."""
+    from decimal import ROUND_HALF_UP, Context, Decimal
+    from fractions import Fraction
+
+    import mpmath
+
+    from worked import numfmt as F
+
+    q = Decimal(1).scaleb(-places)
+    if F.is_rational(exact):
+        f = F._frac(exact)
+        scaled = f * (10**places)
+        n, r = divmod(abs(scaled.numerator), scaled.denominator)
+        if 2 * r >= scaled.denominator:
+            n += 1
+        d = Decimal(n if f >= 0 else -n).scaleb(-places, context=Context(prec=200))
+        return d.quantize(q, context=Context(prec=200))
+    d = F._digits45(num) if type(num) is mpmath.mpf else F._digits45.__wrapped__(num)
+    ctx = Context(prec=max(200, d.adjusted() + places + 20))
+    return d.quantize(q, rounding=ROUND_HALF_UP, context=ctx)
+
+
+def test_round_decimal_as_before():
+    """round_decimal (no Fraction normalising, one shared 200-digit context) rounds every value as before:
+    fractions and sympy rationals with ties, negatives, zero, huge and tiny values, and irrationals."""
+    import random
+    from decimal import Decimal
+    from fractions import Fraction
+
+    import mpmath
+    import sympy as sp
+
+    from worked import numfmt as F
+
+    rng = random.Random(3)
+    values = [Fraction(0), Fraction(1, 2), Fraction(-1, 2), Fraction(5, 1000), Fraction(-5, 1000), Fraction(-25, 10**5),
+              Fraction(10**40 + 1, 3), Fraction(-1, 10**30), Fraction(7, 3), Fraction(2, 3), Fraction(-2, 3)]
+    values += [Fraction(rng.randint(-10**6, 10**6), rng.randint(1, 10**4)) for _ in range(1500)]
+    values += [Fraction(rng.randint(-999, 999), 2 * 10**rng.randint(0, 8)) for _ in range(500)]   # ties
+    rationals = [sp.Rational(v.numerator, v.denominator) for v in values[:400]]
+    irr = [(sp.exp(sp.sqrt(k)), mpmath.exp(mpmath.sqrt(k))) for k in range(2, 12)]
+    irr += [(-sp.sqrt(k) / 7, -mpmath.sqrt(k) / 7) for k in range(2, 12)]
+    for places in range(0, 12):
+        for v in values + rationals:
+            got, want = F.round_decimal(v, None, places), _round_decimal_reference(v, None, places)
+            assert got == want and str(got) == str(want) and type(got) is Decimal, (v, places)
+        for e, n in irr:
+            assert str(F.round_decimal(e, n, places)) == str(_round_decimal_reference(e, n, places))

@@ -32,19 +32,33 @@ def _frac(x) -> Fraction:
     return Fraction(int(x.p), int(x.q))
 
 
+_PREC200 = Context(prec=200)   # only its precision is read (its flags are never looked at)
+_QUANTA: dict = {}             # places -> Decimal 10**-places
+
+
 def round_decimal(exact, num, places: int) -> Decimal:
     """Round half away from zero: exactly for rationals, from 50 digits otherwise."""
-    q = Decimal(1).scaleb(-places)
+    q = _QUANTA.get(places)
+    if q is None:
+        q = Decimal(1).scaleb(-places)
+        if type(places) is int and len(_QUANTA) < 1000:
+            _QUANTA[places] = q
     if is_rational(exact):
-        f = _frac(exact)
-        d = Decimal(f.numerator) / Decimal(f.denominator) if f.denominator != 1 else Decimal(f.numerator)
-        # Decimal division is to 28 digits; redo exactly for ties
-        scaled = f * (10**places)
-        n, r = divmod(abs(scaled.numerator), scaled.denominator)
-        if 2 * r >= scaled.denominator:
+        if isinstance(exact, Fraction):
+            p, d = exact.numerator, exact.denominator
+        else:
+            p, d = int(exact.p), int(exact.q)
+        if places < 0:
+            f = Fraction(p, d) * (10**places)
+            p, d = f.numerator, f.denominator
+            scale = 1
+        else:
+            scale = 10**places
+        # exactly: |p|·10^places / d rounded half up (the fraction need not be in lowest terms for this)
+        n, r = divmod(abs(p) * scale, d)
+        if 2 * r >= d:
             n += 1
-        d = Decimal(n if f >= 0 else -n).scaleb(-places, context=Context(prec=200))
-        return d.quantize(q, context=Context(prec=200))
+        return Decimal(n if p >= 0 else -n).scaleb(-places, context=_PREC200).quantize(q, context=_PREC200)
     d = _digits45(num) if type(num) is mpmath.mpf else _digits45.__wrapped__(num)
     ctx = Context(prec=max(200, d.adjusted() + places + 20))
     return d.quantize(q, rounding=ROUND_HALF_UP, context=ctx)
