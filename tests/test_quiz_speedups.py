@@ -189,18 +189,48 @@ def _sums():
     return list(dict.fromkeys(out))
 
 
-def test_ordered_terms_with_remembered_complex_values_as_sympy():
-    """Terms ordered with each number's complex value remembered come in sympy's own order, for many sums."""
+def test_as_terms_with_remembered_complex_values_as_sympy():
+    """sympy with Expr.as_terms remembering each number's complex value gives sympy's own terms, term order,
+    sort keys and printed text and LaTeX, for many sums and products (sympy's caches cleared in between)."""
+    import sympy as sp
+    from sympy.core.cache import clear_cache
+    from sympy.printing.latex import latex as sympy_latex
+    from sympy.printing.str import sstr
+
     from worked import numfmt as F
 
     exprs = _sums()
-    sums = [e for e in exprs if e.is_Add]
-    assert len(sums) > 100
-    for _ in range(2):   # the second time from remembered values
+    assert sum(e.is_Add for e in exprs) > 100
+
+    def observe():
+        clear_cache()
+        out = []
         for e in exprs:
+            out.append(e.as_terms() if isinstance(e, sp.Expr) else None)
             for order in (None, "lex", "grlex"):
-                assert F._ordered_terms(e, order) == e.as_ordered_terms(order=order), (e, order)
+                out.append(e.as_ordered_terms(order=order) if isinstance(e, sp.Expr) else None)
+            out += [e.sort_key(), sstr(e), sympy_latex(e)]
+            if e.is_Mul:
+                out.append(e.as_ordered_factors())
+        return out
+
+    F._speed_up_sympy()
+    if not F._SYMPY_ORIGINALS:
+        pytest.skip("sympy version not patched")
+    assert sp.Expr.as_terms is F._as_terms
+    fast = observe()
+    again = observe()   # from remembered complex values
+    F._unpatch_sympy()
+    try:
+        assert sp.Expr.as_terms is not F._as_terms
+        plain = observe()
+    finally:
+        F._speed_up_sympy()
+        clear_cache()
     assert F._COMPLEX
+    assert len(fast) == len(plain) > 1000
+    for a, b, c in zip(fast, again, plain):
+        assert a == b == c
 
 
 def test_lines_hold_is_audit_lines_finding_nothing():

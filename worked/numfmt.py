@@ -116,7 +116,7 @@ class _OrderedTerms:
         key = (expr, order)
         hit = _ORDERED_TERMS.get(key)
         if hit is None:
-            hit = tuple(_ordered_terms(expr, order))
+            hit = tuple(expr.as_ordered_terms(order=order))
             if len(_ORDERED_TERMS) >= 8192:
                 _ORDERED_TERMS.clear()
             _ORDERED_TERMS[key] = hit
@@ -136,68 +136,21 @@ def _complex(x) -> complex:
     return hit
 
 
-def _plain_ordered_terms(expr, order=None) -> list:
-    return expr.as_ordered_terms(order=order)
+def _as_terms(self):
+    """sympy 1.14's ``Expr.as_terms`` with the complex value of each number remembered (:func:`_complex`).
 
-
-def _ordered_terms(expr, order=None) -> list:
-    """``expr.as_ordered_terms(order)``, with the complex value of each number in it remembered.
-
-    sympy orders a sum's terms by the 15-digit complex value of each numeric factor (``e^(√2)``,
-    ``e^(3√2/2)``…), evaluated afresh for every sum; our sums repeat the same few exponentials.
-    The code below is sympy 1.14's ``Expr.as_ordered_terms`` and ``Expr.as_terms`` with
-    ``complex(x)`` replaced by :func:`_complex`; other versions, and classes that define their own,
-    use sympy's (``tests/test_numfmt_memo.py`` compares both on many sums)."""
-    cls = type(expr)
-    if not (_SYMPY_TERMS_OK and cls.as_ordered_terms is _EXPR_AS_ORDERED_TERMS and cls.as_terms is _EXPR_AS_TERMS
-            and cls._parse_order.__func__ is _EXPR_PARSE_ORDER):
-        return _plain_ordered_terms(expr, order)
-    from sympy.core.numbers import Number, NumberSymbol
-
-    Add, Mul = sp.Add, sp.Mul
-    if order is None and expr.is_Add:
-        # Spot the special case of Add(Number, Mul(Number, expr)) with the
-        # first number positive and the second number negative
-        key = lambda x: not isinstance(x, (Number, NumberSymbol))  # noqa: E731
-        add_args = sorted(Add.make_args(expr), key=key)
-        if (len(add_args) == 2
-                and isinstance(add_args[0], (Number, NumberSymbol))
-                and isinstance(add_args[1], Mul)):
-            mul_args = sorted(Mul.make_args(add_args[1]), key=key)
-            if (len(mul_args) == 2
-                    and isinstance(mul_args[0], Number)
-                    and add_args[0].is_positive
-                    and mul_args[0].is_negative):
-                return add_args
-
-    key, reverse = expr._parse_order(order)
-    terms, gens = _as_terms(expr)
-
-    if not any(term.is_Order for term, _ in terms):
-        ordered = sorted(terms, key=key, reverse=reverse)
-    else:
-        _terms, _order = [], []
-
-        for term, repr in terms:
-            if not term.is_Order:
-                _terms.append((term, repr))
-            else:
-                _order.append((term, repr))
-
-        ordered = sorted(_terms, key=key, reverse=True) \
-            + sorted(_order, key=key, reverse=True)
-    return [term for term, _ in ordered]
-
-
-def _as_terms(expr):
-    """sympy 1.14's ``Expr.as_terms`` with :func:`_complex` (see :func:`_ordered_terms`)."""
+    sympy orders the terms of a sum, to print it or to sort the factors of a product holding it, by
+    the 15-digit complex value of each numeric factor (``e^(√2)``, ``e^(3√2/2)``…), evaluated afresh
+    for every sum; our sums repeat the same few exponentials. Installed in place of
+    ``Expr.as_terms`` by :func:`_speed_up_sympy` for sympy 1.14 only (``tests/test_quiz_speedups.py``
+    compares it with sympy's on many sums). The code is sympy's, with ``complex`` replaced."""
     from sympy.core.exprtools import decompose_power
     from sympy.core.sorting import default_sort_key
 
     Add, Mul, S = sp.Add, sp.Mul, sp.S
     gens, terms = set(), []
 
-    for term in Add.make_args(expr):
+    for term in Add.make_args(self):
         coeff, _term = term.as_coeff_Mul()
 
         coeff = _complex(coeff)
@@ -246,10 +199,25 @@ def _as_terms(expr):
     return result, gens
 
 
-_EXPR_AS_ORDERED_TERMS = sp.Expr.as_ordered_terms
-_EXPR_AS_TERMS = sp.Expr.as_terms
-_EXPR_PARSE_ORDER = sp.Expr.__dict__["_parse_order"].__func__
-_SYMPY_TERMS_OK = sp.__version__ == "1.14.0"
+_SYMPY_ORIGINALS: list = []   # (owner, name, original) replaced by _speed_up_sympy
+
+
+def _speed_up_sympy() -> None:
+    """Install :func:`_as_terms` as ``Expr.as_terms`` (sympy 1.14, only Expr defines it)."""
+    if _SYMPY_ORIGINALS or sp.__version__ != "1.14.0" or "as_terms" not in sp.Expr.__dict__:
+        return
+    _SYMPY_ORIGINALS.append((sp.Expr, "as_terms", sp.Expr.__dict__["as_terms"]))
+    sp.Expr.as_terms = _as_terms
+
+
+def _unpatch_sympy() -> None:
+    """Restore sympy as it was before :func:`_speed_up_sympy` (for the tests)."""
+    while _SYMPY_ORIGINALS:
+        owner, name, original = _SYMPY_ORIGINALS.pop()
+        setattr(owner, name, original)
+
+
+_speed_up_sympy()
 
 
 _TEXT_PARTS: dict = {}   # (kind, sum or product, nesting level) -> its text, for TextPrinter
