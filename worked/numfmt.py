@@ -124,6 +124,7 @@ class _OrderedTerms:
 
 
 _COMPLEX: dict = {}   # a number (sympy) -> complex(number), for _as_terms
+_FACTORS: dict = {}   # a factor of a term -> complex(factor), or None when it is not a number or has no value
 
 
 def _complex(x) -> complex:
@@ -133,6 +134,22 @@ def _complex(x) -> complex:
         if len(_COMPLEX) >= 8192:
             _COMPLEX.clear()
         _COMPLEX[x] = hit
+    return hit
+
+
+def _factor_value(factor):
+    """complex(factor) for a numeric factor (``is_number``) that has one, else None (remembered)."""
+    hit = _FACTORS.get(factor, _FACTORS)
+    if hit is _FACTORS:
+        hit = None
+        if factor.is_number:
+            try:
+                hit = complex(factor)
+            except (TypeError, ValueError):
+                pass
+        if len(_FACTORS) >= 8192:
+            _FACTORS.clear()
+        _FACTORS[factor] = hit
     return hit
 
 
@@ -158,13 +175,10 @@ def _as_terms(self):
 
         if _term is not S.One:
             for factor in Mul.make_args(_term):
-                if factor.is_number:
-                    try:
-                        coeff *= _complex(factor)
-                    except (TypeError, ValueError):
-                        pass
-                    else:
-                        continue
+                value = _factor_value(factor)   # as: if factor.is_number: try: coeff *= complex(factor)
+                if value is not None:
+                    coeff *= value
+                    continue
 
                 if factor.is_commutative:
                     base, exp = decompose_power(factor)
