@@ -422,3 +422,22 @@ def test_round_decimal_as_before():
             assert got == want and str(got) == str(want) and type(got) is Decimal, (v, places)
         for e, n in irr:
             assert str(F.round_decimal(e, n, places)) == str(_round_decimal_reference(e, n, places))
+
+
+def test_keep_freed_memory_is_harmless():
+    """The allocator setting of `worked quiz` can be made any number of times and changes no batch."""
+    import hashlib
+
+    from worked import cli
+
+    spec = quiz.load_spec(ROOT / "problems" / "quiz-1.toml")
+    vs = quiz.plan(spec.seed, count=2)
+
+    def digest():
+        return [hashlib.sha256(b"".join(r["files"][k] for k in sorted(r["files"]))).hexdigest()
+                for r in quiz.build_all(spec, vs, ("html",), 1, False)]
+
+    before = digest()
+    cli._keep_freed_memory()
+    cli._keep_freed_memory()
+    assert digest() == before
