@@ -441,3 +441,43 @@ def test_keep_freed_memory_is_harmless():
     cli._keep_freed_memory()
     cli._keep_freed_memory()
     assert digest() == before
+
+
+TRICKY_UNITS = [r"\left[2.1213,\ 0.7071,\ 0.0000\right]", r"\left[-2,\ 0,\ -1,\ 2\right]", r"\frac{8.3421}{11.3702}",
+                r"\left(-2\right)", r"\mathrm{12}", r"\mathrm{x1}", r"\text{12}", r"\sqrt{12}", r"\frac12",
+                r"\frac{1}{2}", r"\left[\frac{3 \sqrt{2}}{2},\ \frac{\sqrt{2}}{2},\ 0\right]", r"{1 2 3}",
+                r"\left(\mathrm{3} 4\right)", r"\left[x_{1},\ 2\right]", r"\frac{9876543210}{2}", r"2pt",
+                r"\left|0.5\right|", r"\left.3\right)", r"{\textstyle 1 + 2}", r"\frac{\mathrm{1}}{2}",
+                r"\left[1,\ \left(2\right)\right]", r"\sqrt{\frac{1}{3}}", r"{0}", r"1.50", r"007"]
+
+
+def test_units_from_their_shapes_as_converted():
+    """A unit's MathML made from its shape (numbers put back into the remembered conversion of the unit with
+    stand-in numbers) is the unit's own conversion and latex2mathml's, for every unit of our formulas and
+    tricky ones (numbers in \\text, \\mathrm, scripts, nested brackets)."""
+    import latex2mathml.converter as l2m
+
+    mathconv._speed_up_latex2mathml()
+    if not mathconv._GRAMMAR:
+        pytest.skip("latex2mathml version not patched")
+    units = set()
+    for side in _side_formulas() + TRICKY_SUMS + TRICKY_UNITS:
+        tokens = list(mathconv._GRAMMAR["tokenize"](side))
+        starts = mathconv._units(tokens)
+        if starts is not None:
+            bounds = starts + [len(tokens)]
+            units |= {tuple(tokens[bounds[k]:bounds[k + 1]]) for k in range(len(starts))}
+    used = 0
+    for _ in range(2):   # the second time from remembered shapes
+        for unit in sorted(units):
+            for mode in ("inline", "block"):
+                got = mathconv._by_shape(unit, mode)
+                if got is None:
+                    continue
+                used += 1
+                assert got == mathconv._convert_tokens(unit, mode), unit
+                prefix = f'<math xmlns="http://www.w3.org/1998/Math/MathML" display="{mode}"><mrow>'
+                assert l2m.convert(" ".join(unit), display=mode) == prefix + got + "</mrow></math>", unit
+    assert used > 200
+    assert mathconv._by_shape(tuple(mathconv._GRAMMAR["tokenize"](r"\text{12} 3")), "inline") is None
+    assert mathconv._by_shape(tuple(mathconv._GRAMMAR["tokenize"](r"x_{1} 2")), "inline") is None

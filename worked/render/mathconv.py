@@ -209,7 +209,9 @@ def _side(side: str, mode: str) -> str | None:
             unit = tuple(tokens[bounds[k]:bounds[k + 1]])
             got = _UNITS.get((unit, mode))
             if got is None:
-                got = _convert_tokens(unit, mode)
+                got = _by_shape(unit, mode)
+                if got is None:
+                    got = _convert_tokens(unit, mode)
                 if len(_UNITS) >= 16384:
                     _UNITS.clear()
                 _UNITS[(unit, mode)] = got
@@ -219,6 +221,39 @@ def _side(side: str, mode: str) -> str | None:
         _SIDES.clear()
     _SIDES[key] = out
     return out
+
+
+_PLAIN_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+_STAND_IN = "9876543210"                  # a number token put in place of every number of a unit
+_STAND_IN_MN = f"<mn>{_STAND_IN}</mn>"
+_SHAPES: dict = {}   # (unit with its numbers replaced by the stand-in, mode) -> its MathML cut at each stand-in
+
+
+def _by_shape(unit: tuple, mode: str) -> str | None:
+    r"""A unit's MathML from the remembered conversion of its *shape* (the unit with every number token
+    replaced by one stand-in number), the numbers put back in order; None when that cannot be used.
+
+    latex2mathml writes a number token as ``<mn>number</mn>`` whatever its digits, and the nodes of a
+    unit without scripts (no ``^`` or ``_``, whose trees reorder their parts) come out in token order:
+    a bracketed row or a fraction of numbers has one shape for all its numbers. The shape's MathML must
+    hold exactly one plain ``<mn>`` stand-in per number (not so inside ``\text`` or ``\mathrm``,
+    which then convert as they are)."""
+    numbers = [t for t in unit if _PLAIN_NUMBER.fullmatch(t)]
+    if not numbers or "^" in unit or "_" in unit or "\\text" in unit or _STAND_IN in unit:
+        return None
+    key = (tuple(_STAND_IN if _PLAIN_NUMBER.fullmatch(t) else t for t in unit), mode)
+    parts = _SHAPES.get(key)
+    if parts is None:
+        parts = _convert_tokens(key[0], mode).split(_STAND_IN_MN)
+        if len(_SHAPES) >= 4096:
+            _SHAPES.clear()
+        _SHAPES[key] = parts
+    if len(parts) != len(numbers) + 1:
+        return None
+    out = [parts[0]]
+    for number, part in zip(numbers, parts[1:]):
+        out += ["<mn>", number, "</mn>", part]
+    return "".join(out)
 
 
 def _convert_tokens(tokens, mode: str) -> str:
@@ -438,6 +473,7 @@ def _unpatch_latex2mathml() -> None:
     _GRAMMAR.clear()
     _SIDES.clear()
     _UNITS.clear()
+    _SHAPES.clear()
     _L2M_TRIED.clear()
 
 
