@@ -219,3 +219,20 @@ def test_refuses_foreign_folder(tmp_path):
     (out / "notes.txt").write_text("keep me")
     code, _, err = run_cli("quiz", SPEC, "-n", "1", "-o", out, "--format", "moodle")
     assert code == 2 and "--force" in err and (out / "notes.txt").read_text() == "keep me"
+
+
+def test_manifest_json_is_json_dumps_of_the_whole_manifest():
+    """manifest.json, assembled from the variants' variant.json texts, is byte for byte
+    json.dumps(manifest, indent=2, ensure_ascii=False) + newline, with unicode, quotes, newlines in
+    strings and nested lists in the entries, and for an empty list of variants."""
+    from worked.quiz import manifest_json
+
+    entries = [{"variant": "AB12CD", "student": {"id": "s1", "name": "Zoë \"Z\"\nO'Brien"},
+                "questions": [{"expected": [[1.5, None], [-2.0, 3e-12]], "exact": ["√2/2", "e^{√2}"]}], "n": 1},
+               {"variant": "EF34GH", "student": None, "questions": [], "empty": {}, "list": []}]
+    head = {"format": "worked-quiz-manifest", "version": 1, "title": "Quiz — ä", "seed": 7,
+            "family": {"range": [-2, 3]}, "formats": ["html"]}
+    for vs in (entries, entries[:1], []):
+        manifest = dict(head, variants=vs)
+        texts = [(json.dumps(e, indent=2, ensure_ascii=False) + "\n").encode() for e in vs]
+        assert manifest_json(manifest, texts) == (json.dumps(manifest, indent=2, ensure_ascii=False) + "\n").encode()
