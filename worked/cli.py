@@ -333,6 +333,12 @@ def cmd_quiz(args) -> int:
     from .quiz import run
 
     _keep_freed_memory()
+    # A batch allocates millions of short-lived objects (sympy's import alone, then every variant's
+    # expressions): the cyclic collector's young generation is collected every 100 000 allocations
+    # instead of every 700, which saves about a tenth of the run. Memory stays bounded: it still runs.
+    import gc
+
+    gc.set_threshold(100_000, 50, 100)
     out, entries = run(args.spec, count=args.count, roster=args.roster, seed=args.seed, outdir=args.output,
                        formats=args.format, jobs=args.jobs, variant=args.variant, quiet=args.quiet, force=args.force,
                        pdf_engine=args.pdf_engine)
