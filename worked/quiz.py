@@ -735,6 +735,25 @@ def _groups(variants: list[Variant], jobs: int, batched: bool) -> list[list[Vari
     return [variants[i:i + size] for i in range(0, n, size)]
 
 
+def _warm_up(formats: tuple[str, ...]) -> None:
+    """Load what the first variant would load lazily, before the workers fork (they inherit it): the
+    templates, latex2mathml (with worked's patches), sympy's tensor module (which sympy's Add imports on
+    first use). Cheaper than building a whole variant here while the other cores wait."""
+    import sympy.tensor.tensor  # noqa: F401
+
+    from .render.env import env
+
+    if "html" in formats:
+        from .render.mathconv import mathml
+
+        for name in ("worksheet.html", "answer-key.html"):
+            env("html").get_template(name)
+        mathml(r"x_{1} = \frac{1}{2} \approx 0.5")
+    if "tex" in formats:
+        for name in ("worksheet.tex", "answer-key.tex"):
+            env("tex").get_template(name)
+
+
 def build_all(spec: QuizSpec, variants: list[Variant], formats: tuple[str, ...], jobs: int, progress: bool) -> list[dict]:
     """Build every variant (in *jobs* processes); results in variant order whatever *jobs* is."""
     bar = _Progress(len(variants), progress)
@@ -764,11 +783,11 @@ def build_all(spec: QuizSpec, variants: list[Variant], formats: tuple[str, ...],
             ctx = mp.get_context()
         forking = ctx.get_start_method() == "fork"
         if forking:
-            # The first variant is built here, before the workers are forked: its lazy imports (Jinja2,
-            # latex2mathml, parts of sympy), compiled templates and caches are then made once and
-            # inherited, not once per worker. With PDFs that would keep the other cores idle for
-            # seconds, so the parent then builds it without PDFs only to warm up (and makes the
-            # pdflatex format and the fonts' reference once), and the workers build every variant.
+            # Before the workers fork, the parent loads what every worker would otherwise load lazily
+            # (Jinja2 templates, latex2mathml, parts of sympy), once, and they inherit it. With PDFs it
+            # builds the first variant without PDFs to warm up (and makes the pdflatex format and the
+            # fonts' reference once); without, it only loads (_warm_up): building a variant here kept
+            # the other cores waiting. The workers then build every variant.
             if "pdf" in formats:
                 warm = build_variant(spec, variants[0], tuple(f for f in formats if f != "pdf") + (
                     ("tex",) if latex else ()) or ("html",))
@@ -781,9 +800,7 @@ def build_all(spec: QuizSpec, variants: list[Variant], formats: tuple[str, ...],
 
                     warm_up_weasyprint()
             else:
-                results += _build_chunk(tasks[0])
-                bar.step()
-                tasks = tasks[1:]
+                _warm_up(formats)
             gc.freeze()   # forked workers then leave the parent's objects alone (no copy-on-write by the GC)
         # small batches: one at a time, for an even finish
         chunk = 1 if latex else max(1, min(4, len(tasks) // (jobs * 8)))
