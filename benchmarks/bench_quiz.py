@@ -87,10 +87,10 @@ def stages(engine: str, k: int = 3) -> None:
         pdfs = texbatch.compile_sheets(texs, ["worksheet", "answer-key"] * k)
         batch = time.perf_counter() - t
         print(f"  {'pdflatex, 1 variant alone (1 run)':<38} {one:6.3f} s per variant")
-        print(f"  {f'pdflatex, {k} variants in 1 run':<38} {batch / k:6.3f} s per variant (split with pypdf included)")
+        print(f"  {f'pdflatex, {k} variants in 1 run':<38} {batch / k:6.3f} s per variant (cutting into sheets included)")
     t = time.perf_counter()
     quiz.merge_pdfs(pdfs)
-    print(f"  {'merge ' + str(len(pdfs)) + ' PDFs (pypdf)':<38} {time.perf_counter() - t:6.3f} s")
+    print(f"  {'merge ' + str(len(pdfs)) + ' PDFs':<38} {time.perf_counter() - t:6.3f} s")
 
 
 def main() -> None:
