@@ -108,3 +108,22 @@ def test_quiz_latex_bytes_do_not_depend_on_jobs_or_variant(tmp_path, cli):
     assert code == 0, err
     for doc in ("worksheet", "answer-key"):
         assert (out / "variants" / code3 / f"{doc}.pdf").read_bytes() == outs["1"][f"variants/{code3}/{doc}.pdf"]
+
+
+def test_accented_names_share_runs_and_rebuild_alone(tmp_path):
+    """Students' names with accents (Zoë, Núñez, Łukasz) are within the prelude's glyphs: their sheets share
+    a run with the others (no fallback), and --variant rebuilds one of them alone byte for byte."""
+    from worked import quiz
+    from worked.render import texbatch as T
+
+    roster = tmp_path / "roster.csv"
+    roster.write_text("id,name\ns1,Zoë Müller\ns2,Ana\ns3,José Núñez\ns4,Łukasz Żółć\n", encoding="utf-8")
+    before = T.STATS["fell back"]
+    out, entries = quiz.run(PROBLEMS / "quiz-1.toml", roster=roster, outdir=tmp_path / "all", formats="pdf",
+                            quiet=True, jobs=1, pdf_engine="latex")
+    assert T.STATS["fell back"] == before
+    code = entries[3]["variant"]
+    one, _ = quiz.run(PROBLEMS / "quiz-1.toml", roster=roster, outdir=tmp_path / "one", formats="pdf",
+                      quiet=True, jobs=1, pdf_engine="latex", variant=code)
+    for doc in ("worksheet", "answer-key"):
+        assert (one / "variants" / code / f"{doc}.pdf").read_bytes() == (out / "variants" / code / f"{doc}.pdf").read_bytes()

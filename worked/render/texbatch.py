@@ -37,6 +37,9 @@ from .pdf import LAST_PAGE, _preloaded_format, _split_preamble, compile_source, 
 # f-ligatures (27-31), quotes and dashes (16, 17, 21, 22) of the T1 encoding.
 _TEXT = tuple(sorted({16, 17, 21, 22, *range(27, 32), *range(33, 127)}))
 _DIGITS = tuple(range(48, 58))   # and all ten digits in the math roman fonts
+# Students' names and ids are set in small bold (ec-lmbx9): its subset also holds every accented letter
+# of T1 (128-255), so a class of Zoës and Núñezes still shares runs.
+_NAMES = ("ec-lmbx9", tuple(range(128, 256)))
 
 # tfm name -> character codes (besides _TEXT in the T1 "ec-" fonts and _DIGITS in the OT1 "rm-" ones),
 # from :func:`survey` over the example problems, the example quizzes and generated families (one and
@@ -100,6 +103,8 @@ def prelude() -> str:
         codes = set(extra)
         if tfm.startswith("ec-"):
             codes |= set(_TEXT)
+        if tfm == _NAMES[0]:
+            codes |= set(_NAMES[1])
         elif tfm.startswith("rm-"):
             codes |= set(_DIGITS)
         codes = sorted(codes)
