@@ -467,19 +467,27 @@ def _student_for(variant: Variant) -> dict:
     return st
 
 
+_INTRO = ("Work through the tasks below; these answers are graded. Indices are 1-based: row, then column; "
+          "* means every entry of that row or column.")
+
+
+def _tolerance_text(tol: dict) -> str:
+    return (f"±{tol['abs']:g}" if tol["abs"] else "") + (f"{' or ' if tol['abs'] else '±'}{tol['rel'] * 100:g} %"
+                                                       if tol["rel"] else "")
+
+
+def _points_text(q: dict) -> str:
+    return f"{q['points']:g} pt{'s' if q['points'] != 1 else ''}"
+
+
 def _questions_html(spec: QuizSpec, questions: list[dict], problem) -> str:
     from html import escape
 
     items = []
     for q in questions:
-        tol = q["tolerance"]
-        t = (f"±{tol['abs']:g}" if tol["abs"] else "") + (f"{' or ' if tol['abs'] else '±'}{tol['rel'] * 100:g} %"
-                                                           if tol["rel"] else "")
         items.append(f"<li><b>{escape(q['ask'])}</b> — {escape(describe(q, problem))} "
-                     f"<span class=\"qpts\">({q['points']:g} pt{'s' if q['points'] != 1 else ''}, {escape(t)})</span></li>")
-    intro = escape(spec.instructions) if spec.instructions else (
-        "Work through the tasks below; these answers are graded. Indices are 1-based: row, then column; "
-        "* means every entry of that row or column.")
+                     f"<span class=\"qpts\">({_points_text(q)}, {escape(_tolerance_text(q['tolerance']))})</span></li>")
+    intro = escape(spec.instructions) if spec.instructions else _INTRO
     return ('<section class="quiz-questions" style="border:1.5px solid #333;border-radius:4px;padding:6px 12px;'
             'margin:8px 0 14px 0;break-inside:avoid"><h2 style="margin:2px 0 4px 0;font-size:1.05em">Graded answers</h2>'
             f'<p style="margin:2px 0 4px 0">{intro}</p><ol style="margin:2px 0">{"".join(items)}</ol></section>')
@@ -496,12 +504,15 @@ def _inject(html: str, block: str) -> str:
 
 
 def _questions_tex(spec: QuizSpec, questions: list[dict], problem) -> str:
+    """The "Graded answers" box of the LaTeX sheets: the same words as the HTML one."""
     from .render.texesc import tex_escape
 
     items = "".join(f"\\item \\texttt{{{tex_escape(q['ask'])}}} --- {tex_escape(describe(q, problem))} "
-                    f"({q['points']:g} pt)\n" for q in questions)
-    return ("\\noindent\\fbox{\\parbox{\\dimexpr\\linewidth-2\\fboxsep-2\\fboxrule}{\\textbf{Graded answers}\n"
-            f"\\begin{{enumerate}}\n{items}\\end{{enumerate}}}}}}\\par\\medskip\n")
+                    f"({tex_escape(_points_text(q))}, {tex_escape(_tolerance_text(q['tolerance']))})\n"
+                    for q in questions)
+    intro = tex_escape(spec.instructions or _INTRO)
+    return ("\\noindent\\fbox{\\parbox{\\dimexpr\\linewidth-2\\fboxsep-2\\fboxrule}{\\textbf{Graded answers}\\par\n"
+            f"{intro}\n\\begin{{enumerate}}\n{items}\\end{{enumerate}}}}}}\\par\\medskip\n")
 
 
 def build_variant(spec: QuizSpec, variant: Variant, formats: tuple[str, ...], *, compile_tex: bool = True) -> dict:

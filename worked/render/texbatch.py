@@ -38,8 +38,11 @@ from .pdf import LAST_PAGE, _preloaded_format, _split_preamble, compile_source, 
 _TEXT = tuple(sorted({16, 17, 21, 22, *range(27, 32), *range(33, 127)}))
 _DIGITS = tuple(range(48, 58))   # and all ten digits in the math roman fonts
 # Students' names and ids are set in small bold (ec-lmbx9): its subset also holds every accented letter
-# of T1 (128-255), so a class of Zoës and Núñezes still shares runs.
-_NAMES = ("ec-lmbx9", tuple(range(128, 256)))
+# of T1 (128-255), so a class of Zoës and Núñezes still shares runs (20 kB more per PDF). The same for
+# the fonts of the title and instructions would cost 70 kB more: an accented title or instructions
+# (the same on every sheet) mean one run per sheet instead, as slow as before batching, same bytes.
+_ACCENTED = ("ec-lmbx9",)
+_LATIN = tuple(range(128, 256))
 
 # tfm name -> character codes (besides _TEXT in the T1 "ec-" fonts and _DIGITS in the OT1 "rm-" ones),
 # from :func:`survey` over the example problems, the example quizzes and generated families (one and
@@ -62,7 +65,7 @@ FONT_CODES: dict[str, tuple[int, ...]] = {
     "lmmi5": (61,),
     "lmmi7": (58, 59, 61, 75, 79, 81, 86, 101, 106, 107, 120),
     "lmmi9": (58,),
-    "lmsy10": (0, 1, 25, 49, 112),
+    "lmsy10": (0, 1, 6, 25, 49, 112),
     "lmsy5": (112,),
     "lmsy7": (0, 1, 33, 35, 49, 62, 112),
     "lmsy9": (0, 1, 2, 25, 33, 49, 112),
@@ -103,8 +106,8 @@ def prelude() -> str:
         codes = set(extra)
         if tfm.startswith("ec-"):
             codes |= set(_TEXT)
-        if tfm == _NAMES[0]:
-            codes |= set(_NAMES[1])
+        if tfm in _ACCENTED:
+            codes |= set(_LATIN)
         elif tfm.startswith("rm-"):
             codes |= set(_DIGITS)
         codes = sorted(codes)
