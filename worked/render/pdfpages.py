@@ -217,13 +217,16 @@ def write(pages: list[tuple[Doc, int]], *, ident: bytes, producer: str = "worked
     kids: list[int] = []
     nxt = 4   # 1 catalog, 2 page tree, 3 info
 
-    def visit(doc: Doc, num: int) -> None:
+    def visit(doc: Doc, num: int, is_page: bool = False) -> None:
         nonlocal nxt
-        key = doc.key(num)
-        if key in numbers:
-            return
-        numbers[key] = nxt
-        order.append((doc, num, nxt, False))
+        if not is_page:   # a page is never shared, even with an identical one
+            key = doc.key(num)
+            if key in numbers:
+                return
+            numbers[key] = nxt
+        else:
+            kids.append(nxt)
+        order.append((doc, num, nxt, is_page))
         nxt += 1
         for _, _, target in doc.objects[num][2]:
             if target in doc.page_set:
@@ -231,15 +234,8 @@ def write(pages: list[tuple[Doc, int]], *, ident: bytes, producer: str = "worked
             if target in doc.objects:
                 visit(doc, target)
 
-    for doc, num in pages:   # a page is never shared, even with an identical one
-        kids.append(nxt)
-        order.append((doc, num, nxt, True))
-        nxt += 1
-        for _, _, target in doc.objects[num][2]:
-            if target in doc.page_set:
-                raise NotSimple("a page that points at a page")
-            if target in doc.objects:
-                visit(doc, target)
+    for doc, num in pages:
+        visit(doc, num, is_page=True)
     out = bytearray(b"%PDF-1.5\n%\xe2\xe3\xcf\xd3\n")
     offsets = {}
 
