@@ -106,10 +106,10 @@ def prelude() -> str:
         codes = set(extra)
         if tfm.startswith("ec-"):
             codes |= set(_TEXT)
+        if tfm.startswith("rm-"):
+            codes |= set(_DIGITS)
         if tfm in _ACCENTED:
             codes |= set(_LATIN)
-        elif tfm.startswith("rm-"):
-            codes |= set(_DIGITS)
         codes = sorted(codes)
         cs = "\\wk@font@" + _letters(n)
         out.append(f"\\font{cs}={tfm}\\relax\n")
@@ -235,7 +235,7 @@ def compile_sheets(texs: list[str], hints: list[str | None] | None = None,
 
         raise WorkedError("pdflatex wrote a PDF that worked cannot cut into sheets (object streams?)")
     if None in counts or sum(counts) != len(doc.pages):
-        raise_unexpected(counts, len(doc.pages))
+        _raise_unexpected(counts, len(doc.pages))
     for h, n in zip(hints, counts):
         if h:
             _COUNTS.setdefault(h, Counter())[n] += 1
@@ -263,7 +263,7 @@ def compile_sheets(texs: list[str], hints: list[str | None] | None = None,
     return out
 
 
-def raise_unexpected(counts, total):
+def _raise_unexpected(counts, total):
     from ..errors import WorkedError
 
     raise WorkedError(f"pdflatex: could not find where each sheet ends (pages {counts}, {total} in all); "
