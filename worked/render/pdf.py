@@ -141,19 +141,6 @@ def _preloaded_format(exe: str, packages: str, env: dict) -> Path | None:
 _PAGE_HINTS: dict[str, int] = {}   # pages of the last document compiled per hint key (see tex_to_pdf)
 
 
-def warm_tex_format(paper: str = "a4") -> None:
-    """Build the preloaded pdfTeX format for our sheets now (before forking workers that all need it)."""
-    exe = pdflatex_path()
-    if exe is None:
-        return
-    from ..problem import load
-    from ..solver import solve
-    from .tex import render_tex
-
-    packages, _ = _split_preamble(render_tex("worksheet", solve(load(None), checks="one"), paper=paper))
-    _preloaded_format(exe, packages, tex_env())
-
-
 def tex_to_pdf(tex: str, *, hint: str | None = None) -> bytes:
     """Compile *tex* with pdflatex into deterministic PDF bytes.
 
