@@ -9,16 +9,40 @@ from typing import Any
 
 import sympy as sp
 
+from . import eq
 from . import numfmt as F
+from . import printers
+
+MATRIX_ALIASES = {"A": "weights", "attention": "weights", "scaled_scores": "scaled", "output": "Z"}
 
 
-@dataclass
+@dataclass(frozen=True)
 class Line:
-    """One displayed equation, as Unicode text and as ASCII LaTeX. ``group`` gathers lines (e.g. a softmax row)."""
+    """One displayed equation: a tree (:class:`worked.eq.Rel`), printed by each format's printer.
+    ``group`` gathers lines (e.g. a softmax row)."""
 
-    text: str
-    latex: str
+    eq: eq.Rel
     group: str | None = None
+
+    @property
+    def text(self) -> str:
+        return printers.text(self.eq)
+
+    @property
+    def latex(self) -> str:
+        return printers.latex(self.eq)
+
+    @property
+    def mathml(self) -> str:
+        return printers.mathml(self.eq)
+
+    @property
+    def typst(self) -> str:
+        return printers.typst(self.eq)
+
+    @property
+    def spoken(self) -> str:
+        return printers.spoken(self.eq)
 
 
 @dataclass
@@ -28,11 +52,19 @@ class Step:
     why: str                # plain-text explanation: what is computed and why
     lines: list[Line]
     result: str | None = None     # key into Solution.matrices() of the matrix this step produces
-    shape: str | None = None      # "(3×4)·(4×2) → 3×2"
-    shape_latex: str | None = None
+    shape_eq: Any = None          # the shapes as a tree: (3×4)·(4×2) → 3×2
     head: int | None = None       # 1-based head number, None for single-head problems and the final steps
     notes: list[str] = field(default_factory=list)  # extra plain-text remarks (e.g. about the mask)
     precision: int = 0            # decimal places used for intermediate values in this step
+
+    @property
+    def shape(self) -> str | None:
+        """``"(3×4)·(4×2) → 3×2"``"""
+        return printers.text(self.shape_eq) if self.shape_eq is not None else None
+
+    @property
+    def shape_latex(self) -> str | None:
+        return printers.latex(self.shape_eq) if self.shape_eq is not None else None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -49,66 +81,108 @@ class Step:
         }
 
 
-@dataclass
 class Mat:
-    """An exact matrix with its high-precision numeric values and its labels."""
+    """An exact matrix with its 50-digit values and its labels.
 
-    name: str               # JSON key, e.g. "scores"
-    symbol: str             # text symbol, e.g. "Q" or "Q⁽¹⁾"
-    symbol_latex: str       # LaTeX symbol, e.g. "Q" or "Q^{(1)}"
-    exact: list[list[Any]]  # sympy values (−∞ for masked entries)
-    num: list[list[Any]]    # mpmath values (−inf for masked entries)
-    rows: list[str]
-    cols: list[str]
-    masked: frozenset = frozenset()
-    _cache: dict = field(default_factory=dict, repr=False, compare=False)
+    ``m[i, j]`` is the exact entry (sympy or −∞); ``np.asarray(m, dtype=float)`` or ``m.to_numpy()``
+    gives the values as floats (masked entries −inf)."""
+
+    __slots__ = ("name", "symbol", "symbol_latex", "exact", "num", "rows", "cols", "masked", "sym", "_exact_at")
+
+    def __init__(self, name: str, sym: "eq.Sym", exact, num, rows, cols, masked: frozenset = frozenset()):
+        self.name = name            # JSON key, e.g. "scores"
+        self.sym = sym              # the symbol as a tree
+        self.symbol = printers.text(sym)            # "Q" or "Q⁽¹⁾"
+        self.symbol_latex = printers.latex(sym)     # "Q" or "Q^{(1)}"
+        self.exact = exact          # sympy values (−∞ for masked entries)
+        self.num = num              # 50-digit mpmath values (−inf for masked entries)
+        self.rows = list(rows)
+        self.cols = list(cols)
+        self.masked = frozenset(masked)
+        self._exact_at: dict = {}
+
+    def __repr__(self) -> str:
+        return f"Mat({self.name!r}, {self.shape[0]}×{self.shape[1]})"
 
     @property
     def shape(self) -> tuple[int, int]:
         return (len(self.exact), len(self.exact[0]))
 
+    def __getitem__(self, ij):
+        i, j = ij
+        return self.exact[i][j]
+
+    def __len__(self) -> int:
+        return len(self.exact)
+
+    def __array__(self, dtype=None, copy=None):
+        import numpy as np
+
+        out = np.array([[float(x) for x in row] for row in self.num], dtype=float)
+        return out if dtype is None else out.astype(dtype)
+
+    def to_numpy(self):
+        """The values as a float NumPy array (masked entries −inf)."""
+        import numpy as np
+
+        return np.asarray(self, dtype=float)
+
     def is_masked(self, i: int, j: int) -> bool:
         return (i, j) in self.masked
 
+    def is_neg_inf(self, i: int, j: int) -> bool:
+        return self.exact[i][j] == sp.S.NegativeInfinity
+
     def value(self, i: int, j: int) -> float | None:
-        if self.is_masked(i, j) and self.exact[i][j] == sp.S.NegativeInfinity:
+        if self.is_masked(i, j) and self.is_neg_inf(i, j):
             return None
         return float(self.num[i][j])
 
+    def rounded(self, i: int, j: int, places: int):
+        """The entry rounded to *places* (a Decimal)."""
+        return F.round_decimal(self.exact[i][j], self.num[i][j], places)
+
+    def node(self, i: int, j: int, places: int):
+        """What a worked line shows for the entry carried at *places*: the exact number when it is
+        exact at *places* (``2``, ``0.5``), else the decimal (:class:`eq.Dec`); −∞ when masked."""
+        e = self.exact[i][j]
+        if e == sp.S.NegativeInfinity:
+            return eq.neg_inf()
+        if F.exact_at(e, places):
+            return eq.num(F.frac(e))
+        return eq.dec(self.rounded(i, j, places))
+
+    def fixed(self, i: int, j: int, places: int):
+        """The entry as an answer to *places* places, always written with them (``1.00``): a Dec."""
+        return eq.dec(self.rounded(i, j, places))
+
+    def exact_node(self, i: int, j: int):
+        return F.node(self.exact[i][j])
+
     def dec(self, i: int, j: int, places: int) -> str:
         """The entry as shown to *places* decimals (Unicode minus; ``−∞`` when masked)."""
-        # remembered per entry and places (like exact_at): a solution's entries are shown many times over,
-        # in the steps (each rebuilt with more places until its lines check), the tables and the answers
-        key = ("dec", i, j, places)
-        hit = self._cache.get(key)
-        if hit is None:
-            e = self.exact[i][j]
-            hit = "−∞" if e == sp.S.NegativeInfinity else F.dec_str(e, self.num[i][j], places)
-            self._cache[key] = hit
-        return hit
+        if self.is_neg_inf(i, j):
+            return "−∞"
+        return printers.text(eq.dec(self.rounded(i, j, places)))
 
     def dec_plain(self, i: int, j: int, places: int) -> str:
         """Like :meth:`dec` with ASCII: ``-2.83``, ``-inf`` (for CSV, LaTeX tables and JSON)."""
         return self.dec(i, j, places).replace("−", "-").replace("∞", "inf")
 
-    def show(self, i: int, j: int, places: int) -> str:
-        """What a matrix cell shows: the exact short form when the whole matrix is exact at *places*
-        (``2``, ``-1``, ``0.5``), else the decimal to *places*. Unicode minus."""
-        e = self.exact[i][j]
-        if e == sp.S.NegativeInfinity:
-            return "−∞"
+    def cell(self, i: int, j: int, places: int):
+        """What a table cell shows: the exact short form when the whole matrix is exact at *places*
+        (``2``, ``-1``, ``0.5``), else the decimal to *places* (a tree)."""
+        if self.is_neg_inf(i, j):
+            return eq.neg_inf()
         if self.exact_at(places):
-            return F.num_text(e)
-        return self.dec(i, j, places)
+            return eq.num(F.frac(self.exact[i][j]))
+        return eq.dec(self.rounded(i, j, places))
+
+    def show(self, i: int, j: int, places: int) -> str:
+        return printers.text(self.cell(i, j, places))
 
     def show_latex(self, i: int, j: int, places: int) -> str:
-        """ASCII LaTeX of :meth:`show` (``-\\infty`` when masked)."""
-        e = self.exact[i][j]
-        if e == sp.S.NegativeInfinity:
-            return r"-\infty"
-        if self.exact_at(places):
-            return F.num_latex(e) if F._frac(e).denominator == 1 or F._terminates(F._frac(e)) else F.num_text(e)
-        return self.dec_plain(i, j, places)
+        return printers.latex(self.cell(i, j, places))
 
     def exact_text(self, i: int, j: int) -> str:
         return F.text(self.exact[i][j])
@@ -121,10 +195,11 @@ class Mat:
 
     def exact_at(self, places: int) -> bool:
         """True when every entry shown to *places* decimals is exact."""
-        key = ("exact_at", places)
-        if key not in self._cache:
-            self._cache[key] = all(x == sp.S.NegativeInfinity or F.exact_at(x, places) for row in self.exact for x in row)
-        return self._cache[key]
+        hit = self._exact_at.get(places)
+        if hit is None:
+            hit = self._exact_at[places] = all(x == sp.S.NegativeInfinity or F.exact_at(x, places)
+                                               for row in self.exact for x in row)
+        return hit
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -132,6 +207,18 @@ class Mat:
             "exact": [[str(x) for x in row] for row in self.exact],
             "value": [[self.value(i, j) for j in range(self.shape[1])] for i in range(self.shape[0])],
         }
+
+
+class Matrices(dict):
+    """The matrices of a solution by key; ``"A"``, ``"attention"``, ``"output"`` … are read as aliases
+    (not listed)."""
+
+    def __missing__(self, name):
+        pre, dot, base = name.rpartition(".")
+        key = pre + dot + MATRIX_ALIASES.get(base, base)
+        if key != name and dict.__contains__(self, key):
+            return dict.__getitem__(self, key)
+        raise KeyError(f"no matrix {name!r}; the matrices are {', '.join(self)}")
 
 
 @dataclass
@@ -163,10 +250,24 @@ class Solution:
     steps: list[Step]
     checks: str = "one"
     scale_factor: Any = None  # exact divisor applied to the scores (√d_k, 1 or the given number)
+    display: str = "exact"    # "exact" (√2, e^(√2)/(2 + e^(√2))) or "decimal" (Part 10 style)
 
     @property
     def Z(self) -> Mat:
         return self.output
+
+    def __getitem__(self, name: str) -> Mat:
+        """A matrix by name: ``sol["weights"]``, ``sol["A"]``, ``sol["head2.scores"]``."""
+        return self.matrices()[name]
+
+    def __getattr__(self, name: str) -> Mat:
+        # sol.weights, sol.Q, sol.A ... (dataclass fields and properties are found before this)
+        if name.startswith("_"):
+            raise AttributeError(name)
+        try:
+            return self[name]
+        except KeyError as exc:
+            raise AttributeError(str(exc)) from None
 
     @property
     def decimals(self) -> int:
@@ -183,7 +284,7 @@ class Solution:
                     out[f"head{h.index}.{k}"] = m
             out["concat"] = self.concat
             out["Z"] = self.output
-        return out
+        return Matrices(out)
 
     def to_dict(self) -> dict[str, Any]:
         """The documented JSON form (see README: "JSON format")."""
@@ -195,6 +296,7 @@ class Solution:
             "scale": p.scale if isinstance(p.scale, str) else str(p.scale),
             "mask": p.mask,
             "d_k": p.d_k,
+            "display": self.display,
             "heads": [{k: m.to_dict() for k, m in h.matrices().items()} for h in self.heads],
             "concat": self.concat.to_dict() if self.concat is not None else None,
             "Z": self.output.to_dict(),

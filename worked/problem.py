@@ -24,7 +24,8 @@ LIMITS = {
     "file_bytes": 1_000_000,
 }
 
-TOP_KEYS = {"title", "tokens", "X", "W_Q", "W_K", "W_V", "heads", "W_O", "scale", "mask", "decimals"}
+TOP_KEYS = {"title", "tokens", "X", "W_Q", "W_K", "W_V", "heads", "W_O", "scale", "mask", "decimals", "display"}
+DISPLAYS = ("auto", "exact", "decimal")
 HEAD_KEYS = {"W_Q", "W_K", "W_V"}
 
 Matrix = tuple[tuple[Fraction, ...], ...]
@@ -41,7 +42,7 @@ def _shape(m: Matrix) -> tuple[int, int]:
     return (len(m), len(m[0]) if m else 0)
 
 
-def _matrix(name: str, value: Any, places_limit: int | None) -> Matrix:
+def _matrix(name: str, value: Any, places_limit: int | None, seen: list | None = None) -> Matrix:
     """Read a matrix (list of lists, tuple or NumPy array) into Fractions, checking every entry."""
     if hasattr(value, "tolist") and not isinstance(value, (list, tuple)):
         value = value.tolist() if getattr(value, "dtype", None) is None or value.dtype.kind in "iu" else [
@@ -70,6 +71,8 @@ def _matrix(name: str, value: Any, places_limit: int | None) -> Matrix:
                 raise ProblemError(f"{name}[{i},{j}]", f"entry {x} is too large for a hand exercise (at most {LIMITS['entry']} in size)")
             if places_limit is not None and places > places_limit:
                 raise ProblemError(f"{name}[{i},{j}]", f"{x} has {places} decimal places (at most {places_limit})")
+            if seen is not None and places and f.denominator != 1:
+                seen.append(f"{name}[{i},{j}]")
             out.append(f)
         rows.append(tuple(out))
     return tuple(rows)
@@ -116,22 +119,25 @@ class Problem:
     mask: str = "none"
     decimals: int = 2
     multihead: bool = False
+    display_option: str = "auto"   # as given: "auto", "exact" or "decimal"
+    display: str = "exact"         # how the solution is worked: "exact" or "decimal" (auto: decimal inputs)
     source: str | None = field(default=None, compare=False)
 
     def __init__(self, X, W_Q=None, W_K=None, W_V=None, *, heads=None, W_O=None, tokens=None,
-                 title="", scale="sqrt", mask="none", decimals=2, source=None, _places_limit=None):
+                 title="", scale="sqrt", mask="none", decimals=2, display="auto", source=None, _places_limit=None):
         try:
-            self._init(X, W_Q, W_K, W_V, heads, W_O, tokens, title, scale, mask, decimals, _places_limit)
+            self._init(X, W_Q, W_K, W_V, heads, W_O, tokens, title, scale, mask, decimals, display, _places_limit)
         except ProblemError as exc:
             raise (exc.with_source(source) if source else exc) from None
         object.__setattr__(self, "source", source)
 
     # -- construction and validation
-    def _init(self, X, W_Q, W_K, W_V, heads, W_O, tokens, title, scale, mask, decimals, places):
+    def _init(self, X, W_Q, W_K, W_V, heads, W_O, tokens, title, scale, mask, decimals, display, places):
         s = lambda k, v: object.__setattr__(self, k, v)  # noqa: E731
         if X is None:
             raise ProblemError("X", "missing: the input matrix X (one row per token) is required")
-        Xm = _matrix("X", X, places)
+        seen: list = []   # entries written as decimals (not integers)
+        Xm = _matrix("X", X, places, seen)
         n, d_model = _shape(Xm)
         if n > LIMITS["tokens"]:
             raise ProblemError("X", f"{n} tokens is more than a hand exercise allows (at most {LIMITS['tokens']})")
@@ -173,7 +179,7 @@ class Problem:
             for name, w in zip(("W_Q", "W_K", "W_V"), (wq, wk, wv)):
                 if w is None:
                     raise ProblemError(prefix + name, "missing: expected a matrix with one row per column of X")
-                m = _matrix(prefix + name, w, places)
+                m = _matrix(prefix + name, w, places, seen)
                 if len(m) != d_model:
                     raise ProblemError(prefix + name, f"expected {d_model} rows (X has {d_model} columns), got {len(m)}")
                 _check_dim(prefix + name, len(m[0]), "the number of columns")
@@ -189,7 +195,7 @@ class Problem:
 
         Wo = None
         if multihead:
-            Wo = _matrix("W_O", W_O, places)
+            Wo = _matrix("W_O", W_O, places, seen)
             need = len(built) * len(built[0].W_V[0])
             if len(Wo) != need:
                 raise ProblemError("W_O", f"expected {need} rows ({len(built)} heads × d_v = {len(built[0].W_V[0])}), got {len(Wo)}")
@@ -232,6 +238,9 @@ class Problem:
         if isinstance(decimals, bool) or not isinstance(decimals, int) or not 0 <= decimals <= LIMITS["decimals"]:
             raise ProblemError("decimals", f"expected a whole number from 0 to {LIMITS['decimals']}, got {decimals!r}")
 
+        if display not in DISPLAYS:
+            raise ProblemError("display", f'expected "auto", "exact" or "decimal", got {display!r}')
+
         s("X", Xm)
         s("heads", tuple(built))
         s("W_O", Wo)
@@ -241,6 +250,8 @@ class Problem:
         s("mask", mask)
         s("decimals", decimals)
         s("multihead", multihead)
+        s("display_option", display)
+        s("display", display if display != "auto" else ("decimal" if seen else "exact"))
 
     # -- shapes
     @property
@@ -277,7 +288,8 @@ class Problem:
             data.get("X"), data.get("W_Q"), data.get("W_K"), data.get("W_V"),
             heads=data.get("heads"), W_O=data.get("W_O"), tokens=data.get("tokens"),
             title=data.get("title", ""), scale=data.get("scale", "sqrt"), mask=data.get("mask", "none"),
-            decimals=data.get("decimals", 2), source=source, _places_limit=LIMITS["places"],
+            decimals=data.get("decimals", 2), display=data.get("display", "auto"), source=source,
+            _places_limit=LIMITS["places"],
         )
 
     @classmethod
@@ -331,6 +343,8 @@ class Problem:
         d["scale"] = self.scale if isinstance(self.scale, str) else _frac_text(self.scale)
         d["mask"] = self.mask
         d["decimals"] = self.decimals
+        if self.display_option != "auto":
+            d["display"] = self.display_option
         return d
 
     def to_toml(self) -> str:
@@ -345,6 +359,8 @@ class Problem:
         out.append(f"scale = {q(d['scale'])}")
         out.append(f"mask = {q(d['mask'])}")
         out.append(f"decimals = {d['decimals']}")
+        if "display" in d:
+            out.append(f"display = {q(d['display'])}")
         out.append(f"X = {mat(d['X'])}")
         if "heads" in d:
             out.append(f"W_O = {mat(d['W_O'])}")

@@ -1,70 +1,67 @@
 """Solving a problem exactly and building the worked steps (Part 9 "Check one" style).
 
-Products of input matrices are computed with Fractions; scaling, softmax and Z with sympy
-(√2, e^{√2}, 1/3), and alongside with 50-digit mpmath numbers for the decimals. Every step is
-audited (:mod:`worked.audit`) as it is built; a step whose lines do not hold at the chosen
-number of places for intermediates is rebuilt with one more place, and ``solve`` raises rather
-than return a solution whose shown arithmetic fails.
+Every displayed line is built once, as a tree (:mod:`worked.eq`); printers turn it into each
+format and the auditor (:mod:`worked.audit`) evaluates it. Products of input matrices are exact
+Fractions; scaling, softmax and Z are sympy values (√2, e^{√2}, 1/3) with 50-digit values beside.
+
+The precision policy (see the README):
+
+* intermediate values are carried at ``P = decimals + 2`` places, answers at ``decimals``;
+* a value is always shown as its true value rounded (never as a sum of rounded numbers), so the
+  same value reads the same in every step that uses it;
+* ``=`` stands only where the two sides are equal as shown; ``≈`` where rounding enters, and the
+  auditor checks it against the rounding that the shown numbers carry.
+
+With ``display = "decimal"`` (Part 10 style, the default when the inputs are decimals) the lines
+show decimals instead of exact forms such as ``e^(√2)/(2 + e^(√2))``; the values underneath stay exact.
 """
 from __future__ import annotations
 
 import re
-from decimal import Decimal
 from fractions import Fraction
 
-import mpmath
 import sympy as sp
 
+from . import eq
 from . import numfmt as F
-from .audit import audit_lines, lines_hold
+from .audit import audit_lines
 from .errors import ProblemError
 from .model import HeadResult, Line, Mat, Solution, Step
 from .problem import Problem
 
 CHECKS = ("one", "row", "all")
+DISPLAYS = ("exact", "decimal")
 NEG_INF = sp.S.NegativeInfinity
-MAX_EXTRA_PLACES = 8
 MAX_SCALED = 300   # largest |scaled score|: e^300 already has 131 digits
+EQ, APPROX = eq.EQ, eq.APPROX
 
 
 class AuditFailure(RuntimeError):
     """Internal error: a step could not be shown with lines that hold. Never a user error."""
 
 
-# ---------------------------------------------------------------- labels
-
-def tok_text(tok: str, i: int) -> str:
-    return tok if re.fullmatch(r"[^\W\d]\w{0,19}", tok) else str(i + 1)
-
-
-def tok_latex(tok: str, i: int) -> str:
-    return rf"\text{{{tok}}}" if re.fullmatch(r"[A-Za-z][A-Za-z0-9]{0,19}", tok) else str(i + 1)
-
-
-_SUP = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
+def tok_label(tok: str, i: int) -> str:
+    """How a token names a row in a formula: the token when it is a plain word, else its number."""
+    return tok if re.fullmatch(r"[A-Za-z][A-Za-z0-9]{0,19}", tok) else str(i + 1)
 
 
 class _Ctx:
-    def __init__(self, problem: Problem, checks: str):
+    def __init__(self, problem: Problem, checks: str, display: str):
         self.p = problem
         self.checks = checks
-        self.lt = [tok_text(t, i) for i, t in enumerate(problem.tokens)]
-        self.ll = [tok_latex(t, i) for i, t in enumerate(problem.tokens)]
+        self.lab = [tok_label(t, i) for i, t in enumerate(problem.tokens)]
         self.multi = problem.multihead
         self.dec = problem.decimals
+        self.P = problem.decimals + 2      # places for intermediate values
+        self.decimal = display == "decimal"
 
-    def sym(self, base: str, head: int | None) -> tuple[str, str]:
-        """Text and LaTeX symbol of a per-head matrix: Q or Q⁽¹⁾ / Q^{(1)}."""
-        if head is None or not self.multi:
-            return base, base
-        return f"{base}⁽{str(head).translate(_SUP)}⁾", f"{base}^{{({head})}}"
+    def sym(self, base: str, head: int | None, **kw) -> eq.Sym:
+        """A per-head symbol: Q, or Q⁽¹⁾ with several heads; ``scaled``/``scores`` upright."""
+        return eq.Sym(base, head=head if self.multi else None, upright=len(base.partition("_")[0]) > 1, **kw)
 
-    def wsym(self, base: str, head: int | None) -> tuple[str, str]:
-        """Weight matrix symbol: W_Q or W_Q⁽¹⁾."""
-        t, l = f"W_{base}", f"W_{{{base}}}"
-        if head is None or not self.multi:
-            return t, l
-        return f"{t}⁽{str(head).translate(_SUP)}⁾", f"{l}^{{({head})}}"
+
+def _rel(a_exact: bool) -> str:
+    return EQ if a_exact else APPROX
 
 
 def _entries(checks: str, rows: int, cols: int, first: tuple[int, int], allowed=None):
@@ -77,103 +74,107 @@ def _entries(checks: str, rows: int, cols: int, first: tuple[int, int], allowed=
     return [e for e in out if allowed is None or allowed(*e)]
 
 
-# ---------------------------------------------------------------- exact helpers
-
-def _rat(f: Fraction):
-    return sp.Rational(f.numerator, f.denominator)
-
-
-def _mp(f: Fraction):
-    return mpmath.mpf(f.numerator) / f.denominator
-
-
-def _matmul_frac(A, B):
+def _matmul(A, B):
     n, k, m = len(A), len(B), len(B[0])
     return [[sum((A[i][t] * B[t][j] for t in range(k)), Fraction(0)) for j in range(m)] for i in range(n)]
 
 
-def _mat_from_frac(name, sym, A, rows, cols):
-    return Mat(name, sym[0], sym[1], [[_rat(x) for x in r] for r in A], [[_mp(x) for x in r] for r in A], rows, cols)
+def _input_mat(name, sym, A, rows, cols):
+    return Mat(name, sym, [[sp.Rational(x.numerator, x.denominator) for x in r] for r in A],
+               [[F.mp(x) for x in r] for r in A], rows, cols)
 
 
-def _vec_text(xs) -> str:
-    return "[" + ", ".join(xs) + "]"
+def _shown_input(ctx: "_Ctx", x: Fraction):
+    """An input (or an exact product of inputs) in a worked line: exact, or in decimal display rounded
+    to the carried places when it has more. Returns (node, exact)."""
+    if not ctx.decimal or F.terminating(x, ctx.P):
+        return eq.num(x), True
+    return eq.dec(F.round_decimal(x, None, ctx.P)), False
 
 
-def _vec_latex(xs) -> str:
-    return r"\left[" + ",\\ ".join(xs) + r"\right]"
+def _has_dec(node) -> bool:
+    """True when a tree holds a rounded decimal (so it only approximates what it stands for)."""
+    if type(node) is eq.Dec:
+        return True
+    if isinstance(node, (eq.Num, eq.Sym, eq.Inf, eq.Dims)):
+        return False
+    for v in node.__dataclass_fields__:
+        x = getattr(node, v)
+        if isinstance(x, eq.Node) and _has_dec(x):
+            return True
+        if isinstance(x, tuple) and any(isinstance(y, eq.Node) and _has_dec(y) for y in x):
+            return True
+    return False
 
 
-def _round_mp(x, places: int) -> Decimal:
-    return F.round_decimal(None, x, places) if not isinstance(x, Fraction) else F.round_decimal(x, None, places)
-
-
-def _dtext(d: Decimal) -> str:
-    s = f"{d:f}"
-    if d == 0:
-        s = s.lstrip("-")
-    return s.replace("-", F.MINUS)
-
-
-def _dlatex(d: Decimal) -> str:
-    s = f"{d:f}"
-    return s.lstrip("-") if d == 0 else s
-
-
-def _frac_dec(f: Fraction, max_places: int = 14) -> Decimal | None:
-    """The exact decimal of a Fraction if it terminates within max_places, else None."""
-    scaled = f * 10**max_places
-    if scaled.denominator != 1:
-        return None
-    d = Decimal(scaled.numerator).scaleb(-max_places)
-    return d.normalize() if d != d.to_integral() else d.quantize(Decimal(1))
-
-
-def _den_text(s: str) -> str:
-    return s if re.fullmatch(r"√?\d+", s) else f"({s})"
-
-
-def _den_latex(s: str) -> str:
-    return s if re.fullmatch(r"(\\sqrt\{)?\d+\}?", s) else rf"\left({s}\right)"
-
-
-def _exp_text(x) -> str:
-    s = F.text(x)
-    return f"e^{s}" if (x.is_Integer and x >= 0) else f"e^({s})"
-
-
-def _exp_latex(x) -> str:
-    return f"e^{{{F.latex_inline(x)}}}"
+def _shapes(*dims) -> eq.Rel:
+    *ins, out = dims
+    left = ins[0] if len(ins) == 1 else eq.Mul(tuple(ins))
+    return eq.Rel((left, out), (eq.TO,))
 
 
 # ---------------------------------------------------------------- the product steps (Q, K, V, scores, output)
 
-def _dot_line(lhs_t, lhs_l, mid_t, mid_l, a, b, result, rel="=", result_t=None, result_l=None, a_text=None):
-    at = a_text if a_text is not None else [F.num_text(x) for x in a]
-    bt = [F.num_text(x) for x in b]
-    al = [t.replace(F.MINUS, "-") for t in a_text] if a_text is not None else [F.num_latex(x) for x in a]
-    bl = [F.num_latex(x) for x in b]
-    terms_t = " + ".join(f"{F.paren_text(x)}·{F.paren_text(y)}" for x, y in zip(at, bt))
-    terms_l = " + ".join(rf"{F.paren_latex(x)} \cdot {F.paren_latex(y)}" for x, y in zip(al, bl))
-    rt = result_t if result_t is not None else F.num_text(result)
-    rl = result_l if result_l is not None else F.num_latex(result)
-    text = f"{lhs_t} = {mid_t} = {_vec_text(at)}·{_vec_text(bt)} = {terms_t} {rel} {rt}"
-    latex = rf"{lhs_l} = {mid_l} = {_vec_latex(al)} \cdot {_vec_latex(bl)} = {terms_l} {'=' if rel == '=' else chr(92) + 'approx'} {rl}"
-    return Line(text, latex)
+def _dot_line(ctx: _Ctx, lhs, mid, a, b, result) -> Line:
+    """``lhs = mid = [a]·[b] = a1·b1 + … = result``: *a*, *b* Fractions (inputs) or already-shown nodes;
+    *result* a Fraction or (exact value, 50-digit value), shown at the carried places."""
+    a_nodes, a_exact = _vec_nodes(ctx, a)
+    b_nodes, b_exact = _vec_nodes(ctx, b)
+    exact_in = a_exact and b_exact
+    items = [lhs, mid, eq.Dot(eq.Vec(tuple(a_nodes)), eq.Vec(tuple(b_nodes))),
+             eq.Add(tuple(eq.Mul((x, y)) for x, y in zip(a_nodes, b_nodes)))]
+    ops = [EQ, _rel(exact_in), EQ]
+    value, num = result if isinstance(result, tuple) else (result, None)
+    if exact_in and F.is_rational(value):
+        res, res_exact = _shown_input(ctx, F.frac(value))
+        ops.append(EQ if res_exact else APPROX)
+        items.append(res)
+    else:
+        res = _carried(value, num, ctx.P)
+        items.append(res)
+        ops.append(APPROX if not F.exact_at(value, ctx.P) or not exact_in else EQ)
+    return Line(eq.Rel(tuple(items), tuple(ops)))
 
 
-def _proj_step(ctx: _Ctx, which: str, head, A, W, R, mat: Mat) -> Step:
+def _vec_nodes(ctx: _Ctx, xs):
+    out, exact = [], True
+    for x in xs:
+        if isinstance(x, eq.Node):
+            out.append(x)
+            exact &= type(x) in (eq.Num,)
+        elif ctx.decimal:
+            n, ok = _shown_input(ctx, x)
+            out.append(n)
+            exact &= ok
+        else:
+            out.append(eq.num(x))
+    return out, exact
+
+
+def _value_of(node):
+    """The exact value a Num or Dec node shows (None for anything else)."""
+    return node.value if type(node) in (eq.Num, eq.Dec) else None
+
+
+def _carried(value, num, places):
+    """A computed value as carried: exact when it is exact at *places*, else rounded."""
+    if F.exact_at(value, places):
+        return eq.num(F.frac(value))
+    return eq.dec(F.round_decimal(value, num, places))
+
+
+def _proj_step(ctx: _Ctx, which: str, head, A, W, R) -> Step:
     """Q, K or V = X·W: shapes, and 'Check one' expansions."""
     n, dm, dk = len(A), len(W), len(W[0])
-    st, sl = ctx.sym(which, head)
-    wt, wl = ctx.wsym(which, head)
+    s = ctx.sym(which, head)
+    w = ctx.sym(f"W_{which}", head)
     lines = []
     for i, j in _entries(ctx.checks, n, dk, (0, 0)):
         col = [W[t][j] for t in range(dm)]
-        lines.append(_dot_line(
-            f"{st}[{ctx.lt[i]}, {j + 1}]", rf"{sl}_{{{ctx.ll[i]},{j + 1}}}",
-            f"x_{ctx.lt[i]}·{wt}[:, {j + 1}]", rf"x_{{{ctx.ll[i]}}} \cdot {wl}[:,{j + 1}]",
-            A[i], col, R[i][j]))
+        lines.append(_dot_line(ctx, eq.Entry(s, ctx.lab[i], str(j + 1)),
+                               eq.Dot(eq.Sym("x", sub=ctx.lab[i]), eq.Col(w, str(j + 1))),
+                               A[i], col, R[i][j]))
+    st, wt = _t(s), _t(w)
     what = {"Q": ("queries", "what each token is looking for"),
             "K": ("keys", "what each token offers to be matched against"),
             "V": ("values", "what each token passes on when another token attends to it")}[which]
@@ -181,27 +182,29 @@ def _proj_step(ctx: _Ctx, which: str, head, A, W, R, mat: Mat) -> Step:
            f"Each entry is the dot product of a row of X with a column of {wt}.")
     title = f"{what[0].capitalize()}: {st} = X·{wt}"
     return Step(which, title, why, lines, result=which, head=head,
-                shape=f"({n}×{dm})·({dm}×{dk}) → {n}×{dk}",
-                shape_latex=rf"({n} \times {dm}) \cdot ({dm} \times {dk}) \to {n} \times {dk}")
+                shape_eq=_shapes(eq.Dims(n, dm), eq.Dims(dm, dk), eq.Dims(n, dk)))
 
 
-def _scores_step(ctx: _Ctx, head, Qf, Kf, Sf, scores: Mat) -> Step:
+def _t(node) -> str:
+    from . import printers
+
+    return printers.text(node)
+
+
+def _scores_step(ctx: _Ctx, head, Q: Mat, K: Mat, Qf, Kf, Sf, scores: Mat) -> Step:
     n, dk = len(Qf), len(Qf[0])
-    st, sl = ctx.sym("scores", head)
-    qt, ql = ctx.sym("q", head)
-    kt, kl = ctx.sym("k", head)
-    Qt, _ = ctx.sym("Q", head)
-    Kt, _ = ctx.sym("K", head)
+    s = ctx.sym("scores", head)
     causal = ctx.p.mask == "causal"
     r0 = n - 1 if causal else 0
     best = max(range(r0 + 1 if causal else n), key=lambda j: (Sf[r0][j], -j))
     lines = []
     for i, j in _entries(ctx.checks, n, n, (r0, best)):
-        lines.append(_dot_line(
-            f"{st}[{ctx.lt[i]}, {ctx.lt[j]}]", rf"\mathrm{{{sl.split('^')[0]}}}{sl[len(sl.split('^')[0]):]}_{{{ctx.ll[i]},{ctx.ll[j]}}}",
-            f"{qt}_{ctx.lt[i]}·{kt}_{ctx.lt[j]}", rf"{ql}_{{{ctx.ll[i]}}} \cdot {kl}_{{{ctx.ll[j]}}}",
-            Qf[i], Kf[j], Sf[i][j]))
-    why = (f"Match every query with every key: {st} = {Qt}·{Kt}ᵀ. Row i, column j is the dot product of "
+        lines.append(_dot_line(ctx, eq.Entry(s, ctx.lab[i], ctx.lab[j]),
+                               eq.Dot(ctx.sym("q", head, sub=ctx.lab[i]), ctx.sym("k", head, sub=ctx.lab[j])),
+                               Qf[i] if not ctx.decimal else [Q.node(i, t, ctx.P) for t in range(dk)],
+                               Kf[j] if not ctx.decimal else [K.node(j, t, ctx.P) for t in range(dk)], Sf[i][j]))
+    st, qt, kt = _t(s), _t(ctx.sym("Q", head)), _t(ctx.sym("K", head))
+    why = (f"Match every query with every key: {st} = {qt}·{kt}ᵀ. Row i, column j is the dot product of "
            f"token i's query with token j's key; the bigger it is, the more token i will attend to token j.")
     notes = []
     if ctx.checks == "one" and n > 1:
@@ -210,422 +213,336 @@ def _scores_step(ctx: _Ctx, head, Qf, Kf, Sf, scores: Mat) -> Step:
     if causal:
         notes.append("Causal mask: a token may attend only to itself and to earlier tokens, so every score "
                      "above the diagonal (the key of a later token) is set to −∞. After the softmax its weight is exactly 0.")
-    return Step("scores", f"Scores: {st} = {Qt}·{Kt}ᵀ" + (" with the causal mask" if causal else ""), why, lines,
+    return Step("scores", f"Scores: {st} = {qt}·{kt}ᵀ" + (" with the causal mask" if causal else ""), why, lines,
                 result="scores", head=head, notes=notes,
-                shape=f"({n}×{dk})·({dk}×{n}) → {n}×{n}",
-                shape_latex=rf"({n} \times {dk}) \cdot ({dk} \times {n}) \to {n} \times {n}")
+                shape_eq=_shapes(eq.Dims(n, dk), eq.Dims(dk, n), eq.Dims(n, n)))
 
 
 # ---------------------------------------------------------------- scaling
 
 def _scale_step(ctx: _Ctx, head, scores: Mat, scaled: Mat, factor) -> Step:
-    p, n = ctx.p, scores.shape[0]
-    st, sl = ctx.sym("scaled", head)
-    sct, scl = ctx.sym("scores", head)
+    p, n, P = ctx.p, scores.shape[0], ctx.P
+    s = ctx.sym("scaled", head)
+    sc = ctx.sym("scores", head)
+    st, sct = _t(s), _t(sc)
     lines, notes = [], []
     if p.scale == "none":
         why = 'The problem sets scale = "none": the scores go into the softmax as they are, so the scaled scores equal the scores.'
         return Step("scaled", f"Scaling: none ({st} = {sct})", why, [], result="scaled", head=head)
+    fnode = F.node(factor)
     if p.scale == "sqrt":
         dk = p.d_k
-        ft, fl = F.text(factor), F.latex(factor)
-        if factor.is_Integer:
-            lines.append(Line(f"√d_k = √{dk} = {ft}", rf"\sqrt{{d_k}} = \sqrt{{{dk}}} = {fl}"))
-        else:
-            approx = F.dec_str(factor, mpmath.sqrt(dk), 4)
-            first = f"√d_k = √{dk}" + (f" = {ft}" if ft != f"√{dk}" else "")
-            first_l = rf"\sqrt{{d_k}} = \sqrt{{{dk}}}" + (rf" = {fl}" if ft != f"√{dk}" else "")
-            lines.append(Line(f"{first} ≈ {approx}", rf"{first_l} \approx {approx.replace(F.MINUS, '-')}"))
+        sqrt_dk = eq.Sqrt(eq.num(dk))
+        items, ops = [eq.Sqrt(eq.Sym("d_k")), sqrt_dk], [EQ]
+        if fnode != sqrt_dk:
+            items.append(fnode)
+            ops.append(EQ)
+        if not factor.is_Integer:
+            items.append(eq.dec(F.round_decimal(factor, F.MP.sqrt(dk), P)))
+            ops.append(APPROX)
+        lines.append(Line(eq.Rel(tuple(items), tuple(ops))))
         why = (f"Divide every score by √d_k = √{dk}: with long vectors, dot products grow large and the softmax would give "
                f"nearly all the weight to one token. Scaling keeps the weights calm; the original Transformer does exactly this.")
         title = f"Scaling: {st} = {sct}/√d_k"
     else:
-        ft, fl = F.text(factor), F.latex(factor)
-        why = f"The problem sets scale = {F.num_text(p.scale)}: divide every score by {ft}."
-        title = f"Scaling: {st} = {sct}/{ft}"
+        why = f"The problem sets scale = {F.num_text(p.scale)}: divide every score by {_t(fnode)}."
+        title = f"Scaling: {st} = {sct}/{_t(fnode)}"
     causal = p.mask == "causal"
-    S = scores.exact
     r0 = n - 1 if causal else 0
     best = max(range(r0 + 1 if causal else n), key=lambda j: (float(scores.num[r0][j]), -j))
     for i, j in _entries(ctx.checks, n, n, (r0, best), allowed=lambda i, j: not scaled.is_masked(i, j)):
-        s, v = S[i][j], scaled.exact[i][j]
-        lhs_t, lhs_l = f"{st}[{ctx.lt[i]}, {ctx.lt[j]}]", rf"\mathrm{{scaled}}_{{{ctx.ll[i]},{ctx.ll[j]}}}"
-        if ctx.multi:
-            lhs_l = rf"\mathrm{{scaled}}^{{({head})}}_{{{ctx.ll[i]},{ctx.ll[j]}}}"
-        t = f"{lhs_t} = {F.paren_text(F.text(s))}/{_den_text(F.text(factor))}"
-        l = rf"{lhs_l} = \frac{{{F.latex(s)}}}{{{F.latex(factor)}}}"
-        if F.is_rational(v) and F.exact_at(v, ctx.dec):
-            t += f" = {F.num_text(v)}"
-            l += f" = {F.num_latex(v)}"
+        v = scaled.exact[i][j]
+        lhs = eq.Entry(s, ctx.lab[i], ctx.lab[j])
+        carried = scores.node(i, j, P) if ctx.decimal else eq.num(F.frac(scores.exact[i][j]))
+        items, ops = [lhs, eq.Frac(carried, fnode)], [_rel(type(carried) is eq.Num)]
+        if F.exact_at(v, P) and type(carried) is eq.Num:
+            items.append(eq.num(F.frac(v)))
+            ops.append(EQ)
         else:
-            t += f" = {F.text(v)} ≈ {scaled.dec(i, j, ctx.dec)}"
-            l += rf" = {F.latex(v)} \approx {scaled.dec_plain(i, j, ctx.dec)}"
-        lines.append(Line(t, l))
+            if not ctx.decimal:
+                items.append(F.node(v))
+                ops.append(EQ)
+            items.append(scaled.node(i, j, P))
+            ops.append(APPROX)
+        lines.append(Line(eq.Rel(tuple(items), tuple(ops))))
     if causal:
         notes.append("Masked entries stay −∞: −∞ divided by a positive number is still −∞.")
-    return Step("scaled", title, why, lines, result="scaled", head=head, notes=notes)
+    return Step("scaled", title, why, lines, result="scaled", head=head, notes=notes, precision=P)
 
 
 # ---------------------------------------------------------------- softmax
 
-def _softmax_rows(ctx: _Ctx, scaled: Mat):
-    """Exact weights by row: for each row (js, m, shifts d_j, numerators e^{d_j}, denominator D)."""
-    n = scaled.shape[0]
-    rows = []
-    for i in range(n):
-        js = [j for j in range(n) if not scaled.is_masked(i, j)]
-        m_idx = min(js, key=lambda j: scaled.num[i][j])
-        m = scaled.exact[i][m_idx]
-        shifts = {j: scaled.exact[i][j] - m for j in js}
-        numer = {j: sp.exp(shifts[j]) for j in js}
-        D = sp.Add(*numer.values())
-        nshift = {j: scaled.num[i][j] - scaled.num[i][m_idx] for j in js}
-        nnum = {j: mpmath.exp(nshift[j]) for j in js}
-        nD = mpmath.fsum(nnum.values())
-        rows.append((js, m, numer, D, nnum, nD))
-    return rows
-
-
-def _weights_step(ctx: _Ctx, head, scaled: Mat, weights: Mat, rows, places: int, memo: dict | None = None) -> Step:
-    """The softmax step with *places* places for intermediates. *memo* (one dict for the rebuilds of one
-    step, see :func:`_audited`) keeps what does not depend on the places: e^x exactly and to 50 digits,
-    and the exact texts."""
-    n = scaled.shape[0]
-    if memo is None:
-        memo = {}
-    at, al = ctx.sym("A", head)
-    sct, _ = ctx.sym("scaled", head)
+def _weights_step(ctx: _Ctx, head, scaled: Mat, weights: Mat, rows) -> Step:
+    n, P = scaled.shape[0], ctx.P
+    a = ctx.sym("A", head)
+    sc = ctx.sym("scaled", head)
     lines: list[Line] = []
     for i in range(n):
-        js, m, numer, D, nnum, nD = rows[i]
+        js, numer, D = rows[i]
         g = f"row {ctx.p.tokens[i]}"
-        # 1. the row of scaled scores
-        ex_t, ex_l, dv_t, dv_l = [], [], [], []
-        all_exact = True
-        for j in range(n):
-            v = scaled.exact[i][j]
-            if v == NEG_INF:
-                ex_t.append("−∞"), ex_l.append(r"-\infty"), dv_t.append("−∞"), dv_l.append(r"-\infty")
-                continue
-            vt = memo.get(("v", i, j))
-            if vt is None:
-                vt = memo[("v", i, j)] = (F.text(v), F.latex(v))
-            ex_t.append(vt[0])
-            ex_l.append(vt[1])
-            dv_t.append(scaled.dec(i, j, places))
-            dv_l.append(scaled.dec_plain(i, j, places))
-            all_exact &= F.exact_at(v, places)
-        t = f"{sct}[{ctx.lt[i]}, ·] = {_vec_text(ex_t)}"
-        l = rf"\mathrm{{scaled}}_{{{ctx.ll[i]},\cdot}} = {_vec_latex(ex_l)}"
-        if not all_exact:
-            t += f" ≈ {_vec_text(dv_t)}"
-            l += rf" \approx {_vec_latex(dv_l)}"
-        lines.append(Line(t, l, g))
+        # 1. the row of scaled scores, as carried
+        ex = [eq.neg_inf() if scaled.is_neg_inf(i, j) else F.node(scaled.exact[i][j]) for j in range(n)]
+        shown = [scaled.node(i, j, P) for j in range(n)]
+        items, ops = [eq.Entry(sc, ctx.lab[i], eq.ALL)], []
+        if not ctx.decimal:
+            items.append(eq.Vec(tuple(ex)))
+            ops.append(EQ)
+        if ex != shown or ctx.decimal:
+            items.append(eq.Vec(tuple(shown)))
+            ops.append(EQ if ex == shown else APPROX)
+        lines.append(Line(eq.Rel(tuple(items), tuple(ops)), g))
         # 2. every e^x with its value
-        e_dec = {}
+        e_shown = {}
         for j in range(n):
-            v = scaled.exact[i][j]
-            if v == NEG_INF:
-                lines.append(Line("e^(−∞) = 0", r"e^{-\infty} = 0", g))
-                continue
-            got = memo.get(("e", i, j))
-            if got is None:
-                ev = sp.exp(v)
-                nv = mpmath.exp(scaled.num[i][j])
-                # small e^x keep as many significant digits as large ones (e^(−6) ≈ 0.0024788, not 0.0025)
-                extra = max(0, -int(mpmath.floor(mpmath.log10(nv))) - 1) if nv < 1 else 0
-                got = memo[("e", i, j)] = (ev, nv, extra, _exp_text(v), _exp_latex(v))
-            ev, nv, extra, v_exp_t, v_exp_l = got
-            e_dec[j] = F.round_decimal(ev, nv, places + extra)
-            exact_e = F.is_rational(ev)
-            rel_t, rel_l = ("=", "=") if exact_e and F.exact_at(ev, places) else ("≈", r"\approx")
-            lines.append(Line(f"{v_exp_t} {rel_t} {_dtext(e_dec[j])}", rf"{v_exp_l} {rel_l} {_dlatex(e_dec[j])}", g))
-        # 3. the row total, from the values as shown
-        total = sum(e_dec.values(), Decimal(0))
-        all_e_exact = all(F.is_rational(memo[("e", i, j)][0]) for j in js)
-        lhs = "sum"
-        sum_terms_t = " + ".join(_dtext(e_dec[j]) for j in js)
-        sum_terms_l = " + ".join(_dlatex(e_dec[j]) for j in js)
-        rel0 = "=" if all_e_exact else "≈"
-        if len(js) > 1:
-            lines.append(Line(f"{lhs} {rel0} {sum_terms_t} = {_dtext(total)}",
-                              rf"\text{{sum}} {rel0 if rel0 == '=' else chr(92) + 'approx'} {sum_terms_l} = {_dlatex(total)}", g))
-        # 4. each weight: exact, simplified, from the shown values, decimal
-        den_full = memo.get(("den", i))
-        if den_full is None:
-            den_full = memo[("den", i)] = sp.Add(*[memo[("e", i, j)][0] for j in js])
-        for j in range(n):
-            lhs_t = f"{at}[{ctx.lt[i]}, {ctx.lt[j]}]"
-            lhs_l = rf"{al}_{{{ctx.ll[i]},{ctx.ll[j]}}}"
             if j not in js:
-                lines.append(Line(f"{lhs_t} = e^(−∞)/{_dtext(total)} = 0", rf"{lhs_l} = \frac{{e^{{-\infty}}}}{{{_dlatex(total)}}} = 0", g))
+                lines.append(Line(eq.Rel((eq.Exp(eq.neg_inf()), eq.num(0)), (EQ,)), g))
+                continue
+            x = shown[j] if ctx.decimal else ex[j]
+            ev = sp.exp(scaled.exact[i][j])
+            e_shown[j] = _carried(ev, F.MP.exp(scaled.num[i][j]), P)
+            exact_e = type(x) is eq.Num and F.exact_at(ev, P)
+            lines.append(Line(eq.Rel((eq.Exp(x), e_shown[j]), (_rel(exact_e),)), g))
+        # 3. the row total, from the values as shown
+        total_nodes = tuple(e_shown[j] for j in js)
+        total = sum((Fraction(x.value) for x in total_nodes), Fraction(0))
+        rounded = sum(type(x) is eq.Dec for x in total_nodes)
+        total_node = eq.num(total) if not rounded else eq.dec(F.round_decimal(total, None, P), ulps=rounded)
+        if len(js) > 1:
+            all_exact = all(F.is_rational(sp.exp(scaled.exact[i][j])) for j in js)
+            lines.append(Line(eq.Rel((eq.Sym("sum", upright=True), eq.Add(total_nodes), total_node),
+                                     (_rel(all_exact), EQ)), g))
+        # 4. each weight: exact, simplified, from the shown values, decimal
+        den_full = eq.Add(tuple(eq.Exp(ex[j]) for j in js))
+        for j in range(n):
+            lhs = eq.Entry(a, ctx.lab[i], ctx.lab[j])
+            if j not in js:
+                lines.append(Line(eq.Rel((lhs, eq.Frac(eq.Exp(eq.neg_inf()), total_node), eq.num(0)), (EQ, EQ)), g))
                 continue
             w = weights.exact[i][j]
-            parts_t = [lhs_t]
-            parts_l = [lhs_l]
+            items, ops = [lhs], []
+            if not ctx.decimal:
+                full = eq.Frac(eq.Exp(ex[j]), den_full if len(js) > 1 else eq.Exp(ex[j]))
+                items.append(full)
+                ops.append(EQ)
+                simple = F.node(w)
+                if simple != full:
+                    items.append(simple)
+                    ops.append(EQ)
             if len(js) > 1:
-                full = memo.get(("full", i, j))
-                if full is None:
-                    full = memo[("full", i, j)] = (
-                        f"{_exp_text(scaled.exact[i][j])}/{F.paren_text(F.text(den_full))}",
-                        rf"\frac{{{_exp_latex(scaled.exact[i][j])}}}{{{F.latex(den_full)}}}")
-                full_t, full_l = full
-                parts_t.append(full_t)
-                parts_l.append(full_l)
-            if len(js) == 1:
-                parts_t.append(f"{_exp_text(scaled.exact[i][j])}/{_exp_text(scaled.exact[i][j])}")
-                parts_l.append(rf"\frac{{{_exp_latex(scaled.exact[i][j])}}}{{{_exp_latex(scaled.exact[i][j])}}}")
-            wt = F.text(w)
-            if wt != parts_t[-1]:
-                parts_t.append(wt)
-                parts_l.append(F.latex(w))
-            text = " = ".join(parts_t)
-            latex = " = ".join(parts_l)
-            if len(js) > 1:
-                text += f" ≈ {_dtext(e_dec[j])}/{_dtext(total)}"
-                latex += rf" \approx \frac{{{_dlatex(e_dec[j])}}}{{{_dlatex(total)}}}"
-            wd = weights.dec(i, j, places)
-            if not (F.is_rational(w) and F.exact_at(w, 0) and len(js) == 1):
-                r = F.rel(w, places)
-                text += f" {r} {wd}"
-                latex += f" {F.rel_latex(w, places)} {weights.dec_plain(i, j, places)}"
-            lines.append(Line(text, latex, g))
+                items.append(eq.Frac(e_shown[j], total_node))
+                ops.append(_rel(not _has_dec(items[-1])))
+            if len(js) > 1 or ctx.decimal:
+                wn = weights.node(i, j, P)
+                if wn != items[-1]:
+                    exact_before = len(items) == 1 or not _has_dec(items[-1])
+                    items.append(wn)
+                    ops.append(_rel(type(wn) is eq.Num and exact_before))
+            lines.append(Line(eq.Rel(tuple(items), tuple(ops)), g))
         # 5. the row sums to 1
         if len(js) > 1:
-            num_sum = " + ".join(F.text(numer[j]) for j in js)
-            num_sum_l = " + ".join(F.latex(numer[j]) for j in js)
-            dt = F.text(D)
-            lines.append(Line(f"sum of row {ctx.lt[i]} = ({num_sum})/{_den_text(dt)} = 1",
-                              rf"\textstyle\sum_j {al}_{{{ctx.ll[i]},j}} = \frac{{{num_sum_l}}}{{{F.latex(D)}}} = 1", g))
-    why = ("Softmax each row: take e^x of every scaled score (always positive), then divide by the row's total, so the "
-           "weights are positive and add up to 1. Top and bottom of each fraction are divided by e to the row's smallest "
-           "score, which gives the simpler exact form. Intermediate values are shown to "
-           f"{places} places so each line can be checked by hand.")
+            rs = eq.Sum(eq.Entry(a, ctx.lab[i], "j"), "j")
+            if ctx.decimal:
+                ws = tuple(weights.node(i, j, P) for j in js)
+                r = _rel(not any(_has_dec(x) for x in ws))
+                lines.append(Line(eq.Rel((rs, eq.Add(ws), eq.num(1)), (r, r)), g))
+            else:
+                num_sum = eq.Add(tuple(F.node(numer[j]) for j in js))
+                lines.append(Line(eq.Rel((rs, eq.Frac(num_sum, F.node(D)), eq.num(1)), (EQ, EQ)), g))
+    if ctx.decimal:
+        why = ("Softmax each row: take e^x of every scaled score (always positive), then divide by the row's total, so the "
+               f"weights are positive and add up to 1. Values are carried to {P} places, so each line can be checked by hand.")
+    else:
+        why = ("Softmax each row: take e^x of every scaled score (always positive), then divide by the row's total, so the "
+               "weights are positive and add up to 1. Top and bottom of each fraction are divided by e to the row's smallest "
+               f"score, which gives the simpler exact form. Values are carried to {P} places, so each line can be checked by hand.")
     notes = []
     if ctx.p.mask == "causal":
         notes.append("Masked scores are −∞ and e^(−∞) = 0, so a token gives exactly 0 weight to every later token.")
-    return Step("weights", f"Attention weights: {at} = softmax of each row", why, lines, result="weights",
-                head=head, notes=notes, precision=places)
+    return Step("weights", f"Attention weights: {_t(a)} = softmax of each row", why, lines, result="weights",
+                head=head, notes=notes, precision=P)
 
 
 # ---------------------------------------------------------------- Z = A·V
 
-def _z_step(ctx: _Ctx, head, weights: Mat, V: Mat, Z: Mat, places: int) -> Step:
+def _z_step(ctx: _Ctx, head, weights: Mat, V: Mat, Z: Mat) -> Step:
     n, dv = V.shape
-    zt, zl = ctx.sym("z", head)
-    Zt, _ = ctx.sym("Z", head)
-    At, _ = ctx.sym("A", head)
-    Vt, _ = ctx.sym("V", head)
+    P = ctx.P
+    z, a, v = ctx.sym("z", head), ctx.sym("A", head), ctx.sym("v", head)
+    Zs, As, Vs = ctx.sym("Z", head), ctx.sym("A", head), ctx.sym("V", head)
     lines = []
-    for i in range(n):
-        js = [j for j in range(n) if weights.exact[i][j] != 0]
-        row_rational = all(F.is_rational(weights.exact[i][j]) for j in js)
-        vrows_t = {j: _vec_text([F.num_text(x) for x in V.exact[j]]) for j in js}
-        vrows_l = {j: _vec_latex([F.num_latex(x) for x in V.exact[j]]) for j in js}
-        if row_rational:
-            wts = {j: F._frac(weights.exact[i][j]) for j in js}
-            w_t = {j: F.paren_text(F.num_text(wts[j])) for j in js}
-            w_l = {j: F.num_latex(wts[j]) for j in js}
-            rel1 = "="
-        else:
-            wd = {j: F.round_decimal(weights.exact[i][j], weights.num[i][j], places) for j in js}
-            wts = {j: Fraction(wd[j]) for j in js}
-            w_t = {j: _dtext(wd[j]) for j in js}
-            w_l = {j: _dlatex(wd[j]) for j in js}
-            rel1 = "≈"
-        mid = [sum((wts[j] * F._frac(V.exact[j][c]) for j in js), Fraction(0)) for c in range(dv)]
-        mid_dec = [_frac_dec(x) for x in mid]
-        if all(d is not None for d in mid_dec):
-            mid_t = _vec_text([_dtext(d) for d in mid_dec])
-            mid_l = _vec_latex([_dlatex(d) for d in mid_dec])
-            rel2 = "="
-        elif row_rational:
-            mid_t = _vec_text([F.num_text(x) for x in mid])
-            mid_l = _vec_latex([F.num_latex(x) for x in mid])
-            rel2 = "="
-        else:
-            md = [F.round_decimal(x, None, places) for x in mid]
-            mid_t = _vec_text([_dtext(d) for d in md])
-            mid_l = _vec_latex([_dlatex(d) for d in md])
-            rel2 = "≈"
-        fin_t = _vec_text([Z.dec(i, c, ctx.dec) for c in range(dv)])
-        fin_l = _vec_latex([Z.dec_plain(i, c, ctx.dec) for c in range(dv)])
-        fin_exact = row_rational and all(F.exact_at(Z.exact[i][c], ctx.dec) for c in range(dv))
-        terms_t = " + ".join(f"{w_t[j]}·{vrows_t[j]}" for j in js)
-        terms_l = " + ".join(rf"{w_l[j]} \cdot {vrows_l[j]}" for j in js)
-        named_t = " + ".join(f"{At}[{ctx.lt[i]}, {ctx.lt[j]}]·v_{ctx.lt[j]}" for j in js)
-        lines.append(Line(f"{zt}_{ctx.lt[i]} = {named_t}", rf"{zl}_{{{ctx.ll[i]}}} = " + " + ".join(
-            rf"A_{{{ctx.ll[i]},{ctx.ll[j]}}} v_{{{ctx.ll[j]}}}" for j in js), f"row {ctx.p.tokens[i]}"))
-        text = f"{zt}_{ctx.lt[i]} {rel1} {terms_t} {rel2} {mid_t}"
-        latex = rf"{zl}_{{{ctx.ll[i]}}} {'=' if rel1 == '=' else chr(92) + 'approx'} {terms_l} {'=' if rel2 == '=' else chr(92) + 'approx'} {mid_l}"
-        if fin_t != mid_t:
-            text += f" {'=' if fin_exact else '≈'} {fin_t}"
-            latex += f" {'=' if fin_exact else chr(92) + 'approx'} {fin_l}"
-        lines.append(Line(text, latex, f"row {ctx.p.tokens[i]}"))
-    why = (f"Blend the values: {Zt} = {At}·{Vt}. Each token's new vector is a weighted blend of every token's value row, "
-           f"using its own row of {At} as the recipe. Weights are rounded to {places} places here, and the sum of the "
-           "rounded terms is shown exactly, so each line checks by hand.")
+    if ctx.decimal:
+        # Part 10 style: one entry at a time, a row of A times a column of V
+        for i, c in _entries(ctx.checks, n, dv, (n - 1 if n > 1 else 0, 0)):
+            js = [j for j in range(n) if weights.exact[i][j] != 0]
+            a_nodes = [weights.node(i, j, P) for j in js]
+            v_nodes = [V.node(j, c, P) for j in js]
+            items = [eq.Entry(Zs, ctx.lab[i], str(c + 1)),
+                     eq.Dot(eq.Entry(As, ctx.lab[i], eq.ALL), eq.Col(Vs, str(c + 1))),
+                     eq.Dot(eq.Vec(tuple(a_nodes)), eq.Vec(tuple(v_nodes))),
+                     eq.Add(tuple(eq.Mul((x, y)) for x, y in zip(a_nodes, v_nodes))),
+                     Z.node(i, c, P)]
+            ops = [EQ, APPROX, EQ, APPROX]
+            fin = Z.fixed(i, c, ctx.dec)
+            if fin.value != _value_of(items[-1]):
+                items.append(fin)
+                ops.append(APPROX)
+            lines.append(Line(eq.Rel(tuple(items), tuple(ops))))
+    else:
+        for i in range(n):
+            g = f"row {ctx.p.tokens[i]}"
+            js = [j for j in range(n) if weights.exact[i][j] != 0]
+            row_rational = all(F.is_rational(weights.exact[i][j]) for j in js)
+            wn = {j: (eq.num(F.frac(weights.exact[i][j])) if row_rational else weights.node(i, j, P)) for j in js}
+            vrow = {j: eq.Vec(tuple(eq.num(F.frac(x)) for x in V.exact[j])) for j in js}
+            named = eq.Add(tuple(eq.Mul((eq.Entry(a, ctx.lab[i], ctx.lab[j]), eq.Sym("v", sub=ctx.lab[j], head=v.head)))
+                                 for j in js))
+            zi = eq.Sym("z", sub=ctx.lab[i], head=z.head)
+            lines.append(Line(eq.Rel((zi, named), (EQ,)), g))
+            terms = eq.Add(tuple(eq.Mul((wn[j], vrow[j])) for j in js))
+            if row_rational and all(F.is_rational(Z.exact[i][c]) for c in range(dv)):
+                mid = eq.Vec(tuple(eq.num(F.frac(Z.exact[i][c])) for c in range(dv)))
+                mid_rel = EQ
+            else:
+                mid = eq.Vec(tuple(Z.node(i, c, P) for c in range(dv)))
+                mid_rel = APPROX
+            items, ops = [zi, terms, mid], [_rel(row_rational), mid_rel]
+            fin = eq.Vec(tuple(Z.fixed(i, c, ctx.dec) for c in range(dv)))
+            if [x.value for x in fin.items] != [_value_of(x) for x in mid.items] or _has_dec(mid) and ctx.P != ctx.dec:
+                items.append(fin)
+                ops.append(_rel(all(F.exact_at(Z.exact[i][c], ctx.dec) for c in range(dv)) and mid_rel == EQ))
+            lines.append(Line(eq.Rel(tuple(items), tuple(ops)), g))
+    zt, at, vt = _t(Zs), _t(As), _t(Vs)
+    why = (f"Blend the values: {zt} = {at}·{vt}. Each token's new vector is a weighted blend of every token's value row, "
+           f"using its own row of {at} as the recipe. Weights and values are carried to {P} places.")
     notes = []
     if ctx.p.mask == "causal":
         notes.append("Masked tokens have weight 0 and drop out of the blend.")
     m = weights.shape[0]
-    return Step("Z", f"Output: {Zt} = {At}·{Vt}", why, lines, result="Z", head=head, notes=notes, precision=places,
-                shape=f"({m}×{m})·({m}×{dv}) → {m}×{dv}",
-                shape_latex=rf"({m} \times {m}) \cdot ({m} \times {dv}) \to {m} \times {dv}")
+    return Step("Z", f"Output: {zt} = {at}·{vt}", why, lines, result="Z", head=head, notes=notes, precision=P,
+                shape_eq=_shapes(eq.Dims(m, m), eq.Dims(m, dv), eq.Dims(m, dv)))
 
 
 # ---------------------------------------------------------------- heads: concat and W_O
 
 def _concat_step(ctx: _Ctx, heads: list[HeadResult], concat: Mat) -> Step:
     h, n, dv = len(heads), concat.shape[0], heads[0].Z.shape[1]
-    zs = ", ".join(ctx.sym("Z", k.index)[0] for k in heads)
+    zs = ", ".join(_t(ctx.sym("Z", k.index)) for k in heads)
     why = (f"Put the {h} heads' outputs side by side: row i of the result is token i's row of every head, one after "
            f"another, so each token now carries what every head found.")
     return Step("concat", f"Concatenate the heads: concat({zs})", why, [], result="concat",
-                shape=f"{h} × ({n}×{dv}) → {n}×{h * dv}",
-                shape_latex=rf"{h} \times ({n} \times {dv}) \to {n} \times {h * dv}")
+                shape_eq=eq.Rel((eq.Mul((eq.num(h), eq.Dims(n, dv))), eq.Dims(n, h * dv)), (eq.TO,)))
 
 
-def _output_step(ctx: _Ctx, concat: Mat, Wo, out: Mat, places: int) -> Step:
+def _output_step(ctx: _Ctx, concat: Mat, Wo, out: Mat) -> Step:
     n, hd = concat.shape
     m = len(Wo[0])
+    P = ctx.P
     lines = []
     for i, j in _entries(ctx.checks, n, m, (0, 0)):
-        if concat.is_rational():
-            a = [F._frac(x) for x in concat.exact[i]]
-            a_t = [F.num_text(x) for x in a]
-            rel_a = "="
-        else:
-            a_d = [F.round_decimal(x, v, places) for x, v in zip(concat.exact[i], concat.num[i])]
-            a = [Fraction(d) for d in a_d]
-            a_t = [_dtext(d) for d in a_d]
-            rel_a = "≈"
+        a = [concat.node(i, k, P) for k in range(hd)]
         col = [Wo[t][j] for t in range(hd)]
-        s = sum((x * y for x, y in zip(a, col)), Fraction(0))
-        sd = _frac_dec(s)
-        fin = out.dec(i, j, ctx.dec)
-        fin_exact = F.is_rational(out.exact[i][j]) and F.exact_at(out.exact[i][j], ctx.dec)
-        if sd is not None:
-            rt, rl = _dtext(sd), _dlatex(sd)
-            rel = "="
-        else:
-            d = F.round_decimal(s, None, places)
-            rt, rl, rel = _dtext(d), _dlatex(d), "≈"
-        line = _dot_line(f"Z[{ctx.lt[i]}, {j + 1}]", rf"Z_{{{ctx.ll[i]},{j + 1}}}",
-                         f"concat_{ctx.lt[i]}·W_O[:, {j + 1}]", rf"\mathrm{{concat}}_{{{ctx.ll[i]}}} \cdot W_O[:,{j + 1}]",
-                         a, col, s, rel=rel, result_t=rt, result_l=rl, a_text=a_t)
-        if rel_a == "≈":
-            # the row of concat is rounded: say so on the first relation
-            line.text = line.text.replace(" = [", " ≈ [", 1)
-            line.latex = line.latex.replace(r" = \left[", r" \approx \left[", 1)
-        if not (fin_exact and sd is not None and Fraction(sd) == F._frac(out.exact[i][j])):
-            line.text += f" {'=' if fin_exact else '≈'} {fin}"
-            line.latex += f" {'=' if fin_exact else chr(92) + 'approx'} {out.dec_plain(i, j, ctx.dec)}"
+        line = _dot_line(ctx, eq.Entry(eq.Sym("Z"), ctx.lab[i], str(j + 1)),
+                         eq.Dot(eq.Sym("concat", sub=ctx.lab[i], upright=True), eq.Col(eq.Sym("W_O"), str(j + 1))),
+                         a, col, (out.exact[i][j], out.num[i][j]))
+        fin = out.fixed(i, j, ctx.dec)
+        if fin.value != _value_of(line.eq.items[-1]):
+            line = Line(eq.Rel(line.eq.items + (fin,), line.eq.ops + (_rel(F.exact_at(out.exact[i][j], ctx.dec)
+                                                                           and line.eq.ops[-1] == EQ),)))
         lines.append(line)
     why = ("Project the concatenated heads with W_O: Z = concat·W_O. Each entry is the dot product of a token's "
-           f"concatenated row with a column of W_O (concat values rounded to {places} places where they are not exact).")
-    return Step("output", "Output projection: Z = concat·W_O", why, lines, result="Z", precision=places,
-                shape=f"({n}×{hd})·({hd}×{m}) → {n}×{m}",
-                shape_latex=rf"({n} \times {hd}) \cdot ({hd} \times {m}) \to {n} \times {m}")
+           f"concatenated row with a column of W_O (concat values carried to {P} places where they are not exact).")
+    return Step("output", "Output projection: Z = concat·W_O", why, lines, result="Z", precision=P,
+                shape_eq=_shapes(eq.Dims(n, hd), eq.Dims(hd, m), eq.Dims(n, m)))
 
 
 # ---------------------------------------------------------------- driver
 
-def _audited(build, start: int, limit: int, what: str) -> Step:
-    """Build a step with *start* places for intermediates, adding places until every line holds.
-
-    First pass: lines must hold strictly (a hand check lands on the value shown). If no number of places
-    achieves that (rows that are nearly saturated), accept the fewest places whose lines hold with the
-    rounding of the shown numbers carried through. Never return a step whose lines fail."""
-    built = {}
-    for places in range(start, limit + 1):
-        step = built[places] = build(places)
-        if lines_hold([ln.text for ln in step.lines], strict=True):
-            return step
-    last = None
-    for places in range(start, limit + 1):
-        step = built[places]
-        problems = audit_lines([ln.text for ln in step.lines])
-        if not problems:
-            return step
-        last = problems
-    raise AuditFailure(f"{what}: shown arithmetic does not hold even with {limit} places: {last[0]}")
+def _checked(step: Step, what: str) -> Step:
+    problems = audit_lines(step.lines)
+    if problems:
+        raise AuditFailure(f"{what}: shown arithmetic does not hold: {problems[0]}")
+    return step
 
 
-def solve(problem: Problem, checks: str = "one") -> Solution:
-    """Solve *problem* exactly and build the worked steps. ``checks`` is "one", "row" or "all"."""
+def solve(problem: Problem, checks: str = "one", display: str | None = None) -> Solution:
+    """Solve *problem* exactly and build the worked steps. ``checks`` is "one", "row" or "all";
+    ``display`` "exact" or "decimal" (default: the problem's own, see :attr:`Problem.display`)."""
     if checks not in CHECKS:
         raise ValueError(f"checks must be one of {CHECKS}, got {checks!r}")
-    ctx = _Ctx(problem, checks)
+    display = display or getattr(problem, "display", "exact")
+    if display not in DISPLAYS:
+        raise ValueError(f"display must be one of {DISPLAYS}, got {display!r}")
+    ctx = _Ctx(problem, checks, display)
     n = problem.n
     toks = list(problem.tokens)
     X = [list(r) for r in problem.X]
     if problem.scale == "sqrt":
-        factor = sp.sqrt(problem.d_k)
-        nfactor = mpmath.sqrt(problem.d_k)
+        factor, nfactor = sp.sqrt(problem.d_k), F.MP.sqrt(problem.d_k)
     elif problem.scale == "none":
-        factor, nfactor = sp.Integer(1), mpmath.mpf(1)
+        factor, nfactor = sp.Integer(1), F.MP.mpf(1)
     else:
-        factor, nfactor = _rat(problem.scale), _mp(problem.scale)
+        factor, nfactor = sp.Rational(problem.scale.numerator, problem.scale.denominator), F.mp(problem.scale)
     inv = 1 / factor
     causal = problem.mask == "causal"
-    start = problem.decimals + 2
-    limit = problem.decimals + 2 + MAX_EXTRA_PLACES
+    ninf = F.MP.mpf("-inf")
 
     steps: list[Step] = []
     heads: list[HeadResult] = []
     for hi, head in enumerate(problem.heads, 1):
         hid = hi if problem.multihead else None
         Wq, Wk, Wv = [list(r) for r in head.W_Q], [list(r) for r in head.W_K], [list(r) for r in head.W_V]
-        Qf, Kf, Vf = _matmul_frac(X, Wq), _matmul_frac(X, Wk), _matmul_frac(X, Wv)
+        Qf, Kf, Vf = _matmul(X, Wq), _matmul(X, Wk), _matmul(X, Wv)
         Sf = [[sum((Qf[i][t] * Kf[j][t] for t in range(len(Qf[0]))), Fraction(0)) for j in range(n)] for i in range(n)]
         cols_k = [str(c + 1) for c in range(len(Qf[0]))]
         cols_v = [str(c + 1) for c in range(len(Vf[0]))]
-        Q = _mat_from_frac("Q", ctx.sym("Q", hid), Qf, toks, cols_k)
-        K = _mat_from_frac("K", ctx.sym("K", hid), Kf, toks, cols_k)
-        V = _mat_from_frac("V", ctx.sym("V", hid), Vf, toks, cols_v)
+        Q = _input_mat("Q", ctx.sym("Q", hid), Qf, toks, cols_k)
+        K = _input_mat("K", ctx.sym("K", hid), Kf, toks, cols_k)
+        V = _input_mat("V", ctx.sym("V", hid), Vf, toks, cols_v)
         masked = frozenset((i, j) for i in range(n) for j in range(n) if causal and j > i)
-        raw = _mat_from_frac("scores", ctx.sym("scores", hid), Sf, toks, toks)
-        scores = Mat("scores", raw.symbol, raw.symbol_latex,
+        raw = _input_mat("scores", ctx.sym("scores", hid), Sf, toks, toks)
+        scores = Mat("scores", raw.sym,
                      [[NEG_INF if (i, j) in masked else raw.exact[i][j] for j in range(n)] for i in range(n)],
-                     [[mpmath.mpf("-inf") if (i, j) in masked else raw.num[i][j] for j in range(n)] for i in range(n)],
+                     [[ninf if (i, j) in masked else raw.num[i][j] for j in range(n)] for i in range(n)],
                      toks, toks, masked)
         sc_exact = [[NEG_INF if (i, j) in masked else scores.exact[i][j] * inv for j in range(n)] for i in range(n)]
-        sc_num = [[mpmath.mpf("-inf") if (i, j) in masked else scores.num[i][j] / nfactor for j in range(n)] for i in range(n)]
-        scaled = Mat("scaled", *ctx.sym("scaled", hid), sc_exact, sc_num, toks, toks, masked)
-        big = max((abs(x) for r in sc_num for x in r if x != mpmath.mpf("-inf")), default=0)
+        sc_num = [[ninf if (i, j) in masked else scores.num[i][j] / nfactor for j in range(n)] for i in range(n)]
+        scaled = Mat("scaled", ctx.sym("scaled", hid), sc_exact, sc_num, toks, toks, masked)
+        big = max((abs(x) for r in sc_num for x in r if x != ninf), default=0)
         if big > MAX_SCALED:
             raise ProblemError("scores", f"a scaled score of about {float(big):.0f} is too large for a hand exercise "
                                f"(e^x would have {int(big / 2.302585) + 1} digits; at most {MAX_SCALED} in size): "
                                "use smaller entries or a larger scale", problem.source)
-        rows = _softmax_rows(ctx, scaled)
-        w_exact, w_num = [], []
-        for i, (js, m, numer, D, nnum, nD) in enumerate(rows):
+        rows, w_exact, w_num, z_exact, z_num = [], [], [], [], []
+        for i in range(n):
+            js = [j for j in range(n) if (i, j) not in masked]
+            m_idx = min(js, key=lambda j: sc_num[i][j])
+            numer = {j: sp.exp(sc_exact[i][j] - sc_exact[i][m_idx]) for j in js}
+            D = sp.Add(*numer.values())
+            nnum = {j: F.MP.exp(sc_num[i][j] - sc_num[i][m_idx]) for j in js}
+            nD = F.MP.fsum(nnum.values())
+            rows.append((js, numer, D))
             w_exact.append([numer[j] / D if j in numer else sp.Integer(0) for j in range(n)])
-            w_num.append([nnum[j] / nD if j in nnum else mpmath.mpf(0) for j in range(n)])
-        weights = Mat("weights", *ctx.sym("A", hid), w_exact, w_num, toks, toks, masked)
-        z_exact, z_num = [], []
-        for i, (js, m, numer, D, nnum, nD) in enumerate(rows):
-            ze, zn = [], []
-            for c in range(len(Vf[0])):
-                ze.append(sp.Add(*[numer[j] * V.exact[j][c] for j in js]) / D)
-                zn.append(mpmath.fsum(nnum[j] * V.num[j][c] for j in js) / nD)
-            z_exact.append(ze)
-            z_num.append(zn)
-        Z = Mat("Z", *ctx.sym("Z", hid), z_exact, z_num, toks, cols_v)
-        hr = HeadResult(hi, Q, K, V, scores, scaled, weights, Z, raw_scores=raw if causal else None)
-        heads.append(hr)
+            w_num.append([nnum[j] / nD if j in nnum else F.MP.mpf(0) for j in range(n)])
+            z_exact.append([sp.Add(*[numer[j] * V.exact[j][c] for j in js]) / D for c in range(len(Vf[0]))])
+            z_num.append([F.MP.fsum(nnum[j] * V.num[j][c] for j in js) / nD for c in range(len(Vf[0]))])
+        weights = Mat("weights", ctx.sym("A", hid), w_exact, w_num, toks, toks, masked)
+        Z = Mat("Z", ctx.sym("Z", hid), z_exact, z_num, toks, cols_v)
+        heads.append(HeadResult(hi, Q, K, V, scores, scaled, weights, Z, raw_scores=raw if causal else None))
 
-        steps.append(_proj_step(ctx, "Q", hid, X, Wq, Qf, Q))
-        steps.append(_proj_step(ctx, "K", hid, X, Wk, Kf, K))
-        steps.append(_proj_step(ctx, "V", hid, X, Wv, Vf, V))
-        steps.append(_scores_step(ctx, hid, Qf, Kf, Sf, scores))
-        steps.append(_scale_step(ctx, hid, scores, scaled, factor))
-        memo: dict = {}
-        steps.append(_audited(lambda pl: _weights_step(ctx, hid, scaled, weights, rows, pl, memo), start, limit, "softmax"))
-        steps.append(_audited(lambda pl: _z_step(ctx, hid, weights, V, Z, pl), start, limit, "Z = A·V"))
-        for s in steps[-7:]:
-            s.result = (f"head{hi}." + s.result) if problem.multihead and s.result else s.result
+        head_steps = [
+            _proj_step(ctx, "Q", hid, X, Wq, Qf),
+            _proj_step(ctx, "K", hid, X, Wk, Kf),
+            _proj_step(ctx, "V", hid, X, Wv, Vf),
+            _scores_step(ctx, hid, Q, K, Qf, Kf, Sf, scores),
+            _scale_step(ctx, hid, scores, scaled, factor),
+            _weights_step(ctx, hid, scaled, weights, rows),
+            _z_step(ctx, hid, weights, V, Z),
+        ]
+        for s in head_steps:
+            _checked(s, s.title)
+            if problem.multihead and s.result:
+                s.result = f"head{hi}." + s.result
+        steps += head_steps
 
     concat = None
     output = heads[0].Z
@@ -634,14 +551,14 @@ def solve(problem: Problem, checks: str = "one") -> Solution:
         c_exact = [[h.Z.exact[i][c] for h in heads for c in range(dv)] for i in range(n)]
         c_num = [[h.Z.num[i][c] for h in heads for c in range(dv)] for i in range(n)]
         ccols = [f"{h.index}.{c + 1}" for h in heads for c in range(dv)]
-        concat = Mat("concat", "concat", r"\mathrm{concat}", c_exact, c_num, toks, ccols)
+        concat = Mat("concat", eq.Sym("concat", upright=True), c_exact, c_num, toks, ccols)
         Wo = [list(r) for r in problem.W_O]
         m = len(Wo[0])
-        o_exact = [[sp.Add(*[c_exact[i][k] * _rat(Wo[k][j]) for k in range(len(Wo))]) for j in range(m)] for i in range(n)]
-        o_num = [[mpmath.fsum(c_num[i][k] * _mp(Wo[k][j]) for k in range(len(Wo))) for j in range(m)] for i in range(n)]
-        output = Mat("Z", "Z", "Z", o_exact, o_num, toks, [str(j + 1) for j in range(m)])
+        o_exact = [[sp.Add(*[c_exact[i][k] * sp.Rational(Wo[k][j].numerator, Wo[k][j].denominator)
+                             for k in range(len(Wo))]) for j in range(m)] for i in range(n)]
+        o_num = [[F.MP.fsum(c_num[i][k] * F.mp(Wo[k][j]) for k in range(len(Wo))) for j in range(m)] for i in range(n)]
+        output = Mat("Z", eq.Sym("Z"), o_exact, o_num, toks, [str(j + 1) for j in range(m)])
         steps.append(_concat_step(ctx, heads, concat))
-        steps.append(_audited(lambda pl: _output_step(ctx, concat, Wo, output, pl), start, limit, "output projection"))
+        steps.append(_checked(_output_step(ctx, concat, Wo, output), "output projection"))
 
-    sol = Solution(problem, heads, concat, output, steps, checks, factor)
-    return sol
+    return Solution(problem, heads, concat, output, steps, checks, factor, display)

@@ -73,7 +73,7 @@ def render(sol: Solution, width: int = 100) -> str:
                 out += matrix_lines(m, places, exact=True, indent="    ")
                 out.append(f"  {m.symbol} ≈ (to {places} places):")
             else:
-                out.append(f"  {m.symbol} =")
+                out.append(f"  {m.symbol} {'=' if m.exact_at(places) else '≈'}" + ("" if m.exact_at(places) else f" (to {places} places)"))
             out += matrix_lines(m, places, indent="    ")
         out.append("")
     out.append(f"Answer: Z ({'exact' if sol.output.exact_at(places) else f'to {places} places'})")

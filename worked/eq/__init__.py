@@ -1,0 +1,403 @@
+"""The equation tree: every displayed line of a worked solution is one of these, built once.
+
+Nodes are small immutable values (hashable, so a printer may remember its output by value).
+They know nothing of any output format: :mod:`worked.printers` turns a tree into Unicode text,
+ASCII LaTeX, MathML, Typst or a spoken form, and :func:`evaluate` gives its value (for the
+auditor) with the rounding error that its rounded decimals carry.
+
+==========  =====================================================================
+node        what it shows
+==========  =====================================================================
+Num         an exact rational: ``2``, ``−3``, ``0.5``, ``1/3``
+Dec         a rounded decimal with a fixed number of places: ``0.1636``
+Sym         a named thing: ``Q``, ``W_Q``, ``x_cats``, ``Q⁽¹⁾``, ``scaled``, ``sum``
+Entry       an entry or a row of a matrix: ``Q[cats, 1]``, ``scaled[cats, ·]``
+Col         a column of a matrix: ``W_Q[:, 1]``
+Vec         a row vector ``[a, b, c]``
+Dot         a dot product ``a·b`` of two vectors (or of two symbols)
+Add, Mul    sums (a negative term prints as ``− x``) and products (``2√2``, ``0.16·[2, 1]``)
+Neg         unary minus
+Frac        a quotient: ``a/b`` in text, a fraction elsewhere
+Pow, Sqrt   powers and square roots
+Exp         ``e^x``
+Inf         ``∞`` (``Neg(Inf())`` is ``−∞``)
+Sum         ``Σ_j A[cats, j]``
+Call        ``softmax(scaled)``, ``concat(Z⁽¹⁾, Z⁽²⁾)``
+Blank       room for an answer: ``Q[cats, 1] = ``
+Dims, Arrow shapes: ``(3×4)·(4×2) → 3×2``
+Rel         a chain ``a = b ≈ c`` (ops ``=``, ``≈``, ``→``)
+==========  =====================================================================
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from decimal import Decimal
+from fractions import Fraction
+
+__all__ = [
+    "Node", "Num", "Dec", "Sym", "Entry", "Col", "Vec", "Dot", "Add", "Mul", "Neg", "Frac", "Pow", "Sqrt",
+    "Exp", "Inf", "Sum", "Call", "Blank", "Dims", "Rel", "ALL", "num", "dec", "neg_inf", "from_sympy", "evaluate", "is_label",
+    "EQ", "APPROX", "TO",
+]
+
+EQ, APPROX, TO = "=", "≈", "→"
+ALL = "·"   # the index of a whole row or column: scaled[cats, ·]
+
+
+class Node:
+    """Base of every node. Nodes compare and hash by value."""
+
+    __slots__ = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Num(Node):
+    """An exact rational number."""
+    value: Fraction
+
+
+@dataclass(frozen=True, slots=True)
+class Dec(Node):
+    """A decimal rounded to ``places`` places (``value`` is exactly what is shown). It stands for a
+    value within ``ulps`` half-units of its last place: 1 for a rounded value, k for the sum of k
+    rounded values (a row total)."""
+    value: Decimal
+    places: int
+    ulps: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Sym(Node):
+    """A name. ``sub`` is a subscript (a token label or a letter), ``head`` a head number shown as ⁽¹⁾;
+    ``upright`` names of several letters (``scaled``, ``sum``) are set upright in math."""
+    name: str
+    sub: str | None = None
+    head: int | None = None
+    upright: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Entry(Node):
+    """``base[row, col]``; a label is a token (shown as text) or a number; ``ALL`` is a whole row/column."""
+    base: Sym
+    row: str
+    col: str
+
+
+@dataclass(frozen=True, slots=True)
+class Col(Node):
+    """Column ``col`` of ``base``: ``W_Q[:, 1]``."""
+    base: Sym
+    col: str
+
+
+@dataclass(frozen=True, slots=True)
+class Vec(Node):
+    items: tuple
+
+
+@dataclass(frozen=True, slots=True)
+class Dot(Node):
+    left: Node
+    right: Node
+
+
+@dataclass(frozen=True, slots=True)
+class Add(Node):
+    terms: tuple
+
+
+@dataclass(frozen=True, slots=True)
+class Mul(Node):
+    factors: tuple
+
+
+@dataclass(frozen=True, slots=True)
+class Neg(Node):
+    arg: Node
+
+
+@dataclass(frozen=True, slots=True)
+class Frac(Node):
+    num: Node
+    den: Node
+
+
+@dataclass(frozen=True, slots=True)
+class Pow(Node):
+    base: Node
+    exp: Node
+
+
+@dataclass(frozen=True, slots=True)
+class Sqrt(Node):
+    arg: Node
+
+
+@dataclass(frozen=True, slots=True)
+class Exp(Node):
+    arg: Node
+
+
+@dataclass(frozen=True, slots=True)
+class Inf(Node):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class Sum(Node):
+    """``Σ_index body``."""
+    body: Node
+    index: str
+
+
+@dataclass(frozen=True, slots=True)
+class Call(Node):
+    """A named function applied to arguments: ``softmax(scaled)``, ``concat(Z⁽¹⁾, Z⁽²⁾)``."""
+    name: str
+    args: tuple
+
+
+@dataclass(frozen=True, slots=True)
+class Blank(Node):
+    """Room to write an answer (a worksheet prompt ``Q[cats, 1] = …``, a grid heading ``Q =``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Dims(Node):
+    """A shape ``rows×cols``."""
+    rows: int
+    cols: int
+
+
+@dataclass(frozen=True, slots=True)
+class Rel(Node):
+    """``items[0] ops[0] items[1] ops[1] …``"""
+    items: tuple
+    ops: tuple
+
+    def __post_init__(self):
+        if len(self.ops) != len(self.items) - 1:
+            raise ValueError("a relation chain has one operator fewer than items")
+
+
+# ---------------------------------------------------------------- building helpers
+
+def num(x) -> Num:
+    """An exact number from an int, a Fraction or a sympy Rational."""
+    if isinstance(x, Fraction):
+        return Num(x)
+    if isinstance(x, int):
+        return Num(Fraction(x))
+    return Num(Fraction(int(x.p), int(x.q)))
+
+
+def dec(d: Decimal, ulps: int = 1) -> Dec:
+    """A rounded decimal as it is shown (its exponent gives the places)."""
+    places = max(0, -d.as_tuple().exponent)
+    if d == 0:
+        d = abs(d)
+    return Dec(d, places, ulps)
+
+
+def neg_inf() -> Neg:
+    return Neg(Inf())
+
+
+# ---------------------------------------------------------------- sympy values as trees
+
+def from_sympy(expr) -> Node:
+    """The tree of an exact sympy value of the kinds a solution holds: rationals, √n, e^x, sums,
+    products and quotients of those, and −∞. Terms of a sum are ordered by their e^x argument
+    (constants first), then by coefficient, so the same value always prints the same way."""
+    import sympy as sp
+
+    if expr is sp.S.NegativeInfinity:
+        return neg_inf()
+    if expr is sp.S.Infinity:
+        return Inf()
+    if expr is sp.E:
+        return Exp(Num(Fraction(1)))
+    if expr.is_Rational:
+        return num(expr)
+    if isinstance(expr, sp.exp):
+        return Exp(from_sympy(expr.args[0]))
+    if expr.is_Add:
+        terms = sorted(expr.args, key=_term_key)
+        out = []
+        for t in terms:
+            node = from_sympy(t)
+            out.append(node)
+        return Add(tuple(out))
+    if expr.is_Pow:
+        base, e = expr.args
+        if e == sp.S.Half:
+            return Sqrt(from_sympy(base))
+        if e.is_Rational and e < 0:
+            return Frac(Num(Fraction(1)), from_sympy(base ** -e))
+        if base is sp.E:
+            return Exp(from_sympy(e))
+        return Pow(from_sympy(base), from_sympy(e))
+    if expr.is_Mul:
+        coeff, rest = expr.as_coeff_Mul()
+        numer, denom = [], []
+        for f in sp.Mul.make_args(rest):
+            if f.is_Pow and f.args[1].is_Rational and f.args[1] < 0:
+                denom.append(f.args[0] ** -f.args[1])
+            else:
+                numer.append(f)
+        c = Fraction(int(coeff.p), int(coeff.q))
+        top = [from_sympy(f) for f in sorted(numer, key=_factor_key)]
+        bot = [from_sympy(f) for f in sorted(denom, key=_factor_key)]
+        sign = c < 0
+        c = abs(c)
+        if c.numerator != 1 or not top:
+            top.insert(0, Num(Fraction(c.numerator)))
+        if c.denominator != 1:
+            bot.insert(0, Num(Fraction(c.denominator)))
+        t = top[0] if len(top) == 1 else Mul(tuple(top))
+        node = t if not bot else Frac(t, bot[0] if len(bot) == 1 else Mul(tuple(bot)))
+        return Neg(node) if sign else node
+    raise TypeError(f"no tree for the value {expr!r}")
+
+
+def _exp_arg(expr):
+    import sympy as sp
+
+    for f in sp.Mul.make_args(expr):
+        if isinstance(f, sp.exp):
+            return f.args[0]
+    return sp.S.Zero
+
+
+def _term_key(t):
+    import sympy as sp
+
+    a = _exp_arg(t)
+    coeff = t.as_coeff_Mul()[0]
+    return (float(a), float(coeff), sp.default_sort_key(t))
+
+
+def _factor_key(f):
+    import sympy as sp
+
+    # numbers and roots before sums and exponentials: 2√2·e^x, (2 + e^x)
+    rank = 0 if f.is_Number else 1 if f.is_Pow else 3 if isinstance(f, sp.exp) else 2
+    return (rank, sp.default_sort_key(f))
+
+
+# ---------------------------------------------------------------- evaluation (for the auditor)
+
+class _Label(Exception):
+    """The node names something (a symbol or an entry): it has no value to check."""
+
+
+def is_label(node: Node) -> bool:
+    try:
+        _ev(node)
+    except _Label:
+        return True
+    return False
+
+
+def evaluate(node: Node):
+    """``(value, error)``: the value of *node* computed from the numbers as shown (floats; a tuple for
+    a vector), and a first-order bound of how far that can be from the value the rounded decimals in
+    it stand for (each :class:`Dec` is off by at most half a unit in its last place). None when the
+    node names something instead of being a number."""
+    try:
+        return _ev(node)
+    except _Label:
+        return None
+
+
+def _ev(n):
+    t = type(n)
+    if t is Num:
+        return float(n.value), 0.0
+    if t is Dec:
+        return float(n.value), 0.5 * n.ulps * 10.0 ** -n.places
+    if t is Inf:
+        return math.inf, 0.0
+    if t is Neg:
+        v, e = _ev(n.arg)
+        return _map(lambda x: -x, v), e
+    if t is Vec:
+        vals = [_ev(x) for x in n.items]
+        return tuple(v for v, _ in vals), tuple(e for _, e in vals)
+    if t is Add:
+        v, e = _ev(n.terms[0])
+        for term in n.terms[1:]:
+            v2, e2 = _ev(term)
+            v, e = _zip(lambda a, b: a + b, v, v2), _zip(lambda a, b: a + b, e, e2)
+        return v, e
+    if t is Mul:
+        v, e = _ev(n.factors[0])
+        for f in n.factors[1:]:
+            v2, e2 = _ev(f)
+            v, e = _mul(v, e, v2, e2)
+        return v, e
+    if t is Dot:
+        a, ea = _ev(n.left)
+        b, eb = _ev(n.right)
+        if not (isinstance(a, tuple) and isinstance(b, tuple)) or len(a) != len(b):
+            raise ValueError("a dot product needs two vectors of one length")
+        v = sum(x * y for x, y in zip(a, b))
+        e = sum(abs(x) * dy + abs(y) * dx + dx * dy for x, y, dx, dy in zip(a, b, ea, eb))
+        return v, e
+    if t is Frac:
+        a, ea = _ev(n.num)
+        b, eb = _ev(n.den)
+        if isinstance(b, tuple):
+            raise ValueError("cannot divide by a vector")
+        if b == 0:
+            raise ZeroDivisionError("division by zero in a shown line")
+        if math.isinf(b):
+            return _map(lambda x: 0.0 if not math.isinf(x) else math.nan, a), 0.0
+        lo = abs(b) - eb
+        bound = (lambda x, dx: (abs(x) * eb + abs(b) * dx) / (abs(b) * lo)) if lo > 0 else (lambda x, dx: math.inf)
+        return _map(lambda x: x / b, a), _zip(bound, a, ea)
+    if t is Sqrt:
+        a, ea = _ev(n.arg)
+        r = math.sqrt(a)
+        return r, (ea / (2 * math.sqrt(max(a - ea, 0.0)) + 1e-300) if ea else 0.0)
+    if t is Exp:
+        a, ea = _ev(n.arg)
+        if math.isinf(a):
+            return (0.0 if a < 0 else math.inf), 0.0
+        v = math.exp(a)
+        return v, (math.exp(a + ea) - v if ea else 0.0)
+    if t is Pow:
+        a, ea = _ev(n.base)
+        b, eb = _ev(n.exp)
+        v = a ** b
+        if not (ea or eb):
+            return v, 0.0
+        hi = max(abs((a + s * ea) ** (b + u * eb) - v) for s in (-1, 1) for u in (-1, 1) if a + s * ea > 0)
+        return v, hi
+    if t is Rel:
+        raise ValueError("a relation has no single value")
+    raise _Label()
+
+
+def _map(f, v):
+    return tuple(f(x) for x in v) if isinstance(v, tuple) else f(v)
+
+
+def _zip(f, a, b):
+    if isinstance(a, tuple) or isinstance(b, tuple):
+        if not (isinstance(a, tuple) and isinstance(b, tuple)) or len(a) != len(b):
+            raise ValueError("vectors of different lengths")
+        return tuple(f(x, y) for x, y in zip(a, b))
+    return f(a, b)
+
+
+def _mul(a, ea, b, eb):
+    if isinstance(a, tuple) and isinstance(b, tuple):
+        raise ValueError("use Dot for a product of two vectors")
+    if isinstance(a, tuple):
+        return tuple(x * b for x in a), tuple(abs(x) * eb + abs(b) * dx + dx * eb for x, dx in zip(a, ea))
+    if isinstance(b, tuple):
+        return tuple(a * y for y in b), tuple(abs(a) * dy + abs(y) * ea + ea * dy for y, dy in zip(b, eb))
+    return a * b, abs(a) * eb + abs(b) * ea + ea * eb

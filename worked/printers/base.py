@@ -1,0 +1,109 @@
+"""The printer base: ``_print_<Node>`` dispatch (as in sympy's printers) and one precedence table.
+
+Brackets are decided here, once, from the precedence of a child and of the place it stands in,
+so no printer can write ``e^x/3e^x`` for ``e^x/(3e^x)``.
+"""
+from __future__ import annotations
+
+from fractions import Fraction
+
+from .. import eq
+
+# precedence: the higher, the tighter a node binds
+REL, ADD, NEG, MUL, DIV, ATOM = 1, 3, 4, 6, 7, 9
+
+
+class Printer:
+    """Subclasses define ``_print_<Node>(node)`` for every node of :mod:`worked.eq`."""
+
+    #: whether a quotient is written inline (``a/b``: it then binds like a product) or stacked
+    inline_fractions = False
+
+    def doprint(self, node) -> str:
+        return getattr(self, "_print_" + type(node).__name__)(node)
+
+    __call__ = doprint
+
+    # -- precedence and brackets
+    def prec(self, n) -> int:
+        t = type(n)
+        if t is eq.Num:
+            v = n.value
+            if v < 0:
+                return NEG
+            if v.denominator != 1 and not terminates(v) and self.inline_fractions:
+                return DIV
+            return ATOM
+        if t is eq.Dec:
+            return NEG if n.value < 0 else ATOM
+        if t is eq.Neg:
+            return NEG
+        if t is eq.Add:
+            return ADD
+        if t in (eq.Mul, eq.Dot):
+            return MUL
+        if t is eq.Frac:
+            return DIV if self.inline_fractions else ATOM
+        if t is eq.Dims:
+            return MUL
+        if t is eq.Rel:
+            return REL
+        return ATOM
+
+    def paren(self, s: str) -> str:
+        raise NotImplementedError
+
+    def wrap(self, n, above: int) -> str:
+        """Print *n*, bracketed when it binds looser than *above*."""
+        s = self.doprint(n)
+        return self.paren(s) if self.prec(n) < above else s
+
+    def factor(self, n) -> str:
+        """A factor of a product: sums, negatives and inline fractions in brackets."""
+        return self.wrap(n, DIV + 1 if self.inline_fractions else MUL)
+
+    @staticmethod
+    def is_negative(n) -> bool:
+        return (type(n) is eq.Neg) or (type(n) in (eq.Num, eq.Dec) and n.value < 0)
+
+    @staticmethod
+    def negated(n):
+        """−n for a negative term (printed after a minus sign)."""
+        if type(n) is eq.Neg:
+            return n.arg
+        return eq.Num(-n.value) if type(n) is eq.Num else eq.Dec(-n.value, n.places, n.ulps)
+
+    @staticmethod
+    def implicit(a, b) -> bool:
+        """Juxtapose a number and what follows it (``2√2``, ``3e^x``) instead of writing ``·``."""
+        return type(a) is eq.Num and a.value > 0 and type(b) in (eq.Sqrt, eq.Exp, eq.Sym, eq.Pow)
+
+    @staticmethod
+    def is_word(label: str) -> bool:
+        return not label.isdigit() and label not in (eq.ALL, "j", ":")
+
+
+def terminates(f: Fraction) -> bool:
+    """True when *f* is a decimal with at most 6 places (shown as a decimal, not a fraction)."""
+    d = f.denominator
+    for p in (2, 5):
+        while d % p == 0:
+            d //= p
+    return d == 1 and f.denominator <= 10**6
+
+
+def rat_str(f: Fraction) -> str:
+    """``3``, ``0.43`` or ``1/3`` (ASCII minus)."""
+    if f.denominator == 1:
+        return str(f.numerator)
+    if terminates(f):
+        from decimal import Decimal
+
+        return format(Decimal(f.numerator) / Decimal(f.denominator), "f")
+    return f"{f.numerator}/{f.denominator}"
+
+
+def dec_str(d) -> str:
+    """A shown decimal, ASCII minus, never ``-0.00``."""
+    s = f"{d:f}"
+    return s.lstrip("-") if d == 0 else s

@@ -1,0 +1,118 @@
+"""ASCII LaTeX (amsmath): ``A_{\\text{cats},\\text{chase}} = \\frac{e^{2\\sqrt{2}}}{…} \\approx 0.6728``.
+
+Only ASCII is written (``\\cdot``, ``-``): pdflatex rejects a Unicode minus or middle dot in math.
+"""
+from __future__ import annotations
+
+from .. import eq
+from .base import MUL, Printer, dec_str, terminates
+
+_OPS = {eq.EQ: "=", eq.APPROX: r"\approx", eq.TO: r"\to"}
+
+
+class LatexPrinter(Printer):
+    def paren(self, s):
+        return rf"\left({s}\right)"
+
+    def label(self, s: str) -> str:
+        if s == eq.ALL:
+            return r"\cdot"
+        if s == ":":
+            return ":"
+        return rf"\text{{{s}}}" if self.is_word(s) else s
+
+    def _print_Num(self, n):
+        v = n.value
+        if v.denominator == 1 or terminates(v):
+            return dec_str(v) if v.denominator != 1 else str(v.numerator)
+        sign = "-" if v < 0 else ""
+        return rf"{sign}\frac{{{abs(v.numerator)}}}{{{v.denominator}}}"
+
+    def _print_Dec(self, n):
+        return dec_str(n.value)
+
+    def _name(self, n):
+        base, _, sub = n.name.partition("_")
+        s = rf"\mathrm{{{base}}}" if (n.upright or len(base) > 1) else base
+        if sub:
+            s += f"_{{{sub}}}"
+        return s
+
+    def _scripts(self, base: str, sub: str | None, head: int | None, has_sub: bool) -> str:
+        s = base
+        if head is not None:
+            s = f"{{{s}}}^{{({head})}}" if has_sub else f"{s}^{{({head})}}"
+        if sub is not None:
+            s += f"_{{{sub}}}"
+        return s
+
+    def _print_Sym(self, n):
+        base = self._name(n)
+        sub = self.label(n.sub) if n.sub is not None else None
+        return self._scripts(base, sub, n.head, "_" in n.name)
+
+    def _print_Entry(self, n):
+        b = n.base
+        return self._scripts(self._name(b), f"{self.label(n.row)},{self.label(n.col)}", b.head, "_" in b.name)
+
+    def _print_Col(self, n):
+        return f"{self.doprint(n.base)}[:,{self.label(n.col)}]"
+
+    def _print_Vec(self, n):
+        return r"\left[" + r",\ ".join(self.doprint(x) for x in n.items) + r"\right]"
+
+    def _print_Dot(self, n):
+        return rf"{self.factor(n.left)} \cdot {self.factor(n.right)}"
+
+    def _print_Add(self, n):
+        out = self.wrap(n.terms[0], MUL - 2)
+        for t in n.terms[1:]:
+            if self.is_negative(t):
+                inner = self.negated(t)
+                out += f" - {self.wrap(inner, MUL)}"
+            else:
+                out += f" + {self.wrap(t, MUL - 2)}"
+        return out
+
+    def _print_Mul(self, n):
+        fs = n.factors
+        out = self.factor(fs[0])
+        for a, b in zip(fs, fs[1:]):
+            out += ("" if self.implicit(a, b) else r" \cdot ") + self.factor(b)
+        return out
+
+    def _print_Neg(self, n):
+        return "-" + self.wrap(n.arg, MUL)
+
+    def _print_Frac(self, n):
+        return rf"\frac{{{self.doprint(n.num)}}}{{{self.doprint(n.den)}}}"
+
+    def _print_Pow(self, n):
+        return f"{self.wrap(n.base, 10)}^{{{self.doprint(n.exp)}}}"
+
+    def _print_Sqrt(self, n):
+        return rf"\sqrt{{{self.doprint(n.arg)}}}"
+
+    def _print_Exp(self, n):
+        return f"e^{{{self.doprint(n.arg)}}}"
+
+    def _print_Inf(self, n):
+        return r"\infty"
+
+    def _print_Sum(self, n):
+        return rf"{{\textstyle\sum_{{{n.index}}}}} {self.doprint(n.body)}"
+
+    def _print_Call(self, n):
+        return rf"\operatorname{{{n.name}}}\left(" + r",\ ".join(self.doprint(a) for a in n.args) + r"\right)"
+
+    def _print_Blank(self, n):
+        return r"\quad"
+
+    def _print_Dims(self, n):
+        return rf"{n.rows} \times {n.cols}"
+
+    def _print_Rel(self, n):
+        out = self.doprint(n.items[0])
+        for op, x in zip(n.ops, n.items[1:]):
+            out += f" {_OPS[op]} {self.doprint(x)}"
+        return out

@@ -1,0 +1,136 @@
+"""Presentation MathML (MathML Core) for the HTML pages and the web page."""
+from __future__ import annotations
+
+from html import escape
+
+from .. import eq
+from .base import MUL, Printer, dec_str, terminates
+
+_OPS = {eq.EQ: "=", eq.APPROX: "≈", eq.TO: "→"}
+
+
+def _mo(s: str) -> str:
+    return f"<mo>{s}</mo>"
+
+
+def _row(*parts: str) -> str:
+    return "<mrow>" + "".join(parts) + "</mrow>"
+
+
+class MathMLPrinter(Printer):
+    def paren(self, s):
+        return _row(_mo("("), s, _mo(")"))
+
+    def label(self, s: str) -> str:
+        if s == eq.ALL:
+            return _mo("·")
+        if s == ":":
+            return _mo(":")
+        if s.isdigit():
+            return f"<mn>{s}</mn>"
+        return f"<mtext>{escape(s)}</mtext>" if self.is_word(s) else f"<mi>{escape(s)}</mi>"
+
+    def _print_Num(self, n):
+        v = n.value
+        if v.denominator == 1 or terminates(v):
+            s = dec_str(v) if v.denominator != 1 else str(v.numerator)
+            return _row(_mo("−"), f"<mn>{s[1:]}</mn>") if s.startswith("-") else f"<mn>{s}</mn>"
+        frac = f"<mfrac><mn>{abs(v.numerator)}</mn><mn>{v.denominator}</mn></mfrac>"
+        return _row(_mo("−"), frac) if v < 0 else frac
+
+    def _print_Dec(self, n):
+        s = dec_str(n.value)
+        return _row(_mo("−"), f"<mn>{s[1:]}</mn>") if s.startswith("-") else f"<mn>{s}</mn>"
+
+    def _base(self, n):
+        base, _, sub = n.name.partition("_")
+        b = f"<mi>{escape(base)}</mi>"
+        return (f"<msub>{b}<mi>{escape(sub)}</mi></msub>" if sub else b)
+
+    def _scripts(self, base: str, sub: str | None, head: int | None) -> str:
+        sup = _row(_mo("("), f"<mn>{head}</mn>", _mo(")")) if head is not None else None
+        if sub is not None and sup is not None:
+            return f"<msubsup>{base}{sub}{sup}</msubsup>"
+        if sub is not None:
+            return f"<msub>{base}{sub}</msub>"
+        if sup is not None:
+            return f"<msup>{base}{sup}</msup>"
+        return base
+
+    def _print_Sym(self, n):
+        return self._scripts(self._base(n), self.label(n.sub) if n.sub is not None else None, n.head)
+
+    def _print_Entry(self, n):
+        return self._scripts(self._base(n.base), _row(self.label(n.row), _mo(","), self.label(n.col)), n.base.head)
+
+    def _print_Col(self, n):
+        return _row(self.doprint(n.base), _mo("["), _mo(":"), _mo(","), self.label(n.col), _mo("]"))
+
+    def _print_Vec(self, n):
+        inner = _mo(",").join(self.doprint(x) for x in n.items)
+        return _row(_mo("["), inner, _mo("]"))
+
+    def _print_Dot(self, n):
+        return _row(self.factor(n.left), _mo("·"), self.factor(n.right))
+
+    def _print_Add(self, n):
+        parts = [self.wrap(n.terms[0], MUL - 2)]
+        for t in n.terms[1:]:
+            if self.is_negative(t):
+                inner = self.negated(t)
+                parts += [_mo("−"), self.wrap(inner, MUL)]
+            else:
+                parts += [_mo("+"), self.wrap(t, MUL - 2)]
+        return _row(*parts)
+
+    def _print_Mul(self, n):
+        fs = n.factors
+        parts = [self.factor(fs[0])]
+        for a, b in zip(fs, fs[1:]):
+            parts += [_mo("&#x2062;") if self.implicit(a, b) else _mo("·"), self.factor(b)]
+        return _row(*parts)
+
+    def _print_Neg(self, n):
+        return _row(_mo("−"), self.wrap(n.arg, MUL))
+
+    def _print_Frac(self, n):
+        return f"<mfrac>{_row(self.doprint(n.num))}{_row(self.doprint(n.den))}</mfrac>"
+
+    def _print_Pow(self, n):
+        return f"<msup>{self.wrap(n.base, 10)}{_row(self.doprint(n.exp))}</msup>"
+
+    def _print_Sqrt(self, n):
+        return f"<msqrt>{self.doprint(n.arg)}</msqrt>"
+
+    def _print_Exp(self, n):
+        return f"<msup><mi>e</mi>{_row(self.doprint(n.arg))}</msup>"
+
+    def _print_Inf(self, n):
+        return "<mi>∞</mi>"
+
+    def _print_Sum(self, n):
+        return _row(f"<msub><mo>∑</mo><mi>{escape(n.index)}</mi></msub>", self.doprint(n.body))
+
+    def _print_Call(self, n):
+        args = _mo(",").join(self.doprint(a) for a in n.args)
+        return _row(f"<mi>{escape(n.name)}</mi>", _mo("&#x2061;"), _mo("("), args, _mo(")"))
+
+    def _print_Blank(self, n):
+        return '<mspace width="1em"></mspace>'
+
+    def _print_Dims(self, n):
+        return _row(f"<mn>{n.rows}</mn>", _mo("×"), f"<mn>{n.cols}</mn>")
+
+    def _print_Rel(self, n):
+        parts = [self.doprint(n.items[0])]
+        for op, x in zip(n.ops, n.items[1:]):
+            parts += [_mo(_OPS[op]), self.doprint(x)]
+        return _row(*parts)
+
+
+def math_element(body: str, *, display: bool = False, alt: str | None = None) -> str:
+    """A ``<math>`` element around printed MathML (``alttext`` for assistive technology)."""
+    attrs = ' display="block"' if display else ""
+    if alt:
+        attrs += f' alttext="{escape(alt, quote=True)}"'
+    return f'<math xmlns="http://www.w3.org/1998/Math/MathML"{attrs}>{body}</math>'

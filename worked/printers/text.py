@@ -1,0 +1,109 @@
+"""Unicode text: ``A[cats, chase] = e^(2√2)/(2e^(√2) + e^(2√2)) ≈ 16.9188/25.1454 ≈ 0.6728``."""
+from __future__ import annotations
+
+from .. import eq
+from .base import MUL, Printer, dec_str, rat_str
+
+MINUS = "−"
+_SUP = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+class TextPrinter(Printer):
+    inline_fractions = True
+
+    def paren(self, s):
+        return f"({s})"
+
+    def _print_Num(self, n):
+        return rat_str(n.value).replace("-", MINUS)
+
+    def _print_Dec(self, n):
+        return dec_str(n.value).replace("-", MINUS)
+
+    def _print_Sym(self, n):
+        s = n.name
+        if n.head is not None:
+            s += f"⁽{str(n.head).translate(_SUP)}⁾"
+        if n.sub is not None:
+            s += f"_{n.sub}"
+        return s
+
+    def _print_Entry(self, n):
+        return f"{self.doprint(n.base)}[{n.row}, {n.col}]"
+
+    def _print_Col(self, n):
+        return f"{self.doprint(n.base)}[:, {n.col}]"
+
+    def _print_Vec(self, n):
+        return "[" + ", ".join(self.doprint(x) for x in n.items) + "]"
+
+    def _print_Dot(self, n):
+        return f"{self.factor(n.left)}·{self.factor(n.right)}"
+
+    def _print_Add(self, n):
+        out = self.wrap(n.terms[0], MUL - 2)
+        for t in n.terms[1:]:
+            if self.is_negative(t):
+                inner = self.negated(t)
+                out += f" {MINUS} {self.wrap(inner, MUL)}"
+            else:
+                out += f" + {self.wrap(t, MUL - 2)}"
+        return out
+
+    def _print_Mul(self, n):
+        fs = n.factors
+        out = self.factor(fs[0])
+        for a, b in zip(fs, fs[1:]):
+            out += ("" if self.implicit(a, b) else "·") + self.factor(b)
+        return out
+
+    def _print_Neg(self, n):
+        return MINUS + self.wrap(n.arg, MUL)
+
+    def _print_Frac(self, n):
+        top = self.wrap(n.num, MUL)
+        den = n.den
+        simple = type(den) in (eq.Sym, eq.Entry, eq.Dec) or (type(den) is eq.Num and den.value.denominator == 1
+                                                            and den.value > 0) or (
+            type(den) is eq.Sqrt and type(den.arg) is eq.Num)
+        bot = self.doprint(den) if simple else self.paren(self.doprint(den))
+        return f"{top}/{bot}"
+
+    def _print_Pow(self, n):
+        return f"{self.wrap(n.base, 10)}^{self._exponent(n.exp)}"
+
+    def _exponent(self, x):
+        s = self.doprint(x)
+        if type(x) is eq.Num and x.value >= 0 and x.value.denominator == 1:
+            return s
+        return f"({s})"
+
+    def _print_Sqrt(self, n):
+        a = n.arg
+        s = self.doprint(a)
+        atom = type(a) is eq.Sym or type(a) is eq.Num and a.value.denominator == 1 and a.value >= 0
+        return f"√{s}" if atom else f"√({s})"
+
+    def _print_Exp(self, n):
+        return f"e^{self._exponent(n.arg)}"
+
+    def _print_Inf(self, n):
+        return "∞"
+
+    def _print_Sum(self, n):
+        return f"Σ_{n.index} {self.doprint(n.body)}"
+
+    def _print_Call(self, n):
+        return f"{n.name}(" + ", ".join(self.doprint(a) for a in n.args) + ")"
+
+    def _print_Blank(self, n):
+        return ""
+
+    def _print_Dims(self, n):
+        return f"{n.rows}×{n.cols}"
+
+    def _print_Rel(self, n):
+        out = self.doprint(n.items[0])
+        for op, x in zip(n.ops, n.items[1:]):
+            out += f" {op} {self.doprint(x)}"
+        return out

@@ -1,0 +1,116 @@
+"""Typst math (the body of ``$ … $``): ``A_("cats", "chase") = frac(e^(2 sqrt(2)), …) approx 0.6728``."""
+from __future__ import annotations
+
+from .. import eq
+from .base import MUL, Printer, dec_str, terminates
+
+_OPS = {eq.EQ: "=", eq.APPROX: "approx", eq.TO: "->"}
+
+
+def _str(s: str) -> str:
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+class TypstPrinter(Printer):
+    def paren(self, s):
+        return f"lr(( {s} ))"
+
+    def label(self, s: str) -> str:
+        if s == eq.ALL:
+            return "dot.c"
+        if s == ":":
+            return '":"'
+        return _str(s) if self.is_word(s) else s
+
+    def _print_Num(self, n):
+        v = n.value
+        if v.denominator == 1 or terminates(v):
+            return dec_str(v) if v.denominator != 1 else str(v.numerator)
+        sign = "-" if v < 0 else ""
+        return f"{sign}frac({abs(v.numerator)}, {v.denominator})"
+
+    def _print_Dec(self, n):
+        return dec_str(n.value)
+
+    def _base(self, n):
+        base, _, sub = n.name.partition("_")
+        b = _str(base) if (n.upright or len(base) > 1) else base
+        return f"{b}_{sub}" if sub else b
+
+    def _scripts(self, base: str, sub: str | None, head: int | None) -> str:
+        s = base if head is None else f"{base}^(({head}))"
+        return s if sub is None else f"{s}_({sub})"
+
+    def _print_Sym(self, n):
+        b = self._base(n)
+        if "_" in n.name and n.head is not None:
+            b = f"({b})"
+        return self._scripts(b, self.label(n.sub) if n.sub is not None else None, n.head)
+
+    def _print_Entry(self, n):
+        b = self._base(n.base)
+        if "_" in n.base.name:
+            b = f"({b})"
+        return self._scripts(b, f"{self.label(n.row)}, {self.label(n.col)}", n.base.head)
+
+    def _print_Col(self, n):
+        return f'{self.doprint(n.base)} [":", {self.label(n.col)}]'
+
+    def _print_Vec(self, n):
+        return "lr([" + ", ".join(self.doprint(x) for x in n.items) + "])"
+
+    def _print_Dot(self, n):
+        return f"{self.factor(n.left)} dot {self.factor(n.right)}"
+
+    def _print_Add(self, n):
+        out = self.wrap(n.terms[0], MUL - 2)
+        for t in n.terms[1:]:
+            if self.is_negative(t):
+                inner = self.negated(t)
+                out += f" - {self.wrap(inner, MUL)}"
+            else:
+                out += f" + {self.wrap(t, MUL - 2)}"
+        return out
+
+    def _print_Mul(self, n):
+        fs = n.factors
+        out = self.factor(fs[0])
+        for a, b in zip(fs, fs[1:]):
+            out += (" " if self.implicit(a, b) else " dot ") + self.factor(b)
+        return out
+
+    def _print_Neg(self, n):
+        return "-" + self.wrap(n.arg, MUL)
+
+    def _print_Frac(self, n):
+        return f"frac({self.doprint(n.num)}, {self.doprint(n.den)})"
+
+    def _print_Pow(self, n):
+        return f"{self.wrap(n.base, 10)}^({self.doprint(n.exp)})"
+
+    def _print_Sqrt(self, n):
+        return f"sqrt({self.doprint(n.arg)})"
+
+    def _print_Exp(self, n):
+        return f"e^({self.doprint(n.arg)})"
+
+    def _print_Inf(self, n):
+        return "infinity"
+
+    def _print_Sum(self, n):
+        return f"sum_{n.index} {self.doprint(n.body)}"
+
+    def _print_Call(self, n):
+        return f"op({_str(n.name)})(" + ", ".join(self.doprint(a) for a in n.args) + ")"
+
+    def _print_Blank(self, n):
+        return "quad"
+
+    def _print_Dims(self, n):
+        return f"{n.rows} times {n.cols}"
+
+    def _print_Rel(self, n):
+        out = self.doprint(n.items[0])
+        for op, x in zip(n.ops, n.items[1:]):
+            out += f" {_OPS[op]} {self.doprint(x)}"
+        return out
