@@ -24,7 +24,7 @@ def test_html_and_pdf_render(sol):
         pdf = html_to_pdf(make(sol, for_pdf=True))
         assert pdf.startswith(b"%PDF")
         if make is answer_key_html and sol.problem.n <= 3 and not sol.problem.multihead:
-            assert pdf_pages(pdf) <= 3
+            assert pdf_pages(pdf) <= 4   # 3 with TeX Gyre fonts, 4 with the DejaVu fallback (issue 12)
 
 
 @needs_pdflatex
@@ -35,4 +35,4 @@ def test_tex_compiles(sol):
         assert rc == 0, log[-1500:]
         assert not any(b in log for b in BAD_LOG)
         if make is answer_key_tex and sol.problem.n <= 3 and not sol.problem.multihead:
-            assert pdf_pages(pdf) <= 3
+            assert pdf_pages(pdf) <= 4   # 3 with TeX Gyre fonts, 4 with the DejaVu fallback (issue 12)

@@ -5,7 +5,10 @@ import json
 import sympy as sp
 
 import worked
-from worked.audit import audit, audit_line
+from decimal import Decimal
+
+from worked import eq
+from worked.audit import audit, audit_rel
 
 from conftest import PROBLEMS
 
@@ -40,20 +43,33 @@ def test_part9_exact_forms():
     assert sp.simplify(m["weights"].exact[0][1] - sp.exp(r2) / (2 + sp.exp(r2))) == 0
     assert m["weights"].exact[1][0] == sp.Rational(1, 3)
     texts = [ln.text for s in sol.steps for ln in s.lines]
-    assert "scaled[cats, chase] = 4/√2 = 2√2 ≈ 2.83" in texts
+    assert "scaled[cats, chase] = 4/√2 = 2√2 ≈ 2.8284" in texts
     assert any(t.startswith("A[cats, chase] = ") and "e^(√2)/(2 + e^(√2))" in t for t in texts)
     assert "Q[cats, 1] = x_cats·W_Q[:, 1] = [1, 0, 1, 0]·[1, 0, 1, 0] = 1·1 + 0·0 + 1·1 + 0·0 = 2" in texts
 
 
+def _d(s):
+    return eq.dec(Decimal(s))
+
+
+def _vec(*xs):
+    return eq.Vec(tuple(x if isinstance(x, eq.Node) else eq.num(x) for x in xs))
+
+
 def test_part9_z_line_holds_by_hand():
-    """z_cats is shown from weights with enough digits that the sum checks by hand (the page's 0.49 slip)."""
+    """z_cats is shown from weights carried to 4 places, with ≈ where rounding enters (the page's 0.49 slip)."""
     sol = worked.solve(worked.load())
     z = next(s for s in sol.steps if s.id == "Z")
-    line = next(ln.text for ln in z.lines if ln.text.startswith("z_cats ≈"))
-    assert line == "z_cats ≈ 0.1636·[2, 1] + 0.6728·[0, 2] + 0.1636·[1, 1] = [0.4908, 1.6728] ≈ [0.49, 1.67]"
-    assert audit_line(line) == []
-    # the page's own line fails the auditor
-    assert audit_line("z_cats = 0.16·[2, 1] + 0.67·[0, 2] + 0.16·[1, 1] = [0.49, 1.67]")
+    line = next(ln for ln in z.lines if ln.text.startswith("z_cats ≈"))
+    assert line.text == "z_cats ≈ 0.1636·[2, 1] + 0.6728·[0, 2] + 0.1636·[1, 1] ≈ [0.4907, 1.6728] ≈ [0.49, 1.67]"
+    assert audit_rel(line.eq) == []
+    # the page's own line fails the auditor: with the weights as displayed the sum is [0.48, 1.66], not "="
+    terms = eq.Add((eq.Mul((_d("0.16"), _vec(2, 1))), eq.Mul((_d("0.67"), _vec(0, 2))), eq.Mul((_d("0.16"), _vec(1, 1)))))
+    page = eq.Rel((eq.Sym("z", sub="cats"), terms, _vec(_d("0.49"), _d("1.67"))), (eq.EQ, eq.EQ))
+    assert audit_rel(page)
+    # and a sum shown as exact must be exact
+    wrong = eq.Rel((terms, _vec(_d("0.49"), _d("1.66"))), (eq.EQ,))
+    assert audit_rel(wrong)
 
 
 def test_auditor_passes_on_every_shipped_problem():
@@ -113,7 +129,7 @@ def test_text_and_markdown_output(cli):
     """Text output labels matrices with tokens and uses √ · ≈ Kᵀ; Markdown has $$ LaTeX and tables."""
     code, out, _ = cli("solve")
     assert code == 0
-    assert "Q·Kᵀ" in out and "2√2 ≈ 2.83" in out and "cats" in out
+    assert "Q·Kᵀ" in out and "2√2 ≈ 2.8284" in out and "cats" in out
     code, out, _ = cli("solve", "--format", "markdown")
     assert code == 0 and "$$" in out and "| **cats** |" in out
 

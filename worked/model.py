@@ -95,7 +95,7 @@ class Mat:
         self.symbol = printers.text(sym)            # "Q" or "Q⁽¹⁾"
         self.symbol_latex = printers.latex(sym)     # "Q" or "Q^{(1)}"
         self.exact = exact          # sympy values (−∞ for masked entries)
-        self.num = num              # 50-digit mpmath values (−inf for masked entries)
+        self.num = num              # 50-digit Decimal values (−Infinity for masked entries)
         self.rows = list(rows)
         self.cols = list(cols)
         self.masked = frozenset(masked)

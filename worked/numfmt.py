@@ -1,7 +1,7 @@
 """Numbers as shown: exact rounding to decimals, 50-digit values, and short text/LaTeX of exact values.
 
 Rounding is half away from zero: exactly for rationals, from 50 significant digits otherwise
-(computed in this module's own mpmath context, so nobody else's precision is touched). Exact
+(computed in this module's own decimal context, so nobody else's precision is touched). Exact
 values print through the equation tree (:func:`worked.eq.from_sympy` and :mod:`worked.printers`).
 """
 from __future__ import annotations
@@ -15,8 +15,21 @@ from . import eq, printers
 
 MINUS = "−"
 
-MP = mpmath.MPContext()   # our own context: 50 digits, without changing mpmath.mp
-MP.dps = 50
+CTX = Context(prec=50, Emax=10**6, Emin=-10**6)   # our own decimal context: 50 digits (nobody else's setting)
+NEG_INF = Decimal("-Infinity")
+
+
+class N:
+    """50-digit arithmetic on Decimals, every operation in :data:`CTX` (never the thread's context)."""
+
+    add, sub, mul, div, exp, sqrt, abs = CTX.add, CTX.subtract, CTX.multiply, CTX.divide, CTX.exp, CTX.sqrt, CTX.abs
+
+    @staticmethod
+    def sum(xs) -> Decimal:
+        total = Decimal(0)
+        for x in xs:
+            total = CTX.add(total, x)
+        return total
 
 
 def is_rational(x) -> bool:
@@ -32,14 +45,15 @@ def frac(x) -> Fraction:
     return Fraction(int(x.p), int(x.q))
 
 
-def mp(x):
-    """A 50-digit mpmath number for a Fraction or an int."""
+def mp(x) -> Decimal:
+    """A 50-digit value (a Decimal) of a Fraction or an int."""
     f = frac(x)
-    return MP.mpf(f.numerator) / f.denominator
+    return CTX.divide(Decimal(f.numerator), Decimal(f.denominator))
 
 
 def round_decimal(exact, num, places: int) -> Decimal:
-    """*exact* (a rational) or else *num* (a 50-digit number) rounded to *places*, half away from zero."""
+    """*exact* (a rational) or else *num* (a 50-digit Decimal, or an mpmath number) rounded to *places*,
+    half away from zero (from 45 significant digits)."""
     q = Decimal(1).scaleb(-places)
     if is_rational(exact):
         f = frac(exact)
@@ -49,7 +63,8 @@ def round_decimal(exact, num, places: int) -> Decimal:
             n += 1
         ctx = Context(prec=max(50, len(str(n)) + places + 5))
         return Decimal(n if p >= 0 else -n).scaleb(-places, context=ctx).quantize(q, context=ctx)
-    d = Decimal(MP.nstr(num, 45, strip_zeros=False, min_fixed=-10**6, max_fixed=10**6))
+    d = Context(prec=45).plus(num) if isinstance(num, Decimal) else Decimal(mpmath.nstr(num, 45, strip_zeros=False,
+                                                                                         min_fixed=-10**6, max_fixed=10**6))
     ctx = Context(prec=max(60, d.adjusted() + places + 20))
     return d.quantize(q, rounding=ROUND_HALF_UP, context=ctx)
 

@@ -2,7 +2,7 @@
 
 Every displayed line is built once, as a tree (:mod:`worked.eq`); printers turn it into each
 format and the auditor (:mod:`worked.audit`) evaluates it. Products of input matrices are exact
-Fractions; scaling, softmax and Z are sympy values (√2, e^{√2}, 1/3) with 50-digit values beside.
+Fractions; scaling, softmax and Z are sympy values (√2, e^{√2}, 1/3) with 50-digit decimal values beside.
 
 The precision policy (see the README):
 
@@ -18,12 +18,14 @@ show decimals instead of exact forms such as ``e^(√2)/(2 + e^(√2))``; the va
 from __future__ import annotations
 
 import re
+from decimal import Decimal
 from fractions import Fraction
 
 import sympy as sp
 
 from . import eq
 from . import numfmt as F
+from .numfmt import N
 from .audit import audit_lines
 from .errors import ProblemError
 from .model import HeadResult, Line, Mat, Solution, Step
@@ -238,7 +240,7 @@ def _scale_step(ctx: _Ctx, head, scores: Mat, scaled: Mat, factor) -> Step:
             items.append(fnode)
             ops.append(EQ)
         if not factor.is_Integer:
-            items.append(eq.dec(F.round_decimal(factor, F.MP.sqrt(dk), P)))
+            items.append(eq.dec(F.round_decimal(factor, N.sqrt(Decimal(dk)), P)))
             ops.append(APPROX)
         lines.append(Line(eq.Rel(tuple(items), tuple(ops))))
         why = (f"Divide every score by √d_k = √{dk}: with long vectors, dot products grow large and the softmax would give "
@@ -277,6 +279,7 @@ def _weights_step(ctx: _Ctx, head, scaled: Mat, weights: Mat, rows) -> Step:
     a = ctx.sym("A", head)
     sc = ctx.sym("scaled", head)
     lines: list[Line] = []
+    shifted_rows: list[str] = []
     for i in range(n):
         js, numer, D = rows[i]
         g = f"row {ctx.p.tokens[i]}"
@@ -292,16 +295,40 @@ def _weights_step(ctx: _Ctx, head, scaled: Mat, weights: Mat, rows) -> Step:
             ops.append(EQ if ex == shown else APPROX)
         lines.append(Line(eq.Rel(tuple(items), tuple(ops)), g))
         # 2. every e^x with its value
+        #    (from the row's smallest score m when e^x itself would be too small or too large to carry at
+        #    P places: e^(x − m) gives the same weights)
         e_shown = {}
+        lo = min(scaled.num[i][j] for j in js)
+        hi = max(scaled.num[i][j] for j in js)
+        shift = lo < -2.3 or hi > 13.8          # e^x < 0.1 or e^x > 10^6
+        m_idx = min(js, key=lambda j: scaled.num[i][j])
+        if shift:
+            shifted_rows.append(ctx.p.tokens[i])
         for j in range(n):
             if j not in js:
                 lines.append(Line(eq.Rel((eq.Exp(eq.neg_inf()), eq.num(0)), (EQ,)), g))
                 continue
             x = shown[j] if ctx.decimal else ex[j]
-            ev = sp.exp(scaled.exact[i][j])
-            e_shown[j] = _carried(ev, F.MP.exp(scaled.num[i][j]), P)
+            d_exact = scaled.exact[i][j] - (scaled.exact[i][m_idx] if shift else 0)
+            d_num = N.sub(scaled.num[i][j], scaled.num[i][m_idx]) if shift else scaled.num[i][j]
+            ev = sp.exp(d_exact)
+            e_shown[j] = _carried(ev, N.exp(d_num), P)
+            items, ops = [], []
+            if shift:
+                xm = shown[m_idx] if ctx.decimal else ex[m_idx]
+                items.append(eq.Exp(eq.Add((x, eq.Neg(xm)))))
+                if ctx.decimal:   # the difference of two shown numbers, exactly
+                    diff = Fraction(shown[j].value) - Fraction(xm.value)
+                    dn = eq.dec(F.round_decimal(diff, None, P)) if eq.Dec in (type(shown[j]), type(xm)) else eq.num(diff)
+                else:
+                    dn = F.node(d_exact)
+                ops.append(EQ)
+                x = dn
+            items.append(eq.Exp(x))
             exact_e = type(x) is eq.Num and F.exact_at(ev, P)
-            lines.append(Line(eq.Rel((eq.Exp(x), e_shown[j]), (_rel(exact_e),)), g))
+            items.append(e_shown[j])
+            ops.append(_rel(exact_e))
+            lines.append(Line(eq.Rel(tuple(items), tuple(ops)), g))
         # 3. the row total, from the values as shown
         total_nodes = tuple(e_shown[j] for j in js)
         total = sum((Fraction(x.value) for x in total_nodes), Fraction(0))
@@ -312,7 +339,7 @@ def _weights_step(ctx: _Ctx, head, scaled: Mat, weights: Mat, rows) -> Step:
             lines.append(Line(eq.Rel((eq.Sym("sum", upright=True), eq.Add(total_nodes), total_node),
                                      (_rel(all_exact), EQ)), g))
         # 4. each weight: exact, simplified, from the shown values, decimal
-        den_full = eq.Add(tuple(eq.Exp(ex[j]) for j in js))
+        den_full = F.node(sp.Add(*[sp.exp(scaled.exact[i][j]) for j in js]))   # like terms collected: 2e^(√2)
         for j in range(n):
             lhs = eq.Entry(a, ctx.lab[i], ctx.lab[j])
             if j not in js:
@@ -356,6 +383,11 @@ def _weights_step(ctx: _Ctx, head, scaled: Mat, weights: Mat, rows) -> Step:
                "weights are positive and add up to 1. Top and bottom of each fraction are divided by e to the row's smallest "
                f"score, which gives the simpler exact form. Values are carried to {P} places, so each line can be checked by hand.")
     notes = []
+    if shifted_rows:
+        notes.append("In the row" + ("s " if len(shifted_rows) > 1 else " ") + ", ".join(f"“{t}”" for t in shifted_rows)
+                     + ", e^x is taken of each score minus the row's smallest score m: e^(x − m) = e^x/e^m, so top and "
+                     "bottom of every weight are divided by the same e^m and the weights do not change, while the "
+                     "numbers stay easy to carry.")
     if ctx.p.mask == "causal":
         notes.append("Masked scores are −∞ and e^(−∞) = 0, so a token gives exactly 0 weight to every later token.")
     return Step("weights", f"Attention weights: {_t(a)} = softmax of each row", why, lines, result="weights",
@@ -477,14 +509,14 @@ def solve(problem: Problem, checks: str = "one", display: str | None = None) -> 
     toks = list(problem.tokens)
     X = [list(r) for r in problem.X]
     if problem.scale == "sqrt":
-        factor, nfactor = sp.sqrt(problem.d_k), F.MP.sqrt(problem.d_k)
+        factor, nfactor = sp.sqrt(problem.d_k), N.sqrt(Decimal(problem.d_k))
     elif problem.scale == "none":
-        factor, nfactor = sp.Integer(1), F.MP.mpf(1)
+        factor, nfactor = sp.Integer(1), Decimal(1)
     else:
         factor, nfactor = sp.Rational(problem.scale.numerator, problem.scale.denominator), F.mp(problem.scale)
     inv = 1 / factor
     causal = problem.mask == "causal"
-    ninf = F.MP.mpf("-inf")
+    ninf = F.NEG_INF
 
     steps: list[Step] = []
     heads: list[HeadResult] = []
@@ -505,9 +537,9 @@ def solve(problem: Problem, checks: str = "one", display: str | None = None) -> 
                      [[ninf if (i, j) in masked else raw.num[i][j] for j in range(n)] for i in range(n)],
                      toks, toks, masked)
         sc_exact = [[NEG_INF if (i, j) in masked else scores.exact[i][j] * inv for j in range(n)] for i in range(n)]
-        sc_num = [[ninf if (i, j) in masked else scores.num[i][j] / nfactor for j in range(n)] for i in range(n)]
+        sc_num = [[ninf if (i, j) in masked else N.div(scores.num[i][j], nfactor) for j in range(n)] for i in range(n)]
         scaled = Mat("scaled", ctx.sym("scaled", hid), sc_exact, sc_num, toks, toks, masked)
-        big = max((abs(x) for r in sc_num for x in r if x != ninf), default=0)
+        big = max((N.abs(x) for r in sc_num for x in r if x != ninf), default=0)
         if big > MAX_SCALED:
             raise ProblemError("scores", f"a scaled score of about {float(big):.0f} is too large for a hand exercise "
                                f"(e^x would have {int(big / 2.302585) + 1} digits; at most {MAX_SCALED} in size): "
@@ -518,13 +550,13 @@ def solve(problem: Problem, checks: str = "one", display: str | None = None) -> 
             m_idx = min(js, key=lambda j: sc_num[i][j])
             numer = {j: sp.exp(sc_exact[i][j] - sc_exact[i][m_idx]) for j in js}
             D = sp.Add(*numer.values())
-            nnum = {j: F.MP.exp(sc_num[i][j] - sc_num[i][m_idx]) for j in js}
-            nD = F.MP.fsum(nnum.values())
+            nnum = {j: N.exp(N.sub(sc_num[i][j], sc_num[i][m_idx])) for j in js}
+            nD = N.sum(nnum.values())
             rows.append((js, numer, D))
             w_exact.append([numer[j] / D if j in numer else sp.Integer(0) for j in range(n)])
-            w_num.append([nnum[j] / nD if j in nnum else F.MP.mpf(0) for j in range(n)])
+            w_num.append([N.div(nnum[j], nD) if j in nnum else Decimal(0) for j in range(n)])
             z_exact.append([sp.Add(*[numer[j] * V.exact[j][c] for j in js]) / D for c in range(len(Vf[0]))])
-            z_num.append([F.MP.fsum(nnum[j] * V.num[j][c] for j in js) / nD for c in range(len(Vf[0]))])
+            z_num.append([N.div(N.sum(N.mul(nnum[j], V.num[j][c]) for j in js), nD) for c in range(len(Vf[0]))])
         weights = Mat("weights", ctx.sym("A", hid), w_exact, w_num, toks, toks, masked)
         Z = Mat("Z", ctx.sym("Z", hid), z_exact, z_num, toks, cols_v)
         heads.append(HeadResult(hi, Q, K, V, scores, scaled, weights, Z, raw_scores=raw if causal else None))
@@ -556,7 +588,7 @@ def solve(problem: Problem, checks: str = "one", display: str | None = None) -> 
         m = len(Wo[0])
         o_exact = [[sp.Add(*[c_exact[i][k] * sp.Rational(Wo[k][j].numerator, Wo[k][j].denominator)
                              for k in range(len(Wo))]) for j in range(m)] for i in range(n)]
-        o_num = [[F.MP.fsum(c_num[i][k] * F.mp(Wo[k][j]) for k in range(len(Wo))) for j in range(m)] for i in range(n)]
+        o_num = [[N.sum(N.mul(c_num[i][k], F.mp(Wo[k][j])) for k in range(len(Wo))) for j in range(m)] for i in range(n)]
         output = Mat("Z", eq.Sym("Z"), o_exact, o_num, toks, [str(j + 1) for j in range(m)])
         steps.append(_concat_step(ctx, heads, concat))
         steps.append(_checked(_output_step(ctx, concat, Wo, output), "output projection"))

@@ -45,7 +45,7 @@ class Printer:
         if t is eq.Frac:
             return DIV if self.inline_fractions else ATOM
         if t is eq.Dims:
-            return MUL
+            return ADD
         if t is eq.Rel:
             return REL
         return ATOM

@@ -5,14 +5,14 @@ Only ASCII is written (``\\cdot``, ``-``): pdflatex rejects a Unicode minus or m
 from __future__ import annotations
 
 from .. import eq
-from .base import MUL, Printer, dec_str, terminates
+from .base import MUL, Printer, dec_str, rat_str, terminates
 
 _OPS = {eq.EQ: "=", eq.APPROX: r"\approx", eq.TO: r"\to"}
 
 
 class LatexPrinter(Printer):
     def paren(self, s):
-        return rf"\left({s}\right)"
+        return rf"\left({s}\right)" if "\\frac" in s else f"({s})"
 
     def label(self, s: str) -> str:
         if s == eq.ALL:
@@ -24,7 +24,7 @@ class LatexPrinter(Printer):
     def _print_Num(self, n):
         v = n.value
         if v.denominator == 1 or terminates(v):
-            return dec_str(v) if v.denominator != 1 else str(v.numerator)
+            return rat_str(v)
         sign = "-" if v < 0 else ""
         return rf"{sign}\frac{{{abs(v.numerator)}}}{{{v.denominator}}}"
 
@@ -88,13 +88,13 @@ class LatexPrinter(Printer):
         return rf"\frac{{{self.doprint(n.num)}}}{{{self.doprint(n.den)}}}"
 
     def _print_Pow(self, n):
-        return f"{self.wrap(n.base, 10)}^{{{self.doprint(n.exp)}}}"
+        return f"{self.wrap(n.base, 10)}^{{{_INLINE.doprint(n.exp)}}}"
 
     def _print_Sqrt(self, n):
         return rf"\sqrt{{{self.doprint(n.arg)}}}"
 
     def _print_Exp(self, n):
-        return f"e^{{{self.doprint(n.arg)}}}"
+        return f"e^{{{_INLINE.doprint(n.arg)}}}"
 
     def _print_Inf(self, n):
         return r"\infty"
@@ -106,7 +106,7 @@ class LatexPrinter(Printer):
         return rf"\operatorname{{{n.name}}}\left(" + r",\ ".join(self.doprint(a) for a in n.args) + r"\right)"
 
     def _print_Blank(self, n):
-        return r"\quad"
+        return ""
 
     def _print_Dims(self, n):
         return rf"{n.rows} \times {n.cols}"
@@ -116,3 +116,24 @@ class LatexPrinter(Printer):
         for op, x in zip(n.ops, n.items[1:]):
             out += f" {_OPS[op]} {self.doprint(x)}"
         return out
+
+
+class InlineLatexPrinter(LatexPrinter):
+    """LaTeX with quotients written ``a/b`` (for exponents: ``e^{3\\sqrt{2}/2}`` stays readable)."""
+
+    inline_fractions = True
+
+    def _print_Num(self, n):
+        v = n.value
+        if v.denominator == 1 or terminates(v):
+            return super()._print_Num(n)
+        return f"{v.numerator}/{v.denominator}"
+
+    def _print_Frac(self, n):
+        top = self.wrap(n.num, MUL)
+        den = n.den
+        simple = type(den) in (eq.Sym, eq.Dec) or type(den) is eq.Num and den.value.denominator == 1 and den.value > 0
+        return f"{top}/{self.doprint(den) if simple else self.paren(self.doprint(den))}"
+
+
+_INLINE = InlineLatexPrinter()

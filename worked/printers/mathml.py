@@ -4,7 +4,7 @@ from __future__ import annotations
 from html import escape
 
 from .. import eq
-from .base import MUL, Printer, dec_str, terminates
+from .base import MUL, Printer, dec_str, rat_str, terminates
 
 _OPS = {eq.EQ: "=", eq.APPROX: "≈", eq.TO: "→"}
 
@@ -33,7 +33,7 @@ class MathMLPrinter(Printer):
     def _print_Num(self, n):
         v = n.value
         if v.denominator == 1 or terminates(v):
-            s = dec_str(v) if v.denominator != 1 else str(v.numerator)
+            s = rat_str(v)
             return _row(_mo("−"), f"<mn>{s[1:]}</mn>") if s.startswith("-") else f"<mn>{s}</mn>"
         frac = f"<mfrac><mn>{abs(v.numerator)}</mn><mn>{v.denominator}</mn></mfrac>"
         return _row(_mo("−"), frac) if v < 0 else frac
@@ -116,7 +116,7 @@ class MathMLPrinter(Printer):
         return _row(f"<mi>{escape(n.name)}</mi>", _mo("&#x2061;"), _mo("("), args, _mo(")"))
 
     def _print_Blank(self, n):
-        return '<mspace width="1em"></mspace>'
+        return "<mrow></mrow>"
 
     def _print_Dims(self, n):
         return _row(f"<mn>{n.rows}</mn>", _mo("×"), f"<mn>{n.cols}</mn>")

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from .. import eq
-from .base import Printer, dec_str, terminates
+from .base import Printer, dec_str, rat_str, terminates
 
 _OPS = {eq.EQ: "equals", eq.APPROX: "is about", eq.TO: "gives"}
 
@@ -14,7 +14,7 @@ class SpokenPrinter(Printer):
     def _print_Num(self, n):
         v = n.value
         if v.denominator == 1 or terminates(v):
-            s = dec_str(v) if v.denominator != 1 else str(v.numerator)
+            s = rat_str(v)
         else:
             s = f"{abs(v.numerator)} over {v.denominator}"
             s = ("minus " + s) if v < 0 else s
@@ -85,7 +85,7 @@ class SpokenPrinter(Printer):
         return f"{n.name} of " + ", ".join(self.doprint(a) for a in n.args)
 
     def _print_Blank(self, n):
-        return "blank"
+        return "…"
 
     def _print_Dims(self, n):
         return f"{n.rows} by {n.cols}"

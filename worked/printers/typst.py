@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from .. import eq
-from .base import MUL, Printer, dec_str, terminates
+from .base import MUL, Printer, dec_str, rat_str, terminates
 
 _OPS = {eq.EQ: "=", eq.APPROX: "approx", eq.TO: "->"}
 
@@ -25,7 +25,7 @@ class TypstPrinter(Printer):
     def _print_Num(self, n):
         v = n.value
         if v.denominator == 1 or terminates(v):
-            return dec_str(v) if v.denominator != 1 else str(v.numerator)
+            return rat_str(v)
         sign = "-" if v < 0 else ""
         return f"{sign}frac({abs(v.numerator)}, {v.denominator})"
 
@@ -104,7 +104,7 @@ class TypstPrinter(Printer):
         return f"op({_str(n.name)})(" + ", ".join(self.doprint(a) for a in n.args) + ")"
 
     def _print_Blank(self, n):
-        return "quad"
+        return '""'
 
     def _print_Dims(self, n):
         return f"{n.rows} times {n.cols}"

@@ -1,6 +1,6 @@
 """HTML writer: one self-contained page per document (CSS inline, no external URL).
 
-For browsers and notebooks every formula is MathML (latex2mathml) and the math font is embedded.
+For browsers and notebooks every formula is MathML (from the MathML printer) and the math font is embedded.
 For WeasyPrint (``for_pdf=True``) every formula is an inline SVG drawn by ziamath instead.
 Headings, prose, matrices of numbers and the answers-at-a-glance tables stay real text.
 """
@@ -10,18 +10,22 @@ import functools
 
 from markupsafe import Markup, escape
 
+from .. import printers
 from . import mathconv
 from .env import render
 from .view import build
 
 
 def _math(for_pdf: bool):
-    def math(latex, display: bool = False):
-        if latex is None or latex == "":
+    """The templates' ``math(tree)``: MathML from the MathML printer (with its spoken form as alt text),
+    or for WeasyPrint an SVG that ziamath draws from the LaTeX printer's output."""
+    def math(node, display: bool = False):
+        if node is None:
             return Markup("")
+        node = getattr(node, "eq", node)   # a Line or a tree
         if for_pdf:
-            return Markup(mathconv.svg_img(latex, display))
-        return Markup(mathconv.mathml(latex, display))
+            return Markup(mathconv.svg_img(printers.latex(node), display))
+        return Markup(printers.math_element(printers.mathml(node), display=display, alt=printers.spoken(node)))
     return math
 
 

@@ -2,12 +2,13 @@
 
 Templates use TeX-safe Jinja delimiters: ``((( value )))`` prints (escaped unless it is our own
 LaTeX), ``((* for x in xs *))`` ... ``((* endfor *))`` are statements, ``((# ... #))`` comments.
-Formulas come from the core's ASCII LaTeX (``Line.latex``) unchanged but for :func:`view.tidy`.
+Formulas are trees printed by :class:`worked.printers.LatexPrinter`.
 """
 from __future__ import annotations
 
 import re
 
+from .. import printers
 from .env import render
 from .texesc import TexRaw, tex_escape
 from .view import build
@@ -15,11 +16,12 @@ from .view import build
 _ASCII = re.compile(r"[\x20-\x7e\n]*")
 
 
-def math(latex) -> TexRaw:
-    """The core's ASCII LaTeX, passed through (checked to be ASCII)."""
-    if latex is None:
+def math(node) -> TexRaw:
+    """A formula (a tree, or a Line) as the LaTeX printer writes it, or a table cell's LaTeX text
+    (checked to be ASCII)."""
+    if node is None:
         return TexRaw("")
-    s = str(latex)
+    s = node if isinstance(node, str) else printers.latex(getattr(node, "eq", node))
     if not _ASCII.fullmatch(s):
         raise ValueError(f"formula is not ASCII LaTeX: {s[:60]!r}")
     return TexRaw(s)
@@ -44,8 +46,8 @@ def rich_tex(pieces) -> TexRaw:
 def _cell(c, blank: bool) -> str:
     if blank:
         return ""
-    if c.get("latex"):
-        return c["latex"]
+    if c.get("eq") is not None:
+        return printers.latex(c["eq"])
     return c.get("tex") or ""
 
 
@@ -72,9 +74,8 @@ def matrix(m, grid: bool = False) -> TexRaw:
     left = r"\begin{array}[t]{@{}c@{}}" + hstrut + r"\\\left[\vphantom{" + phantom + r"}\right.\end{array}"
     right = r"\begin{array}[t]{@{}c@{}}" + hstrut + r"\\\left.\vphantom{" + phantom + r"}\right]\end{array}"
     sym = ""
-    if m.get("symbol"):
-        rel = r"\approx" if m.get("rel") == r"\approx" else "="
-        sym = m["symbol"] + " " + rel + r"\ "
+    if m.get("head") is not None:
+        sym = printers.latex(m["head"]) + r"\ "
     arrays = labels + r"\," + left + r"\!" + body + r"\!" + right
     out = r"\wkfit{$\displaystyle " + sym + r"\vcenter{\hbox{$" + arrays + r"$}}$}"
     if m.get("caption"):

@@ -1,8 +1,9 @@
 """The format-free page model: what is on a worksheet and an answer key, built from a Solution.
 
-Templates (HTML and LaTeX) read these plain dicts and lists. Every formula is carried as the
-core's ASCII LaTeX (``latex``); every piece of prose as Unicode text (``text``) that each writer
-escapes for its format. Cells of tables carry both a Unicode ``text`` (HTML) and an ASCII ``tex``.
+Templates (HTML and LaTeX) read these plain dicts and lists. Every formula is a tree
+(:mod:`worked.eq`) that the writer's ``math()`` prints for its format; every piece of prose is
+Unicode text that each writer escapes. Cells of tables carry a Unicode ``text``, an ASCII ``tex``
+and, for exact forms that need math, the tree ``eq``.
 """
 from __future__ import annotations
 
@@ -10,66 +11,70 @@ import re
 from fractions import Fraction
 from typing import Any
 
+from .. import eq
 from .. import numfmt as F
+from .. import printers
 
 SHORT_LINE = 52          # LaTeX characters: shorter lines without fractions are set side by side
 EXACT_CELL_LIMIT = 28    # exact matrix entries longer than this (as text) are not shown as an exact matrix
 
 
-def _cell_num(f: Fraction) -> dict:
-    return {"text": F.num_text(f), "tex": F.num_latex(f), "latex": None}
+def _cell(node, math: bool = False, masked: bool = False) -> dict:
+    """A table cell: its text, its LaTeX, and the tree when it needs math (fractions, roots, e^x)."""
+    out = {"text": printers.text(node), "tex": printers.latex(node), "eq": node if math else None}
+    if masked:
+        out["masked"] = True
+    return out
 
 
-def matrix(symbol_latex: str, rows: list[str], cols: list[str], cells: list[list[dict]], *,
-           rel: str = "=", caption: str = "", name: str = "", corner: str = "") -> dict:
-    """A labelled matrix: token row labels, column labels, cells of {text, tex, latex}."""
-    return {"symbol": symbol_latex, "rel": rel, "rows": list(rows), "cols": list(cols), "cells": cells,
+def _needs_math(node) -> bool:
+    return not (type(node) in (eq.Dec,) or type(node) is eq.Num and (node.value.denominator == 1
+                                                                       or F.terminating(node.value, 6)))
+
+
+def matrix(sym, rows: list[str], cols: list[str], cells: list[list[dict]], *,
+           rel: str = eq.EQ, caption: str = "", name: str = "", corner: str = "") -> dict:
+    """A labelled matrix: token row labels, column labels, cells of {text, tex, eq}; ``head`` is the
+    tree ``sym =`` (or ``sym ≈`` when rounding enters)."""
+    head = eq.Rel((sym, eq.Blank()), (rel,)) if sym is not None else None
+    return {"symbol": sym, "head": head, "rel": rel, "rows": list(rows), "cols": list(cols), "cells": cells,
             "caption": caption, "name": name, "corner": corner, "n_rows": len(rows), "n_cols": len(cols),
-            "has_math": any(c.get("latex") for r in cells for c in r)}
+            "has_math": any(c.get("eq") is not None for r in cells for c in r)}
 
 
-def input_matrix(name: str, symbol_latex: str, m, rows: list[str], cols: list[str]) -> dict:
-    return matrix(symbol_latex, rows, cols, [[_cell_num(x) for x in r] for r in m], name=name)
+def input_matrix(name: str, sym, m, rows: list[str], cols: list[str], places: int | None = None) -> dict:
+    """A given matrix. With *places* (decimal display) entries with more places are shown rounded."""
+    cells, rel = [], eq.EQ
+    for r in m:
+        row = []
+        for x in r:
+            if places is not None and not F.terminating(x, places):
+                row.append(_cell(eq.dec(F.round_decimal(x, None, places))))
+                rel = eq.APPROX
+            else:
+                n = eq.num(x)
+                row.append(_cell(n, math=_needs_math(n)))
+        cells.append(row)
+    return matrix(sym, rows, cols, cells, name=name, rel=rel)
 
 
 def mat_view(m, places: int, *, exact: bool = False, rel: str | None = None, caption: str = "") -> dict:
     """A solution matrix (:class:`worked.model.Mat`) as decimals (or its exact entries)."""
-    cells = _mat_cells(m, places, exact)
-    if rel is None:
-        rel = "=" if (exact or m.exact_at(places)) else r"\approx"
-    return matrix(m.symbol_latex, m.rows, m.cols, cells, rel=rel, caption=caption, name=m.name)
-
-
-def _mat_cells(m, places: int, exact: bool) -> list[list[dict]]:
-    """The cells of :func:`mat_view`, made once per matrix and number of places (a sheet shows each matrix
-    several times, and a quiz variant renders two sheets); every call gets its own copies."""
-    cache = getattr(m, "_cache", None)
-    if not isinstance(cache, dict):
-        return _mat_cells_raw(m, places, exact)
-    key = ("view-cells", places, bool(exact))
-    cells = cache.get(key)
-    if cells is None:
-        cells = cache[key] = _mat_cells_raw(m, places, exact)
-    return [[dict(cell) for cell in row] for row in cells]
-
-
-def _mat_cells_raw(m, places: int, exact: bool) -> list[list[dict]]:
     r, c = m.shape
     cells = []
     for i in range(r):
         row = []
         for j in range(c):
+            masked = m.is_masked(i, j) and m.is_neg_inf(i, j)
             if exact:
-                row.append({"text": m.exact_text(i, j), "tex": m.exact_latex(i, j), "latex": m.exact_latex(i, j)})
+                n = m.exact_node(i, j)
+                row.append(_cell(n, math=_needs_math(n) and not masked, masked=masked))
             else:
-                t = m.show(i, j, places)
-                tx = m.show_latex(i, j, places)
-                if m.is_masked(i, j) and m.exact[i][j] != 0:
-                    row.append({"text": "−∞", "tex": r"-\infty", "latex": None, "masked": True})
-                else:
-                    row.append({"text": t, "tex": tx, "latex": None})
+                row.append(_cell(m.cell(i, j, places), masked=masked))
         cells.append(row)
-    return cells
+    if rel is None:
+        rel = eq.EQ if (exact or m.exact_at(places)) else eq.APPROX
+    return matrix(m.sym, m.rows, m.cols, cells, rel=rel, caption=caption, name=m.name)
 
 
 def show_exact(m, places: int) -> bool:
@@ -79,9 +84,9 @@ def show_exact(m, places: int) -> bool:
     return all(len(m.exact_text(i, j)) <= EXACT_CELL_LIMIT for i in range(m.shape[0]) for j in range(m.shape[1]))
 
 
-def _packed(lines: list[str]) -> list[list[str]]:
+def _packed(lines: list) -> list[list]:
     """Group consecutive short formulas into rows set side by side; long ones get a row each."""
-    out: list[list[str]] = []
+    out: list[list] = []
     for ln in lines:
         if _is_short(ln) and out and _is_short(out[-1][-1]):
             out[-1].append(ln)
@@ -90,14 +95,10 @@ def _packed(lines: list[str]) -> list[list[str]]:
     return out
 
 
-def _is_short(ln: str) -> bool:
+def _is_short(ln) -> bool:
     """Short, and no fraction except inside an exponent (e^{\frac{..}{..}} stays low)."""
-    return len(ln) <= SHORT_LINE and r"\frac" not in ln.replace(r"^{\frac", "")
-
-
-def tidy(latex: str) -> str:
-    """Small typographic fixes to the core's LaTeX that hold in every format."""
-    return latex.replace(r"\textstyle\sum_j", r"{\textstyle\sum_j}")
+    s = printers.latex(ln)
+    return len(s) <= SHORT_LINE and r"\frac" not in s.replace(r"^{\frac", "")
 
 
 def _blocks(step) -> list[dict]:
@@ -105,7 +106,7 @@ def _blocks(step) -> list[dict]:
     for ln in step.lines:
         if not blocks or blocks[-1]["label"] != ln.group:
             blocks.append({"label": ln.group, "lines": []})
-        blocks[-1]["lines"].append(tidy(ln.latex))
+        blocks[-1]["lines"].append(ln.eq)
     for b in blocks:
         b["rows"] = _packed(b["lines"])
     return blocks
@@ -225,47 +226,49 @@ def _check_prompts(step, lt: list[str], tokens, checks: str = "one") -> list[dic
             tok = g[4:] if g.startswith("row ") else g
             if sid == "weights":
                 out.append({"text": f"Row {tok}: write e^x of each scaled score, the row total, then each weight.",
-                            "latex": None})
+                            "eq": None})
             else:
                 out.append({"text": f"Row {tok}: write the output row as a weighted sum of the rows of V.",
-                            "latex": None})
+                            "eq": None})
         if checks == "one" and len(seen) > 1:
             out = out[:1] + [{"text": "(Only the first row is asked for a full check; fill the other rows in the grid.)",
-                              "latex": None, "aside": True}]
-        return out
+                              "eq": None, "aside": True}]
+        if seen:
+            return out
     for ln in step.lines:
-        parts = re.split(r" = | \\approx ", ln.latex)
-        if sid in ("Q", "K", "V", "scores", "output") and len(parts) > 2:
-            lhs = f"{parts[0]} = {parts[1]}"
-            out.append({"text": "Expand as a dot product and evaluate:", "latex": lhs + " = "})
-        elif len(parts) > 1 and not parts[0].startswith(r"\sqrt"):
-            out.append({"text": "Evaluate:", "latex": parts[0] + " = "})
+        items = ln.eq.items
+        if sid in ("Q", "K", "V", "scores", "output", "Z") and len(items) > 2 and type(items[1]) is eq.Dot:
+            out.append({"text": "Expand as a dot product and evaluate:",
+                        "eq": eq.Rel((items[0], items[1], eq.Blank()), (eq.EQ, eq.EQ))})
+        elif len(items) > 1 and type(items[0]) is not eq.Sqrt:
+            out.append({"text": "Evaluate:", "eq": eq.Rel((items[0], eq.Blank()), (eq.EQ,))})
     return out
 
 
 def build(sol, kind: str, student: dict | None = None) -> dict[str, Any]:
     """The page model for *kind* ("worksheet" or "answer-key")."""
-    from ..solver import tok_latex
+    from ..solver import tok_label
 
     p = sol.problem
     places = p.decimals
     toks = list(p.tokens)
     title = p.title or "Self-attention"
     mats = sol.matrices()
-    tl = [tok_latex(t, i) for i, t in enumerate(toks)]
+    tl = [tok_label(t, i) for i, t in enumerate(toks)]
     dm = [str(j + 1) for j in range(p.d_model)]
+    in_places = places + 2 if sol.display == "decimal" else None
 
     # -- the problem
-    given = [input_matrix("X", "X", p.X, toks, dm)]
+    given = [input_matrix("X", eq.Sym("X"), p.X, toks, dm, in_places)]
     for h, head in enumerate(p.heads, 1):
-        sup = f"^{{({h})}}" if p.multihead else ""
         for nm, w in (("Q", head.W_Q), ("K", head.W_K), ("V", head.W_V)):
-            given.append(input_matrix(f"W_{nm}{h if p.multihead else ''}", f"W_{{{nm}}}{sup}", w, dm,
-                                      [str(j + 1) for j in range(len(w[0]))]))
+            given.append(input_matrix(f"W_{nm}{h if p.multihead else ''}",
+                                      eq.Sym(f"W_{nm}", head=h if p.multihead else None), w, dm,
+                                      [str(j + 1) for j in range(len(w[0]))], in_places))
     if p.multihead:
         hd = len(p.W_O)
-        given.append(input_matrix("W_O", "W_{O}", p.W_O, [str(j + 1) for j in range(hd)],
-                                  [str(j + 1) for j in range(len(p.W_O[0]))]))
+        given.append(input_matrix("W_O", eq.Sym("W_O"), p.W_O, [str(j + 1) for j in range(hd)],
+                                  [str(j + 1) for j in range(len(p.W_O[0]))], in_places))
     if p.scale == "sqrt":
         scale_text = f"divide the scores by √d_k = √{p.d_k}"
     elif p.scale == "none":
@@ -279,8 +282,8 @@ def build(sol, kind: str, student: dict | None = None) -> dict[str, Any]:
                   + (f", {len(p.heads)} heads" if p.multihead else "")),
         ("Scaling", scale_text + f"; mask: {mask_text}; answers to {places} decimal places"),
     ]
-    legend = [{"index": i + 1, "token": t, "latex": tl[i]} for i, t in enumerate(toks)]
-    needs_legend = any(not l.startswith(r"\text{") for l in tl)
+    legend = [{"index": i + 1, "token": t} for i, t in enumerate(toks)]
+    needs_legend = any(lab != t for lab, t in zip(tl, toks))
 
     # -- the steps
     steps = []
@@ -296,14 +299,13 @@ def build(sol, kind: str, student: dict | None = None) -> dict[str, Any]:
         grid = None
         if res is not None:
             r, c = res.shape
-            blank = [[{"text": ("−∞" if res.is_masked(i, j) and kind == "worksheet" and False else ""), "tex": "",
-                       "latex": None} for j in range(c)] for i in range(r)]
-            grid = matrix(res.symbol_latex, res.rows, res.cols, blank, name=res.name)
+            blank = [[{"text": "", "tex": "", "eq": None} for j in range(c)] for i in range(r)]
+            grid = matrix(res.sym, res.rows, res.cols, blank, name=res.name)
             grid["blank"] = True
         steps.append({
             "number": k, "id": st.id, "head": st.head, "title": st.title, "title_rich": rich(st.title),
             "why_rich": rich(st.why), "notes_rich": [rich(n) for n in st.notes],
-            "shape_latex": st.shape_latex, "blocks": _blocks(st), "mats": views, "grid": grid,
+            "shape": st.shape_eq, "blocks": _blocks(st), "mats": views, "grid": grid,
             "side": _fits_side(st, views),
             "task_rich": rich(_task_text(st, p, st.precision or places + 2, places)),
             "checks": [dict(c, rich=rich(c["text"])) for c in _check_prompts(st, tl, toks, sol.checks)],

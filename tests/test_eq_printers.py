@@ -1,0 +1,141 @@
+"""The equation tree and its printers: every printer prints every node, brackets are decided once,
+the auditor evaluates trees, and the precision policy holds over many generated problems."""
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from decimal import Decimal
+from fractions import Fraction
+
+import pytest
+import sympy as sp
+
+import worked
+import worked.numfmt
+from worked import eq, printers
+from worked.audit import audit, audit_rel
+from worked.generate import Family, generate
+
+PRINTERS = (printers.text, printers.latex, printers.mathml, printers.typst, printers.spoken)
+
+SAMPLES = [
+    eq.num(Fraction(-1, 3)), eq.dec(Decimal("0.1636")), eq.Sym("W_Q", head=2), eq.Sym("x", sub="cats"),
+    eq.Entry(eq.Sym("scaled", upright=True), "cats", eq.ALL), eq.Col(eq.Sym("W_K"), "1"),
+    eq.Vec((eq.num(1), eq.num(-2))), eq.Dot(eq.Vec((eq.num(1),)), eq.Vec((eq.num(2),))),
+    eq.Add((eq.num(1), eq.Neg(eq.Exp(eq.Sqrt(eq.num(2)))))), eq.Mul((eq.num(2), eq.Sqrt(eq.num(2)))),
+    eq.Frac(eq.num(1), eq.num(3)), eq.Pow(eq.Sym("K"), eq.Sym("T")), eq.Inf(), eq.neg_inf(),
+    eq.Sqrt(eq.Sym("d_k")), eq.Exp(eq.num(Fraction(1, 2))),
+    eq.Sum(eq.Entry(eq.Sym("A"), "cats", "j"), "j"), eq.Call("softmax", (eq.Sym("scaled", upright=True),)),
+    eq.Blank(), eq.Dims(3, 4), eq.Rel((eq.Sym("a"), eq.num(1), eq.dec(Decimal("1.00"))), (eq.EQ, eq.APPROX)),
+]
+
+
+def test_every_node_class_has_a_sample_and_every_printer_prints_it():
+    classes = {c for c in vars(eq).values() if isinstance(c, type) and issubclass(c, eq.Node) and c is not eq.Node}
+    assert classes <= {type(s) for s in SAMPLES} | {eq.Node}
+    for node in SAMPLES:
+        for p in PRINTERS:
+            assert isinstance(p(node), str)
+
+
+def test_brackets_are_the_printers_job():
+    """e^(√2)/(3e^(√2)): the denominator is bracketed in text (issue: `e^(√2)/3e^(√2)` read as e^{2√2}/3)."""
+    x = eq.Exp(eq.Sqrt(eq.num(2)))
+    node = eq.Frac(x, eq.Mul((eq.num(3), x)))
+    assert printers.text(node) == "e^(√2)/(3e^(√2))"
+    assert printers.latex(node) == r"\frac{e^{\sqrt{2}}}{3e^{\sqrt{2}}}"
+    assert printers.text(eq.Mul((eq.num(Fraction(1, 3)), eq.Vec((eq.num(2),))))) == "(1/3)·[2]"
+    assert printers.text(eq.Mul((eq.num(-2), eq.num(3)))) == "(−2)·3"
+    assert printers.text(eq.Add((eq.num(1), eq.num(-2)))) == "1 − 2"
+    assert printers.latex(eq.Exp(eq.Frac(eq.Mul((eq.num(3), eq.Sqrt(eq.num(2)))), eq.num(2)))) == r"e^{3\sqrt{2}/2}"
+
+
+def test_sympy_values_print_the_same_every_time():
+    r2 = sp.sqrt(2)
+    w = sp.exp(2 * r2) / (2 * sp.exp(r2) + sp.exp(2 * r2))
+    assert printers.text(eq.from_sympy(w)) == "e^(2√2)/(2e^(√2) + e^(2√2))"
+    assert printers.text(eq.from_sympy(1 / (2 + sp.exp(r2 / 2)))) == "1/(2 + e^(√2/2))"
+    assert printers.text(eq.from_sympy(sp.S.NegativeInfinity)) == "−∞"
+
+
+def test_latex_is_ascii_and_mathml_is_well_formed():
+    sol = worked.solve(worked.Problem.from_file("problems/two-heads.toml"), checks="all")
+    for step in sol.steps:
+        for ln in step.lines:
+            assert ln.latex.isascii(), ln.latex
+            ET.fromstring(printers.math_element(ln.mathml, display=True, alt=ln.spoken))
+
+
+def test_auditor_reads_trees_and_knows_rounding():
+    d = lambda s: eq.dec(Decimal(s))  # noqa: E731
+    ok = eq.Rel((eq.Frac(d("0.2431"), d("0.9793")), d("0.2483")), (eq.APPROX,))   # 0.24824…, true ≈ 0.2483
+    assert audit_rel(ok) == []
+    assert audit_rel(eq.Rel((eq.Frac(d("0.2431"), d("0.9793")), d("0.2483")), (eq.EQ,)))
+    assert audit_rel(eq.Rel((eq.Exp(eq.Sqrt(eq.num(2))), d("4.1134")), (eq.APPROX,)))   # 4.11325…
+    assert audit_rel(eq.Rel((eq.Exp(eq.Sqrt(eq.num(2))), d("4.1133")), (eq.APPROX,))) == []
+
+
+def _places_shown(sol) -> int:
+    most = 0
+    for step in sol.steps:
+        for ln in step.lines:
+            for m in re.finditer(r"\d\.(\d+)", ln.text):
+                most = max(most, len(m.group(1)))
+    return most
+
+
+def test_precision_policy_over_500_seeds():
+    """Default `worked new` problems: every line audits, and no intermediate has more than decimals + 2 places,
+    in the key (its lines) and in the worksheet (its instructions)."""
+    from worked.render.view import build
+
+    fam = Family()
+    for seed in range(500):
+        p = generate(fam, seed)
+        sol = worked.solve(p)
+        assert audit(sol) == [], seed
+        assert _places_shown(sol) <= p.decimals + 2, seed
+        if seed % 50 == 0:
+            sheet = build(sol, "worksheet")
+            tasks = " ".join(" ".join(x[1] for x in s["task_rich"] if x[0] == "text") for s in sheet["steps"])
+            assert f"Keep {p.decimals + 2} decimal places" in tasks
+
+
+def test_a_value_carried_into_a_later_step_reads_the_same():
+    """Two heads: the concat entries multiplied in the output step are the values the Z steps showed."""
+    sol = worked.solve(worked.Problem.from_file("problems/two-heads.toml"), checks="all")
+    shown_z = set()
+    for s in sol.steps:
+        if s.id == "Z":
+            for ln in s.lines:
+                for item in ln.eq.items:
+                    if type(item) is eq.Vec:
+                        for x in item.items:
+                            if type(x) is eq.Dec and x.places == 4:
+                                shown_z.add(printers.text(x))
+                            elif type(x) is eq.Num:   # shown exactly (4/3): carried on as its rounding
+                                shown_z.add(printers.text(eq.dec(worked.numfmt.round_decimal(x.value, None, 4))))
+    out = next(s for s in sol.steps if s.id == "output")
+    used = {printers.text(x) for ln in out.lines for x in ln.eq.items[2].left.items if type(x) is eq.Dec}
+    assert used and used <= shown_z
+
+
+def test_no_equals_before_rounded_matrices_in_text(cli):
+    code, out, _ = cli("solve", "problems/two-heads.toml")
+    assert code == 0
+    for sym in ("Z", "Z⁽¹⁾", "concat", "scaled", "A"):
+        assert f"  {sym} =\n" not in out
+    assert "  Z ≈ (to 2 places)" in out
+
+
+def test_display_decimal_on_request_and_for_decimal_inputs():
+    p = worked.Problem.from_file("problems/decimal-inputs.toml")
+    assert p.display == "decimal"
+    exact = worked.Problem.from_dict(dict(worked.load().to_dict(), display="decimal"))
+    sol = worked.solve(exact)
+    texts = [ln.text for s in sol.steps for ln in s.lines]
+    assert not any("e^(√2)/" in t for t in texts)
+    assert any(t.startswith("A[cats, chase] ≈ ") for t in texts)
+    assert audit(sol) == []
+    with pytest.raises(worked.ProblemError, match="display"):
+        worked.Problem.from_dict(dict(worked.load().to_dict(), display="fancy"))
