@@ -15,6 +15,9 @@ def _add_solve(sub):
     p.add_argument("--format", choices=("text", "markdown", "json"), default="text", help="output format (default: text)")
     p.add_argument("--checks", choices=("one", "row", "all"), default="one",
                    help="dot-product expansions shown: one entry per product (default), one full row, or every entry")
+    p.add_argument("--display", choices=("exact", "decimal"), default=None,
+                   help="work the problem with exact forms (√2, e^(√2)) or in decimals (Part 10 style); "
+                        "default: the problem's display (decimal when its entries are decimals)")
     p.set_defaults(func=cmd_solve)
 
 
@@ -23,7 +26,7 @@ def cmd_solve(args) -> int:
     from .solver import solve
 
     problem = load(args.problem)
-    sol = solve(problem, checks=args.checks)
+    sol = solve(problem, checks=args.checks, display=args.display)
     if args.format == "json":
         import json
 
@@ -249,6 +252,9 @@ def _add_sheet(sub):
                    help="comma-separated formats among html, tex, pdf (default: all three)")
     p.add_argument("--checks", choices=("one", "row", "all"), default="one",
                    help="dot-product expansions worked in the key and asked on the worksheet (default: one)")
+    p.add_argument("--display", choices=("exact", "decimal"), default=None,
+                   help="work the problem with exact forms (√2, e^(√2)) or in decimals (Part 10 style); "
+                        "default: the problem's display (decimal when its entries are decimals)")
     p.add_argument("--paper", choices=("a4", "letter"), default="a4", help="paper size (default: a4)")
     p.add_argument("--pdf-engine", choices=("weasyprint", "latex"), default="weasyprint",
                    help="PDF from HTML with WeasyPrint (default) or from the .tex with pdflatex")
@@ -276,7 +282,7 @@ def cmd_sheet(args) -> int:
         from .solver import solve
 
         problem = load(args.problem)
-        sol = solve(problem, checks=args.checks)
+        sol = solve(problem, checks=args.checks, display=args.display)
         paths = write_sheet(sol, args.output, formats=formats, paper=args.paper, pdf_engine=args.pdf_engine,
                             template_dir=args.template_dir, force=args.force, layout_server=layout_server)
     folder = paths[0].parent if paths else None
