@@ -27,6 +27,13 @@ an entry is not given; the later stages then compute from those entries ("error 
 ``Pass.matrices()`` holds what each stage computed (``backend.shown``, e.g. widened by rounding);
 ``Pass.carried`` what flowed on to the next stage (the given entries where there are some).
 
+For the worked solution (``worked.solver``): ``run = forward(problem, Exact())``; per head
+``run.heads[k]`` has Q, K, V and ``raw_scores`` (Fractions, the scores before the mask), ``scores`` (with
+sympy's −∞ where ``masked``), ``scaled``, ``weights`` and ``Z`` (sympy), and ``softmax``, one
+:class:`ExactRow` per row (the parts the softmax step shows); ``run.concat`` and ``run.output`` (sympy) with
+several heads; ``run.factor`` is the exact divisor (``Solution.scale_factor``). The same pass with
+``Interval(problem, widen=False)`` gives every value to 50 digits (``(x, x)`` pairs).
+
 Backends (all three have the same methods: NEG_INF, entry, dot, factor, scale, softmax, no_exp, mix, shown)
 
 * :class:`Exact`: Q, K, V, ``raw_scores`` and the unmasked scores are ``Fraction``; a masked score is

@@ -254,7 +254,6 @@ def _opt_float(v):
 class _Ctx:
     def __init__(self, problem, solution, tol: Tolerance):
         self.problem = problem
-        self.sol = solution
         self.tol = tol
         self.banded = Interval(problem)                 # every value may be rounded: the default band
         self.points = Interval(problem, widen=False)    # the exact values, as points
