@@ -17,7 +17,7 @@ import sympy as sp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from worked.attention import NA, Exact, Float, Interval, Transform, contains, forward
+from worked.attention import MP, NA, Exact, Float, Interval, Transform, contains, forward
 from worked.check import check_answers
 from worked.generate import Family, generate
 from worked.mistakes import MISTAKES
@@ -119,7 +119,7 @@ def test_interval_precision_does_not_depend_on_mpmath_global_precision():
         low = forward(p, Interval(p, widen=False)).matrices()["weights"]
     assert before == low
     exact = solve(p).matrices()["weights"].exact
-    assert abs(low[0][0][0] - mpmath.mpf(sp.N(exact[0][0], 60))) < mpmath.mpf(10) ** -45
+    assert abs(low[0][0][0] - MP.mpf(sp.N(exact[0][0], 60))) < MP.mpf(10) ** -45
 
 
 def test_given_entries_are_carried_forward():
