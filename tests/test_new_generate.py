@@ -17,7 +17,8 @@ def _softmax_ok(fam: Family, problem: Problem):
     """Check the rules from the exact integer scores with mpmath (independent of the generator's search)."""
     import mpmath
 
-    mpmath.mp.dps = 30
+    mpmath = mpmath.MPContext()   # 30 digits, without changing mpmath's global precision
+    mpmath.dps = 30
     div = mpmath.sqrt(problem.d_k) if problem.scale == "sqrt" else 1 if problem.scale == "none" else mpmath.mpf(problem.scale)
     for h in problem.heads:
         Q = [[sum(x * w for x, w in zip(row, col)) for col in zip(*h.W_Q)] for row in problem.X]

@@ -143,12 +143,12 @@ def test_known_mistake_values(tmp_path):
         scaled, scores, weights = (q["entries"][0] for q in e["questions"])
         by = {m["id"]: m["value"] for m in scaled["mistakes"]}
         if abs(mats["scores"].value(0, 1) - scaled["expected"]) > 2 * scaled["tolerance"]:
-            assert math.isclose(by["unscaled"], mats["scores"].value(0, 1), abs_tol=1e-9)
+            assert math.isclose(by["no-scaling"], mats["scores"].value(0, 1), abs_tol=1e-9)
         else:  # a mistake that gives the right value is not offered as a wrong answer
-            assert "unscaled" not in by
+            assert "no-scaling" not in by
         kq = {m["id"]: m["value"] for m in scores["mistakes"]}
         if abs(mats["scores"].value(1, 0) - mats["scores"].value(0, 1)) > 0.02:
-            assert math.isclose(kq["kqt"], mats["scores"].value(1, 0), abs_tol=1e-9)
+            assert math.isclose(kq["transposed-scores"], mats["scores"].value(1, 0), abs_tol=1e-9)
         for m in weights["mistakes"]:
             assert abs(m["value"] - weights["expected"]) > 2 * weights["tolerance"]
         assert all(m["feedback"] for m in weights["mistakes"])

@@ -16,7 +16,8 @@ value is a list of rows; an entry is a number, a decimal or fraction string, an 
 
 How answers are judged
 ----------------------
-Every matrix is recomputed with *intervals* (lo, hi) at 50 digits. With the default tolerance a
+Every matrix is recomputed with *intervals* (lo, hi) at 50 digits (the forward pass of
+:mod:`worked.attention` with its :class:`~worked.attention.Interval` backend). With the default tolerance a
 careful student may round every intermediate value to the problem's decimals (√d_k too, to at least
 2 places; each e^x of the softmax; each weight), so each computed entry is widened by half a unit
 of the last place before it is used further, and the answer itself by another half unit. An answer
@@ -27,8 +28,8 @@ the exact values ± T instead.
 
 A misconception is diagnosed on a matrix when its wrong entries (those not explained by an
 earlier slip) lie in the interval computed *with that mistake* (from the student's own earlier
-answers or from the correct ones), where the mistake changes the answer at all; see
-:data:`MISCONCEPTIONS`.
+answers or from the correct ones), where the mistake changes the answer at all; the mistakes, their
+ids and texts are those of :data:`worked.mistakes.MISTAKES`.
 """
 from __future__ import annotations
 
@@ -40,55 +41,23 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-import mpmath
-
 from . import exprs
+from .attention import MP, NA, Interval, contains, forward, pt
 from .errors import ExpressionError, WorkedError
-
-mpmath.mp.dps = 50
+from .mistakes import MISTAKES
 
 BLANKS = ("", "?")
-LIMIT = mpmath.mpf(10) ** 12       # largest |value| an answer entry may have
+LIMIT = MP.mpf(10) ** 12            # largest |value| an answer entry may have
 MAX_EXP_ARG = 200                   # largest x in e^x inside an answer entry
-
-# code -> (stage it acts on, title, explanation)
-MISCONCEPTIONS: dict[str, tuple[str, str, str]] = {
-    "no-scaling": ("scaled", "no scaling",
-                   "The scores were not divided by the scale factor before the softmax: these values are what "
-                   "the unscaled scores give."),
-    "scaled-by-dk": ("scaled", "divided by d_k instead of √d_k",
-                     "The scores were divided by d_k itself instead of by its square root √d_k."),
-    "transposed-scores": ("scores", "K·Qᵀ instead of Q·Kᵀ",
-                          "The scores were computed as K·Qᵀ, the transpose of Q·Kᵀ: row i must be token i's "
-                          "query matched against every key, not its key against every query."),
-    "wrong-mask": ("scores", "causal mask on the wrong entries",
-                   "In a causal problem a token may attend only to itself and earlier tokens: the entries above "
-                   "the diagonal are −∞ (weight 0). These values come from masking the wrong triangle, or not "
-                   "masking at all."),
-    "column-softmax": ("weights", "softmax down the columns",
-                       "The softmax was taken down each column; it belongs along each row, so that every "
-                       "token's weights add up to 1."),
-    "no-exp": ("weights", "no exponentials",
-               "Each score was divided by its row's sum without taking e^x first; the softmax divides e^x by the "
-               "row's sum of e^x, which also keeps every weight positive."),
-    "weights-transposed": ("Z", "Aᵀ·V instead of A·V",
-                           "Z was computed with the transposed weights (Aᵀ·V): row i of Z must blend the value rows "
-                           "with token i's row of A."),
-    "early-rounding": ("weights", "rounded too early",
-                       "Accepted: these answers are within the rounding band, but they differ from the exact values "
-                       "rounded at the end, because earlier values were rounded first. Keep more places in "
-                       "intermediate values (the worked steps keep 4) and round only the final answer."),
-}
 
 STAGES = ("Q", "K", "V", "scores", "scaled", "weights", "Z")
 _STAGE_INDEX = {s: i for i, s in enumerate(STAGES)}
-_NA = object()          # "not given" in a grid of the student's answers
 
 
 # ---------------------------------------------------------------- reading entries
 
 def _bounded(x):
-    if not mpmath.isfinite(x) or abs(x) > LIMIT:
+    if not MP.isfinite(x) or abs(x) > LIMIT:
         raise ExpressionError("value is too large for an answer")
     return x
 
@@ -103,15 +72,15 @@ def _num(node):
         f = Fraction(node[1])
         if abs(f) > 10**12:
             raise ExpressionError(f"number {node[1]} is too large")
-        return mpmath.mpf(f.numerator) / f.denominator
+        return MP.mpf(f.numerator) / f.denominator
     if kind == "name":
         raise ExpressionError(f"unknown name {node[1]!r} (an answer is a number, such as 0.62, 2√2 or e^2/(1+e^2))")
     if kind == "inf":
         raise ExpressionError("∞ can only be a whole answer, as −∞ for a masked score")
     if kind == "pi":
-        return +mpmath.pi
+        return +MP.pi
     if kind == "e":
-        return +mpmath.e
+        return +MP.e
     if kind == "vec":
         raise ExpressionError("a single value was expected, not a vector")
     if kind == "neg":
@@ -120,21 +89,21 @@ def _num(node):
         v = _num(node[1])
         if v < 0:
             raise ExpressionError("square root of a negative number")
-        return mpmath.sqrt(v)
+        return MP.sqrt(v)
     if kind == "exp":
         v = _num(node[1])
         if v > MAX_EXP_ARG:
             raise ExpressionError("power is too large")
-        return _bounded(mpmath.exp(v))
+        return _bounded(MP.exp(v))
     if kind == "pow":
         b, x = _num(node[1]), _num(node[2])
         if b < 0 and x != int(x):
             raise ExpressionError("fractional power of a negative number")
         if b == 0 and x <= 0:
             raise ExpressionError("0 to a power that is not positive")
-        if b != 0 and abs(x * mpmath.log(abs(b))) > MAX_EXP_ARG:
+        if b != 0 and abs(x * MP.log(abs(b))) > MAX_EXP_ARG:
             raise ExpressionError("power is too large")
-        return _bounded(mpmath.power(b, x))
+        return _bounded(MP.power(b, x))
     if kind in ("add", "sub", "mul", "div"):
         a, b = _num(node[1]), _num(node[2])
         if kind == "add":
@@ -164,7 +133,7 @@ def _read(value):
     if isinstance(value, int):
         if abs(value) > 10**12:
             raise ExpressionError(f"number {value} is too large")
-        return sp.Integer(value), mpmath.mpf(value)
+        return sp.Integer(value), MP.mpf(value)
     if isinstance(value, Fraction):
         value = f"{value.numerator}/{value.denominator}"
     elif isinstance(value, float):
@@ -280,276 +249,20 @@ def _opt_float(v):
     return float(v)
 
 
-# ---------------------------------------------------------------- interval arithmetic
-
-def _pt(x):
-    return (x, x)
-
-
-def _add(a, b):
-    return (a[0] + b[0], a[1] + b[1])
-
-
-def _mul(a, b):
-    ps = (a[0] * b[0], a[0] * b[1], a[1] * b[0], a[1] * b[1])
-    return (min(ps), max(ps))
-
-
-def _div_pos(a, c):
-    """a / c for an interval c > 0."""
-    qs = (a[0] / c[0], a[0] / c[1], a[1] / c[0], a[1] / c[1])
-    return (min(qs), max(qs))
-
-
-def _div(a, b):
-    if b[0] <= 0 <= b[1]:
-        return None
-    qs = (a[0] / b[0], a[0] / b[1], a[1] / b[0], a[1] / b[1])
-    return (min(qs), max(qs))
-
-
-def _contains(iv, x, slack=mpmath.mpf(10) ** -30):
-    return iv[0] - slack <= x <= iv[1] + slack
-
-
-class _Run:
-    """One recomputation of every matrix with intervals.
-
-    *given*: the student's entries substituted for computed ones (dict key → grid of (lo, hi), None
-    for −∞, or _NA); *mistake*: (code, variant) applied at its stage; *rounding*: widen each computed
-    entry by half a unit of the problem's last place (the default tolerance).
-    """
-
-    def __init__(self, ctx: "_Ctx", given=None, mistake=None, rounding=True):
-        self.ctx = ctx
-        self.given = given or {}
-        self.mistake = mistake
-        self.rounding = rounding
-        self.band: dict[str, list] = {}   # what an answer to each matrix may be (computed, then rounded once)
-        self.carry: dict[str, list] = {}  # what flows on: the student's entries where given, else the band
-        self._lastE: list = []
-        self._go()
-
-    # -- rounding
-    def _round(self, iv, h=None):
-        if iv is None or not self.rounding:
-            return iv
-        h = self.ctx.h if h is None else h
-        lo, hi = iv
-        if hi - lo < mpmath.mpf(10) ** -40:
-            scaled = lo * self.ctx.tenpow
-            if abs(scaled - mpmath.nint(scaled)) < mpmath.mpf(10) ** -30:
-                return iv  # already exact at the problem's places: rounding changes nothing
-        return (lo - h, hi + h)
-
-    def _store(self, key, grid):
-        band = [[self._round(x) for x in row] for row in grid]
-        self.band[key] = band
-        g = self.given.get(key)
-        if g is None:
-            self.carry[key] = band
-        else:
-            self.carry[key] = [[band[i][j] if g[i][j] is _NA else g[i][j] for j in range(len(band[0]))]
-                               for i in range(len(band))]
-
-    def _is(self, code):
-        return self.mistake is not None and self.mistake[0] == code
-
-    # -- the pipeline
-    def _go(self):
-        ctx, p = self.ctx, self.ctx.problem
-        X = [[_pt(_mpf(x)) for x in row] for row in p.X]
-        for hi, head in enumerate(p.heads, 1):
-            pre = ctx.prefix(hi)
-            for name, W in (("Q", head.W_Q), ("K", head.W_K), ("V", head.W_V)):
-                Wm = [[_pt(_mpf(x)) for x in row] for row in W]
-                self._store(pre + name, _matmul(X, Wm))
-            self._head(pre)
-        if p.multihead:
-            n = p.n
-            cat = [[x for hi in range(1, len(p.heads) + 1) for x in self.carry[ctx.prefix(hi) + "Z"][i]] for i in range(n)]
-            self.band["concat"] = cat
-            g = self.given.get("concat")
-            self.carry["concat"] = cat if g is None else [[cat[i][j] if g[i][j] is _NA else g[i][j]
-                                                          for j in range(len(cat[0]))] for i in range(n)]
-            Wo = [[_pt(_mpf(x)) for x in row] for row in p.W_O]
-            self._store("Z", _matmul(self.carry["concat"], Wo))
-
-    def _head(self, pre):
-        ctx, n = self.ctx, self.ctx.problem.n
-        Q, K, V = self.carry[pre + "Q"], self.carry[pre + "K"], self.carry[pre + "V"]
-        # scores (with the mask)
-        if self._is("transposed-scores"):
-            raw = [[_dot(K[i], Q[j]) for j in range(n)] for i in range(n)]
-        else:
-            raw = [[_dot(Q[i], K[j]) for j in range(n)] for i in range(n)]
-        masked = ctx.masked
-        if self._is("wrong-mask"):
-            masked = {"none": set(), "lower": {(i, j) for i in range(n) for j in range(n) if j < i}}[self.mistake[1]]
-        self._store(pre + "scores", [[None if (i, j) in masked else raw[i][j] for j in range(n)] for i in range(n)])
-        S = self.carry[pre + "scores"]
-        # scaled
-        factor = ctx.factor_iv if self.rounding else _pt(ctx.factor)
-        if self._is("no-scaling"):
-            factor = _pt(mpmath.mpf(1))
-        elif self._is("scaled-by-dk"):
-            factor = _pt(mpmath.mpf(ctx.problem.d_k))
-        self._store(pre + "scaled", [[None if s is None else _div_pos(s, factor) for s in row] for row in S])
-        T = self.carry[pre + "scaled"]
-        # weights
-        usable_E = None
-        self._lastE = []
-        if self._is("column-softmax"):
-            cols = [self._softmax([T[i][j] for i in range(n)]) for j in range(n)]
-            A = [[cols[j][i] for j in range(n)] for i in range(n)]
-        elif self._is("no-exp"):
-            A = [self._no_exp(row) for row in T]
-        else:
-            A = [self._softmax(row) for row in T]
-            usable_E = list(self._lastE)
-        self._store(pre + "weights", A)
-        A_computed = A
-        A = self.carry[pre + "weights"]
-        # rows of A that are the softmax of the carried scaled scores: Z keeps their dependence
-        g = self.given.get(pre + "weights")
-        rowE = [None] * n
-        if usable_E is not None and not self._is("weights-transposed"):
-            for i in range(n):
-                if g is None or all(x is _NA for x in g[i]):
-                    rowE[i] = usable_E[i]
-        # Z
-        if self._is("weights-transposed"):
-            A = [[A[j][i] for j in range(n)] for i in range(n)]
-        dv = len(V[0])
-        Z = []
-        for i in range(n):
-            row = []
-            for c in range(dv):
-                if rowE[i] is not None and all(V[j][c] is not None for j in range(n)):
-                    inexact = [j for j in rowE[i] if self._round(A_computed[i][j]) != A_computed[i][j]]
-                    row.append(self._blend(rowE[i], [V[j][c] for j in range(n)], inexact))
-                    continue
-                acc = _pt(mpmath.mpf(0))
-                for j in range(n):
-                    if A[i][j] is None or V[j][c] is None:
-                        acc = None
-                        break
-                    acc = _add(acc, _mul(A[i][j], V[j][c]))
-                row.append(acc)
-            Z.append(row)
-        self._store(pre + "Z", Z)
-
-    def _softmax(self, row):
-        """Weights of one row (None = −∞ gets weight 0) with each e^x possibly rounded; exact ranges."""
-        idx = [j for j, s in enumerate(row) if s is not None]
-        if not idx:
-            self._lastE.append(None)
-            return [None] * len(row)
-        E = {}
-        for j in idx:
-            lo, hi = row[j]
-            e = (mpmath.exp(lo), mpmath.exp(hi))
-            if self.rounding:
-                # a careful student rounds e^x to the problem's places, but keeps 3 significant
-                # digits of a small one (0.000335, not 0.00, which would leave 0/0)
-                h = min(self.ctx.h, e[0] * mpmath.mpf("0.005"))
-                e = self._round(e, h)
-            E[j] = e
-        self._lastE.append(E)
-        out = []
-        for j in range(len(row)):
-            if j not in E:
-                out.append(_pt(mpmath.mpf(0)))
-                continue
-            others_lo = mpmath.fsum(E[k][0] for k in idx if k != j)
-            others_hi = mpmath.fsum(E[k][1] for k in idx if k != j)
-            d_lo, d_hi = E[j][0] + others_hi, E[j][1] + others_lo
-            lo = E[j][0] / d_lo if d_lo > 0 else mpmath.mpf(0)
-            hi = E[j][1] / d_hi if d_hi > 0 else mpmath.mpf(1)
-            out.append((lo, hi))
-        return out
-
-    def _blend(self, E: dict, v: list, inexact: list):
-        """Range of Σ E_j·v_j / Σ E_j over the boxes E_j (the weights' dependence kept), then each weight
-        possibly rounded: ± h·Σ|v_j|. The extremes put E_j at an end of its box, split by the value of v_j."""
-        idx = list(E)
-
-        def extreme(sign):
-            order = sorted(idx, key=lambda j: sign * (v[j][1] if sign > 0 else v[j][0]), reverse=True)
-            best = None
-            for k in range(len(order) + 1):
-                num = den = mpmath.mpf(0)
-                for t, j in enumerate(order):
-                    e = E[j][1] if t < k else E[j][0]
-                    vj = v[j][1] if sign > 0 else v[j][0]
-                    num += e * vj
-                    den += e
-                if den > 0:
-                    val = num / den
-                    best = val if best is None or sign * val > sign * best else best
-            return best
-
-        hi, lo = extreme(+1), extreme(-1)
-        if hi is None or lo is None:
-            return None
-        if self.rounding:
-            spread = self.ctx.h * mpmath.fsum(max(abs(v[j][0]), abs(v[j][1])) for j in inexact)
-            lo, hi = lo - spread, hi + spread
-        return (lo, hi)
-
-    def _no_exp(self, row):
-        idx = [j for j, s in enumerate(row) if s is not None]
-        if not idx:
-            return [None] * len(row)
-        total = (mpmath.fsum(row[j][0] for j in idx), mpmath.fsum(row[j][1] for j in idx))
-        return [_pt(mpmath.mpf(0)) if s is None else _div(s, total) for s in row]
-
-
-def _mpf(f: Fraction):
-    return mpmath.mpf(f.numerator) / f.denominator
-
-
-def _dot(a, b):
-    acc = _pt(mpmath.mpf(0))
-    for x, y in zip(a, b):
-        if x is None or y is None:
-            return None
-        acc = _add(acc, _mul(x, y))
-    return acc
-
-
-def _matmul(A, B):
-    return [[_dot(A[i], [B[t][j] for t in range(len(B))]) for j in range(len(B[0]))] for i in range(len(A))]
-
-
 # ---------------------------------------------------------------- context: problem, solution, steps
 
 class _Ctx:
     def __init__(self, problem, solution, tol: Tolerance):
-        import sympy as sp
-
         self.problem = problem
-        self.sol = solution
         self.tol = tol
-        d = problem.decimals
-        self.tenpow = mpmath.mpf(10) ** d
-        self.h = mpmath.mpf(5) / (10 * self.tenpow)
-        n = problem.n
-        self.masked = {(i, j) for i in range(n) for j in range(n) if problem.mask == "causal" and j > i}
-        f = solution.scale_factor if solution.scale_factor is not None else sp.Integer(1)
-        self.factor = mpmath.mpf(sp.N(f, 60)) if not f.is_Rational else mpmath.mpf(int(f.p)) / int(f.q)
-        # a careful student may round √d_k (or any scale) to the problem's places, but not below 2
-        fp = max(d, 2)
-        fr = mpmath.nint(self.factor * 10**fp) / 10**fp
-        self.factor_iv = (min(self.factor, fr), max(self.factor, fr))
+        self.banded = Interval(problem)                 # every value may be rounded: the default band
+        self.points = Interval(problem, widen=False)    # the exact values, as points
+        self.h = self.banded.h
         self.mats = solution.matrices()
         self.steps = {}
         for num, st in enumerate(solution.steps, 1):
             if st.result:
                 self.steps[st.result] = (num, st)
-
-    def prefix(self, hi: int) -> str:
-        return f"head{hi}." if self.problem.multihead else ""
 
     def step_of(self, key: str) -> dict | None:
         hit = self.steps.get(key)
@@ -850,31 +563,28 @@ def _table(rows, cols, marks, answers) -> list[str]:
 
 # ---------------------------------------------------------------- checking
 
-def _band_for(ctx: _Ctx, run_default: _Run, run_exact: _Run, key: str):
-    """The acceptance band per entry: from the rounding run, or exact ± tolerance."""
+def _bands(ctx: _Ctx, given=None, transform=None, centre=None) -> dict:
+    """The acceptance band of every matrix under the chosen tolerance, for one scenario: the student's
+    *given* entries carried forward, a mistake's *transform*. *centre*: the same scenario's exact values
+    (points), when they are computed already."""
     if ctx.tol.default:
-        return run_default.band[key]
-    out = []
-    for row in run_exact.band[key]:
-        r = []
-        for iv in row:
-            if iv is None:
-                r.append(None)
-                continue
-            c = (iv[0] + iv[1]) / 2
-            t = max(ctx.tol.abs or 0, (ctx.tol.rel or 0) * abs(c))
-            r.append((iv[0] - t, iv[1] + t))
-        out.append(r)
-    return out
-
-
-def _runs(ctx: _Ctx, given=None, mistake=None):
-    """The band of every matrix for one scenario, under the chosen tolerance."""
-    if ctx.tol.default:
-        r = _Run(ctx, given, mistake, rounding=True)
-        return {k: r.band[k] for k in r.band}
-    r = _Run(ctx, given, mistake, rounding=False)
-    return {k: _band_for(ctx, r, r, k) for k in r.band}
+        return forward(ctx.problem, ctx.banded, transform=transform, given=given).shown
+    if centre is None:
+        centre = forward(ctx.problem, ctx.points, transform=transform, given=given).shown
+    band = {}
+    for key, grid in centre.items():
+        band[key] = []
+        for row in grid:
+            r = []
+            for iv in row:
+                if iv is None:
+                    r.append(None)
+                    continue
+                c = (iv[0] + iv[1]) / 2
+                t = max(ctx.tol.abs or 0, (ctx.tol.rel or 0) * abs(c))
+                r.append((iv[0] - t, iv[1] + t))
+            band[key].append(r)
+    return band
 
 
 def _matches(ans, band) -> bool:
@@ -884,7 +594,7 @@ def _matches(ans, band) -> bool:
         return num is None
     if num is None:
         return False
-    return _contains(band, num)
+    return contains(band, num)
 
 
 def _given_grids(parsed: dict, keys=None) -> dict:
@@ -897,11 +607,11 @@ def _given_grids(parsed: dict, keys=None) -> dict:
             r = []
             for a in row:
                 if a is None or a == "invalid":
-                    r.append(_NA)
+                    r.append(NA)
                 elif a[1] is None:
                     r.append(None)
                 else:
-                    r.append(_pt(a[1]))
+                    r.append(pt(a[1]))
             g.append(r)
         out[key] = g
     return out
@@ -915,24 +625,9 @@ def _earlier(key: str, multihead: bool, nheads: int) -> list[str]:
         for h in range(1, nheads + 1):
             out += [f"head{h}.{b}" for b in reversed(STAGES)]
         return out
-    idx = _STAGE_INDEX[base]
     feeds = {"Q": [], "K": [], "V": [], "scores": ["K", "Q"], "scaled": ["scores", "K", "Q"],
              "weights": ["scaled", "scores", "K", "Q"], "Z": ["weights", "V", "scaled", "scores", "K", "Q"]}
-    del idx
     return [pre + b for b in feeds[base]]
-
-
-def _mistake_variants(ctx: _Ctx):
-    p = ctx.problem
-    out = [("transposed-scores", None)]
-    if p.mask == "causal" and p.n > 1:
-        out += [("wrong-mask", "none"), ("wrong-mask", "lower")]
-    if ctx.factor != 1:
-        out.append(("no-scaling", None))
-    if p.scale == "sqrt" and p.d_k not in (1,):
-        out.append(("scaled-by-dk", None))
-    out += [("column-softmax", None), ("no-exp", None), ("weights-transposed", None)]
-    return out
 
 
 def _stage_of(key: str) -> str:
@@ -972,9 +667,9 @@ def check_answers(problem, answers: dict, *, tolerance=None, solution=None, reve
         parsed[key], raw[key], entry_errors[key] = grid, rr, errs
         errors.extend(errs)
 
-    true_band = _runs(ctx)
+    true_band = _bands(ctx)
     given = _given_grids(parsed)
-    ecf_band = _runs(ctx, given)
+    ecf_band = _bands(ctx, given)
 
     # verdicts
     verdict: dict[str, list] = {}
@@ -1006,8 +701,8 @@ def check_answers(problem, answers: dict, *, tolerance=None, solution=None, reve
                   and any(verdict[k][i][j] == "wrong" and not carried[k][i][j]
                           for i in range(len(verdict[k])) for j in range(len(verdict[k][0])))]
     if candidates:
-        for code, variant in _mistake_variants(ctx):
-            stage = MISCONCEPTIONS[code][0]
+        for code, transform in [(m.id, t) for m in MISTAKES.values() for t in m.transforms(problem)]:
+            stage = MISTAKES[code].stage
             targets = [k for k in candidates if _STAGE_INDEX[_stage_of(k)] >= _STAGE_INDEX[stage]]
             if not targets:
                 continue
@@ -1015,7 +710,10 @@ def check_answers(problem, answers: dict, *, tolerance=None, solution=None, reve
             bases = [None]
             if any(k in wrong_keys for k in before):
                 bases.append(_given_grids(parsed, before))
-            scenarios = [(_runs(ctx, b, (code, variant)), _Run(ctx, b, (code, variant), rounding=False).band) for b in bases]
+            scenarios = []
+            for b in bases:
+                centre = forward(problem, ctx.points, transform=transform, given=b).shown
+                scenarios.append((_bands(ctx, b, transform, centre), centre))
             for key in targets:
                 hit = _diagnose(parsed[key], verdict[key], carried[key], true_band[key],
                                 [(band[key], centre[key]) for band, centre in scenarios])
@@ -1064,7 +762,7 @@ def check_answers(problem, answers: dict, *, tolerance=None, solution=None, reve
             del merged[k]
             for r in reports:
                 r.diagnoses = [x for x in r.diagnoses if not (x["code"] == d["code"] and _split(r.key)[0] == k[1])]
-    order = {c: i for i, c in enumerate(MISCONCEPTIONS)}
+    order = {c: i for i, c in enumerate(MISTAKES)}
     diagnoses = sorted(merged.values(), key=lambda d: (d["head"] or 0, d["code"] == "early-rounding", order[d["code"]]))
     return Report(problem.title, problem.decimals, tol, reports, errors, diagnoses, reveal)
 
@@ -1097,34 +795,27 @@ def _changes(centre, band) -> bool:
     if centre is None or band is None:
         return (centre is None) != (band is None)
     mid = (centre[0] + centre[1]) / 2
-    return not _contains(band, mid)
+    return not contains(band, mid)
 
 
 def _diag(ctx: _Ctx, code: str, key: str, entries) -> dict:
-    stage, title, msg = MISCONCEPTIONS[code]
+    mistake = MISTAKES[code]
     pre, base = _split(key)
-    if code == "early-rounding":
-        step_key = key
-    elif code in ("weights-transposed",):
-        step_key = pre + "Z"
-    else:
-        step_key = pre + stage
-    step = ctx.step_of(step_key)
-    if code == "no-scaling" and ctx.problem.scale == "sqrt":
-        msg = msg.replace("the scale factor", f"√d_k = √{ctx.problem.d_k}")
+    step = ctx.step_of(key if code == "early-rounding" else pre + mistake.stage)
+    msg = mistake.message(ctx.problem)
     if code == "early-rounding" and base == "Z":
         msg += " Here the weights were rounded before Z = A·V."
     elif code == "early-rounding":
         msg += " Here the scaled scores (or the e^x values) were rounded before the softmax."
     head = int(pre[4:-1]) if pre else None
-    return {"code": code, "title": title, "message": msg, "step": step, "head": head,
+    return {"code": code, "title": mistake.title, "message": msg, "step": step, "head": head,
             "entries": [[i + 1, j + 1] for i, j in entries]}
 
 
 def _early_rounding(ctx: _Ctx, key: str, grid, V):
     """Accepted entries that are not the exact value rounded at the end but are what rounding earlier gives."""
     m = ctx.mats[key]
-    slack = ctx.h * (1 + mpmath.mpf(10) ** -9) + mpmath.mpf(10) ** -20
+    slack = ctx.h * (1 + MP.mpf(10) ** -9) + MP.mpf(10) ** -20
     loose = []
     for i, row in enumerate(grid):
         for j, a in enumerate(row):
@@ -1142,38 +833,28 @@ def _early_rounding(ctx: _Ctx, key: str, grid, V):
     return None
 
 
-def _early_values(ctx: _Ctx, pre: str, base: str):
-    """Point values of *base* when earlier values are rounded to the problem's places (a few such paths)."""
-    hi = int(pre[4:-1]) if pre else 1
-    h = ctx.sol.heads[hi - 1]
-    d = ctx.problem.decimals
-    rnd = lambda x: mpmath.nint(x * ctx.tenpow) / ctx.tenpow  # noqa: E731
-    n = ctx.problem.n
-    A_exact = [[h.weights.num[i][j] for j in range(n)] for i in range(n)]
+def _early_values(ctx: _Ctx, pre: str, base: str) -> list:
+    """Point values of *base* (a head's weights or Z) when earlier values are rounded to the problem's
+    places, along a few such paths: the scaled scores rounded, each e^x rounded, or both; for Z, the
+    weights of each of those (or the exact weights) rounded. None for the output of several heads."""
+    p, points = ctx.problem, ctx.points
+    if p.multihead and not pre:
+        return []
+    early_e = Interval(p, widen=False, round_exp=True)
+    exact = forward(p, points).shown
 
-    def softmax(T, round_e):
-        out = []
-        for i in range(n):
-            idx = [j for j in range(n) if T[i][j] is not None]
-            E = {j: mpmath.exp(T[i][j]) for j in idx}
-            if round_e:
-                E = {j: rnd(e) for j, e in E.items()}
-            tot = mpmath.fsum(E.values())
-            out.append([E[j] / tot if j in E and tot else mpmath.mpf(0) for j in range(n)])
-        return out
+    def rounded(grid):
+        return [[None if x is None else pt(points.round(x[0])) for x in row] for row in grid]
 
-    T_r = [[None if h.scaled.value(i, j) is None else rnd(h.scaled.num[i][j]) for j in range(n)] for i in range(n)]
-    weights_paths = [softmax(T_r, False), softmax(T_r, True),
-                     softmax([[None if h.scaled.value(i, j) is None else h.scaled.num[i][j] for j in range(n)] for i in range(n)], True)]
-    del d
+    def values(grid):
+        return [[x[0] for x in row] for row in grid]
+
+    T_r = {pre + "scaled": rounded(exact[pre + "scaled"])}
+    weights = [exact[pre + "weights"]] + [forward(p, backend, given=given).shown[pre + "weights"]
+                                          for backend, given in ((points, T_r), (early_e, T_r), (early_e, None))]
     if base == "weights":
-        return weights_paths
-    Vn = h.V.num
-    out = []
-    for A in [A_exact] + weights_paths:
-        Ar = [[rnd(x) for x in row] for row in A]
-        out.append([[mpmath.fsum(Ar[i][j] * Vn[j][c] for j in range(n)) for c in range(len(Vn[0]))] for i in range(n)])
-    return out
+        return [values(A) for A in weights[1:]]
+    return [values(forward(p, points, given={pre + "weights": rounded(A)}).shown[pre + "Z"]) for A in weights]
 
 
 # ---------------------------------------------------------------- answers files

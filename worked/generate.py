@@ -32,6 +32,7 @@ from dataclasses import dataclass, field, fields, replace
 from fractions import Fraction
 from typing import Any
 
+from .attention import Float, forward
 from .errors import ProblemError, WorkedError
 from .problem import LIMITS, Problem
 
@@ -316,20 +317,6 @@ def _logs(fam: Family) -> tuple[float, float]:
             math.log(fam.min_w) if fam.min_w > 0 else -math.inf)
 
 
-def _violation(fam: Family, X, heads) -> float:
-    """0 when every softmax rule holds; otherwise a positive measure of how far off (rounded to 1e-9)."""
-    lmax, lmin = _logs(fam)
-    causal = fam.mask == "causal"
-    bad = 0.0
-    for WQ, WK, *_ in heads:
-        Q = _matmul(X, WQ)
-        K = _matmul(X, WK)
-        for i, q in enumerate(Q):
-            ks = K[: i + 1] if causal else K
-            bad += _row_penalty(fam, [sum(a * b for a, b in zip(q, k)) for k in ks], lmax, lmin)
-    return round(bad, 9)
-
-
 class _Search:
     """X, W_Q, W_K with Q, K and the integer scores kept up to date one entry change at a time."""
 
@@ -484,11 +471,28 @@ def violations(fam: Family, problem: Problem) -> list[str]:
             out.append(f"{name} has an all-zero row")
         if name != "X" and any(not wlo <= x <= whi for row in m for x in row):
             out.append(f"{name} entry outside weight range")
-    X = [[int(x) for x in row] for row in problem.X]
-    heads = [([[int(x) for x in r] for r in hd.W_Q], [[int(x) for x in r] for r in hd.W_K], None) for hd in problem.heads]
-    if _violation(fam, X, heads) > 0:
+    if _softmax_broken(fam, problem):
         out.append("softmax rule broken")
     return out
+
+
+def _softmax_broken(fam: Family, problem: Problem, eps: float = 1e-9) -> bool:
+    """Does a softmax row break a rule? Computed through the forward pass (floats); a rule holds within
+    *eps* (relative for the weights), as in the search, which compares its violations rounded to 1e-9."""
+    for hp in forward(problem, Float()).heads:
+        for i in range(problem.n):
+            live = [j for j in range(problem.n) if (i, j) not in hp.masked]
+            if len(live) < 2:
+                continue   # the causal mask's first row: weight 1 by definition
+            scores = [hp.raw_scores[i][j] for j in live]
+            weights = [hp.weights[i][j] for j in live]
+            if not fam.ties and scores.count(max(scores)) > 1:
+                return True
+            if fam.max_score and max(abs(hp.scaled[i][j]) for j in live) > fam.max_score + eps:
+                return True
+            if max(weights) > fam.max_weight * (1 + eps) or min(weights) < fam.min_w * (1 - eps):
+                return True
+    return False
 
 
 def with_options(fam: Family, **kw) -> Family:

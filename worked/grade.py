@@ -561,7 +561,7 @@ def report_html(manifest: Manifest, results: list[StudentResult], warnings: list
     import jinja2
     from markupsafe import Markup
 
-    from .check import MISCONCEPTIONS
+    from .mistakes import MISTAKES
 
     maxpts = sum(q.points for q in manifest.questions)
     responded = [r for r in results if r.responded]
@@ -573,10 +573,10 @@ def report_html(manifest: Manifest, results: list[StudentResult], warnings: list
                        "mean": _fmt(round(statistics.mean([r.scores.get(q.ask, 0.0) for r in responded]), 2)) if responded else "–",
                        "right": round(100 * statistics.mean(fr)) if fr else 0,
                        "full": sum(1 for f in fr if f == 1.0)})
-    counts = {c: sum(1 for r in responded if c in r.codes) for c in MISCONCEPTIONS}
+    counts = {c: sum(1 for r in responded if c in r.codes) for c in MISTAKES}
     # the accepted early-rounding note goes last, after the real mistakes
     mis = [(c, n) for c, n in sorted(counts.items(), key=lambda kv: (kv[0] == "early-rounding", -kv[1],
-                                                                     list(MISCONCEPTIONS).index(kv[0]))) if n]
+                                                                     list(MISTAKES).index(kv[0]))) if n]
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
                              trim_blocks=True, lstrip_blocks=True)
     tpl = env.get_template("class.html")
@@ -589,7 +589,7 @@ def report_html(manifest: Manifest, results: list[StudentResult], warnings: list
         difficulty=Markup(_svg_bars([(q["ask"], q["right"]) for q in qstats], vmax=100, fmt=lambda v: f"{v}%",
                                     title="per-question difficulty: share of entries right")),
         questions=qstats,
-        misconceptions=[{"code": c, "title": MISCONCEPTIONS[c][1] + (" (accepted, pointed out)" if c == "early-rounding" else ""),
+        misconceptions=[{"code": c, "title": MISTAKES[c].title + (" (accepted, pointed out)" if c == "early-rounding" else ""),
                          "count": n} for c, n in mis],
         mis_chart=Markup(_svg_bars([(c, n, "#8c8c8c") if c == "early-rounding" else (c, n) for c, n in mis], fmt=lambda v: f"{v} student{'s' if v != 1 else ''}", color="#b5562f",
                                    title="misconceptions")) if mis else None,

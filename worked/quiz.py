@@ -27,12 +27,14 @@ import os
 import re
 import shutil
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .attention import Float, forward
 from .errors import ProblemError, WorkedError
 from .generate import Family, generate
+from .mistakes import MISTAKES
 
 SPEC_KEYS = ("title", "seed", "count", "paper", "instructions", "family", "questions")
 QUESTION_KEYS = ("ask", "points", "tolerance", "name")
@@ -50,15 +52,6 @@ MATRIX_WORDS = {
     "weights": "the attention weights A (softmax of each row of the scaled scores)",
     "Z": "the output Z", "concat": "the concatenated head outputs",
 }
-MISTAKES = {
-    "unscaled": "This is the value you get without dividing the scores by the scale (√d_k): "
-                "the unscaled score was used.",
-    "column_softmax": "This is the value you get by applying the softmax down each column; "
-                      "the softmax runs along each row (over the keys, for one query).",
-    "kqt": "This is the value you get from K·Qᵀ instead of Q·Kᵀ: the scores are transposed "
-           "(row = query, column = key).",
-}
-
 
 # ---------------------------------------------------------------- spec
 
@@ -329,64 +322,12 @@ def draw_problem(spec: QuizSpec, variant: Variant):
     raise WorkedError(f"variant {variant.code}: the worked solution could not be shown ({last})")
 
 
-def _fmat(m) -> list[list[float]]:
-    return [[float(x) for x in row] for row in m]
-
-
-def _mm(A, B):
-    Bt = list(zip(*B))
-    return [[math.fsum(a * b for a, b in zip(r, c)) for c in Bt] for r in A]
-
-
-def _softmax_rows(S, masked):
-    out = []
-    for i, row in enumerate(S):
-        vals = [(j, x) for j, x in enumerate(row) if not masked(i, j)]
-        m = max(x for _, x in vals)
-        e = {j: math.exp(x - m) for j, x in vals}
-        t = math.fsum(e.values())
-        out.append([e[j] / t if j in e else 0.0 for j in range(len(row))])
-    return out
-
-
-def _softmax_cols(S, masked):
-    T = [list(c) for c in zip(*S)]
-    W = _softmax_rows(T, lambda j, i: masked(i, j))
-    return [list(c) for c in zip(*W)]
-
-
-def mistake_worlds(problem) -> dict[str, dict[str, list[list[float | None]]]]:
-    """Float matrices (keys as Solution.matrices()) under each known mistake that applies."""
-    div = math.sqrt(problem.d_k) if problem.scale == "sqrt" else 1.0 if problem.scale == "none" else float(problem.scale)
-    causal = problem.mask == "causal"
-    masked = (lambda i, j: causal and j > i)
-    X = _fmat(problem.X)
-    out = {}
-    for mistake in MISTAKES:
-        if mistake == "unscaled" and div == 1.0:
-            continue
-        mats: dict[str, Any] = {}
-        Zs = []
-        for h, hd in enumerate(problem.heads, 1):
-            Q, K, V = _mm(X, _fmat(hd.W_Q)), _mm(X, _fmat(hd.W_K)), _mm(X, _fmat(hd.W_V))
-            S = _mm(K, list(zip(*Q))) if mistake == "kqt" else _mm(Q, list(zip(*K)))
-            d = 1.0 if mistake == "unscaled" else div
-            Sc = [[x / d for x in row] for row in S]
-            W = _softmax_cols(Sc, masked) if mistake == "column_softmax" else _softmax_rows(Sc, masked)
-            Z = _mm(W, V)
-            Zs.append(Z)
-            mask_none = lambda M: [[None if masked(i, j) else x for j, x in enumerate(r)] for i, r in enumerate(M)]  # noqa: E731
-            part = {"Q": Q, "K": K, "V": V, "scores": mask_none(S), "scaled": mask_none(Sc), "weights": W, "Z": Z}
-            if problem.multihead:
-                mats.update({f"head{h}.{k}": v for k, v in part.items()})
-            else:
-                mats.update(part)
-        if problem.multihead:
-            concat = [sum((Z[i] for Z in Zs), []) for i in range(len(X))]
-            mats["concat"] = concat
-            mats["Z"] = _mm(concat, _fmat(problem.W_O))
-        out[mistake] = mats
-    return out
+def mistake_worlds(problem) -> list[tuple[str, dict[str, list[list[float]]]]]:
+    """(mistake id, float matrices by the keys of Solution.matrices()) for every known mistake with a quiz
+    feedback that applies to *problem*, in the registry's order (one per transform: a causal problem's wrong
+    mask is two). A masked score is -inf."""
+    return [(m.id, forward(problem, Float(), transform=t).matrices())
+            for m in MISTAKES.values() if m.answer for t in m.transforms(problem)]
 
 
 def _num(x: float) -> float:
@@ -411,13 +352,13 @@ def expected_answers(spec: QuizSpec, problem, solution) -> list[dict]:
             else:
                 tol = max(q.tol_abs, q.tol_rel * abs(v))
                 mistakes = []
-                for mid, world in worlds.items():
+                for mid, world in worlds:
                     w = world[q.matrix][i - 1][j - 1]
-                    if w is None or not math.isfinite(w) or abs(w - v) <= 2 * tol:
+                    if not math.isfinite(w) or abs(w - v) <= 2 * tol:
                         continue
                     if any(abs(w - m["value"]) <= 2 * tol for m in mistakes):
                         continue
-                    mistakes.append({"id": mid, "value": _num(w), "feedback": MISTAKES[mid]})
+                    mistakes.append({"id": mid, "value": _num(w), "feedback": MISTAKES[mid].answer_feedback})
                 e.update(expected=_num(v), exact=M.exact_text(i - 1, j - 1), tolerance=_num(tol), mistakes=mistakes)
             entries.append(e)
         if q.row and q.col:
@@ -783,7 +724,6 @@ def build_all(spec: QuizSpec, variants: list[Variant], formats: tuple[str, ...],
                 results.append(r)
                 bar.step()
     else:
-        import gc
         import multiprocessing as mp
         from concurrent.futures import ProcessPoolExecutor
 
@@ -811,18 +751,13 @@ def build_all(spec: QuizSpec, variants: list[Variant], formats: tuple[str, ...],
                     warm_up_weasyprint()
             else:
                 _warm_up(formats)
-            gc.freeze()   # forked workers then leave the parent's objects alone (no copy-on-write by the GC)
         # small batches: one at a time, for an even finish
         chunk = 1 if latex else max(1, min(4, len(tasks) // (jobs * 8)))
-        try:
-            with ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=ctx) as ex:
-                for rs in ex.map(_build_chunk, tasks, chunksize=chunk):
-                    for r in rs:
-                        results.append(r)
-                        bar.step()
-        finally:
-            if forking:
-                gc.unfreeze()
+        with ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=ctx) as ex:
+            for rs in ex.map(_build_chunk, tasks, chunksize=chunk):
+                for r in rs:
+                    results.append(r)
+                    bar.step()
     bar.end()
     return results
 

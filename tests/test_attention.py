@@ -1,0 +1,246 @@
+"""One forward pass (worked.attention) and one registry of mistakes (worked.mistakes).
+
+* The Exact, Float and Interval backends agree on random problems (drawn with worked.generate), with and
+  without every mistake's transform; the Exact pass is the solver's, form for form.
+* Every mistake has a transform (early-rounding, documented, has none), applies where it can change
+  something, and changes its stage (and nothing before it) on problems where it should.
+* The same ids in the quiz manifest, the LMS exports and the check reports.
+"""
+from __future__ import annotations
+
+import json
+import math
+
+import mpmath
+import pytest
+import sympy as sp
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from worked.attention import MP, NA, Exact, Float, Interval, Transform, contains, forward
+from worked.check import check_answers
+from worked.generate import Family, generate
+from worked.mistakes import MISTAKES
+from worked.problem import Problem, load
+from worked.quiz import run
+from worked.solver import AuditFailure, solve
+
+from conftest import PROBLEMS
+
+STAGES = ("Q", "K", "V", "scores", "scaled", "weights", "Z")
+
+families = st.builds(
+    Family,
+    tokens=st.integers(2, 4),
+    d_model=st.integers(2, 4),
+    d_k=st.sampled_from([1, 2, 3, 4]),
+    heads=st.sampled_from([1, 1, 2]),
+    mask=st.sampled_from(["none", "causal"]),
+    scale=st.sampled_from(["sqrt", "sqrt", "none"]),
+    range=st.sampled_from([(-2, 3), (-1, 2), (0, 2)]),
+)
+
+def _all_transforms(problem):
+    return [None] + [t for m in MISTAKES.values() for t in m.transforms(problem)]
+
+
+def _as_float(x):
+    """An exact value (Fraction or sympy) as a float; None for −∞ or an undefined value."""
+    if x is sp.S.NegativeInfinity:
+        return None
+    try:
+        v = complex(sp.N(x, 30)) if isinstance(x, sp.Basic) else complex(float(x))
+    except TypeError:   # zoo, nan: 0/0 of no-exp
+        return None
+    return v.real if v.imag == 0 and math.isfinite(v.real) else None
+
+
+def _close(a, b):
+    return abs(a - b) <= 1e-9 * max(1.0, abs(a), abs(b))
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(fam=families, seed=st.integers(0, 2**32))
+def test_backends_agree_on_random_problems(fam, seed):
+    """Exact, Float and 50-digit Interval passes give the same matrices, for the correct pass and for every
+    mistake's transform; the rounding band of the widened Interval pass holds the exact value."""
+    p = generate(fam, seed)
+    for t in _all_transforms(p):
+        ex = forward(p, Exact(), transform=t).matrices()
+        fl = forward(p, Float(), transform=t).matrices()
+        pt = forward(p, Interval(p, widen=False), transform=t).matrices()
+        band = forward(p, Interval(p), transform=t).matrices()
+        assert list(ex) == list(fl) == list(pt) == list(band)
+        for key in ex:
+            for i, row in enumerate(ex[key]):
+                for j, x in enumerate(row):
+                    e, f, iv, b = _as_float(x), fl[key][i][j], pt[key][i][j], band[key][i][j]
+                    if x is sp.S.NegativeInfinity:
+                        assert f == -math.inf and iv is None and b is None, (t, key)
+                        continue
+                    if e is None or not math.isfinite(f) or iv is None:
+                        # no-exp over a row that sums to 0: undefined in every backend
+                        assert t == Transform(softmax="no-exp"), (t, key, x, f, iv)
+                        continue
+                    assert iv[1] - iv[0] < 1e-40, (t, key)   # widen=False: points (to 50 digits)
+                    assert _close(e, f) and _close(e, float(iv[0])), (t, key, i, j, x, f, iv)
+                    assert contains(b, iv[0]), (t, key)   # within 1e-30, as the checker compares
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(fam=families, seed=st.integers(0, 2**32))
+def test_exact_pass_is_the_solvers(fam, seed):
+    """The Exact backend gives the solver's exact values in the solver's forms (what the worked steps show),
+    and the keys of Solution.matrices(); its softmax rows hold weight = numer/D."""
+    p = generate(fam, seed)
+    try:
+        sol = solve(p)
+    except AuditFailure:
+        return
+    run_ = forward(p, Exact())
+    mats = sol.matrices()
+    assert list(run_.matrices()) == list(mats)
+    for key, m in mats.items():
+        for i, row in enumerate(run_.matrices()[key]):
+            for j, x in enumerate(row):
+                assert str(sp.sympify(x) if not isinstance(x, sp.Basic) else x) == str(m.exact[i][j]), (key, i, j)
+    assert run_.factor == sol.scale_factor
+    for hp, hr in zip(run_.heads, sol.heads):
+        assert hp.masked == hr.scores.masked
+        for i, state in enumerate(hp.softmax):
+            assert [state.numer[j] / state.D for j in state.js] == [hr.weights.exact[i][j] for j in state.js]
+
+
+def test_interval_precision_does_not_depend_on_mpmath_global_precision():
+    """The checker's 50 digits come from a private context: a low global precision changes nothing."""
+    p = load(str(PROBLEMS / "cats-chase-mice.toml"))
+    before = forward(p, Interval(p, widen=False)).matrices()["weights"]
+    with mpmath.workdps(15):
+        low = forward(p, Interval(p, widen=False)).matrices()["weights"]
+    assert before == low
+    exact = solve(p).matrices()["weights"].exact
+    assert abs(low[0][0][0] - MP.mpf(sp.N(exact[0][0], 60))) < MP.mpf(10) ** -45
+
+
+def test_given_entries_are_carried_forward():
+    """Given entries replace computed ones for the later stages; NA keeps the computed entry."""
+    p = load(str(PROBLEMS / "cats-chase-mice.toml"))
+    right = forward(p, Float()).matrices()
+    unscaled = [[x for x in row] for row in right["scores"]]
+    run_ = forward(p, Float(), given={"scaled": unscaled})
+    assert run_.matrices()["scaled"] == right["scaled"]             # what the stage computed
+    assert run_.carried["scaled"] == unscaled                       # what flowed on
+    no_scaling = forward(p, Float(), transform=Transform(scale="one")).matrices()
+    assert run_.matrices()["weights"] == no_scaling["weights"]
+    partial = [[NA] * 3, unscaled[1], [NA] * 3]
+    mixed = forward(p, Float(), given={"scaled": partial}).matrices()["weights"]
+    assert mixed == [right["weights"][0], no_scaling["weights"][1], right["weights"][2]]
+
+
+# ---------------------------------------------------------------- the registry
+
+def _problems():
+    return [load(str(PROBLEMS / name)) for name in
+            ("cats-chase-mice.toml", "causal-mask.toml", "two-heads.toml", "no-scaling.toml", "four-tokens-fractions.toml")]
+
+
+def test_every_mistake_has_a_transform_or_is_early_rounding():
+    """Each mistake has an id, a title, a stage, a check text and, except early-rounding (which is not a
+    different pass), quiz feedback ending with its id and a transform on some shipped problem."""
+    assert list(MISTAKES) == ["no-scaling", "scaled-by-dk", "transposed-scores", "wrong-mask", "column-softmax",
+                              "no-exp", "weights-transposed", "early-rounding"]
+    for mid, m in MISTAKES.items():
+        assert m.id == mid and m.title and m.stage in STAGES and m.feedback
+        if mid == "early-rounding":
+            assert m.answer is None and m.answer_feedback is None
+            assert all(m.transforms(p) == [] for p in _problems())
+            continue
+        assert m.answer_feedback.startswith("This is the value you get") and m.answer_feedback.endswith(f"[{mid}]")
+        assert any(m.transforms(p) for p in _problems()), mid
+
+
+def test_each_mistake_changes_its_stage_and_nothing_before():
+    """On every shipped problem where it applies, a mistake's transform leaves the stages before its own as
+    they are and changes its own stage (wrong-mask and weights-transposed: their first changed matrix)."""
+    first = {"no-scaling": "scaled", "scaled-by-dk": "scaled", "transposed-scores": "scores", "wrong-mask": "scores",
+             "column-softmax": "weights", "no-exp": "weights", "weights-transposed": "Z"}
+    for p in _problems():
+        right = forward(p, Exact()).matrices()
+        for mid, stage in first.items():
+            for t in MISTAKES[mid].transforms(p):
+                wrong = forward(p, Exact(), transform=t).matrices()
+                for key in right:
+                    base = key.split(".")[-1]
+                    if base in STAGES and STAGES.index(base) < STAGES.index(stage):
+                        assert wrong[key] == right[key], (p.title, mid, key)
+                changed = [k for k in right if k.split(".")[-1] == stage and wrong[k] != right[k]]
+                assert changed, (p.title, mid, t)
+
+
+def test_mistakes_apply_only_where_they_change_something():
+    p = load(str(PROBLEMS / "cats-chase-mice.toml"))           # d_k = 2, no mask
+    assert MISTAKES["wrong-mask"].transforms(p) == []
+    assert len(MISTAKES["wrong-mask"].transforms(load(str(PROBLEMS / "causal-mask.toml")))) == 2
+    none = load(str(PROBLEMS / "no-scaling.toml"))
+    assert none.scale == "none"
+    assert MISTAKES["no-scaling"].transforms(none) == [] and MISTAKES["scaled-by-dk"].transforms(none) == []
+    one = Problem([[1, 0], [0, 1]], [[1], [2]], [[1], [1]], [[1], [0]])   # d_k = 1: √d_k = d_k = 1
+    assert MISTAKES["no-scaling"].transforms(one) == [] and MISTAKES["scaled-by-dk"].transforms(one) == []
+
+
+@pytest.mark.parametrize("name", ["cats-chase-mice.toml", "causal-mask.toml", "four-tokens-fractions.toml"])
+def test_checker_names_each_mistake_from_its_own_pass(name):
+    """A student who makes one mistake (the mistake's pass, every answer rounded to the problem's places)
+    is told that mistake, by its registry id."""
+    p = load(str(PROBLEMS / name))
+    sol = solve(p)
+    for m in MISTAKES.values():
+        for t in m.transforms(p):
+            wrong = forward(p, Float(), transform=t).matrices()
+            right = forward(p, Float()).matrices()
+            keys = [k for k in ("scores", "scaled", "weights", "Z") if wrong[k] != right[k]]
+            answers = {k: [["-inf" if x == -math.inf else f"{x:.{p.decimals}f}" for x in row] for row in wrong[k]]
+                       for k in keys}
+            codes = [d["code"] for d in check_answers(p, answers, solution=sol).diagnoses]
+            assert m.id in codes, (name, m.id, t, codes)
+
+
+# ---------------------------------------------------------------- the same ids everywhere
+
+@pytest.fixture(scope="module")
+def quiz(tmp_path_factory):
+    out = tmp_path_factory.mktemp("ids") / "q"
+    run(PROBLEMS / "quiz-2-causal.toml", count=3, outdir=out, formats="moodle,gift", jobs=1, quiet=True)
+    return out
+
+
+def test_same_ids_in_manifest_exports_and_check_reports(quiz):
+    """Every mistake in the manifest has a registry id and its registry feedback; the Moodle and GIFT exports
+    carry that feedback (with the id); answering a question's matrix the mistaken way, the checker names
+    the same id."""
+    man = json.loads((quiz / "manifest.json").read_text())
+    moodle = (quiz / "moodle.xml").read_text()
+    gift = (quiz / "quiz.gift.txt").read_text()
+    seen = set()
+    for v in man["variants"]:
+        p = Problem.from_dict(v["problem"])
+        sol = solve(p)
+        for q in v["questions"]:
+            ids = {m["id"] for e in q["entries"] for m in e["mistakes"]}
+            for e in q["entries"]:
+                for m in e["mistakes"]:
+                    assert m["id"] in MISTAKES and m["feedback"] == MISTAKES[m["id"]].answer_feedback
+                    assert f"[{m['id']}]" in moodle and f"[{m['id']}]" in gift
+            key = q["matrix"]
+            for mid in ids:
+                for t in MISTAKES[mid].transforms(p):
+                    grid = forward(p, Float(), transform=t).matrices()[key]
+                    if grid == forward(p, Float()).matrices()[key]:
+                        continue
+                    ans = {key: [["-inf" if x == -math.inf else f"{x:.{p.decimals}f}" for x in row] for row in grid]}
+                    rep = check_answers(p, ans, solution=sol)
+                    codes = [d["code"] for d in rep.diagnoses]
+                    assert set(codes) <= set(MISTAKES)
+                    if mid in codes:
+                        seen.add(mid)
+    assert {"no-scaling", "transposed-scores", "column-softmax"} <= seen

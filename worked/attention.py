@@ -1,0 +1,508 @@
+"""The attention forward pass, written once, over a number backend, with an optional mistake.
+
+::
+
+    from worked.attention import Exact, Float, Interval, Transform, forward
+
+    run = forward(problem, Float())                        # Python floats
+    run = forward(problem, Exact())                        # Fractions for products, sympy after them
+    run = forward(problem, Interval(problem))              # (lo, hi) at 50 digits, widened for rounding
+    run = forward(problem, Float(), transform=Transform(scores="KQ"))   # a mistake: K·Qᵀ
+    run.matrices()       # {"Q", "K", "V", "scores", "scaled", "weights", "Z"} (one head), or
+                         # {"head1.Q", …, "head1.Z", "head2.Q", …, "concat", "Z"}: the keys of Solution.matrices()
+    run.heads[0].weights # per head (HeadPass): Q K V raw_scores scores scaled weights Z, masked, softmax
+    run.concat, run.output, run.factor
+
+``forward(problem, backend, *, transform=None, given=None) -> Pass``
+
+The pass, per head: Q = X·W_Q, K = X·W_K, V = X·W_V; scores = Q·Kᵀ with ``backend.NEG_INF`` where the
+causal mask hides an entry; scaled = scores / factor (√d_k, 1 or the problem's number); weights = the
+softmax of each row of scaled; Z = weights·V. With several heads, concat = the heads' Z side by side and
+the output Z = concat·W_O. Every matrix is a list of rows.
+
+*transform* (a :class:`Transform`) changes one or more stages, the way a known mistake does
+(:mod:`worked.mistakes` names them): K·Qᵀ, another mask, another divisor, the softmax down the columns or
+without e^x, Z = Aᵀ·V. *given* substitutes a student's own entries: ``{key: rows}`` with :data:`NA` where
+an entry is not given; the later stages then compute from those entries ("error carried forward").
+``Pass.matrices()`` holds what each stage computed (``backend.shown``, e.g. widened by rounding);
+``Pass.carried`` what flowed on to the next stage (the given entries where there are some).
+
+For the worked solution (``worked.solver``): ``run = forward(problem, Exact())``; per head
+``run.heads[k]`` has Q, K, V and ``raw_scores`` (Fractions, the scores before the mask), ``scores`` (with
+sympy's −∞ where ``masked``), ``scaled``, ``weights`` and ``Z`` (sympy), and ``softmax``, one
+:class:`ExactRow` per row (the parts the softmax step shows); ``run.concat`` and ``run.output`` (sympy) with
+several heads; ``run.factor`` is the exact divisor (``Solution.scale_factor``). The same pass with
+``Interval(problem, widen=False)`` gives every value to 50 digits (``(x, x)`` pairs).
+
+Backends (all three have the same methods: NEG_INF, entry, dot, factor, scale, softmax, no_exp, mix, shown)
+
+* :class:`Exact`: Q, K, V, ``raw_scores`` and the unmasked scores are ``Fraction``; a masked score is
+  sympy's ``-oo``; the factor, scaled, weights, Z, concat and output are sympy values (√2, e^{√2}/(…)).
+  Each row's softmax is kept as an :class:`ExactRow` (``HeadPass.softmax``): the unmasked columns, the
+  column of the smallest score, each e^(x − smallest) and their sum, so weight = numer[j]/D and
+  Z[i][c] = Σ numer[j]·V[j][c] / D: the forms the worked solution shows.
+* :class:`Float`: Python floats (``-inf`` for a masked score); the softmax subtracts the row's largest
+  score before e^x. Fast; for generating problems and the values of mistakes in quizzes.
+* :class:`Interval`: ``(lo, hi)`` pairs of 50-digit mpmath numbers from a private context
+  (:data:`MP`; mpmath's global precision is left alone); ``None`` for −∞. With ``widen=True`` each
+  computed entry may be rounded by a careful student to the problem's decimals (√d_k to at least 2
+  places, each e^x keeping 3 significant digits of a small one), so it is widened by half a unit of the
+  last place before it is used further; Z keeps its dependence on the e^x of its row. ``widen=False``
+  gives point values. ``round_exp=True`` rounds every e^x to the problem's places (to the nearest): the
+  values of a student who rounded e^x early. This is what ``worked check`` judges answers with.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+import mpmath
+
+MP = mpmath.MPContext()   # a private 50-digit context: mpmath.mp (global) is not touched
+MP.dps = 50
+
+
+class _NotGiven:
+    def __repr__(self):
+        return "NA"
+
+
+NA = _NotGiven()   # in *given*: this entry was not given (compute it)
+
+
+@dataclass(frozen=True)
+class Transform:
+    """A change to the correct pass at one or more stages (the default changes nothing).
+
+    scores: "QK" (Q·Kᵀ) or "KQ" (K·Qᵀ); mask: None (the problem's), "none" (nothing masked) or
+    "lower" (the entries below the diagonal); scale: None (the problem's factor), "one" (not divided) or
+    "d_k" (divided by d_k); softmax: "rows", "columns" or "no-exp" (each score over its row's sum, no
+    e^x); weights: "A" or "AT" (Z = Aᵀ·V).
+    """
+
+    scores: str = "QK"
+    mask: str | None = None
+    scale: str | None = None
+    softmax: str = "rows"
+    weights: str = "A"
+
+
+@dataclass
+class HeadPass:
+    """One head's matrices, as computed (``Pass.matrices`` has the same under their keys)."""
+
+    Q: list
+    K: list
+    V: list
+    raw_scores: list        # the products before the mask (Q·Kᵀ, or K·Qᵀ under that transform)
+    scores: list
+    scaled: list
+    weights: list
+    Z: list
+    masked: frozenset       # (row, col) of the entries the mask hid
+    softmax: list           # per row, the backend's softmax state (Exact: ExactRow), or None
+
+
+@dataclass
+class Pass:
+    """The result of :func:`forward`."""
+
+    heads: list[HeadPass] = field(default_factory=list)
+    concat: list | None = None
+    output: list | None = None          # the final Z (after W_O with several heads)
+    factor: Any = None                  # the divisor of the scores (after the transform)
+    shown: dict[str, list] = field(default_factory=dict)
+    carried: dict[str, list] = field(default_factory=dict)
+
+    def matrices(self) -> dict[str, list]:
+        """Every matrix by the keys of ``Solution.matrices()``, in step order."""
+        return self.shown
+
+
+def forward(problem, backend, *, transform: Transform | None = None, given: dict | None = None) -> Pass:
+    """Run the attention forward pass of *problem* with *backend* (see the module docstring)."""
+    t = transform or Transform()
+    given = given or {}
+    out = Pass()
+    n = problem.n
+
+    def put(key, grid, shown=True):
+        band = [[backend.shown(x) for x in row] for row in grid] if shown else grid
+        out.shown[key] = band
+        g = given.get(key)
+        out.carried[key] = band if g is None else [[b if a is NA else a for a, b in zip(ga, ba)]
+                                                    for ga, ba in zip(g, band)]
+        return out.carried[key]
+
+    def matmul(A, B):
+        cols = list(zip(*B))
+        return [[backend.dot(r, c) for c in cols] for r in A]
+
+    X = _inputs(backend, problem.X)
+    masked = _masked(n, problem.mask, t.mask)
+    NEG = backend.NEG_INF
+    for h, head in enumerate(problem.heads, 1):
+        pre = f"head{h}." if problem.multihead else ""
+        Q = put(pre + "Q", matmul(X, _inputs(backend, head.W_Q)))
+        K = put(pre + "K", matmul(X, _inputs(backend, head.W_K)))
+        V = put(pre + "V", matmul(X, _inputs(backend, head.W_V)))
+        first, second = (K, Q) if t.scores == "KQ" else (Q, K)
+        raw = [[backend.dot(first[i], second[j]) for j in range(n)] for i in range(n)]
+        S = put(pre + "scores", [[NEG if (i, j) in masked else raw[i][j] for j in range(n)] for i in range(n)])
+        out.factor = backend.factor(problem, t.scale)
+        T = put(pre + "scaled", [[backend.scale(s, out.factor) for s in row] for row in S])
+        states = [None] * n
+        if t.softmax == "rows":
+            rows = [backend.softmax(row) for row in T]
+            A = [w for w, _ in rows]
+            states = [s for _, s in rows]
+        elif t.softmax == "columns":
+            cols = [backend.softmax([T[i][j] for i in range(n)])[0] for j in range(n)]
+            A = [[cols[j][i] for j in range(n)] for i in range(n)]
+        elif t.softmax == "no-exp":
+            A = [backend.no_exp(row) for row in T]
+        else:
+            raise ValueError(f"unknown softmax transform {t.softmax!r}")
+        A = put(pre + "weights", A)
+        g = given.get(pre + "weights")
+        if t.weights == "AT":
+            A = [list(c) for c in zip(*A)]
+            mix_states = [None] * n
+        else:
+            # a row of weights that is the softmax of the scaled row: Z may use its parts (its e^x)
+            mix_states = [s if g is None or all(a is NA for a in g[i]) else None for i, s in enumerate(states)]
+        Z = put(pre + "Z", [[backend.mix(mix_states[i], A[i], [V[j][c] for j in range(n)]) for c in range(len(V[0]))]
+                            for i in range(n)])
+        out.heads.append(HeadPass(out.shown[pre + "Q"], out.shown[pre + "K"], out.shown[pre + "V"], raw,
+                                  out.shown[pre + "scores"], out.shown[pre + "scaled"], out.shown[pre + "weights"],
+                                  out.shown[pre + "Z"], masked, states))
+    if problem.multihead:
+        zs = [out.carried[f"head{h}.Z"] for h in range(1, len(problem.heads) + 1)]
+        concat = put("concat", [[x for Z in zs for x in Z[i]] for i in range(n)], shown=False)
+        put("Z", matmul(concat, _inputs(backend, problem.W_O)))
+        out.concat = out.shown["concat"]
+    out.output = out.shown["Z"]
+    return out
+
+
+def _inputs(backend, M) -> list:
+    return [[backend.entry(x) for x in row] for row in M]
+
+
+def _masked(n: int, mask: str, how: str | None) -> frozenset:
+    how = how or ("upper" if mask == "causal" else "none")
+    if how == "none":
+        return frozenset()
+    if how == "upper":
+        return frozenset((i, j) for i in range(n) for j in range(n) if j > i)
+    if how == "lower":
+        return frozenset((i, j) for i in range(n) for j in range(n) if j < i)
+    raise ValueError(f"unknown mask transform {how!r}")
+
+
+def _divisor(problem, how):
+    """("sqrt", d_k) / ("one", 1) / ("number", Fraction): what divides the scores."""
+    if how == "one" or (how is None and problem.scale == "none"):
+        return "number", Fraction(1)
+    if how == "d_k":
+        return "number", Fraction(problem.d_k)
+    if how is not None:
+        raise ValueError(f"unknown scale transform {how!r}")
+    if problem.scale == "sqrt":
+        return "sqrt", problem.d_k
+    return "number", Fraction(problem.scale)
+
+
+# ---------------------------------------------------------------- exact: Fractions, then sympy
+
+@dataclass
+class ExactRow:
+    """One row's exact softmax: weight[j] = numer[j] / D with numer[j] = e^(scaled[j] − shift)."""
+
+    js: list[int]           # the unmasked columns
+    low: int                # the column of the smallest scaled score
+    shift: Any              # that smallest score (sympy)
+    numer: dict[int, Any]   # column → e^(scaled[j] − shift)
+    D: Any                  # Σ numer
+
+
+class Exact:
+    """Exact values: Fractions for the products of the inputs, sympy from the scaling on."""
+
+    def __init__(self):
+        import sympy as sp
+
+        self.sp = sp
+        self.NEG_INF = sp.S.NegativeInfinity
+        self._inv: dict = {}
+
+    def _sym(self, x):
+        return self.sp.Rational(x.numerator, x.denominator) if isinstance(x, Fraction) else x
+
+    def entry(self, x: Fraction):
+        return Fraction(x)
+
+    def dot(self, xs, ys):
+        if all(isinstance(x, Fraction) for x in xs) and all(isinstance(y, Fraction) for y in ys):
+            return sum((x * y for x, y in zip(xs, ys)), Fraction(0))
+        return self.sp.Add(*[self._sym(x) * self._sym(y) for x, y in zip(xs, ys)])
+
+    def factor(self, problem, how):
+        kind, v = _divisor(problem, how)
+        return self.sp.sqrt(v) if kind == "sqrt" else self._sym(v)
+
+    def scale(self, s, factor):
+        if s is self.NEG_INF:
+            return s
+        inv = self._inv.get(factor)
+        if inv is None:
+            inv = self._inv[factor] = 1 / factor
+        return self._sym(s) * inv
+
+    def _argmin(self, row, js):
+        """The column of the smallest entry. The entries of a scaled row are rationals times one positive
+        number (1/√d_k): their rational coefficients order them, without evaluating anything."""
+        parts = {j: self._sym(row[j]).as_coeff_Mul() for j in js}
+        rests = {r for c, r in parts.values() if c != 0}
+        if len(rests) <= 1 and all(r.is_positive for r in rests):
+            return min(js, key=lambda j: parts[j][0])
+        return min(js, key=lambda j: self._sym(row[j]))
+
+    def softmax(self, row):
+        sp = self.sp
+        js = [j for j, x in enumerate(row) if x is not self.NEG_INF]
+        if not js:
+            return [sp.Integer(0)] * len(row), None
+        low = self._argmin(row, js)
+        shift = self._sym(row[low])
+        numer = {j: sp.exp(self._sym(row[j]) - shift) for j in js}
+        D = sp.Add(*numer.values())
+        return [numer[j] / D if j in numer else sp.Integer(0) for j in range(len(row))], ExactRow(js, low, shift, numer, D)
+
+    def no_exp(self, row):
+        sp = self.sp
+        js = [j for j, x in enumerate(row) if x is not self.NEG_INF]
+        total = sp.Add(*[self._sym(row[j]) for j in js])
+        return [self._sym(x) / total if j in js else sp.Integer(0) for j, x in enumerate(row)]
+
+    def mix(self, state, a_row, v_col):
+        sp = self.sp
+        if state is not None:
+            return sp.Add(*[state.numer[j] * self._sym(v_col[j]) for j in state.js]) / state.D
+        return sp.Add(*[self._sym(a) * self._sym(v) for a, v in zip(a_row, v_col)])
+
+    def shown(self, x):
+        return x
+
+
+# ---------------------------------------------------------------- floats
+
+class Float:
+    """Python floats (``-inf`` for a masked score)."""
+
+    NEG_INF = -math.inf
+
+    def entry(self, x: Fraction) -> float:
+        return float(x)
+
+    def dot(self, xs, ys) -> float:
+        return math.fsum(x * y for x, y in zip(xs, ys))
+
+    def factor(self, problem, how) -> float:
+        kind, v = _divisor(problem, how)
+        return math.sqrt(v) if kind == "sqrt" else float(v)
+
+    def scale(self, s, factor):
+        return s / factor
+
+    def softmax(self, row):
+        live = [x for x in row if x != -math.inf]
+        if not live:
+            return [0.0] * len(row), None
+        m = max(live)
+        e = [0.0 if x == -math.inf else math.exp(x - m) for x in row]
+        total = math.fsum(e)
+        return [x / total for x in e], None
+
+    def no_exp(self, row):
+        total = math.fsum(x for x in row if x != -math.inf)
+        if total == 0:
+            return [math.nan] * len(row)
+        return [0.0 if x == -math.inf else x / total for x in row]
+
+    def mix(self, state, a_row, v_col) -> float:
+        return math.fsum(a * v for a, v in zip(a_row, v_col))
+
+    def shown(self, x):
+        return x
+
+
+# ---------------------------------------------------------------- intervals (what `worked check` uses)
+
+def pt(x):
+    """The point interval (x, x)."""
+    return (x, x)
+
+
+def iv_add(a, b):
+    return (a[0] + b[0], a[1] + b[1])
+
+
+def iv_mul(a, b):
+    ps = (a[0] * b[0], a[0] * b[1], a[1] * b[0], a[1] * b[1])
+    return (min(ps), max(ps))
+
+
+def iv_div(a, b):
+    """a / b, or None when b may be 0."""
+    if b[0] <= 0 <= b[1]:
+        return None
+    qs = (a[0] / b[0], a[0] / b[1], a[1] / b[0], a[1] / b[1])
+    return (min(qs), max(qs))
+
+
+def contains(iv, x, slack=MP.mpf(10) ** -30) -> bool:
+    return iv[0] - slack <= x <= iv[1] + slack
+
+
+def mpf(f: Fraction):
+    """A Fraction as a 50-digit number of :data:`MP`."""
+    return MP.mpf(f.numerator) / f.denominator
+
+
+class Interval:
+    """``(lo, hi)`` pairs at 50 digits; ``None`` is −∞ (see the module docstring)."""
+
+    NEG_INF = None
+
+    def __init__(self, problem, *, widen: bool = True, round_exp: bool = False):
+        self.widen = widen
+        self.round_exp = round_exp
+        d = problem.decimals
+        self.tenpow = MP.mpf(10) ** d
+        self.h = MP.mpf(5) / (10 * self.tenpow)     # half a unit of the last shown place
+        self._tiny = MP.mpf(10) ** -40
+        self._near = MP.mpf(10) ** -30
+        kind, v = _divisor(problem, None)
+        self.exact_factor = MP.sqrt(v) if kind == "sqrt" else mpf(v)
+        # a careful student may round √d_k (or any scale) to the problem's places, but not below 2
+        fp = max(d, 2)
+        fr = MP.nint(self.exact_factor * 10 ** fp) / 10 ** fp
+        self._factor_band = (min(self.exact_factor, fr), max(self.exact_factor, fr))
+
+    def round(self, x):
+        """x rounded to the problem's places (to the nearest)."""
+        return MP.nint(x * self.tenpow) / self.tenpow
+
+    def shown(self, iv, h=None):
+        """What a careful student may write for *iv*: ± half a unit of the last place (unless it is exact there)."""
+        if iv is None or not self.widen:
+            return iv
+        h = self.h if h is None else h
+        lo, hi = iv
+        if hi - lo < self._tiny:
+            scaled = lo * self.tenpow
+            if abs(scaled - MP.nint(scaled)) < self._near:
+                return iv  # already exact at the problem's places: rounding changes nothing
+        return (lo - h, hi + h)
+
+    def entry(self, x: Fraction):
+        return pt(mpf(x))
+
+    def dot(self, xs, ys):
+        acc = pt(MP.mpf(0))
+        for x, y in zip(xs, ys):
+            if x is None or y is None:
+                return None
+            acc = iv_add(acc, iv_mul(x, y))
+        return acc
+
+    def factor(self, problem, how):
+        if how is None:
+            return self._factor_band if self.widen else pt(self.exact_factor)
+        return pt(mpf(_divisor(problem, how)[1]))
+
+    def scale(self, s, factor):
+        if s is None:
+            return None
+        qs = (s[0] / factor[0], s[0] / factor[1], s[1] / factor[0], s[1] / factor[1])   # factor > 0
+        return (min(qs), max(qs))
+
+    def softmax(self, row):
+        """Weights of one row (None = −∞ gets weight 0), each e^x possibly rounded; exact ranges.
+        The state is ``(E, weights)``: the e^x boxes by column, for :meth:`mix`."""
+        idx = [j for j, s in enumerate(row) if s is not None]
+        if not idx:
+            return [None] * len(row), None
+        E = {}
+        for j in idx:
+            lo, hi = row[j]
+            e = (MP.exp(lo), MP.exp(hi))
+            if self.round_exp:
+                e = (self.round(e[0]), self.round(e[1]))
+            elif self.widen:
+                # a careful student rounds e^x to the problem's places, but keeps 3 significant
+                # digits of a small one (0.000335, not 0.00, which would leave 0/0)
+                e = self.shown(e, min(self.h, e[0] * MP.mpf("0.005")))
+            E[j] = e
+        out = []
+        for j in range(len(row)):
+            if j not in E:
+                out.append(pt(MP.mpf(0)))
+                continue
+            others_lo = MP.fsum(E[k][0] for k in idx if k != j)
+            others_hi = MP.fsum(E[k][1] for k in idx if k != j)
+            d_lo, d_hi = E[j][0] + others_hi, E[j][1] + others_lo
+            lo = E[j][0] / d_lo if d_lo > 0 else MP.mpf(0)
+            hi = E[j][1] / d_hi if d_hi > 0 else MP.mpf(1 if E[j][1] > 0 else 0)
+            out.append((lo, hi))
+        return out, (E, out)
+
+    def no_exp(self, row):
+        idx = [j for j, s in enumerate(row) if s is not None]
+        if not idx:
+            return [None] * len(row)
+        total = (MP.fsum(row[j][0] for j in idx), MP.fsum(row[j][1] for j in idx))
+        return [pt(MP.mpf(0)) if s is None else iv_div(s, total) for s in row]
+
+    def mix(self, state, a_row, v_col):
+        if state is not None and all(v is not None for v in v_col):
+            E, weights = state
+            inexact = [j for j in E if self.shown(weights[j]) != weights[j]]
+            return self._blend(E, v_col, inexact)
+        acc = pt(MP.mpf(0))
+        for a, v in zip(a_row, v_col):
+            if a is None or v is None:
+                return None
+            acc = iv_add(acc, iv_mul(a, v))
+        return acc
+
+    def _blend(self, E: dict, v: list, inexact: list):
+        """Range of Σ E_j·v_j / Σ E_j over the boxes E_j (the weights' dependence kept), then each weight
+        possibly rounded: ± h·Σ|v_j|. The extremes put E_j at an end of its box, split by the value of v_j."""
+        idx = list(E)
+
+        def extreme(sign):
+            order = sorted(idx, key=lambda j: sign * (v[j][1] if sign > 0 else v[j][0]), reverse=True)
+            best = None
+            for k in range(len(order) + 1):
+                num = den = MP.mpf(0)
+                for t, j in enumerate(order):
+                    e = E[j][1] if t < k else E[j][0]
+                    vj = v[j][1] if sign > 0 else v[j][0]
+                    num += e * vj
+                    den += e
+                if den > 0:
+                    val = num / den
+                    best = val if best is None or sign * val > sign * best else best
+            return best
+
+        hi, lo = extreme(+1), extreme(-1)
+        if hi is None or lo is None:
+            return None
+        if self.widen:
+            spread = self.h * MP.fsum(max(abs(v[j][0]), abs(v[j][1])) for j in inexact)
+            lo, hi = lo - spread, hi + spread
+        return (lo, hi)

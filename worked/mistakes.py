@@ -1,0 +1,109 @@
+"""The known mistakes, in one registry: the checker diagnoses them, quizzes offer their values as wrong answers.
+
+::
+
+    from worked.mistakes import MISTAKES
+    m = MISTAKES["no-scaling"]
+    m.id, m.title, m.stage          # "no-scaling", "no scaling", "scaled" (the worked step to re-read)
+    m.message(problem)              # what `worked check` (and the web page) says about it
+    m.answer_feedback               # the feedback of its value as a 0 % answer in Moodle/GIFT (ends with the id)
+    m.transforms(problem)           # the worked.attention.Transform(s) that make the mistake on this problem:
+                                    # empty where it changes nothing (no-scaling when the factor is 1) and for
+                                    # early-rounding, which is not a different pass (the checker tests it apart)
+
+The ids are the same in ``worked check`` reports, the quiz manifest (``entries[].mistakes[].id``), the LMS
+exports' feedback, the grader's class report and the web page.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from .attention import Transform
+
+
+@dataclass(frozen=True)
+class Mistake:
+    id: str
+    title: str
+    stage: str              # the matrix (and worked step) where it first shows: scores, scaled, weights, Z
+    feedback: str           # for a student's check report
+    answer: str | None      # "This is the value you get …": the feedback of a wrong answer in a quiz
+    _transforms: Callable | None = None   # problem → the Transforms that apply; None: no transform
+
+    def transforms(self, problem) -> list[Transform]:
+        return list(self._transforms(problem)) if self._transforms else []
+
+    def message(self, problem) -> str:
+        """The check report's explanation, for this problem (the scale named as it is)."""
+        if self.id == "no-scaling" and problem.scale == "sqrt":
+            return self.feedback.replace("the scale factor", f"√d_k = √{problem.d_k}")
+        return self.feedback
+
+    @property
+    def answer_feedback(self) -> str | None:
+        """The quiz feedback of this mistake's value, with its id (the code `worked check` names it by)."""
+        return None if self.answer is None else f"{self.answer} [{self.id}]"
+
+
+def _scaled(problem) -> bool:
+    """Is the problem's divisor something other than 1?"""
+    if problem.scale == "sqrt":
+        return problem.d_k != 1
+    if problem.scale == "none":
+        return False
+    return problem.scale != 1
+
+
+_ALL = [
+    Mistake("no-scaling", "no scaling", "scaled",
+            "The scores were not divided by the scale factor before the softmax: these values are what "
+            "the unscaled scores give.",
+            "This is the value you get without dividing the scores by the scale (√d_k): "
+            "the unscaled score was used.",
+            lambda p: [Transform(scale="one")] if _scaled(p) else []),
+    Mistake("scaled-by-dk", "divided by d_k instead of √d_k", "scaled",
+            "The scores were divided by d_k itself instead of by its square root √d_k.",
+            "This is the value you get by dividing the scores by d_k instead of by its square root √d_k.",
+            lambda p: [Transform(scale="d_k")] if p.scale == "sqrt" and p.d_k != 1 else []),
+    Mistake("transposed-scores", "K·Qᵀ instead of Q·Kᵀ", "scores",
+            "The scores were computed as K·Qᵀ, the transpose of Q·Kᵀ: row i must be token i's "
+            "query matched against every key, not its key against every query.",
+            "This is the value you get from K·Qᵀ instead of Q·Kᵀ: the scores are transposed "
+            "(row = query, column = key).",
+            lambda p: [Transform(scores="KQ")]),
+    Mistake("wrong-mask", "causal mask on the wrong entries", "scores",
+            "In a causal problem a token may attend only to itself and earlier tokens: the entries above "
+            "the diagonal are −∞ (weight 0). These values come from masking the wrong triangle, or not "
+            "masking at all.",
+            "This is the value you get with the causal mask on the wrong entries (or none): a token attends "
+            "only to itself and earlier tokens, so the scores above the diagonal are −∞.",
+            lambda p: [Transform(mask="none"), Transform(mask="lower")] if p.mask == "causal" and p.n > 1 else []),
+    Mistake("column-softmax", "softmax down the columns", "weights",
+            "The softmax was taken down each column; it belongs along each row, so that every "
+            "token's weights add up to 1.",
+            "This is the value you get by applying the softmax down each column; "
+            "the softmax runs along each row (over the keys, for one query).",
+            lambda p: [Transform(softmax="columns")]),
+    Mistake("no-exp", "no exponentials", "weights",
+            "Each score was divided by its row's sum without taking e^x first; the softmax divides e^x by the "
+            "row's sum of e^x, which also keeps every weight positive.",
+            "This is the value you get by dividing each scaled score by its row's sum without taking e^x first; "
+            "the softmax divides e^x by the row's sum of e^x.",
+            lambda p: [Transform(softmax="no-exp")]),
+    Mistake("weights-transposed", "Aᵀ·V instead of A·V", "Z",
+            "Z was computed with the transposed weights (Aᵀ·V): row i of Z must blend the value rows "
+            "with token i's row of A.",
+            "This is the value you get from Aᵀ·V instead of A·V: row i of Z blends the value rows with "
+            "token i's row of A.",
+            lambda p: [Transform(weights="AT")]),
+    # not a different pass: accepted answers that differ from the exact values rounded at the end the way
+    # values rounded earlier do (worked.check tests the paths of early rounding itself)
+    Mistake("early-rounding", "rounded too early", "weights",
+            "Accepted: these answers are within the rounding band, but they differ from the exact values "
+            "rounded at the end, because earlier values were rounded first. Keep more places in "
+            "intermediate values (the worked steps keep 4) and round only the final answer.",
+            None, None),
+]
+
+MISTAKES: dict[str, Mistake] = {m.id: m for m in _ALL}
