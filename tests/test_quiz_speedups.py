@@ -374,25 +374,6 @@ def test_round_decimal_as_before():
             assert str(F.round_decimal(e, n, places)) == str(_round_decimal_reference(e, n, places))
 
 
-def test_keep_freed_memory_is_harmless():
-    """The allocator setting of `worked quiz` can be made any number of times and changes no batch."""
-    import hashlib
-
-    from worked import cli
-
-    spec = quiz.load_spec(ROOT / "problems" / "quiz-1.toml")
-    vs = quiz.plan(spec.seed, count=2)
-
-    def digest():
-        return [hashlib.sha256(b"".join(r["files"][k] for k in sorted(r["files"]))).hexdigest()
-                for r in quiz.build_all(spec, vs, ("html",), 1, False)]
-
-    before = digest()
-    cli._keep_freed_memory()
-    cli._keep_freed_memory()
-    assert digest() == before
-
-
 TRICKY_UNITS = [r"\left[2.1213,\ 0.7071,\ 0.0000\right]", r"\left[-2,\ 0,\ -1,\ 2\right]", r"\frac{8.3421}{11.3702}",
                 r"\left(-2\right)", r"\mathrm{12}", r"\mathrm{x1}", r"\text{12}", r"\sqrt{12}", r"\frac12",
                 r"\frac{1}{2}", r"\left[\frac{3 \sqrt{2}}{2},\ \frac{\sqrt{2}}{2},\ 0\right]", r"{1 2 3}",
