@@ -353,6 +353,11 @@ def main(argv=None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    import logging
+
+    # what this program shows its user: WeasyPrint's errors (a formula or asset it could not load), not
+    # its warnings about the machine's fonts and libraries
+    logging.getLogger("weasyprint").setLevel(logging.ERROR)
     try:
         return args.func(args) or 0
     except WorkedError as exc:
