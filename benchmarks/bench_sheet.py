@@ -36,18 +36,17 @@ sol = solve(load(None))
 lap("solve Part 9")
 import jinja2, latex2mathml.converter
 lap("import jinja2, latex2mathml")
-from worked.render import html as H, tex as T_, pdf as P, mathconv
+from worked.render import html as H, tex as T_, pdf as P
 html = {k: H.render_html(k, sol) for k in ("worksheet", "answer-key")}
 lap("HTML with MathML (both documents)")
 tex = {k: T_.render_tex(k, sol) for k in ("worksheet", "answer-key")}
 lap("LaTeX (both documents)")
 import ziamath
 lap("import ziamath")
-phtml = {k: mathconv.short_formula_urls(H.render_html(k, sol, for_pdf=True)) for k in ("worksheet", "answer-key")}
+phtml = {k: H.render_html(k, sol, for_pdf=True) for k in ("worksheet", "answer-key")}
 lap("SVG math with ziamath (both documents, cold cache)")
 import weasyprint
 lap("import weasyprint")
-mathconv.speed_up_weasyprint()
 P.html_to_pdf("<p>warm-up</p>")
 lap("first WeasyPrint document (fonts, cffi types)")
 docs = {}

@@ -1,4 +1,4 @@
-"""Formula conversion: MathML for browsers, SVG for WeasyPrint, and the ziamath speed-up changes nothing."""
+"""Formula conversion: MathML for browsers, SVG for WeasyPrint."""
 from __future__ import annotations
 
 import base64
@@ -13,43 +13,6 @@ def _formulas(limit=40):
     sol = solve(load(None), checks="row")
     out = [ln.latex for st in sol.steps for ln in st.lines]
     return list(dict.fromkeys(out))[:limit]
-
-
-def _sheet_formulas(problem_file=None, limit=None):
-    """Every formula the two PDF documents of a problem draw, in order, without repeats."""
-    from worked.render import html as H
-
-    seen = []
-    real = mathconv.svg_img
-
-    def record(latex, display=False):
-        seen.append(latex)
-        return ""
-
-    sol = solve(load(problem_file))
-    mathconv.svg_img = record
-    try:
-        for kind in ("worksheet", "answer-key"):
-            H.render_html(kind, sol, for_pdf=True)
-    finally:
-        mathconv.svg_img = real
-    return list(dict.fromkeys(seen))[:limit]
-
-
-def test_speed_up_leaves_svg_unchanged():
-    """ziamath draws byte-identical SVGs with and without our speed-ups, for every formula of two sheets."""
-    import ziamath as zm
-
-    latex = _sheet_formulas() + _sheet_formulas("problems/causal-mask.toml", 25)
-    mathconv._speed_up_ziamath()
-    patched = [zm.Latex(s, size=16).svg() for s in latex]
-    mathconv._unpatch_ziamath()
-    try:
-        plain = [zm.Latex(s, size=16).svg() for s in latex]
-    finally:
-        mathconv._speed_up_ziamath()
-    assert len(latex) > 60
-    assert patched == plain
 
 
 def test_svg_img_is_sized_in_em_and_baseline_aligned():
@@ -89,25 +52,3 @@ def test_flattened_svg_draws_the_same_glyphs():
     assert "<use" not in flat and "<symbol" not in flat
     assert flat.count("<path") == raw.count("<use")
     assert set(re.findall(r' d="([^"]+)"', flat)) == set(re.findall(r' d="([^"]+)"', raw))
-
-
-def test_weasyprint_path_cache_gives_identical_pdf():
-    """Replaying cached glyph paths writes the same PDF bytes as WeasyPrint's own path parser."""
-    import weasyprint.svg as wsvg
-
-    from worked.render import html_to_pdf, pdfmath
-
-    html = "<p>" + " ".join(mathconv.svg_img(s) for s in (r"e^{\sqrt{2}} \approx 4.1133",
-                                                       r"\frac{e^{\sqrt{2}}}{2 + e^{\sqrt{2}}}",
-                                                       r"e^{\sqrt{2}} + e^{2 \sqrt{2}}")) + "</p>"
-    with pdfmath.disabled():   # WeasyPrint's own SVG drawing, where the path cache sits
-        cached = html_to_pdf(html)
-        fast = wsvg.TAGS["path"]
-        original = fast.__closure__ and next(c.cell_contents for c in fast.__closure__
-                                            if getattr(c.cell_contents, "__module__", "") == "weasyprint.svg.path")
-        wsvg.TAGS["path"] = original
-        try:
-            plain = html_to_pdf(html)
-        finally:
-            wsvg.TAGS["path"] = fast
-    assert cached == plain

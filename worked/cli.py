@@ -317,34 +317,9 @@ def _add_quiz(sub):
     p.set_defaults(func=cmd_quiz)
 
 
-def _keep_freed_memory() -> None:
-    """For a batch that ends soon: the C allocator (glibc) keeps freed memory for reuse instead of
-    handing it back to the system and faulting fresh pages in again. A quiz variant makes and drops
-    several half-megabyte pages of HTML: about 800 page faults a variant otherwise. Forked workers
-    inherit the setting. Only speed changes; elsewhere (no glibc) nothing happens."""
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        import ctypes
-
-        mallopt = ctypes.CDLL(None).mallopt
-    except (ImportError, OSError, AttributeError):
-        return
-    M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
-    mallopt(M_MMAP_THRESHOLD, 32 << 20)   # blocks up to 32 MB come from the heap (fixed: not adjusted)
-    mallopt(M_TRIM_THRESHOLD, 512 << 20)  # and the heap is given back only above 512 MB free at its top
-
-
 def cmd_quiz(args) -> int:
     from .quiz import run
 
-    _keep_freed_memory()
-    # A batch allocates millions of short-lived objects (sympy's import alone, then every variant's
-    # expressions): the cyclic collector's young generation is collected every 100 000 allocations
-    # instead of every 700, which saves about a tenth of the run. Memory stays bounded: it still runs.
-    import gc
-
-    gc.set_threshold(100_000, 50, 100)
     out, entries = run(args.spec, count=args.count, roster=args.roster, seed=args.seed, outdir=args.output,
                        formats=args.format, jobs=args.jobs, variant=args.variant, quiet=args.quiet, force=args.force,
                        pdf_engine=args.pdf_engine)
@@ -384,15 +359,13 @@ def main(argv=None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
-    try:
-        code = args.func(args) or 0
-        if argv is None:
-            # The program ends now: keep the interpreter's last cyclic collection away from the objects
-            # made so far (sympy's heap, caches); it would walk them all for nothing (~0.1 s).
-            import gc
+    import logging
 
-            gc.freeze()
-        return code
+    # what this program shows its user: WeasyPrint's errors (a formula or asset it could not load), not
+    # its warnings about the machine's fonts and libraries
+    logging.getLogger("weasyprint").setLevel(logging.ERROR)
+    try:
+        return args.func(args) or 0
     except WorkedError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.exit_code

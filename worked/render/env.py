@@ -52,45 +52,18 @@ def _bytecode_cache():
     return jinja2.FileSystemBytecodeCache(str(d)) if d is not None else None
 
 
-_DICT_ATTRIBUTES = frozenset(dir(dict))   # what getattr finds on a plain dict (it has no instance attributes)
-
-
-@functools.lru_cache(maxsize=1)
-def _environment_class():
-    import jinja2
-
-    class Environment(jinja2.Environment):
-        """jinja2's Environment, with ``x.name`` on a plain dict read as the key at once.
-
-        Our page model is plain dicts: jinja2 first asks the dict for an attribute *name*, which fails
-        with an exception for every key, then reads ``x["name"]``. Here, for a plain dict and a name
-        that is not an attribute of dicts (``items``, ``get``… still give the method), the key is read
-        directly: the same value or the same Undefined (``tests/test_quiz_speedups.py`` compares)."""
-
-        def getattr(self, obj, attribute):
-            if type(obj) is dict and type(attribute) is str and attribute not in _DICT_ATTRIBUTES:
-                try:
-                    return obj[attribute]
-                except KeyError:
-                    return self.undefined(obj=obj, name=attribute)
-            return jinja2.Environment.getattr(self, obj, attribute)
-
-    return Environment
-
-
 @functools.lru_cache(maxsize=16)
 def _env(kind: str, dirs: tuple[str, ...]):
     import jinja2
 
     loader = jinja2.FileSystemLoader(list(dirs))
     cache = _bytecode_cache()
-    Environment = _environment_class()
     if kind == "html":
-        return Environment(loader=loader, autoescape=True, trim_blocks=True, lstrip_blocks=True,
-                           keep_trailing_newline=True, bytecode_cache=cache)
+        return jinja2.Environment(loader=loader, autoescape=True, trim_blocks=True, lstrip_blocks=True,
+                                  keep_trailing_newline=True, bytecode_cache=cache)
     from .texesc import finalize
 
-    return Environment(
+    return jinja2.Environment(
         loader=loader, autoescape=False, finalize=finalize, bytecode_cache=cache,
         block_start_string="((*", block_end_string="*))",
         variable_start_string="(((", variable_end_string=")))",

@@ -1,12 +1,8 @@
 """LaTeX → MathML (latex2mathml, for browsers) and LaTeX → SVG (ziamath, for WeasyPrint PDFs).
 
-Both read the same ASCII LaTeX the core writes for every equation. Results are cached per
-string for the life of the process (a sheet repeats many small formulas; quiz batches repeat more).
-
-ziamath lays out every ``<mrow>`` twice (once to measure the row without stretchy fences), and
-nested rows multiply that. :func:`_speed_up_ziamath` measures only what needs measuring and
-removes a few other costs, without changing the SVG (``tests/test_sheet_math.py`` checks
-byte-identical output).
+Both read the same ASCII LaTeX the core writes for every equation. Results are kept per string in a
+bounded ``functools.lru_cache`` (a sheet repeats many small formulas; quiz batches repeat more): a
+formula drawn again after its entry was dropped is the same string.
 """
 from __future__ import annotations
 
@@ -477,193 +473,6 @@ def _unpatch_latex2mathml() -> None:
     _L2M_TRIED.clear()
 
 
-_ZIAMATH_ORIGINALS: list = []   # (owner, name, original) for every attribute _speed_up_ziamath replaced
-
-
-def _speed_up_ziamath() -> None:
-    """Make ziamath faster on our formulas without changing a byte of its SVG.
-
-    - A row is laid out twice when it holds a stretchy operator (a bracket around a matrix): once
-      per child to measure the row without the stretchy parts, then for real. Children with no
-      stretchy operator inside measure the same either way, so their real layout is made first and
-      its box is used for the measurement; only children holding a stretchy operator are measured
-      separately. A row with no stretchy operator is not measured at all (only stretchy operators
-      read the measurement).
-    - ``size_px`` rebuilt a table of 14 formatted strings on every call; the table is now built once.
-    - Style copies are shallow (``parse_style`` only reads the copy).
-
-    ``tests/test_sheet_math.py`` draws every formula of the shipped problems with and without these
-    changes and compares the SVG bytes (:func:`_unpatch_ziamath` restores the originals).
-    """
-    if _ZIAMATH_ORIGINALS:
-        return
-    import ziamath.styles as styles
-    from ziamath import operators
-    from ziamath.nodes.mnode import Mnode
-    from ziamath.nodes.mrow import Mrow
-    from ziamath.nodes.nodetools import elementtext
-
-    stretchy = {op[0] for op, p in operators.operators.items() if p.get("stretchy") == "true"} | set(operators.fences)
-
-    def can_stretch(elements) -> bool:
-        for child in elements:
-            for el in child.iter():
-                if el.tag.rsplit("}", 1)[-1] != "mo":
-                    continue
-                if el.get("stretchy") == "true" or "minsize" in el.attrib or "maxsize" in el.attrib:
-                    return True
-                if el.get("stretchy") != "false" and (el.text or "").strip() in stretchy:
-                    return True
-        return False
-
-    import copy
-
-    from ziafont.fonttypes import BBox
-    from ziafont.glyph import SimpleGlyph
-
-    def setup_single_line(self, line, **kwargs) -> None:
-        # as Mrow._setup_single_line, with the measuring pass reusing the real layout where it can
-        ready = {}
-        rowymin, rowymax = 0.0, 0.0
-        if can_stretch(line):
-            rowymax, rowymin = -9999, 9999
-            measure = dict(kwargs, nostretch=True)
-            placed = []   # stands in for self.nodes, so a node made for real sees its left sibling
-            try:
-                for i, child in enumerate(line):
-                    if child.tag == "mo" and elementtext(child) == "":
-                        continue
-                    if can_stretch([child]):
-                        self.nodes = []   # measured as ziamath does: a copy, no left sibling
-                        node = Mnode.fromelement(copy.deepcopy(child), parent=self, **measure)
-                    else:
-                        self.nodes = placed
-                        node = ready[i] = Mnode.fromelement(child, parent=self, **kwargs)
-                    self.nodes = []
-                    placed.append(node)
-                    rowymax = max(rowymax, node.bbox.ymax)
-                    rowymin = min(rowymin, node.bbox.ymin)
-            finally:
-                self.nodes = []
-        kwargs["rowymin"] = rowymin
-        kwargs["rowymax"] = rowymax
-        ymax = -9999
-        ymin = 9999
-        x = xmin = xmax = 0.
-        for i, child in enumerate(line):
-            if child.tag == "mo" and elementtext(child) == "":
-                continue
-            node = ready.get(i) or Mnode.fromelement(child, parent=self, **kwargs)
-            self.nodes.append(node)
-            self.nodexy.append((x, 0))
-            xmax = max(xmax, x + node.bbox.xmax)
-            xmin = min([nxy[0] + n.bbox.xmin for nxy, n in zip(self.nodexy, self.nodes)])
-            ymax = max(ymax, node.bbox.ymax)
-            ymin = min(ymin, node.bbox.ymin)
-            x += node.xadvance()
-        self.bbox = BBox(xmin, xmax, ymin, ymax)
-        self._xadvance = x
-
-    named = {"veryverythinmathspace": f'{1/18}em', "verythinmathspace": f'{2/18}em',
-             "thinmathspace": f'{3/18}em', "mediummathspace": f'{4/18}em', "thickmathspace": f'{5/18}em',
-             "verythickmathspace": f'{6/18}em', "veryverythickmathspace": f'{7/18}em',
-             "negativeveryverythinmathspace": f'{-1/18}em', "negativeverythinmathspace": f'{-2/18}em',
-             "negativethinmathspace": f'{-3/18}em', "negativemediummathspace": f'{-4/18}em',
-             "negativethickmathspace": f'{-5/18}em', "negativeverythickmathspace": f'{-6/18}em',
-             "negativeveryverythickmathspace": f'{-7/18}em'}
-    to_pt = {"pt": 1, "mm": 2.84526, "cm": 28.45274, "ex": 4.30554, "em": 10.00002, "bp": 1.00374,
-             "dd": 1.07, "pc": 12, "in": 72.27, "mu": 0.5555}
-
-    def size_px(self, size, fontsize=None):
-        # as Mnode.size_px (ziamath 0.13), with its tables built once
-        if fontsize is None:
-            fontsize = self.glyphsize
-        numsize = named.get(size, size)
-        try:
-            return float(numsize.rstrip("px"))
-        except ValueError:
-            pass
-        try:
-            units = numsize[-2:]
-            value = float(numsize[:-2])
-        except ValueError:
-            return 0
-        pxsize = value * to_pt.get(units, 0) * 1.333
-        if units in ["em", "ex", "mu"]:
-            pxsize *= fontsize / 10
-        return pxsize
-
-    plain_symbol = SimpleGlyph.svgsymbol
-
-    def svgsymbol(self):
-        # a glyph's <symbol> depends only on the glyph (ziafont caches glyphs per font): made once
-        el = self.__dict__.get("_worked_symbol")
-        if el is None:
-            el = self._worked_symbol = plain_symbol(self)
-        return copy.copy(el)
-
-    patches = [(Mrow, "_setup_single_line", setup_single_line), (Mnode, "size_px", size_px),
-               (SimpleGlyph, "svgsymbol", svgsymbol),
-               (styles, "asdict", lambda obj: dict(obj.__dict__))]
-    for owner, name, new in patches:
-        _ZIAMATH_ORIGINALS.append((owner, name, getattr(owner, name)))
-        setattr(owner, name, new)
-
-
-def _unpatch_ziamath() -> None:
-    """Restore ziamath as it was before :func:`_speed_up_ziamath` (for the byte-identity test)."""
-    while _ZIAMATH_ORIGINALS:
-        owner, name, original = _ZIAMATH_ORIGINALS.pop()
-        setattr(owner, name, original)
-
-
-_FORMULAS: dict[str, str] = {}   # data: URL of each formula image -> its SVG
-_BY_NAME: dict[str, str] = {}    # "worked-formula:<hash>" -> its SVG (what WeasyPrint is given, see below)
-FORMULA_SCHEME = "worked-formula:"
-_DATA_SRC = re.compile(r'src="(data:image/svg\+xml;base64,[A-Za-z0-9+/=]+)"')
-
-
-def short_formula_urls(html: str) -> str:
-    """*html* with each formula's ``data:`` URL replaced by ``worked-formula:<hash>`` (same image).
-
-    The public HTML carries every formula inline as a ``data:`` URL (self-contained); a key holds
-    about 1.5 MB of them, and WeasyPrint's HTML parser reads attribute values slowly. For our own
-    PDF pipeline the long URLs become short names, served from memory by the URL fetcher in
-    :mod:`worked.render.pdf` and drawn by :mod:`worked.render.pdfmath`. A URL we did not make is
-    left as it is.
-    """
-    import hashlib
-
-    def swap(m):
-        url = m.group(1)
-        svg = _FORMULAS.get(url)
-        if svg is None:
-            return m.group(0)
-        name = FORMULA_SCHEME + hashlib.sha1(svg.encode("utf-8")).hexdigest()[:24]
-        if len(_BY_NAME) >= 16384:
-            _BY_NAME.clear()
-        _BY_NAME[name] = svg
-        return f'src="{name}"'
-
-    return _DATA_SRC.sub(swap, html)
-
-
-def formulas_in(html: str) -> dict[str, str]:
-    """The ``worked-formula:`` names used in *html* with their SVGs (to hand to another process)."""
-    return {n: _BY_NAME[n] for n in re.findall(r'src="(' + re.escape(FORMULA_SCHEME) + r'[0-9a-f]+)"', html)
-            if n in _BY_NAME}
-
-
-def register_formulas(formulas: dict[str, str]) -> None:
-    """Make formulas from :func:`formulas_in` (another process's) known here."""
-    _BY_NAME.update(formulas)
-
-
-def formula_svg(name: str) -> str | None:
-    """The SVG behind a ``worked-formula:`` name made by :func:`short_formula_urls`, if known."""
-    return _BY_NAME.get(name)
-
-
 _VIEWBOX = re.compile(r'^<svg xmlns="http://www.w3.org/2000/svg" width="([\d.]+)" height="([\d.]+)" '
                       r'viewBox="([-\d.]+) ([-\d.]+) ([-\d.]+) ([-\d.]+)"')
 
@@ -679,7 +488,6 @@ def svg_img(latex: str, display: bool = False) -> str:
 
     import ziamath as zm
 
-    _speed_up_ziamath()
     try:
         out = zm.Latex(_check(latex), size=SVG_SIZE, inline=not display).svg()
     except WorkedError:
@@ -694,9 +502,6 @@ def svg_img(latex: str, display: bool = False) -> str:
     descent = (y0 + vh) / SVG_SIZE
     flat = flatten_svg(out)
     url = "data:image/svg+xml;base64," + base64.b64encode(flat.encode("utf-8")).decode("ascii")
-    if len(_FORMULAS) >= 16384:  # bounded for long-running servers; a miss only means the slow path
-        _FORMULAS.clear()
-    _FORMULAS[url] = flat
     return (f'<img class="zm" alt="" src="{url}" '
             f'style="width:{w / SVG_SIZE:.3f}em;height:{h / SVG_SIZE:.3f}em;vertical-align:{-descent:.3f}em">')
 
@@ -711,8 +516,7 @@ def flatten_svg(svg: str) -> str:
     """Replace ziamath's ``<symbol>``/``<use>`` glyphs by transformed ``<path>`` elements.
 
     Same drawing (the symbol's viewBox mapped into the use's box with the default
-    ``xMidYMid meet``), a third of the nodes for WeasyPrint to walk, and identical ``d`` strings for
-    repeated glyphs (replayed from the path cache of :func:`speed_up_weasyprint`).
+    ``xMidYMid meet``) in plain SVG, with a third of the nodes for WeasyPrint to walk.
     """
     symbols = {}
     for m in _SYMBOL.finditer(svg):
@@ -737,79 +541,3 @@ def flatten_svg(svg: str) -> str:
 
     out = _SYMBOL.sub("", svg)
     return _USE.sub(use, out)
-
-
-_wp_patched = False
-
-
-def speed_up_weasyprint() -> None:
-    """Memoise WeasyPrint's SVG path parser per ``d`` string (glyph outlines repeat many times).
-
-    ``path()`` turns the ``d`` attribute into drawing operators on ``svg.stream`` and records
-    vertices on the node; both depend only on ``d`` (our paths use plain numbers, no units), so
-    the recorded operators are replayed for a repeated ``d``. Skipped if WeasyPrint changes shape.
-    """
-    global _wp_patched
-    if _wp_patched:
-        return
-    _wp_patched = True
-    from . import pdfmath
-
-    pdfmath.install(_BY_NAME)
-    pdfmath.cheaper_array_types()
-    try:
-        import weasyprint.svg as wsvg
-    except ImportError:
-        return
-    original = getattr(wsvg, "TAGS", {}).get("path")
-    if original is None or getattr(original, "__module__", "") != "weasyprint.svg.path":
-        return
-    cache: dict = {}
-
-    class Recorder:
-        def __init__(self, real):
-            self.real, self.ops = real, []
-
-        def __getattr__(self, name):
-            fn = getattr(self.real, name)
-
-            def call(*args, **kwargs):
-                self.ops.append((name, args, kwargs))
-                return fn(*args, **kwargs)
-            return call
-
-    try:
-        import pydyf
-
-        plain = {name: getattr(pydyf.Stream, name) for name in ("move_to", "line_to", "curve_to", "close")}
-    except (ImportError, AttributeError):
-        plain = {}
-
-    def path(svg, node, font_size):
-        d = node.get("d", "")
-        hit = cache.get(d)
-        stream = svg.stream
-        if hit is not None:
-            ops, chunks, vertices = hit
-            if chunks is not None and all(getattr(type(stream), n, None) is plain.get(n) for n, _, _ in ops):
-                stream.stream.extend(chunks)  # the operators' bytes, as pydyf wrote them the first time
-            else:
-                for name, args, kwargs in ops:
-                    getattr(stream, name)(*args, **kwargs)
-            node.vertices.extend(vertices)
-            return
-        rec = Recorder(stream)
-        before = len(node.vertices)
-        start = len(getattr(stream, "stream", ()))
-        svg.stream = rec
-        try:
-            original(svg, node, font_size)
-        finally:
-            svg.stream = stream
-        chunks = None
-        if plain and all(n in plain for n, _, _ in rec.ops) and isinstance(getattr(stream, "stream", None), list):
-            chunks = list(stream.stream[start:])
-        if len(cache) < 20000:
-            cache[d] = (rec.ops, chunks, list(node.vertices)[before:])
-
-    wsvg.TAGS["path"] = path

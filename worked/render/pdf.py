@@ -15,19 +15,12 @@ PAGE_SIZES = {"a4": "A4", "letter": "letter"}
 
 
 def _fetcher():
-    from weasyprint.urls import URLFetcher, URLFetcherResponse
-
-    from . import mathconv
+    from weasyprint.urls import URLFetcher
 
     class OwnAssetsOnly(URLFetcher):
         """Refuse every URL except ``data:`` URLs: our pages carry their own assets inline."""
 
         def fetch(self, url, headers=None):
-            if url.startswith(mathconv.FORMULA_SCHEME):
-                svg = mathconv.formula_svg(url)
-                if svg is None:
-                    raise ValueError(f"unknown formula {url[:80]!r}")
-                return URLFetcherResponse(url, svg.encode("utf-8"), {"Content-Type": "image/svg+xml"})
             if not url.startswith("data:"):
                 raise ValueError(f"refused to fetch {url[:80]!r}: sheets use no external resources")
             return super().fetch(url, headers)
@@ -38,20 +31,12 @@ def _fetcher():
 def html_to_pdf(html: str, *, paper: str = "a4") -> bytes:
     if paper not in PAGE_SIZES:
         raise WorkedError(f"--paper: expected a4 or letter, got {paper!r}")
-    import logging
-
     import weasyprint
 
-    from .mathconv import speed_up_weasyprint
-
-    speed_up_weasyprint()
-    logging.getLogger("weasyprint").setLevel(logging.ERROR)
     fetcher = _fetcher()
     size = PAGE_SIZES[paper]
     css = weasyprint.CSS(string=f"@page {{ size: {size}; }}", url_fetcher=fetcher)
-    from .mathconv import short_formula_urls
-
-    doc = weasyprint.HTML(string=short_formula_urls(html), base_url="data:,", url_fetcher=fetcher)
+    doc = weasyprint.HTML(string=html, base_url="data:,", url_fetcher=fetcher)
     # no dates, a fixed identifier: the same HTML gives the same bytes
     return doc.write_pdf(stylesheets=[css], pdf_identifier=b"worked-sheet", uncompressed_pdf=False)
 

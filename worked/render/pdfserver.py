@@ -6,7 +6,7 @@ child imports WeasyPrint and warms it up while the parent reads the problem, sol
 the formulas, then lays out each HTML document it is sent and sends back the PDF bytes. The parent
 never imports WeasyPrint. ``write_sheet`` starts one itself when it is not given one (later, but
 the import still overlaps with drawing the formulas). The PDFs are the same bytes as :func:`worked.render.pdf.html_to_pdf`
-makes in one process (``tests/test_sheet_pdfmath.py`` compares them).
+makes in one process (``tests/test_sheet_pdf.py`` compares them).
 
 Two workers share one import: the first forks the second once WeasyPrint is warm, and the parent
 sends them the worksheet and the key in turn. Messages are length-prefixed pickles over a pair of
@@ -44,8 +44,7 @@ def _read_msg(fh):
 
 
 def _serve_one(requests_fd: int, replies_fd: int) -> None:
-    """Turn each (name, html, paper, formulas) read from *requests_fd* into a PDF, until end of file."""
-    from . import mathconv
+    """Turn each (name, html, paper) read from *requests_fd* into a PDF, until end of file."""
     from . import pdf as P
     from .sheet import outcome
 
@@ -54,8 +53,7 @@ def _serve_one(requests_fd: int, replies_fd: int) -> None:
             msg = _read_msg(rin)
             if msg is None:
                 return
-            name, html, paper, formulas = msg
-            mathconv.register_formulas(formulas)
+            name, html, paper = msg
             _write_msg(rout, (name, *outcome(lambda: P.html_to_pdf(html, paper=paper))))
 
 
@@ -139,13 +137,10 @@ class LayoutServer:
 
     def submit(self, name: str, html: str, paper: str) -> None:
         """Send a document to the next worker in turn."""
-        from . import mathconv
-
-        short = mathconv.short_formula_urls(html)
         k = self._next % len(self._queues)
         self._next += 1
         self._sent[name] = k
-        self._queues[k].put((name, short, paper, mathconv.formulas_in(short)))
+        self._queues[k].put((name, html, paper))
 
     def result(self, name: str) -> bytes:
         k = self._sent[name]
