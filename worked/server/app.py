@@ -354,7 +354,7 @@ _WIDTH_RE = re.compile(r"\d{1,2}(\.\d{1,3})?em")
 
 
 def safe_mathml(markup: str) -> str | None:
-    """*markup* if it is one well-formed ``<math>`` element (MathML namespace) made only of the elements and
+    """*markup* if it is one well-formed ``<math>`` element (MathML namespace, or none) made only of the elements and
     attributes our MathML printer writes, with no DTD, comment or processing instruction; else None."""
     if not isinstance(markup, str) or "<!" in markup or "<?" in markup:
         return None
