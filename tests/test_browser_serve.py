@@ -148,6 +148,14 @@ def test_student_checks_part9_with_a_no_scaling_mistake(page):
     scaled.locator("summary", has_text="Show the worked step").click()
     step = scaled.locator("details.step .s")
     assert "Scaling" in step.inner_text() and step.locator("math").count() >= 2
+    # the rounded result matrix is headed "scaled ≈", in MathML the browser lays out (with its spoken alt text)
+    head = step.locator("figure.mat figcaption math")
+    assert head.get_attribute("alttext") == "scaled is about"
+    assert "≈" in head.text_content() and "=" not in head.text_content()
+    # the grid heading scaled = scores/√d_k is laid out as a stacked fraction, taller than a letter
+    frac = scaled.locator("legend math mfrac").bounding_box()
+    letter = scaled.locator("legend math > mrow > mi").first.bounding_box()
+    assert frac and letter and frac["height"] > 1.5 * letter["height"]
     # exact forms: fix the first row with √2, 2√2, sqrt(2)
     for j, v in enumerate(["√2", "2√2", "sqrt(2)"]):
         page.fill(f"#a-scaled-0-{j}", v)

@@ -19,7 +19,8 @@ answer-key downloads answer 403, and check reports keep only verdicts and diagno
 Safety: request bodies are limited (``max_body``), problems go through the same validation and
 limits as files, solving and rendering run in a bounded thread pool with timeouts, names and codes
 are looked up in a table built from the folder listing (never joined into a path), and the page
-inserts user text with ``textContent`` only (MathML comes from our own LaTeX and is allow-listed).
+inserts user text with ``textContent`` only (MathML is printed from the equation trees of
+:mod:`worked.eq` by :mod:`worked.printers` and allow-listed).
 """
 from __future__ import annotations
 
@@ -34,8 +35,6 @@ import xml.etree.ElementTree as ET
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from fractions import Fraction
-from html import escape
 from pathlib import Path
 from typing import Any, Callable
 
@@ -47,7 +46,7 @@ from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from .. import __version__
+from .. import __version__, eq, printers
 from ..errors import WorkedError
 from ..problem import LIMITS, Problem, builtin_path
 
@@ -346,115 +345,141 @@ def _read_manifest(path: Path) -> dict:
 
 # ------------------------------------------------------------------ what the page shows (MathML, grids)
 
-_MATHML_TAGS = {
-    "math", "mrow", "mi", "mn", "mo", "mtext", "mspace", "msub", "msup", "msubsup", "mfrac", "msqrt", "mroot",
-    "mtable", "mtr", "mtd", "mover", "munder", "munderover", "mstyle", "mpadded", "mphantom", "menclose",
-    "semantics", "annotation", "merror", "ms",
-}
-_MATHML_ATTRS = {
-    "xmlns", "display", "stretchy", "fence", "separator", "lspace", "rspace", "mathvariant", "columnalign",
-    "rowalign", "rowspacing", "columnspacing", "width", "height", "depth", "linethickness", "accent",
-    "accentunder", "movablelimits", "displaystyle", "scriptlevel", "form", "minsize", "maxsize", "symmetric",
-    "largeop", "notation", "encoding", "columnlines", "rowlines", "frame", "align", "class",
-}
+# Every formula on the page is a tree of worked.eq printed by worked.printers.mathml inside
+# printers.math_element; the allow-list is exactly what those two write, and nothing else passes.
+_MATHML_TAGS = {"math", "mrow", "mi", "mn", "mo", "mtext", "mspace", "msub", "msup", "msubsup", "mfrac", "msqrt"}
+_MATHML_ATTRS = {"math": {"display", "alttext"}, "mspace": {"width"}}   # (xmlns is the namespace, not an attribute)
 _NS = "{http://www.w3.org/1998/Math/MathML}"
+_WIDTH_RE = re.compile(r"\d{1,2}(\.\d{1,3})?em")
 
 
 def safe_mathml(markup: str) -> str | None:
-    """*markup* if it is well-formed MathML with allow-listed elements and attributes, else None."""
+    """*markup* if it is one well-formed ``<math>`` element (MathML namespace, or none) made only of the elements and
+    attributes our MathML printer writes, with no DTD, comment or processing instruction; else None."""
+    if not isinstance(markup, str) or "<!" in markup or "<?" in markup:
+        return None
     try:
         root = ET.fromstring(markup)
     except ET.ParseError:
         return None
+    if root.tag not in (_NS + "math", "math"):
+        return None
     for el in root.iter():
         tag = el.tag[len(_NS):] if el.tag.startswith(_NS) else el.tag
-        if tag not in _MATHML_TAGS:
+        if tag not in _MATHML_TAGS or (tag == "math" and el is not root):
             return None
+        allowed = _MATHML_ATTRS.get(tag, ())
         for a, v in el.attrib.items():
-            if a not in _MATHML_ATTRS or "javascript" in v.lower() or "<" in v:
+            if a not in allowed or (a == "display" and v not in ("block", "inline")) \
+                    or (a == "width" and not _WIDTH_RE.fullmatch(v)):
                 return None
     return markup
 
 
 @functools.lru_cache(maxsize=8192)
-def mathml(latex: str, display: bool = False) -> str | None:
-    """MathML for one of our LaTeX strings (from the core or below), or None if it does not convert."""
+def _math(node, display: bool = False, alt: str | None = None) -> str | None:
+    """A ``<math>`` element for a tree: ``printers.mathml`` with ``printers.spoken`` as its alt text (unless
+    *alt* is given), allow-listed. None if it cannot be printed; the page then shows the text."""
     try:
-        from latex2mathml.converter import convert
-
-        out = convert(latex, display="block" if display else "inline")
-    except Exception:  # noqa: BLE001 - a formula that does not convert is shown as text
+        body = printers.mathml(node)
+        alt = printers.spoken(node) if alt is None else alt
+    except Exception:  # noqa: BLE001 - a printer bug must not take the page down: the text is shown
+        log.warning("no MathML for %r", node, exc_info=True)
         return None
-    return safe_mathml(out)
+    out = safe_mathml(printers.math_element(body, display=display, alt=alt))
+    if out is None:
+        log.warning("MathML for %r is not on the allow-list", node)
+    return out
 
 
-def _frac_cell(f: Fraction) -> dict:
-    """A problem entry for the page: text always; MathML when it is a fraction that does not terminate."""
-    from ..numfmt import num_text
+def _sym(base: str, head: int | None) -> eq.Sym:
+    """A per-head symbol as the solver writes it: Q, Q⁽¹⁾, W_Q⁽¹⁾; names of several letters upright."""
+    return eq.Sym(base, head=head, upright=len(base.partition("_")[0]) > 1)
 
-    text = num_text(f).replace("-", "−")
+
+def _cell(node) -> dict:
+    """A matrix cell: its text always; MathML too when the text is a fraction (1/3 is set stacked;
+    2, −0.5, 0.16 and −∞ read as well in text)."""
+    text = printers.text(node)
     cell: dict[str, Any] = {"text": text}
-    d = f.denominator
-    while d % 2 == 0:
-        d //= 2
-    while d % 5 == 0:
-        d //= 5
-    if d != 1:
-        sign = "<mo>−</mo>" if f < 0 else ""
-        cell["mathml"] = (f'<math xmlns="http://www.w3.org/1998/Math/MathML">{sign}'
-                          f"<mfrac><mn>{abs(f.numerator)}</mn><mn>{f.denominator}</mn></mfrac></math>")
+    if "/" in text:
+        cell["mathml"] = _math(node)
     return cell
 
 
-def _scale_text(problem: Problem) -> tuple[str, str]:
-    """(text, LaTeX) of the scaling rule."""
-    if problem.scale == "sqrt":
-        return f"divide by √d_k = √{problem.d_k}", rf"\div \sqrt{{d_k}} = \sqrt{{{problem.d_k}}}"
-    if problem.scale == "none":
-        return "no scaling", r"\text{no scaling}"
-    from ..numfmt import num_latex, num_text
+def _heading(node) -> dict:
+    return {"text": printers.text(node), "mathml": _math(node)}
 
-    return f"divide by {num_text(problem.scale)}", rf"\div {num_latex(problem.scale)}"
+
+def mat_heading(m, places: int) -> dict:
+    """The heading over a solution matrix shown to *places*: ``Z =`` when every entry is exact at *places*,
+    ``Z ≈`` when rounding enters."""
+    exact = m.exact_at(places)
+    node = eq.Rel((m.sym, eq.Blank()), (eq.EQ if exact else eq.APPROX,))
+    alt = f"{printers.spoken(m.sym)} {'equals' if exact else 'is about'}"   # not "… blank"
+    return {"rel": eq.EQ if exact else eq.APPROX, "text": printers.text(node).rstrip(), "mathml": _math(node, False, alt)}
+
+
+def _scale_text(problem: Problem) -> str:
+    """The scaling rule in words."""
+    if problem.scale == "sqrt":
+        return f"divide by √d_k = √{problem.d_k}"
+    if problem.scale == "none":
+        return "no scaling"
+    from ..numfmt import num_text
+
+    return f"divide by {num_text(problem.scale)}"
+
+
+def _scaled_def(problem: Problem, scores: eq.Sym):
+    """The right side of ``scaled = …``: scores/√d_k, scores/2, or the scores themselves."""
+    if problem.scale == "sqrt":
+        return eq.Frac(scores, eq.Sqrt(eq.Sym("d_k")))
+    if problem.scale == "none":
+        return scores
+    return eq.Frac(scores, eq.num(problem.scale))
 
 
 def answer_grids(problem: Problem) -> list[dict]:
-    """The matrices a student fills in, in order, with their shapes and labels (no values)."""
+    """The matrices a student fills in, in order, with their shapes, labels and defining formulas (no values)."""
     toks = list(problem.tokens)
     n, dk, dv = problem.n, problem.d_k, problem.d_v
     nums = lambda k: [str(j) for j in range(1, k + 1)]  # noqa: E731
     causal = problem.mask == "causal"
     masked = [[i, j] for i in range(n) for j in range(n) if j > i] if causal else []
-    scale_txt, scale_tex = _scale_text(problem)
+    scale_txt = _scale_text(problem)
     heads = range(1, len(problem.heads) + 1) if problem.multihead else [None]
+    X, T = eq.Sym("X"), eq.Sym("T")
     grids = []
     for h in heads:
         pre = f"head{h}." if h else ""
-        sup = f"^{{({h})}}" if h else ""
         hx = f" (head {h})" if h else ""
-        W = lambda b: f"W_{{{b}}}{sup}"  # noqa: E731
+        S = lambda b: _sym(b, h)  # noqa: E731
+        is_ = lambda lhs, rhs: eq.Rel((lhs, rhs), (eq.EQ,))  # noqa: E731
         grids += [
-            dict(key=pre + "Q", label=f"Queries Q{hx}", latex=f"Q{sup} = X {W('Q')}", rows=toks, cols=nums(dk)),
-            dict(key=pre + "K", label=f"Keys K{hx}", latex=f"K{sup} = X {W('K')}", rows=toks, cols=nums(dk)),
-            dict(key=pre + "V", label=f"Values V{hx}", latex=f"V{sup} = X {W('V')}", rows=toks, cols=nums(dv)),
-            dict(key=pre + "scores", label=f"Scores{hx}", latex=f"\\text{{scores}}{sup} = Q{sup} K{sup}{{}}^T",
+            dict(key=pre + "Q", label=f"Queries Q{hx}", eq=is_(S("Q"), eq.Mul((X, S("W_Q")))), rows=toks, cols=nums(dk)),
+            dict(key=pre + "K", label=f"Keys K{hx}", eq=is_(S("K"), eq.Mul((X, S("W_K")))), rows=toks, cols=nums(dk)),
+            dict(key=pre + "V", label=f"Values V{hx}", eq=is_(S("V"), eq.Mul((X, S("W_V")))), rows=toks, cols=nums(dv)),
+            dict(key=pre + "scores", label=f"Scores{hx}", eq=is_(S("scores"), eq.Mul((S("Q"), eq.Pow(S("K"), T)))),
                  rows=toks, cols=toks, masked=masked,
                  hint="masked entries are −∞ (type -inf)" if causal else None),
             dict(key=pre + "scaled", label=f"Scaled scores{hx}", rows=toks, cols=toks, masked=masked,
-                 latex=f"\\text{{scaled}}{sup} = \\text{{scores}}{sup} \\; {scale_tex}",
+                 eq=is_(S("scaled"), _scaled_def(problem, S("scores"))),
                  hint=(scale_txt + ("; masked entries stay −∞" if causal else ""))),
             dict(key=pre + "weights", label=f"Attention weights{hx}", rows=toks, cols=toks, masked=masked,
-                 latex=f"A{sup} = \\operatorname{{softmax}}(\\text{{scaled}}{sup}) \\text{{ by row}}",
+                 eq=is_(S("A"), eq.Call("softmax", (S("scaled"),))),
                  hint="softmax of each row" + ("; masked entries get weight 0" if causal else "")),
-            dict(key=pre + "Z", label=f"Output Z{hx}", latex=f"Z{sup} = A{sup} V{sup}", rows=toks, cols=nums(dv)),
+            dict(key=pre + "Z", label=f"Output Z{hx}", eq=is_(S("Z"), eq.Mul((S("A"), S("V")))), rows=toks, cols=nums(dv)),
         ]
     if problem.multihead:
         H = len(problem.heads)
         grids.append(dict(key="concat", label="Concatenated heads", rows=toks, cols=nums(H * dv),
-                          latex=r"\operatorname{concat}(" + ", ".join(f"Z^{{({h})}}" for h in heads) + ")"))
-        grids.append(dict(key="Z", label="Output Z", latex=r"Z = \operatorname{concat}(\dots) W_O",
+                          eq=eq.Call("concat", tuple(_sym("Z", h) for h in heads))))
+        grids.append(dict(key="Z", label="Output Z", eq=eq.Rel((eq.Sym("Z"), eq.Mul((_sym("concat", None), eq.Sym("W_O")))),
+                                                               (eq.EQ,)),
                           rows=toks, cols=nums(len(problem.W_O[0]))))
     for g in grids:
-        g["mathml"] = mathml(g.pop("latex"))
+        g.update(_heading(g.pop("eq")))
         g.setdefault("masked", [])
         g["hint"] = g.get("hint")
     return grids
@@ -464,21 +489,21 @@ def problem_view(problem: Problem) -> dict:
     """Everything the page needs to show a problem and its empty answer grids (no solution values)."""
     toks = list(problem.tokens)
     nums = lambda k: [str(j) for j in range(1, k + 1)]  # noqa: E731
-    cells = lambda m: [[_frac_cell(x) for x in row] for row in m]  # noqa: E731
-    inputs = [dict(key="X", latex="X", rows=toks, cols=nums(problem.d_model), cells=cells(problem.X),
+    cells = lambda m: [[_cell(eq.num(x)) for x in row] for row in m]  # noqa: E731
+    inputs = [dict(key="X", sym=eq.Sym("X"), rows=toks, cols=nums(problem.d_model), cells=cells(problem.X),
                    note="one row per token")]
     for h, head in enumerate(problem.heads, 1):
-        sup = f"^{{({h})}}" if problem.multihead else ""
+        hd = h if problem.multihead else None
         for b, m in (("Q", head.W_Q), ("K", head.W_K), ("V", head.W_V)):
-            inputs.append(dict(key=(f"head{h}." if problem.multihead else "") + "W_" + b, latex=f"W_{{{b}}}{sup}",
+            inputs.append(dict(key=(f"head{h}." if problem.multihead else "") + "W_" + b, sym=_sym("W_" + b, hd),
                                rows=nums(len(m)), cols=nums(len(m[0])), cells=cells(m), note=None))
     if problem.multihead:
-        inputs.append(dict(key="W_O", latex="W_O", rows=nums(len(problem.W_O)), cols=nums(len(problem.W_O[0])),
+        inputs.append(dict(key="W_O", sym=eq.Sym("W_O"), rows=nums(len(problem.W_O)), cols=nums(len(problem.W_O[0])),
                            cells=cells(problem.W_O), note="output projection"))
     for i in inputs:
-        i["mathml"] = mathml(i.pop("latex"))
+        i.update(_heading(i.pop("sym")))
         i["shape"] = f"{len(i['rows'])}×{len(i['cols'])}"
-    scale_txt, scale_tex = _scale_text(problem)
+    scale_txt = _scale_text(problem)
     facts = [
         ("tokens", ", ".join(toks)),
         ("sizes", f"n = {problem.n}, d_model = {problem.d_model}, d_k = {problem.d_k}, d_v = {problem.d_v}"
@@ -506,13 +531,13 @@ def solution_view(sol) -> dict:
         steps.append({
             "id": s.id, "head": s.head, "title": s.title, "why": s.why, "notes": list(s.notes), "shape": s.shape,
             "result": s.result,
-            "lines": [{"text": ln.text, "mathml": mathml(ln.latex, True), "group": ln.group} for ln in s.lines],
+            "lines": [{"text": ln.text, "mathml": _math(ln.eq, True), "group": ln.group} for ln in s.lines],
         })
     mats = {}
     for key, m in sol.matrices().items():
         r, c = m.shape
-        mats[key] = {"rows": list(m.rows), "cols": list(m.cols),
-                     "cells": [[m.show(i, j, places) for j in range(c)] for i in range(r)]}
+        mats[key] = {"rows": list(m.rows), "cols": list(m.cols), "heading": mat_heading(m, places),
+                     "cells": [[_cell(m.cell(i, j, places)) for j in range(c)] for i in range(r)]}
     return {"steps": steps, "matrices": mats}
 
 

@@ -2,7 +2,7 @@
  *
  * Safety: every piece of text that comes from a problem or a student (titles, tokens, answers,
  * messages) is put on the page with textContent. The only markup inserted as HTML is MathML that
- * the server made from our own LaTeX and checked against an allow-list.
+ * the server printed from its equation trees and checked against an allow-list.
  */
 "use strict";
 
@@ -222,7 +222,7 @@ function renderProblem() {
   const box = $("#problem-inputs");
   box.replaceChildren();
   for (const m of view.inputs) {
-    const cap = el("figcaption", {}, math(m.mathml, m.key), el("span", { class: "shape", text: `${m.shape}${m.note ? ", " + m.note : ""}` }));
+    const cap = el("figcaption", {}, math(m.mathml, m.text || m.key), el("span", { class: "shape", text: `${m.shape}${m.note ? ", " + m.note : ""}` }));
     box.append(el("figure", { class: "mat" }, cap, matrixTable(m.rows, m.cols, m.cells, `${m.key}, ${m.shape}`)));
   }
   // downloads of the worksheet
@@ -249,7 +249,7 @@ function renderAnswerGrids() {
   box.replaceChildren();
   view.grids.forEach((g) => {
     const fs = el("fieldset", { class: "grid", "data-key": g.key });
-    fs.append(el("legend", {}, g.label, " ", el("span", { class: "eq" }, math(g.mathml, ""))));
+    fs.append(el("legend", {}, g.label, " ", el("span", { class: "eq" }, math(g.mathml, g.text || ""))));
     fs.append(el("p", { class: "hint", text: `${g.rows.length}×${g.cols.length}` + (g.hint ? ` · ${g.hint}` : "") }));
     const table = inputGrid("a-" + g.key.replace(/\W/g, "_"), g.label, g.rows, g.cols,
       { masked: g.masked, values: saved[g.key], maskedPlaceholder: "−∞ / 0" });
@@ -432,7 +432,9 @@ function renderStep(step, sv, number) {
   }
   box.append(lines);
   const m = step.result && sv.matrices[step.result];
-  if (m) box.append(el("figure", { class: "mat" }, el("figcaption", { text: `${step.result} =` }), matrixTable(m.rows, m.cols, m.cells, step.result)));
+  // the heading says "=" only over a matrix that is exact as shown, "≈" over rounded decimals (the server decides)
+  if (m) box.append(el("figure", { class: "mat" }, el("figcaption", {}, math(m.heading.mathml, m.heading.text)),
+    matrixTable(m.rows, m.cols, m.cells, step.result)));
   return box;
 }
 
