@@ -407,16 +407,7 @@ def _loadable_problems():
     return out
 
 
-_PRINTER_FRACTION_BUG = pytest.mark.xfail(
-    sys.version_info < (3, 12), strict=True,
-    reason="worked.printers.base.dec_str formats a Fraction with 'f' (only Python 3.12+ can): the MathML, LaTeX "
-           "and spoken printers fail on an exact terminating Num such as 0.5, so even `worked solve --format json` fails")
-
-
-@pytest.mark.parametrize("path", [
-    pytest.param(p, marks=_PRINTER_FRACTION_BUG) if p.stem in ("decimal-inputs", "four-tokens-fractions") else p
-    for p in _loadable_problems()
-], ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", _loadable_problems(), ids=lambda p: p.stem)
 def test_every_mathml_fragment_the_server_sends_passes_the_allow_list(c, path):
     """For every problem of the folder, the problem view (headings, input symbols, fraction cells) and the
     solution view (step lines, matrix headings, cells) have MathML wherever they should, and every

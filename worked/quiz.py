@@ -688,18 +688,15 @@ def _groups(variants: list[Variant], jobs: int, batched: bool) -> list[list[Vari
 
 def _warm_up(formats: tuple[str, ...]) -> None:
     """Load what the first variant would load lazily, before the workers fork (they inherit it): the
-    templates, latex2mathml (with worked's patches), sympy's tensor module (which sympy's Add imports on
+    templates and sympy's tensor module (which sympy's Add imports on
     first use). Cheaper than building a whole variant here while the other cores wait."""
     import sympy.tensor.tensor  # noqa: F401
 
     from .render.env import env
 
     if "html" in formats:
-        from .render.mathconv import mathml
-
         for name in ("worksheet.html", "answer-key.html"):
             env("html").get_template(name)
-        mathml(r"x_{1} = \frac{1}{2} \approx 0.5")
     if "tex" in formats:
         for name in ("worksheet.tex", "answer-key.tex"):
             env("tex").get_template(name)

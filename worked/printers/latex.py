@@ -5,7 +5,7 @@ Only ASCII is written (``\\cdot``, ``-``): pdflatex rejects a Unicode minus or m
 from __future__ import annotations
 
 from .. import eq
-from .base import MUL, Printer, dec_str, rat_str, terminates
+from .base import ATOM, MUL, Printer, dec_str, rat_str, terminates
 
 _OPS = {eq.EQ: "=", eq.APPROX: r"\approx", eq.TO: r"\to"}
 
@@ -88,7 +88,7 @@ class LatexPrinter(Printer):
         return rf"\frac{{{self.doprint(n.num)}}}{{{self.doprint(n.den)}}}"
 
     def _print_Pow(self, n):
-        return f"{self.wrap(n.base, 10)}^{{{_INLINE.doprint(n.exp)}}}"
+        return f"{self.wrap(n.base, ATOM)}^{{{_INLINE.doprint(n.exp)}}}"
 
     def _print_Sqrt(self, n):
         return rf"\sqrt{{{self.doprint(n.arg)}}}"

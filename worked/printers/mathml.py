@@ -4,7 +4,7 @@ from __future__ import annotations
 from html import escape
 
 from .. import eq
-from .base import MUL, Printer, dec_str, rat_str, terminates
+from .base import ATOM, MUL, Printer, dec_str, rat_str, terminates
 
 _OPS = {eq.EQ: "=", eq.APPROX: "≈", eq.TO: "→"}
 
@@ -97,7 +97,7 @@ class MathMLPrinter(Printer):
         return f"<mfrac>{_row(self.doprint(n.num))}{_row(self.doprint(n.den))}</mfrac>"
 
     def _print_Pow(self, n):
-        return f"<msup>{self.wrap(n.base, 10)}{_row(self.doprint(n.exp))}</msup>"
+        return f"<msup>{self.wrap(n.base, ATOM)}{_row(self.doprint(n.exp))}</msup>"
 
     def _print_Sqrt(self, n):
         return f"<msqrt>{self.doprint(n.arg)}</msqrt>"

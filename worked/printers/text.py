@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from .. import eq
-from .base import MUL, Printer, dec_str, rat_str
+from .base import ATOM, MUL, Printer, dec_str, rat_str
 
 MINUS = "−"
 _SUP = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
@@ -65,12 +65,12 @@ class TextPrinter(Printer):
         den = n.den
         simple = type(den) in (eq.Sym, eq.Entry, eq.Dec) or (type(den) is eq.Num and den.value.denominator == 1
                                                             and den.value > 0) or (
-            type(den) is eq.Sqrt and type(den.arg) is eq.Num)
+            type(den) is eq.Sqrt and type(den.arg) in (eq.Num, eq.Sym))
         bot = self.doprint(den) if simple else self.paren(self.doprint(den))
         return f"{top}/{bot}"
 
     def _print_Pow(self, n):
-        return f"{self.wrap(n.base, 10)}^{self._exponent(n.exp)}"
+        return f"{self.wrap(n.base, ATOM)}^{self._exponent(n.exp)}"
 
     def _exponent(self, x):
         s = self.doprint(x)

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from .. import eq
-from .base import MUL, Printer, dec_str, rat_str, terminates
+from .base import ATOM, MUL, Printer, dec_str, rat_str, terminates
 
 _OPS = {eq.EQ: "=", eq.APPROX: "approx", eq.TO: "->"}
 
@@ -86,7 +86,7 @@ class TypstPrinter(Printer):
         return f"frac({self.doprint(n.num)}, {self.doprint(n.den)})"
 
     def _print_Pow(self, n):
-        return f"{self.wrap(n.base, 10)}^({self.doprint(n.exp)})"
+        return f"{self.wrap(n.base, ATOM)}^({self.doprint(n.exp)})"
 
     def _print_Sqrt(self, n):
         return f"sqrt({self.doprint(n.arg)})"

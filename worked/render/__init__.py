@@ -2,7 +2,7 @@
 
 One model, many writers: :class:`worked.model.Solution` knows no format. This package turns it into
 
-* HTML (one self-contained file: CSS inline, math as MathML from latex2mathml, a math font embedded),
+* HTML (one self-contained file: CSS inline, math as MathML from the MathML printer, a math font embedded),
 * LaTeX (amsmath, compiles with pdflatex),
 * PDF, by default with WeasyPrint from HTML in which every formula is an SVG drawn by ziamath from the
   same LaTeX source (``pdf_engine="latex"`` compiles the .tex with pdflatex instead).
