@@ -542,7 +542,7 @@ def solve(problem: Problem, checks: str = "one", display: str | None = None) -> 
         big = max((N.abs(x) for r in sc_num for x in r if x != ninf), default=0)
         if big > MAX_SCALED:
             raise ProblemError("scores", f"a scaled score of about {float(big):.0f} is too large for a hand exercise "
-                               f"(e^x would have {int(big / 2.302585) + 1} digits; at most {MAX_SCALED} in size): "
+                               f"(e^x would have {int(float(big) / 2.302585) + 1} digits; at most {MAX_SCALED} in size): "
                                "use smaller entries or a larger scale", problem.source)
         rows, w_exact, w_num, z_exact, z_num = [], [], [], [], []
         for i in range(n):
