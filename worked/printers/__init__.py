@@ -21,30 +21,15 @@ from .typst import TypstPrinter
 __all__ = ["text", "latex", "mathml", "typst", "spoken", "math_element",
            "TextPrinter", "LatexPrinter", "MathMLPrinter", "TypstPrinter", "SpokenPrinter"]
 
-_TEXT, _LATEX, _MATHML, _TYPST, _SPOKEN = TextPrinter(), LatexPrinter(), MathMLPrinter(), TypstPrinter(), SpokenPrinter()
+def _cached(printer, doc: str):
+    """The printer as a function of the tree, remembered by value (trees are immutable)."""
+    fn = functools.lru_cache(maxsize=4096)(printer.doprint)
+    fn.__doc__ = doc
+    return fn
 
 
-@functools.lru_cache(maxsize=4096)
-def text(node) -> str:
-    return _TEXT.doprint(node)
-
-
-@functools.lru_cache(maxsize=4096)
-def latex(node) -> str:
-    return _LATEX.doprint(node)
-
-
-@functools.lru_cache(maxsize=4096)
-def mathml(node) -> str:
-    """The MathML body (no ``<math>`` element: see :func:`math_element`)."""
-    return _MATHML.doprint(node)
-
-
-@functools.lru_cache(maxsize=4096)
-def typst(node) -> str:
-    return _TYPST.doprint(node)
-
-
-@functools.lru_cache(maxsize=4096)
-def spoken(node) -> str:
-    return _SPOKEN.doprint(node)
+text = _cached(TextPrinter(), "Unicode text of a tree.")
+latex = _cached(LatexPrinter(), "ASCII LaTeX of a tree.")
+mathml = _cached(MathMLPrinter(), "The MathML body of a tree (no ``<math>`` element: see :func:`math_element`).")
+typst = _cached(TypstPrinter(), "Typst math of a tree (the body of ``$ … $``).")
+spoken = _cached(SpokenPrinter(), "A spoken form of a tree, for alt text and screen readers.")

@@ -19,6 +19,14 @@ class Printer:
     #: whether a quotient is written inline (``a/b``: it then binds like a product) or stacked
     inline_fractions = False
 
+    # -- the tokens the shared methods below join (each printer sets its own)
+    PLUS = MINUS = TIMES = JUXTAPOSE = DOT = NEG = ""
+    OPS: dict = {}
+
+    def row(self, parts: list[str]) -> str:
+        """Join printed pieces into one group (MathML wraps them in an ``<mrow>``)."""
+        return "".join(parts)
+
     def doprint(self, node) -> str:
         return getattr(self, "_print_" + type(node).__name__)(node)
 
@@ -61,6 +69,35 @@ class Printer:
     def factor(self, n) -> str:
         """A factor of a product: sums, negatives and inline fractions in brackets."""
         return self.wrap(n, DIV + 1 if self.inline_fractions else MUL)
+
+    # -- sums, products, signs and relations: the same in every format but for the tokens
+    def _print_Add(self, n):
+        parts = [self.wrap(n.terms[0], MUL - 2)]
+        for t in n.terms[1:]:
+            if self.is_negative(t):
+                parts += [self.MINUS, self.wrap(self.negated(t), MUL)]
+            else:
+                parts += [self.PLUS, self.wrap(t, MUL - 2)]
+        return self.row(parts)
+
+    def _print_Mul(self, n):
+        fs = n.factors
+        parts = [self.factor(fs[0])]
+        for a, b in zip(fs, fs[1:]):
+            parts += [self.JUXTAPOSE if self.implicit(a, b) else self.TIMES, self.factor(b)]
+        return self.row(parts)
+
+    def _print_Dot(self, n):
+        return self.row([self.factor(n.left), self.DOT, self.factor(n.right)])
+
+    def _print_Neg(self, n):
+        return self.row([self.NEG, self.wrap(n.arg, MUL)])
+
+    def _print_Rel(self, n):
+        parts = [self.doprint(n.items[0])]
+        for op, x in zip(n.ops, n.items[1:]):
+            parts += [self.OPS[op], self.doprint(x)]
+        return self.row(parts)
 
     @staticmethod
     def is_negative(n) -> bool:

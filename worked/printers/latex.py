@@ -11,6 +11,9 @@ _OPS = {eq.EQ: "=", eq.APPROX: r"\approx", eq.TO: r"\to"}
 
 
 class LatexPrinter(Printer):
+    PLUS, MINUS, TIMES, JUXTAPOSE, DOT, NEG = " + ", " - ", r" \cdot ", "", r" \cdot ", "-"
+    OPS = {op: f" {tex} " for op, tex in _OPS.items()}
+
     def paren(self, s):
         return rf"\left({s}\right)" if "\\frac" in s else f"({s})"
 
@@ -61,29 +64,6 @@ class LatexPrinter(Printer):
     def _print_Vec(self, n):
         return r"\left[" + r",\ ".join(self.doprint(x) for x in n.items) + r"\right]"
 
-    def _print_Dot(self, n):
-        return rf"{self.factor(n.left)} \cdot {self.factor(n.right)}"
-
-    def _print_Add(self, n):
-        out = self.wrap(n.terms[0], MUL - 2)
-        for t in n.terms[1:]:
-            if self.is_negative(t):
-                inner = self.negated(t)
-                out += f" - {self.wrap(inner, MUL)}"
-            else:
-                out += f" + {self.wrap(t, MUL - 2)}"
-        return out
-
-    def _print_Mul(self, n):
-        fs = n.factors
-        out = self.factor(fs[0])
-        for a, b in zip(fs, fs[1:]):
-            out += ("" if self.implicit(a, b) else r" \cdot ") + self.factor(b)
-        return out
-
-    def _print_Neg(self, n):
-        return "-" + self.wrap(n.arg, MUL)
-
     def _print_Frac(self, n):
         return rf"\frac{{{self.doprint(n.num)}}}{{{self.doprint(n.den)}}}"
 
@@ -111,11 +91,6 @@ class LatexPrinter(Printer):
     def _print_Dims(self, n):
         return rf"{n.rows} \times {n.cols}"
 
-    def _print_Rel(self, n):
-        out = self.doprint(n.items[0])
-        for op, x in zip(n.ops, n.items[1:]):
-            out += f" {_OPS[op]} {self.doprint(x)}"
-        return out
 
 
 class InlineLatexPrinter(LatexPrinter):

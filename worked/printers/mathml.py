@@ -18,6 +18,12 @@ def _row(*parts: str) -> str:
 
 
 class MathMLPrinter(Printer):
+    PLUS, MINUS, TIMES, JUXTAPOSE, DOT, NEG = _mo("+"), _mo("−"), _mo("·"), _mo("&#x2062;"), _mo("·"), _mo("−")
+    OPS = {op: _mo(t) for op, t in _OPS.items()}
+
+    def row(self, parts):
+        return _row(*parts)
+
     def paren(self, s):
         return _row(_mo("("), s, _mo(")"))
 
@@ -70,29 +76,6 @@ class MathMLPrinter(Printer):
         inner = _mo(",").join(self.doprint(x) for x in n.items)
         return _row(_mo("["), inner, _mo("]"))
 
-    def _print_Dot(self, n):
-        return _row(self.factor(n.left), _mo("·"), self.factor(n.right))
-
-    def _print_Add(self, n):
-        parts = [self.wrap(n.terms[0], MUL - 2)]
-        for t in n.terms[1:]:
-            if self.is_negative(t):
-                inner = self.negated(t)
-                parts += [_mo("−"), self.wrap(inner, MUL)]
-            else:
-                parts += [_mo("+"), self.wrap(t, MUL - 2)]
-        return _row(*parts)
-
-    def _print_Mul(self, n):
-        fs = n.factors
-        parts = [self.factor(fs[0])]
-        for a, b in zip(fs, fs[1:]):
-            parts += [_mo("&#x2062;") if self.implicit(a, b) else _mo("·"), self.factor(b)]
-        return _row(*parts)
-
-    def _print_Neg(self, n):
-        return _row(_mo("−"), self.wrap(n.arg, MUL))
-
     def _print_Frac(self, n):
         return f"<mfrac>{_row(self.doprint(n.num))}{_row(self.doprint(n.den))}</mfrac>"
 
@@ -121,11 +104,6 @@ class MathMLPrinter(Printer):
     def _print_Dims(self, n):
         return _row(f"<mn>{n.rows}</mn>", _mo("×"), f"<mn>{n.cols}</mn>")
 
-    def _print_Rel(self, n):
-        parts = [self.doprint(n.items[0])]
-        for op, x in zip(n.ops, n.items[1:]):
-            parts += [_mo(_OPS[op]), self.doprint(x)]
-        return _row(*parts)
 
 
 def math_element(body: str, *, display: bool = False, alt: str | None = None) -> str:

@@ -11,6 +11,9 @@ _SUP = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
 class TextPrinter(Printer):
     inline_fractions = True
 
+    PLUS, MINUS, TIMES, JUXTAPOSE, DOT, NEG = " + ", f" {MINUS} ", "·", "", "·", MINUS
+    OPS = {op: f" {op} " for op in (eq.EQ, eq.APPROX, eq.TO)}
+
     def paren(self, s):
         return f"({s})"
 
@@ -36,29 +39,6 @@ class TextPrinter(Printer):
 
     def _print_Vec(self, n):
         return "[" + ", ".join(self.doprint(x) for x in n.items) + "]"
-
-    def _print_Dot(self, n):
-        return f"{self.factor(n.left)}·{self.factor(n.right)}"
-
-    def _print_Add(self, n):
-        out = self.wrap(n.terms[0], MUL - 2)
-        for t in n.terms[1:]:
-            if self.is_negative(t):
-                inner = self.negated(t)
-                out += f" {MINUS} {self.wrap(inner, MUL)}"
-            else:
-                out += f" + {self.wrap(t, MUL - 2)}"
-        return out
-
-    def _print_Mul(self, n):
-        fs = n.factors
-        out = self.factor(fs[0])
-        for a, b in zip(fs, fs[1:]):
-            out += ("" if self.implicit(a, b) else "·") + self.factor(b)
-        return out
-
-    def _print_Neg(self, n):
-        return MINUS + self.wrap(n.arg, MUL)
 
     def _print_Frac(self, n):
         top = self.wrap(n.num, MUL)
@@ -102,8 +82,3 @@ class TextPrinter(Printer):
     def _print_Dims(self, n):
         return f"{n.rows}×{n.cols}"
 
-    def _print_Rel(self, n):
-        out = self.doprint(n.items[0])
-        for op, x in zip(n.ops, n.items[1:]):
-            out += f" {op} {self.doprint(x)}"
-        return out

@@ -12,6 +12,9 @@ def _str(s: str) -> str:
 
 
 class TypstPrinter(Printer):
+    PLUS, MINUS, TIMES, JUXTAPOSE, DOT, NEG = " + ", " - ", " dot ", " ", " dot ", "-"
+    OPS = {op: f" {t} " for op, t in _OPS.items()}
+
     def paren(self, s):
         return f"lr(( {s} ))"
 
@@ -59,29 +62,6 @@ class TypstPrinter(Printer):
     def _print_Vec(self, n):
         return "lr([" + ", ".join(self.doprint(x) for x in n.items) + "])"
 
-    def _print_Dot(self, n):
-        return f"{self.factor(n.left)} dot {self.factor(n.right)}"
-
-    def _print_Add(self, n):
-        out = self.wrap(n.terms[0], MUL - 2)
-        for t in n.terms[1:]:
-            if self.is_negative(t):
-                inner = self.negated(t)
-                out += f" - {self.wrap(inner, MUL)}"
-            else:
-                out += f" + {self.wrap(t, MUL - 2)}"
-        return out
-
-    def _print_Mul(self, n):
-        fs = n.factors
-        out = self.factor(fs[0])
-        for a, b in zip(fs, fs[1:]):
-            out += (" " if self.implicit(a, b) else " dot ") + self.factor(b)
-        return out
-
-    def _print_Neg(self, n):
-        return "-" + self.wrap(n.arg, MUL)
-
     def _print_Frac(self, n):
         return f"frac({self.doprint(n.num)}, {self.doprint(n.den)})"
 
@@ -109,8 +89,3 @@ class TypstPrinter(Printer):
     def _print_Dims(self, n):
         return f"{n.rows} times {n.cols}"
 
-    def _print_Rel(self, n):
-        out = self.doprint(n.items[0])
-        for op, x in zip(n.ops, n.items[1:]):
-            out += f" {_OPS[op]} {self.doprint(x)}"
-        return out
