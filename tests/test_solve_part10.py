@@ -23,8 +23,8 @@ PAGE_X = [[0.57, 0.43, 0.09], [0.35, 0.62, 0.02], [0.87, 0.85, 0.04], [0.8, 0.18
 PAGE_WQ = [[-1.38, 0.77, 1.83, 1.94, 0.65], [-1.35, -0.42, -0.89, 1.82, -0.8], [0.24, -0.37, -1.45, -0.46, 1.08]]
 
 
-@pytest.fixture(scope="module")
-def solution():
+def part10_problem():
+    """The page's problem, drawn as the page draws it (also used by tests/test_notebook.py)."""
     rng = np.random.default_rng(16)
     N, D1, D2 = 4, 3, 5
     X = rng.uniform(0, 1, size=(N, D1))
@@ -32,8 +32,12 @@ def solution():
     W_K = rng.uniform(-2, 2, size=(D1, D2))
     W_V = rng.uniform(-2, 2, size=(D1, D2))
     assert np.allclose(np.round(X, 2), PAGE_X) and np.allclose(np.round(W_Q, 2), PAGE_WQ)
-    p = worked.Problem(X, W_Q, W_K, W_V, tokens=["I", "drink", "hot", "coffee"], title="I drink hot coffee")
-    return worked.solve(p)
+    return worked.Problem(X, W_Q, W_K, W_V, tokens=["I", "drink", "hot", "coffee"], title="I drink hot coffee")
+
+
+@pytest.fixture(scope="module")
+def solution():
+    return worked.solve(part10_problem())
 
 
 @pytest.mark.parametrize("name", list(PAGE))

@@ -331,10 +331,52 @@ def cmd_quiz(args) -> int:
     return 0
 
 
+def _add_notebook(sub):
+    p = sub.add_parser("notebook", help="write a Jupyter/Colab notebook: the problem in NumPy, each step checked",
+                       description="Write a notebook (nbformat v4) that walks the problem the way Part 10 does, in "
+                                   "NumPy: one cell per step, each followed by a check against the worked key. "
+                                   "With no PROBLEM, the built-in Part 9 example. Opens in Jupyter or Google Colab "
+                                   "(File → Upload notebook); it needs only numpy.")
+    p.add_argument("problem", nargs="?", help="problem file (.toml or .json); default: the built-in example")
+    p.add_argument("-o", "--output", default=None, metavar="FILE.ipynb",
+                   help="write here, atomically (default: standard output)")
+    p.add_argument("--execute", action="store_true",
+                   help="run it with nbclient and store the outputs (needs the notebook extra: nbclient, ipykernel)")
+    p.add_argument("--answers-hidden", action="store_true",
+                   help="an exercise: the step cells are left for the student (# your code here), the checks kept")
+    p.set_defaults(func=cmd_notebook)
+
+
+def cmd_notebook(args) -> int:
+    from .errors import WorkedError
+
+    out = args.output if args.output not in (None, "-") else None
+    if out is not None and not out.endswith(".ipynb"):
+        raise WorkedError(f"{out}: expected a file name ending in .ipynb")
+    if args.execute and args.answers_hidden:
+        raise WorkedError("--execute with --answers-hidden: an exercise notebook has no answers to run")
+    from .problem import load
+    from .solver import solve
+    from .writers import notebook as nbw
+
+    if args.execute:
+        nbw.require_execute()
+    nb = nbw.build(solve(load(args.problem)), answers_hidden=args.answers_hidden)
+    if args.execute:
+        nbw.execute_checked(nb)
+    if out is None:
+        sys.stdout.write(nbw.dumps(nb))
+        return 0
+    nbw.write(nb, out)
+    print(f"wrote {out}", file=sys.stderr)
+    return 0
+
+
 REGISTRY = [_add_solve]
 REGISTRY.append(_add_check)
 REGISTRY.append(_add_grade)
 REGISTRY.append(_add_new)
+REGISTRY.append(_add_notebook)
 REGISTRY.append(_add_quiz)
 REGISTRY.append(_add_serve)
 REGISTRY.append(_add_sheet)

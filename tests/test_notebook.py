@@ -1,0 +1,257 @@
+"""`worked notebook`: the Part 10 walk-through as a Jupyter notebook, run with nbclient, checked against the key.
+
+The notebooks are executed on one kernel for the module (nbclient takes a started KernelManager);
+each run starts with ``%reset -f`` so no name is left over from the notebook before.
+"""
+from __future__ import annotations
+
+import copy
+import re
+import sys
+import tomllib
+from pathlib import Path
+
+import nbformat
+import pytest
+
+import worked
+from worked.writers import notebook as nbw
+
+from test_solve_part10 import PAGE, PAGE_WQ, PAGE_X, part10_problem
+
+pytest.importorskip("nbclient")
+pytest.importorskip("ipykernel")
+from nbclient.exceptions import CellExecutionError  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _attention_problems():
+    """Every shipped problem file that is a problem (quiz specs, with [family], are left out)."""
+    out = []
+    for f in sorted((ROOT / "problems").glob("*.toml")):
+        if "family" not in tomllib.loads(f.read_text(encoding="utf-8")):
+            out.append(f)
+    return out
+
+
+PROBLEMS = _attention_problems()
+
+
+@pytest.fixture(scope="module")
+def kernel():
+    from jupyter_client.manager import KernelManager
+
+    km = KernelManager(kernel_name="python3")
+    km.start_kernel()
+    yield km
+    km.shutdown_kernel(now=True)
+
+
+def run(nb, km):
+    """Execute a copy of *nb* on the shared kernel after a fresh namespace; return it without the reset cell."""
+    nb = copy.deepcopy(nb)
+    nb.cells.insert(0, nbformat.v4.new_code_cell("%reset -f", id="reset"))
+    nbw.execute(nb, km=km)
+    del nb.cells[0]
+    return nb
+
+
+def text_of(cell) -> str:
+    return "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream")
+
+
+def check_cells(nb):
+    return [c for c in nb.cells if c.cell_type == "code" and c.id.endswith("-check")]
+
+
+@pytest.fixture(scope="module")
+def part10():
+    return worked.solve(part10_problem())
+
+
+@pytest.fixture(scope="module")
+def part10_run(part10, kernel):
+    return run(nbw.build(part10), kernel)
+
+
+@pytest.mark.parametrize("path", [None] + PROBLEMS, ids=lambda p: "builtin" if p is None else p.stem)
+def test_every_shipped_problem_runs_and_every_check_passes(path, kernel):
+    """Each notebook runs without an error, and each check cell says its step matches the key."""
+    sol = worked.solve(worked.load(path))
+    nb = run(nbw.build(sol), kernel)
+    errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
+    assert not errors
+    checks = check_cells(nb)
+    assert len(checks) == len(sol.steps) + 1          # one per step, and the one-block cell's
+    for k, c in enumerate(checks, 1):
+        want = f"Step {k} (" if k <= len(sol.steps) else "The whole thing in one block"
+        assert text_of(c).startswith("✓ " + want) and "matches the key" in text_of(c), (c.id, text_of(c))
+
+
+def test_two_heads_and_the_mask_have_their_cells():
+    """Two heads: a cell per head's step, concat and W_O; the causal problem masks with −inf before the softmax."""
+    nb = nbw.build(worked.solve(worked.load(ROOT / "problems" / "two-heads.toml")))
+    src = {c.id: c.source for c in nb.cells}
+    assert "Q2 = X @ W_Q2" in src["step08-Q-head2"] and "np.hstack([Z1, Z2])" in src["step15-concat"]
+    assert "Z = concat @ W_O" in src["step16-output"] and "for W_Q, W_K, W_V in heads:" in src["whole"]
+    nb = nbw.build(worked.solve(worked.load(ROOT / "problems" / "causal-mask.toml")))
+    src = {c.id: c.source for c in nb.cells}
+    assert "np.where(mask, -np.inf" in src["step04-scores"] and "mask = np.triu" in src["weights"]
+    assert "-np.inf" in src["step04-scores-check"]     # the key's masked entries are −∞, as data
+
+
+def _printed(cell) -> list[list[float]]:
+    """The matrix a cell printed (the last `[[...]]` block of its output), as numbers."""
+    out = text_of(cell)
+    block = out[out.index("[["):out.rindex("]]") + 2]
+    return [[float(x) for x in re.findall(r"-?\d+\.?\d*(?:e-?\d+)?", row)] for row in block.split("\n")]
+
+
+def test_part10_prints_the_pages_tables(part10_run):
+    """For Part 10 (default_rng(16)) every printed table equals the page's, to its 2 places."""
+    import numpy as np
+
+    cells = {c.id: c for c in part10_run.cells}
+    printed = {"X": "inputs", "W_Q": "weights", "Q": "step01-Q", "K": "step02-K", "V": "step03-V",
+               "scores": "step04-scores", "weights": "step06-weights", "Z": "step07-Z"}
+    page = dict(PAGE, X=PAGE_X, W_Q=PAGE_WQ)
+    for name, cid in printed.items():
+        got = _printed(cells[cid]) if name != "weights" else _printed_a(cells[cid])
+        np.testing.assert_allclose(got, page[name], atol=1e-9, err_msg=name)
+    assert "row sums: [1. 1. 1. 1.]" in text_of(cells["step06-weights"])
+    assert text_of(cells["inputs"]).startswith("X shape: (4, 3)\n")
+    np.testing.assert_allclose(_printed(cells["whole"]), PAGE["Z"], atol=1e-9)
+
+
+def _printed_a(cell):
+    out = text_of(cell).split("row sums:")[0]
+    block = out[out.index("[["):out.rindex("]]") + 2]
+    return [[float(x) for x in re.findall(r"-?\d+\.?\d*", row)] for row in block.split("\n")]
+
+
+def test_an_edited_step_fails_its_check_by_name(part10, kernel):
+    """A student who changes a step's code sees that step's check fail, named, and the steps before it pass."""
+    nb = nbw.build(part10)
+    cell = next(c for c in nb.cells if c.id == "step04-scores")
+    cell.source = cell.source.replace("Q @ K.T", "K @ Q.T")
+    with pytest.raises(CellExecutionError) as exc:
+        run(nb, kernel)
+    msg = str(exc.value)
+    assert "Step 4 (Scores: scores = Q·Kᵀ) does not match the worked key" in msg
+    assert exc.value.ename == "AssertionError"
+
+
+def test_answers_hidden_has_no_solution_code(part10, kernel):
+    """The exercise keeps every check but no step's code (not even the one-block cell); put the answers back
+    into its empty cells and it runs green."""
+    full = nbw.build(part10)
+    for path in [None, ROOT / "problems" / "two-heads.toml", ROOT / "problems" / "causal-mask.toml"]:
+        sol = part10 if path is None else worked.solve(worked.load(path))
+        ex, full_nb = nbw.build(sol, answers_hidden=True), nbw.build(sol)
+        code = "\n".join(c.source for c in ex.cells if c.cell_type == "code")
+        for bit in ("@", ".T", "np.exp", "softmax(", "np.sqrt", "np.hstack", "np.where", "/ "):
+            assert bit not in code, bit
+        blanks = [c for c in ex.cells if c.source.startswith(nbw.PLACEHOLDER)]
+        assert len(blanks) == len(sol.steps) + 1
+        assert [c.source for c in check_cells(ex)] == [c.source for c in check_cells(full_nb)]
+        nbformat.validate(ex)
+    ex = nbw.build(part10, answers_hidden=True)
+    answers = {c.id: c.source for c in full.cells}
+    for c in ex.cells:
+        if c.source.startswith(nbw.PLACEHOLDER):
+            c.source = answers[c.id]
+    done = run(ex, kernel)
+    assert all("matches the key" in text_of(c) for c in check_cells(done))
+
+
+def test_answers_hidden_check_fails_until_written(part10, kernel):
+    """Run as handed out, the first check stops on the student's first empty cell."""
+    with pytest.raises(CellExecutionError) as exc:
+        run(nbw.build(part10, answers_hidden=True), kernel)
+    assert exc.value.ename == "NameError" and "'Q'" in exc.value.evalue
+
+
+def test_validates_and_same_bytes(part10):
+    """nbformat's schema accepts it, cell ids are fixed, and the same problem gives the same bytes."""
+    a, b = nbw.dumps(nbw.build(part10)), nbw.dumps(nbw.build(worked.solve(part10_problem())))
+    assert a == b
+    nb = nbformat.reads(a, as_version=4)
+    nbformat.validate(nb)
+    assert nb.nbformat == 4 and nb.nbformat_minor >= 5
+    ids = [c.id for c in nb.cells]
+    assert len(set(ids)) == len(ids) and "step07-Z-check" in ids
+
+
+def test_markdown_is_the_keys_words(part10):
+    """Each step's markdown has the key's title and explanation (with math for W_Q, d_k), and the shapes."""
+    nb = nbw.build(part10)
+    md = {c.id: c.source for c in nb.cells if c.cell_type == "markdown"}
+    st = part10.steps[0]
+    assert md["step01-Q-md"].startswith("## Step 1: Queries: Q = X·$W_{Q}$")
+    assert "the queries (what each token is looking for)" in md["step01-Q-md"]
+    assert "Shapes: $(4 \\times 3) \\cdot (3 \\times 5) \\to 4 \\times 5$" in md["step01-Q-md"]
+    assert st.id == "Q"
+    assert "np.set_printoptions(precision=2, suppress=True)" in next(c.source for c in nb.cells if c.id == "import")
+
+
+def test_markdown_escapes_the_problems_text():
+    """A title or token is text, never Markdown or math."""
+    p = worked.Problem([[1, 0], [0, 1]], [[1, 0], [0, 1]], [[1, 0], [0, 1]], [[1, 0], [0, 1]],
+                       tokens=["*a*", "$b$"], title="<b>#1</b> [x](y)")
+    nb = nbw.build(worked.solve(p))
+    intro = nb.cells[0].source
+    assert intro.startswith("# &lt;b\\>\\#1&lt;/b\\> \\[x\\](y)\n")
+    assert "\\*a\\*, \\$b\\$" in intro
+    assert "words = ['*a*', '$b$']" in next(c.source for c in nb.cells if c.id == "inputs")
+
+
+# ---------------------------------------------------------------- the command line
+
+def test_cli_writes_executes_and_repeats_bytes(cli, tmp_path):
+    """`worked notebook --execute -o F` writes a run notebook; twice gives the same bytes."""
+    a, b = tmp_path / "a.ipynb", tmp_path / "b.ipynb"
+    for out in (a, b):
+        code, _, err = cli("notebook", ROOT / "problems" / "causal-mask.toml", "--execute", "-o", out)
+        assert code == 0, err
+    assert a.read_bytes() == b.read_bytes()
+    nb = nbformat.read(a, as_version=4)
+    nbformat.validate(nb)
+    assert nb.metadata.language_info == {"name": "python"}       # not the kernel's version: same on every machine
+    assert all(c.execution_count for c in nb.cells if c.cell_type == "code")
+    assert "matches the key" in text_of(nb.cells[-1])
+    code, out, _ = cli("notebook", "--answers-hidden")
+    assert code == 0 and nbw.PLACEHOLDER in out and nbformat.reads(out, as_version=4).cells
+
+
+@pytest.mark.parametrize("args, words", [
+    (["nope.toml"], "nope.toml: no such file"),
+    (["problems/quiz-1.toml"], "family: unknown key"),
+    (["-o", "nb.txt"], "nb.txt: expected a file name ending in .ipynb"),
+    (["-o", "missing/dir/nb.ipynb"], "no such folder"),
+    (["--execute", "--answers-hidden", "-o", "nb.ipynb"], "--execute with --answers-hidden"),
+])
+def test_cli_bad_input_is_one_line_and_writes_nothing(cli, tmp_path, args, words):
+    args = [str(ROOT / a) if a.startswith("problems/") else a for a in args]
+    code, out, err = cli("notebook", *args, cwd=tmp_path)
+    assert code == 2 and out == ""
+    assert err.startswith("error: ") and err.strip().count("\n") == 0 and words in err, err
+    assert list(tmp_path.rglob("*")) == []
+
+
+def test_execute_without_nbclient_is_one_line(cli, tmp_path):
+    """Without the notebook extra, --execute says what to install, before any work, and writes nothing."""
+    import os
+    import subprocess
+
+    shadow = tmp_path / "shadow"        # a Python path on which nbclient cannot be imported
+    shadow.mkdir()
+    (shadow / "nbclient.py").write_text('raise ImportError("No module named nbclient")\n')
+    work = tmp_path / "work"
+    work.mkdir()
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(shadow), str(ROOT)]))
+    proc = subprocess.run([sys.executable, "-m", "worked", "notebook", "--execute", "-o", "x.ipynb"], cwd=work,
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr == "error: --execute needs nbclient: pip install 'worked[notebook]'\n"
+    assert list(work.iterdir()) == []

@@ -1,0 +1,395 @@
+"""Jupyter/Colab: the problem walked the way Part 10 does it, in NumPy, each step checked against the key.
+
+:func:`build` turns a :class:`~worked.model.Solution` into an nbformat v4 notebook (a ``NotebookNode``):
+
+* an import cell with ``np.set_printoptions(precision=…, suppress=True)``;
+* X and the weight matrices as NumPy arrays of the problem's numbers (a decimal entry is written as
+  its decimal, which NumPy reads back as the very float it came from);
+* per solution step a markdown cell in the key's words (title, what and why, the shapes, the notes),
+  the step's NumPy code, and a check cell: ``np.testing.assert_allclose`` of the result against the
+  key's values, written into the notebook as data, with a message naming the step;
+* "the whole thing in one block", as on the page, and its check.
+
+``answers_hidden=True`` leaves every step cell (and the one-block cell) for the student, with
+``# your code here``, and keeps the checks: an exercise notebook. Cell ids are derived from the step,
+so the same problem gives the same bytes (:func:`dumps`). :func:`execute` runs a notebook with nbclient
+(the optional ``notebook`` extra) and stores its outputs.
+"""
+from __future__ import annotations
+
+import os
+from fractions import Fraction
+from pathlib import Path
+
+import nbformat
+from nbformat import v4
+
+from ..errors import WorkedError
+from ..model import Mat, Solution
+
+PLACEHOLDER = "# your code here"
+RTOL = ATOL = 1e-9      # the key's values are exact to 17 digits; float arithmetic stays far inside this
+
+KERNELSPEC = {"name": "python3", "display_name": "Python 3", "language": "python"}
+LANGUAGE_INFO = {"name": "python"}
+
+_MD_SPECIAL = set("\\`*_[]<>#|$~")
+
+
+# ---------------------------------------------------------------- text
+
+def _md(text: str) -> str:
+    """Plain text as Markdown: every character that Markdown (or MathJax's $) would read is escaped."""
+    return "".join("&lt;" if c == "<" else "\\" + c if c in _MD_SPECIAL else c for c in text)
+
+
+def _rich_md(text: str) -> str:
+    """The core's prose (W_Q, d_k, e^x, Kᵀ, ⁽¹⁾) as Markdown with inline math; everything else literal."""
+    from ..render.view import rich
+
+    out, math = [], []
+
+    def flush():
+        if math:
+            out.append("$" + "".join(math) + "$")
+            math.clear()
+
+    for piece in rich(text):
+        if piece[0] == "text":
+            flush()
+            out.append(_md(piece[1]))
+        elif piece[0] == "sub":
+            math.append(f"{piece[1]}_{{{piece[2]}}}")
+        else:   # a superscript: take the letter it sits on into the math
+            base = piece[1]
+            if not base and not math and out and out[-1][-1:].isalpha() and out[-1][-2:-1] != "\\":
+                base, out[-1] = out[-1][-1], out[-1][:-1]
+            math.append(f"{base}^{{{piece[2]}}}")
+    flush()
+    return "".join(out)
+
+
+# ---------------------------------------------------------------- numbers as code
+
+def _lit(f: Fraction) -> str:
+    """An exact entry as a Python literal: 2, -0.75, 0.57161…, or 1/3 when it has no finite decimal."""
+    if f.denominator == 1:
+        return str(f.numerator)
+    d = f.denominator
+    for p in (2, 5):
+        while d % p == 0:
+            d //= p
+    if d == 1:
+        from decimal import Decimal, localcontext
+
+        with localcontext() as ctx:
+            ctx.prec = 60
+            return format(Decimal(f.numerator) / Decimal(f.denominator), "f")
+    return f"{f.numerator}/{f.denominator}"
+
+
+def _array(rows, indent: int) -> str:
+    pad = " " * indent
+    lines = ["[" + ", ".join(rows_i) + "]" for rows_i in rows]
+    return "np.array([" + (",\n" + pad + "          ").join(lines) + "])"
+
+
+def _input(name: str, m) -> str:
+    head = f"{name} = "
+    return head + _array([[_lit(x) for x in r] for r in m], len(head))
+
+
+def _key(name: str, m: Mat) -> str:
+    vals = [[("-np.inf" if v == float("-inf") else repr(float(v))) for v in row] for row in m.to_numpy()]
+    head = f"{name} = "
+    return head + _array(vals, len(head))
+
+
+def _scale_code(p) -> str | None:
+    if p.scale == "sqrt":
+        return "np.sqrt(D2)"
+    if p.scale == "none":
+        return None
+    s = _lit(p.scale)
+    return f"({s})" if "/" in s else s
+
+
+# ---------------------------------------------------------------- the cells
+
+class _Builder:
+    def __init__(self, sol: Solution, answers_hidden: bool):
+        self.sol = sol
+        self.p = sol.problem
+        self.hidden = answers_hidden
+        self.cells: list = []
+        self.softmax_defined = False
+
+    def md(self, cid: str, text: str):
+        self.cells.append(v4.new_markdown_cell(text, id=cid))
+
+    def code(self, cid: str, source: str):
+        self.cells.append(v4.new_code_cell(source, id=cid))
+
+    def step_code(self, cid: str, source: str, defines: str, shape):
+        """A step's code, or in an exercise notebook the student's empty cell."""
+        if self.hidden:
+            source = f"{PLACEHOLDER}\n# compute {defines}" + (f", shape {shape}" if shape else "")
+        self.code(cid, source)
+
+    def check(self, cid: str, var: str, m: Mat, label: str):
+        key = f"{var}_key"
+        src = ("# the worked key: its exact values, to float precision\n" + _key(key, m) + "\n"
+               f"np.testing.assert_allclose({var}, {key}, rtol={RTOL}, atol={ATOL},\n"
+               f"                           err_msg={label + ' does not match the worked key'!r})\n"
+               f"print({'✓ ' + label + ' matches the key'!r})")
+        self.code(cid, src)
+
+    # -- the page's opening
+    def intro(self):
+        from ..render.view import build as page_model
+
+        p = self.p
+        page = page_model(self.sol, "answer-key")
+        title = p.title or "Self-attention"
+        facts = "\n".join(f"* **{_md(a)}:** {_rich_md(b)}" for a, b in page["facts"])
+        text = [f"# {_md(title)}", "",
+                "Self-attention in code with NumPy: we run one step at a time, print the result, and check it "
+                "against the worked answer key.", "", facts, "",
+                "You don't need anything installed. Open this notebook in Google Colab (free, runs in your browser), "
+                "or in any Python where numpy is available, and you'll get exactly the same numbers as the key."]
+        if self.hidden:
+            text += ["", "**This is an exercise.** Write the code for each step in the cell marked "
+                         f"`{PLACEHOLDER}`; the cell after it checks your result against the key and says which "
+                         "step does not match."]
+        self.md("intro", "\n".join(text))
+        self.md("import-md", "## Step 0: import NumPy")
+        self.code("import", "import numpy as np\n"
+                  f"np.set_printoptions(precision={p.decimals}, suppress=True)   "
+                  f"# print numbers with {p.decimals} decimals")
+
+    def inputs(self):
+        p = self.p
+        words = "words = [" + ", ".join(repr(t) for t in p.tokens) + "]"
+        self.md("inputs-md", "## The input matrix X\n\n"
+                "A table with one row per word: these are the plain, “starting” descriptions of each word. "
+                "They don't know anything about the other words yet.")
+        self.code("inputs", f"{words}\nN, D1, D2 = {p.n}, {p.d_model}, {p.d_k}   "
+                  "# words, start size (d_model), query/key size (d_k)\n"
+                  + _input("X", p.X) + '\nprint("X shape:", X.shape)\nprint(X)')
+        text = ("## The weight matrices\n\n"
+                "W_Q, W_K and W_V create the queries, keys and values. In a real Transformer they are learned "
+                "during training; here they are the problem's numbers. Each has one row per column of X: "
+                f"X ({p.n}×{p.d_model}) can only be multiplied by a {p.d_model} × something table.")
+        src = []
+        heads = [(f"{h}" if p.multihead else "", head) for h, head in enumerate(p.heads, 1)]
+        for suf, head in heads:
+            for nm, w in (("W_Q", head.W_Q), ("W_K", head.W_K), ("W_V", head.W_V)):
+                src.append(_input(nm + suf, w))
+        if p.multihead:
+            text += (f" There are {len(p.heads)} heads, each with its own W_Q, W_K, W_V (W_Q1 is head 1's); W_O "
+                     "projects their outputs, side by side, to the result.")
+            src.append(_input("W_O", p.W_O))
+        first = "W_Q" + heads[0][0]
+        src.append(f'print("{first} shape:", {first}.shape)\nprint({first})')
+        if p.mask == "causal":
+            text += ("\n\nThis is decoder self-attention: a word may look only at itself and the words before it. "
+                     "`mask` is True where a word would look ahead; those scores become −∞ before the softmax, so "
+                     "their weight is 0.")
+            src.append("mask = np.triu(np.ones((N, N), dtype=bool), k=1)   # True above the diagonal: a later word")
+        self.md("weights-md", _md_keep(text))
+        self.code("weights", "\n".join(src))
+
+    # -- one cell per step
+    def step(self, k: int, st):
+        p, mats = self.p, self.sol.matrices()
+        suf = str(st.head) if st.head is not None else ""
+        base = f"step{k:02d}-{st.id}" + (f"-head{suf}" if suf else "")
+        label = f"Step {k} ({st.title})"
+        md = [f"## Step {k}: {_rich_md(st.title)}", "", _rich_md(st.why)]
+        if st.shape_latex:
+            md += ["", f"Shapes: ${st.shape_latex}$"]
+        for note in st.notes:
+            md += ["", "> " + _rich_md(note)]
+        self.md(base + "-md", "\n".join(md))
+        m = mats[st.result]
+        var, src = self.numpy(st, suf)
+        self.step_code(base, src, var, m.shape)
+        self.check(base + "-check", var, m, label)
+
+    def numpy(self, st, h: str) -> tuple[str, str]:
+        """The variable a step defines and its NumPy code, in the page's style."""
+        p = self.p
+        show = lambda v: f'print("{v} shape:", {v}.shape)\nprint({v})'  # noqa: E731
+        if st.id in ("Q", "K", "V"):
+            what = {"Q": "queries: what each word is looking for", "K": "keys:    what each word can offer",
+                    "V": "values:  what each word passes on"}[st.id]
+            v = st.id + h
+            return v, f"{v} = X @ W_{st.id}{h}     # {what}\n" + show(v)
+        if st.id == "scores":
+            v = "scores" + h
+            if p.mask == "causal":
+                src = (f"{v} = Q{h} @ K{h}.T        # K.T means \"K transposed\": rows turned into columns\n"
+                       f"{v} = np.where(mask, -np.inf, {v})   # a word may not look at later words\n")
+            else:
+                src = f"{v} = Q{h} @ K{h}.T        # K.T means \"K transposed\": rows turned into columns\n"
+            return v, src + show(v)
+        if st.id == "scaled":
+            v, div = "scaled" + h, _scale_code(p)
+            if div is None:
+                return v, f"{v} = scores{h}           # scale = \"none\": the scores go into the softmax as they are\n" + show(v)
+            return v, f"{v} = scores{h} / {div}           # calm the numbers down\n" + show(v)
+        if st.id == "weights":
+            v = "A" + h
+            src = ""
+            if not self.softmax_defined:
+                self.softmax_defined = True
+                src = ('def softmax(z):                         # turn each row into a "pie"\n'
+                       "    e = np.exp(z)\n"
+                       "    return e / e.sum(axis=1, keepdims=True)\n\n")
+            return v, src + f"{v} = softmax(scaled{h})\n" + show(v) + f'\nprint("row sums:", {v}.sum(axis=1))'
+        if st.id == "Z":
+            v = "Z" + h
+            return v, f"{v} = A{h} @ V{h}\n" + show(v)
+        if st.id == "concat":
+            zs = ", ".join(f"Z{i}" for i in range(1, len(p.heads) + 1))
+            return "concat", f"concat = np.hstack([{zs}])   # the heads' outputs side by side\n" + show("concat")
+        if st.id == "output":
+            return "Z", "Z = concat @ W_O\n" + show("Z")
+        raise ValueError(f"no NumPy code for the step {st.id!r}")
+
+    # -- the whole thing in one block
+    def one_block(self):
+        p = self.p
+        div = _scale_code(p)
+        src = ["import numpy as np", f"np.set_printoptions(precision={p.decimals}, suppress=True)", "",
+               f"N, D1, D2 = {p.n}, {p.d_model}, {p.d_k}", _input("X  ", p.X)]
+        heads = [(f"{h}" if p.multihead else "", head) for h, head in enumerate(p.heads, 1)]
+        for suf, head in heads:
+            for nm, w in (("W_Q", head.W_Q), ("W_K", head.W_K), ("W_V", head.W_V)):
+                src.append(_input(nm + suf, w))
+        if p.multihead:
+            src.append(_input("W_O", p.W_O))
+        if p.mask == "causal":
+            src.append("mask = np.triu(np.ones((N, N), dtype=bool), k=1)   # later words are hidden")
+        src.append("")
+        body = ["Q, K, V = X @ W_Q, X @ W_K, X @ W_V       # queries, keys, values",
+                "scores = Q @ K.T" + (f" / {div}" if div else "") + "            # how well each query matches each key"]
+        if p.mask == "causal":
+            body.append("scores = np.where(mask, -np.inf, scores)   # no looking ahead")
+        body.append("A = np.exp(scores) / np.exp(scores).sum(axis=1, keepdims=True)   # softmax")
+        if p.multihead:
+            src.append("heads = [" + ", ".join(f"(W_Q{s}, W_K{s}, W_V{s})" for s, _ in heads) + "]")
+            src.append("Zs = []")
+            src.append("for W_Q, W_K, W_V in heads:")
+            src += ["    " + b for b in body] + ["    Zs.append(A @ V)                      # blend the values", "",
+                                                "Z = np.hstack(Zs) @ W_O                   # concat, then project"]
+        else:
+            src += body + ["Z = A @ V                                 # blend the values"]
+        src += ["", f"print(Z)                                  # {p.n} rich vectors, {self.sol.output.shape[1]} numbers each"]
+        formula = "Z = \\mathrm{softmax}\\left(\\frac{Q K^T}{" + (
+            "\\sqrt{D_2}" if p.scale == "sqrt" else "1" if p.scale == "none" else div) + "}\\right) V"
+        md = ["## The whole thing in one block", "",
+              "Here is everything together. Paste it into Colab and run it. It is exactly the formula from the key:",
+              "", f"$${formula}$$"]
+        if p.mask == "causal":
+            md += ["", "with the mask: scores of later words are −∞ before the softmax."]
+        if p.multihead:
+            md += ["", "for each head, then the heads side by side, times W_O."]
+        if self.hidden:
+            md += ["", "Write it yourself: from X and the weight matrices to Z, in one cell."]
+        self.md("whole-md", _md_keep("\n".join(md)))
+        self.step_code("whole", "\n".join(src), "Z, from X and the weight matrices, in one block",
+                       self.sol.output.shape)
+        self.check("whole-check", "Z", self.sol.output, "The whole thing in one block")
+
+
+def _md_keep(text: str) -> str:
+    """Our own Markdown (with `code`), with the matrix names as math."""
+    import re
+
+    return re.sub(r"\bW_([QKVO])(\d?)\b", lambda m: f"$W_{m.group(1)}$" + m.group(2), text)
+
+
+def build(sol: Solution, *, answers_hidden: bool = False) -> "nbformat.NotebookNode":
+    """The notebook (nbformat v4) for *sol*: the answer notebook, or with *answers_hidden* the exercise."""
+    b = _Builder(sol, answers_hidden)
+    b.intro()
+    b.inputs()
+    for k, st in enumerate(sol.steps, 1):
+        b.step(k, st)
+    b.one_block()
+    nb = v4.new_notebook(cells=b.cells, metadata={"kernelspec": dict(KERNELSPEC), "language_info": dict(LANGUAGE_INFO)})
+    nbformat.validate(nb)
+    return nb
+
+
+def dumps(nb) -> str:
+    """The notebook's JSON text (nbformat's own writer: sorted keys, so the same notebook gives the same bytes)."""
+    return nbformat.writes(nb, version=4)
+
+
+# ---------------------------------------------------------------- running and writing
+
+def require_execute():
+    """Fail in one line, before any work, when nbclient or ipykernel is missing."""
+    import importlib
+
+    missing = []
+    for m in ("nbclient", "ipykernel"):
+        try:
+            importlib.import_module(m)
+        except ImportError:
+            missing.append(m)
+    if missing:
+        raise WorkedError(f"--execute needs {' and '.join(missing)}: pip install 'worked[notebook]'")
+
+
+def execute_checked(nb, **kw):
+    """:func:`execute`, with a failing cell or a kernel that cannot start as a one-line :class:`WorkedError`."""
+    require_execute()
+    from jupyter_client.kernelspec import NoSuchKernel
+    from nbclient.exceptions import CellExecutionError, DeadKernelError
+
+    try:
+        return execute(nb, **kw)
+    except CellExecutionError as exc:
+        name = getattr(exc, "ename", "error")
+        value = (getattr(exc, "evalue", "") or "").strip().splitlines()
+        raise WorkedError(f"the notebook did not run: {name}: {value[0] if value else ''}".rstrip(": ")) from None
+    except (NoSuchKernel, DeadKernelError, TimeoutError, RuntimeError) as exc:
+        raise WorkedError(f"the notebook did not run: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}") from None
+
+
+def execute(nb, *, km=None, timeout: float = 120, cwd: str | None = None):
+    """Run every cell with nbclient and store the outputs (in place; also returned). *km* is a started
+    ``jupyter_client`` KernelManager to reuse (it is left running); by default a kernel is started and
+    stopped. A failing cell raises ``nbclient.exceptions.CellExecutionError`` naming it."""
+    try:
+        from nbclient import NotebookClient
+    except ImportError:
+        raise WorkedError("--execute needs nbclient and ipykernel: pip install 'worked[notebook]'") from None
+    meta = nbformat.from_dict(dict(nb.metadata))
+    client = NotebookClient(nb, km=km, timeout=timeout, kernel_name=KERNELSPEC["name"], record_timing=False,
+                            resources={"metadata": {"path": cwd or os.getcwd()}})
+    if km is None:   # our own kernel: its start-up chatter (a warning about TCP) is not the user's business
+        import subprocess
+
+        client.execute(stderr=subprocess.DEVNULL)
+    else:
+        client.execute()
+    nb.metadata = meta      # the kernel's own language_info (its Python version) would differ between machines
+    return nb
+
+
+def write(nb, path) -> Path:
+    """Write *nb* to *path* atomically: a temporary file beside it, then renamed over it."""
+    out = Path(path)
+    if not out.parent.is_dir():
+        raise WorkedError(f"{out.parent}: no such folder")
+    tmp = out.with_name(f".{out.name}.tmp{os.getpid()}")
+    try:
+        tmp.write_text(dumps(nb), encoding="utf-8")
+        os.replace(tmp, out)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return out
