@@ -20,8 +20,9 @@ EXACT_CELL_LIMIT = 28    # exact matrix entries longer than this (as text) are n
 
 
 def _cell(node, math: bool = False, masked: bool = False) -> dict:
-    """A table cell: its text, its LaTeX, and the tree when it needs math (fractions, roots, e^x)."""
-    out = {"text": printers.text(node), "tex": printers.latex(node), "eq": node if math else None}
+    """A table cell: its text, its LaTeX, and the tree when it needs math (fractions, roots, e^x);
+    ``node`` is the tree in every case (for writers that set every entry as math)."""
+    out = {"text": printers.text(node), "tex": printers.latex(node), "eq": node if math else None, "node": node}
     if masked:
         out["masked"] = True
     return out
