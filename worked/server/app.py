@@ -21,6 +21,10 @@ limits as files, solving and rendering run in a bounded thread pool with timeout
 are looked up in a table built from the folder listing (never joined into a path), and the page
 inserts user text with ``textContent`` only (MathML is printed from the equation trees of
 :mod:`worked.eq` by :mod:`worked.printers` and allow-listed).
+
+What the page shows is the page model of the worksheets and keys (:mod:`worked.render.view`):
+``problem_page`` for a problem (given matrices, facts, answer grids) and ``build`` for a worked
+solution; this module only prints its trees as text and MathML.
 """
 from __future__ import annotations
 
