@@ -369,7 +369,9 @@ def execute(nb, *, km=None, timeout: float = 120, cwd: str | None = None):
     except ImportError:
         raise WorkedError("--execute needs nbclient and ipykernel: pip install 'worked[notebook]'") from None
     meta = nbformat.from_dict(dict(nb.metadata))
+    # outputs that arrive late on a busy machine are waited for, never silently dropped (nbclient's default)
     client = NotebookClient(nb, km=km, timeout=timeout, kernel_name=KERNELSPEC["name"], record_timing=False,
+                            iopub_timeout=60, raise_on_iopub_timeout=True,
                             resources={"metadata": {"path": cwd or os.getcwd()}})
     if km is None:   # our own kernel: its start-up chatter (a warning about TCP) is not the user's business
         import subprocess
