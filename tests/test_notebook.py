@@ -255,3 +255,31 @@ def test_execute_without_nbclient_is_one_line(cli, tmp_path):
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr == "error: --execute needs nbclient: pip install 'worked[notebook]'\n"
     assert list(work.iterdir()) == []
+
+
+# ---------------------------------------------------------------- quizzes: one exercise notebook per variant
+
+def test_quiz_ipynb_writes_one_exercise_per_variant(tmp_path, kernel):
+    """`worked quiz --format ipynb`: variants/<code>/exercise.ipynb, an exercise for that variant's problem,
+    with its code under the title; filled in with the answers it passes every check; same bytes again."""
+    from worked.problem import Problem
+    from worked.quiz import run as quiz
+
+    spec = ROOT / "problems" / "quiz-2-causal.toml"
+    out, entries = quiz(spec, count=2, outdir=tmp_path / "q", formats="ipynb", jobs=1, quiet=True)
+    assert len(entries) == 2
+    for e in entries:
+        path = out / "variants" / e["variant"] / "exercise.ipynb"
+        nb = nbformat.read(path, as_version=4)
+        nbformat.validate(nb)
+        assert f"**Variant:** {e['variant']}" in nb.cells[0].source
+        assert not any("@" in c.source for c in nb.cells if c.cell_type == "code")
+        sol = worked.solve(Problem.from_dict(e["problem"]))
+        assert [c.source for c in check_cells(nb)] == [c.source for c in check_cells(nbw.build(sol))]
+    answers = {c.id: c.source for c in nbw.build(sol).cells}
+    for c in nb.cells:
+        if c.source.startswith(nbw.PLACEHOLDER):
+            c.source = answers[c.id]
+    assert all("matches the key" in text_of(c) for c in check_cells(run(nb, kernel)))
+    again, _ = quiz(spec, count=2, outdir=tmp_path / "q2", formats="ipynb", jobs=1, quiet=True)
+    assert (again / "variants" / e["variant"] / "exercise.ipynb").read_bytes() == path.read_bytes()

@@ -374,6 +374,36 @@ def test_downloads_of_worksheet_and_key(c):
     assert bad.status_code == 404 and "expected pdf, html or tex" in bad.json()["error"]
 
 
+def test_notebook_downloads_with_answers_and_as_exercise(c, tmp_path):
+    """The teacher view's notebook buttons: notebook.ipynb (the answers) and exercise.ipynb (checks only),
+    for a named problem, a posted one and a quiz variant; refused with --no-solutions."""
+    import nbformat
+
+    page = c.get("/").text
+    assert 'data-doc="notebook" data-fmt="ipynb"' in page and 'data-doc="exercise" data-fmt="ipynb"' in page
+    r = c.get("/download/problems/cats-chase-mice/notebook.ipynb")
+    assert r.status_code == 200 and r.headers["content-type"] == "application/x-ipynb+json"
+    assert r.headers["content-disposition"] == 'attachment; filename="cats-chase-mice-notebook.ipynb"'
+    nb = nbformat.reads(r.text, as_version=4)
+    nbformat.validate(nb)
+    assert any(cell.source.startswith("Q = X @ W_Q") for cell in nb.cells)
+    p = load(PROBLEMS / "two-heads.toml").to_dict()
+    ex = c.post("/api/download", json={"problem": p, "document": "exercise", "format": "ipynb"})
+    assert ex.status_code == 200 and ex.headers["content-disposition"].endswith('-exercise.ipynb"')
+    code = [cell.source for cell in nbformat.reads(ex.text, as_version=4).cells if cell.cell_type == "code"]
+    assert any("# your code here" in s for s in code) and not any("@" in s for s in code)
+    assert any("concat_key = np.array" in s for s in code)
+    bad = c.get("/download/problems/cats-chase-mice/answer-key.ipynb")
+    assert bad.status_code == 404 and "expected notebook or exercise" in bad.json()["error"]
+    tc = client(problems_dir=make_quiz(tmp_path))
+    v = tc.get("/download/variants/K3F9AB/exercise.ipynb")
+    assert v.status_code == 200 and "K3F9AB" in v.text and "Ada" not in v.text
+    nc = client(no_solutions=True)
+    for doc in ("notebook", "exercise"):
+        assert nc.get(f"/download/problems/cats-chase-mice/{doc}.ipynb").status_code == 403
+        assert nc.post("/api/download", json={"problem": p, "document": doc, "format": "ipynb"}).status_code == 403
+
+
 def test_random_problem_is_the_generator_s_for_the_same_knobs_and_seed(c):
     """POST /api/new draws the same problem as `worked new` with the same options and seed."""
     from worked import generate

@@ -306,7 +306,8 @@ def _add_quiz(sub):
     p.add_argument("--seed", type=int, default=None, help="overrides the spec's seed")
     p.add_argument("-o", "--output", default=None, metavar="DIR", help="output folder (default output/<spec name>)")
     p.add_argument("--format", default=None, metavar="LIST",
-                   help="comma-separated: pdf,html,tex,moodle,qti,gift (default pdf,html,moodle,qti,gift)")
+                   help="comma-separated: pdf,html,tex,moodle,qti,gift,ipynb (default pdf,html,moodle,qti,gift; "
+                        "ipynb: an exercise notebook per variant)")
     p.add_argument("--jobs", type=int, default=None, metavar="J", help="parallel processes (default: all cores)")
     p.add_argument("--variant", default=None, metavar="CODE", help="regenerate exactly this variant into DIR/variants/CODE")
     p.add_argument("--quiet", action="store_true", help="no progress bar")

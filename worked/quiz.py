@@ -39,7 +39,7 @@ from .mistakes import MISTAKES
 SPEC_KEYS = ("title", "seed", "count", "paper", "instructions", "family", "questions")
 QUESTION_KEYS = ("ask", "points", "tolerance", "name")
 TOLERANCE_KEYS = ("abs", "rel")
-FORMATS = ("pdf", "html", "tex", "moodle", "qti", "gift")
+FORMATS = ("pdf", "html", "tex", "moodle", "qti", "gift", "ipynb")
 DEFAULT_FORMATS = ("pdf", "html", "moodle", "qti", "gift")
 MAX_VARIANTS = 2000
 MARKER = ".worked-quiz"
@@ -478,6 +478,11 @@ def build_variant(spec: QuizSpec, variant: Variant, formats: tuple[str, ...], *,
     texs: dict[str, str] = {}
     folder = f"variants/{variant.code}"
     files[f"{folder}/variant.json"] = (json.dumps(entry, indent=2, ensure_ascii=False) + "\n").encode()
+    if "ipynb" in formats:   # the exercise notebook: the student writes each step, the checks say which is wrong
+        from .writers import notebook
+
+        files[f"{folder}/exercise.ipynb"] = notebook.dumps(
+            notebook.build(sol, answers_hidden=True, student=_student_for(variant))).encode()
     if {"html", "pdf", "tex"} & set(formats):
         from . import render
 
@@ -700,6 +705,8 @@ def _warm_up(formats: tuple[str, ...]) -> None:
     if "tex" in formats:
         for name in ("worksheet.tex", "answer-key.tex"):
             env("tex").get_template(name)
+    if "ipynb" in formats:
+        import nbformat  # noqa: F401  (and its schema validator, once)
 
 
 def build_all(spec: QuizSpec, variants: list[Variant], formats: tuple[str, ...], jobs: int, progress: bool) -> list[dict]:

@@ -10,11 +10,13 @@ Routes (all JSON unless noted; errors are ``{"error": message}`` with a 4xx/5xx 
 ``POST /api/solve``    ``{"problem"}``      the JSON of ``worked solve --format json`` (``?view=1`` adds MathML)
 ``POST /api/check``    ``{"problem", "answers"[, "tolerance"]}``  the JSON of ``worked check --format json``
 ``POST /api/new``      ``{options of worked new, "seed"}``        a random problem
-``POST /api/download`` ``{"problem", "document", "format"}``      worksheet / answer-key as pdf, html or tex
+``POST /api/download`` ``{"problem", "document", "format"}``      worksheet / answer-key as pdf, html or tex;
+                                            notebook / exercise as ipynb
 ``GET /download/problems/{name}/{document}.{format}``, ``GET /download/variants/{code}/{document}.{format}``
+(also ``notebook.ipynb`` and ``exercise.ipynb``: the Jupyter/Colab notebook, with the answers or as an exercise)
 
-With ``no_solutions=True`` nothing that holds an expected value leaves the server: ``/api/solve`` and
-answer-key downloads answer 403, and check reports keep only verdicts and diagnoses.
+With ``no_solutions=True`` nothing that holds an expected value leaves the server: ``/api/solve``,
+answer-key and notebook downloads answer 403, and check reports keep only verdicts and diagnoses.
 
 Safety: request bodies are limited (``max_body``), problems go through the same validation and
 limits as files, solving and rendering run in a bounded thread pool with timeouts, names and codes
@@ -61,6 +63,8 @@ STATIC = Path(__file__).with_name("static")
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,79}")
 CODE_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,39}")
 DOCUMENTS = ("worksheet", "answer-key")
+NOTEBOOKS = ("notebook", "exercise")      # as .ipynb: with the answers, or the exercise (checks kept)
+NOTEBOOK_TYPE = "application/x-ipynb+json"
 FORMATS = {"pdf": "application/pdf", "html": "text/html; charset=utf-8", "tex": "application/x-tex; charset=utf-8"}
 
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; "
@@ -639,7 +643,25 @@ def create_app(cfg: Config | None = None) -> Starlette:
             raise ApiError(500, "internal error: the generator gave no problem")
         return JSONResponse({"problem": problem.to_dict(), "view": problem_view(problem)})
 
+    async def _notebook(problem: Problem, document: str, student: dict | None):
+        """The Jupyter/Colab notebook: ``notebook`` (with the answers) or ``exercise`` (checks only)."""
+        if document not in NOTEBOOKS:
+            raise ApiError(404, f"no notebook {document[:40]!r}: expected notebook or exercise")
+        if cfg.no_solutions:   # both hold the key's values (the exercise in its checks)
+            raise ApiError(403, "notebooks are turned off on this server (--no-solutions): they hold the key's values")
+        key = (problem_key(problem), document, "ipynb", json.dumps(student, sort_keys=True))
+        body = engine.files.get(key)
+        if body is None:
+            sol = await engine.solution(problem)
+            body = await engine.run(_render_notebook, sol, document == "exercise", student,
+                                    timeout=cfg.render_timeout, what=f"making the {document}")
+            engine.files.put(key, body)
+        return Response(body, media_type=NOTEBOOK_TYPE, headers={
+            "Content-Disposition": f'attachment; filename="{problem.slug}-{document}.ipynb"', "Cache-Control": "no-store"})
+
     async def _document(problem: Problem, document: str, fmt: str, student: dict | None, paper: str = "a4"):
+        if fmt == "ipynb":
+            return await _notebook(problem, document, student)
         if document == "problem" and fmt == "toml":
             return Response(problem.to_toml(), media_type="application/toml; charset=utf-8", headers={
                 "Content-Disposition": f'attachment; filename="{problem.slug}.toml"', "Cache-Control": "no-store"})
@@ -739,6 +761,12 @@ def _check(problem, answers, tolerance, sol, reveal) -> dict:
 
     tol = Tolerance.parse(tolerance) if tolerance is not None else None
     return check_answers(problem, answers, tolerance=tol, solution=sol, reveal=reveal).to_dict()
+
+
+def _render_notebook(sol, hidden: bool, student: dict | None) -> bytes:
+    from ..writers import notebook
+
+    return notebook.dumps(notebook.build(sol, answers_hidden=hidden, student=student)).encode("utf-8")
 
 
 def _render(engine: Engine, sol, document: str, fmt: str, student: dict | None, paper: str) -> bytes:

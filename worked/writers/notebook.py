@@ -117,7 +117,8 @@ def _scale_code(p) -> str | None:
 # ---------------------------------------------------------------- the cells
 
 class _Builder:
-    def __init__(self, sol: Solution, answers_hidden: bool):
+    def __init__(self, sol: Solution, answers_hidden: bool, student: dict | None = None):
+        self.student = {k: str(v) for k, v in (student or {}).items() if k in ("name", "id", "variant") and v not in (None, "")}
         self.sol = sol
         self.p = sol.problem
         self.hidden = answers_hidden
@@ -152,7 +153,12 @@ class _Builder:
         page = page_model(self.sol, "answer-key")
         title = p.title or "Self-attention"
         facts = "\n".join(f"* **{_md(a)}:** {_rich_md(b)}" for a, b in page["facts"])
-        text = [f"# {_md(title)}", "",
+        text = [f"# {_md(title)}", ""]
+        if self.student:
+            words = {"name": "Name", "id": "Id", "variant": "Variant"}
+            text += [" · ".join(f"**{words[k]}:** {_md(self.student[k])}" for k in ("name", "id", "variant")
+                                if k in self.student), ""]
+        text += [
                 "Self-attention in code with NumPy: we run one step at a time, print the result, and check it "
                 "against the worked answer key.", "", facts, "",
                 "You don't need anything installed. Open this notebook in Google Colab (free, runs in your browser), "
@@ -310,9 +316,10 @@ def _md_keep(text: str) -> str:
     return re.sub(r"\bW_([QKVO])(\d?)\b", lambda m: f"$W_{m.group(1)}$" + m.group(2), text)
 
 
-def build(sol: Solution, *, answers_hidden: bool = False) -> "nbformat.NotebookNode":
-    """The notebook (nbformat v4) for *sol*: the answer notebook, or with *answers_hidden* the exercise."""
-    b = _Builder(sol, answers_hidden)
+def build(sol: Solution, *, answers_hidden: bool = False, student: dict | None = None) -> "nbformat.NotebookNode":
+    """The notebook (nbformat v4) for *sol*: the answer notebook, or with *answers_hidden* the exercise.
+    *student* (``{"name", "id", "variant"}``, any of them) is named under the title, as on the sheets."""
+    b = _Builder(sol, answers_hidden, student)
     b.intro()
     b.inputs()
     for k, st in enumerate(sol.steps, 1):
