@@ -39,7 +39,9 @@ _MD_SPECIAL = set("\\`*_[]<>#|$~")
 # ---------------------------------------------------------------- text
 
 def _md(text: str) -> str:
-    """Plain text as Markdown: every character that Markdown (or MathJax's $) would read is escaped."""
+    """Plain text as Markdown: every character that Markdown (or MathJax's $) would read is escaped, and a
+    line break is a space (a title must not start a heading of its own)."""
+    text = " ".join(text.splitlines())
     return "".join("&lt;" if c == "<" else "\\" + c if c in _MD_SPECIAL else c for c in text)
 
 
