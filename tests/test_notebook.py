@@ -230,13 +230,16 @@ def test_cli_writes_executes_and_repeats_bytes(cli, tmp_path):
     (["-o", "nb.txt"], "nb.txt: expected a file name ending in .ipynb"),
     (["-o", "missing/dir/nb.ipynb"], "no such folder"),
     (["--execute", "--answers-hidden", "-o", "nb.ipynb"], "--execute with --answers-hidden"),
+    (["-o", "dir.ipynb"], "dir.ipynb: is a folder"),
 ])
 def test_cli_bad_input_is_one_line_and_writes_nothing(cli, tmp_path, args, words):
     args = [str(ROOT / a) if a.startswith("problems/") else a for a in args]
+    if "dir.ipynb" in args:
+        (tmp_path / "dir.ipynb").mkdir()
     code, out, err = cli("notebook", *args, cwd=tmp_path)
     assert code == 2 and out == ""
     assert err.startswith("error: ") and err.strip().count("\n") == 0 and words in err, err
-    assert list(tmp_path.rglob("*")) == []
+    assert [p.name for p in tmp_path.rglob("*")] == (["dir.ipynb"] if "dir.ipynb" in args else [])
 
 
 def test_execute_without_nbclient_is_one_line(cli, tmp_path):

@@ -397,10 +397,15 @@ def write(nb, path) -> Path:
     out = Path(path)
     if not out.parent.is_dir():
         raise WorkedError(f"{out.parent}: no such folder")
+    if out.is_dir():
+        raise WorkedError(f"{out}: is a folder, expected a notebook file name")
+    text = dumps(nb)
     tmp = out.with_name(f".{out.name}.tmp{os.getpid()}")
     try:
-        tmp.write_text(dumps(nb), encoding="utf-8")
+        tmp.write_text(text, encoding="utf-8")
         os.replace(tmp, out)
+    except OSError as exc:
+        raise WorkedError(f"{out}: cannot write: {exc.strerror or exc}") from None
     finally:
         tmp.unlink(missing_ok=True)
     return out
