@@ -8,16 +8,17 @@
 """
 from __future__ import annotations
 
+import decimal
 import json
 import math
+from decimal import Decimal
 
-import mpmath
 import pytest
 import sympy as sp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from worked.attention import MP, NA, Exact, Float, Interval, Transform, contains, forward
+from worked.attention import NA, Exact, Float, Interval, Transform, contains, forward
 from worked.check import check_answers
 from worked.generate import Family, generate
 from worked.mistakes import MISTAKES
@@ -111,15 +112,17 @@ def test_exact_pass_is_the_solvers(fam, seed):
             assert [state.numer[j] / state.D for j in state.js] == [hr.weights.exact[i][j] for j in state.js]
 
 
-def test_interval_precision_does_not_depend_on_mpmath_global_precision():
-    """The checker's 50 digits come from a private context: a low global precision changes nothing."""
+def test_interval_precision_does_not_depend_on_the_thread_decimal_context():
+    """The checker's 50 digits come from worked's own decimal contexts: a low precision or another rounding in
+    the thread's decimal context changes nothing."""
     p = load(str(PROBLEMS / "cats-chase-mice.toml"))
     before = forward(p, Interval(p, widen=False)).matrices()["weights"]
-    with mpmath.workdps(15):
+    with decimal.localcontext(decimal.Context(prec=5, rounding=decimal.ROUND_UP)):
         low = forward(p, Interval(p, widen=False)).matrices()["weights"]
     assert before == low
-    exact = solve(p).matrices()["weights"].exact
-    assert abs(low[0][0][0] - MP.mpf(sp.N(exact[0][0], 60))) < MP.mpf(10) ** -45
+    exact = Decimal(str(sp.N(solve(p).matrices()["weights"].exact[0][0], 60)))
+    lo, hi = low[0][0]
+    assert lo <= exact <= hi and hi - lo < Decimal("1e-45")
 
 
 def test_given_entries_are_carried_forward():
