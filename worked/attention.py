@@ -217,13 +217,17 @@ def _divisor(problem, how):
 
 @dataclass
 class ExactRow:
-    """One row's exact softmax: weight[j] = numer[j] / D with numer[j] = e^(scaled[j] − shift)."""
+    """One row's exact softmax: weight[j] = numer[j] / D with numer[j] = e^(scaled[j] − shift); ``exps`` and
+    ``total`` are the same without the shift (e^(scaled[j]) and their sum: the forms the worked step shows)."""
 
     js: list[int]           # the unmasked columns
     low: int                # the column of the smallest scaled score
     shift: Any              # that smallest score (sympy)
+    shifted: dict[int, Any] # column → scaled[j] − shift
     numer: dict[int, Any]   # column → e^(scaled[j] − shift)
     D: Any                  # Σ numer
+    exps: dict[int, Any]    # column → e^(scaled[j])
+    total: Any              # Σ exps (like terms collected: 2e^(√2))
 
 
 class Exact:
@@ -275,9 +279,12 @@ class Exact:
             return [sp.Integer(0)] * len(row), None
         low = self._argmin(row, js)
         shift = self._sym(row[low])
-        numer = {j: sp.exp(self._sym(row[j]) - shift) for j in js}
+        shifted = {j: self._sym(row[j]) - shift for j in js}
+        numer = {j: sp.exp(d) for j, d in shifted.items()}
         D = sp.Add(*numer.values())
-        return [numer[j] / D if j in numer else sp.Integer(0) for j in range(len(row))], ExactRow(js, low, shift, numer, D)
+        exps = {j: sp.exp(self._sym(row[j])) for j in js}
+        state = ExactRow(js, low, shift, shifted, numer, D, exps, sp.Add(*exps.values()))
+        return [numer[j] / D if j in numer else sp.Integer(0) for j in range(len(row))], state
 
     def no_exp(self, row):
         sp = self.sp
