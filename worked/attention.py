@@ -6,7 +6,7 @@
 
     run = forward(problem, Float())                        # Python floats
     run = forward(problem, Exact())                        # Fractions for products, sympy after them
-    run = forward(problem, Interval(problem))              # (lo, hi) at 50 digits, widened for rounding
+    run = forward(problem, Interval(problem))              # (lo, hi) 50-digit Decimals, widened for rounding
     run = forward(problem, Float(), transform=Transform(scores="KQ"))   # a mistake: K·Qᵀ
     run.matrices()       # {"Q", "K", "V", "scores", "scaled", "weights", "Z"} (one head), or
                          # {"head1.Q", …, "head1.Z", "head2.Q", …, "concat", "Z"}: the keys of Solution.matrices()
@@ -32,23 +32,28 @@ For the worked solution (``worked.solver``): ``run = forward(problem, Exact())``
 sympy's −∞ where ``masked``), ``scaled``, ``weights`` and ``Z`` (sympy), and ``softmax``, one
 :class:`ExactRow` per row (the parts the softmax step shows); ``run.concat`` and ``run.output`` (sympy) with
 several heads; ``run.factor`` is the exact divisor (``Solution.scale_factor``). The same pass with
-``Interval(problem, widen=False)`` gives every value to 50 digits (``(x, x)`` pairs).
+``Interval(problem, widen=False)`` encloses every value in an interval a few units of the 50th digit wide:
+the solver's 50-digit values (``Mat.num``) are the lower ends of those (or a rational's own decimal).
 
 Backends (all three have the same methods: NEG_INF, entry, dot, factor, scale, softmax, no_exp, mix, shown)
 
 * :class:`Exact`: Q, K, V, ``raw_scores`` and the unmasked scores are ``Fraction``; a masked score is
   sympy's ``-oo``; the factor, scaled, weights, Z, concat and output are sympy values (√2, e^{√2}/(…)).
   Each row's softmax is kept as an :class:`ExactRow` (``HeadPass.softmax``): the unmasked columns, the
-  column of the smallest score, each e^(x − smallest) and their sum, so weight = numer[j]/D and
-  Z[i][c] = Σ numer[j]·V[j][c] / D: the forms the worked solution shows.
+  column of the smallest score, each x − smallest (``shifted``), e^(x − smallest) (``numer``) and their sum
+  ``D``, so weight = numer[j]/D and Z[i][c] = Σ numer[j]·V[j][c] / D; and each e^x itself (``exps``) with
+  their sum (``total``): the forms the worked solution shows.
 * :class:`Float`: Python floats (``-inf`` for a masked score); the softmax subtracts the row's largest
   score before e^x. Fast; for generating problems and the values of mistakes in quizzes.
-* :class:`Interval`: ``(lo, hi)`` pairs of 50-digit mpmath numbers from a private context
-  (:data:`MP`; mpmath's global precision is left alone); ``None`` for −∞. With ``widen=True`` each
+* :class:`Interval`: ``(lo, hi)`` pairs of 50-digit Decimals that enclose the value, computed in worked's
+  own decimal contexts (:data:`worked.numfmt.DOWN` and :data:`~worked.numfmt.UP` round each end outward;
+  e^x and √ are correctly rounded to the nearest, so their ends are moved one unit outward; the thread's
+  decimal context is neither used nor changed); ``None`` for −∞. With ``widen=True`` each
   computed entry may be rounded by a careful student to the problem's decimals (√d_k to at least 2
   places, each e^x keeping 3 significant digits of a small one), so it is widened by half a unit of the
   last place before it is used further; Z keeps its dependence on the e^x of its row. ``widen=False``
-  gives point values. ``round_exp=True`` rounds every e^x to the problem's places (to the nearest): the
+  gives the exact values, enclosed (a point where the value is a 50-digit decimal). ``round_exp=True``
+  rounds every e^x to the problem's places (to the nearest): the
   values of a student who rounded e^x early. This is what ``worked check`` judges answers with.
 """
 from __future__ import annotations
@@ -348,6 +353,7 @@ class Float:
 
 DOWN, UP = F.DOWN, F.UP
 _ZERO = Decimal(0)
+_NARROW = Decimal("1e-10")
 
 
 def pt(x):
@@ -360,7 +366,18 @@ def iv_add(a, b):
 
 
 def iv_mul(a, b):
-    pairs = ((a[0], b[0]), (a[0], b[1]), (a[1], b[0]), (a[1], b[1]))
+    (a0, a1), (b0, b1) = a, b
+    if a0 >= 0:                 # the common cases first: neither factor changes sign
+        if b0 >= 0:
+            return (DOWN.multiply(a0, b0), UP.multiply(a1, b1))
+        if b1 <= 0:
+            return (DOWN.multiply(a1, b0), UP.multiply(a0, b1))
+    elif a1 <= 0:
+        if b0 >= 0:
+            return (DOWN.multiply(a0, b1), UP.multiply(a1, b0))
+        if b1 <= 0:
+            return (DOWN.multiply(a1, b1), UP.multiply(a0, b0))
+    pairs = ((a0, b0), (a0, b1), (a1, b0), (a1, b1))
     return (min(DOWN.multiply(x, y) for x, y in pairs), max(UP.multiply(x, y) for x, y in pairs))
 
 
@@ -373,8 +390,13 @@ def iv_div(a, b):
 
 
 def iv_exp(a):
-    """e^a: decimal's exp is correctly rounded to the nearest, so one unit outward encloses e^x."""
-    return (DOWN.next_minus(DOWN.exp(a[0])), UP.next_plus(UP.exp(a[1])))
+    """e^a: decimal's exp is correctly rounded to the nearest, so one unit outward encloses e^x. On a narrow
+    interval (width w ≤ 10⁻¹⁰, as in a point pass) e^hi = e^lo·e^w ≤ e^lo·(1 + 2w), which saves the second e^x."""
+    lo = DOWN.next_minus(DOWN.exp(a[0]))
+    w = UP.subtract(a[1], a[0])
+    if w <= _NARROW:
+        return (lo, UP.multiply(UP.next_plus(UP.next_plus(lo)), UP.add(1, UP.multiply(2, w))))
+    return (lo, UP.next_plus(UP.exp(a[1])))
 
 
 def iv_sum(ivs):
@@ -496,6 +518,8 @@ class Interval:
     def mix(self, state, a_row, v_col):
         if state is not None and all(v is not None for v in v_col):
             E, weights = state
+            if not self.widen:   # boxes a few units of the 50th digit wide: plain interval arithmetic encloses it
+                return iv_div(iv_sum(iv_mul(E[j], v_col[j]) for j in E), iv_sum(E.values()))
             inexact = [j for j in E if self.shown(weights[j]) != weights[j]]
             return self._blend(E, v_col, inexact)
         acc = pt(_ZERO)

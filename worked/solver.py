@@ -1,8 +1,10 @@
 """Solving a problem exactly and building the worked steps (Part 9 "Check one" style).
 
-Every displayed line is built once, as a tree (:mod:`worked.eq`); printers turn it into each
-format and the auditor (:mod:`worked.audit`) evaluates it. Products of input matrices are exact
-Fractions; scaling, softmax and Z are sympy values (√2, e^{√2}, 1/3) with 50-digit decimal values beside.
+The values come from the one forward pass, :func:`worked.attention.forward`: its Exact backend gives the
+exact ones (products of the inputs as Fractions; scaling, softmax and Z as sympy values: √2, e^{√2}, 1/3;
+each softmax row's e^x, shifted and not, and their sums), its point Interval pass their 50-digit decimals.
+This module computes no matrix itself: it builds each displayed line once, as a tree (:mod:`worked.eq`);
+printers turn it into each format and the auditor (:mod:`worked.audit`) evaluates it.
 
 The precision policy (see the README):
 
@@ -502,9 +504,8 @@ def _check_size(problem: Problem, run: HeadPass, factor) -> None:
     """A ProblemError when a scaled score is too large for a hand exercise (before any e^x is evaluated)."""
     top = max((abs(x) for i, row in enumerate(run.scores) for j, x in enumerate(row) if (i, j) not in run.masked),
               default=Fraction(0))
-    big = sp.Rational(top.numerator, top.denominator) / factor
-    if big > MAX_SCALED:
-        big = float(big)
+    if top * top > MAX_SCALED**2 * F.frac(factor**2):     # |scaled| = top/factor, compared in rationals
+        big = float(sp.Rational(top.numerator, top.denominator) / factor)
         raise ProblemError("scores", f"a scaled score of about {big:.0f} is too large for a hand exercise "
                            f"(e^x would have {int(big / 2.302585) + 1} digits; at most {MAX_SCALED} in size): "
                            "use smaller entries or a larger scale", problem.source)
