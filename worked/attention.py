@@ -435,7 +435,8 @@ class Interval:
         kind, v = _divisor(problem, None)
         if kind == "sqrt":
             r = F.CTX.sqrt(Decimal(v))                # correctly rounded: one unit outward encloses √v
-            self.exact_factor = (DOWN.next_minus(r), UP.next_plus(r))
+            exact = DOWN.multiply(r, r) == v == UP.multiply(r, r)     # √4 = 2
+            self.exact_factor = (r, r) if exact else (DOWN.next_minus(r), UP.next_plus(r))
         else:
             self.exact_factor = iv_frac(v)
         # a careful student may round √d_k (or any scale) to the problem's places, but not below 2
