@@ -8,16 +8,18 @@
 """
 from __future__ import annotations
 
+import decimal
 import json
 import math
+from decimal import Decimal
+from fractions import Fraction
 
-import mpmath
 import pytest
 import sympy as sp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from worked.attention import MP, NA, Exact, Float, Interval, Transform, contains, forward
+from worked.attention import NA, Exact, Float, Interval, Transform, contains, forward
 from worked.check import check_answers
 from worked.generate import Family, generate
 from worked.mistakes import MISTAKES
@@ -82,7 +84,7 @@ def test_backends_agree_on_random_problems(fam, seed):
                         # no-exp over a row that sums to 0: undefined in every backend
                         assert t == Transform(softmax="no-exp"), (t, key, x, f, iv)
                         continue
-                    assert iv[1] - iv[0] < 1e-40, (t, key)   # widen=False: points (to 50 digits)
+                    assert iv[1] - iv[0] <= Decimal("1e-45") * max(1, abs(iv[0])), (t, key)   # widen=False: 50 digits
                     assert _close(e, f) and _close(e, float(iv[0])), (t, key, i, j, x, f, iv)
                     assert contains(b, iv[0]), (t, key)   # within 1e-30, as the checker compares
 
@@ -109,17 +111,103 @@ def test_exact_pass_is_the_solvers(fam, seed):
         assert hp.masked == hr.scores.masked
         for i, state in enumerate(hp.softmax):
             assert [state.numer[j] / state.D for j in state.js] == [hr.weights.exact[i][j] for j in state.js]
+            assert state.js == [j for j in range(p.n) if (i, j) not in hp.masked]
+            assert all(state.numer[j] == sp.exp(state.shifted[j]) for j in state.js)
+            assert all(state.exps[j] == sp.exp(hp.scaled[i][j]) for j in state.js)
+            assert state.total == sp.Add(*state.exps.values()) and state.D == sp.Add(*state.numer.values())
+            assert state.shifted[state.low] == 0 and all(state.shifted[j] >= 0 for j in state.js)
+    # the solver's 50-digit values lie in the point Interval pass's enclosures
+    pts = forward(p, Interval(p, widen=False)).matrices()
+    for key, m in mats.items():
+        for i, row in enumerate(pts[key]):
+            for j, iv in enumerate(row):
+                assert (iv is None) == m.is_neg_inf(i, j)
+                if iv is not None:
+                    assert iv[0] <= m.num[i][j] <= iv[1], (key, i, j)
 
 
-def test_interval_precision_does_not_depend_on_mpmath_global_precision():
-    """The checker's 50 digits come from a private context: a low global precision changes nothing."""
+def test_interval_precision_does_not_depend_on_the_thread_decimal_context():
+    """The checker's 50 digits come from worked's own decimal contexts: a low precision or another rounding in
+    the thread's decimal context changes nothing."""
     p = load(str(PROBLEMS / "cats-chase-mice.toml"))
     before = forward(p, Interval(p, widen=False)).matrices()["weights"]
-    with mpmath.workdps(15):
+    with decimal.localcontext(decimal.Context(prec=5, rounding=decimal.ROUND_UP)):
         low = forward(p, Interval(p, widen=False)).matrices()["weights"]
     assert before == low
-    exact = solve(p).matrices()["weights"].exact
-    assert abs(low[0][0][0] - MP.mpf(sp.N(exact[0][0], 60))) < MP.mpf(10) ** -45
+    exact = Decimal(str(sp.N(solve(p).matrices()["weights"].exact[0][0], 60)))
+    lo, hi = low[0][0]
+    assert lo <= exact <= hi and hi - lo < Decimal("1e-45")
+
+
+def _exact_value(x):
+    """An exact value as a Fraction (rational) or a 70-digit Decimal; None for −∞ or an undefined value."""
+    if x is sp.S.NegativeInfinity:
+        return None
+    if isinstance(x, Fraction):
+        return x
+    if getattr(x, "is_Rational", False):
+        return Fraction(int(x.p), int(x.q))
+    v = sp.N(x, 70)
+    if not v.is_real or not v.is_finite:   # zoo, nan: 0/0 of no-exp
+        return None
+    return Decimal(str(v))
+
+
+def _inside(iv, x) -> bool:
+    """lo ≤ x ≤ hi, exactly (Decimals compare exactly with each other; Fractions through Fraction(Decimal))."""
+    if isinstance(x, Fraction):
+        return Fraction(iv[0]) <= x <= Fraction(iv[1])
+    return iv[0] <= x <= iv[1]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(fam=families, seed=st.integers(0, 2**32))
+def test_interval_encloses_the_exact_value_on_random_problems(fam, seed):
+    """Directed rounding makes the Interval backend an enclosure: on random problems and under every mistake's
+    transform, each entry of the point pass (widen=False) and of the checker's widened band holds the exact
+    value (a rational compared exactly, any other value to 70 digits), with no slack."""
+    p = generate(fam, seed)
+    for t in _all_transforms(p):
+        ex = forward(p, Exact(), transform=t).matrices()
+        pts = forward(p, Interval(p, widen=False), transform=t).matrices()
+        band = forward(p, Interval(p), transform=t).matrices()
+        for key in ex:
+            for i, row in enumerate(ex[key]):
+                for j, x in enumerate(row):
+                    v, iv, b = _exact_value(x), pts[key][i][j], band[key][i][j]
+                    if v is None or iv is None:
+                        assert (x is sp.S.NegativeInfinity) == (iv is None) or t == Transform(softmax="no-exp")
+                        continue
+                    assert iv[0] <= iv[1] and _inside(iv, v), (t, key, i, j, x, iv)
+                    assert _inside(b, v), (t, key, i, j, x, b)
+
+
+def test_interval_ends_are_rounded_outward():
+    """Each interval operation encloses its exact result; a value that is a 50-digit decimal stays a point."""
+    from worked.attention import iv_div, iv_exp, iv_frac, iv_mul, iv_sum
+
+    third = iv_frac(Fraction(1, 3))
+    assert Fraction(third[0]) < Fraction(1, 3) < Fraction(third[1])
+    assert iv_frac(Fraction(-43, 100)) == (Decimal("-0.43"), Decimal("-0.43"))
+    for a, b in [(third, iv_frac(Fraction(-2, 7))), (iv_frac(Fraction(-5, 3)), iv_frac(Fraction(-1, 9))),
+                 ((Decimal(-1), Decimal(2)), third)]:
+        fa, fb = (Fraction(a[0]), Fraction(a[1])), (Fraction(b[0]), Fraction(b[1]))
+        prods = [x * y for x in fa for y in fb]
+        m = iv_mul(a, b)
+        assert Fraction(m[0]) <= min(prods) and max(prods) <= Fraction(m[1])
+        if not b[0] <= 0 <= b[1]:
+            q = iv_div(a, b)
+            quots = [x / y for x in fa for y in fb]
+            assert Fraction(q[0]) <= min(quots) and max(quots) <= Fraction(q[1])
+    s = iv_sum([third] * 3)
+    assert Fraction(s[0]) <= 1 <= Fraction(s[1]) and s[0] < s[1]
+    for x in ("0", "1", "-2.5", "13.8", "-40", "300"):
+        e = iv_exp((Decimal(x), Decimal(x)))
+        true = Decimal(str(sp.N(sp.exp(sp.Rational(x)), 70)))
+        assert e[0] < true < e[1] or (x == "0" and e[0] < 1 < e[1])
+    p = load(str(PROBLEMS / "cats-chase-mice.toml"))     # √2
+    lo, hi = Interval(p, widen=False).factor(p, None)
+    assert Fraction(lo) ** 2 < 2 < Fraction(hi) ** 2 and hi - lo < Decimal("1e-48")
 
 
 def test_given_entries_are_carried_forward():

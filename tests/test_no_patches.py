@@ -52,10 +52,7 @@ except Exception as exc:
 sol.text(); sol.to_dict()
 check_answers(sol.problem, {"scaled": [["1.41", "2.83", "1.41"], ["2.12", "2.12", "2.12"], ["1.41", "2.12", "1.41"]]})
 after = snap()
-# mpmath re-wraps its own private special-function helpers on the MPContext class whenever a context is
-# made (a public API, used for the checker's private 50-digit intervals); nothing public changes
-changed = sorted(k for k in before if k in after and before[k] != after[k]
-                 and not k.startswith("mpmath.MPContext."))
+changed = sorted(k for k in before if k in after and before[k] != after[k])
 print(json.dumps(changed))
 '''
 

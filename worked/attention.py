@@ -6,7 +6,7 @@
 
     run = forward(problem, Float())                        # Python floats
     run = forward(problem, Exact())                        # Fractions for products, sympy after them
-    run = forward(problem, Interval(problem))              # (lo, hi) at 50 digits, widened for rounding
+    run = forward(problem, Interval(problem))              # (lo, hi) 50-digit Decimals, widened for rounding
     run = forward(problem, Float(), transform=Transform(scores="KQ"))   # a mistake: K·Qᵀ
     run.matrices()       # {"Q", "K", "V", "scores", "scaled", "weights", "Z"} (one head), or
                          # {"head1.Q", …, "head1.Z", "head2.Q", …, "concat", "Z"}: the keys of Solution.matrices()
@@ -32,36 +32,39 @@ For the worked solution (``worked.solver``): ``run = forward(problem, Exact())``
 sympy's −∞ where ``masked``), ``scaled``, ``weights`` and ``Z`` (sympy), and ``softmax``, one
 :class:`ExactRow` per row (the parts the softmax step shows); ``run.concat`` and ``run.output`` (sympy) with
 several heads; ``run.factor`` is the exact divisor (``Solution.scale_factor``). The same pass with
-``Interval(problem, widen=False)`` gives every value to 50 digits (``(x, x)`` pairs).
+``Interval(problem, widen=False)`` encloses every value in an interval a few units of the 50th digit wide:
+the solver's 50-digit values (``Mat.num``) are the lower ends of those (or a rational's own decimal).
 
 Backends (all three have the same methods: NEG_INF, entry, dot, factor, scale, softmax, no_exp, mix, shown)
 
 * :class:`Exact`: Q, K, V, ``raw_scores`` and the unmasked scores are ``Fraction``; a masked score is
   sympy's ``-oo``; the factor, scaled, weights, Z, concat and output are sympy values (√2, e^{√2}/(…)).
   Each row's softmax is kept as an :class:`ExactRow` (``HeadPass.softmax``): the unmasked columns, the
-  column of the smallest score, each e^(x − smallest) and their sum, so weight = numer[j]/D and
-  Z[i][c] = Σ numer[j]·V[j][c] / D: the forms the worked solution shows.
+  column of the smallest score, each x − smallest (``shifted``), e^(x − smallest) (``numer``) and their sum
+  ``D``, so weight = numer[j]/D and Z[i][c] = Σ numer[j]·V[j][c] / D; and each e^x itself (``exps``) with
+  their sum (``total``): the forms the worked solution shows.
 * :class:`Float`: Python floats (``-inf`` for a masked score); the softmax subtracts the row's largest
   score before e^x. Fast; for generating problems and the values of mistakes in quizzes.
-* :class:`Interval`: ``(lo, hi)`` pairs of 50-digit mpmath numbers from a private context
-  (:data:`MP`; mpmath's global precision is left alone); ``None`` for −∞. With ``widen=True`` each
+* :class:`Interval`: ``(lo, hi)`` pairs of 50-digit Decimals that enclose the value, computed in worked's
+  own decimal contexts (:data:`worked.numfmt.DOWN` and :data:`~worked.numfmt.UP` round each end outward;
+  e^x and √ are correctly rounded to the nearest, so their ends are moved one unit outward; the thread's
+  decimal context is neither used nor changed); ``None`` for −∞. With ``widen=True`` each
   computed entry may be rounded by a careful student to the problem's decimals (√d_k to at least 2
   places, each e^x keeping 3 significant digits of a small one), so it is widened by half a unit of the
   last place before it is used further; Z keeps its dependence on the e^x of its row. ``widen=False``
-  gives point values. ``round_exp=True`` rounds every e^x to the problem's places (to the nearest): the
+  gives the exact values, enclosed (a point where the value is a 50-digit decimal). ``round_exp=True``
+  rounds every e^x to the problem's places (to the nearest): the
   values of a student who rounded e^x early. This is what ``worked check`` judges answers with.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from decimal import MAX_EMAX, MIN_EMIN, ROUND_HALF_EVEN, Context, Decimal
 from fractions import Fraction
 from typing import Any
 
-import mpmath
-
-MP = mpmath.MPContext()   # a private 50-digit context: mpmath.mp (global) is not touched
-MP.dps = 50
+from . import numfmt as F
 
 
 class _NotGiven:
@@ -219,13 +222,17 @@ def _divisor(problem, how):
 
 @dataclass
 class ExactRow:
-    """One row's exact softmax: weight[j] = numer[j] / D with numer[j] = e^(scaled[j] − shift)."""
+    """One row's exact softmax: weight[j] = numer[j] / D with numer[j] = e^(scaled[j] − shift); ``exps`` and
+    ``total`` are the same without the shift (e^(scaled[j]) and their sum: the forms the worked step shows)."""
 
     js: list[int]           # the unmasked columns
     low: int                # the column of the smallest scaled score
     shift: Any              # that smallest score (sympy)
+    shifted: dict[int, Any] # column → scaled[j] − shift
     numer: dict[int, Any]   # column → e^(scaled[j] − shift)
     D: Any                  # Σ numer
+    exps: dict[int, Any]    # column → e^(scaled[j])
+    total: Any              # Σ exps (like terms collected: 2e^(√2))
 
 
 class Exact:
@@ -277,9 +284,12 @@ class Exact:
             return [sp.Integer(0)] * len(row), None
         low = self._argmin(row, js)
         shift = self._sym(row[low])
-        numer = {j: sp.exp(self._sym(row[j]) - shift) for j in js}
+        shifted = {j: self._sym(row[j]) - shift for j in js}
+        numer = {j: sp.exp(d) for j, d in shifted.items()}
         D = sp.Add(*numer.values())
-        return [numer[j] / D if j in numer else sp.Integer(0) for j in range(len(row))], ExactRow(js, low, shift, numer, D)
+        exps = {j: sp.exp(self._sym(row[j])) for j in js}
+        state = ExactRow(js, low, shift, shifted, numer, D, exps, sp.Add(*exps.values()))
+        return [numer[j] / D if j in numer else sp.Integer(0) for j in range(len(row))], state
 
     def no_exp(self, row):
         sp = self.sp
@@ -341,39 +351,75 @@ class Float:
 
 # ---------------------------------------------------------------- intervals (what `worked check` uses)
 
+DOWN, UP = F.DOWN, F.UP
+_ZERO = Decimal(0)
+_NARROW = Decimal("1e-10")
+
+
 def pt(x):
     """The point interval (x, x)."""
     return (x, x)
 
 
 def iv_add(a, b):
-    return (a[0] + b[0], a[1] + b[1])
+    return (DOWN.add(a[0], b[0]), UP.add(a[1], b[1]))
 
 
 def iv_mul(a, b):
-    ps = (a[0] * b[0], a[0] * b[1], a[1] * b[0], a[1] * b[1])
-    return (min(ps), max(ps))
+    (a0, a1), (b0, b1) = a, b
+    if a0 >= 0:                 # the common cases first: neither factor changes sign
+        if b0 >= 0:
+            return (DOWN.multiply(a0, b0), UP.multiply(a1, b1))
+        if b1 <= 0:
+            return (DOWN.multiply(a1, b0), UP.multiply(a0, b1))
+    elif a1 <= 0:
+        if b0 >= 0:
+            return (DOWN.multiply(a0, b1), UP.multiply(a1, b0))
+        if b1 <= 0:
+            return (DOWN.multiply(a1, b1), UP.multiply(a0, b0))
+    pairs = ((a0, b0), (a0, b1), (a1, b0), (a1, b1))
+    return (min(DOWN.multiply(x, y) for x, y in pairs), max(UP.multiply(x, y) for x, y in pairs))
 
 
 def iv_div(a, b):
     """a / b, or None when b may be 0."""
     if b[0] <= 0 <= b[1]:
         return None
-    qs = (a[0] / b[0], a[0] / b[1], a[1] / b[0], a[1] / b[1])
-    return (min(qs), max(qs))
+    pairs = ((a[0], b[0]), (a[0], b[1]), (a[1], b[0]), (a[1], b[1]))
+    return (min(DOWN.divide(x, y) for x, y in pairs), max(UP.divide(x, y) for x, y in pairs))
 
 
-def contains(iv, x, slack=MP.mpf(10) ** -30) -> bool:
-    return iv[0] - slack <= x <= iv[1] + slack
+def iv_exp(a):
+    """e^a: decimal's exp is correctly rounded to the nearest, so one unit outward encloses e^x. On a narrow
+    interval (width w ≤ 10⁻¹⁰, as in a point pass) e^hi = e^lo·e^w ≤ e^lo·(1 + 2w), which saves the second e^x."""
+    lo = DOWN.next_minus(DOWN.exp(a[0]))
+    w = UP.subtract(a[1], a[0])
+    if w <= _NARROW:
+        return (lo, UP.multiply(UP.next_plus(UP.next_plus(lo)), UP.add(1, UP.multiply(2, w))))
+    return (lo, UP.next_plus(UP.exp(a[1])))
 
 
-def mpf(f: Fraction):
-    """A Fraction as a 50-digit number of :data:`MP`."""
-    return MP.mpf(f.numerator) / f.denominator
+def iv_sum(ivs):
+    lo = hi = _ZERO
+    for a, b in ivs:
+        lo, hi = DOWN.add(lo, a), UP.add(hi, b)
+    return (lo, hi)
+
+
+SLACK = Decimal("1e-30")
+
+
+def contains(iv, x, slack=SLACK) -> bool:
+    return DOWN.subtract(iv[0], slack) <= x <= UP.add(iv[1], slack)
+
+
+def iv_frac(f: Fraction):
+    """The interval of a Fraction: its 50-digit ends (a point when it is a 50-digit decimal)."""
+    return (DOWN.divide(f.numerator, f.denominator), UP.divide(f.numerator, f.denominator))
 
 
 class Interval:
-    """``(lo, hi)`` pairs at 50 digits; ``None`` is −∞ (see the module docstring)."""
+    """``(lo, hi)`` pairs of 50-digit Decimals that enclose the value; ``None`` is −∞ (see the module docstring)."""
 
     NEG_INF = None
 
@@ -381,20 +427,25 @@ class Interval:
         self.widen = widen
         self.round_exp = round_exp
         d = problem.decimals
-        self.tenpow = MP.mpf(10) ** d
-        self.h = MP.mpf(5) / (10 * self.tenpow)     # half a unit of the last shown place
-        self._tiny = MP.mpf(10) ** -40
-        self._near = MP.mpf(10) ** -30
+        self.d = d
+        self.quantum = Decimal(1).scaleb(-d)        # one unit of the last shown place
+        self.h = Decimal(5).scaleb(-d - 1)           # half a unit of the last shown place
+        self._tiny = Decimal("1e-40")
+        self._near = SLACK
         kind, v = _divisor(problem, None)
-        self.exact_factor = MP.sqrt(v) if kind == "sqrt" else mpf(v)
+        if kind == "sqrt":
+            r = F.CTX.sqrt(Decimal(v))                # correctly rounded: one unit outward encloses √v
+            exact = DOWN.multiply(r, r) == v == UP.multiply(r, r)     # √4 = 2
+            self.exact_factor = (r, r) if exact else (DOWN.next_minus(r), UP.next_plus(r))
+        else:
+            self.exact_factor = iv_frac(v)
         # a careful student may round √d_k (or any scale) to the problem's places, but not below 2
-        fp = max(d, 2)
-        fr = MP.nint(self.exact_factor * 10 ** fp) / 10 ** fp
-        self._factor_band = (min(self.exact_factor, fr), max(self.exact_factor, fr))
+        fr = self.exact_factor[0].quantize(Decimal(1).scaleb(-max(d, 2)), rounding=ROUND_HALF_EVEN, context=_WIDE)
+        self._factor_band = (min(self.exact_factor[0], fr), max(self.exact_factor[1], fr))
 
     def round(self, x):
-        """x rounded to the problem's places (to the nearest)."""
-        return MP.nint(x * self.tenpow) / self.tenpow
+        """x rounded to the problem's places (to the nearest, ties to even)."""
+        return x.quantize(self.quantum, rounding=ROUND_HALF_EVEN, context=_WIDE)
 
     def shown(self, iv, h=None):
         """What a careful student may write for *iv*: ± half a unit of the last place (unless it is exact there)."""
@@ -402,17 +453,17 @@ class Interval:
             return iv
         h = self.h if h is None else h
         lo, hi = iv
-        if hi - lo < self._tiny:
-            scaled = lo * self.tenpow
-            if abs(scaled - MP.nint(scaled)) < self._near:
+        if UP.subtract(hi, lo) < self._tiny:
+            scaled = lo.scaleb(self.d, context=_WIDE)
+            if UP.subtract(scaled, scaled.to_integral_value(rounding=ROUND_HALF_EVEN)).copy_abs() < self._near:
                 return iv  # already exact at the problem's places: rounding changes nothing
-        return (lo - h, hi + h)
+        return (DOWN.subtract(lo, h), UP.add(hi, h))
 
     def entry(self, x: Fraction):
-        return pt(mpf(x))
+        return iv_frac(x)
 
     def dot(self, xs, ys):
-        acc = pt(MP.mpf(0))
+        acc = pt(_ZERO)
         for x, y in zip(xs, ys):
             if x is None or y is None:
                 return None
@@ -421,14 +472,13 @@ class Interval:
 
     def factor(self, problem, how):
         if how is None:
-            return self._factor_band if self.widen else pt(self.exact_factor)
-        return pt(mpf(_divisor(problem, how)[1]))
+            return self._factor_band if self.widen else self.exact_factor
+        return iv_frac(_divisor(problem, how)[1])
 
     def scale(self, s, factor):
         if s is None:
             return None
-        qs = (s[0] / factor[0], s[0] / factor[1], s[1] / factor[0], s[1] / factor[1])   # factor > 0
-        return (min(qs), max(qs))
+        return iv_div(s, factor)   # factor > 0
 
     def softmax(self, row):
         """Weights of one row (None = −∞ gets weight 0), each e^x possibly rounded; exact ranges.
@@ -438,25 +488,24 @@ class Interval:
             return [None] * len(row), None
         E = {}
         for j in idx:
-            lo, hi = row[j]
-            e = (MP.exp(lo), MP.exp(hi))
+            e = iv_exp(row[j])
             if self.round_exp:
                 e = (self.round(e[0]), self.round(e[1]))
             elif self.widen:
                 # a careful student rounds e^x to the problem's places, but keeps 3 significant
                 # digits of a small one (0.000335, not 0.00, which would leave 0/0)
-                e = self.shown(e, min(self.h, e[0] * MP.mpf("0.005")))
+                e = self.shown(e, min(self.h, DOWN.multiply(e[0], _HALF_PERCENT)))
             E[j] = e
         out = []
         for j in range(len(row)):
             if j not in E:
-                out.append(pt(MP.mpf(0)))
+                out.append(pt(_ZERO))
                 continue
-            others_lo = MP.fsum(E[k][0] for k in idx if k != j)
-            others_hi = MP.fsum(E[k][1] for k in idx if k != j)
-            d_lo, d_hi = E[j][0] + others_hi, E[j][1] + others_lo
-            lo = E[j][0] / d_lo if d_lo > 0 else MP.mpf(0)
-            hi = E[j][1] / d_hi if d_hi > 0 else MP.mpf(1 if E[j][1] > 0 else 0)
+            others = iv_sum(E[k] for k in idx if k != j)
+            # the weight e/(e + others) grows with e and falls with the others
+            d_lo, d_hi = UP.add(E[j][0], others[1]), DOWN.add(E[j][1], others[0])
+            lo = DOWN.divide(E[j][0], d_lo) if d_lo > 0 else _ZERO
+            hi = UP.divide(E[j][1], d_hi) if d_hi > 0 else Decimal(1 if E[j][1] > 0 else 0)
             out.append((lo, hi))
         return out, (E, out)
 
@@ -464,15 +513,17 @@ class Interval:
         idx = [j for j, s in enumerate(row) if s is not None]
         if not idx:
             return [None] * len(row)
-        total = (MP.fsum(row[j][0] for j in idx), MP.fsum(row[j][1] for j in idx))
-        return [pt(MP.mpf(0)) if s is None else iv_div(s, total) for s in row]
+        total = iv_sum(row[j] for j in idx)
+        return [pt(_ZERO) if s is None else iv_div(s, total) for s in row]
 
     def mix(self, state, a_row, v_col):
         if state is not None and all(v is not None for v in v_col):
             E, weights = state
+            if not self.widen:   # boxes a few units of the 50th digit wide: plain interval arithmetic encloses it
+                return iv_div(iv_sum(iv_mul(E[j], v_col[j]) for j in E), iv_sum(E.values()))
             inexact = [j for j in E if self.shown(weights[j]) != weights[j]]
             return self._blend(E, v_col, inexact)
-        acc = pt(MP.mpf(0))
+        acc = pt(_ZERO)
         for a, v in zip(a_row, v_col):
             if a is None or v is None:
                 return None
@@ -481,21 +532,25 @@ class Interval:
 
     def _blend(self, E: dict, v: list, inexact: list):
         """Range of Σ E_j·v_j / Σ E_j over the boxes E_j (the weights' dependence kept), then each weight
-        possibly rounded: ± h·Σ|v_j|. The extremes put E_j at an end of its box, split by the value of v_j."""
+        possibly rounded: ± h·Σ|v_j|. The extremes put E_j at an end of its box, split by the value of v_j:
+        the largest value has E_j at the top of its box for the k largest v_j and at the bottom for the rest
+        (for some k), the smallest likewise; each candidate is rounded outward."""
         idx = list(E)
 
         def extreme(sign):
-            order = sorted(idx, key=lambda j: sign * (v[j][1] if sign > 0 else v[j][0]), reverse=True)
+            end = 1 if sign > 0 else 0
+            ctx = UP if sign > 0 else DOWN
+            order = sorted(idx, key=lambda j: sign * v[j][end], reverse=True)
             best = None
             for k in range(len(order) + 1):
-                num = den = MP.mpf(0)
+                num = den_lo = den_hi = _ZERO
                 for t, j in enumerate(order):
                     e = E[j][1] if t < k else E[j][0]
-                    vj = v[j][1] if sign > 0 else v[j][0]
-                    num += e * vj
-                    den += e
-                if den > 0:
-                    val = num / den
+                    num = ctx.add(num, ctx.multiply(e, v[j][end]))
+                    den_lo, den_hi = DOWN.add(den_lo, e), UP.add(den_hi, e)
+                if den_lo > 0:
+                    # outward: a positive top over the bottom's small end raises it, a negative one its large end
+                    val = ctx.divide(num, den_lo if (num >= 0) == (sign > 0) else den_hi)
                     best = val if best is None or sign * val > sign * best else best
             return best
 
@@ -503,6 +558,10 @@ class Interval:
         if hi is None or lo is None:
             return None
         if self.widen:
-            spread = self.h * MP.fsum(max(abs(v[j][0]), abs(v[j][1])) for j in inexact)
-            lo, hi = lo - spread, hi + spread
+            spread = UP.multiply(self.h, iv_sum((_ZERO, max(v[j][0].copy_abs(), v[j][1].copy_abs())) for j in inexact)[1])
+            lo, hi = DOWN.subtract(lo, spread), UP.add(hi, spread)
         return (lo, hi)
+
+
+_WIDE = Context(prec=10**6, Emax=MAX_EMAX, Emin=MIN_EMIN)   # for quantize: enough digits for any value
+_HALF_PERCENT = Decimal("0.005")

@@ -41,13 +41,17 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from decimal import Decimal
+
 from . import exprs
-from .attention import MP, NA, Interval, contains, forward, pt
+from .attention import NA, Interval, contains, forward, pt
 from .errors import ExpressionError, WorkedError
 from .mistakes import MISTAKES
+from .numfmt import CTX
 
 BLANKS = ("", "?")
-LIMIT = MP.mpf(10) ** 12            # largest |value| an answer entry may have
+LIMIT = Decimal(10) ** 12           # largest |value| an answer entry may have
+PI = Decimal("3.1415926535897932384626433832795028841971693993751")   # π to 50 digits
 MAX_EXP_ARG = 200                   # largest x in e^x inside an answer entry
 
 STAGES = ("Q", "K", "V", "scores", "scaled", "weights", "Z")
@@ -57,13 +61,14 @@ _STAGE_INDEX = {s: i for i, s in enumerate(STAGES)}
 # ---------------------------------------------------------------- reading entries
 
 def _bounded(x):
-    if not MP.isfinite(x) or abs(x) > LIMIT:
+    if not x.is_finite() or x.copy_abs() > LIMIT:
         raise ExpressionError("value is too large for an answer")
     return x
 
 
 def _num(node):
-    """Evaluate a tree from :func:`worked.exprs.parse` with 50-digit mpmath, refusing huge values.
+    """Evaluate a tree from :func:`worked.exprs.parse` in 50-digit decimals (:data:`worked.numfmt.CTX`),
+    refusing huge values.
 
     This runs before sympy sees the tree, so nothing expensive (e^(e^(e^100))) is ever evaluated.
     """
@@ -72,49 +77,49 @@ def _num(node):
         f = Fraction(node[1])
         if abs(f) > 10**12:
             raise ExpressionError(f"number {node[1]} is too large")
-        return MP.mpf(f.numerator) / f.denominator
+        return CTX.divide(f.numerator, f.denominator)
     if kind == "name":
         raise ExpressionError(f"unknown name {node[1]!r} (an answer is a number, such as 0.62, 2√2 or e^2/(1+e^2))")
     if kind == "inf":
         raise ExpressionError("∞ can only be a whole answer, as −∞ for a masked score")
     if kind == "pi":
-        return +MP.pi
+        return PI
     if kind == "e":
-        return +MP.e
+        return CTX.exp(1)
     if kind == "vec":
         raise ExpressionError("a single value was expected, not a vector")
     if kind == "neg":
-        return -_num(node[1])
+        return _num(node[1]).copy_negate()
     if kind == "sqrt":
         v = _num(node[1])
         if v < 0:
             raise ExpressionError("square root of a negative number")
-        return MP.sqrt(v)
+        return CTX.sqrt(v)
     if kind == "exp":
         v = _num(node[1])
         if v > MAX_EXP_ARG:
             raise ExpressionError("power is too large")
-        return _bounded(MP.exp(v))
+        return _bounded(CTX.exp(v))
     if kind == "pow":
         b, x = _num(node[1]), _num(node[2])
         if b < 0 and x != int(x):
             raise ExpressionError("fractional power of a negative number")
         if b == 0 and x <= 0:
             raise ExpressionError("0 to a power that is not positive")
-        if b != 0 and abs(x * MP.log(abs(b))) > MAX_EXP_ARG:
+        if b != 0 and CTX.multiply(x, CTX.ln(b.copy_abs())).copy_abs() > MAX_EXP_ARG:
             raise ExpressionError("power is too large")
-        return _bounded(MP.power(b, x))
+        return _bounded(CTX.power(b, x))
     if kind in ("add", "sub", "mul", "div"):
         a, b = _num(node[1]), _num(node[2])
         if kind == "add":
-            return _bounded(a + b)
+            return _bounded(CTX.add(a, b))
         if kind == "sub":
-            return _bounded(a - b)
+            return _bounded(CTX.subtract(a, b))
         if kind == "mul":
-            return _bounded(a * b)
+            return _bounded(CTX.multiply(a, b))
         if b == 0:
             raise ExpressionError("division by zero")
-        return _bounded(a / b)
+        return _bounded(CTX.divide(a, b))
     raise ExpressionError("not a number")
 
 
@@ -123,7 +128,7 @@ _NEG_INF_TEXT = re.compile(r"^\s*[-−]\s*(∞|oo|inf|infinity)\s*$", re.IGNOREC
 
 
 def _read(value):
-    """``(exact sympy value, mpf)``, ``("-oo", None)`` for −∞, or ``None`` for a blank entry."""
+    """``(exact sympy value, 50-digit Decimal)``, ``("-oo", None)`` for −∞, or ``None`` for a blank entry."""
     import sympy as sp
 
     if value is None:
@@ -133,7 +138,7 @@ def _read(value):
     if isinstance(value, int):
         if abs(value) > 10**12:
             raise ExpressionError(f"number {value} is too large")
-        return sp.Integer(value), MP.mpf(value)
+        return sp.Integer(value), Decimal(value)
     if isinstance(value, Fraction):
         value = f"{value.numerator}/{value.denominator}"
     elif isinstance(value, float):
@@ -580,9 +585,9 @@ def _bands(ctx: _Ctx, given=None, transform=None, centre=None) -> dict:
                 if iv is None:
                     r.append(None)
                     continue
-                c = (iv[0] + iv[1]) / 2
-                t = max(ctx.tol.abs or 0, (ctx.tol.rel or 0) * abs(c))
-                r.append((iv[0] - t, iv[1] + t))
+                c = CTX.divide(CTX.add(iv[0], iv[1]), 2)
+                t = max(Decimal(repr(ctx.tol.abs or 0.0)), CTX.multiply(Decimal(repr(ctx.tol.rel or 0.0)), c.copy_abs()))
+                r.append((CTX.subtract(iv[0], t), CTX.add(iv[1], t)))
             band[key].append(r)
     return band
 
@@ -794,7 +799,7 @@ def _changes(centre, band) -> bool:
     """Would the mistaken value (a point, or None for −∞) be judged wrong?"""
     if centre is None or band is None:
         return (centre is None) != (band is None)
-    mid = (centre[0] + centre[1]) / 2
+    mid = CTX.divide(CTX.add(centre[0], centre[1]), 2)
     return not contains(band, mid)
 
 
@@ -815,20 +820,20 @@ def _diag(ctx: _Ctx, code: str, key: str, entries) -> dict:
 def _early_rounding(ctx: _Ctx, key: str, grid, V):
     """Accepted entries that are not the exact value rounded at the end but are what rounding earlier gives."""
     m = ctx.mats[key]
-    slack = ctx.h * (1 + MP.mpf(10) ** -9) + MP.mpf(10) ** -20
+    slack = CTX.add(CTX.multiply(ctx.h, Decimal("1.000000001")), Decimal("1e-20"))
     loose = []
     for i, row in enumerate(grid):
         for j, a in enumerate(row):
             if V[i][j] != "correct" or a[1] is None:
                 continue
             v = m.num[i][j]
-            if abs(a[1] - v) > slack:
+            if CTX.subtract(a[1], v).copy_abs() > slack:
                 loose.append((i, j))
     if not loose:
         return None
     pre, base = _split(key)
     cand = _early_values(ctx, pre, base)
-    if all(any(abs(grid[i][j][1] - c[i][j]) <= slack for c in cand) for i, j in loose):
+    if all(any(CTX.subtract(grid[i][j][1], c[i][j]).copy_abs() <= slack for c in cand) for i, j in loose):
         return loose
     return None
 

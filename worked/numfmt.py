@@ -1,21 +1,26 @@
 """Numbers as shown: exact rounding to decimals, 50-digit values, and short text/LaTeX of exact values.
 
 Rounding is half away from zero: exactly for rationals, from 50 significant digits otherwise
-(computed in this module's own decimal context, so nobody else's precision is touched). Exact
+(computed in this module's own decimal contexts, so nobody else's precision is touched: :data:`CTX`
+rounds to the nearest; :data:`DOWN` and :data:`UP` round toward −∞ and +∞, for the ends of the
+intervals of :class:`worked.attention.Interval`). Exact
 values print through the equation tree (:func:`worked.eq.from_sympy` and :mod:`worked.printers`).
 """
 from __future__ import annotations
 
-from decimal import ROUND_HALF_UP, Context, Decimal
+from decimal import MAX_EMAX, MIN_EMIN, ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_UP, Context, Decimal
 from fractions import Fraction
-
-import mpmath
 
 from . import eq, printers
 
 MINUS = "−"
 
 CTX = Context(prec=50, Emax=10**6, Emin=-10**6)   # our own decimal context: 50 digits (nobody else's setting)
+# directed rounding for interval ends (+, −, ×, ÷ are exact then rounded down/up; exp and sqrt are
+# correctly rounded to the nearest in any context, so interval code steps them outward by one unit);
+# the exponent range is decimal's widest, so e^x of any bounded answer neither overflows nor underflows
+DOWN = Context(prec=50, rounding=ROUND_FLOOR, Emax=MAX_EMAX, Emin=MIN_EMIN)
+UP = Context(prec=50, rounding=ROUND_CEILING, Emax=MAX_EMAX, Emin=MIN_EMIN)
 NEG_INF = Decimal("-Infinity")
 
 
@@ -52,8 +57,8 @@ def mp(x) -> Decimal:
 
 
 def round_decimal(exact, num, places: int) -> Decimal:
-    """*exact* (a rational) or else *num* (a 50-digit Decimal, or an mpmath number) rounded to *places*,
-    half away from zero (from 45 significant digits)."""
+    """*exact* (a rational) or else *num* (a 50-digit Decimal) rounded to *places*, half away from zero
+    (from 45 significant digits)."""
     q = Decimal(1).scaleb(-places)
     if is_rational(exact):
         f = frac(exact)
@@ -63,8 +68,7 @@ def round_decimal(exact, num, places: int) -> Decimal:
             n += 1
         ctx = Context(prec=max(50, len(str(n)) + places + 5))
         return Decimal(n if p >= 0 else -n).scaleb(-places, context=ctx).quantize(q, context=ctx)
-    d = Context(prec=45).plus(num) if isinstance(num, Decimal) else Decimal(mpmath.nstr(num, 45, strip_zeros=False,
-                                                                                         min_fixed=-10**6, max_fixed=10**6))
+    d = Context(prec=45).plus(num)
     ctx = Context(prec=max(60, d.adjusted() + places + 20))
     return d.quantize(q, rounding=ROUND_HALF_UP, context=ctx)
 

@@ -1,8 +1,10 @@
 """Solving a problem exactly and building the worked steps (Part 9 "Check one" style).
 
-Every displayed line is built once, as a tree (:mod:`worked.eq`); printers turn it into each
-format and the auditor (:mod:`worked.audit`) evaluates it. Products of input matrices are exact
-Fractions; scaling, softmax and Z are sympy values (√2, e^{√2}, 1/3) with 50-digit decimal values beside.
+The values come from the one forward pass, :func:`worked.attention.forward`: its Exact backend gives the
+exact ones (products of the inputs as Fractions; scaling, softmax and Z as sympy values: √2, e^{√2}, 1/3;
+each softmax row's e^x, shifted and not, and their sums), its point Interval pass their 50-digit decimals.
+This module computes no matrix itself: it builds each displayed line once, as a tree (:mod:`worked.eq`);
+printers turn it into each format and the auditor (:mod:`worked.audit`) evaluates it.
 
 The precision policy (see the README):
 
@@ -18,7 +20,6 @@ show decimals instead of exact forms such as ``e^(√2)/(2 + e^(√2))``; the va
 from __future__ import annotations
 
 import re
-from decimal import Decimal
 from fractions import Fraction
 
 import sympy as sp
@@ -26,6 +27,7 @@ import sympy as sp
 from . import eq
 from . import numfmt as F
 from .numfmt import N
+from .attention import Exact, HeadPass, Interval, forward
 from .audit import audit_lines
 from .errors import ProblemError
 from .model import HeadResult, Line, Mat, Solution, Step
@@ -33,7 +35,6 @@ from .problem import Problem
 
 CHECKS = ("one", "row", "all")
 DISPLAYS = ("exact", "decimal")
-NEG_INF = sp.S.NegativeInfinity
 MAX_SCALED = 300   # largest |scaled score|: e^300 already has 131 digits
 EQ, APPROX = eq.EQ, eq.APPROX
 
@@ -74,16 +75,6 @@ def _entries(checks: str, rows: int, cols: int, first: tuple[int, int], allowed=
     else:
         out = [(i, j) for i in range(rows) for j in range(cols)]
     return [e for e in out if allowed is None or allowed(*e)]
-
-
-def _matmul(A, B):
-    n, k, m = len(A), len(B), len(B[0])
-    return [[sum((A[i][t] * B[t][j] for t in range(k)), Fraction(0)) for j in range(m)] for i in range(n)]
-
-
-def _input_mat(name, sym, A, rows, cols):
-    return Mat(name, sym, [[sp.Rational(x.numerator, x.denominator) for x in r] for r in A],
-               [[F.mp(x) for x in r] for r in A], rows, cols)
 
 
 def _shown_input(ctx: "_Ctx", x: Fraction):
@@ -216,7 +207,7 @@ def _scores_step(ctx: _Ctx, head, Q: Mat, K: Mat, Qf, Kf, Sf, scores: Mat) -> St
 
 # ---------------------------------------------------------------- scaling
 
-def _scale_step(ctx: _Ctx, head, scores: Mat, scaled: Mat, factor) -> Step:
+def _scale_step(ctx: _Ctx, head, scores: Mat, scaled: Mat, factor, factor_num) -> Step:
     p, n, P = ctx.p, scores.shape[0], ctx.P
     s = ctx.sym("scaled", head)
     sc = ctx.sym("scores", head)
@@ -234,7 +225,7 @@ def _scale_step(ctx: _Ctx, head, scores: Mat, scaled: Mat, factor) -> Step:
             items.append(fnode)
             ops.append(EQ)
         if not factor.is_Integer:
-            items.append(eq.dec(F.round_decimal(factor, N.sqrt(Decimal(dk)), P)))
+            items.append(eq.dec(F.round_decimal(factor, factor_num, P)))
             ops.append(APPROX)
         lines.append(Line(eq.Rel(tuple(items), tuple(ops))))
         why = (f"Divide every score by √d_k = √{dk}: with long vectors, dot products grow large and the softmax would give "
@@ -268,14 +259,17 @@ def _scale_step(ctx: _Ctx, head, scores: Mat, scaled: Mat, factor) -> Step:
 
 # ---------------------------------------------------------------- softmax
 
-def _weights_step(ctx: _Ctx, head, scaled: Mat, weights: Mat, rows) -> Step:
+def _weights_step(ctx: _Ctx, head, scaled: Mat, weights: Mat, rows, exps) -> Step:
+    """*rows*: the Exact pass's softmax of each row (:class:`worked.attention.ExactRow`); *exps*: per row, the
+    50-digit intervals of each e^x (the Interval pass)."""
     n, P = scaled.shape[0], ctx.P
     a = ctx.sym("A", head)
     sc = ctx.sym("scaled", head)
     lines: list[Line] = []
     shifted_rows: list[str] = []
     for i in range(n):
-        js, numer, D = rows[i]
+        r = rows[i]
+        js, numer, D = r.js, r.numer, r.D
         g = f"row {ctx.p.tokens[i]}"
         # 1. the row of scaled scores, as carried
         ex = [eq.neg_inf() if scaled.is_neg_inf(i, j) else F.node(scaled.exact[i][j]) for j in range(n)]
@@ -295,7 +289,7 @@ def _weights_step(ctx: _Ctx, head, scaled: Mat, weights: Mat, rows) -> Step:
         lo = min(scaled.num[i][j] for j in js)
         hi = max(scaled.num[i][j] for j in js)
         shift = lo < -2.3 or hi > 13.8          # e^x < 0.1 or e^x > 10^6
-        m_idx = min(js, key=lambda j: scaled.num[i][j])
+        m_idx = r.low
         if shift:
             shifted_rows.append(ctx.p.tokens[i])
         for j in range(n):
@@ -303,10 +297,11 @@ def _weights_step(ctx: _Ctx, head, scaled: Mat, weights: Mat, rows) -> Step:
                 lines.append(Line(eq.Rel((eq.Exp(eq.neg_inf()), eq.num(0)), (EQ,)), g))
                 continue
             x = shown[j] if ctx.decimal else ex[j]
-            d_exact = scaled.exact[i][j] - (scaled.exact[i][m_idx] if shift else 0)
-            d_num = N.sub(scaled.num[i][j], scaled.num[i][m_idx]) if shift else scaled.num[i][j]
-            ev = sp.exp(d_exact)
-            e_shown[j] = _carried(ev, N.exp(d_num), P)
+            if shift:   # e^(x − m): its value, from the 50-digit scaled scores
+                ev, ev_num = numer[j], N.exp(N.sub(scaled.num[i][j], scaled.num[i][m_idx]))
+            else:
+                ev, ev_num = r.exps[j], exps[i][j][0]
+            e_shown[j] = _carried(ev, ev_num, P)
             items, ops = [], []
             if shift:
                 xm = shown[m_idx] if ctx.decimal else ex[m_idx]
@@ -315,7 +310,7 @@ def _weights_step(ctx: _Ctx, head, scaled: Mat, weights: Mat, rows) -> Step:
                     diff = Fraction(shown[j].value) - Fraction(xm.value)
                     dn = eq.dec(F.round_decimal(diff, None, P)) if eq.Dec in (type(shown[j]), type(xm)) else eq.num(diff)
                 else:
-                    dn = F.node(d_exact)
+                    dn = F.node(r.shifted[j])
                 ops.append(EQ)
                 x = dn
             items.append(eq.Exp(x))
@@ -329,11 +324,11 @@ def _weights_step(ctx: _Ctx, head, scaled: Mat, weights: Mat, rows) -> Step:
         rounded = sum(type(x) is eq.Dec for x in total_nodes)
         total_node = eq.num(total) if not rounded else eq.dec(F.round_decimal(total, None, P), ulps=rounded)
         if len(js) > 1:
-            all_exact = all(F.is_rational(sp.exp(scaled.exact[i][j])) for j in js)
+            all_exact = all(F.is_rational(r.exps[j]) for j in js)
             lines.append(Line(eq.Rel((eq.Sym("sum", upright=True), eq.Add(total_nodes), total_node),
                                      (_rel(all_exact), EQ)), g))
         # 4. each weight: exact, simplified, from the shown values, decimal
-        den_full = F.node(sp.Add(*[sp.exp(scaled.exact[i][j]) for j in js]))   # like terms collected: 2e^(√2)
+        den_full = None if ctx.decimal else F.node(r.total)   # like terms collected: 2e^(√2)
         for j in range(n):
             lhs = eq.Entry(a, ctx.lab[i], ctx.lab[j])
             if j not in js:
@@ -490,78 +485,71 @@ def _checked(step: Step, what: str) -> Step:
     return step
 
 
+def _mat(name, sym, exact, num, rows, cols, masked=frozenset()) -> Mat:
+    """A matrix of the Exact pass (Fractions, sympy, −∞) with its 50-digit values from the Interval point pass:
+    a rational's own 50-digit decimal, else the lower end of its (50-digit narrow) interval."""
+    ex = [[sp.Rational(x.numerator, x.denominator) if isinstance(x, Fraction) else x for x in row] for row in exact]
+    nm = [[F.NEG_INF if iv is None else F.mp(x) if F.is_rational(x) else iv[0] for x, iv in zip(er, nr)]
+          for er, nr in zip(ex, num)]
+    return Mat(name, sym, ex, nm, rows, cols, masked)
+
+
+def _check_size(problem: Problem, run: HeadPass, factor) -> None:
+    """A ProblemError when a scaled score is too large for a hand exercise (before any e^x is evaluated)."""
+    top = max((abs(x) for i, row in enumerate(run.scores) for j, x in enumerate(row) if (i, j) not in run.masked),
+              default=Fraction(0))
+    if top * top > MAX_SCALED**2 * F.frac(factor**2):     # |scaled| = top/factor, compared in rationals
+        big = float(sp.Rational(top.numerator, top.denominator) / factor)
+        raise ProblemError("scores", f"a scaled score of about {big:.0f} is too large for a hand exercise "
+                           f"(e^x would have {int(big / 2.302585) + 1} digits; at most {MAX_SCALED} in size): "
+                           "use smaller entries or a larger scale", problem.source)
+
+
 def solve(problem: Problem, checks: str = "one", display: str | None = None) -> Solution:
     """Solve *problem* exactly and build the worked steps. ``checks`` is "one", "row" or "all";
-    ``display`` "exact" or "decimal" (default: the problem's own, see :attr:`Problem.display`)."""
+    ``display`` "exact" or "decimal" (default: the problem's own, see :attr:`Problem.display`).
+
+    The values come from the one forward pass (:func:`worked.attention.forward`): exact ones from its
+    :class:`~worked.attention.Exact` backend, their 50-digit decimals from its point
+    :class:`~worked.attention.Interval` pass; this module only builds the lines that show them."""
     if checks not in CHECKS:
         raise ValueError(f"checks must be one of {CHECKS}, got {checks!r}")
     display = display or getattr(problem, "display", "exact")
     if display not in DISPLAYS:
         raise ValueError(f"display must be one of {DISPLAYS}, got {display!r}")
     ctx = _Ctx(problem, checks, display)
-    n = problem.n
     toks = list(problem.tokens)
     X = [list(r) for r in problem.X]
-    if problem.scale == "sqrt":
-        factor, nfactor = sp.sqrt(problem.d_k), N.sqrt(Decimal(problem.d_k))
-    elif problem.scale == "none":
-        factor, nfactor = sp.Integer(1), Decimal(1)
-    else:
-        factor, nfactor = sp.Rational(problem.scale.numerator, problem.scale.denominator), F.mp(problem.scale)
-    inv = 1 / factor
+    run = forward(problem, Exact())
+    for hp in run.heads:
+        _check_size(problem, hp, run.factor)
+    nums = forward(problem, Interval(problem, widen=False))
     causal = problem.mask == "causal"
-    ninf = F.NEG_INF
 
     steps: list[Step] = []
     heads: list[HeadResult] = []
-    for hi, head in enumerate(problem.heads, 1):
+    for hi, (head, hp, hn) in enumerate(zip(problem.heads, run.heads, nums.heads), 1):
         hid = hi if problem.multihead else None
-        Wq, Wk, Wv = [list(r) for r in head.W_Q], [list(r) for r in head.W_K], [list(r) for r in head.W_V]
-        Qf, Kf, Vf = _matmul(X, Wq), _matmul(X, Wk), _matmul(X, Wv)
-        Sf = [[sum((Qf[i][t] * Kf[j][t] for t in range(len(Qf[0]))), Fraction(0)) for j in range(n)] for i in range(n)]
-        cols_k = [str(c + 1) for c in range(len(Qf[0]))]
-        cols_v = [str(c + 1) for c in range(len(Vf[0]))]
-        Q = _input_mat("Q", ctx.sym("Q", hid), Qf, toks, cols_k)
-        K = _input_mat("K", ctx.sym("K", hid), Kf, toks, cols_k)
-        V = _input_mat("V", ctx.sym("V", hid), Vf, toks, cols_v)
-        masked = frozenset((i, j) for i in range(n) for j in range(n) if causal and j > i)
-        raw = _input_mat("scores", ctx.sym("scores", hid), Sf, toks, toks)
-        scores = Mat("scores", raw.sym,
-                     [[NEG_INF if (i, j) in masked else raw.exact[i][j] for j in range(n)] for i in range(n)],
-                     [[ninf if (i, j) in masked else raw.num[i][j] for j in range(n)] for i in range(n)],
-                     toks, toks, masked)
-        sc_exact = [[NEG_INF if (i, j) in masked else scores.exact[i][j] * inv for j in range(n)] for i in range(n)]
-        sc_num = [[ninf if (i, j) in masked else N.div(scores.num[i][j], nfactor) for j in range(n)] for i in range(n)]
-        scaled = Mat("scaled", ctx.sym("scaled", hid), sc_exact, sc_num, toks, toks, masked)
-        big = max((N.abs(x) for r in sc_num for x in r if x != ninf), default=0)
-        if big > MAX_SCALED:
-            raise ProblemError("scores", f"a scaled score of about {float(big):.0f} is too large for a hand exercise "
-                               f"(e^x would have {int(float(big) / 2.302585) + 1} digits; at most {MAX_SCALED} in size): "
-                               "use smaller entries or a larger scale", problem.source)
-        rows, w_exact, w_num, z_exact, z_num = [], [], [], [], []
-        for i in range(n):
-            js = [j for j in range(n) if (i, j) not in masked]
-            m_idx = min(js, key=lambda j: sc_num[i][j])
-            numer = {j: sp.exp(sc_exact[i][j] - sc_exact[i][m_idx]) for j in js}
-            D = sp.Add(*numer.values())
-            nnum = {j: N.exp(N.sub(sc_num[i][j], sc_num[i][m_idx])) for j in js}
-            nD = N.sum(nnum.values())
-            rows.append((js, numer, D))
-            w_exact.append([numer[j] / D if j in numer else sp.Integer(0) for j in range(n)])
-            w_num.append([N.div(nnum[j], nD) if j in nnum else Decimal(0) for j in range(n)])
-            z_exact.append([sp.Add(*[numer[j] * V.exact[j][c] for j in js]) / D for c in range(len(Vf[0]))])
-            z_num.append([N.div(N.sum(N.mul(nnum[j], V.num[j][c]) for j in js), nD) for c in range(len(Vf[0]))])
-        weights = Mat("weights", ctx.sym("A", hid), w_exact, w_num, toks, toks, masked)
-        Z = Mat("Z", ctx.sym("Z", hid), z_exact, z_num, toks, cols_v)
+        cols_k = [str(c + 1) for c in range(len(hp.Q[0]))]
+        cols_v = [str(c + 1) for c in range(len(hp.V[0]))]
+        Q = _mat("Q", ctx.sym("Q", hid), hp.Q, hn.Q, toks, cols_k)
+        K = _mat("K", ctx.sym("K", hid), hp.K, hn.K, toks, cols_k)
+        V = _mat("V", ctx.sym("V", hid), hp.V, hn.V, toks, cols_v)
+        s_sym = ctx.sym("scores", hid)
+        raw = _mat("scores", s_sym, hp.raw_scores, hn.raw_scores, toks, toks)
+        scores = _mat("scores", s_sym, hp.scores, hn.scores, toks, toks, hp.masked)
+        scaled = _mat("scaled", ctx.sym("scaled", hid), hp.scaled, hn.scaled, toks, toks, hp.masked)
+        weights = _mat("weights", ctx.sym("A", hid), hp.weights, hn.weights, toks, toks, hp.masked)
+        Z = _mat("Z", ctx.sym("Z", hid), hp.Z, hn.Z, toks, cols_v)
         heads.append(HeadResult(hi, Q, K, V, scores, scaled, weights, Z, raw_scores=raw if causal else None))
 
         head_steps = [
-            _proj_step(ctx, "Q", hid, X, Wq, Qf),
-            _proj_step(ctx, "K", hid, X, Wk, Kf),
-            _proj_step(ctx, "V", hid, X, Wv, Vf),
-            _scores_step(ctx, hid, Q, K, Qf, Kf, Sf, scores),
-            _scale_step(ctx, hid, scores, scaled, factor),
-            _weights_step(ctx, hid, scaled, weights, rows),
+            _proj_step(ctx, "Q", hid, X, head.W_Q, hp.Q),
+            _proj_step(ctx, "K", hid, X, head.W_K, hp.K),
+            _proj_step(ctx, "V", hid, X, head.W_V, hp.V),
+            _scores_step(ctx, hid, Q, K, hp.Q, hp.K, hp.raw_scores, scores),
+            _scale_step(ctx, hid, scores, scaled, run.factor, nums.factor[0]),
+            _weights_step(ctx, hid, scaled, weights, hp.softmax, [st[0] for st in hn.softmax]),
             _z_step(ctx, hid, weights, V, Z),
         ]
         for s in head_steps:
@@ -573,18 +561,10 @@ def solve(problem: Problem, checks: str = "one", display: str | None = None) -> 
     concat = None
     output = heads[0].Z
     if problem.multihead:
-        dv = problem.d_v
-        c_exact = [[h.Z.exact[i][c] for h in heads for c in range(dv)] for i in range(n)]
-        c_num = [[h.Z.num[i][c] for h in heads for c in range(dv)] for i in range(n)]
-        ccols = [f"{h.index}.{c + 1}" for h in heads for c in range(dv)]
-        concat = Mat("concat", eq.Sym("concat", upright=True), c_exact, c_num, toks, ccols)
-        Wo = [list(r) for r in problem.W_O]
-        m = len(Wo[0])
-        o_exact = [[sp.Add(*[c_exact[i][k] * sp.Rational(Wo[k][j].numerator, Wo[k][j].denominator)
-                             for k in range(len(Wo))]) for j in range(m)] for i in range(n)]
-        o_num = [[N.sum(N.mul(c_num[i][k], F.mp(Wo[k][j])) for k in range(len(Wo))) for j in range(m)] for i in range(n)]
-        output = Mat("Z", eq.Sym("Z"), o_exact, o_num, toks, [str(j + 1) for j in range(m)])
+        ccols = [f"{h.index}.{c + 1}" for h in heads for c in range(problem.d_v)]
+        concat = _mat("concat", eq.Sym("concat", upright=True), run.concat, nums.concat, toks, ccols)
+        output = _mat("Z", eq.Sym("Z"), run.output, nums.output, toks, [str(j + 1) for j in range(len(problem.W_O[0]))])
         steps.append(_concat_step(ctx, heads, concat))
-        steps.append(_checked(_output_step(ctx, concat, Wo, output), "output projection"))
+        steps.append(_checked(_output_step(ctx, concat, problem.W_O, output), "output projection"))
 
-    return Solution(problem, heads, concat, output, steps, checks, factor, display)
+    return Solution(problem, heads, concat, output, steps, checks, run.factor, display)
