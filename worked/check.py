@@ -453,7 +453,44 @@ class Report:
                 s[k] += m.count(k)
             s["carried_forward"] += m.n_carried
         s["answered"] = s["correct"] + s["wrong"]
+        # wrong entries that a named mistake explains, and the ones neither a mistake nor an earlier slip does
+        s["explained"] = s["unexplained"] = 0
+        for m in self.matrices:
+            shown = {(i - 1, j - 1) for d in m.diagnoses if d["code"] != "early-rounding" for i, j in d["entries"]}
+            for i, row in enumerate(m.verdicts):
+                for j, v in enumerate(row):
+                    if v == "wrong" and not m.carried[i][j]:
+                        s["explained" if (i, j) in shown else "unexplained"] += 1
+        s["mistakes"] = [d["code"] for d in self.diagnoses if d["code"] != "early-rounding"]
         return s
+
+    def summary_line(self) -> str:
+        """One sentence: "1 mistake (no-scaling), everything after it carried forward correctly. …" when a
+        named mistake and error carried forward explain every wrong entry; else the counts."""
+        s = self.summary()
+        total = s["correct"] + s["wrong"] + s["blank"] + s["invalid"]
+        counts = f"{s['correct']} of {total} entries correct"
+        rest = ""
+        if s["blank"]:
+            rest += f", {s['blank']} not answered"
+        if s["invalid"]:
+            rest += f", {s['invalid']} unreadable"
+        codes = s["mistakes"]
+        if codes and s["wrong"] and not s["unexplained"]:
+            n = len(codes)
+            head = f"{n} mistake{'s' if n > 1 else ''} ({', '.join(codes)})"
+            if s["carried_forward"]:
+                head += f", everything after {'it' if n == 1 else 'them'} carried forward correctly"
+            tail = f"{s['explained']} show{'s' if s['explained'] == 1 else ''} the mistake"
+            if s["carried_forward"]:
+                tail += f", {s['carried_forward']} carried forward"
+            return f"{head}: {counts}, {tail}{rest}."
+        line = counts
+        if s["wrong"]:
+            line += f", {s['wrong']} wrong"
+            if s["carried_forward"]:
+                line += f" ({s['carried_forward']} of them only because of an earlier slip)"
+        return line + rest + "."
 
     def to_dict(self) -> dict:
         return {
@@ -461,6 +498,7 @@ class Report:
             "decimals": self.decimals,
             "tolerance": self.tolerance.to_dict(self.decimals),
             "summary": self.summary(),
+            "summary_text": self.summary_line(),
             "matrices": {m.key: m.to_dict(self.reveal) for m in self.matrices},
             "diagnoses": self.diagnoses,
             "errors": self.errors,
@@ -530,18 +568,7 @@ class Report:
                 out.append(f"{mark} {d['code']} — {d['title']} (in {where}).")
                 out += ["    " + ln for ln in _wrap(d["message"] + reread, 92)]
             out.append("")
-        s = self.summary()
-        total = s["correct"] + s["wrong"] + s["blank"] + s["invalid"]
-        line = f"Summary: {s['correct']} of {total} entries correct"
-        if s["wrong"]:
-            line += f", {s['wrong']} wrong"
-            if s["carried_forward"]:
-                line += f" ({s['carried_forward']} of them only because of an earlier slip)"
-        if s["blank"]:
-            line += f", {s['blank']} not answered"
-        if s["invalid"]:
-            line += f", {s['invalid']} unreadable"
-        out.append(line + ".")
+        out.append("Summary: " + self.summary_line())
         return "\n".join(out) + "\n"
 
 
@@ -602,24 +629,56 @@ def _matches(ans, band) -> bool:
     return contains(band, num)
 
 
-def _given_grids(parsed: dict, keys=None) -> dict:
+_PLAIN_DECIMAL = re.compile(r"^\s*[-+−]?\d*(?:\.(\d*))?\s*$")
+
+
+def _given_grids(parsed: dict, keys=None, raw=None, h=None) -> dict:
+    """The student's entries as the later stages see them (:data:`NA` where not given, None for −∞).
+
+    With *raw* (the written texts) and *h* (half a unit of the problem's last place), a decimal entry is the
+    interval of every value that rounds to it: the student may have carried on from the unrounded value
+    (as the worksheet asks) or from the rounded one. Half a unit of the last written place when it has more
+    places than the problem's, else *h* (0.5 may be 0.50, rounded to 2 places). Exact forms (1/3, e^2/(1+e^2))
+    are points."""
     out = {}
     for key, grid in parsed.items():
         if keys is not None and key not in keys:
             continue
         g = []
-        for row in grid:
+        for i, row in enumerate(grid):
             r = []
-            for a in row:
+            for j, a in enumerate(row):
                 if a is None or a == "invalid":
                     r.append(NA)
                 elif a[1] is None:
                     r.append(None)
-                else:
+                elif raw is None:
                     r.append(pt(a[1]))
+                else:
+                    m = _PLAIN_DECIMAL.match(raw[key][i][j])
+                    if m is None:
+                        r.append(pt(a[1]))
+                        continue
+                    hh = min(h, Decimal(5).scaleb(-len(m.group(1) or "") - 1))
+                    r.append((CTX.subtract(a[1], hh), CTX.add(a[1], hh)))
             g.append(r)
         out[key] = g
     return out
+
+
+def _rank(key: str, multihead: bool) -> int:
+    """The order of the stages: a head's Q … Z, then concat, then the output Z (several heads)."""
+    if key == "concat":
+        return len(STAGES)
+    if multihead and key == "Z":
+        return len(STAGES) + 1
+    return _STAGE_INDEX[_stage_of(key)]
+
+
+def _mistake_rank(mistake, crosshead: bool) -> int:
+    if crosshead:
+        return len(STAGES) if mistake.stage == "concat" else len(STAGES) + 1
+    return _STAGE_INDEX[mistake.stage]
 
 
 def _earlier(key: str, multihead: bool, nheads: int) -> list[str]:
@@ -673,7 +732,7 @@ def check_answers(problem, answers: dict, *, tolerance=None, solution=None, reve
         errors.extend(errs)
 
     true_band = _bands(ctx)
-    given = _given_grids(parsed)
+    given = _given_grids(parsed, raw=raw, h=ctx.h)
     ecf_band = _bands(ctx, given)
 
     # verdicts
@@ -701,27 +760,33 @@ def check_answers(problem, answers: dict, *, tolerance=None, solution=None, reve
     wrong_keys = {k for k, V in verdict.items() if any(v == "wrong" for row in V for v in row)}
 
     # misconceptions
+    multihead = problem.multihead
     diag_by_key: dict[str, list[dict]] = {k: [] for k in parsed}
-    candidates = [k for k in parsed if _stage_of(k) in ("scores", "scaled", "weights", "Z")
+    candidates = [k for k in parsed if _stage_of(k) in ("scores", "scaled", "weights", "Z", "concat")
                   and any(verdict[k][i][j] == "wrong" and not carried[k][i][j]
                           for i in range(len(verdict[k])) for j in range(len(verdict[k][0])))]
     if candidates:
-        for code, transform in [(m.id, t) for m in MISTAKES.values() for t in m.transforms(problem)]:
-            stage = MISTAKES[code].stage
-            targets = [k for k in candidates if _STAGE_INDEX[_stage_of(k)] >= _STAGE_INDEX[stage]]
+        tried = [(m, t) for m in MISTAKES.values() for t in m.transforms(problem)]
+        reach = {k: sum(_mistake_rank(m, t.heads != "concat") <= _rank(k, multihead) for m, t in tried)
+                 for k in candidates}   # how many mistakes could explain a matrix: a chance match is that much likelier
+        for mistake, transform in tried:
+            code = mistake.id
+            crosshead = transform.heads != "concat"
+            rank = _mistake_rank(mistake, crosshead)
+            targets = [k for k in candidates if _rank(k, multihead) >= rank]
             if not targets:
                 continue
-            before = {k for k in parsed if _STAGE_INDEX.get(_stage_of(k), 99) < _STAGE_INDEX[stage]}
+            before = {k for k in parsed if _rank(k, multihead) < rank}
             bases = [None]
             if any(k in wrong_keys for k in before):
-                bases.append(_given_grids(parsed, before))
+                bases.append(_given_grids(parsed, before, raw, ctx.h))
             scenarios = []
             for b in bases:
                 centre = forward(problem, ctx.points, transform=transform, given=b).shown
                 scenarios.append((_bands(ctx, b, transform, centre), centre))
             for key in targets:
                 hit = _diagnose(parsed[key], verdict[key], carried[key], true_band[key],
-                                [(band[key], centre[key]) for band, centre in scenarios])
+                                [(band[key], centre[key]) for band, centre in scenarios], reach[key], ctx.h)
                 if hit and not any(d["code"] == code for d in diag_by_key[key]):
                     diag_by_key[key].append(_diag(ctx, code, key, hit))
 
@@ -772,13 +837,20 @@ def check_answers(problem, answers: dict, *, tolerance=None, solution=None, reve
     return Report(problem.title, problem.decimals, tol, reports, errors, diagnoses, reveal)
 
 
-def _diagnose(grid, V, C, true_b, mistake_bands):
+EVIDENCE = Decimal("0.01")   # the largest chance that random wrong values match a mistake, for it to be named
+
+
+def _diagnose(grid, V, C, true_b, mistake_bands, reach=1, h=Decimal("0.005")):
     """Entries explained by the mistake, or None. The rule:
 
     * the wrong entries not explained by an earlier slip (W) are, at least 3 in 4 of them, what the
-      mistake gives (in its band), and
+      mistake gives (in its band);
     * of the answered entries where the mistake changes the verdict (the mistake computed without any
-      rounding would be judged wrong), at least 3 in 4 show the mistaken value.
+      rounding would be judged wrong), at least 3 in 4 show the mistaken value; and
+    * the evidence suffices: the chance that wrong values written at random (at the problem's places,
+      within the matrix's spread of values) all land in the mistake's bands, times the number of mistakes
+      (*reach*) that could explain this matrix, is at most :data:`EVIDENCE`. One wrong weight matches some
+      mistake by chance too often to be named; a −∞ where only a wrong mask puts one, or several entries, are named.
     """
     W = [(i, j) for i in range(len(V)) for j in range(len(V[0])) if V[i][j] == "wrong" and not C[i][j]]
     if not W:
@@ -790,9 +862,27 @@ def _diagnose(grid, V, C, true_b, mistake_bands):
         visible = [(i, j) for i in range(len(V)) for j in range(len(V[0]))
                    if V[i][j] in ("correct", "wrong") and _changes(centre[i][j], true_b[i][j])]
         shown = [(i, j) for i, j in visible if _matches(grid[i][j], mb[i][j])]
-        if visible and 4 * len(shown) >= 3 * len(visible):
+        if visible and 4 * len(shown) >= 3 * len(visible) and _chance(explained, mb, true_b, h) * reach <= EVIDENCE:
             return explained
     return None
+
+
+def _chance(entries, mb, true_b, h) -> Decimal:
+    """The chance that a random wrong value lands in the mistake's band, multiplied over *entries*: a band
+    of width w holds about (w + q)/q of the (spread + q)/q values written at the problem's places (q one
+    unit of the last place). A −∞ where the value is finite, or a number where −∞ belongs, is what only a
+    wrong mask gives: it counts as one value in 1000."""
+    q = 2 * h
+    ends = [x for row in mb + true_b for iv in row if iv is not None for x in iv]
+    spread = max(Decimal(1), max(ends) - min(ends)) if ends else Decimal(1)
+    p = Decimal(1)
+    for i, j in entries:
+        band = mb[i][j]
+        if band is None or true_b[i][j] is None:
+            p *= Decimal("0.001")
+        else:
+            p *= min(Decimal(1), (band[1] - band[0] + q) / (spread + q))
+    return p
 
 
 def _changes(centre, band) -> bool:
