@@ -461,7 +461,7 @@ class Report:
                 for j, v in enumerate(row):
                     if v == "wrong" and not m.carried[i][j]:
                         s["explained" if (i, j) in shown else "unexplained"] += 1
-        s["mistakes"] = [d["code"] for d in self.diagnoses if d["code"] != "early-rounding"]
+        s["mistakes"] = list(dict.fromkeys(d["code"] for d in self.diagnoses if d["code"] != "early-rounding"))
         return s
 
     def summary_line(self) -> str:
@@ -785,6 +785,8 @@ def check_answers(problem, answers: dict, *, tolerance=None, solution=None, reve
                 centre = forward(problem, ctx.points, transform=transform, given=b).shown
                 scenarios.append((_bands(ctx, b, transform, centre), centre))
             for key in targets:
+                if _refuted(key, rank, scenarios[0][1], parsed, verdict, true_band, multihead):
+                    continue
                 hit = _diagnose(parsed[key], verdict[key], carried[key], true_band[key],
                                 [(band[key], centre[key]) for band, centre in scenarios], reach[key], ctx.h)
                 if hit and not any(d["code"] == code for d in diag_by_key[key]):
@@ -883,6 +885,22 @@ def _chance(entries, mb, true_b, h) -> Decimal:
         else:
             p *= min(Decimal(1), (band[1] - band[0] + q) / (spread + q))
     return p
+
+
+def _refuted(key, rank, centre, parsed, verdict, true_band, multihead) -> bool:
+    """Did the student show, in a matrix between the mistake's stage and *key*, that they made no such mistake:
+    entries the mistake would change, answered correctly? (A K·Qᵀ is not seen in the weights of a student
+    whose scores are right.)"""
+    pre = _split(key)[0]
+    for k in parsed:
+        between = _rank(k, multihead) < _rank(key, multihead) and _rank(k, multihead) >= rank
+        if not between or (_split(k)[0] != pre and not (key == "Z" and k == "concat")):
+            continue
+        V = verdict[k]
+        if any(V[i][j] == "correct" and _changes(centre[k][i][j], true_band[k][i][j])
+               for i in range(len(V)) for j in range(len(V[0]))):
+            return True
+    return False
 
 
 def _changes(centre, band) -> bool:
