@@ -158,6 +158,8 @@ def _read(value):
         return None
     if _NEG_INF_TEXT.match(text):
         return sp.S.NegativeInfinity, None
+    if "," in text and not text.startswith(("[", "(")):
+        text = _decimal_comma(text)
     if _TWO_NUMBERS.search(text):
         raise ExpressionError(f"two numbers side by side in {text!r} (write one number per entry, "
                               "with * between factors)")
@@ -172,6 +174,20 @@ def _read(value):
     if not getattr(exact, "is_number", False) or exact.is_real is False:
         raise ExpressionError(f"{text!r} is not a real number")
     return exact, num
+
+
+_COMMA_NUMBER = re.compile(r"([-+−]?)(\d+),(\d+)")
+
+
+def _decimal_comma(text: str) -> str:
+    """"0,16" → "0.16": a decimal comma where it cannot be ambiguous (one comma between digits, no point);
+    "1,234" (a thousands separator, or 1.234?) and anything else with a comma: "use a decimal point"."""
+    m = _COMMA_NUMBER.fullmatch(text)
+    if m and "." not in text and not (len(m.group(3)) == 3 and m.group(2) != "0"):
+        return f"{m.group(1)}{m.group(2)}.{m.group(3)}"
+    if text.count(",") == 1 and "." not in text:
+        raise ExpressionError(f"use a decimal point: {text.replace(',', '.')}")
+    raise ExpressionError("use a decimal point (such as 0.16); one number per entry, without commas")
 
 
 def parse_entry(value):
@@ -629,7 +645,7 @@ def _matches(ans, band) -> bool:
     return contains(band, num)
 
 
-_PLAIN_DECIMAL = re.compile(r"^\s*[-+−]?\d*(?:\.(\d*))?\s*$")
+_PLAIN_DECIMAL = re.compile(r"^\s*[-+−]?\d*(?:[.,](\d*))?\s*$")
 
 
 def _given_grids(parsed: dict, keys=None, raw=None, h=None) -> dict:
