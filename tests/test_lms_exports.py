@@ -24,7 +24,7 @@ from worked.quiz import run
 
 from conftest import PROBLEMS
 from lms_readers import (canvas_numeric, gift_parse, moodle_category_levels, moodle_cloze, moodle_gift_category,
-                         node, rounded)
+                         needs_node, rounded)
 
 Q = {"q": "http://www.imsglobal.org/xsd/ims_qtiasiv1p2"}
 CLOZE_SPEC = """
@@ -267,9 +267,6 @@ def _check_equation_images(html, man, code):
         assert f"<mrow>{printers.mathml(m['symbol'])}<mo>{m['rel']}</mo><mrow><mo>[</mo><mtable>" in mathml
         for row in cells:
             assert "<mtr>" + "".join(f"<mtd>{printers.mathml(x)}</mtd>" for x in row) + "</mtr>" in mathml
-
-
-needs_node = pytest.mark.skipif(node() is None, reason="node is not installed (CI installs nodejs, npm and gift-pegjs)")
 
 
 @needs_node
