@@ -18,7 +18,8 @@ from worked.quiz import run
 from lms_readers import gift_parse, moodle_category_levels, moodle_cloze, moodle_gift_category, needs_node
 
 TITLE = "Quiz #3: {x} = ~y / A=B \\alpha // ]]> <script>alert(1)</script>\nline two\u0001 & &amp; \\\\ end/"
-WORDS = ["]]>", "<script>x</script>", "{1:NM:=1}", "\\(x\\)", "a/b", "#~=:\\"]
+WORDS = ["]]>", "<script>x</script>", "{1:NM:=1}", "\\(x\\)", "a/b\u0007", "#~=:\\"]
+SHOWN_WORDS = [w.replace("\u0007", "\u2407") for w in WORDS]   # the bell as its control picture
 NAMES = ["Eve ]]> <i>x</i>", "{}=~#: \\beta / Bob", "Zoë & Ann"]
 SPEC = f"""
 title = {json.dumps(TITLE)}
@@ -80,7 +81,7 @@ def test_moodle_xml_well_formed_and_literal(out):
         if q.get("type") == "cloze":
             _, subs, text = moodle_cloze(text)
             assert len(subs) == 6   # the "{1:NM:=1}" token is no sub-question
-        assert _tokens_shown(text) == WORDS
+        assert _tokens_shown(text) == SHOWN_WORDS
 
 
 def test_qti_well_formed_and_literal(out):
@@ -92,7 +93,7 @@ def test_qti_well_formed_and_literal(out):
     (meta,) = [d for d in docs.values() if d.tag.endswith("}quiz")]
     assert meta.find("{http://canvas.instructure.com/xsd/cccv1p0}title").text == SHOWN
     for item in assessment.iter("{%s}item" % q["q"]):
-        assert _tokens_shown(item.find("q:presentation/q:material/q:mattext", q).text) == WORDS
+        assert _tokens_shown(item.find("q:presentation/q:material/q:mattext", q).text) == SHOWN_WORDS
 
 
 @needs_node
@@ -105,7 +106,7 @@ def test_gift_parses_and_literal(out):
     assert questions and all(p["type"] == "Numerical" for p in questions)
     assert len([p for p in parsed if p["type"] == "Category"]) == len(lines)
     for p in questions:
-        assert _tokens_shown(p["stem"]["text"]) == WORDS
+        assert _tokens_shown(p["stem"]["text"]) == SHOWN_WORDS
 
 
 def test_no_student_names_or_ids_in_lms_files(out):
@@ -142,8 +143,24 @@ def test_roster_with_control_characters_is_refused(tmp_path, row, why):
 
 def test_roster_not_utf8_names_the_line(tmp_path):
     roster = tmp_path / "roster.csv"
-    roster.write_bytes(b"id,name\ns0,Cy\ns1,B\xedo\n")   # Latin-1, or a lone surrogate's bytes: not UTF-8
+    roster.write_bytes(b"id,name\ns0,Cy\ns1,B\xed\xa0\x80o\n")   # a lone surrogate's bytes are not UTF-8
     r = subprocess.run([sys.executable, "-m", "worked", "quiz", "problems/quiz-1.toml", "--roster", str(roster),
                         "-o", str(tmp_path / "out")], capture_output=True, text=True)
     assert r.returncode == 2
     assert r.stderr.strip() == f"error: {roster}: line 3: byte 0xED is not UTF-8; expected a UTF-8 CSV roster"
+
+
+def test_exports_of_a_manifest_with_a_lone_surrogate_and_nul(out):
+    """A manifest is ours, but the exporters do not trust it: a title with a lone surrogate, NUL and DEL still
+    gives well-formed files."""
+    from worked.lms import gift, moodle, qti
+
+    man = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    man["title"] = "a\ud800b\x00c\x7fd"
+    ET.fromstring(moodle.export(man).encode("utf-8"))
+    z = zipfile.ZipFile(io.BytesIO(qti.export(man)))
+    for n in z.namelist():
+        ET.fromstring(z.read(n))
+    text = gift.export(man)
+    assert text.splitlines()[0].startswith("// a\ufffdb\u2400c\u2421d — ")
+    text.encode("utf-8")
