@@ -2,7 +2,7 @@
 tolerance, point and mistake feedback equals the manifest's.
 
 - Moodle XML: numerical questions (``<defaultgrade>`` is the mark) and Cloze questions (the mark is the
-  sum of the sub-question weights); the answer is the value at the places asked, its tolerance the
+  sum of the whole-number sub-question weights), marks in proportion to the points; the answer is the value at the places asked, its tolerance the
   manifest's plus that rounding; categories split as Moodle splits them; stable idnumbers.
 - Canvas QTI: the structure QTIMigrationTool reads (a question group of one item per variant for each
   answered cell, ``selection_number`` 1, ``points_per_item``), Canvas's exact answer and margin,
@@ -12,10 +12,12 @@ tolerance, point and mistake feedback equals the manifest's.
 import html
 import io
 import json
+import math
 import re
 import xml.etree.ElementTree as ET
 import zipfile
 from decimal import Decimal
+from fractions import Fraction
 
 import pytest
 
@@ -139,11 +141,19 @@ def test_moodle_xml_as_moodle_reads_it(batch, spec):
                 assert [html_text(fb) for *_, fb in wrong] == [m["feedback"] for m in e["mistakes"]]
                 seen.add((code, qname, ask))
     assert seen == {k for k, (e, _, _) in cells.items() if e["expected"] is not None}
+    # every mark is K × the points, K the smallest whole number that makes every Cloze weight whole
     points = _points(man)
-    assert marks == {(v["variant"], n): p for v in man["variants"] for n, p in points.items()}
-    assert len(ids) == len(set(ids)) and all(re.fullmatch(r"[A-Z0-9]{6}-[A-Za-z0-9_.-]+(-\d+-\d+)?", i) for i in ids)
-    if spec == "cloze.toml":
-        assert {q.get("type") for q in root.findall("question")} == {"category", "cloze"}
+    k = math.lcm(*[(Fraction(points[q["name"]]) / len([e for e in q["entries"] if e["expected"] is not None])).denominator
+                   for q in man["variants"][0]["questions"] if len(q["entries"]) > 1] or [1])
+    assert k == {"quiz-1.toml": 6, "cloze.toml": 1}.get(spec, k)
+    assert marks == {(v["variant"], n): k * p for v in man["variants"] for n, p in points.items()}
+    info = cats[0].find("info/text").text
+    assert (f"Marks are {k} × the points" in info) == (k != 1) and f"seed {man['seed']}" in info
+    # one Moodle question per ask, in the spec's order (worked grade reads Moodle's Response 1, 2, … so)
+    per_variant = [q for q in root.findall("question")]
+    assert [q.find("name/text").text.split(" ")[1] for q in per_variant if q.get("type") != "category"] == [
+        q["name"] for v in man["variants"] for q in v["questions"]]
+    assert len(ids) == len(set(ids)) and all(re.fullmatch(r"[A-Z0-9]{6}-[A-Za-z0-9_.-]+", i) for i in ids)
 
 
 def html_text(fragment):

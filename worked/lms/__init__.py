@@ -22,9 +22,9 @@ what this module does about it:
 - The answer asked for is the value at the places the question asks (:func:`answer`): Moodle and Canvas
   show it to students as "the correct answer"; its tolerance grows by the rounding, so every answer
   the manifest accepts is still accepted.
-- Points (:func:`split_points`): Moodle's Cloze marks are whole numbers (its weights are ``[0-9]*``),
-  and Canvas adds floating-point points per item, so an ask worth *P* points over *n* cells gets
-  per-cell points in hundredths that add up to *P* exactly.
+- Points: Moodle's Cloze weights are whole numbers (``[0-9]*``): see :func:`worked.lms.moodle.mark_scale`.
+  Canvas adds points per item, so an ask worth *P* points over *n* cells gets per-cell points in
+  hundredths that add up to *P* exactly (:func:`split_points`).
 """
 from __future__ import annotations
 

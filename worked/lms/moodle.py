@@ -1,22 +1,30 @@
-"""Moodle XML: one numerical question per single-entry ask; a row, column or whole-matrix ask is one Cloze
-(embedded answers) question when its points split into equal whole-number weights, else one numerical
-question per cell. Known mistakes are extra 0 % answers whose feedback names the mistake.
+"""Moodle XML: one numerical question per single-entry ask, one Cloze (embedded answers) question per row,
+column or whole-matrix ask; known mistakes are extra 0 % answers whose feedback names the mistake.
 
 Format (Moodle docs, "Moodle XML format"; read in Moodle 4.5's ``question/format/xml/format.php`` and
 ``question/type/multianswer/questiontype.php``): ``<question type="numerical">`` with
 ``<answer fraction="100">``, ``<tolerance>`` (absolute, ±), ``<feedback>`` and ``<defaultgrade>`` (its
 mark); Cloze sub-questions ``{w:NUMERICAL:=value:tol#feedback~%0%value:tol#feedback}``, where the
-question's mark is the sum of the whole-number weights *w* (``<defaultgrade>`` is ignored on import).
+question's mark is the sum of the weights *w*, which must be whole numbers (``{([0-9]*):``), and
+``<defaultgrade>`` is ignored on import.
+
+Marks (:func:`mark_scale`): every question's mark is *K* × its points, *K* the smallest whole number that
+makes every cell's weight whole: 1 when the points allow it (2 points over 2 cells), 6 for quiz-1 (2 points
+over 3 cells, 3 over 6). Moodle scales a quiz's total of marks to its maximum grade, so with the maximum
+grade set to the quiz's points every grade is exact; each variant category's description says so.
+
 Question texts use LaTeX in ``\\( … \\)`` (Moodle's MathJax filter). Categories: one per variant, under
-one per quiz named with its title and seed. Idnumbers: variant code, question name (and cell).
+one per quiz named with its title and seed. Idnumbers: variant code and question name.
 """
 from __future__ import annotations
 
 from decimal import Decimal
+from fractions import Fraction
 from html import escape
+from math import lcm
 from xml.sax.saxutils import escape as xesc
 
-from . import answer, asked, category, clean, dec, fmt_num, idnumber, matrix_latex, places, split_points, stem_html
+from . import answer, asked, category, clean, dec, fmt_num, idnumber, matrix_latex, places, stem_html
 
 CORRECT = "Correct."
 
@@ -70,17 +78,24 @@ def _numerical(name: str, ident: str, text: str, points: Decimal, e: dict, nplac
     return "".join(out)
 
 
-def cloze_weight(q: dict) -> int | None:
-    """The equal whole-number weight of each answered cell of a multi-cell ask whose points allow one, else None."""
-    p, n = dec(q["points"]), len(asked(q))
-    w = p / n
-    return int(w) if w == w.to_integral_value() and w >= 1 else None
+def mark_scale(manifest: dict) -> int:
+    """*K*: the smallest whole number for which K × points / cells is a whole number for every multi-cell ask."""
+    k = 1
+    for q in manifest["variants"][0]["questions"] if manifest["variants"] else []:
+        if len(q["entries"]) > 1:
+            k = lcm(k, (Fraction(dec(q["points"])) / len(asked(q))).denominator)
+    return k
 
 
 def export(manifest: dict) -> str:
     out = ['<?xml version="1.0" encoding="UTF-8"?>\n', "<quiz>\n"]
+    k = mark_scale(manifest)
+    total = sum((dec(q["points"]) for q in manifest["variants"][0]["questions"]), Decimal(0)) if manifest["variants"] else 0
+    scale = ("" if k == 1 else
+             f" Marks are {k} × the points (Moodle's Cloze weights are whole numbers): set the quiz's "
+             f"maximum grade to {fmt_num(total)}.")
     info = (f"<p>Imported from <i>worked quiz</i>: {escape(clean(manifest['title']), quote=False)}, "
-            f"seed {manifest['seed']}.</p>")
+            f"seed {manifest['seed']}.{scale}</p>")
     for v in manifest["variants"]:
         out.append('  <question type="category">\n'
                    f"    <category><text>{xesc(category(manifest, v))}</text></category>\n"
@@ -91,19 +106,15 @@ def export(manifest: dict) -> str:
         for q in v["questions"]:
             entries = asked(q)
             name = f"{v['variant']} {q['name']} {q['ask']}"
+            mark = k * dec(q["points"])
             if len(q["entries"]) == 1:
                 text = stem + f"<p>Give <b>{escape(q['ask'])}</b>.</p>"
-                out.append(_numerical(name, idnumber(v, q), text, dec(q["points"]), entries[0], nplaces))
+                out.append(_numerical(name, idnumber(v, q), text, mark, entries[0], nplaces))
                 continue
-            w = cloze_weight(q)
-            if w is None:   # no whole-number weights add up to the points: one numerical question per cell
-                for e, pts in zip(entries, split_points(q["points"], len(entries))):
-                    text = stem + f"<p>Give <b>{escape(e['ask'])}</b> (part of {escape(q['ask'])}).</p>"
-                    out.append(_numerical(f"{name} {e['ask']}", idnumber(v, q, e), text, pts, e, nplaces))
-                continue
+            w = mark / len(entries)   # whole: see mark_scale
             rows = []
             for e in q["entries"]:
-                cell = "−∞ (masked)" if e["expected"] is None else _cloze(e, w, nplaces)
+                cell = "−∞ (masked)" if e["expected"] is None else _cloze(e, int(w), nplaces)
                 rows.append(f"<tr><td>{escape(e['ask'])}</td><td>{cell}</td></tr>")
             text = (stem + f"<p>Give every entry of <b>{escape(q['ask'])}</b>.</p>"
                     f"<table>{''.join(rows)}</table>")
@@ -111,8 +122,7 @@ def export(manifest: dict) -> str:
             out.append(f"    <name><text>{xesc(name)}</text></name>\n")
             out.append(_text("questiontext", text))
             out.append('    <generalfeedback format="html"><text></text></generalfeedback>\n')
-            out.append(f"    <defaultgrade>{w * len(entries)}</defaultgrade>\n    <penalty>0</penalty>\n    <hidden>0</hidden>\n")
+            out.append(f"    <defaultgrade>{fmt_num(mark)}</defaultgrade>\n    <penalty>0</penalty>\n    <hidden>0</hidden>\n")
             out.append(f"    <idnumber>{xesc(idnumber(v, q))}</idnumber>\n  </question>\n")
     out.append("</quiz>\n")
     return "".join(out)
-
