@@ -24,7 +24,7 @@ from html import escape
 from math import lcm
 from xml.sax.saxutils import escape as xesc
 
-from . import answer, asked, category, clean, dec, fmt_num, idnumber, matrix_latex, places, stem_html
+from . import answer, asked, category, clean, dec, fmt_num, idnumber, matrix_latex, one_line, places, stem_html
 
 CORRECT = "Correct."
 
@@ -94,7 +94,7 @@ def export(manifest: dict) -> str:
     scale = ("" if k == 1 else
              f" Marks are {k} × the points (Moodle's Cloze weights are whole numbers): set the quiz's "
              f"maximum grade to {fmt_num(total)}.")
-    info = (f"<p>Imported from <i>worked quiz</i>: {escape(clean(manifest['title']), quote=False)}, "
+    info = (f"<p>Imported from <i>worked quiz</i>: {escape(one_line(manifest['title']), quote=False)}, "
             f"seed {manifest['seed']}.{scale}</p>")
     for v in manifest["variants"]:
         out.append('  <question type="category">\n'
