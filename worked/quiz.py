@@ -217,29 +217,56 @@ def load_spec(path) -> QuizSpec:
 
 # ---------------------------------------------------------------- roster
 
+def _bad_char(s: str) -> str | None:
+    """The first character of *s* a roster refuses, named (U+0007), or None: control characters (C0, DEL,
+    C1: no PDF, TeX or XML shows them), lone surrogates and the noncharacters U+FFFE/U+FFFF."""
+    for c in s:
+        o = ord(c)
+        if o < 0x20 or 0x7F <= o <= 0x9F or 0xD800 <= o <= 0xDFFF or o in (0xFFFE, 0xFFFF):
+            return f"U+{o:04X}"
+    return None
+
+
 def load_roster(path) -> list[dict]:
-    """Rows of a CSV with at least ``id`` and ``name`` columns → [{"id", "name"}], validated."""
+    """Rows of a CSV with at least ``id`` and ``name`` columns → [{"id", "name"}], validated.
+
+    Errors name the file, the line and what was expected (``roster.csv: line 4: name contains the control
+    character U+0007; expected printable text``); line numbers are the file's, also after a quoted field
+    that spans lines."""
     src = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8-sig")
+        raw = Path(path).read_bytes()
     except FileNotFoundError:
         raise WorkedError(f"{src}: no such file") from None
-    except (IsADirectoryError, UnicodeDecodeError, OSError) as exc:
+    except (IsADirectoryError, OSError) as exc:
         raise WorkedError(f"{src}: cannot read a UTF-8 CSV roster ({exc.__class__.__name__})") from None
-    reader = csv.reader(io.StringIO(text))
-    rows = [r for r in reader]
-    while rows and not any(c.strip() for c in rows[0]):
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[:exc.start].count(b"\n") + 1
+        raise WorkedError(f"{src}: line {line}: byte 0x{raw[exc.start]:02X} is not UTF-8; expected a UTF-8 CSV roster") from None
+    reader = csv.reader(io.StringIO(text, newline=""))
+    rows: list[tuple[int, list[str]]] = []
+    start = 1
+    try:
+        for r in reader:
+            rows.append((start, r))
+            start = reader.line_num + 1
+    except csv.Error as exc:
+        raise WorkedError(f"{src}: line {reader.line_num}: not valid CSV ({exc}); expected id,name rows") from None
+    while rows and not any(c.strip() for c in rows[0][1]):
         rows.pop(0)
     if not rows:
         raise WorkedError(f"{src}: empty roster (expected a header line id,name and one line per student)")
-    header = [h.strip().lower() for h in rows[0]]
+    hl, head = rows[0]
+    header = [h.strip().lower() for h in head]
     for col in ("id", "name"):
         if col not in header:
-            raise WorkedError(f"{src}: line 1: no {col!r} column (the header must name at least id and name)")
+            raise WorkedError(f"{src}: line {hl}: no {col!r} column (the header must name at least id and name)")
     ii, ni = header.index("id"), header.index("name")
     students: list[dict] = []
     seen: dict[str, int] = {}
-    for ln, r in enumerate(rows[1:], 2):
+    for ln, r in rows[1:]:
         if not any(c.strip() for c in r):
             continue
         if len(r) <= max(ii, ni):
@@ -247,6 +274,11 @@ def load_roster(path) -> list[dict]:
         sid, name = r[ii].strip(), r[ni].strip()
         if not sid:
             raise WorkedError(f"{src}: line {ln}: empty id")
+        for label, value in (("id", sid), ("name", name)):
+            bad = _bad_char(value)
+            if bad:
+                raise WorkedError(f"{src}: line {ln}: {label} contains the control character {bad}; expected printable text"
+                                  + (" on one line" if bad in ("U+000A", "U+000D") else ""))
         if len(sid) > 64 or len(name) > 120:
             raise WorkedError(f"{src}: line {ln}: id or name too long (at most 64 and 120 characters)")
         if sid in seen:
