@@ -66,19 +66,19 @@ class TypstPrinter(Printer):
         return f"frac({self.doprint(n.num)}, {self.doprint(n.den)})"
 
     def _print_Pow(self, n):
-        return f"{self.wrap(n.base, ATOM)}^({self.doprint(n.exp)})"
+        return f"{self.wrap(n.base, ATOM)}^({_INLINE.doprint(n.exp)})"
 
     def _print_Sqrt(self, n):
         return f"sqrt({self.doprint(n.arg)})"
 
     def _print_Exp(self, n):
-        return f"e^({self.doprint(n.arg)})"
+        return f"e^({_INLINE.doprint(n.arg)})"
 
     def _print_Inf(self, n):
         return "infinity"
 
     def _print_Sum(self, n):
-        return f"sum_{n.index} {self.doprint(n.body)}"
+        return f"scripts(sum)_({n.index}) {self.doprint(n.body)}"
 
     def _print_Call(self, n):
         return f"op({_str(n.name)})(" + ", ".join(self.doprint(a) for a in n.args) + ")"
@@ -89,3 +89,25 @@ class TypstPrinter(Printer):
     def _print_Dims(self, n):
         return f"{n.rows} times {n.cols}"
 
+
+
+class InlineTypstPrinter(TypstPrinter):
+    """Typst with quotients written ``a\\/b`` (a literal slash, not a stacked fraction): for
+    exponents, so ``e^(3 sqrt(2)\\/2)`` stays on one level."""
+
+    inline_fractions = True
+
+    def _print_Num(self, n):
+        v = n.value
+        if v.denominator == 1 or terminates(v):
+            return super()._print_Num(n)
+        return f"{v.numerator}\\/{v.denominator}"
+
+    def _print_Frac(self, n):
+        top = self.wrap(n.num, MUL)
+        den = n.den
+        simple = type(den) in (eq.Sym, eq.Dec) or type(den) is eq.Num and den.value.denominator == 1 and den.value > 0
+        return f"{top}\\/{self.doprint(den) if simple else self.paren(self.doprint(den))}"
+
+
+_INLINE = InlineTypstPrinter()
