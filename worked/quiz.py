@@ -11,8 +11,10 @@ folder that replaces DIR at the end, so a failure writes nothing):
    seed and the student id (or the variant number): stable when the roster is reordered or grows.
 3. :func:`build_variant` (run in worker processes) draws the problem, solves it exactly, works out the
    expected answers with tolerances and the values of known mistakes, and renders the sheets.
-4. The pool also merges the class PDFs with pypdf (each student's sheet starting on an odd page); the main process
-   writes the per-variant files, ``manifest.json``/``manifest.csv`` and the LMS exports (:mod:`worked.lms`).
+4. The main process writes each variant's files into a temporary folder as they arrive; the pool then
+   makes the two class PDFs (one Typst document each, every page of every sheet placed as a PDF image,
+   each student's sheet starting on an odd page); ``manifest.json``/``manifest.csv`` and the LMS exports
+   (:mod:`worked.lms`) follow, and the folder replaces DIR.
 
 Same spec and seed → same bytes, whatever ``--jobs`` is.
 """
@@ -528,40 +530,58 @@ def build_variant(spec: QuizSpec, variant: Variant, formats: tuple[str, ...]) ->
 
 
 def _build_task(task) -> dict:
+    """A variant built in a worker; its PDFs' page counts come back with it (for the class PDFs)."""
     spec, variant, formats = task
-    return build_variant(spec, variant, formats)
+    r = build_variant(spec, variant, formats)
+    pages = {}
+    for doc in DOCS:
+        data = r["files"].get(f"variants/{variant.code}/{doc}.pdf")
+        if data is not None:
+            from pypdf import PdfReader
+
+            pages[doc] = len(PdfReader(io.BytesIO(data)).pages)
+    r["pages"] = pages
+    return r
 
 
 # ---------------------------------------------------------------- the batch
 
-def class_pdf(parts: list[bytes], title: str) -> bytes:
-    """One PDF with the pages of *parts* in order, each part starting on an odd page (a blank page
-    after a part with an odd number of pages), for printing double-sided. Merged with pypdf;
-    deterministic (no dates, and pypdf writes no random file identifier unless asked)."""
-    from pypdf import PdfReader, PdfWriter
+def class_pdf(root: Path, parts: list[tuple[str, int, str]], title: str, paper: str = "a4") -> bytes:
+    """One PDF of the pages of the PDFs *parts* (path under *root*, page count, what it is), in order,
+    each part starting on an odd page (a blank page after an odd count), for double-sided printing.
 
-    w = PdfWriter()
-    for b in parts:
-        w.append(PdfReader(io.BytesIO(b)))
-        if len(w.pages) % 2:
-            w.add_blank_page()
-    w.add_metadata({"/Producer": "worked", "/Title": title})
-    buf = io.BytesIO()
-    w.write(buf)
-    return buf.getvalue()
+    One Typst document: every page of a part is placed as a PDF image filling its page (the text
+    stays text). Same inputs, same bytes."""
+    from .render.typst import Typ, lit, typ_to_pdf
+
+    lines = [f'#set document(title: {lit(title)}, author: "worked")', '#set text(lang: "en")',
+             f'#set page(paper: {lit("us-letter" if paper == "letter" else "a4")}, margin: 0pt)']
+    for k, (path, n, what) in enumerate(parts):
+        if k:
+            lines.append('#pagebreak(to: "odd")')
+        for i in range(n):
+            if i:
+                lines.append("#pagebreak()")
+            lines.append(f"#image({lit('/' + path)}, page: {i + 1}, width: 100%, "
+                         f"alt: {lit(f'{what}, page {i + 1} of {n}')})")
+    return typ_to_pdf(Typ("\n".join(lines) + "\n"), "class PDF", root=root, standards=False)
 
 
 def _class_pdf_task(task) -> bytes:
     return class_pdf(*task)
 
 
-def _class_pdfs(spec: QuizSpec, results: list[dict], ex=None) -> dict[str, bytes]:
-    """``class-worksheets.pdf`` and ``class-answer-keys.pdf`` (in two processes when *ex* is a pool)."""
-    names = ("class-worksheets.pdf", "class-answer-keys.pdf")
-    tasks = [([r["files"][f"variants/{r['entry']['variant']}/{doc}.pdf"] for r in results],
-              f"{spec.title} — {label}") for doc, label in zip(DOCS, ("worksheets", "answer keys"))]
-    done = ex.map(_class_pdf_task, tasks) if ex is not None else map(_class_pdf_task, tasks)
-    return dict(zip(names, done))
+CLASS_PDFS = (("worksheet", "class-worksheets.pdf", "worksheets", "Worksheet"),
+              ("answer-key", "class-answer-keys.pdf", "answer keys", "Answer key"))
+
+
+def _class_tasks(spec: QuizSpec, results: list[dict], root: Path) -> list[tuple]:
+    tasks = []
+    for doc, _, label, what in CLASS_PDFS:
+        parts = [(f"variants/{r['entry']['variant']}/{doc}.pdf", r["pages"][doc],
+                  f"{what}, variant {r['entry']['variant']}") for r in results]
+        tasks.append((root, parts, f"{spec.title} — {label}", spec.paper))
+    return tasks
 
 
 def manifest_json(manifest: dict, entry_texts: list[bytes]) -> bytes:
@@ -673,36 +693,50 @@ def _pool(jobs: int):
 
 
 def build_all(spec: QuizSpec, variants: list[Variant], formats: tuple[str, ...], jobs: int, progress: bool,
-              *, class_pdfs: bool = False) -> tuple[list[dict], dict[str, bytes]]:
-    """Build every variant (in *jobs* processes); results in variant order whatever *jobs* is, and
-    with *class_pdfs* the two class PDFs (merged in the same pool)."""
+              *, stage: "_Staging | None" = None) -> list[dict]:
+    """Build every variant (in *jobs* processes); results in variant order whatever *jobs* is.
+
+    With *stage*, each variant's files are written into it as soon as they arrive (only the manifest
+    entry, its ``variant.json`` text and page counts are kept), and then, when the batch has PDFs
+    and more than one variant, the two class PDFs are made in the same pool from the written files."""
     bar = _Progress(len(variants), progress)
     results: list[dict] = []
     jobs = max(1, min(jobs, len(variants)))
     tasks = [(spec, v, formats) for v in variants]
+
+    def keep(r):
+        if stage is not None:
+            stage.write(r["files"])
+            json_name = f"variants/{r['entry']['variant']}/variant.json"
+            r["files"] = {json_name: r["files"][json_name]}
+        results.append(r)
+        bar.step()
+
+    classes = stage is not None and "pdf" in formats and not stage.single
     if jobs == 1:
         for t in tasks:
-            results.append(_build_task(t))
-            bar.step()
+            keep(_build_task(t))
         bar.end()
-        return results, (_class_pdfs(spec, results) if class_pdfs else {})
+        if classes:
+            for (_, name, _, _), task in zip(CLASS_PDFS, _class_tasks(spec, results, stage.tmp)):
+                stage.write({name: _class_pdf_task(task)})
+        return results
     _warm_up(formats, spec.pdf_engine)
     with _pool(jobs) as ex:
         # a few variants per message: less pickling overhead, still an even finish
         chunk = max(1, min(4, len(tasks) // (jobs * 8)))
         for r in ex.map(_build_task, tasks, chunksize=chunk):
-            results.append(r)
-            bar.step()
+            keep(r)
         bar.end()
-        merged = _class_pdfs(spec, results, ex) if class_pdfs and len(results) > 1 else (
-            _class_pdfs(spec, results) if class_pdfs else {})
-    return results, merged
+        if classes:
+            for (_, name, _, _), data in zip(CLASS_PDFS, ex.map(_class_pdf_task, _class_tasks(spec, results, stage.tmp))):
+                stage.write({name: data})
+    return results
 
 
-def assemble(spec: QuizSpec, results: list[dict], formats: tuple[str, ...], *, single: bool = False,
-             class_pdfs: dict[str, bytes] | None = None) -> dict[str, bytes]:
-    """All files of the batch (relative path → bytes) from the built variants (and the class PDFs,
-    made here when not given)."""
+def assemble(spec: QuizSpec, results: list[dict], formats: tuple[str, ...], *, single: bool = False) -> dict[str, bytes]:
+    """The batch's own files (manifests, LMS exports) and the variants' files still in *results*
+    (relative path → bytes). The class PDFs are made by :func:`build_all`."""
     files: dict[str, bytes] = {}
     entries = [r["entry"] for r in results]
     for r in results:
@@ -721,8 +755,6 @@ def assemble(spec: QuizSpec, results: list[dict], formats: tuple[str, ...], *, s
     files["manifest.json"] = manifest_json(manifest, [r["files"][f"variants/{e['variant']}/variant.json"]
                                                       for r, e in zip(results, entries)])
     files["manifest.csv"] = manifest_csv(entries).encode()
-    if "pdf" in formats:
-        files.update(class_pdfs if class_pdfs is not None else _class_pdfs(spec, results))
     if "moodle" in formats:
         from .lms import moodle
 
@@ -738,25 +770,36 @@ def assemble(spec: QuizSpec, results: list[dict], formats: tuple[str, ...], *, s
     return files
 
 
-def write_tree(outdir: Path, files: dict[str, bytes], *, force: bool = False, replace_whole: bool = True) -> None:
-    """Write *files* into a temporary folder next to *outdir*, then swap it in (nothing half-written)."""
-    outdir = Path(outdir)
-    if outdir.exists() and not outdir.is_dir():
-        raise WorkedError(f"{outdir}: exists and is not a folder")
-    if replace_whole and outdir.exists() and any(outdir.iterdir()) and not (outdir / MARKER).exists() and not force:
-        raise WorkedError(f"{outdir}: folder exists and was not written by `worked quiz` (use --force or another -o)")
-    parent = outdir.parent
-    parent.mkdir(parents=True, exist_ok=True)
-    tmp = parent / f".{outdir.name}.tmp-{os.getpid()}"
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    try:
+class _Staging:
+    """A temporary folder next to *outdir* that files are written into, swapped in at :meth:`commit`
+    (or removed at :meth:`abort`): a failure leaves *outdir* as it was."""
+
+    def __init__(self, outdir, *, force: bool = False, replace_whole: bool = True):
+        outdir = Path(outdir)
+        if outdir.exists() and not outdir.is_dir():
+            raise WorkedError(f"{outdir}: exists and is not a folder")
+        if replace_whole and outdir.exists() and any(outdir.iterdir()) and not (outdir / MARKER).exists() and not force:
+            raise WorkedError(f"{outdir}: folder exists and was not written by `worked quiz` (use --force or another -o)")
+        self.outdir, self.replace_whole, self.single = outdir, replace_whole, not replace_whole
+        outdir.parent.mkdir(parents=True, exist_ok=True)
+        self.tmp = outdir.parent / f".{outdir.name}.tmp-{os.getpid()}"
+        if self.tmp.exists():
+            shutil.rmtree(self.tmp)
+        self.tmp.mkdir()
+        self.variant_dirs: set[str] = set()
+
+    def write(self, files: dict[str, bytes]) -> None:
         for rel, data in sorted(files.items()):
-            p = tmp / rel
+            p = self.tmp / rel
             p.parent.mkdir(parents=True, exist_ok=True)
             p.write_bytes(data)
+            if rel.startswith("variants/"):
+                self.variant_dirs.add("/".join(rel.split("/")[:2]))
+
+    def commit(self) -> None:
+        outdir, tmp, parent = self.outdir, self.tmp, self.outdir.parent
         (tmp / MARKER).write_text("written by worked quiz; this folder is replaced when the quiz is rebuilt\n")
-        if replace_whole:
+        if self.replace_whole:
             old = parent / f".{outdir.name}.old-{os.getpid()}"
             if outdir.exists():
                 os.replace(outdir, old)
@@ -764,7 +807,7 @@ def write_tree(outdir: Path, files: dict[str, bytes], *, force: bool = False, re
             if old.exists():
                 shutil.rmtree(old)
         else:  # --variant: swap in only that variant's folder
-            for rel in sorted({r.split("/")[0] + "/" + r.split("/")[1] for r in files if r.startswith("variants/")}):
+            for rel in sorted(self.variant_dirs):
                 dest = outdir / rel
                 dest.parent.mkdir(parents=True, exist_ok=True)
                 if dest.exists():
@@ -773,8 +816,19 @@ def write_tree(outdir: Path, files: dict[str, bytes], *, force: bool = False, re
             if not (outdir / MARKER).exists():
                 os.replace(tmp / MARKER, outdir / MARKER)
             shutil.rmtree(tmp)
+
+    def abort(self) -> None:
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def write_tree(outdir: Path, files: dict[str, bytes], *, force: bool = False, replace_whole: bool = True) -> None:
+    """Write *files* into a temporary folder next to *outdir*, then swap it in (nothing half-written)."""
+    stage = _Staging(outdir, force=force, replace_whole=replace_whole)
+    try:
+        stage.write(files)
+        stage.commit()
     except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
+        stage.abort()
         raise
 
 
@@ -830,8 +884,12 @@ def run(spec_path, *, count=None, roster=None, seed=None, outdir=None, formats=N
         progress = not quiet and sys.stderr.isatty()
     if variant is None and out.exists() and out.is_dir() and any(out.iterdir()) and not (out / MARKER).exists() and not force:
         raise WorkedError(f"{out}: folder exists and was not written by `worked quiz` (use --force or another -o)")
-    single = variant is not None
-    results, merged = build_all(spec, variants, fmts, jobs, progress, class_pdfs="pdf" in fmts and not single)
-    files = assemble(spec, results, fmts, single=single, class_pdfs=merged)
-    write_tree(out, files, force=force, replace_whole=variant is None)
+    stage = _Staging(out, force=force, replace_whole=variant is None)
+    try:
+        results = build_all(spec, variants, fmts, jobs, progress, stage=stage)
+        stage.write(assemble(spec, results, fmts, single=variant is not None))
+        stage.commit()
+    except BaseException:
+        stage.abort()
+        raise
     return out, [r["entry"] for r in results]

@@ -61,6 +61,15 @@ def math(node, block: bool = False) -> Typ:
     return Typ(f"#eqn({lit(printers.spoken(node))}, ${body}$)")
 
 
+WIDE_TEXT = 100  # characters of the text form above which a row of formulas may not fit the line
+
+
+def wide(row) -> bool:
+    """Whether a row of formulas might be wider than the line (then the template scales it to fit:
+    measuring costs a second layout, so only rows this long are measured)."""
+    return sum(len(printers.text(getattr(f, "eq", f))) for f in row) + 6 * (len(row) - 1) > WIDE_TEXT
+
+
 def rich(pieces) -> Typ:
     """Core prose with W_Q, d_k, e^x, ᵀ and ⁽¹⁾ set as sub- and superscripts."""
     out = []
@@ -135,7 +144,7 @@ def render_typ(kind: str, sol, *, student=None, paper: str = "a4", template_dir=
     name = f"{kind}.typ"
     try:
         return _env(tuple(template_dirs(template_dir))).get_template(name).render(
-            doc=doc, paper=paper, m=math, rich=rich, matrix=matrix, heatmap=heatmap, glance=glance,
+            doc=doc, paper=paper, m=math, rich=rich, wide=wide, matrix=matrix, heatmap=heatmap, glance=glance,
             esc=esc, lit=lit, raw=Typ, **(extra or {}))
     except jinja2.TemplateNotFound as exc:
         raise WorkedError(f"template not found: {exc.name}") from None
@@ -157,16 +166,18 @@ def compiler():
 _WHERE = re.compile(r"\.typ:(\d+):(\d+)")
 
 
-def typ_to_pdf(source: str, name: str = "document.typ") -> bytes:
-    """Compile Typst source to tagged PDF/UA-1 bytes with a fixed timestamp.
+def typ_to_pdf(source: str, name: str = "document.typ", *, root=None, standards: bool = True) -> bytes:
+    """Compile Typst source to tagged PDF/UA-1 bytes (plain tagged PDF without *standards*) with a
+    fixed timestamp; files the source names (``image("/…")``) are read under *root*.
 
     A Typst error becomes a one-line :class:`WorkedError` naming *name*, the line of the source
     (as rendered from the template) and Typst's message."""
     import typst
 
     try:
-        return compiler().compile(input=source.encode("utf-8"), format="pdf", pdf_standards=PDF_STANDARDS,
-                                  timestamp=TIMESTAMP)
+        return compiler().compile(input=source.encode("utf-8"), format="pdf", timestamp=TIMESTAMP,
+                                  pdf_standards=PDF_STANDARDS if standards else [],
+                                  **({"root": str(root)} if root is not None else {}))
     except typst.TypstError as exc:
         where = _WHERE.search(getattr(exc, "diagnostic", "") or "")
         at = f" (line {where.group(1)} of the rendered source)" if where else ""
