@@ -238,3 +238,19 @@ def test_typst_source_is_escaped(sol):
     src = answer_key_typst(sol)
     assert '#eqn("square root of d k equals square root of 2 is about 1.4142", $ sqrt(d_k) = sqrt(2) approx 1.4142 $)' in src
     assert "#set document(title: " in src
+
+
+def test_typst_printer_brackets_and_scripts():
+    """What the Typst printer got wrong before it was ever compiled: a head's weight matrix without
+    visible brackets, an entry of W_O as a second subscript, fractions in exponents on one level,
+    sums with their index at the side."""
+    from fractions import Fraction
+
+    from worked import printers
+
+    assert printers.typst(eq.Sym("W_Q", head=1)) == "W_Q^((1))"
+    assert printers.typst(eq.Entry(eq.Sym("W_O"), "1", "2")) == "attach(W_O, b: #($1, 2$))"
+    half = eq.Frac(eq.Mul((eq.num(3), eq.Sqrt(eq.num(2)))), eq.num(2))
+    assert printers.typst(eq.Exp(half)) == "e^(3 sqrt(2)\\/2)"
+    assert printers.typst(eq.Exp(eq.num(Fraction(-1, 3)))) == "e^(-1\\/3)"
+    assert printers.typst(eq.Sum(eq.Entry(eq.Sym("A"), "cats", "j"), "j")).startswith("scripts(sum)_(j) ")

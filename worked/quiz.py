@@ -11,8 +11,8 @@ folder that replaces DIR at the end, so a failure writes nothing):
    seed and the student id (or the variant number): stable when the roster is reordered or grows.
 3. :func:`build_variant` (run in worker processes) draws the problem, solves it exactly, works out the
    expected answers with tolerances and the values of known mistakes, and renders the sheets.
-4. The main process writes each variant's files into a temporary folder as they arrive; the pool then
-   makes the two class PDFs (one Typst document each, every page of every sheet placed as a PDF image,
+4. The main process writes each variant's files into a temporary folder as they arrive, then makes
+   the two class PDFs (one Typst document each, every page of every sheet placed as a PDF image,
    each student's sheet starting on an odd page); ``manifest.json``/``manifest.csv`` and the LMS exports
    (:mod:`worked.lms`) follow, and the folder replaces DIR.
 
@@ -533,15 +533,15 @@ def _build_task(task) -> dict:
     """A variant built in a worker; its PDFs' page counts come back with it (for the class PDFs)."""
     spec, variant, formats = task
     r = build_variant(spec, variant, formats)
-    pages = {}
-    for doc in DOCS:
-        data = r["files"].get(f"variants/{variant.code}/{doc}.pdf")
-        if data is not None:
-            from pypdf import PdfReader
-
-            pages[doc] = len(PdfReader(io.BytesIO(data)).pages)
-    r["pages"] = pages
+    r["pages"] = {doc: _page_count(data) for doc in DOCS
+                  if (data := r["files"].get(f"variants/{variant.code}/{doc}.pdf")) is not None}
     return r
+
+
+def _page_count(pdf: bytes) -> int:
+    from pypdf import PdfReader
+
+    return len(PdfReader(io.BytesIO(pdf)).pages)
 
 
 # ---------------------------------------------------------------- the batch
@@ -697,8 +697,8 @@ def build_all(spec: QuizSpec, variants: list[Variant], formats: tuple[str, ...],
     """Build every variant (in *jobs* processes); results in variant order whatever *jobs* is.
 
     With *stage*, each variant's files are written into it as soon as they arrive (only the manifest
-    entry, its ``variant.json`` text and page counts are kept), and then, when the batch has PDFs
-    and more than one variant, the two class PDFs are made in the same pool from the written files."""
+    entry, its ``variant.json`` text and page counts are kept), and then, when the batch has PDFs,
+    the two class PDFs are made from the written files."""
     bar = _Progress(len(variants), progress)
     results: list[dict] = []
     jobs = max(1, min(jobs, len(variants)))
@@ -712,25 +712,21 @@ def build_all(spec: QuizSpec, variants: list[Variant], formats: tuple[str, ...],
         results.append(r)
         bar.step()
 
-    classes = stage is not None and "pdf" in formats and not stage.single
     if jobs == 1:
         for t in tasks:
             keep(_build_task(t))
-        bar.end()
-        if classes:
-            for (_, name, _, _), task in zip(CLASS_PDFS, _class_tasks(spec, results, stage.tmp)):
-                stage.write({name: _class_pdf_task(task)})
-        return results
-    _warm_up(formats, spec.pdf_engine)
-    with _pool(jobs) as ex:
-        # a few variants per message: less pickling overhead, still an even finish
-        chunk = max(1, min(4, len(tasks) // (jobs * 8)))
-        for r in ex.map(_build_task, tasks, chunksize=chunk):
-            keep(r)
-        bar.end()
-        if classes:
-            for (_, name, _, _), data in zip(CLASS_PDFS, ex.map(_class_pdf_task, _class_tasks(spec, results, stage.tmp))):
-                stage.write({name: data})
+    else:
+        _warm_up(formats, spec.pdf_engine)
+        with _pool(jobs) as ex:
+            # a few variants per message: less pickling overhead, still an even finish
+            chunk = max(1, min(4, len(tasks) // (jobs * 8)))
+            for r in ex.map(_build_task, tasks, chunksize=chunk):
+                keep(r)
+    bar.end()
+    # here, after the workers have gone: their Typst caches (about 200 MB each) are freed first
+    if stage is not None and "pdf" in formats and not stage.single:
+        for (_, name, _, _), task in zip(CLASS_PDFS, _class_tasks(spec, results, stage.tmp)):
+            stage.write({name: _class_pdf_task(task)})
     return results
 
 

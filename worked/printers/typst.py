@@ -40,21 +40,21 @@ class TypstPrinter(Printer):
         b = _str(base) if (n.upright or len(base) > 1) else base
         return f"{b}_{sub}" if sub else b
 
-    def _scripts(self, base: str, sub: str | None, head: int | None) -> str:
+    def _scripts(self, base: str, sub: str | None, head: int | None, has_sub: bool = False) -> str:
+        """``Q^((1))_("cats", 1)``; a base that has its own subscript (``W_Q``) takes the entry's indices
+        as a second attachment (``attach(W_Q^((1)), b: #($…$))``): no visible brackets, as ``{W_Q}_{…}``."""
         s = base if head is None else f"{base}^(({head}))"
-        return s if sub is None else f"{s}_({sub})"
+        if sub is None:
+            return s
+        return f"attach({s}, b: #(${sub}$))" if has_sub else f"{s}_({sub})"
 
     def _print_Sym(self, n):
-        b = self._base(n)
-        if "_" in n.name and n.head is not None:
-            b = f"({b})"
-        return self._scripts(b, self.label(n.sub) if n.sub is not None else None, n.head)
+        return self._scripts(self._base(n), self.label(n.sub) if n.sub is not None else None, n.head,
+                             "_" in n.name)
 
     def _print_Entry(self, n):
-        b = self._base(n.base)
-        if "_" in n.base.name:
-            b = f"({b})"
-        return self._scripts(b, f"{self.label(n.row)}, {self.label(n.col)}", n.base.head)
+        return self._scripts(self._base(n.base), f"{self.label(n.row)}, {self.label(n.col)}", n.base.head,
+                             "_" in n.base.name)
 
     def _print_Col(self, n):
         return f'{self.doprint(n.base)} [":", {self.label(n.col)}]'
