@@ -126,10 +126,18 @@ def glance(g: dict) -> Typ:
 
 @functools.lru_cache(maxsize=16)
 def _env(dirs: tuple[str, ...]):
+    """The Jinja environment of the .typ templates; compiled templates are kept between runs in
+    ``~/.cache/worked/jinja`` like the HTML/LaTeX ones (Jinja checks each template's source)."""
+    import os
+
     import jinja2
 
+    from .env import user_cache_dir
+
+    cache_dir = None if os.environ.get("WORKED_NO_TEMPLATE_CACHE") else user_cache_dir("jinja")
+    cache = jinja2.FileSystemBytecodeCache(str(cache_dir)) if cache_dir is not None else None
     return jinja2.Environment(loader=jinja2.FileSystemLoader(list(dirs)), autoescape=False, finalize=_finalize,
-                              trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+                              trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True, bytecode_cache=cache)
 
 
 def render_typ(kind: str, sol, *, student=None, paper: str = "a4", template_dir=None, extra=None) -> str:
