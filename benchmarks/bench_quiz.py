@@ -44,18 +44,21 @@ def _tree(pid: int) -> list[int]:
     return out
 
 
-def _pss_mb(pids: list[int]) -> float:
-    total = 0
+def _memory_mb(pids: list[int]) -> tuple[float, float]:
+    """(sum of the processes' PSS, largest single RSS), in MB."""
+    total, largest = 0, 0
     for p in pids:
         try:
             with open(f"/proc/{p}/smaps_rollup") as fh:
                 for line in fh:
-                    if line.startswith("Pss:"):
+                    if line.startswith("Rss:"):
+                        largest = max(largest, int(line.split()[1]))
+                    elif line.startswith("Pss:"):
                         total += int(line.split()[1])
                         break
         except OSError:
             pass
-    return total / 1024
+    return total / 1024, largest / 1024
 
 
 def run(n: int, engine: str, jobs: int | None) -> dict:
@@ -67,11 +70,12 @@ def run(n: int, engine: str, jobs: int | None) -> dict:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=ROOT)
-    peak = [0.0]
+    peak = [0.0, 0.0]
 
     def sample():
         while proc.poll() is None:
-            peak[0] = max(peak[0], _pss_mb(_tree(proc.pid)))
+            pss, rss = _memory_mb(_tree(proc.pid))
+            peak[0], peak[1] = max(peak[0], pss), max(peak[1], rss)
             time.sleep(0.02)
 
     th = threading.Thread(target=sample, daemon=True)
@@ -89,7 +93,7 @@ def run(n: int, engine: str, jobs: int | None) -> dict:
         pages = len(PdfReader(out / "class-answer-keys.pdf").pages) + len(PdfReader(out / "class-worksheets.pdf").pages)
     shutil.rmtree(out.parent)
     return {"wall": wall, "cpu": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
-            "pss": peak[0], "rss": after.ru_maxrss / 1024, "pages": pages}
+            "pss": peak[0], "rss": peak[1], "pages": pages}
 
 
 def stages(k: int = 10) -> None:
