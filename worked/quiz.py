@@ -723,10 +723,17 @@ def build_all(spec: QuizSpec, variants: list[Variant], formats: tuple[str, ...],
             for r in ex.map(_build_task, tasks, chunksize=chunk):
                 keep(r)
     bar.end()
-    # here, after the workers have gone: their Typst caches (about 200 MB each) are freed first
+    # after the workers have gone (their Typst caches, about 180 MB each, are freed first): the two
+    # class PDFs, one after the other, each in a fresh process (Typst keeps what it loaded for a class
+    # PDF, about 1.3 MB per variant, until its process ends)
     if stage is not None and "pdf" in formats and not stage.single:
         for (_, name, _, _), task in zip(CLASS_PDFS, _class_tasks(spec, results, stage.tmp)):
-            stage.write({name: _class_pdf_task(task)})
+            if jobs == 1:
+                data = _class_pdf_task(task)
+            else:
+                with _pool(1) as ex:
+                    data = ex.submit(_class_pdf_task, task).result()
+            stage.write({name: data})
     return results
 
 
