@@ -671,11 +671,9 @@ def _warm_up(formats: tuple[str, ...], engine: str) -> None:
     if "pdf" in formats and engine == "typst":
         import typst  # noqa: F401
 
-        from .render import typst as Y
-        from .render.env import template_dirs
+        from .render.typst import load_templates
 
-        for name in ("worksheet.typ", "answer-key.typ"):
-            Y._env(tuple(template_dirs())).get_template(name)
+        load_templates()
     if "pdf" in formats and engine == "weasyprint":
         import weasyprint  # noqa: F401
 

@@ -140,6 +140,13 @@ def _env(dirs: tuple[str, ...]):
                               trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True, bytecode_cache=cache)
 
 
+def load_templates(template_dir=None) -> None:
+    """Compile the two sheet templates now (before worker processes fork, so that they inherit them)."""
+    env = _env(tuple(template_dirs(template_dir)))
+    for name in ("worksheet.typ", "answer-key.typ"):
+        env.get_template(name)
+
+
 def render_typ(kind: str, sol, *, student=None, paper: str = "a4", template_dir=None, extra=None) -> str:
     """The Typst source of *kind* ("worksheet" or "answer-key").
 
