@@ -4,7 +4,7 @@
 
 Prints the end-to-end wall time of the command (fresh process each run, best and median) and its
 CPU time (the command splits the PDFs over two processes), then where the time goes in one fresh
-process, one stage after the other: imports, solving, HTML with MathML, LaTeX, SVG math (ziamath),
+process, one stage after the other: imports, solving, HTML with MathML, LaTeX, HTML for WeasyPrint,
 WeasyPrint's first document, layout, drawing and writing.
 """
 from __future__ import annotations
@@ -41,10 +41,8 @@ html = {k: H.render_html(k, sol) for k in ("worksheet", "answer-key")}
 lap("HTML with MathML (both documents)")
 tex = {k: T_.render_tex(k, sol) for k in ("worksheet", "answer-key")}
 lap("LaTeX (both documents)")
-import ziamath
-lap("import ziamath")
 phtml = {k: H.render_html(k, sol, for_pdf=True) for k in ("worksheet", "answer-key")}
-lap("SVG math with ziamath (both documents, cold cache)")
+lap("HTML for WeasyPrint, formulas as HTML/CSS (both documents)")
 import weasyprint
 lap("import weasyprint")
 P.html_to_pdf("<p>warm-up</p>")

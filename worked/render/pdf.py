@@ -40,18 +40,6 @@ def html_to_pdf(html: str, *, paper: str = "a4") -> bytes:
     return doc.write_pdf(stylesheets=[css], pdf_identifier=b"worked-sheet", uncompressed_pdf=False)
 
 
-def warm_up_weasyprint() -> None:
-    """Lay out a tiny page once: WeasyPrint's first document parses C types and loads fonts.
-
-    Done where it costs nothing (a process waiting for work) or once before forking workers.
-    """
-    try:
-        html_to_pdf('<h2>Warm-up</h2><p style="width:6em">a paragraph long enough to be broken into lines'
-                    '</p><table><tr><th>x</th><td><i>1.5</i></td></tr></table>')
-    except Exception:  # noqa: BLE001 - the real documents report any problem themselves
-        pass
-
-
 def pdflatex_path() -> str | None:
     return shutil.which("pdflatex")
 
@@ -70,21 +58,21 @@ def tex_env() -> dict:
     return dict(os.environ, SOURCE_DATE_EPOCH="0", FORCE_SOURCE_DATE="1", TZ="UTC")
 
 
-# no creation date, no random document ID, no "PTEX.Fullbanner" naming the pdfTeX build
-_FIXED = "\\pdfinfoomitdate=1\\pdftrailerid{}\\pdfsuppressptexinfo=-1\n"
 _RERUN = ("Rerun to get", "Label(s) may have changed")
 MAX_PASSES = 4
 
 
 def tex_to_pdf(tex: str) -> bytes:
-    """Compile *tex* with pdflatex, as it is, into deterministic PDF bytes.
+    """Compile *tex* with pdflatex, as it is, into PDF bytes.
 
     pdflatex runs again while its log asks for it (our footers print "page N of M", which needs
     the page count of a previous pass), as latexmk would, at most :data:`MAX_PASSES` times.
+    The bytes depend on nothing but *tex* (and the TeX installation): the clock is fixed by
+    :func:`tex_env`, and our templates turn off the document ID and the pdfTeX banner.
     """
     exe = require_pdflatex()
     with tempfile.TemporaryDirectory(prefix="worked-tex-") as d:
-        (Path(d) / "sheet.tex").write_text(_FIXED + tex, encoding="ascii")
+        (Path(d) / "sheet.tex").write_text(tex, encoding="ascii")
         for _ in range(MAX_PASSES):
             log = _run(exe, d)
             if not any(m in log for m in _RERUN):
