@@ -146,54 +146,8 @@ def test_latex_worksheet_draws_the_grid_rules(part9):
     assert all(x > 2 * 40 for x in horizontal)         # across two or more cells of 15 mm (42 pt)
 
 
-def test_two_processes_give_the_same_bytes_as_one(tmp_path, monkeypatch):
-    """write_sheet lays out the PDFs in two worker processes where it can; the files are the same as in one."""
-    from worked.render import write_sheet
-
-    if not hasattr(os, "fork") or (os.cpu_count() or 1) < 2:
-        pytest.skip("needs fork and two cores")
-    sol = solve(load(None))
-    forked = {p.name: p.read_bytes() for p in write_sheet(sol, tmp_path / "a", formats=("html", "pdf"))}
-    monkeypatch.setenv("WORKED_NO_FORK", "1")
-    single = {p.name: p.read_bytes() for p in write_sheet(sol, tmp_path / "b", formats=("html", "pdf"))}
-    assert forked == single and len(forked) == 4
-
-
-def test_a_failing_child_is_a_clean_error(tmp_path, monkeypatch):
-    """If a layout worker fails, the parent raises a WorkedError with its message and writes nothing."""
-    from worked.errors import WorkedError
-    from worked.render import pdf as P
-    from worked.render import sheet
-
-    if not hasattr(os, "fork") or (os.cpu_count() or 1) < 2:
-        pytest.skip("needs fork and two cores")
-
-    def boom(*args, **kwargs):
-        raise WorkedError("layout failed")
-
-    monkeypatch.setattr(P, "html_to_pdf", boom)   # the forked workers inherit it
-    with pytest.raises(WorkedError, match="layout failed"):
-        sheet.write_sheet(solve(load(None)), tmp_path / "o", formats=("pdf",))
-    assert not (tmp_path / "o").exists()
-
-
-def test_cli_layout_server_gives_the_same_files(tmp_path):
-    """`worked sheet` lays out its PDFs in a WeasyPrint process started before solving; same bytes as one process."""
-    if not hasattr(os, "fork") or (os.cpu_count() or 1) < 2:
-        pytest.skip("needs fork and two cores")
-    outs = []
-    for name, extra in (("served", {}), ("single", {"WORKED_NO_FORK": "1"})):
-        env = dict(os.environ, **extra)
-        r = subprocess.run([sys.executable, "-m", "worked", "sheet", "-o", str(tmp_path / name)], env=env,
-                           capture_output=True, text=True, timeout=300)
-        assert r.returncode == 0, r.stderr
-        folder = tmp_path / name / "cats-chase-mice"
-        outs.append({p.name: p.read_bytes() for p in folder.iterdir()})
-    assert outs[0] == outs[1] and len(outs[0]) >= 6
-
-
-def test_cli_bad_problem_with_layout_server_is_one_line(tmp_path):
-    """A bad problem file still gives one line on stderr, exit 2 and nothing written, with the server started."""
+def test_cli_bad_problem_is_one_line(tmp_path):
+    """A bad problem file gives one line on stderr, exit 2 and nothing written."""
     bad = tmp_path / "bad.toml"
     bad.write_text('title = "x"\ntokens = ["a"]\n', encoding="utf-8")
     r = subprocess.run([sys.executable, "-m", "worked", "sheet", str(bad), "-o", str(tmp_path / "o")],
