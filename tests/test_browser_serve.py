@@ -148,8 +148,12 @@ def test_student_checks_part9_with_a_no_scaling_mistake(page):
     scaled.locator("summary", has_text="Show the worked step").click()
     step = scaled.locator("details.step .s")
     assert "Scaling" in step.inner_text() and step.locator("math").count() >= 2
-    # the rounded result matrix is headed "scaled ≈", in MathML the browser lays out (with its spoken alt text)
-    head = step.locator("figure.mat figcaption math")
+    # the exact matrix comes first, headed "scaled =", then the rounded one headed "scaled ≈", in MathML the
+    # browser lays out (with its spoken alt text)
+    heads = step.locator("figure.mat figcaption math")
+    assert heads.count() == 2 and heads.first.get_attribute("alttext") == "scaled equals"
+    assert step.locator("figure.mat").first.locator("td msqrt").count() == 9
+    head = heads.last
     assert head.get_attribute("alttext") == "scaled is about"
     assert "≈" in head.text_content() and "=" not in head.text_content()
     # the grid heading scaled = scores/√d_k is laid out as a stacked fraction, taller than a letter

@@ -112,7 +112,7 @@ def test_qti_zip_canvas_structure_and_ranges(batch, spec):
                     for f in item.findall("q:itemmetadata/q:qtimetadata/q:qtimetadatafield", q)}
             assert meta["question_type"] == "numerical_question"
             assert item.find("q:presentation/q:response_str/q:render_fib", q).get("fibtype") == "Decimal"
-            assert "<math" in item.find("q:presentation/q:material/q:mattext", q).text
+            _check_equation_images(item.find("q:presentation/q:material/q:mattext", q).text, man, code)
             cond = item.find("q:resprocessing/q:respcondition/q:conditionvar", q)
             val, tol, _, spec_q = exp[(code, ask)]
             eq = float(cond.find("q:or/q:varequal", q).text)
@@ -123,6 +123,46 @@ def test_qti_zip_canvas_structure_and_ranges(batch, spec):
             assert item.find("q:resprocessing/q:respcondition/q:setvar", q).text == "100"
             seen.add((code, ask))
     assert seen == {k for k, v in exp.items() if v[0] is not None}
+
+
+def _given(man, code):
+    """The given matrices of a variant as the page model has them (the worksheet shows the same)."""
+    from worked.render import view
+
+    v = next(v for v in man["variants"] if v["variant"] == code)
+    return view.problem_page(Problem.from_dict(v["problem"]))["given"]
+
+
+def _check_equation_images(html, man, code):
+    """A Canvas question's math is one editable equation image per given matrix: the LaTeX printed from the
+    trees in data-equation-content (and, twice URL-encoded, in the /equation_images/ path), and MathML
+    printed from the same trees in data-mathml. No hand-made or converted math."""
+    from html.parser import HTMLParser
+    from urllib.parse import unquote
+
+    from worked import printers
+    imgs = []
+
+    class P(HTMLParser):
+        def handle_starttag(self, tag, attrs):
+            if tag == "img":
+                imgs.append(dict(attrs))
+
+    P().feed(html)
+    given = _given(man, code)
+    assert len(imgs) == len(given) and "<math" not in html.replace(" data-mathml=", "")
+    for img, m in zip(imgs, given):
+        latex = img["data-equation-content"]
+        assert img["class"] == "equation_image" and img["title"] == latex
+        assert unquote(unquote(img["src"].removeprefix("/equation_images/"))) == latex
+        cells = [[c["node"] for c in row] for row in m["cells"]]
+        assert latex == printers.latex(m["head"]) + r"\begin{bmatrix} " + r" \\ ".join(
+            " & ".join(printers.latex(x) for x in row) for row in cells) + r" \end{bmatrix}"
+        mathml = img["data-mathml"]
+        assert ET.fromstring(mathml).tag == "{http://www.w3.org/1998/Math/MathML}math"
+        assert f"<mrow>{printers.mathml(m['symbol'])}<mo>{m['rel']}</mo><mrow><mo>[</mo><mtable>" in mathml
+        for row in cells:
+            assert "<mtr>" + "".join(f"<mtd>{printers.mathml(x)}</mtd>" for x in row) + "</mtr>" in mathml
 
 
 def _gift_questions(text):
@@ -158,6 +198,8 @@ def test_gift_numeric_answers(batch, spec):
         assert math.isclose(answers[0][1], val, abs_tol=1e-6) and math.isclose(answers[0][2], tol)
         assert [(a[0], a[3]) for a in answers[1:]] == [(0, m["feedback"]) for m in mistakes]
         assert "\\(" in body and "bmatrix" in body
+        # the LaTeX row break \\ survives GIFT's escaping: written \\\\, read back as \\
+        assert r" \\\\ " in body and r"\begin{bmatrix}" in re.sub(r"\\(.)", r"\1", body)
         seen.add((code, ask))
     assert seen == {k for k, v in exp.items() if v[0] is not None}
 

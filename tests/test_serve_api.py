@@ -103,6 +103,12 @@ def test_solve_view_adds_mathml_for_every_step_line(c, part9_dict):
             assert ln_json["mathml"] == printers.math_element(ln.mathml, display=True, alt=ln.spoken)
             assert safe_mathml(ln_json["mathml"]) == ln_json["mathml"]
     assert data["view"]["matrices"]["scaled"]["cells"][0][1] == {"text": sol.matrices()["scaled"].show(0, 1, 2)}
+    # as on the printed key, a rounded matrix whose exact entries are short comes with its exact form too
+    exact = data["view"]["matrices"]["scaled"]["exact"]
+    assert exact["heading"]["text"] == "scaled =" and exact["caption"] == "exact"
+    assert exact["cells"][0][1]["text"] == "2√2" and "<msqrt>" in exact["cells"][0][1]["mathml"]
+    assert data["view"]["matrices"]["scaled"]["caption"] == "to 2 places"
+    assert "exact" not in data["view"]["matrices"]["Q"]
 
 
 def test_check_returns_the_json_of_worked_check_and_names_the_mistake(c, part9_dict, cli):
@@ -431,18 +437,29 @@ def test_every_mathml_fragment_the_server_sends_passes_the_allow_list(c, path):
 
 
 def test_fraction_cells_of_the_problem_are_set_as_fractions(c):
-    """An entry like 1/3 comes as text and as a stacked fraction; whole numbers and decimals as text only."""
+    """An entry like 1/3 comes as text and as a stacked fraction; whole numbers and decimals as text only.
+    Worked in decimals, the page shows the given entries as the worksheet does: rounded, headed "X ≈"."""
     from fractions import Fraction
 
     from worked import eq, printers
+    from worked.render import view
 
     p = load(PART9).to_dict()
     p["X"] = [["1/3", "-2/3", "0.5", "2"], [0, 2, 0, 1], [1, 1, 0, 0]]
-    cells = c.post("/api/view", json={"problem": p}).json()["view"]["inputs"][0]["cells"][0]
+    p["display"] = "exact"
+    x = c.post("/api/view", json={"problem": p}).json()["view"]["inputs"][0]
+    cells = x["cells"][0]
     assert [x["text"] for x in cells] == ["1/3", "−2/3", "0.5", "2"]
     assert cells[1]["mathml"] == printers.math_element(printers.mathml(eq.num(Fraction(-2, 3))),
                                                        alt=printers.spoken(eq.num(Fraction(-2, 3))))
     assert "<mfrac>" in cells[0]["mathml"] and "mathml" not in cells[2] and "mathml" not in cells[3]
+    assert x["text"] == "X" and x["rel"] == "="
+    p["display"] = "decimal"
+    x = c.post("/api/view", json={"problem": p}).json()["view"]["inputs"][0]
+    sheet = view.build(solve(Problem.from_dict(p)), "worksheet")["given"][0]
+    assert [[c["text"] for c in row] for row in x["cells"]] == [[c["text"] for c in row] for row in sheet["cells"]]
+    assert x["cells"][0][:2] == [{"text": "0.3333"}, {"text": "−0.6667"}]
+    assert x["text"] == "X ≈" and x["rel"] == "≈" and "<mo>≈</mo>" in x["mathml"]
 
 
 def test_no_mathml_comes_from_latex2mathml():
@@ -499,7 +516,7 @@ def test_matrices_of_rounded_values_say_approximately(c):
             assert view["matrices"]["concat"]["heading"]["text"] == "concat ≈"
             assert view["matrices"]["head1.Z"]["heading"]["text"] == "Z⁽¹⁾ ≈"
     js = c.get("/static/app.js").text
-    assert "result} =" not in js and "m.heading.mathml" in js   # the page shows the server's heading
+    assert "result} =" not in js and "x.heading.mathml" in js   # the page shows the server's heading
 
 
 def test_grid_headings_are_definitions_with_one_equals_sign(c):
@@ -516,7 +533,7 @@ def test_grid_headings_are_definitions_with_one_equals_sign(c):
         if name == "cats-chase-mice":
             assert "<mfrac>" in by["scaled"]["mathml"] and "<msqrt>" in by["scaled"]["mathml"]
             assert "softmax" in by["weights"]["mathml"] and "<msup>" in by["scores"]["mathml"]
-            assert by["scaled"]["hint"].startswith("divide by √d_k = √2")
+            assert by["scaled"]["hint"].startswith("divide the scores by √d_k = √2")
         if name == "two-heads":
             assert "concat" in by["concat"]["text"] and "Z⁽²⁾" in by["concat"]["text"]
             assert by["Z"]["text"] == "Z = concat·W_O"

@@ -1,7 +1,6 @@
 """PDFs of the two non-default engines: formulas are text, the bytes come from the document as it is."""
 from __future__ import annotations
 
-import dataclasses
 import os
 import re
 import shutil
@@ -32,8 +31,8 @@ def key_decimals(sol) -> set[str]:
         if isinstance(x, eq.Dec):
             out.add(f"{abs(x.value):f}")
         elif isinstance(x, eq.Node):
-            for f in dataclasses.fields(x):
-                walk(getattr(x, f.name))
+            for c in x.children():
+                walk(c)
         elif isinstance(x, dict):
             if isinstance(x.get("text"), str):
                 out.update(_DECIMAL.findall(x["text"]))

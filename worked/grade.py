@@ -198,7 +198,7 @@ _ASK = re.compile(r"^\s*([A-Za-z][\w.]*)\s*(?:\[\s*([^\],]+?)\s*,\s*([^\],]+?)\s
 
 def resolve_question(q: Question, student: Student, src: str):
     """Fill q.matrix, q.cells and q.shape for this student's problem (indices 1-based or token names)."""
-    from .check import ALIASES, _split
+    from .model import MATRIX_ALIASES
 
     mats = student.solution.matrices()
     m = _ASK.match(q.ask)
@@ -206,8 +206,8 @@ def resolve_question(q: Question, student: Student, src: str):
         raise WorkedError(f"{src}: question {q.ask!r}: expected a matrix name with optional [row, column], "
                           "such as scores[2,3], weights[1,*] or Z")
     name = m.group(1)
-    pre, base = _split(name)
-    name = pre + ALIASES.get(base, base)
+    head, dot, base = name.rpartition(".")     # "head2.A" → "head2." + "weights"
+    name = head + dot + MATRIX_ALIASES.get(base, base)
     if name not in mats:
         raise WorkedError(f"{src}: question {q.ask!r}: unknown matrix {name!r} (expected one of: {', '.join(mats)})")
     mat = mats[name]

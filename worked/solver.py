@@ -100,13 +100,7 @@ def _has_dec(node) -> bool:
         return True
     if isinstance(node, (eq.Num, eq.Sym, eq.Inf, eq.Dims)):
         return False
-    for v in node.__dataclass_fields__:
-        x = getattr(node, v)
-        if isinstance(x, eq.Node) and _has_dec(x):
-            return True
-        if isinstance(x, tuple) and any(isinstance(y, eq.Node) and _has_dec(y) for y in x):
-            return True
-    return False
+    return any(_has_dec(x) for x in node.children())
 
 
 def _shapes(*dims) -> eq.Rel:

@@ -30,8 +30,8 @@ Rel         a chain ``a = b ≈ c`` (ops ``=``, ``≈``, ``→``)
 """
 from __future__ import annotations
 
+import functools
 import math
-from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
 
@@ -46,138 +46,177 @@ ALL = "·"   # the index of a whole row or column: scaled[cats, ·]
 
 
 class Node:
-    """Base of every node. Nodes compare and hash by value."""
+    """Base of every node: an immutable value that compares and hashes by value (the hash is
+    computed once). A subclass names its fields in ``__slots__``; ``_defaults`` gives the values of
+    trailing fields that may be left out."""
 
-    __slots__ = ()
+    __slots__ = ("_hash",)
+    _fields: tuple = ()
+    _defaults: dict = {}
 
+    def __init_subclass__(cls, **kw):
+        super().__init_subclass__(**kw)
+        cls._fields = tuple(cls.__dict__.get("__slots__", ()))
 
-@dataclass(frozen=True, slots=True)
+    def __init__(self, *args, **kw):
+        fields = self._fields
+        if len(args) > len(fields):
+            raise TypeError(f"{type(self).__name__} takes {len(fields)} values, got {len(args)}")
+        put = object.__setattr__
+        for name, value in zip(fields, args):
+            put(self, name, value)
+        for name in fields[len(args):]:
+            if name in kw:
+                put(self, name, kw.pop(name))
+            elif name in self._defaults:
+                put(self, name, self._defaults[name])
+            else:
+                raise TypeError(f"{type(self).__name__}: missing {name}")
+        if kw:
+            raise TypeError(f"{type(self).__name__}: unknown field {next(iter(kw))}")
+        self._check()
+
+    def _check(self) -> None:
+        pass
+
+    @property
+    def fields(self) -> dict:
+        """The node's fields by name, in order."""
+        return {f: getattr(self, f) for f in self._fields}
+
+    def children(self):
+        """The nodes directly inside this one, in order."""
+        for f in self._fields:
+            x = getattr(self, f)
+            if isinstance(x, Node):
+                yield x
+            elif isinstance(x, tuple):
+                yield from (y for y in x if isinstance(y, Node))
+
+    def _key(self) -> tuple:
+        return tuple(getattr(self, f) for f in self._fields)
+
+    def __eq__(self, other):
+        if self is other:
+            return True
+        if type(other) is not type(self):
+            return NotImplemented
+        return hash(self) == hash(other) and self._key() == other._key()
+
+    def __hash__(self):
+        try:
+            return self._hash
+        except AttributeError:
+            h = hash((type(self).__name__,) + self._key())
+            object.__setattr__(self, "_hash", h)
+            return h
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"{type(self).__name__} is immutable")
+
+    __delattr__ = __setattr__
+
+    def __reduce__(self):
+        return type(self), self._key()
+
+    def __repr__(self):
+        return f"{type(self).__name__}({', '.join(f'{f}={getattr(self, f)!r}' for f in self._fields)})"
+
 class Num(Node):
     """An exact rational number."""
-    value: Fraction
+    __slots__ = ('value',)
 
 
-@dataclass(frozen=True, slots=True)
 class Dec(Node):
     """A decimal rounded to ``places`` places (``value`` is exactly what is shown). It stands for a
     value within ``ulps`` half-units of its last place: 1 for a rounded value, k for the sum of k
     rounded values (a row total)."""
-    value: Decimal
-    places: int
-    ulps: int = 1
+    __slots__ = ('value', 'places', 'ulps')
+    _defaults = {'ulps': 1}
 
 
-@dataclass(frozen=True, slots=True)
 class Sym(Node):
     """A name. ``sub`` is a subscript (a token label or a letter), ``head`` a head number shown as ⁽¹⁾;
     ``upright`` names of several letters (``scaled``, ``sum``) are set upright in math."""
-    name: str
-    sub: str | None = None
-    head: int | None = None
-    upright: bool = False
+    __slots__ = ('name', 'sub', 'head', 'upright')
+    _defaults = {'sub': None, 'head': None, 'upright': False}
 
 
-@dataclass(frozen=True, slots=True)
 class Entry(Node):
     """``base[row, col]``; a label is a token (shown as text) or a number; ``ALL`` is a whole row/column."""
-    base: Sym
-    row: str
-    col: str
+    __slots__ = ('base', 'row', 'col')
 
 
-@dataclass(frozen=True, slots=True)
 class Col(Node):
     """Column ``col`` of ``base``: ``W_Q[:, 1]``."""
-    base: Sym
-    col: str
+    __slots__ = ('base', 'col')
 
 
-@dataclass(frozen=True, slots=True)
 class Vec(Node):
-    items: tuple
+    __slots__ = ('items',)
 
 
-@dataclass(frozen=True, slots=True)
 class Dot(Node):
-    left: Node
-    right: Node
+    __slots__ = ('left', 'right')
 
 
-@dataclass(frozen=True, slots=True)
 class Add(Node):
-    terms: tuple
+    __slots__ = ('terms',)
 
 
-@dataclass(frozen=True, slots=True)
 class Mul(Node):
-    factors: tuple
+    __slots__ = ('factors',)
 
 
-@dataclass(frozen=True, slots=True)
 class Neg(Node):
-    arg: Node
+    __slots__ = ('arg',)
 
 
-@dataclass(frozen=True, slots=True)
 class Frac(Node):
-    num: Node
-    den: Node
+    __slots__ = ('num', 'den')
 
 
-@dataclass(frozen=True, slots=True)
 class Pow(Node):
-    base: Node
-    exp: Node
+    __slots__ = ('base', 'exp')
 
 
-@dataclass(frozen=True, slots=True)
 class Sqrt(Node):
-    arg: Node
+    __slots__ = ('arg',)
 
 
-@dataclass(frozen=True, slots=True)
 class Exp(Node):
-    arg: Node
+    __slots__ = ('arg',)
 
 
-@dataclass(frozen=True, slots=True)
 class Inf(Node):
-    pass
+    __slots__ = ()
 
 
-@dataclass(frozen=True, slots=True)
 class Sum(Node):
     """``Σ_index body``."""
-    body: Node
-    index: str
+    __slots__ = ('body', 'index')
 
 
-@dataclass(frozen=True, slots=True)
 class Call(Node):
     """A named function applied to arguments: ``softmax(scaled)``, ``concat(Z⁽¹⁾, Z⁽²⁾)``."""
-    name: str
-    args: tuple
+    __slots__ = ('name', 'args')
 
 
-@dataclass(frozen=True, slots=True)
 class Blank(Node):
     """Room to write an answer (a worksheet prompt ``Q[cats, 1] = …``, a grid heading ``Q =``)."""
+    __slots__ = ()
 
 
-@dataclass(frozen=True, slots=True)
 class Dims(Node):
     """A shape ``rows×cols``."""
-    rows: int
-    cols: int
+    __slots__ = ('rows', 'cols')
 
 
-@dataclass(frozen=True, slots=True)
 class Rel(Node):
     """``items[0] ops[0] items[1] ops[1] …``"""
-    items: tuple
-    ops: tuple
+    __slots__ = ('items', 'ops')
 
-    def __post_init__(self):
+    def _check(self):
         if len(self.ops) != len(self.items) - 1:
             raise ValueError("a relation chain has one operator fewer than items")
 
@@ -207,10 +246,14 @@ def neg_inf() -> Neg:
 
 # ---------------------------------------------------------------- sympy values as trees
 
+@functools.lru_cache(maxsize=4096)
 def from_sympy(expr) -> Node:
     """The tree of an exact sympy value of the kinds a solution holds: rationals, √n, e^x, sums,
     products and quotients of those, and −∞. Terms of a sum are ordered by their e^x argument
-    (constants first), then by coefficient, so the same value always prints the same way."""
+    (constants first), then by coefficient, so the same value always prints the same way.
+
+    Remembered by value (sympy values and trees are immutable) in one bounded cache: eviction
+    only means building the tree again."""
     import sympy as sp
 
     if expr is sp.S.NegativeInfinity:

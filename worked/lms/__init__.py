@@ -1,14 +1,17 @@
 """LMS exports of a quiz batch, built from its manifest (``manifest.json``): Moodle XML, Canvas QTI 1.2, GIFT.
 
 Each exporter is a pure function of the manifest dict, so ``worked quiz`` and the tests use the same
-data the grader reads. Every variant's question text carries the variant's own matrices: LaTeX in
-``\\( … \\)`` for Moodle and GIFT (Moodle's MathJax filter renders it), MathML for Canvas.
+data the grader reads. Every variant's question text carries the variant's own matrices, the given
+matrices of the page model (:func:`worked.render.view.problem_page`) printed from their trees: LaTeX in
+``\\( … \\)`` for Moodle and GIFT (Moodle's MathJax filter renders it), Canvas's equation images for Canvas.
 """
 from __future__ import annotations
 
 from html import escape
 
-SCALE_WORDS = {"sqrt": "divide the scores by √d_k", "none": "no scaling"}
+from .. import eq, printers
+from ..problem import Problem
+from ..render import view
 
 
 def fmt_num(x: float) -> str:
@@ -19,32 +22,22 @@ def fmt_num(x: float) -> str:
     return "0" if s in ("-0", "") else s
 
 
-def entry_latex(v) -> str:
-    s = str(v)
-    if "/" in s:
-        a, b = s.split("/")
-        neg = a.startswith("-")
-        return ("-" if neg else "") + rf"\tfrac{{{a.lstrip('-')}}}{{{b}}}"
-    return s
+def matrix_latex(m: dict) -> str:
+    """A matrix of the page model as LaTeX: ``X = \\begin{bmatrix} … \\end{bmatrix}`` (``X \\approx`` when
+    its entries are shown rounded), every piece printed from its tree."""
+    rows = [" & ".join(c["tex"] for c in row) for row in m["cells"]]
+    return printers.latex(m["head"]) + r"\begin{bmatrix} " + r" \\ ".join(rows) + r" \end{bmatrix}"
 
 
-def matrix_latex(m) -> str:
-    rows = [" & ".join(entry_latex(x) for x in row) for row in m]
-    return r"\begin{bmatrix} " + r" \\ ".join(rows) + r" \end{bmatrix}"
-
-
-def problem_parts(p: dict) -> list[tuple[str, str]]:
-    """(LaTeX name, LaTeX matrix) for every input matrix of a problem dict (keys of a problem file)."""
-    out = [("X", matrix_latex(p["X"]))]
-    if "heads" in p:
-        for h, hd in enumerate(p["heads"], 1):
-            for k in ("W_Q", "W_K", "W_V"):
-                out.append((f"W_{{{k[2]}}}^{{({h})}}", matrix_latex(hd[k])))
-        out.append(("W_{O}", matrix_latex(p["W_O"])))
-    else:
-        for k in ("W_Q", "W_K", "W_V"):
-            out.append((f"W_{{{k[2]}}}", matrix_latex(p[k])))
-    return out
+def matrix_mathml(m: dict) -> str:
+    """The same matrix as one ``<math>`` element: the symbol and relation, then a bracketed ``<mtable>`` of
+    the printed entries; its alt text is the spoken symbol and relation."""
+    table = "".join("<mtr>" + "".join(f"<mtd>{printers.mathml(c['node'])}</mtd>" for c in row) + "</mtr>"
+                    for row in m["cells"])
+    body = (f"<mrow>{printers.mathml(m['symbol'])}{printers.MathMLPrinter.OPS[m['rel']]}"
+            f"<mrow><mo>[</mo><mtable>{table}</mtable><mo>]</mo></mrow></mrow>")
+    alt = f"{printers.spoken(m['symbol'])} {'equals' if m['rel'] == eq.EQ else 'is about'} a {m['shape']} matrix"
+    return printers.math_element(body, alt=alt)
 
 
 def variant_label(v: dict) -> str:
@@ -56,18 +49,15 @@ def variant_label(v: dict) -> str:
 def stem_html(v: dict, math) -> str:
     """The shared part of every question of a variant: who, tokens, options and the input matrices.
 
-    *math(latex)* returns the markup of one formula (LaTeX delimiters or MathML).
+    *math(m)* returns the markup of one given matrix *m* of the page model (LaTeX in delimiters, or an
+    equation image).
     """
-    p = v["problem"]
-    scale = p["scale"]
-    scale_txt = SCALE_WORDS.get(scale, f"divide the scores by {scale}") if isinstance(scale, str) else f"divide the scores by {scale}"
-    toks = ", ".join(escape(t) for t in p["tokens"])
-    mats = " ".join(math(f"{name} = {m}") for name, m in problem_parts(p))
+    problem = Problem.from_dict(v["problem"], source=f"variant {v['variant']}")
+    page = view.problem_page(problem)
+    toks = ", ".join(escape(t) for t in page["tokens"])
+    mats = " ".join(math(m) for m in page["given"])
     return (f"<p><b>{escape(variant_label(v))}</b></p>"
-            f"<p>Self-attention on the tokens {toks} (one row of X each). Scale: {escape(scale_txt)}; "
-            f"mask: {escape(p['mask'])}. Indices are 1-based (row, column). Give decimals to {p['decimals']} places.</p>"
+            f"<p>Self-attention on the tokens {toks} (one row of X each). Scaling: {escape(view.scale_text(problem))}; "
+            f"mask: {escape(view.mask_text(problem))}. Indices are 1-based (row, column). "
+            f"Give decimals to {page['places']} places.</p>"
             f"<p>{mats}</p>")
-
-
-def cell_words(entry_ask: str) -> str:
-    return entry_ask

@@ -1,28 +1,29 @@
 """GIFT (Moodle's text format): one numerical question per answer entry.
 
 ``::name::[html]text{#=value:tolerance#feedback =%0%wrong:tolerance#feedback}`` — the correct value at
-100 %, known mistakes as 0 % answers with feedback. Special characters ``~ = # { } :`` in text are
-escaped with a backslash; formulas are LaTeX in ``\\( … \\)``.
+100 %, known mistakes as 0 % answers with feedback. Special characters ``~ = # { } :`` and the backslash
+itself are escaped with a backslash (so a LaTeX row break ``\\\\`` is written ``\\\\\\\\``); formulas are
+LaTeX in ``\\( … \\)``.
 """
 from __future__ import annotations
 
 from html import escape
 
-from . import fmt_num, stem_html
+from . import fmt_num, matrix_latex, stem_html
 
 
 def gift_escape(s: str) -> str:
     out = []
     for c in s:
-        if c in "~=#{}:":
+        if c in "~=#{}:\\":
             out.append("\\" + c)
         else:
             out.append(c)
     return "".join(out)
 
 
-def _math(latex: str) -> str:
-    return "\\(" + escape(latex, quote=False) + "\\)"
+def _math(m: dict) -> str:
+    return "\\(" + escape(matrix_latex(m), quote=False) + "\\)"
 
 
 def export(manifest: dict) -> str:

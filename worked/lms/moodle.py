@@ -10,13 +10,13 @@ from __future__ import annotations
 from html import escape
 from xml.sax.saxutils import escape as xesc
 
-from . import fmt_num, stem_html, variant_label
+from . import fmt_num, matrix_latex, stem_html, variant_label
 
 CORRECT = "Correct."
 
 
-def _math(latex: str) -> str:
-    return "\\(" + escape(latex, quote=False) + "\\)"
+def _math(m: dict) -> str:
+    return "\\(" + escape(matrix_latex(m), quote=False) + "\\)"
 
 
 def _cdata(s: str) -> str:

@@ -3,7 +3,7 @@
 Every answer entry is a ``numerical_question`` item: ``response_str`` with ``render_fib fibtype="Decimal"``,
 scored by one ``respcondition`` whose ``conditionvar`` accepts the exact value (``varequal``) or the range
 ``vargte``/``varlte`` (value ± tolerance), setting SCORE to 100. Each variant is a section. Formulas are
-MathML. The zip is deterministic (fixed timestamps, sorted entries).
+Canvas equation images (see :func:`equation_image`). The zip is deterministic (fixed timestamps, sorted entries).
 """
 from __future__ import annotations
 
@@ -11,9 +11,10 @@ import hashlib
 import io
 import zipfile
 from html import escape
+from urllib.parse import quote
 from xml.sax.saxutils import escape as xesc, quoteattr
 
-from . import fmt_num, stem_html, variant_label
+from . import fmt_num, matrix_latex, matrix_mathml, stem_html, variant_label
 
 NS = "http://www.imsglobal.org/xsd/ims_qtiasiv1p2"
 
@@ -23,10 +24,16 @@ def _dec(x: float) -> str:
     return s if "." in s else s + ".0"
 
 
-def _math(latex: str) -> str:
-    from latex2mathml.converter import convert
-
-    return convert(latex)
+def equation_image(m: dict) -> str:
+    """A given matrix as Canvas's rich-content editor writes an equation, so a teacher can edit it there:
+    ``<img class="equation_image">`` whose LaTeX (from the LaTeX printer) is in ``data-equation-content`` and,
+    twice URL-encoded, in the path of the Canvas site's own ``/equation_images/`` renderer; ``data-mathml``
+    carries the MathML printer's form for screen readers."""
+    latex = matrix_latex(m)
+    src = "/equation_images/" + quote(quote(latex, safe=""), safe="")
+    return (f"<img class={quoteattr('equation_image')} title={quoteattr(latex)} src={quoteattr(src)} "
+            f"alt={quoteattr('LaTeX: ' + latex)} data-equation-content={quoteattr(latex)} "
+            f"data-mathml={quoteattr(matrix_mathml(m))}>")
 
 
 def _ident(*parts) -> str:
@@ -74,7 +81,7 @@ def assessment_xml(manifest: dict, ident: str) -> str:
            '    <section ident="root_section">\n']
     for v in manifest["variants"]:
         out.append(f"      <section ident=\"{_ident(ident, v['variant'])}\" title={quoteattr(variant_label(v))}>\n")
-        stem = stem_html(v, _math)
+        stem = stem_html(v, equation_image)
         for q in v["questions"]:
             live = [e for e in q["entries"] if e["expected"] is not None]
             for e in live:

@@ -20,8 +20,9 @@ EXACT_CELL_LIMIT = 28    # exact matrix entries longer than this (as text) are n
 
 
 def _cell(node, math: bool = False, masked: bool = False) -> dict:
-    """A table cell: its text, its LaTeX, and the tree when it needs math (fractions, roots, e^x)."""
-    out = {"text": printers.text(node), "tex": printers.latex(node), "eq": node if math else None}
+    """A table cell: its text, its LaTeX, and the tree when it needs math (fractions, roots, e^x);
+    ``node`` is the tree in every case (for writers that set every entry as math)."""
+    out = {"text": printers.text(node), "tex": printers.latex(node), "eq": node if math else None, "node": node}
     if masked:
         out["masked"] = True
     return out
@@ -245,6 +246,123 @@ def _check_prompts(step, lt: list[str], tokens, checks: str = "one") -> list[dic
     return out
 
 
+def head_sym(base: str, head: int | None = None) -> eq.Sym:
+    """A matrix's symbol as the steps write it: ``Q``, ``Q⁽¹⁾`` (pass *head* only with several heads),
+    ``W_Q⁽¹⁾``; names of several letters (``scores``, ``scaled``, ``concat``) are set upright."""
+    return eq.Sym(base, head=head, upright=len(base.partition("_")[0]) > 1)
+
+
+def scale_text(p) -> str:
+    """The scaling rule in words."""
+    if p.scale == "sqrt":
+        return f"divide the scores by √d_k = √{p.d_k}"
+    if p.scale == "none":
+        return "none (the scores go into the softmax unscaled)"
+    return f"divide the scores by {F.num_text(p.scale)}"
+
+
+def mask_text(p) -> str:
+    return "causal: each token attends only to itself and earlier tokens" if p.mask == "causal" else "none"
+
+
+def _scaled_def(p, scores: eq.Sym):
+    """The right side of ``scaled = …``: scores/√d_k, scores/2, or the scores themselves."""
+    if p.scale == "sqrt":
+        return eq.Frac(scores, eq.Sqrt(eq.Sym("d_k")))
+    if p.scale == "none":
+        return scores
+    return eq.Frac(scores, eq.num(p.scale))
+
+
+def given(p, places: int | None = None) -> list[dict]:
+    """The problem's matrices (X, the weights of each head, W_O) as labelled matrices, each with its
+    ``key`` in a problem or answers file (``X``, ``head1.W_Q``), a ``note`` and its ``shape`` in words.
+    With *places* (decimal display) entries with more places are shown rounded, headed ``≈``."""
+    toks = list(p.tokens)
+    nums = lambda k: [str(j) for j in range(1, k + 1)]  # noqa: E731
+    out = [dict(input_matrix("X", eq.Sym("X"), p.X, toks, nums(p.d_model), places), key="X", note="one row per token")]
+    for h, head in enumerate(p.heads, 1):
+        hd = h if p.multihead else None
+        for nm, w in (("Q", head.W_Q), ("K", head.W_K), ("V", head.W_V)):
+            g = input_matrix(f"W_{nm}{hd or ''}", head_sym(f"W_{nm}", hd), w, nums(p.d_model), nums(len(w[0])), places)
+            out.append(dict(g, key=(f"head{h}." if p.multihead else "") + f"W_{nm}", note=None))
+    if p.multihead:
+        g = input_matrix("W_O", eq.Sym("W_O"), p.W_O, nums(len(p.W_O)), nums(len(p.W_O[0])), places)
+        out.append(dict(g, key="W_O", note="output projection"))
+    for g in out:
+        g["shape"] = f"{g['n_rows']}×{g['n_cols']}"
+    return out
+
+
+def answer_grids(p) -> list[dict]:
+    """The matrices a student fills in, in the order and with the keys of an answers file (``Q`` … ``Z``,
+    or ``head1.Q`` … ``concat``, ``Z``): a ``label``, the defining formula ``eq`` (one ``=``, no value),
+    row and column labels, the ``masked`` cells [i, j] and a ``hint``. No values of the solution."""
+    toks = list(p.tokens)
+    nums = lambda k: [str(j) for j in range(1, k + 1)]  # noqa: E731
+    causal = p.mask == "causal"
+    masked = [[i, j] for i in range(p.n) for j in range(p.n) if j > i] if causal else []
+    heads = range(1, len(p.heads) + 1) if p.multihead else [None]
+    X, T = eq.Sym("X"), eq.Sym("T")
+    is_ = lambda lhs, rhs: eq.Rel((lhs, rhs), (eq.EQ,))  # noqa: E731
+    grids = []
+    for h in heads:
+        pre = f"head{h}." if h else ""
+        hx = f" (head {h})" if h else ""
+        S = lambda b: head_sym(b, h)  # noqa: E731
+        grids += [
+            dict(key=pre + "Q", label=f"Queries Q{hx}", eq=is_(S("Q"), eq.Mul((X, S("W_Q")))), rows=toks, cols=nums(p.d_k)),
+            dict(key=pre + "K", label=f"Keys K{hx}", eq=is_(S("K"), eq.Mul((X, S("W_K")))), rows=toks, cols=nums(p.d_k)),
+            dict(key=pre + "V", label=f"Values V{hx}", eq=is_(S("V"), eq.Mul((X, S("W_V")))), rows=toks, cols=nums(p.d_v)),
+            dict(key=pre + "scores", label=f"Scores{hx}", eq=is_(S("scores"), eq.Mul((S("Q"), eq.Pow(S("K"), T)))),
+                 rows=toks, cols=toks, masked=masked, hint="masked entries are −∞ (type -inf)" if causal else None),
+            dict(key=pre + "scaled", label=f"Scaled scores{hx}", eq=is_(S("scaled"), _scaled_def(p, S("scores"))),
+                 rows=toks, cols=toks, masked=masked,
+                 hint=scale_text(p) + ("; masked entries stay −∞" if causal else "")),
+            dict(key=pre + "weights", label=f"Attention weights{hx}", eq=is_(S("A"), eq.Call("softmax", (S("scaled"),))),
+                 rows=toks, cols=toks, masked=masked,
+                 hint="softmax of each row" + ("; masked entries get weight 0" if causal else "")),
+            dict(key=pre + "Z", label=f"Output Z{hx}", eq=is_(S("Z"), eq.Mul((S("A"), S("V")))), rows=toks, cols=nums(p.d_v)),
+        ]
+    if p.multihead:
+        grids.append(dict(key="concat", label="Concatenated heads", rows=toks, cols=nums(len(p.heads) * p.d_v),
+                          eq=eq.Call("concat", tuple(head_sym("Z", h) for h in heads))))
+        grids.append(dict(key="Z", label="Output Z", eq=is_(eq.Sym("Z"), eq.Mul((head_sym("concat"), eq.Sym("W_O")))),
+                          rows=toks, cols=nums(len(p.W_O[0]))))
+    for g in grids:
+        g.setdefault("masked", [])
+        g.setdefault("hint", None)
+    return grids
+
+
+def problem_page(p, display: str | None = None) -> dict[str, Any]:
+    """The problem part of the page model (no solution needed): title, facts, the given matrices, the
+    token legend and the empty answer grids. *display* "decimal" shows given entries with more than
+    ``decimals + 2`` places rounded (default: the problem's own display)."""
+    from ..solver import tok_label
+
+    places = p.decimals
+    toks = list(p.tokens)
+    tl = [tok_label(t, i) for i, t in enumerate(toks)]
+    display = display or getattr(p, "display", "exact")
+    facts = [
+        ("Tokens", ", ".join(toks)),
+        ("Sizes", f"n = {p.n} tokens, d_model = {p.d_model}, d_k = {p.d_k}, d_v = {p.d_v}"
+                  + (f", {len(p.heads)} heads" if p.multihead else "")),
+        ("Scaling", scale_text(p) + f"; mask: {mask_text(p)}; answers to {places} decimal places"),
+    ]
+    return {
+        "title": p.title or "Self-attention", "tokens": toks,
+        "facts": facts, "facts_rich": [(a, rich(b)) for a, b in facts],
+        "given": given(p, places + 2 if display == "decimal" else None),
+        "legend": [{"index": i + 1, "token": t} for i, t in enumerate(toks)],
+        "needs_legend": any(lab != t for lab, t in zip(tl, toks)),
+        "grids": answer_grids(p),
+        "places": places, "n": p.n, "multihead": p.multihead, "causal": p.mask == "causal",
+        "big": p.n > 5 or p.d_model > 6,
+    }
+
+
 def build(sol, kind: str, student: dict | None = None) -> dict[str, Any]:
     """The page model for *kind* ("worksheet" or "answer-key")."""
     from ..solver import tok_label
@@ -252,38 +370,9 @@ def build(sol, kind: str, student: dict | None = None) -> dict[str, Any]:
     p = sol.problem
     places = p.decimals
     toks = list(p.tokens)
-    title = p.title or "Self-attention"
     mats = sol.matrices()
     tl = [tok_label(t, i) for i, t in enumerate(toks)]
-    dm = [str(j + 1) for j in range(p.d_model)]
-    in_places = places + 2 if sol.display == "decimal" else None
-
-    # -- the problem
-    given = [input_matrix("X", eq.Sym("X"), p.X, toks, dm, in_places)]
-    for h, head in enumerate(p.heads, 1):
-        for nm, w in (("Q", head.W_Q), ("K", head.W_K), ("V", head.W_V)):
-            given.append(input_matrix(f"W_{nm}{h if p.multihead else ''}",
-                                      eq.Sym(f"W_{nm}", head=h if p.multihead else None), w, dm,
-                                      [str(j + 1) for j in range(len(w[0]))], in_places))
-    if p.multihead:
-        hd = len(p.W_O)
-        given.append(input_matrix("W_O", eq.Sym("W_O"), p.W_O, [str(j + 1) for j in range(hd)],
-                                  [str(j + 1) for j in range(len(p.W_O[0]))], in_places))
-    if p.scale == "sqrt":
-        scale_text = f"divide the scores by √d_k = √{p.d_k}"
-    elif p.scale == "none":
-        scale_text = "none (the scores go into the softmax unscaled)"
-    else:
-        scale_text = f"divide the scores by {F.num_text(p.scale)}"
-    mask_text = ("causal: each token attends only to itself and earlier tokens" if p.mask == "causal" else "none")
-    facts = [
-        ("Tokens", ", ".join(toks)),
-        ("Sizes", f"n = {p.n} tokens, d_model = {p.d_model}, d_k = {p.d_k}, d_v = {p.d_v}"
-                  + (f", {len(p.heads)} heads" if p.multihead else "")),
-        ("Scaling", scale_text + f"; mask: {mask_text}; answers to {places} decimal places"),
-    ]
-    legend = [{"index": i + 1, "token": t} for i, t in enumerate(toks)]
-    needs_legend = any(lab != t for lab, t in zip(tl, toks))
+    page = problem_page(p, sol.display)
 
     # -- the steps
     steps = []
@@ -304,6 +393,7 @@ def build(sol, kind: str, student: dict | None = None) -> dict[str, Any]:
             grid["blank"] = True
         steps.append({
             "number": k, "id": st.id, "head": st.head, "title": st.title, "title_rich": rich(st.title),
+            "why": st.why, "notes": list(st.notes), "result": st.result,
             "why_rich": rich(st.why), "notes_rich": [rich(n) for n in st.notes],
             "shape": st.shape_eq, "blocks": _blocks(st), "mats": views, "grid": grid,
             "side": _fits_side(st, views),
@@ -339,11 +429,8 @@ def build(sol, kind: str, student: dict | None = None) -> dict[str, Any]:
     if student:
         stu = {k: str(student.get(k, "")) for k in ("name", "id", "variant") if student.get(k) not in (None, "")}
     return {
-        "kind": kind, "is_key": kind == "answer-key", "title": title, "student": stu,
+        **page,
+        "kind": kind, "is_key": kind == "answer-key", "student": stu,
         "doc_label": "Answer key" if kind == "answer-key" else "Worksheet",
-        "facts": facts, "facts_rich": [(a, rich(b)) for a, b in facts], "given": given,
-        "legend": legend, "needs_legend": needs_legend,
         "steps": steps, "heatmaps": heat, "glance": glance, "final": final,
-        "places": places, "n": p.n, "multihead": p.multihead, "causal": p.mask == "causal",
-        "big": p.n > 5 or p.d_model > 6,
     }

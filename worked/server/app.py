@@ -21,6 +21,10 @@ limits as files, solving and rendering run in a bounded thread pool with timeout
 are looked up in a table built from the folder listing (never joined into a path), and the page
 inserts user text with ``textContent`` only (MathML is printed from the equation trees of
 :mod:`worked.eq` by :mod:`worked.printers` and allow-listed).
+
+What the page shows is the page model of the worksheets and keys (:mod:`worked.render.view`):
+``problem_page`` for a problem (given matrices, facts, answer grids) and ``build`` for a worked
+solution; this module only prints its trees as text and MathML.
 """
 from __future__ import annotations
 
@@ -47,6 +51,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from .. import __version__, eq, printers
+from ..render import view as V
 from ..errors import WorkedError
 from ..problem import LIMITS, Problem, builtin_path
 
@@ -392,152 +397,82 @@ def _math(node, display: bool = False, alt: str | None = None) -> str | None:
     return out
 
 
-def _sym(base: str, head: int | None) -> eq.Sym:
-    """A per-head symbol as the solver writes it: Q, Q⁽¹⁾, W_Q⁽¹⁾; names of several letters upright."""
-    return eq.Sym(base, head=head, upright=len(base.partition("_")[0]) > 1)
-
-
-def _cell(node) -> dict:
-    """A matrix cell: its text always; MathML too when the text is a fraction (1/3 is set stacked;
-    2, −0.5, 0.16 and −∞ read as well in text)."""
-    text = printers.text(node)
-    cell: dict[str, Any] = {"text": text}
-    if "/" in text:
-        cell["mathml"] = _math(node)
-    return cell
+def _cell(cell: dict) -> dict:
+    """A matrix cell of the page model: its text always; MathML too when the model sets it as math
+    (1/3 is set stacked; 2, −0.5, 0.16 and −∞ read as well in text)."""
+    out: dict[str, Any] = {"text": cell["text"]}
+    if cell.get("eq") is not None:
+        out["mathml"] = _math(cell["eq"])
+    return out
 
 
 def _heading(node) -> dict:
     return {"text": printers.text(node), "mathml": _math(node)}
 
 
-def mat_heading(m, places: int) -> dict:
-    """The heading over a solution matrix shown to *places*: ``Z =`` when every entry is exact at *places*,
-    ``Z ≈`` when rounding enters."""
-    exact = m.exact_at(places)
-    node = eq.Rel((m.sym, eq.Blank()), (eq.EQ if exact else eq.APPROX,))
-    alt = f"{printers.spoken(m.sym)} {'equals' if exact else 'is about'}"   # not "… blank"
-    return {"rel": eq.EQ if exact else eq.APPROX, "text": printers.text(node).rstrip(), "mathml": _math(node, False, alt)}
+def mat_heading(m: dict) -> dict:
+    """The heading over a matrix of the page model: ``Z =`` when every entry is exact as shown, ``Z ≈``
+    when rounding enters (its alt text says "equals" or "is about", not "… blank")."""
+    rel = m["rel"]
+    alt = f"{printers.spoken(m['symbol'])} {'equals' if rel == eq.EQ else 'is about'}"
+    return {"rel": rel, "text": printers.text(m["head"]).rstrip(), "mathml": _math(m["head"], False, alt)}
 
 
-def _scale_text(problem: Problem) -> str:
-    """The scaling rule in words."""
-    if problem.scale == "sqrt":
-        return f"divide by √d_k = √{problem.d_k}"
-    if problem.scale == "none":
-        return "no scaling"
-    from ..numfmt import num_text
-
-    return f"divide by {num_text(problem.scale)}"
+def _matrix(m: dict) -> dict:
+    return {"rows": list(m["rows"]), "cols": list(m["cols"]), "heading": mat_heading(m), "caption": m["caption"],
+            "cells": [[_cell(c) for c in row] for row in m["cells"]]}
 
 
-def _scaled_def(problem: Problem, scores: eq.Sym):
-    """The right side of ``scaled = …``: scores/√d_k, scores/2, or the scores themselves."""
-    if problem.scale == "sqrt":
-        return eq.Frac(scores, eq.Sqrt(eq.Sym("d_k")))
-    if problem.scale == "none":
-        return scores
-    return eq.Frac(scores, eq.num(problem.scale))
-
-
-def answer_grids(problem: Problem) -> list[dict]:
-    """The matrices a student fills in, in order, with their shapes, labels and defining formulas (no values)."""
-    toks = list(problem.tokens)
-    n, dk, dv = problem.n, problem.d_k, problem.d_v
-    nums = lambda k: [str(j) for j in range(1, k + 1)]  # noqa: E731
-    causal = problem.mask == "causal"
-    masked = [[i, j] for i in range(n) for j in range(n) if j > i] if causal else []
-    scale_txt = _scale_text(problem)
-    heads = range(1, len(problem.heads) + 1) if problem.multihead else [None]
-    X, T = eq.Sym("X"), eq.Sym("T")
-    grids = []
-    for h in heads:
-        pre = f"head{h}." if h else ""
-        hx = f" (head {h})" if h else ""
-        S = lambda b: _sym(b, h)  # noqa: E731
-        is_ = lambda lhs, rhs: eq.Rel((lhs, rhs), (eq.EQ,))  # noqa: E731
-        grids += [
-            dict(key=pre + "Q", label=f"Queries Q{hx}", eq=is_(S("Q"), eq.Mul((X, S("W_Q")))), rows=toks, cols=nums(dk)),
-            dict(key=pre + "K", label=f"Keys K{hx}", eq=is_(S("K"), eq.Mul((X, S("W_K")))), rows=toks, cols=nums(dk)),
-            dict(key=pre + "V", label=f"Values V{hx}", eq=is_(S("V"), eq.Mul((X, S("W_V")))), rows=toks, cols=nums(dv)),
-            dict(key=pre + "scores", label=f"Scores{hx}", eq=is_(S("scores"), eq.Mul((S("Q"), eq.Pow(S("K"), T)))),
-                 rows=toks, cols=toks, masked=masked,
-                 hint="masked entries are −∞ (type -inf)" if causal else None),
-            dict(key=pre + "scaled", label=f"Scaled scores{hx}", rows=toks, cols=toks, masked=masked,
-                 eq=is_(S("scaled"), _scaled_def(problem, S("scores"))),
-                 hint=(scale_txt + ("; masked entries stay −∞" if causal else ""))),
-            dict(key=pre + "weights", label=f"Attention weights{hx}", rows=toks, cols=toks, masked=masked,
-                 eq=is_(S("A"), eq.Call("softmax", (S("scaled"),))),
-                 hint="softmax of each row" + ("; masked entries get weight 0" if causal else "")),
-            dict(key=pre + "Z", label=f"Output Z{hx}", eq=is_(S("Z"), eq.Mul((S("A"), S("V")))), rows=toks, cols=nums(dv)),
-        ]
-    if problem.multihead:
-        H = len(problem.heads)
-        grids.append(dict(key="concat", label="Concatenated heads", rows=toks, cols=nums(H * dv),
-                          eq=eq.Call("concat", tuple(_sym("Z", h) for h in heads))))
-        grids.append(dict(key="Z", label="Output Z", eq=eq.Rel((eq.Sym("Z"), eq.Mul((_sym("concat", None), eq.Sym("W_O")))),
-                                                               (eq.EQ,)),
-                          rows=toks, cols=nums(len(problem.W_O[0]))))
-    for g in grids:
-        g.update(_heading(g.pop("eq")))
-        g.setdefault("masked", [])
-        g["hint"] = g.get("hint")
-    return grids
+ANSWERS_FORMS = "2√2, 1/3, e^2/(1+e^2)"
 
 
 def problem_view(problem: Problem) -> dict:
-    """Everything the page needs to show a problem and its empty answer grids (no solution values)."""
-    toks = list(problem.tokens)
-    nums = lambda k: [str(j) for j in range(1, k + 1)]  # noqa: E731
-    cells = lambda m: [[_cell(eq.num(x)) for x in row] for row in m]  # noqa: E731
-    inputs = [dict(key="X", sym=eq.Sym("X"), rows=toks, cols=nums(problem.d_model), cells=cells(problem.X),
-                   note="one row per token")]
-    for h, head in enumerate(problem.heads, 1):
-        hd = h if problem.multihead else None
-        for b, m in (("Q", head.W_Q), ("K", head.W_K), ("V", head.W_V)):
-            inputs.append(dict(key=(f"head{h}." if problem.multihead else "") + "W_" + b, sym=_sym("W_" + b, hd),
-                               rows=nums(len(m)), cols=nums(len(m[0])), cells=cells(m), note=None))
-    if problem.multihead:
-        inputs.append(dict(key="W_O", sym=eq.Sym("W_O"), rows=nums(len(problem.W_O)), cols=nums(len(problem.W_O[0])),
-                           cells=cells(problem.W_O), note="output projection"))
-    for i in inputs:
-        i.update(_heading(i.pop("sym")))
-        i["shape"] = f"{len(i['rows'])}×{len(i['cols'])}"
-    scale_txt = _scale_text(problem)
-    facts = [
-        ("tokens", ", ".join(toks)),
-        ("sizes", f"n = {problem.n}, d_model = {problem.d_model}, d_k = {problem.d_k}, d_v = {problem.d_v}"
-         + (f", heads = {len(problem.heads)}" if problem.multihead else "")),
-        ("scaling", scale_txt),
-        ("mask", "causal (a token sees only itself and earlier tokens)" if problem.mask == "causal" else "none"),
-        ("decimals", f"give decimals to {problem.decimals} places, or exact forms like 2√2, 1/3, e^2/(1+e^2)"),
-    ]
+    """What the page shows of a problem and its empty answer grids (no solution values): the problem
+    part of the page model (:func:`worked.render.view.problem_page`) with its trees printed as text and
+    MathML."""
+    page = V.problem_page(problem)
+    inputs = []
+    for g in page["given"]:
+        # the symbol alone over exact entries (X); "X ≈" over entries shown rounded
+        head = {**_heading(g["symbol"]), "rel": eq.EQ} if g["rel"] == eq.EQ else mat_heading(g)
+        inputs.append({"key": g["key"], "rows": g["rows"], "cols": g["cols"],
+                       "cells": [[_cell(c) for c in row] for row in g["cells"]], "note": g["note"],
+                       **head, "shape": g["shape"]})
+    grids = [{"key": g["key"], "label": g["label"], "rows": g["rows"], "cols": g["cols"], "masked": g["masked"],
+              "hint": g["hint"], **_heading(g["eq"])} for g in page["grids"]]
+    # the page model's facts, with scaling and mask on rows of their own and how answers may be typed
+    said = dict(page["facts"])
+    facts = [{"label": "Tokens", "text": said["Tokens"]}, {"label": "Sizes", "text": said["Sizes"]},
+             {"label": "Scaling", "text": V.scale_text(problem)}, {"label": "Mask", "text": V.mask_text(problem)},
+             {"label": "Answers", "text": f"decimals to {page['places']} places, or exact forms like {ANSWERS_FORMS}"}]
     return {
-        "title": problem.title or "Untitled problem",
-        "tokens": toks,
-        "decimals": problem.decimals,
-        "multihead": problem.multihead,
-        "facts": [{"label": a, "text": b} for a, b in facts],
+        "title": page["title"],
+        "tokens": page["tokens"],
+        "decimals": page["places"],
+        "multihead": page["multihead"],
+        "facts": facts,
         "inputs": inputs,
-        "grids": answer_grids(problem),
+        "grids": grids,
     }
 
 
 def solution_view(sol) -> dict:
-    """MathML of every step line and each result matrix as shown (for ``/api/solve?view=1``)."""
-    places = sol.problem.decimals
+    """The steps of the answer key's page model (:func:`worked.render.view.build`) for ``/api/solve?view=1``:
+    every line's text and MathML, and each result matrix as shown (``exact`` too when the key shows it)."""
+    page = V.build(sol, "answer-key")
     steps = []
-    for s in sol.steps:
-        steps.append({
-            "id": s.id, "head": s.head, "title": s.title, "why": s.why, "notes": list(s.notes), "shape": s.shape,
-            "result": s.result,
-            "lines": [{"text": ln.text, "mathml": _math(ln.eq, True), "group": ln.group} for ln in s.lines],
-        })
     mats = {}
-    for key, m in sol.matrices().items():
-        r, c = m.shape
-        mats[key] = {"rows": list(m.rows), "cols": list(m.cols), "heading": mat_heading(m, places),
-                     "cells": [[_cell(m.cell(i, j, places)) for j in range(c)] for i in range(r)]}
+    for s in page["steps"]:
+        lines = [{"text": printers.text(ln), "mathml": _math(ln, True), "group": b["label"]}
+                 for b in s["blocks"] for ln in b["lines"]]
+        steps.append({"id": s["id"], "head": s["head"], "title": s["title"], "why": s["why"], "notes": s["notes"],
+                      "shape": printers.text(s["shape"]) if s["shape"] is not None else None,
+                      "result": s["result"], "lines": lines})
+        if s["result"] and s["mats"]:
+            shown = _matrix(s["mats"][-1])
+            if len(s["mats"]) > 1:
+                shown["exact"] = _matrix(s["mats"][0])
+            mats[s["result"]] = shown
     return {"steps": steps, "matrices": mats}
 
 

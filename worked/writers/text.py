@@ -5,6 +5,7 @@ import textwrap
 import unicodedata
 
 from ..model import Mat, Solution
+from ..render import view
 
 
 def _width(s: str) -> int:
@@ -32,13 +33,6 @@ def matrix_lines(m: Mat, places: int, exact: bool = False, indent: str = "  ") -
     return out
 
 
-def _show_exact(m: Mat, places: int) -> bool:
-    """Show an exact matrix beside the decimals when some entry is not exact at the shown places and it stays short."""
-    if m.exact_at(places):
-        return False
-    return all(len(m.exact_text(i, j)) <= 28 for i in range(m.shape[0]) for j in range(m.shape[1]))
-
-
 def render(sol: Solution, width: int = 100) -> str:
     p = sol.problem
     places = p.decimals
@@ -47,8 +41,7 @@ def render(sol: Solution, width: int = 100) -> str:
     out += [title, "=" * _width(title), ""]
     out.append(f"tokens: {', '.join(p.tokens)}    n = {p.n}, d_model = {p.d_model}, d_k = {p.d_k}, d_v = {p.d_v}"
                + (f", heads = {len(p.heads)}" if p.multihead else ""))
-    scale = {"sqrt": f"divide by √d_k = √{p.d_k}", "none": "none"}.get(p.scale, None) if isinstance(p.scale, str) else None
-    out.append(f"scale: {scale or 'divide by ' + str(p.scale)}    mask: {p.mask}    decimals shown: {places}")
+    out.append(f"scale: {view.scale_text(p)}    mask: {p.mask}    decimals shown: {places}")
     out.append("")
     mats = sol.matrices()
     for k, step in enumerate(sol.steps, 1):
@@ -67,7 +60,7 @@ def render(sol: Solution, width: int = 100) -> str:
             out.append(("    " if line.group else "  ") + line.text)
         if step.result:
             m = mats[step.result]
-            exact = _show_exact(m, places)
+            exact = view.show_exact(m, places)
             if exact:
                 out.append(f"  {m.symbol} (exact):")
                 out += matrix_lines(m, places, exact=True, indent="    ")

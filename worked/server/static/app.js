@@ -432,9 +432,17 @@ function renderStep(step, sv, number) {
   }
   box.append(lines);
   const m = step.result && sv.matrices[step.result];
-  // the heading says "=" only over a matrix that is exact as shown, "≈" over rounded decimals (the server decides)
-  if (m) box.append(el("figure", { class: "mat" }, el("figcaption", {}, math(m.heading.mathml, m.heading.text)),
-    matrixTable(m.rows, m.cols, m.cells, step.result)));
+  // the heading says "=" only over a matrix that is exact as shown, "≈" over rounded decimals (the server
+  // decides); when the key shows the exact matrix too, it comes first, as on the printed key
+  if (m) {
+    const figs = el("div", { class: "mats" });
+    for (const x of m.exact ? [m.exact, m] : [m]) {
+      figs.append(el("figure", { class: "mat" },
+        el("figcaption", {}, math(x.heading.mathml, x.heading.text), x.caption ? el("span", { class: "shape", text: x.caption }) : null),
+        matrixTable(x.rows, x.cols, x.cells, `${step.result}${x.caption ? ", " + x.caption : ""}`)));
+    }
+    box.append(figs);
+  }
   return box;
 }
 

@@ -1,0 +1,252 @@
+"""The package's layout shows its architecture (issue 11, item 7):
+
+- every module imports on its own, first, in a fresh interpreter (no circular imports, whatever the order);
+- no module reads another module's private (underscore) names;
+- dependencies point one way: the core (problem → solution → printers) imports no consumer of it;
+- every library the package imports is one it declares.
+
+The scans read the source with :mod:`ast`, so imports inside functions count as well.
+"""
+from __future__ import annotations
+
+import ast
+import re
+import subprocess
+import sys
+import tomllib
+from concurrent.futures import ThreadPoolExecutor
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PKG = ROOT / "worked"
+
+CORE = ("eq", "printers", "numfmt", "exact", "problem", "attention", "mistakes", "solver", "audit", "model", "errors")
+CONSUMERS = ("render", "writers", "server", "lms", "quiz", "check", "grade", "cli", "generate")
+
+# Violations in files other helpers are editing while this test was written (issue 11). Each entry is
+# (importing module, what it reads). The lead empties these lists after merging; a fixed entry that
+# is still listed fails test_allow_lists_hold_only_live_violations, so the lists only shrink.
+PRIVATE_NAMES_TO_FIX: set[tuple[str, str]] = {
+    ("worked.cli", "worked.render.sheet._can_fork"),
+    ("worked.render.texbatch", "worked.render.pdf._format_dir"),
+    ("worked.render.texbatch", "worked.render.pdf._preloaded_format"),
+    ("worked.render.texbatch", "worked.render.pdf._split_preamble"),
+}
+CORE_IMPORTS_OF_CONSUMERS_TO_FIX: set[tuple[str, str]] = {
+    ("worked.model", "worked.render"),          # Solution._repr_html_ renders the key
+    ("worked.model", "worked.writers.text"),    # Solution.text() writes the text
+}
+# Libraries imported directly but only installed as another dependency's dependency (sympy → mpmath,
+# jinja2 → markupsafe, weasyprint → fonttools): pyproject.toml should name them.
+UNDECLARED_TO_FIX: set[str] = {"mpmath", "markupsafe", "fontTools"}
+
+
+def _modules() -> dict[str, Path]:
+    """Every module of the package by dotted name (packages by their ``__init__``)."""
+    out = {}
+    for path in sorted(PKG.rglob("*.py")):
+        parts = list(path.relative_to(ROOT).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        out[".".join(parts)] = path
+    return out
+
+
+MODULES = _modules()
+
+
+def _is_package(name: str) -> bool:
+    return MODULES[name].name == "__init__.py"
+
+
+def _resolve(module: str, node: ast.ImportFrom) -> str:
+    """The absolute module a ``from … import`` names."""
+    if not node.level:
+        return node.module or ""
+    base = module.split(".") if _is_package(module) else module.split(".")[:-1]
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def _imports(module: str):
+    """(line, imported module, name or None) for every import in *module*; a name that is itself a
+    module of the package (``from . import view``) is given as that module with name None."""
+    tree = ast.parse(MODULES[module].read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                yield node.lineno, a.name, None
+        elif isinstance(node, ast.ImportFrom):
+            target = _resolve(module, node)
+            for a in node.names:
+                sub = f"{target}.{a.name}"
+                if sub in MODULES:
+                    yield node.lineno, sub, None
+                else:
+                    yield node.lineno, target, a.name
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def _module_aliases(module: str, tree: ast.AST) -> dict[str, str]:
+    """Local names bound to modules of the package: ``from .. import numfmt as F`` → {"F": "worked.numfmt"};
+    ``import worked.render`` → {"worked": "worked"}."""
+    out = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.split(".")[0] == "worked":
+                    if a.asname:
+                        out[a.asname] = a.name
+                    else:
+                        out["worked"] = "worked"
+        elif isinstance(node, ast.ImportFrom):
+            target = _resolve(module, node)
+            for a in node.names:
+                if f"{target}.{a.name}" in MODULES:
+                    out[a.asname or a.name] = f"{target}.{a.name}"
+    return out
+
+
+def _dotted(node: ast.AST) -> list[str] | None:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        return [node.id] + parts[::-1]
+    return None
+
+
+def private_reads() -> set[tuple[str, str]]:
+    """(module, other module's private name) for ``from X import _name`` and ``X._name`` where X is another
+    module of the package. A module's own names and dunder names are fine."""
+    found = set()
+    for module, path in MODULES.items():
+        for _, target, name in _imports(module):
+            if name and _private(name) and target.startswith("worked") and target != module:
+                found.add((module, f"{target}.{name}"))
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        aliases = _module_aliases(module, tree)
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Attribute):
+                continue
+            chain = _dotted(node)
+            if not chain or chain[0] not in aliases:
+                continue
+            mod = aliases[chain[0]]
+            for part in chain[1:]:                    # walk down submodules: worked.render.sheet._x
+                if _private(part):
+                    if mod != module:
+                        found.add((module, f"{mod}.{part}"))
+                    break
+                if f"{mod}.{part}" not in MODULES:
+                    break
+                mod = f"{mod}.{part}"
+    return found
+
+
+def _layer(module: str, names) -> bool:
+    parts = module.split(".")
+    return len(parts) > 1 and parts[1] in names
+
+
+def core_imports_of_consumers() -> set[tuple[str, str]]:
+    found = set()
+    for module in MODULES:
+        if not _layer(module, CORE):
+            continue
+        for _, target, _name in _imports(module):
+            if target.startswith("worked.") and _layer(target, CONSUMERS):
+                found.add((module, target))
+    return found
+
+
+# ---------------------------------------------------------------------------------------------- the tests
+
+IMPORTABLE = [m for m in MODULES if m != "worked.__main__"]   # __main__ runs the command line when imported
+
+
+def test_every_module_imports_first_in_a_fresh_interpreter():
+    """``python -c "import worked.x"`` works for every module: none needs another to be imported first,
+    so no import cycle is hidden by the order the package happens to use."""
+
+    def run(name):
+        proc = subprocess.run([sys.executable, "-c", f"import {name}"], capture_output=True, text=True,
+                              cwd=ROOT, timeout=300)
+        return name, proc.returncode, proc.stderr.strip().splitlines()[-1:] if proc.returncode else []
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        failed = [(n, err) for n, code, err in pool.map(run, IMPORTABLE) if code]
+    assert len(IMPORTABLE) > 30
+    assert not failed, failed
+
+
+def test_no_module_reads_another_module_s_private_names():
+    found = private_reads()
+    new = sorted(found - PRIVATE_NAMES_TO_FIX)
+    assert not new, "modules reading another module's private names (make the name public or move the code): " \
+                    + "; ".join(f"{m} reads {n}" for m, n in new)
+
+
+def test_the_core_imports_no_consumer():
+    """problem → solution (steps as trees) → printers are the core; writers, the page model, the server,
+    LMS exports, quiz, check and grade consume it. Dependencies point from consumers to the core only."""
+    found = core_imports_of_consumers()
+    new = sorted(found - CORE_IMPORTS_OF_CONSUMERS_TO_FIX)
+    assert not new, "core modules importing consumers: " + "; ".join(f"{m} imports {t}" for m, t in new)
+
+
+def test_allow_lists_hold_only_live_violations():
+    """An entry of the lists above that is fixed must leave the list (the lists only shrink)."""
+    assert PRIVATE_NAMES_TO_FIX <= private_reads(), sorted(PRIVATE_NAMES_TO_FIX - private_reads())
+    assert CORE_IMPORTS_OF_CONSUMERS_TO_FIX <= core_imports_of_consumers(), sorted(
+        CORE_IMPORTS_OF_CONSUMERS_TO_FIX - core_imports_of_consumers())
+
+
+def _declared() -> set[str]:
+    data = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    proj = data["project"]
+    reqs = list(proj.get("dependencies", []))
+    for extra in proj.get("optional-dependencies", {}).values():
+        reqs += extra
+    return {re.split(r"[\s<>=!~;\[(]", r, maxsplit=1)[0].lower().replace("_", "-") for r in reqs}
+
+
+def test_every_library_imported_is_declared():
+    """Each third-party module the package imports belongs to a distribution named in pyproject.toml
+    (so a dropped dependency such as latex2mathml cannot still be imported somewhere)."""
+    dists = metadata.packages_distributions()
+    declared = _declared()
+    missing = set()
+    for module in MODULES:
+        for line, target, _ in _imports(module):
+            top = target.split(".")[0]
+            if not top or top == "worked" or top in sys.stdlib_module_names:
+                continue
+            owners = {d.lower().replace("_", "-") for d in dists.get(top, [])}
+            if not owners & declared and top not in UNDECLARED_TO_FIX:
+                missing.add((module, line, top, tuple(sorted(owners))))
+    assert not missing, sorted(missing)
+    assert not any(name.lower() in declared for name in UNDECLARED_TO_FIX), "declared now: empty UNDECLARED_TO_FIX"
+
+
+@pytest.mark.parametrize("scan", [private_reads, core_imports_of_consumers])
+def test_the_scans_see_what_they_look_for(scan, tmp_path, monkeypatch):
+    """The scanners find a planted violation (a check that cannot fail checks nothing)."""
+    plant = {
+        private_reads: ("worked.lms.gift", "from ..render.view import _cell\nfrom .. import numfmt as F\nF._x\n",
+                        {("worked.lms.gift", "worked.render.view._cell"), ("worked.lms.gift", "worked.numfmt._x")}),
+        core_imports_of_consumers: ("worked.numfmt", "def f():\n    from .render import view\n",
+                                    {("worked.numfmt", "worked.render.view")}),
+    }[scan]
+    module, source, expected = plant
+    fake = tmp_path / "fake.py"
+    fake.write_text(source, encoding="utf-8")
+    monkeypatch.setitem(MODULES, module, fake)
+    assert expected <= scan()
