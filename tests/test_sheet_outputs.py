@@ -58,11 +58,11 @@ def test_key_html_has_steps_heatmap_and_glance_tables_as_text(sol):
         assert v in text
 
 
-def test_pdf_html_uses_svg_math_and_text_elsewhere(sol):
-    """For WeasyPrint every formula is an SVG image; no MathML; headings and tables stay text."""
+def test_pdf_html_has_text_math_and_text_elsewhere(sol):
+    """For WeasyPrint every formula is HTML text from the HTML/CSS printer; no MathML, no images."""
     html = answer_key_html(sol, for_pdf=True)
-    assert "<math" not in html
-    assert html.count("data:image/svg+xml;base64,") >= 20
+    assert "<math" not in html and "<img" not in html
+    assert html.count('<span class="m') >= 20
     page = parse_html(html)
     assert "Answers at a glance" in " ".join(page.text)
 
