@@ -238,7 +238,8 @@ def test_quiz_variants_by_code_without_names_or_expected_values(tmp_path):
     r = tc.get("/api/variants/k3f9ab")
     assert r.status_code == 200
     assert r.json()["problem"] == load(PART9).to_dict()
-    assert r.json()["questions"] == [{"ask": "Z", "points": 3}]
+    assert r.json()["questions"] == [{"name": "", "ask": "Z", "points": 3, "tolerance": "rounding to 2 places",
+                                      "matrix": "Z", "cells": [[i, j] for i in range(3) for j in range(2)]}]
     assert "SECRET" not in r.text and "Ada" not in r.text and "0.49" not in r.text
     for bad in ("NOPE12", "..%2Fmanifest", "K3F9AB%2F..", "x" * 60):
         rr = tc.get(f"/api/variants/{bad}")

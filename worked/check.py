@@ -252,11 +252,11 @@ class Tolerance:
             return (f"rounding to {decimals} decimal place{'s' if decimals != 1 else ''}, "
                     "also at intermediate steps")
         parts = []
-        if self.abs is not None:
+        if self.abs is not None and (self.abs or not self.rel):
             parts.append(f"±{self.abs:g}")
-        if self.rel is not None:
+        if self.rel is not None and (self.rel or not self.abs):
             parts.append(f"±{self.rel * 100:g}%")
-        return " or ".join(parts)
+        return " or ".join(parts)   # a zero part adds nothing: "±0.01", not "±0.01 or ±0%"
 
     def to_dict(self, decimals: int) -> dict:
         return {"default": self.default, "abs": self.abs, "rel": self.rel, "description": self.describe(decimals)}

@@ -206,7 +206,8 @@ class Variant:
     code: str
     problem: dict
     title: str = ""
-    questions: list = field(default_factory=list)   # [{"ask": "scores[2,3]", "points": 1}] (no expected values)
+    questions: list = field(default_factory=list)   # [{"ask": "scores[2,3]", "name": "q1", "points": 1,
+                                                    #   "tolerance": {"abs": 0.01, "rel": 0}}] (no expected values)
 
 
 @dataclass
@@ -344,7 +345,9 @@ def _read_manifest(path: Path) -> dict:
         if code is None or not isinstance(prob, dict):
             continue
         norm = _norm_code(code)
-        qs = [{"ask": q["ask"][:60], "points": _points(q.get("points"))}
+        qs = [{"ask": q["ask"][:60], "points": _points(q.get("points")),
+               "name": q["name"][:40] if isinstance(q.get("name"), str) else "",
+               "tolerance": q.get("tolerance") if isinstance(q.get("tolerance"), (dict, str, int)) else None}
               for q in it.get("questions") or [] if isinstance(q, dict) and isinstance(q.get("ask"), str)]
         if CODE_RE.fullmatch(norm):
             variants.setdefault(norm, Variant(code=norm, problem=prob, title=str(prob.get("title", "")), questions=qs))
@@ -582,7 +585,7 @@ def create_app(cfg: Config | None = None) -> Starlette:
         except WorkedError as exc:
             raise ApiError(422, str(exc)) from None
         return JSONResponse({"code": v.code, "problem": problem.to_dict(), "view": problem_view(problem),
-                             "questions": v.questions})
+                             "questions": _question_list(v, problem)})
 
     async def view(request: Request):
         problem = _problem_from(await read_json(request, cfg))
@@ -609,7 +612,19 @@ def create_app(cfg: Config | None = None) -> Starlette:
 
     async def api_check(request: Request):
         data = await read_json(request, cfg)
-        problem = _problem_from(data)
+        code = data.get("variant")
+        variant = None
+        if code is not None:
+            # a quiz variant: its own problem and its questions' tolerances and points, from the manifest
+            if not isinstance(code, str):
+                raise ApiError(400, '"variant": expected the variant code printed on the sheet')
+            variant = lib.variant(code)
+            try:
+                problem = Problem.from_dict(variant.problem, source=f"variant {variant.code}")
+            except WorkedError as exc:
+                raise ApiError(422, str(exc)) from None
+        else:
+            problem = _problem_from(data)
         answers = data.get("answers")
         if not isinstance(answers, dict):
             raise ApiError(400, 'missing "answers": send {"problem": {...}, "answers": {"Q": [[...]], ...}}')
@@ -622,11 +637,15 @@ def create_app(cfg: Config | None = None) -> Starlette:
             from ..check import check_answers
         except ImportError:
             raise ApiError(501, "answer checking is not available in this version") from None
-        rkey = (problem_key(problem), json.dumps(answers, sort_keys=True), str(tolerance), reveal)
+        rkey = (problem_key(problem), json.dumps(answers, sort_keys=True), str(tolerance), reveal,
+                variant.code if variant else None)
         report = engine.reports.get(rkey)
         if report is None:
             sol = await engine.solution(problem)
-            report = await engine.run(_check, problem, answers, tolerance, sol, reveal, what="checking")
+            if variant is not None:
+                report = await engine.run(_check_variant, problem, answers, variant, sol, reveal, what="checking")
+            else:
+                report = await engine.run(_check, problem, answers, tolerance, sol, reveal, what="checking")
             engine.reports.put(rkey, report)
         if cfg.no_solutions:
             report = _redact(report)
@@ -761,6 +780,84 @@ def _check(problem, answers, tolerance, sol, reveal) -> dict:
 
     tol = Tolerance.parse(tolerance) if tolerance is not None else None
     return check_answers(problem, answers, tolerance=tol, solution=sol, reveal=reveal).to_dict()
+
+
+def _questions_of(v: Variant, problem: Problem, sol=None) -> list:
+    """The variant's questions as :class:`worked.grade.Question`, resolved to their cells (bad ones left out)."""
+    from .. import grade
+    from ..solver import solve
+
+    student = grade.Student(v.code, "", v.code, problem, [], sol or solve(problem))
+    out = []
+    for q in v.questions:
+        try:
+            tol = grade._tolerance(q.get("tolerance"), f"variant {v.code}", q["ask"])
+            gq = grade.Question(q["ask"], float(q["points"] or 0), tol, name=q.get("name") or "")
+            grade.resolve_question(gq, student, f"variant {v.code}")
+        except (WorkedError, TypeError, ValueError):
+            log.warning("variant %s: question %r left out", v.code, q.get("ask"))
+            continue
+        out.append(gq)
+    return out
+
+
+def _question_list(v: Variant, problem: Problem) -> list:
+    """What the page shows of a variant's questions: name, ask, points and tolerance (no expected values)."""
+    out = []
+    for q in _questions_of(v, problem):
+        tol = q.tolerance.describe(problem.decimals) if q.tolerance is not None else \
+            f"rounding to {problem.decimals} places"
+        out.append({"name": q.name, "ask": q.ask, "points": _points(q.points), "tolerance": tol,
+                    "matrix": q.matrix, "cells": [[i, j] for i, j in q.cells]})
+    return out
+
+
+def _check_variant(problem, answers, v: Variant, sol, reveal) -> dict:
+    """Check a variant's answers the way ``worked grade`` marks them: each question's entries with that question's
+    tolerance (from the manifest), its points earned for the entries right or carried forward; entries outside
+    the questions, and the diagnoses, with the default band."""
+    from ..check import check_answers
+
+    questions = _questions_of(v, problem, sol)
+    base = check_answers(problem, answers, solution=sol, reveal=reveal)
+    reports = {None: base}
+    for q in questions:
+        if q.tolerance not in reports:
+            reports[q.tolerance] = check_answers(problem, answers, tolerance=q.tolerance, solution=sol, reveal=reveal)
+    out = base.to_dict()
+    mats = out["matrices"]
+    scored = []
+    for q in questions:
+        rep = reports[q.tolerance].to_dict()["matrices"].get(q.matrix)
+        good = 0
+        for i, j in q.cells:
+            if rep is None:
+                continue
+            mine = mats[q.matrix]
+            mine["verdicts"][i][j] = rep["verdicts"][i][j]
+            mine["carried_forward"][i][j] = rep["carried_forward"][i][j]
+            good += rep["verdicts"][i][j] == "correct" or rep["carried_forward"][i][j]
+        earned = round(q.points * good / len(q.cells), 2)
+        scored.append({"name": q.name, "ask": q.ask, "points": _points(q.points), "earned": _points(earned),
+                       "entries": len(q.cells), "right": good,
+                       "tolerance": (q.tolerance or base.tolerance).to_dict(problem.decimals)["description"]})
+    changed = False
+    for m in mats.values():
+        counts = {k: sum(v == k for row in m["verdicts"] for v in row) for k in ("correct", "wrong", "blank", "invalid")}
+        counts["carried_forward"] = sum(c for row in m["carried_forward"] for c in row)
+        changed |= counts != m["counts"]
+        m["counts"] = counts
+    if changed:   # the questions' tolerances moved some verdicts: count again
+        s = out["summary"]
+        for k in ("correct", "wrong", "blank", "invalid", "carried_forward"):
+            s[k] = sum(m["counts"][k] for m in mats.values())
+        s["answered"] = s["correct"] + s["wrong"]
+        out["summary_text"] = None
+    out["questions"] = scored
+    out["score"] = {"earned": _points(round(sum(q["earned"] for q in scored), 2)),
+                    "points": _points(sum(q.points for q in questions))}
+    out["variant"] = v.code
+    return out
 
 
 def _render_notebook(sol, hidden: bool, student: dict | None) -> bytes:

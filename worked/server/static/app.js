@@ -216,8 +216,11 @@ function renderProblem() {
   facts.replaceChildren();
   for (const f of view.facts) facts.append(el("dt", { text: f.label }), el("dd", { text: f.text }));
   if (S.student.questions.length) {
-    const qs = S.student.questions.map((q) => q.ask + (q.points ? ` (${q.points} pt)` : "")).join(", ");
-    facts.append(el("dt", { text: "graded" }), el("dd", { text: qs }));
+    const list = el("ol", { class: "questions" });
+    for (const q of S.student.questions) {
+      list.append(el("li", { text: `${q.name ? q.name + ": " : ""}${q.ask} (${q.points} pt${q.points === 1 ? "" : "s"}; ${q.tolerance})` }));
+    }
+    facts.append(el("dt", { text: "Graded questions" }), el("dd", {}, list));
   }
   const box = $("#problem-inputs");
   box.replaceChildren();
@@ -305,7 +308,8 @@ async function checkAnswers(ev) {
   busy(btn, true, "Checking…");
   let report;
   try {
-    report = await api("/api/check", { problem: S.student.problem, answers });
+    const source = S.student.source;
+    report = await api("/api/check", source.kind === "variant" ? { variant: source.code, answers } : { problem: S.student.problem, answers });
   } catch (e) {
     status.textContent = e.message; status.classList.add("bad");
     return;
@@ -372,9 +376,13 @@ async function renderReport(report) {
   const s = report.summary;
   const total = s.correct + s.wrong + s.blank + s.invalid;
   const summary = $("#summary");
-  summary.textContent = `${s.correct} of ${total} entries correct` +
+  summary.textContent = report.summary_text || (`${s.correct} of ${total} entries correct` +
     (s.wrong ? `, ${s.wrong} wrong` + (s.carried_forward ? ` (${s.carried_forward} of them only because of an earlier slip)` : "") : "") +
-    (s.blank ? `, ${s.blank} not answered` : "") + (s.invalid ? `, ${s.invalid} could not be read` : "") + ".";
+    (s.blank ? `, ${s.blank} not answered` : "") + (s.invalid ? `, ${s.invalid} could not be read` : "") + ".");
+  if (report.score) {
+    summary.append(el("br"), el("strong", { class: "score", text: `Points: ${report.score.earned} of ${report.score.points}` }),
+      " (" + report.questions.map((q) => `${q.name || q.ask}: ${q.earned} of ${q.points}`).join("; ") + ")");
+  }
   const anyCarried = s.carried_forward > 0;
   summary.append(el("br"), el("span", { class: "legend-marks" },
     el("span", { text: "✓ correct" }), el("span", { text: "✗ wrong" }),
