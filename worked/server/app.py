@@ -359,7 +359,8 @@ def _read_manifest(path: Path) -> dict:
 
 # Every formula on the page is a tree of worked.eq printed by worked.printers.mathml inside
 # printers.math_element; the allow-list is exactly what those two write, and nothing else passes.
-_MATHML_TAGS = {"math", "mrow", "mi", "mn", "mo", "mtext", "mspace", "msub", "msup", "msubsup", "mfrac", "msqrt"}
+_MATHML_TAGS = {"math", "mrow", "mi", "mn", "mo", "mtext", "mspace", "msub", "msup", "msubsup", "mfrac", "msqrt",
+                "mtable", "mtr", "mtd"}   # (the bracketed matrices of worked.lms.matrix_mathml)
 _MATHML_ATTRS = {"math": {"display", "alttext"}, "mspace": {"width"}}   # (xmlns is the namespace, not an attribute)
 _NS = "{http://www.w3.org/1998/Math/MathML}"
 _WIDTH_RE = re.compile(r"\d{1,2}(\.\d{1,3})?em")
@@ -404,6 +405,17 @@ def _math(node, display: bool = False, alt: str | None = None) -> str | None:
     return out
 
 
+def _bracketed(m: dict) -> str | None:
+    """A given matrix as one bracketed MathML matrix (``X = [ … ]``, :func:`worked.lms.matrix_mathml`), allow-listed."""
+    from ..lms import matrix_mathml
+
+    try:
+        return safe_mathml(matrix_mathml(m))
+    except Exception:  # noqa: BLE001 - a printer bug must not take the page down: the table is shown
+        log.warning("no bracketed MathML for %s", m.get("key"), exc_info=True)
+        return None
+
+
 def _cell(cell: dict) -> dict:
     """A matrix cell of the page model: its text always; MathML too when the model sets it as math
     (1/3 is set stacked; 2, −0.5, 0.16 and −∞ read as well in text)."""
@@ -444,7 +456,7 @@ def problem_view(problem: Problem) -> dict:
         head = {**_heading(g["symbol"]), "rel": eq.EQ} if g["rel"] == eq.EQ else mat_heading(g)
         inputs.append({"key": g["key"], "rows": g["rows"], "cols": g["cols"],
                        "cells": [[_cell(c) for c in row] for row in g["cells"]], "note": g["note"],
-                       **head, "shape": g["shape"]})
+                       **head, "shape": g["shape"], "matrix": _bracketed(g)})
     grids = [{"key": g["key"], "label": g["label"], "rows": g["rows"], "cols": g["cols"], "masked": g["masked"],
               "hint": g["hint"], **_heading(g["eq"])} for g in page["grids"]]
     # the page model's facts, with scaling and mask on rows of their own and how answers may be typed
