@@ -324,7 +324,8 @@ def test_text_from_problems_is_data_and_mathml_is_allow_listed(c):
     '<math><!-- c --><mi>x</mi></math>',                                            # a comment
     '<?xml-stylesheet href="x"?><math><mi>x</mi></math>',                           # a processing instruction
     '<math><mrow><math><mi>x</mi></math></mrow></math>',                            # math inside math
-    '<math><mtable><mtr><mtd><mi>x</mi></mtd></mtr></mtable></math>',              # not what the printer writes
+    '<math><mtable columnalign="left"><mtr><mtd><mi>x</mi></mtd></mtr></mtable></math>',  # no attributes on tables
+    '<math><mlabeledtr><mtd><mi>x</mi></mtd></mlabeledtr></math>',                  # not what the printer writes
     '<math><semantics><mi>x</mi><annotation-xml>x</annotation-xml></semantics></math>',
     '<math><mi mathvariant="bold">x</mi></math>',                                   # no attribute on tokens
     '<math class="x"><mi>x</mi></math>',
@@ -454,6 +455,8 @@ def test_every_mathml_fragment_the_server_sends_passes_the_allow_list(c, path):
     assert pv.status_code == 200
     v = pv.json()["view"]
     assert all(g["mathml"] for g in v["grids"]) and all(i["mathml"] for i in v["inputs"])
+    # each given matrix also as one bracketed MathML matrix (the page shows it), allow-listed
+    assert all(i["matrix"] and "<mtable>" in i["matrix"] and safe_mathml(i["matrix"]) == i["matrix"] for i in v["inputs"])
     sv = c.post("/api/solve?view=1", json={"problem": problem})
     assert sv.status_code == 200
     view = sv.json()["view"]
