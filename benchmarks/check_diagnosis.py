@@ -77,7 +77,7 @@ def visible(p, transform):
 def named_rates(rng, problems_per_mistake):
     out = {}
     for m in MISTAKES.values():
-        if not m._transforms:
+        if m.id == "early-rounding" or m.stage not in ("scores", "scaled", "weights", "Z", "concat"):
             continue
         multihead = m.id in ("heads-swapped", "no-W_O", "heads-averaged")
         named = made = tries = 0

@@ -29,7 +29,7 @@ CROSS = ["heads-swapped", "no-W_O", "heads-averaged"]
 
 def test_every_transform_mistake_is_tried_here():
     """Each mistake with a transform (early-rounding has none) is covered by one of the tests below."""
-    assert {m.id for m in MISTAKES.values() if m._transforms} <= set(SINGLE) | set(CROSS) | BACKWARD
+    assert {m.id for m in MISTAKES.values() if m.id != "early-rounding"} <= set(SINGLE) | set(CROSS) | BACKWARD
 
 
 # mistakes of the backward pass (another part of the registry) are not forward-pass slips
@@ -104,15 +104,19 @@ def _stage_keys(p, code, transform):
 
 
 def _changes(p, key, mistake_values):
-    """How many entries of *key* the mistake changes clearly (> 0.15; a −∞ moved counts 3)."""
-    changed = 0
+    """How many entries of *key* the mistake changes clearly (> 0.15; a −∞ moved counts 3); -1 when it changes
+    some entries beyond rounding but fewer than 3 clearly (too little evidence to expect a name, too much to
+    expect no ✗)."""
+    changed = slight = 0
     for g_row, b_row in zip(forward(p, Float()).shown[key], mistake_values[key]):
         for g, b in zip(g_row, b_row):
             if (g == -math.inf) != (b == -math.inf):
                 changed += 3
             elif g != -math.inf and abs(g - b) > 0.15:
                 changed += 1
-    return changed
+            elif g != -math.inf and abs(g - b) > 0.001:
+                slight += 1
+    return -1 if slight and changed < 3 else changed
 
 
 def _distinct(p, code, transform, key):

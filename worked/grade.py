@@ -86,7 +86,9 @@ def _err(src, field_, msg):
     return WorkedError(f"{src}: {field_}: {msg}" if field_ else f"{src}: {msg}")
 
 
-def _tolerance(value, src, where):
+def parse_tolerance(value, src, where):
+    """A manifest tolerance (a number, "2%", or {"abs": …, "rel": …}) → a :class:`worked.check.Tolerance`, or None
+    for the rounding default; a one-line error naming *src* and *where* otherwise."""
     from .check import Tolerance
 
     if value is None:
@@ -124,7 +126,7 @@ def _questions(raw, src, where) -> list[Question]:
         tol = q.get("tolerance")
         if tol is None and ("abs" in q or "rel" in q):
             tol = {"abs": q.get("abs"), "rel": q.get("rel")}
-        out.append(Question(ask.strip(), float(pts), _tolerance(tol, src, f"{where}[{k}].tolerance"), name=name.strip()))
+        out.append(Question(ask.strip(), float(pts), parse_tolerance(tol, src, f"{where}[{k}].tolerance"), name=name.strip()))
     return out
 
 

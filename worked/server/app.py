@@ -803,7 +803,7 @@ def _questions_of(v: Variant, problem: Problem, sol=None) -> list:
     out = []
     for q in v.questions:
         try:
-            tol = grade._tolerance(q.get("tolerance"), f"variant {v.code}", q["ask"])
+            tol = grade.parse_tolerance(q.get("tolerance"), f"variant {v.code}", q["ask"])
             gq = grade.Question(q["ask"], float(q["points"] or 0), tol, name=q.get("name") or "")
             grade.resolve_question(gq, student, f"variant {v.code}")
         except (WorkedError, TypeError, ValueError):
