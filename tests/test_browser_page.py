@@ -148,3 +148,38 @@ def test_html_sheets_do_not_scroll_sideways_on_a_phone(browser, document):
         page.set_content(html)
         assert scroll_width(page) <= 390, name
         page.context.close()
+
+
+@pytest.mark.parametrize("width,height", WIDTHS)
+def test_brackets_around_radicals_stretch_whole_in_the_html_key(browser, width, height):
+    """In the key, a bracket around √2 or 3√2/2 is one stretched bracket as tall as what it holds, and nothing
+    clips its ends (a clipped top or bottom is what makes [ ] look like the floor signs ⌊ ⌋)."""
+    from worked import render
+    from worked.solver import solve
+
+    page = new_page(browser, width, height)
+    page.set_content(render.answer_key_html(solve(load(PART9))))
+    boxes = page.evaluate("""() => {
+        const out = [];
+        for (const open of document.querySelectorAll('mo')) {
+            if (open.textContent !== '[') continue;
+            const inside = [];
+            let e = open.nextElementSibling;
+            while (e && e.textContent !== ']') { inside.push(e); e = e.nextElementSibling; }
+            if (!e || !inside.some(x => x.matches('msqrt') || x.querySelector('msqrt'))) continue;
+            const need = Math.max(...inside.map(x => x.getBoundingClientRect().height));
+            let clip = open.closest('math').parentElement;
+            while (clip && getComputedStyle(clip).overflowY === 'visible') clip = clip.parentElement;
+            const c = clip.getBoundingClientRect();
+            for (const o of [open, e]) {
+                const r = o.getBoundingClientRect();
+                out.push({h: r.height, need, top: r.top - c.top, bottom: c.bottom - r.bottom});
+            }
+        }
+        return out;
+    }""")
+    assert len(boxes) >= 4
+    for b in boxes:
+        assert b["h"] >= 0.95 * b["need"], b
+        assert b["top"] >= -0.5 and b["bottom"] >= -0.5, b
+    page.context.close()
