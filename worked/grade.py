@@ -36,10 +36,8 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 import re
 import statistics
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -284,8 +282,15 @@ class Row:
     line: int
 
 
-def read_responses(path, manifest: Manifest) -> tuple[list[Row], list[str]]:
-    """Read the responses CSV; return (rows matched to manifest students, warnings)."""
+def _name_key(s: str) -> str:
+    return re.sub(r"\s+", " ", str(s).strip())
+
+
+def read_responses(path, manifest: Manifest, *, allow_unmatched: bool = False) -> tuple[list[Row], list[str]]:
+    """Read the responses CSV; return (rows matched to manifest students, warnings).
+
+    A row that matches no student, or more than one, or a student already matched, is an error naming
+    the row; with *allow_unmatched* it is left out and listed in the warnings (and the report)."""
     src = str(path)
     try:
         raw = Path(path).read_bytes()
@@ -338,9 +343,17 @@ def read_responses(path, manifest: Manifest) -> tuple[list[Row], list[str]]:
     for q in missing:
         warnings.append(f"no column for question {q!r}: it scores 0 for everyone")
 
-    by_id = {_norm(s.id): s for s in manifest.students}
-    by_variant = {_norm(s.variant): s for s in manifest.students if s.variant}
-    by_name = {_norm(s.name): s for s in manifest.students if s.name}
+    # students are matched exactly as `worked quiz` identified them: ids as written (no case-folding),
+    # variant codes (upper case), names only when no id or code matches and the name is one student's
+    by_id = {s.id: s for s in manifest.students}
+    by_variant = {s.variant.upper(): s for s in manifest.students if s.variant}
+    folded: dict[str, list[str]] = {}
+    for s in manifest.students:
+        folded.setdefault(s.id.casefold(), []).append(s.id)
+    by_name: dict[str, list[Student]] = {}
+    for s in manifest.students:
+        if s.name:
+            by_name.setdefault(_name_key(s.name), []).append(s)
     id_cols = [lower.index(c) for c in ID_COLUMNS if c in lower]
     var_cols = [lower.index(c) for c in VARIANT_COLUMNS if c in lower]
     name_col = next((lower.index(c) for c in NAME_COLUMNS if c in lower), None)
@@ -348,38 +361,59 @@ def read_responses(path, manifest: Manifest) -> tuple[list[Row], list[str]]:
     if not (id_cols or var_cols or name_col is not None or first_last):
         raise WorkedError(f"{src}: no id column (expected one of: id, student_id, ID number, username, email, variant)")
 
-    out, seen = [], {}
+    out, seen, unmatched = [], {}, []
     for line, r in enumerate(rows[1:], 2):
         if not any(x.strip() for x in r):
             continue
         r = r + [""] * (len(header) - len(r))
-        student = None
-        for c in id_cols:
-            student = by_id.get(_norm(r[c]))
-            if student:
-                break
-        if not student:
-            for c in var_cols:
-                student = by_variant.get(_norm(r[c]))
-                if student:
-                    break
-        if not student and (name_col is not None or first_last):
+        ids = [r[c].strip() for c in id_cols if r[c].strip()]
+        codes = [r[c].strip() for c in var_cols if r[c].strip()]
+        nm = ""
+        if name_col is not None or first_last:
             nm = r[name_col] if name_col is not None else f"{r[first_last[0]]} {r[first_last[1]]}"
-            student = by_name.get(_norm(nm))
-        if not student:
-            label = next((r[c] for c in id_cols + var_cols if r[c].strip()), "") or " ".join(r[:2])
-            if _norm(label) in ("overall average", ""):
+        if not (ids or codes) and "overall average" in (_norm(nm), _norm(" ".join(r[:2]))):
+            continue     # Moodle's last row
+        label = (ids + codes + [nm.strip()])[0] if (ids or codes or nm.strip()) else ""
+        cands = {by_id[i].id: by_id[i] for i in ids if i in by_id}
+        cands.update({by_variant[c.upper()].id: by_variant[c.upper()] for c in codes if c.upper() in by_variant})
+        student = None
+        if len(cands) > 1:
+            unmatched.append(f"line {line} ({label!r}): matches more than one student ({', '.join(sorted(cands))})")
+            continue
+        if cands:
+            student = next(iter(cands.values()))
+        elif nm.strip():
+            found = by_name.get(_name_key(nm), [])
+            if len(found) > 1:
+                unmatched.append(f"line {line} ({nm.strip()!r}): {len(found)} students have this name "
+                                 f"({', '.join(s.id for s in found)}); give an id column")
                 continue
-            warnings.append(f"line {line}: {label.strip()!r} is not a student of this quiz: skipped")
+            if found:
+                student = found[0]
+                if ids or codes:
+                    warnings.append(f"line {line}: matched by name {nm.strip()!r} to {student.id!r} "
+                                    f"(its {'id' if ids else 'code'} {(ids + codes)[0]!r} is not in the quiz)")
+        if student is None:
+            near = sorted({x for i in ids for x in folded.get(i.casefold(), [])})
+            hint = f" (ids are compared exactly; the quiz has {', '.join(map(repr, near))})" if near else ""
+            unmatched.append(f"line {line} ({label or 'no id'!r}): not a student of this quiz{hint}")
             continue
         if student.id in seen:
-            warnings.append(f"line {line}: a second response for {student.id!r} (first on line {seen[student.id]}): the last one counts")
+            first = seen[student.id]
+            unmatched.append(f"lines {first} and {line}: two rows for {student.id!r}")
             out = [o for o in out if o.key != student.id]
+            continue
         seen[student.id] = line
         cells = {}
         for q, c in qcol.items():
             cells[q] = {h: r[i] for h, i in c.items()} if isinstance(c, dict) else r[c]
         out.append(Row(student.id, cells, line))
+    if unmatched and not allow_unmatched:
+        more = f" and {len(unmatched) - 5} more" if len(unmatched) > 5 else ""
+        raise WorkedError(f"{src}: {len(unmatched)} row{'s' if len(unmatched) != 1 else ''} cannot be given to exactly "
+                          f"one student: {'; '.join(unmatched[:5])}{more}. Nothing was graded: fix the rows, or use "
+                          "--allow-unmatched to grade the others and list these in the report")
+    warnings += [f"not graded: {u}" for u in unmatched]
     return out, warnings
 
 
@@ -454,11 +488,21 @@ def grade_student(student: Student, row: Row | None, src: str) -> StudentResult:
     return StudentResult(student, True, scores, fractions, codes, problems)
 
 
-def grade(quizdir, responses, outdir=None) -> dict:
-    """Grade a class. Writes ``gradebook.csv`` and ``report.html`` to *outdir* (default: QUIZDIR/grades);
-    returns {"gradebook": path, "report": path, "warnings": [...], "results": [StudentResult]}."""
+def grade(quizdir, responses, outdir=None, *, force: bool = False, allow_unmatched: bool = False) -> dict:
+    """Grade a class. Writes ``gradebook.csv`` and ``report.html`` to *outdir* (default: QUIZDIR/grades),
+    replacing them only with *force*; returns {"gradebook": path, "report": path, "warnings": [...],
+    "results": [StudentResult], "note": what was left alone}. Rows that match no student or several
+    stop the run (:func:`read_responses`) unless *allow_unmatched*."""
+    from .output import FolderSet
+
     manifest = load_manifest(quizdir)
-    rows, warnings = read_responses(responses, manifest)
+    out = Path(outdir) if outdir else (Path(quizdir) if Path(quizdir).is_dir() else Path(quizdir).parent) / "grades"
+    names = ("gradebook.csv", "report.html")
+    clash = [n for n in names if (out / n).exists()]
+    if clash and not force:
+        raise WorkedError(f"{out}: {' and '.join(clash)} already exist{'s' if len(clash) == 1 else ''} "
+                          "(use --force to overwrite, or another -o)")
+    rows, warnings = read_responses(responses, manifest, allow_unmatched=allow_unmatched)
     by_key = {r.key: r for r in rows}
     results = []
     for s in manifest.students:
@@ -468,13 +512,13 @@ def grade(quizdir, responses, outdir=None) -> dict:
         for msg in res.problems:
             warnings.append(f"{s.id}: {msg}")
         results.append(res)
-    out = Path(outdir) if outdir else (Path(quizdir) if Path(quizdir).is_dir() else Path(quizdir).parent) / "grades"
-    out.mkdir(parents=True, exist_ok=True)
-    gb = out / "gradebook.csv"
-    rp = out / "report.html"
-    _write_atomic(gb, gradebook_csv(manifest, results))
-    _write_atomic(rp, report_html(manifest, results, warnings))
-    return {"gradebook": gb, "report": rp, "warnings": warnings, "results": results}
+    files = {"gradebook.csv": gradebook_csv(manifest, results).encode("utf-8"),
+             "report.html": report_html(manifest, results, warnings).encode("utf-8")}
+    with FolderSet(out, kind="worked grade", force=force, ask_to_replace=True) as stage:
+        stage.write(files)
+        stage.commit()
+    return {"gradebook": out / names[0], "report": out / names[1], "warnings": warnings, "results": results,
+            "note": stage.note()}
 
 
 def _fmt(x: float) -> str:
@@ -492,18 +536,6 @@ def gradebook_csv(manifest: Manifest, results: list[StudentResult]) -> str:
         w.writerow([r.student.id, r.student.name, r.student.variant] + [_fmt(r.scores.get(a, 0.0)) for a in asks]
                    + [_fmt(r.total), _fmt(maxpts), " ".join(r.codes), "yes" if r.responded else "no"])
     return out.getvalue()
-
-
-def _write_atomic(path: Path, text: str):
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 # ---------------------------------------------------------------- the class report
