@@ -41,7 +41,7 @@ import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import WorkedError
+from .errors import WorkedError, reason
 
 ID_COLUMNS = ("id", "student_id", "student id", "studentid", "id number", "idnumber", "sis id", "sis_user_id",
               "username", "user", "login", "email", "email address", "student")
@@ -89,11 +89,12 @@ def _tolerance(value, src, where):
     if value is None:
         return None
     try:
-        if isinstance(value, dict):
-            tol = Tolerance.parse({k: v for k, v in value.items() if k in ("abs", "rel", "absolute", "relative")})
-        else:
-            tol = Tolerance.parse(value)
-    except (WorkedError, TypeError, ValueError):
+        tol = Tolerance.parse(value)   # unknown keys are refused, never dropped
+    except WorkedError as exc:
+        if "unknown key" in str(exc):
+            raise _err(src, where, str(exc).removeprefix("tolerance: ")) from None
+        raise _err(src, where, f"expected a tolerance such as 0.01 or {{\"abs\": 0.01, \"rel\": 0.02}}, got {value!r}") from None
+    except (TypeError, ValueError):
         raise _err(src, where, f"expected a tolerance such as 0.01 or {{\"abs\": 0.01, \"rel\": 0.02}}, got {value!r}") from None
     return None if tol.default else tol
 
@@ -133,13 +134,15 @@ def load_manifest(quizdir) -> Manifest:
         path = path / "manifest.json"
     src = str(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"), parse_float=str)
+        data = json.loads(path.read_text(encoding="utf-8-sig"), parse_float=str)
     except FileNotFoundError:
         raise WorkedError(f"{src}: no such file (expected the manifest.json written by `worked quiz`)") from None
     except (UnicodeDecodeError, IsADirectoryError):
         raise WorkedError(f"{src}: not a UTF-8 JSON file") from None
     except json.JSONDecodeError as exc:
         raise WorkedError(f"{src}: not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
+    except ValueError as exc:   # a number too long for int()
+        raise WorkedError(f"{src}: {reason(exc)}") from None
     if not isinstance(data, dict):
         raise WorkedError(f"{src}: expected a JSON object with \"questions\" and \"students\"")
     quiz = data.get("quiz") if isinstance(data.get("quiz"), dict) else {}
@@ -307,8 +310,9 @@ def read_responses(path, manifest: Manifest, *, allow_unmatched: bool = False) -
             continue
     if text is None:
         raise WorkedError(f"{src}: not a text CSV file")
-    first = text.split("\n", 1)[0]
-    delim = "\t" if "\t" in first else (";" if ";" in first and "," not in first else ",")
+    from .csvin import delimiter
+
+    delim = delimiter(text)
     rows = [r for r in csv.reader(io.StringIO(text), delimiter=delim)]
     if not rows or not any(h.strip() for h in rows[0]):
         raise WorkedError(f"{src}: empty file (expected a header row with an id column and one column per question)")
@@ -346,7 +350,10 @@ def read_responses(path, manifest: Manifest, *, allow_unmatched: bool = False) -
     # students are matched exactly as `worked quiz` identified them: ids as written (no case-folding),
     # variant codes (upper case), names only when no id or code matches and the name is one student's
     by_id = {s.id: s for s in manifest.students}
-    by_variant = {s.variant.upper(): s for s in manifest.students if s.variant}
+    by_variant: dict[str, list[Student]] = {}
+    for s in manifest.students:
+        if s.variant:
+            by_variant.setdefault(s.variant.upper(), []).append(s)
     folded: dict[str, list[str]] = {}
     for s in manifest.students:
         folded.setdefault(s.id.casefold(), []).append(s.id)
@@ -360,6 +367,12 @@ def read_responses(path, manifest: Manifest, *, allow_unmatched: bool = False) -
     first_last = (lower.index("first name"), lower.index("surname")) if "first name" in lower and "surname" in lower else None
     if not (id_cols or var_cols or name_col is not None or first_last):
         raise WorkedError(f"{src}: no id column (expected one of: id, student_id, ID number, username, email, variant)")
+
+    # an id or code column counts when it names students of this quiz (Moodle's "Email address" may not):
+    # then a row with a value there is that student or no one, never matched on its name instead
+    data = [r + [""] * (len(header) - len(r)) for r in rows[1:]]
+    id_cols = [c for c in id_cols if any(r[c].strip() in by_id for r in data)]
+    var_cols = [c for c in var_cols if any(r[c].strip().upper() in by_variant for r in data)]
 
     out, seen, unmatched = [], {}, []
     for line, r in enumerate(rows[1:], 2):
@@ -375,7 +388,8 @@ def read_responses(path, manifest: Manifest, *, allow_unmatched: bool = False) -
             continue     # Moodle's last row
         label = (ids + codes + [nm.strip()])[0] if (ids or codes or nm.strip()) else ""
         cands = {by_id[i].id: by_id[i] for i in ids if i in by_id}
-        cands.update({by_variant[c.upper()].id: by_variant[c.upper()] for c in codes if c.upper() in by_variant})
+        for c in codes:
+            cands.update({s.id: s for s in by_variant.get(c.upper(), [])})   # a code shared by students: ambiguous
         student = None
         if len(cands) > 1:
             unmatched.append(f"line {line} ({label!r}): matches more than one student ({', '.join(sorted(cands))})")
@@ -388,11 +402,8 @@ def read_responses(path, manifest: Manifest, *, allow_unmatched: bool = False) -
                 unmatched.append(f"line {line} ({nm.strip()!r}): {len(found)} students have this name "
                                  f"({', '.join(s.id for s in found)}); give an id column")
                 continue
-            if found:
+            if found and not (ids or codes):
                 student = found[0]
-                if ids or codes:
-                    warnings.append(f"line {line}: matched by name {nm.strip()!r} to {student.id!r} "
-                                    f"(its {'id' if ids else 'code'} {(ids + codes)[0]!r} is not in the quiz)")
         if student is None:
             near = sorted({x for i in ids for x in folded.get(i.casefold(), [])})
             hint = f" (ids are compared exactly; the quiz has {', '.join(map(repr, near))})" if near else ""

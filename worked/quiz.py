@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from .attention import Float, forward
-from .errors import ProblemError, WorkedError
+from .errors import ProblemError, WorkedError, reason
 from .generate import Family, generate
 from .mistakes import MISTAKES
 
@@ -212,6 +212,8 @@ def load_spec(path) -> QuizSpec:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ProblemError("", f"not valid TOML: {exc}", str(path)) from None
+    except ValueError as exc:   # a number too long for int()
+        raise ProblemError("", reason(exc), str(path)) from None
     return spec_from_dict(data, str(path))
 
 
@@ -245,7 +247,9 @@ def load_roster(path) -> list[dict]:
     except UnicodeDecodeError as exc:
         line = raw[:exc.start].count(b"\n") + 1
         raise WorkedError(f"{src}: line {line}: byte 0x{raw[exc.start]:02X} is not UTF-8; expected a UTF-8 CSV roster") from None
-    reader = csv.reader(io.StringIO(text, newline=""))
+    from .csvin import delimiter
+
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter(text))
     rows: list[tuple[int, list[str]]] = []
     start = 1
     try:
