@@ -257,9 +257,10 @@ class FolderSet:
             if same:   # not a file the previous holder unlinked as we opened it
                 break
             os.close(fd)
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         self._lock_fd, self._lock_path = fd, path
+        with contextlib.suppress(OSError):   # the pid only helps the message of a second run (a full disk: none)
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
 
     def _unlock(self) -> None:
         if self._lock_fd is not None:
