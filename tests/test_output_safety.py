@@ -244,31 +244,62 @@ def _sheet_sets(inputs: Path, tmp_path: Path) -> tuple[Path, dict, dict, list]:
     out = tmp_path / "out"
     sets = []
     for src in (b, a):
-        rc, _, err = run_cli("sheet", src, "-o", out, "--format", "html,tex,pdf")
+        rc, _, err = run_cli("sheet", src, "-o", out, "--format", "html,tex")
         assert rc == 0, err
         (folder,) = [p for p in out.iterdir() if p.is_dir()]
         sets.append(snapshot(folder))
     assert sets[0] != sets[1]
-    return folder, sets[1], sets[0], ["sheet", b, "-o", out, "--format", "html,tex,pdf"]
+    return folder, sets[1], sets[0], ["sheet", b, "-o", out, "--format", "html,tex"]
+
+
+KILLER = """
+import atexit, os, signal, sys
+from worked.cli import main
+out, n = sys.argv[1], int(sys.argv[2])
+count = 0
+def hook(event, args):
+    global count
+    if event in ("open", "os.rename", "os.remove", "os.rmdir", "os.mkdir", "shutil.rmtree", "ctypes.dlsym"):
+        path = str(args[0]) if args else ""
+        if event == "open" and not ((isinstance(args[1], str) and set(args[1]) & set("wxa+"))
+                                    or (args[1] is None and args[2] & (os.O_WRONLY | os.O_RDWR))):
+            return
+        if event == "ctypes.dlsym":
+            path = out if "renameat2" in str(args[1:]) else ""
+        if path.startswith(out):
+            count += 1
+            if count == n:
+                os.kill(os.getpid(), signal.SIGKILL)
+atexit.register(lambda: print("events", count, file=sys.stderr))
+sys.addaudithook(hook)
+sys.exit(main(sys.argv[3:]))
+"""
 
 
 def test_kill_during_sheet_write_leaves_old_or_new_set(inputs, tmp_path):
+    """kill -9 at every step of the write (each file opened, renamed, removed: Python's audit events)."""
     folder, old, new, args = _sheet_sets(inputs, tmp_path)
-    t0 = time.monotonic()
-    rc, _, err = run_cli(*args)
-    full = time.monotonic() - t0
-    assert rc == 0
-    for k in range(10):   # kills spread over a whole run, the end (where the files are written) most densely
-        rc, _, _ = run_cli(*args[:1], tmp_path / "a.toml", *args[2:])
-        assert rc == 0
-        p = subprocess.Popen([sys.executable, "-m", "worked", *map(str, args)], cwd=ROOT,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(full * (0.5 + 0.55 * k / 10))
-        p.send_signal(signal.SIGKILL)
-        p.wait()
+    out = str(folder.parent)
+
+    def run(n, problem):
+        a = [str(x) for x in args]
+        a[1] = str(problem)
+        return subprocess.run([sys.executable, "-c", KILLER, out, str(n), *a], cwd=ROOT, capture_output=True,
+                              text=True, timeout=300)
+
+    r = run(10**9, tmp_path / "a.toml")
+    steps = int(re.search(r"events (\d+)", r.stderr)[1])
+    assert r.returncode == 0 and steps >= 6, r.stderr
+    outcomes = []
+    for n in range(1, steps + 1):
+        assert run(10**9, tmp_path / "a.toml").returncode == 0      # the old set back
+        r = run(n, tmp_path / "b.toml")
+        assert r.returncode == -signal.SIGKILL, r.stderr
         now = snapshot(folder)
-        assert now in (old, new), f"kill {k}: a mix of old and new files: {sorted(now)}"
-    rc, _, err = run_cli(*args)
+        assert now in (old, new), f"kill at step {n}: a mix of old and new files: {sorted(now)}"
+        outcomes.append("new" if now == new else "old")
+    assert outcomes[0] == "old" and outcomes[-1] == "new"
+    rc, _, err = run_cli(*args)       # a rerun removes what the kills left
     assert rc == 0, err
     assert snapshot(folder) == new and debris(folder.parent) == []
 
