@@ -525,7 +525,7 @@ def grade(quizdir, responses, outdir=None, *, force: bool = False, allow_unmatch
         results.append(res)
     files = {"gradebook.csv": gradebook_csv(manifest, results).encode("utf-8"),
              "report.html": report_html(manifest, results, warnings).encode("utf-8")}
-    with FolderSet(out, kind="worked grade", force=force, ask_to_replace=True) as stage:
+    with FolderSet(out, kind="worked grade", force=force, ask_to_replace=True, legacy=names) as stage:
         stage.write(files)
         stage.commit()
     return {"gradebook": out / names[0], "report": out / names[1], "warnings": warnings, "results": results,

@@ -178,8 +178,8 @@ class FolderSet:
 
     *kind* names the command (``worked quiz``) in the marker and in messages. *scope*: None replaces
     worked's whole set; a list of relative folder prefixes (``["variants/K3F9"]``) replaces only worked's
-    files under them and keeps the rest of the set. *legacy*: glob patterns of the files an old marker
-    (that listed nothing) stands for. *ask_to_replace*: existing files of the same names need *force*
+    files under them and keeps the rest of the set. *legacy*: glob patterns of the files this command
+    writes: what an old marker (that listed nothing) stands for, and whose ``.NAME.*.tmp`` are debris. *ask_to_replace*: existing files of the same names need *force*
     (``worked grade``), and other files in the folder need none, since they are never touched.
     """
 
@@ -231,9 +231,14 @@ class FolderSet:
         return {f for f in present if any(fnmatch.fnmatch(f, pat) for pat in self.legacy)}
 
     def _is_debris(self, rel: str) -> bool:
-        """``.NAME.XXXX.tmp`` / ``.NAME.tmpPID`` left by the atomic writers of earlier versions."""
-        base = rel.rsplit("/", 1)[-1]
-        return bool(re.fullmatch(r"\..+(\.[\w]+\.tmp|\.tmp-?\d+)", base))
+        """``.NAME.XXXX.tmp`` / ``.NAME.tmpPID`` beside a file NAME of ours, left by a killed run (of
+        an earlier version, whose writers put them there). Another ``.something.tmp`` is not ours."""
+        head, _, base = rel.rpartition("/")
+        m = re.fullmatch(r"\.(.+?)\.(\w+\.tmp|tmp-?\d+)", base)
+        if not m:
+            return False
+        name = f"{head}/{m[1]}" if head else m[1]
+        return name in self.owned or any(fnmatch.fnmatch(name, pat) for pat in self.legacy)
 
     # -- the lock
     def _lock(self) -> None:
