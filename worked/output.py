@@ -185,7 +185,10 @@ class FolderSet:
 
     def __init__(self, folder, *, kind: str, force: bool = False, scope=None, legacy=(), ask_to_replace=False,
                  hint: str = "use --force or another -o"):
-        self.folder = folder = Path(folder)
+        folder = Path(folder)
+        if folder.name in ("", ".", ".."):     # -o . : the folder by its name, beside its parent
+            folder = Path(os.path.abspath(folder))
+        self.folder = folder
         self.kind, self.force, self.scope, self.legacy = kind, force, scope, tuple(legacy)
         self.left_alone: list[str] = []
         self.replaced_foreign: list[str] = []
@@ -310,7 +313,7 @@ class FolderSet:
             listed = sorted(keep | set(new))
             self.left_alone = sorted(f for f in self.foreign if f not in new)
             self.replaced_foreign = sorted(f for f in self.foreign if f in new)
-            whole = (self.scope is None and not self.foreign and not keep)
+            whole = (self.scope is None and not self.foreign and not keep and not self._holds_cwd())
             if not folder.exists():
                 (tmp / MARKER).write_bytes(marker_text(self.kind, listed))
                 os.replace(tmp, folder)
@@ -333,6 +336,14 @@ class FolderSet:
             raise
         self._unlock()
         return [folder / f for f in new]
+
+    def _holds_cwd(self) -> bool:
+        """Swapping the folder we run in would leave our caller's shell in a removed folder: replace in place."""
+        try:
+            cwd, mine = Path.cwd().resolve(), self.folder.resolve()
+        except OSError:
+            return True
+        return cwd == mine or mine in cwd.parents
 
     def _commit_mixed(self, new, keep, listed) -> None:
         """Other files share the folder: remove worked's old set (the marker lists old and new first,
