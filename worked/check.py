@@ -45,7 +45,7 @@ from decimal import Decimal
 
 from . import exprs
 from .attention import NA, Interval, contains, forward, pt
-from .errors import ExpressionError, WorkedError
+from .errors import ExpressionError, WorkedError, reason
 from .mistakes import MISTAKES
 from .numfmt import CTX
 
@@ -224,6 +224,10 @@ class Tolerance:
         if isinstance(text, (int, float)) and not isinstance(text, bool):
             return cls._checked(abs=float(text))
         if isinstance(text, dict):
+            unknown = sorted(str(k) for k in set(text) - {"abs", "rel", "absolute", "relative"})
+            if unknown:
+                raise WorkedError(f"tolerance: unknown key {unknown[0]!r} (expected abs and/or rel, such as "
+                                  "abs=0.01,rel=2%)")
             return cls._checked(abs=_opt_float(text.get("abs", text.get("absolute"))),
                                 rel=_opt_float(text.get("rel", text.get("relative"))))
         s = str(text).strip()
@@ -1017,7 +1021,7 @@ def parse_answers_text(text: str, source: str = "<answers>", fmt: str | None = N
         except json.JSONDecodeError as exc:
             raise WorkedError(f"{source}: not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
         except ValueError as exc:
-            raise WorkedError(f"{source}: {exc}") from None
+            raise WorkedError(f"{source}: {reason(exc)}") from None
     else:
         import tomllib
 
@@ -1025,6 +1029,8 @@ def parse_answers_text(text: str, source: str = "<answers>", fmt: str | None = N
             data = tomllib.loads(text, parse_float=str)
         except tomllib.TOMLDecodeError as exc:
             raise WorkedError(f"{source}: not valid TOML: {exc}") from None
+        except ValueError as exc:   # a number too long for int()
+            raise WorkedError(f"{source}: {reason(exc)}") from None
     if not isinstance(data, dict):
         raise WorkedError(f"{source}: expected a table of matrices, such as scaled = [[...], ...]")
     return data

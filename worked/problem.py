@@ -8,7 +8,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from .errors import ProblemError
+from .errors import ProblemError, reason
 from .exact import EntryError, to_fraction
 
 # Limits: a problem must stay a hand exercise. Documented in the README.
@@ -301,7 +301,7 @@ class Problem:
             except json.JSONDecodeError as exc:
                 raise ProblemError("", f"not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}", source) from None
             except ValueError as exc:
-                raise ProblemError("", str(exc), source) from None
+                raise ProblemError("", reason(exc), source) from None
         else:
             import tomllib
 
@@ -309,6 +309,8 @@ class Problem:
                 data = tomllib.loads(text, parse_float=str)
             except tomllib.TOMLDecodeError as exc:
                 raise ProblemError("", f"not valid TOML: {exc}", source) from None
+            except ValueError as exc:   # a number too long for int()
+                raise ProblemError("", reason(exc), source) from None
         return cls.from_dict(data, source=source)
 
     @classmethod
