@@ -55,7 +55,10 @@ PI = Decimal("3.1415926535897932384626433832795028841971693993751")   # π to 50
 MAX_EXP_ARG = 200                   # largest x in e^x inside an answer entry
 
 STAGES = ("Q", "K", "V", "scores", "scaled", "weights", "Z")
-_STAGE_INDEX = {s: i for i, s in enumerate(STAGES)}
+# a [train] problem's matrices, in the order of the backward pass (loss, dZ and dconcat are not per head)
+TRAIN_STAGES = ("loss", "dZ", "dconcat", "dV", "dA", "dS", "dscores", "dQ", "dK", "dW_Q", "dW_K", "dW_V",
+                "W_Q_new", "W_K_new", "W_V_new", "loss_after")
+_STAGE_INDEX = {s: i for i, s in enumerate(STAGES + TRAIN_STAGES)}
 
 
 # ---------------------------------------------------------------- reading entries
@@ -625,6 +628,12 @@ def _given_grids(parsed: dict, keys=None) -> dict:
 def _earlier(key: str, multihead: bool, nheads: int) -> list[str]:
     """Matrices whose values feed *key* (directly or not), nearest first."""
     pre, base = _split(key)
+    if base in TRAIN_STAGES:
+        heads = [f"head{h}." for h in range(1, nheads + 1)] if multihead else [""]
+        out = []
+        for b in reversed(TRAIN_STAGES[:TRAIN_STAGES.index(base)]):
+            out += [b] if b in ("loss", "dZ", "dconcat") and multihead else [p + b for p in heads]
+        return out + (["Z", "concat"] if multihead else []) + [p + b for p in heads for b in reversed(STAGES)]
     if base == "concat" or (multihead and key == "Z"):
         out = ["concat"] if key == "Z" else []
         for h in range(1, nheads + 1):
@@ -702,13 +711,15 @@ def check_answers(problem, answers: dict, *, tolerance=None, solution=None, reve
 
     # misconceptions
     diag_by_key: dict[str, list[dict]] = {k: [] for k in parsed}
-    candidates = [k for k in parsed if _stage_of(k) in ("scores", "scaled", "weights", "Z")
+    candidates = [k for k in parsed if _stage_of(k) in ("scores", "scaled", "weights", "Z") + TRAIN_STAGES
                   and any(verdict[k][i][j] == "wrong" and not carried[k][i][j]
                           for i in range(len(verdict[k])) for j in range(len(verdict[k][0])))]
     if candidates:
         for code, transform in [(m.id, t) for m in MISTAKES.values() for t in m.transforms(problem)]:
             stage = MISTAKES[code].stage
-            targets = [k for k in candidates if _STAGE_INDEX[_stage_of(k)] >= _STAGE_INDEX[stage]]
+            targets = [k for k in candidates if _STAGE_INDEX[_stage_of(k)] >= _STAGE_INDEX[stage]
+                       # the mistake's own matrix answered right: it is not what went wrong later (a training step)
+                       and not (_split(k)[0] + stage in parsed and _split(k)[0] + stage not in wrong_keys)]
             if not targets:
                 continue
             before = {k for k in parsed if _STAGE_INDEX.get(_stage_of(k), 99) < _STAGE_INDEX[stage]}
