@@ -178,6 +178,7 @@ def forward(problem, backend, *, transform: Transform | None = None, given: dict
     X = _inputs(backend, problem.X)
     masked = _masked(n, problem.mask, t.mask)
     NEG = backend.NEG_INF
+    weights_arg = weights
     if weights is None:
         weights = [tuple(_inputs(backend, w) for w in (hd.W_Q, hd.W_K, hd.W_V)) for hd in problem.heads]
     for h, (W_Q, W_K, W_V) in enumerate(weights, 1):
@@ -222,7 +223,7 @@ def forward(problem, backend, *, transform: Transform | None = None, given: dict
         out.concat = out.shown["concat"]
     out.output = out.shown["Z"]
     if backward and getattr(problem, "train", None) is not None:
-        _backward(problem, backend, out, t, put, X, weights)
+        _backward(problem, backend, out, t, put, X, weights, given, weights_arg)
     return out
 
 
@@ -250,7 +251,7 @@ def backward(problem, backend, *, transform: Transform | None = None, given: dic
     return forward(problem, backend, transform=transform, given=given)
 
 
-def _backward(problem, backend, out: Pass, t: Transform, put, X, weights) -> None:
+def _backward(problem, backend, out: Pass, t: Transform, put, X, weights, given, weights_given) -> None:
     n = problem.n
     tr = problem.train
     b = backend
@@ -263,17 +264,34 @@ def _backward(problem, backend, out: Pass, t: Transform, put, X, weights) -> Non
     def tp(M):
         return [list(c) for c in zip(*M)]
 
+    # a careful student's rounding: with widen, each stage is computed from the exact values of the matrices it
+    # uses (a point pass, with the given entries), each widened by its own rounding once, and then widened for
+    # its own rounding (bands carried through the whole chain would accept nearly anything late in it)
+    pts = None
+    if getattr(b, "widen", False):
+        pts = forward(problem, Interval(problem, widen=False), transform=t, given=given, weights=None
+                      if weights_given is None else weights_given, backward=True)
+
+    def use(key, grid=None):
+        if pts is None:
+            return out.carried[key] if grid is None else grid
+        return [[b.shown(x) for x in row] for row in pts.carried[key]]
+
+    def step(key, grid, shown=True):
+        put(key, grid, shown)
+        return use(key)
+
     T = _inputs(b, tr.target)
-    Zc = out.carried["Z"]
-    dZ = put("dZ", [[sub(z, y) for z, y in zip(zr, yr)] for zr, yr in zip(Zc, T)])
+    Zc = use("Z")
+    dZ = step("dZ", [[sub(z, y) for z, y in zip(zr, yr)] for zr, yr in zip(Zc, T)])
     half = b.entry(Fraction(1, 2))
-    out.loss = put("loss", [[mul(half, total([mul(d, d) for row in dZ for d in row]))]])[0][0]
+    out.loss = step("loss", [[mul(half, total([mul(d, d) for row in dZ for d in row]))]])[0][0]
     out.dZ = out.shown["dZ"]
     if problem.multihead:
-        dcat = put("dconcat", matmul(dZ, tp(_inputs(b, problem.W_O))))
+        dcat = step("dconcat", matmul(dZ, tp(_inputs(b, problem.W_O))))
         out.dconcat = out.shown["dconcat"]
         dv = problem.d_v
-        head_dZ = [put(f"head{h}.dZ", [row[(h - 1) * dv:h * dv] for row in dcat], shown=False)
+        head_dZ = [step(f"head{h}.dZ", [row[(h - 1) * dv:h * dv] for row in dcat], shown=False)
                    for h in range(1, len(problem.heads) + 1)]
     else:
         head_dZ = [dZ]
@@ -283,11 +301,11 @@ def _backward(problem, backend, out: Pass, t: Transform, put, X, weights) -> Non
     new_weights = []
     for h, (hp, dZh, W) in enumerate(zip(out.heads, head_dZ, weights), 1):
         pre = f"head{h}." if problem.multihead else ""
-        c = lambda k: out.carried[pre + k]  # noqa: E731
+        c = lambda k: use(pre + k)  # noqa: E731
         A, V, Q, K = c("weights"), c("V"), c("Q"), c("K")
         masked = hp.masked
-        dV = put(pre + "dV", matmul(A if t.dV == "AdZ" else tp(A), dZh))
-        dA = put(pre + "dA", matmul(dZh, tp(V)))
+        dV = step(pre + "dV", matmul(A if t.dV == "AdZ" else tp(A), dZh))
+        dA = step(pre + "dA", matmul(dZh, tp(V)))
         rowsum = [total([mul(A[i][k], dA[i][k]) for k in range(n) if (i, k) not in masked]) for i in range(n)]
         if t.softmax_back == "identity":
             dS = [[zero if (i, j) in masked else dA[i][j] for j in range(n)] for i in range(n)]
@@ -298,22 +316,22 @@ def _backward(problem, backend, out: Pass, t: Transform, put, X, weights) -> Non
                   for i in range(n)]
         else:
             raise ValueError(f"unknown softmax_back transform {t.softmax_back!r}")
-        dS = put(pre + "dS", dS)
+        dS = step(pre + "dS", dS)
         if t.back_scale == "forgot":
             dsc = [list(r) for r in dS]
         else:
             dsc = [[zero if (i, j) in masked else b.scale(dS[i][j], factor) for j in range(n)] for i in range(n)]
-        dsc = put(pre + "dscores", dsc)
-        dQ = put(pre + "dQ", matmul(dsc, K))
-        dK = put(pre + "dK", matmul(dsc if t.dK == "SQ" else tp(dsc), Q))
+        dsc = step(pre + "dscores", dsc)
+        dQ = step(pre + "dQ", matmul(dsc, K))
+        dK = step(pre + "dK", matmul(dsc if t.dK == "SQ" else tp(dsc), Q))
         Xt = tp(X)
-        dW = {"W_Q": put(pre + "dW_Q", matmul(Xt, dQ)), "W_K": put(pre + "dW_K", matmul(Xt, dK)),
-              "W_V": put(pre + "dW_V", matmul(Xt, dV))}
+        dW = {"W_Q": step(pre + "dW_Q", matmul(Xt, dQ)), "W_K": step(pre + "dW_K", matmul(Xt, dK)),
+              "W_V": step(pre + "dW_V", matmul(Xt, dV))}
         new = {}
         for k, Wk in zip(("W_Q", "W_K", "W_V"), W):
-            step = [[mul(lr, g) for g in row] for row in dW[k]]
+            moved = [[mul(lr, g) for g in row] for row in dW[k]]
             upd = b.add if t.update == "plus" else sub
-            new[k] = put(pre + k + "_new", [[upd(w, s) for w, s in zip(wr, sr)] for wr, sr in zip(Wk, step)])
+            new[k] = step(pre + k + "_new", [[upd(w, s) for w, s in zip(wr, sr)] for wr, sr in zip(Wk, moved)])
         new_weights.append((new["W_Q"], new["W_K"], new["W_V"]))
         sh = lambda k: out.shown[pre + k]  # noqa: E731
         out.grads.append(HeadGrad(sh("dZ") if problem.multihead else out.shown["dZ"], sh("dV"), sh("dA"), rowsum,

@@ -481,9 +481,29 @@ def _with_target(fam: Family, p: Problem, rng: random.Random) -> Problem | None:
                      train={"target": T, "loss": "mse", "lr": fam.lr})
         run = forward(q, Float())
         big = max(abs(x) for k, m in run.shown.items() if k.rpartition(".")[2].startswith("d") for row in m for x in row)
-        if big <= MAX_GRAD and run.loss_after < run.loss:
+        if big <= MAX_GRAD and run.loss_after < run.loss and _checks_by_hand(q, run):
             return q
     return None
+
+
+def _checks_by_hand(q: Problem, run) -> bool:
+    """Does the key's numerical check (a central difference of losses carried to decimals + 2 places, h = 1/10,
+    1/20 or 1/40) agree with the largest entry of dW_Q to the problem's places? (floats, with a margin)"""
+    g = run.grads[0].dW["W_Q"]
+    r, c = max(((i, j) for i in range(len(g)) for j in range(len(g[0]))), key=lambda ij: abs(g[ij[0]][ij[1]]))
+    P, unit = q.decimals + 2, 10.0 ** -q.decimals
+    for h in (Fraction(1, 10), Fraction(1, 20), Fraction(1, 40)):
+        ls = []
+        for d in (h, -h):
+            ws = [[[list(row) for row in m] for m in (hd.W_Q, hd.W_K, hd.W_V)] for hd in q.heads]
+            ws[0][0][r][c] += d
+            p2 = q.with_weights([tuple(t) for t in ws])
+            ls.append(round(forward(p2, Float()).loss, P))
+        fd = (ls[0] - ls[1]) / (2 * float(h))
+        if abs(fd - g[r][c]) < 0.4 * unit and round(fd / unit) == round(g[r][c] / unit) \
+                and abs(abs(g[r][c] / unit) % 1 - 0.5) > 0.05:
+            return True
+    return False
 
 
 def train_shapes(fam: Family) -> dict[str, tuple[int, int]]:
