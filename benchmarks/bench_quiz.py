@@ -1,11 +1,17 @@
-"""Benchmark `worked quiz`: 20 variants worksheet + key as PDF (target ≤ 6 s), 20 as HTML only (target ≤ 1 s),
-and growth for 100 and 300 variants; then where the time goes, per variant, in one process.
+"""Benchmark `worked quiz` with the Typst engine, side by side in one run: 20 variants worksheet + key as
+PDF (target ≤ 2.5 s wall), 100 and 300 variants (linear, both cores busy, peak memory ≤ 300 MB),
+then where the time goes in one process.
 
-    .venv/bin/python benchmarks/bench_quiz.py            # HTML 20/100/300, PDF 20, stage breakdown
-    .venv/bin/python benchmarks/bench_quiz.py --pdf-sizes 20,100,300 --jobs 2
-    .venv/bin/python benchmarks/bench_quiz.py --pdf-engine weasyprint   # the other PDF engine
+    .venv/bin/python benchmarks/bench_quiz.py                 # 20 ×3 runs, 100, 300, stages
+    .venv/bin/python benchmarks/bench_quiz.py --sizes 20,100 --runs 5
+    .venv/bin/python benchmarks/bench_quiz.py --engines typst,weasyprint,latex   # the other engines at 20
 
-Wall-clock numbers depend on the load of the machine: the CPU time of the run is printed beside them.
+Each run is a fresh `worked quiz … --format pdf` process. Printed per size: the median wall time, the
+CPU time of the whole process tree (CPU/wall near the number of cores means every core was busy),
+seconds per variant and its ratio to the 20-variant run (1.0 = linear), and the peak memory of the
+process tree: the sum of the processes' proportional set sizes (PSS: pages shared between the forked
+workers counted once), sampled every 20 ms, beside the largest single RSS.
+Wall-clock numbers depend on the load of the machine; the CPU time is printed beside them.
 """
 from __future__ import annotations
 
@@ -13,9 +19,11 @@ import argparse
 import os
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -23,96 +31,152 @@ ROOT = Path(__file__).resolve().parents[1]
 SPEC = ROOT / "problems" / "quiz-1.toml"
 
 
-def run(n: int, fmt: str, jobs: int | None, engine: str) -> tuple[float, float]:
+def _tree(pid: int) -> list[int]:
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        try:
+            with open(f"/proc/{p}/task/{p}/children") as fh:
+                todo += [int(x) for x in fh.read().split()]
+        except OSError:
+            pass
+    return out
+
+
+def _memory_mb(pids: list[int]) -> tuple[float, float]:
+    """(sum of the processes' PSS, largest single RSS), in MB."""
+    total, largest = 0, 0
+    for p in pids:
+        try:
+            with open(f"/proc/{p}/smaps_rollup") as fh:
+                for line in fh:
+                    if line.startswith("Rss:"):
+                        largest = max(largest, int(line.split()[1]))
+                    elif line.startswith("Pss:"):
+                        total += int(line.split()[1])
+                        break
+        except OSError:
+            pass
+    return total / 1024, largest / 1024
+
+
+def run(n: int, engine: str, jobs: int | None) -> dict:
     out = Path(tempfile.mkdtemp()) / "q"
-    cmd = [sys.executable, "-m", "worked", "quiz", str(SPEC), "-n", str(n), "-o", str(out), "--format", fmt, "--quiet",
-           "--pdf-engine", engine]
+    cmd = [sys.executable, "-m", "worked", "quiz", str(SPEC), "-n", str(n), "-o", str(out), "--format", "pdf",
+           "--quiet", "--pdf-engine", engine]
     if jobs:
         cmd += ["--jobs", str(jobs)]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
-    subprocess.run(cmd, check=True, cwd=ROOT)
+    proc = subprocess.Popen(cmd, cwd=ROOT)
+    peak = [0.0, 0.0]
+
+    def sample():
+        while proc.poll() is None:
+            pss, rss = _memory_mb(_tree(proc.pid))
+            peak[0], peak[1] = max(peak[0], pss), max(peak[1], rss)
+            time.sleep(0.02)
+
+    th = threading.Thread(target=sample, daemon=True)
+    th.start()
+    code = proc.wait()
     wall = time.perf_counter() - t
+    th.join()
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if code != 0:
+        raise SystemExit(f"worked quiz failed ({code})")
+    pages = 0
+    if (out / "class-answer-keys.pdf").exists():
+        from pypdf import PdfReader
+
+        pages = len(PdfReader(out / "class-answer-keys.pdf").pages) + len(PdfReader(out / "class-worksheets.pdf").pages)
     shutil.rmtree(out.parent)
-    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return {"wall": wall, "cpu": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
+            "pss": peak[0], "rss": peak[1], "pages": pages}
 
 
-def stages(engine: str, k: int = 3) -> None:
+def stages(k: int = 10) -> None:
+    """One process, *k* variants, timed stage by stage (Typst's own time is its compile call)."""
     t = time.perf_counter()
-    from worked import quiz, render, solver  # noqa: F401
-    if engine == "weasyprint":
-        import weasyprint  # noqa: F401
-    print(f"  imports (sympy, jinja2{', weasyprint' if engine == 'weasyprint' else ''}…)"
-          f"{'':<{20 if engine == 'weasyprint' else 32}}{time.perf_counter() - t:6.2f} s once per run"
-          " (forked workers inherit them)")
+    from worked import quiz
+    from worked.render import typst as Y
+    from worked.render.view import build
+    import typst  # noqa: F401
+
+    imports = time.perf_counter() - t
     spec = quiz.load_spec(SPEC)
-    vs = quiz.plan(spec.seed, count=k)
-    tot = {"generate": 0.0, "generate + solve (with redraws)": 0.0, "answers": 0.0, "html (2 docs)": 0.0}
-    if engine == "weasyprint":
-        tot.update({"pdf html (2 docs)": 0.0, "weasyprint (2 docs)": 0.0})
-    else:
-        tot.update({"tex (2 docs)": 0.0})
-    pdfs, texs = [], []
-    for v in vs:
-        t = time.perf_counter(); quiz.generate(spec.family, v.seed, title=spec.title); tot["generate"] += time.perf_counter() - t
-        t = time.perf_counter(); p, sol, _ = quiz.draw_problem(spec, v); tot["generate + solve (with redraws)"] += time.perf_counter() - t
-        t = time.perf_counter(); quiz.expected_answers(spec, p, sol); tot["answers"] += time.perf_counter() - t
-        st = {"name": "A", "id": "1", "variant": v.code}
-        t = time.perf_counter()
-        render.worksheet_html(sol, student=st); render.answer_key_html(sol, student=st)
-        tot["html (2 docs)"] += time.perf_counter() - t
-        if engine == "weasyprint":
-            t = time.perf_counter()
-            hs = [render.worksheet_html(sol, student=st, for_pdf=True), render.answer_key_html(sol, student=st, for_pdf=True)]
-            tot["pdf html (2 docs)"] += time.perf_counter() - t
-            t = time.perf_counter()
-            pdfs += [render.html_to_pdf(h) for h in hs]
-            tot["weasyprint (2 docs)"] += time.perf_counter() - t
-        else:
-            t = time.perf_counter()
-            texs += [render.worksheet_tex(sol, student=st), render.answer_key_tex(sol, student=st)]
-            tot["tex (2 docs)"] += time.perf_counter() - t
-    for name, s in tot.items():
-        print(f"  {name:<38} {s / k:6.3f} s per variant")
-    if engine == "latex":
-        from worked.render import texbatch
+    vs = quiz.plan(spec.seed, count=k + 1)
+    tot: dict[str, float] = {}
 
-        texbatch.warm_up(texs[0])
-        texbatch.compile_sheets(texs[:2], ["worksheet", "answer-key"])   # learns the page counts
-        t = time.perf_counter()
-        texbatch.compile_sheets(texs[:2], ["worksheet", "answer-key"])
-        one = time.perf_counter() - t
-        t = time.perf_counter()
-        pdfs = texbatch.compile_sheets(texs, ["worksheet", "answer-key"] * k)
-        batch = time.perf_counter() - t
-        print(f"  {'pdflatex, 1 variant alone (1 run)':<38} {one:6.3f} s per variant")
-        print(f"  {f'pdflatex, {k} variants in 1 run':<38} {batch / k:6.3f} s per variant (cutting into sheets included)")
+    def lap(name, t0):
+        tot[name] = tot.get(name, 0.0) + time.perf_counter() - t0
+
     t = time.perf_counter()
-    quiz.merge_pdfs(pdfs)
-    print(f"  {'merge ' + str(len(pdfs)) + ' PDFs':<38} {time.perf_counter() - t:6.3f} s")
+    Y.compiler()
+    first = time.perf_counter() - t
+    parts = {d: [] for d in quiz.DOCS}
+    tmp = Path(tempfile.mkdtemp())
+    for i, v in enumerate(vs):
+        if i == 1:
+            tot.clear()   # the first variant warms the caches (templates, fonts): counted apart
+        t = time.perf_counter(); p, sol, _ = quiz.draw_problem(spec, v); lap("draw + solve (sympy, exact)", t)
+        t = time.perf_counter(); qs = quiz.expected_answers(spec, p, sol); lap("expected answers + mistakes", t)
+        st = quiz._student_for(v)
+        extra = {"questions": quiz.questions_data(spec, qs, p)}
+        for d in quiz.DOCS:
+            t = time.perf_counter(); build(sol, d, st); lap("page model (view.build, both)", t)
+            t = time.perf_counter(); src = Y.render_typ(d, sol, student=st, extra=extra); lap("Typst source (Jinja + printers, both)", t)
+            t = time.perf_counter(); pdf = Y.typ_to_pdf(src); lap(f"Typst compile: {d}", t)
+            if i:
+                (tmp / f"{v.code}-{d}.pdf").write_bytes(pdf)
+                parts[d].append((f"{v.code}-{d}.pdf", quiz._page_count(pdf), d))
+    t = time.perf_counter()
+    for d in quiz.DOCS:
+        quiz.class_pdf(tmp, parts[d], "x")
+    merge = time.perf_counter() - t
+    shutil.rmtree(tmp)
+    total = sum(tot.values())
+    print(f"where the time goes (one process; imports {imports:.2f} s and the compiler's fonts {first:.3f} s once):")
+    for name, s in tot.items():
+        print(f"  {name:<40} {1000 * s / k:7.1f} ms per variant  {100 * s / total:4.0f}%")
+    print(f"  {'total':<40} {1000 * total / k:7.1f} ms per variant")
+    print(f"  {'class PDFs (Typst, both, per variant)':<40} {1000 * merge / k:7.1f} ms per variant (after the pool)")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--html-sizes", default="20,100,300")
-    ap.add_argument("--pdf-sizes", default="20")
+    ap.add_argument("--sizes", default="20,100,300")
+    ap.add_argument("--runs", type=int, default=3, help="runs of the 20-variant batch (the median is printed)")
     ap.add_argument("--jobs", type=int, default=None, help="default: all cores")
+    ap.add_argument("--engines", default="typst", help="engines to time at 20 variants, e.g. typst,weasyprint,latex")
     ap.add_argument("--no-stages", action="store_true")
-    ap.add_argument("--pdf-engine", default="auto", choices=("auto", "weasyprint", "latex"),
-                    help="auto (the command's default): latex when pdflatex is installed")
     a = ap.parse_args()
-    if a.pdf_engine == "auto":
-        a.pdf_engine = "latex" if shutil.which("pdflatex") else "weasyprint"
-    print(f"worked quiz {SPEC.name}, jobs = {a.jobs or os.cpu_count()} (cores: {os.cpu_count()})")
-    for fmt, sizes, target in (("html", a.html_sizes, 1.0), ("pdf", a.pdf_sizes, 6.0)):
-        for n in [int(x) for x in sizes.split(",") if x]:
-            wall, cpu = run(n, fmt, a.jobs, a.pdf_engine)
-            goal = f" (target ≤ {target:g} s: {'met' if wall <= target else 'NOT met'})" if n == 20 else ""
-            print(f"  {n:>4} variants, {fmt + (' (' + a.pdf_engine + ')' if fmt == 'pdf' else ''):<4}: {wall:7.2f} s wall, {cpu:7.2f} s CPU, {wall / n:6.3f} s/variant{goal}")
+    cores = os.cpu_count()
+    print(f"worked quiz {SPEC.name} --format pdf (worksheet + key per variant, both class PDFs), "
+          f"jobs = {a.jobs or cores}, cores: {cores}, load average {os.getloadavg()[0]:.1f}")
+    sizes = [int(x) for x in a.sizes.split(",") if x]
+    base = None
+    for engine in a.engines.split(","):
+        for n in sizes if engine == "typst" else [20]:
+            rs = [run(n, engine, a.jobs) for _ in range(a.runs if n == 20 else 1)]
+            wall = statistics.median(r["wall"] for r in rs)
+            cpu = statistics.median(r["cpu"] for r in rs)
+            per = wall / n
+            if engine == "typst" and n == sizes[0]:
+                base = per
+            goal = ""
+            if engine == "typst" and n == 20:
+                goal = f"  target ≤ 2.5 s: {'met' if wall <= 2.5 else 'NOT met'}"
+            if engine == "typst" and n == 300:
+                goal = f"  target ≤ 300 MB: {'met' if max(r['pss'] for r in rs) <= 300 else 'NOT met'}"
+            ratio = f"×{per / base:4.2f}" if base and engine == "typst" else "     "
+            print(f"  {engine:<10} {n:>4} variants: {wall:6.2f} s wall (median of {len(rs)}), {cpu:6.2f} s CPU "
+                  f"(CPU/wall {cpu / wall:3.1f}), {1000 * per:5.0f} ms/variant {ratio} vs {sizes[0]}, "
+                  f"peak {max(r['pss'] for r in rs):4.0f} MB PSS (largest RSS {max(r['rss'] for r in rs):4.0f} MB), "
+                  f"{rs[0]['pages']} pages{goal}")
     if not a.no_stages:
-        print("where the time goes (one process, per variant):")
-        stages(a.pdf_engine, k=10 if a.pdf_engine == "latex" else 3)
+        stages()
 
 
 if __name__ == "__main__":

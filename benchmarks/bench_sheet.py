@@ -1,16 +1,18 @@
-"""Benchmark: `worked sheet` on the Part 9 problem, all formats (target: under 2 s wall end to end).
+"""Benchmark `worked sheet` (Part 9, all formats, Typst PDFs) against its floor, `python -c "import sympy,
+jinja2, typst"`, side by side in one run (target: at most 2× the floor); the other PDF engines beside it;
+then where the time goes in one fresh process.
 
-    .venv/bin/python benchmarks/bench_sheet.py [--runs N]
+    .venv/bin/python benchmarks/bench_sheet.py [--runs N] [--engines typst,weasyprint,latex]
 
-Prints the end-to-end wall time of the command (fresh process each run, best and median) and its
-CPU time (the command splits the PDFs over two processes), then where the time goes in one fresh
-process, one stage after the other: imports, solving, HTML with MathML, LaTeX, SVG math (ziamath),
-WeasyPrint's first document, layout, drawing and writing.
+Each command runs N times in a fresh process, alternating, so that the load of the machine falls on
+both alike; printed: the median and best wall time and the CPU time, and the ratio of the medians.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -21,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 PROFILE = r'''
-import time, json, sys, tempfile
+import time, json
 T = {}
 t = time.perf_counter()
 def lap(name):
@@ -31,71 +33,73 @@ import worked.cli
 lap("import worked + cli")
 from worked.problem import load
 from worked.solver import solve
-lap("import solver (sympy, mpmath)")
+lap("import solver (sympy)")
 sol = solve(load(None))
 lap("solve Part 9")
-import jinja2, latex2mathml.converter
-lap("import jinja2, latex2mathml")
-from worked.render import html as H, tex as T_, pdf as P
+from worked.render import html as H, tex as T_, typst as Y
+lap("import render (jinja2)")
 html = {k: H.render_html(k, sol) for k in ("worksheet", "answer-key")}
 lap("HTML with MathML (both documents)")
 tex = {k: T_.render_tex(k, sol) for k in ("worksheet", "answer-key")}
 lap("LaTeX (both documents)")
-import ziamath
-lap("import ziamath")
-phtml = {k: H.render_html(k, sol, for_pdf=True) for k in ("worksheet", "answer-key")}
-lap("SVG math with ziamath (both documents, cold cache)")
-import weasyprint
-lap("import weasyprint")
-P.html_to_pdf("<p>warm-up</p>")
-lap("first WeasyPrint document (fonts, cffi types)")
-docs = {}
-for k, h in phtml.items():
-    docs[k] = weasyprint.HTML(string=h, base_url="data:,", url_fetcher=P._fetcher()).render()
-lap("WeasyPrint parse + layout (both)")
-for k, d in docs.items():
-    d.write_pdf(pdf_identifier=b"worked-sheet")
-lap("WeasyPrint draw + write PDF (both)")
+typ = {k: Y.render_typ(k, sol) for k in ("worksheet", "answer-key")}
+lap("Typst source (both documents)")
+import typst
+Y.compiler()
+lap("import typst + compiler (embedded fonts)")
+for k, s in typ.items():
+    Y.typ_to_pdf(s)
+    lap(f"Typst compile {k}")
 print(json.dumps(T))
 '''
 
 
+def timed(cmd: list[str]) -> tuple[float, float]:
+    with tempfile.TemporaryDirectory() as d:
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t = time.perf_counter()
+        r = subprocess.run([c.replace("{out}", d) for c in cmd], cwd=ROOT, capture_output=True, text=True)
+        wall = time.perf_counter() - t
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        if r.returncode != 0:
+            raise SystemExit(f"{' '.join(cmd)} failed:\n{r.stderr}")
+    return wall, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--runs", type=int, default=7)
+    ap.add_argument("--engines", default="typst", help="comma-separated: typst,weasyprint,latex")
     args = ap.parse_args()
-    exe = [sys.executable, "-m", "worked", "sheet", "--force"]
-    walls, cpus = [], []
+    floor = [sys.executable, "-c", "import sympy, jinja2, typst"]
+    cmds = {"python -c 'import sympy, jinja2, typst'": floor}
+    for e in args.engines.split(","):
+        if e == "latex" and shutil.which("pdflatex") is None:
+            continue
+        cmds[f"worked sheet (html,tex,pdf; --pdf-engine {e})"] = [sys.executable, "-m", "worked", "sheet", "--force",
+                                                                "-o", "{out}", "--pdf-engine", e]
+    times: dict[str, list[tuple[float, float]]] = {k: [] for k in cmds}
     for _ in range(args.runs):
-        with tempfile.TemporaryDirectory() as d:
-            before = resource.getrusage(resource.RUSAGE_CHILDREN)
-            t = time.perf_counter()
-            r = subprocess.run(exe + ["-o", d], cwd=ROOT, capture_output=True, text=True)
-            walls.append(time.perf_counter() - t)
-            after = resource.getrusage(resource.RUSAGE_CHILDREN)
-            cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
-            if r.returncode != 0:
-                print(r.stderr, file=sys.stderr)
-                return 1
-    print(f"worked sheet (Part 9, html+tex+pdf, both documents): best {min(walls):.2f} s, "
-          f"median {statistics.median(walls):.2f} s over {args.runs} runs (target < 2 s); "
-          f"CPU {min(cpus):.2f} s (two processes)")
+        for k, c in cmds.items():
+            times[k].append(timed(c))
+    base = statistics.median(w for w, _ in times[next(iter(cmds))])
+    print(f"Part 9, {args.runs} runs each, alternating (median, best; CPU median; ratio of medians to the floor):")
+    for k, ts in times.items():
+        med = statistics.median(w for w, _ in ts)
+        cpu = statistics.median(c for _, c in ts)
+        goal = ""
+        if "typst" in k and "sheet" in k:
+            goal = f"  target ≤ 2×: {'met' if med <= 2 * base else 'NOT met'}"
+        print(f"  {k:<52} {med:5.2f} s, best {min(w for w, _ in ts):5.2f} s, CPU {cpu:5.2f} s, ×{med / base:4.2f}{goal}")
     r = subprocess.run([sys.executable, "-c", PROFILE], cwd=ROOT, capture_output=True, text=True)
     if r.returncode != 0:
         print(r.stderr, file=sys.stderr)
         return 1
-    import json
-
     parts = json.loads(r.stdout.strip().splitlines()[-1])
     total = sum(parts.values())
-    print(f"where the time goes (one fresh process, {total:.2f} s):")
+    print(f"where the time goes (one fresh process, stage after stage, {total:.2f} s):")
     for k, v in parts.items():
-        print(f"  {v:6.2f} s  {100 * v / total:4.0f}%  {k}")
-    with tempfile.TemporaryDirectory() as d:
-        t = time.perf_counter()
-        r = subprocess.run(exe + ["-o", d, "--pdf-engine", "latex"], cwd=ROOT, capture_output=True, text=True)
-        if r.returncode == 0:
-            print(f"with --pdf-engine latex: {time.perf_counter() - t:.2f} s")
+        print(f"  {v:6.3f} s  {100 * v / total:4.0f}%  {k}")
     return 0
 
 

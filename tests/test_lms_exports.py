@@ -1,128 +1,242 @@
-"""LMS exports parse back and carry the solver's answers and tolerances: Moodle XML (numerical + Cloze, 0 %
-answers for known mistakes), Canvas QTI 1.2 zip (numeric ranges), GIFT (numeric answers)."""
+"""LMS exports read back the way their importers read them (see tests/lms_readers.py): every answer,
+tolerance, point and mistake feedback equals the manifest's.
+
+- Moodle XML: numerical questions (``<defaultgrade>`` is the mark) and Cloze questions (the mark is the
+  sum of the whole-number sub-question weights), marks in proportion to the points; the answer is the value at the places asked, its tolerance the
+  manifest's plus that rounding; categories split as Moodle splits them; stable idnumbers.
+- Canvas QTI: the structure QTIMigrationTool reads (a question group of one item per variant for each
+  answered cell, ``selection_number`` 1, ``points_per_item``), Canvas's exact answer and margin,
+  ``assessment_meta.xml``'s points.
+- GIFT: parsed by gift-pegjs (npm), the third-party GIFT parser.
+"""
+import html
 import io
 import json
 import math
 import re
 import xml.etree.ElementTree as ET
 import zipfile
+from decimal import Decimal
+from fractions import Fraction
 
 import pytest
 
 from worked.problem import Problem
 from worked.quiz import run
-from worked.solver import solve
 
 from conftest import PROBLEMS
+from lms_readers import (canvas_numeric, gift_parse, moodle_category_levels, moodle_cloze, moodle_gift_category,
+                         needs_node, rounded)
+
+Q = {"q": "http://www.imsglobal.org/xsd/ims_qtiasiv1p2"}
+CLOZE_SPEC = """
+title = "Cloze quiz"
+seed = 11
+
+[family]
+tokens = 3
+d_model = 4
+d_k = 2
+range = [-2, 3]
+mask = "causal"
+
+[[questions]]
+ask = "scores[2,*]"
+points = 2
+tolerance = 0.01
+
+[[questions]]
+ask = "weights[2,*]"
+points = 3
+tolerance = 0.01
+
+[[questions]]
+ask = "Z[1,*]"
+points = 4
+tolerance = 0.02
+"""
+SPECS = ["quiz-1.toml", "quiz-2-causal.toml", "cloze.toml"]
 
 
 @pytest.fixture(scope="module")
 def batch(tmp_path_factory):
-    out = tmp_path_factory.mktemp("lms") / "q"
-    for spec in ("quiz-1.toml", "quiz-2-causal.toml"):
-        run(PROBLEMS / spec, count=3, outdir=out / spec, formats="moodle,qti,gift", jobs=1, quiet=True)
+    root = tmp_path_factory.mktemp("lms")
+    (root / "cloze.toml").write_text(CLOZE_SPEC)
+    out = root / "q"
+    for spec in SPECS:
+        path = root / spec if spec == "cloze.toml" else PROBLEMS / spec
+        run(path, count=3, outdir=out / spec, formats="moodle,qti,gift", jobs=1, quiet=True)
     return out
 
 
-def _expected(batch, spec):
-    """(variant code, entry ask) → (solver value, tolerance) from re-solving each stored problem."""
+def _manifest(batch, spec):
     man = json.loads((batch / spec / "manifest.json").read_text())
-    out = {}
+    cells = {}
     for v in man["variants"]:
-        mats = solve(Problem.from_dict(v["problem"])).matrices()
+        places = Problem.from_dict(v["problem"]).decimals
         for q in v["questions"]:
             for e in q["entries"]:
-                val = mats[q["matrix"]].value(e["row"] - 1, e["col"] - 1)
-                out[(v["variant"], e["ask"])] = (val, e["tolerance"], e["mistakes"], q)
-    return man, out
+                cells[(v["variant"], q["name"], e["ask"])] = (e, q, places)
+    return man, cells
 
 
-SPECS = ["quiz-1.toml", "quiz-2-causal.toml"]
+def _check_answer(value, tol, e, places):
+    """The LMS answer is the manifest's value at the places asked; its tolerance covers the manifest's range."""
+    value, tol = Decimal(value), Decimal(tol)
+    assert value == rounded(e["expected"], places)
+    v, t = Decimal(repr(e["expected"])), Decimal(repr(e["tolerance"]))
+    assert tol == t + abs(v - value)
+    assert value - tol <= v - t and v + t <= value + tol
+
+
+def _points(man):
+    return {q["name"]: Decimal(repr(q["points"])) for q in man["variants"][0]["questions"]}
 
 
 @pytest.mark.parametrize("spec", SPECS)
-def test_moodle_xml_answers(batch, spec):
-    """Every numerical/Cloze answer at 100 % is the solver's value with the tolerance; mistakes are 0 % with feedback."""
-    man, exp = _expected(batch, spec)
+def test_moodle_xml_as_moodle_reads_it(batch, spec):
+    man, cells = _manifest(batch, spec)
     root = ET.parse(batch / spec / "moodle.xml").getroot()
     assert root.tag == "quiz"
-    seen = set()
+    seen, ids = set(), []
+    marks: dict[tuple[str, str], Decimal] = {}
     cats = [q for q in root.findall("question") if q.get("type") == "category"]
-    assert len(cats) == len(man["variants"])
+    assert [moodle_category_levels(c.find("category/text").text) for c in cats] == [
+        ["$course$", "top", f"{man['title']} (seed {man['seed']})", f"Variant {v['variant']}"] for v in man["variants"]]
     for q in root.findall("question"):
         kind = q.get("type")
         if kind == "category":
             continue
-        code, qname, ask = q.find("name/text").text.split(" ", 2)
+        ids.append(q.find("idnumber").text)
+        code, qname, *_ = q.find("name/text").text.split(" ")
         if kind == "numerical":
+            ask = q.find("name/text").text.split(" ")[-1]
+            e, spec_q, places = cells[(code, qname, ask)]
             answers = q.findall("answer")
-            right = [a for a in answers if a.get("fraction") == "100"]
-            assert len(right) == 1
-            val, tol, mistakes, spec_q = exp[(code, ask)]
-            assert math.isclose(float(right[0].find("text").text), val, abs_tol=1e-6)
-            assert math.isclose(float(right[0].find("tolerance").text), tol, rel_tol=1e-9)
-            assert float(q.find("defaultgrade").text) == spec_q["points"]
-            wrong = [a for a in answers if a.get("fraction") == "0"]
-            assert len(wrong) == len(mistakes)
-            for a, m in zip(wrong, mistakes):
-                assert math.isclose(float(a.find("text").text), m["value"], abs_tol=1e-6)
-                assert abs(float(a.find("text").text) - val) > 2 * tol
-                assert a.find("feedback/text").text == m["feedback"]
-            seen.add((code, ask))
+            assert [a.get("fraction") for a in answers] == ["100"] + ["0"] * len(e["mistakes"])
+            _check_answer(answers[0].find("text").text, answers[0].find("tolerance").text, e, places)
+            for a, m in zip(answers[1:], e["mistakes"]):
+                assert float(a.find("text").text) == m["value"]
+                assert float(a.find("tolerance").text) == e["tolerance"]
+                assert a.find("feedback").get("format") == "html"
+                assert a.find("feedback/text").text == m["feedback"]   # no HTML special characters in ours
+            marks[(code, qname)] = marks.get((code, qname), 0) + Decimal(q.find("defaultgrade").text)
+            seen.add((code, qname, ask))
         else:
             assert kind == "cloze"
             text = q.find("questiontext/text").text
             assert "\\begin{bmatrix}" in text  # the variant's matrices as LaTeX for MathJax
-            for cell, body in re.findall(r"<tr><td>([^<]+)</td><td>\{1:NUMERICAL:(.*?)\}</td></tr>", text):
-                parts = re.split(r"(?<!\\)~", body)
-                m = re.match(r"=([-0-9.]+):([0-9.]+)#", parts[0])
-                val, tol, mistakes, _ = exp[(code, cell)]
-                assert math.isclose(float(m.group(1)), val, abs_tol=1e-6) and math.isclose(float(m.group(2)), tol)
-                wrong = [re.match(r"%0%([-0-9.]+):([0-9.]+)#(.*)", p, re.S) for p in parts[1:]]
-                assert [float(w.group(1)) for w in wrong] == pytest.approx([mm["value"] for mm in mistakes], abs=1e-6)
-                for w, mm in zip(wrong, mistakes):
-                    assert re.sub(r"\\(.)", r"\1", w.group(3)) == mm["feedback"]
-                seen.add((code, cell))
-    live = {k for k, v in exp.items() if v[0] is not None}
-    assert seen == live
+            mark, subs, stored = moodle_cloze(text)
+            marks[(code, qname)] = marks.get((code, qname), 0) + mark
+            asks = re.findall(r"<tr><td>([^<]+)</td><td>\{#\d+\}</td></tr>", stored)
+            assert len(asks) == len(subs)
+            for ask, sub in zip(asks, subs):
+                e, spec_q, places = cells[(code, qname, ask)]
+                assert sub["numerical"]
+                (f0, a0, t0, fb0), *wrong = sub["answers"]
+                assert f0 == 1.0 and fb0 == "Correct."
+                _check_answer(a0, t0, e, places)
+                assert [(f, float(a), float(t)) for f, a, t, _ in wrong] == [
+                    (0.0, m["value"], e["tolerance"]) for m in e["mistakes"]]
+                assert [html_text(fb) for *_, fb in wrong] == [m["feedback"] for m in e["mistakes"]]
+                seen.add((code, qname, ask))
+    assert seen == {k for k, (e, _, _) in cells.items() if e["expected"] is not None}
+    # every mark is K × the points, K the smallest whole number that makes every Cloze weight whole
+    points = _points(man)
+    k = math.lcm(*[(Fraction(points[q["name"]]) / len([e for e in q["entries"] if e["expected"] is not None])).denominator
+                   for q in man["variants"][0]["questions"] if len(q["entries"]) > 1] or [1])
+    assert k == {"quiz-1.toml": 6, "cloze.toml": 1}.get(spec, k)
+    assert marks == {(v["variant"], n): k * p for v in man["variants"] for n, p in points.items()}
+    info = cats[0].find("info/text").text
+    assert (f"Marks are {k} × the points" in info) == (k != 1) and f"seed {man['seed']}" in info
+    # one Moodle question per ask, in the spec's order (worked grade reads Moodle's Response 1, 2, … so)
+    per_variant = [q for q in root.findall("question")]
+    assert [q.find("name/text").text.split(" ")[1] for q in per_variant if q.get("type") != "category"] == [
+        q["name"] for v in man["variants"] for q in v["questions"]]
+    assert len(ids) == len(set(ids)) and all(re.fullmatch(r"[A-Z0-9]{6}-[A-Za-z0-9_.-]+", i) for i in ids)
+
+
+def html_text(fragment):
+    """What a browser shows of an HTML fragment without tags."""
+    return html.unescape(fragment)
+
+
+def _zip(batch, spec):
+    z = zipfile.ZipFile(io.BytesIO((batch / spec / "canvas-qti.zip").read_bytes()))
+    return z, {n: z.read(n) for n in z.namelist()}
 
 
 @pytest.mark.parametrize("spec", SPECS)
-def test_qti_zip_canvas_structure_and_ranges(batch, spec):
-    """imsmanifest.xml names the assessment file; every item is a numerical_question whose range is value ± tolerance."""
-    man, exp = _expected(batch, spec)
-    z = zipfile.ZipFile(io.BytesIO((batch / spec / "canvas-qti.zip").read_bytes()))
-    names = z.namelist()
-    assert "imsmanifest.xml" in names
-    mroot = ET.fromstring(z.read("imsmanifest.xml"))
-    ns = {"cp": "http://www.imsglobal.org/xsd/imsccv1p1/imscp_v1p1"}
-    res = mroot.find("cp:resources/cp:resource", ns)
-    assert res.get("type") == "imsqti_xmlv1p2"
-    href = res.find("cp:file", ns).get("href")
-    assert href in names
-    q = {"q": "http://www.imsglobal.org/xsd/ims_qtiasiv1p2"}
-    root = ET.fromstring(z.read(href))
-    sections = root.findall("q:assessment/q:section/q:section", q)
-    assert len(sections) == len(man["variants"])
+def test_qti_as_canvas_reads_it(batch, spec):
+    """Point by point what QTIMigrationTool's classes accept where (its CheckLocation parents) and what Canvas
+    takes from it: one question group per answered cell holding every variant's item, selection of 1,
+    points per item adding up to the question's points; each item an exact answer with a margin."""
+    man, cells = _manifest(batch, spec)
+    z, files = _zip(batch, spec)
+    cp = {"cp": "http://www.imsglobal.org/xsd/imsccv1p1/imscp_v1p1"}
+    mroot = ET.fromstring(files["imsmanifest.xml"])
+    res = {r.get("identifier"): r for r in mroot.findall("cp:resources/cp:resource", cp)}
+    qti = [r for r in res.values() if r.get("type") == "imsqti_xmlv1p2"]
+    assert len(qti) == 1
+    href = qti[0].find("cp:file", cp).get("href")
+    meta_res = res[qti[0].find("cp:dependency", cp).get("identifierref")]
+    assert meta_res.get("type") == "associatedcontent/imscc_xmlv1p1/learning-application-resource"
+    meta_href = meta_res.find("cp:file", cp).get("href")
+    assert {href, meta_href, "imsmanifest.xml"} == set(files)
+
+    root = ET.fromstring(files[href])
+    assert root.tag == "{%s}questestinterop" % Q["q"]
+    (assessment,) = root.findall("q:assessment", Q)
+    assert assessment.get("title") == man["title"]
+    (top,) = assessment.findall("q:section", Q)
+    groups = top.findall("q:section", Q)
+    assert not top.findall("q:item", Q)
+    points = _points(man)
+    total = Decimal(0)
+    per_question: dict[str, Decimal] = {}
     seen = set()
-    for sec in sections:
-        for item in sec.findall("q:item", q):
-            code, qname, ask = item.get("title").split(" ", 2)
-            meta = {f.find("q:fieldlabel", q).text: f.find("q:fieldentry", q).text
-                    for f in item.findall("q:itemmetadata/q:qtimetadata/q:qtimetadatafield", q)}
-            assert meta["question_type"] == "numerical_question"
-            assert item.find("q:presentation/q:response_str/q:render_fib", q).get("fibtype") == "Decimal"
-            _check_equation_images(item.find("q:presentation/q:material/q:mattext", q).text, man, code)
-            cond = item.find("q:resprocessing/q:respcondition/q:conditionvar", q)
-            val, tol, _, spec_q = exp[(code, ask)]
-            eq = float(cond.find("q:or/q:varequal", q).text)
-            lo = float(cond.find("q:or/q:and/q:vargte", q).text)
-            hi = float(cond.find("q:or/q:and/q:varlte", q).text)
-            assert math.isclose(eq, val, abs_tol=1e-6)
-            assert math.isclose(lo, val - tol, abs_tol=1e-6) and math.isclose(hi, val + tol, abs_tol=1e-6)
-            assert item.find("q:resprocessing/q:respcondition/q:setvar", q).text == "100"
-            seen.add((code, ask))
-    assert seen == {k for k, v in exp.items() if v[0] is not None}
+    for g in groups:
+        sel = g.find("q:selection_ordering/q:selection", Q)
+        assert sel.find("q:selection_number", Q).text == "1"
+        ppi = Decimal(sel.find("q:selection_extension/q:points_per_item", Q).text)
+        items = g.findall("q:item", Q)
+        assert len(items) == len(man["variants"])
+        assert len({i.get("title").split(" ", 2)[2] for i in items}) == 1   # the same cell of every variant
+        qname = items[0].get("title").split(" ")[1]
+        per_question[qname] = per_question.get(qname, 0) + ppi
+        total += ppi
+        for item in items:
+            code, qn, ask = item.get("title").split(" ", 2)
+            e, _, places = cells[(code, qn, ask)]
+            meta = {f.find("q:fieldlabel", Q).text: f.find("q:fieldentry", Q).text
+                    for f in item.findall("q:itemmetadata/q:qtimetadata/q:qtimetadatafield", Q)}
+            assert meta["question_type"] == "numerical_question" and Decimal(meta["points_possible"]) == ppi
+            pres = item.find("q:presentation", Q)
+            assert pres.find("q:material/q:mattext", Q).get("texttype") == "text/html"
+            rs = pres.find("q:response_str", Q)
+            assert rs.get("ident") == "response1" and rs.get("rcardinality") == "Single"
+            assert rs.find("q:render_fib", Q).get("fibtype") == "Decimal"
+            assert rs.find("q:render_fib/q:response_label", Q) is not None
+            _check_equation_images(pres.find("q:material/q:mattext", Q).text, man, code)
+            rp = item.find("q:resprocessing", Q)
+            assert rp.find("q:outcomes/q:decvar", Q).get("varname") == "SCORE"
+            (cond,) = rp.findall("q:respcondition", Q)
+            assert cond.find("q:setvar", Q).text == "100" and cond.find("q:setvar", Q).get("varname") == "SCORE"
+            got = canvas_numeric(cond.find("q:conditionvar", Q), Q)
+            assert got["type"] == "exact_answer"
+            _check_answer(got["exact"], got["margin"], e, places)
+            lower = Decimal(cond.find("q:conditionvar/q:or/q:and/q:vargte", Q).text)
+            assert got["exact"] - lower == got["margin"]
+            seen.add((code, qn, ask))
+    assert per_question == points
+    assert seen == {k for k, (e, _, _) in cells.items() if e["expected"] is not None}
+
+    meta = ET.fromstring(files[meta_href])
+    cn = {"c": "http://canvas.instructure.com/xsd/cccv1p0"}
+    assert meta.find("c:title", cn).text == man["title"]
+    assert Decimal(meta.find("c:points_possible", cn).text) == total == sum(points.values())
+    assert meta.find("c:assignment/c:points_possible", cn).text == meta.find("c:points_possible", cn).text
+    assert meta.find("c:quiz_type", cn).text == "assignment" and meta.find("c:allowed_attempts", cn).text == "1"
 
 
 def _given(man, code):
@@ -165,43 +279,38 @@ def _check_equation_images(html, man, code):
             assert "<mtr>" + "".join(f"<mtd>{printers.mathml(x)}</mtd>" for x in row) + "</mtr>" in mathml
 
 
-def _gift_questions(text):
-    """A small GIFT reader: (name, body text, answers) per question; answers = [(percent, value, tol, feedback)]."""
-    out = []
-    for block in re.split(r"\n\s*\n", text):
-        block = block.strip()
-        if not block or block.startswith("//") or block.startswith("$CATEGORY"):
-            continue
-        m = re.match(r"::(.*?)(?<!\\)::(.*)", block, re.S)
-        name, rest = m.group(1), m.group(2)
-        k = max(i for i in range(len(rest)) if rest[i] == "{" and (i == 0 or rest[i - 1] != "\\"))
-        body, ans = rest[:k], rest[k + 1:].rstrip()
-        assert ans.endswith("}") and ans.startswith("#")
-        answers = []
-        for a in re.findall(r"=(%\d+%)?([-0-9.]+):([0-9.]+)#(.*)", ans[1:-1]):
-            pct = int(a[0].strip("%")) if a[0] else 100
-            answers.append((pct, float(a[1]), float(a[2]), re.sub(r"\\(.)", r"\1", a[3]).strip()))
-        out.append((re.sub(r"\\(.)", r"\1", name), body, answers))
-    return out
-
-
+@needs_node
 @pytest.mark.parametrize("spec", SPECS)
-def test_gift_numeric_answers(batch, spec):
-    """Each GIFT question is {#=value:tolerance …}; the 100 % value is the solver's, mistakes are =%0% with feedback."""
-    man, exp = _expected(batch, spec)
-    qs = _gift_questions((batch / spec / "quiz.gift.txt").read_text())
-    seen = set()
-    for name, body, answers in qs:
-        code, qname, ask = name.split(" ", 2)
-        val, tol, mistakes, _ = exp[(code, ask)]
-        assert answers[0][0] == 100
-        assert math.isclose(answers[0][1], val, abs_tol=1e-6) and math.isclose(answers[0][2], tol)
-        assert [(a[0], a[3]) for a in answers[1:]] == [(0, m["feedback"]) for m in mistakes]
-        assert "\\(" in body and "bmatrix" in body
-        # the LaTeX row break \\ survives GIFT's escaping: written \\\\, read back as \\
-        assert r" \\\\ " in body and r"\begin{bmatrix}" in re.sub(r"\\(.)", r"\1", body)
-        seen.add((code, ask))
-    assert seen == {k for k, v in exp.items() if v[0] is not None}
+def test_gift_as_gift_pegjs_reads_it(batch, spec):
+    """gift-pegjs parses the file; every question is Numerical with the answer at the places asked and a
+    tolerance covering the manifest's, the mistakes as 0 % answers with their feedback, and the idnumber."""
+    man, cells = _manifest(batch, spec)
+    text = (batch / spec / "quiz.gift.txt").read_text()
+    parsed = gift_parse(text)
+    cats = [p["title"] for p in parsed if p["type"] == "Category"]
+    lines = [ln for ln in text.splitlines() if ln.startswith("$CATEGORY:")]
+    assert len(cats) == len(lines) == len(man["variants"])
+    assert [moodle_category_levels(moodle_gift_category(ln)) for ln in lines] == [
+        ["$course$", "top", f"{man['title']} (seed {man['seed']})", f"Variant {v['variant']}"] for v in man["variants"]]
+    seen, ids = set(), []
+    for p in parsed:
+        if p["type"] == "Category":
+            continue
+        assert p["type"] == "Numerical" and p["stem"]["format"] == "html"
+        code, qname, ask = p["title"].split(" ", 2)
+        e, q, places = cells[(code, qname, ask)]
+        right, *wrong = p["choices"]
+        assert right["isCorrect"] and right["weight"] is None and right["feedback"]["text"] == "Correct."
+        assert right["text"]["type"] == "range"
+        _check_answer(repr(right["text"]["number"]), repr(right["text"]["range"]), e, places)
+        assert [(w["weight"], w["text"]["number"], w["text"]["range"], w["feedback"]["text"]) for w in wrong] == [
+            (0, m["value"], e["tolerance"], m["feedback"]) for m in e["mistakes"]]
+        # the matrices' LaTeX row breaks survive: \\ in the parsed text
+        assert r"\begin{bmatrix}" in p["stem"]["text"] and r" \\ " in p["stem"]["text"]
+        ids.append(p["id"])
+        seen.add((code, qname, ask))
+    assert seen == {k for k, (e, _, _) in cells.items() if e["expected"] is not None}
+    assert len(ids) == len(set(ids)) and None not in ids
 
 
 def test_exports_are_deterministic(tmp_path):
@@ -210,3 +319,17 @@ def test_exports_are_deterministic(tmp_path):
     b = run(PROBLEMS / "quiz-1.toml", count=2, outdir=tmp_path / "b", formats="moodle,qti,gift", jobs=2, quiet=True)[0]
     for f in ("moodle.xml", "canvas-qti.zip", "quiz.gift.txt", "manifest.json", "manifest.csv"):
         assert (a / f).read_bytes() == (b / f).read_bytes()
+
+
+def test_idnumbers_stable_when_the_roster_grows(tmp_path):
+    """A variant's idnumbers depend on its student (via the code) and the question, not on its place."""
+    r1 = tmp_path / "r1.csv"
+    r2 = tmp_path / "r2.csv"
+    r1.write_text("id,name\ns1,Ann\ns2,Bo\n")
+    r2.write_text("id,name\ns0,Cy\ns2,Bo\ns1,Ann\n")
+    ids = []
+    for r in (r1, r2):
+        out = run(PROBLEMS / "quiz-1.toml", roster=r, outdir=tmp_path / r.stem, formats="moodle", jobs=1, quiet=True)[0]
+        ids.append({q.find("idnumber").text for q in ET.parse(out / "moodle.xml").getroot().findall("question")
+                    if q.get("type") != "category"})
+    assert ids[0] < ids[1]

@@ -155,16 +155,15 @@ def test_known_mistake_values(tmp_path):
 
 
 def test_variant_regenerates_exactly_and_jobs_do_not_change_bytes(tmp_path):
-    """WeasyPrint engine: --jobs 1 and --jobs 2 give byte-identical folders (PDFs included); --variant CODE
+    """Typst engine: --jobs 1 and --jobs 2 give byte-identical folders (PDFs included); --variant CODE
     rebuilds exactly that variant's files; the combined class PDF has one section (its pages, with the name) per
-    student. (The latex engine's own test is in test_texbatch.py.)"""
+    student, each starting on an odd page. (The latex engine's own test is in test_quiz_latex.py.)"""
     from pypdf import PdfReader
 
     r = _write(tmp_path, "r.csv", "id,name\ns1,Ada Lovelace\ns2,Alan Turing\n")
     a, b, c = tmp_path / "a", tmp_path / "b", tmp_path / "c"
     for out, jobs in ((a, "1"), (b, "2")):
-        code, _, err = run_cli("quiz", SPEC, "--roster", r, "-o", out, "--jobs", jobs, "--quiet",
-                               "--pdf-engine", "weasyprint")
+        code, _, err = run_cli("quiz", SPEC, "--roster", r, "-o", out, "--jobs", jobs, "--quiet")
         assert code == 0, err
     ta, tb = _tree(a), _tree(b)
     assert ta.keys() == tb.keys() and all(ta[k] == tb[k] for k in ta)
@@ -172,8 +171,7 @@ def test_variant_regenerates_exactly_and_jobs_do_not_change_bytes(tmp_path):
             "canvas-qti.zip", "quiz.gift.txt"} <= set(ta)
     man = json.loads(ta["manifest.json"])
     code2 = man["variants"][1]["variant"]
-    code, _, err = run_cli("quiz", SPEC, "--roster", r, "-o", c, "--variant", code2, "--quiet",
-                           "--pdf-engine", "weasyprint")
+    code, _, err = run_cli("quiz", SPEC, "--roster", r, "-o", c, "--variant", code2, "--quiet")
     assert code == 0, err
     tc = _tree(c)
     mine = {k for k in ta if k.startswith(f"variants/{code2}/")}
@@ -182,8 +180,8 @@ def test_variant_regenerates_exactly_and_jobs_do_not_change_bytes(tmp_path):
     # one section per student, in roster order
     whole = PdfReader(io.BytesIO(ta["class-worksheets.pdf"]))
     counts = [len(PdfReader(io.BytesIO(ta[f"variants/{v['variant']}/worksheet.pdf"])).pages) for v in man["variants"]]
-    assert len(whole.pages) == sum(counts)
-    first_pages = [0, counts[0]]
+    assert len(whole.pages) == sum(k + k % 2 for k in counts)   # a blank page after an odd count
+    first_pages = [0, counts[0] + counts[0] % 2]
     for v, k in zip(man["variants"], first_pages):
         text = whole.pages[k].extract_text()
         assert v["student"]["name"] in text and v["variant"] in text

@@ -1,4 +1,4 @@
-"""Worksheet and answer key for the Part 9 problem: HTML, LaTeX and PDF (both engines)."""
+"""Worksheet and answer key for the Part 9 problem: HTML, LaTeX and PDF (Typst by default, and pdflatex)."""
 from __future__ import annotations
 
 import re
@@ -58,29 +58,30 @@ def test_key_html_has_steps_heatmap_and_glance_tables_as_text(sol):
         assert v in text
 
 
-def test_pdf_html_uses_svg_math_and_text_elsewhere(sol):
-    """For WeasyPrint every formula is an SVG image; no MathML; headings and tables stay text."""
+def test_pdf_html_has_text_math_and_text_elsewhere(sol):
+    """For WeasyPrint every formula is HTML text from the HTML/CSS printer; no MathML, no images."""
     html = answer_key_html(sol, for_pdf=True)
-    assert "<math" not in html
-    assert html.count("data:image/svg+xml;base64,") >= 20
+    assert "<math" not in html and "<img" not in html
+    assert html.count('<span class="m') >= 20
     page = parse_html(html)
     assert "Answers at a glance" in " ".join(page.text)
 
 
 def test_key_pdf_text_and_page_count(sol, key_pdf):
-    """The key PDF carries the title and the weights and Z of the glance table as text, on at most 3 pages."""
+    """The key PDF (Typst, fonts built in) carries the title and the weights and Z of the glance table as
+    text, on exactly 3 pages on every machine."""
     text = pdf_text(key_pdf)
     assert "cats chase mice" in text
     flat = text.replace("−", "-")
     for v in _glance_values(sol):
         assert v.replace("−", "-") in flat
-    assert pdf_pages(key_pdf) <= 4   # 3 with TeX Gyre fonts, 4 with the DejaVu fallback (issue 12 bundles fonts)
+    assert pdf_pages(key_pdf) == 3
 
 
 def test_pdf_bytes_are_deterministic(sol, key_pdf):
-    """The same problem gives byte-identical PDFs (no dates, fixed identifier)."""
+    """The same problem gives byte-identical PDFs (the dates fixed at 1970-01-01, no clock)."""
     assert answer_key_pdf(sol) == key_pdf
-    assert b"/CreationDate" not in key_pdf
+    assert re.findall(rb"/CreationDate\(([^)]*)\)", key_pdf) == [b"D:19700101000000Z"]
 
 
 def test_worksheet_pdf_has_tasks_and_no_answers(sol):
@@ -89,7 +90,7 @@ def test_worksheet_pdf_has_tasks_and_no_answers(sol):
     text = pdf_text(data)
     assert "Task 1" in text and "Name:" in text
     assert "0.67" not in text and "1.67" not in text
-    assert pdf_pages(data) <= 4   # 3 with TeX Gyre fonts, 4 with the DejaVu fallback (issue 12 bundles fonts)
+    assert pdf_pages(data) == 2
 
 
 def test_html_to_pdf_refuses_external_resources(caplog):

@@ -259,8 +259,10 @@ def _add_sheet(sub):
                    help="work the problem with exact forms (√2, e^(√2)) or in decimals (Part 10 style); "
                         "default: the problem's display (decimal when its entries are decimals)")
     p.add_argument("--paper", choices=("a4", "letter"), default="a4", help="paper size (default: a4)")
-    p.add_argument("--pdf-engine", choices=("weasyprint", "latex"), default="weasyprint",
-                   help="PDF from HTML with WeasyPrint (default) or from the .tex with pdflatex")
+    p.add_argument("--pdf-engine", choices=("typst", "weasyprint", "latex"), default="typst",
+                   help="typst (default): tagged PDF/UA with the fonts built into Typst, the same bytes on every "
+                        "machine; weasyprint: the HTML sheet printed (for customised HTML templates); latex: the .tex "
+                        "compiled by pdflatex")
     p.add_argument("--template-dir", metavar="DIR",
                    help="folder searched before ours: a template with the same name overrides ours")
     p.add_argument("--force", action="store_true", help="write into an existing folder not made by worked")
@@ -268,26 +270,15 @@ def _add_sheet(sub):
 
 
 def cmd_sheet(args) -> int:
-    import contextlib
+    from .problem import load
+    from .render.sheet import write_sheet
+    from .solver import solve
 
     formats = [f.strip().lower() for f in args.format.split(",") if f.strip()]
-    server = contextlib.nullcontext()
-    if "pdf" in formats and args.pdf_engine == "weasyprint":
-        from .render.sheet import _can_fork
-
-        if _can_fork():   # WeasyPrint imports in a child while this process solves (see render/pdfserver.py)
-            from .render.pdfserver import LayoutServer
-
-            server = LayoutServer()
-    with server as layout_server:
-        from .problem import load
-        from .render.sheet import write_sheet
-        from .solver import solve
-
-        problem = load(args.problem)
-        sol = solve(problem, checks=args.checks, display=args.display)
-        paths = write_sheet(sol, args.output, formats=formats, paper=args.paper, pdf_engine=args.pdf_engine,
-                            template_dir=args.template_dir, force=args.force, layout_server=layout_server)
+    problem = load(args.problem)
+    sol = solve(problem, checks=args.checks, display=args.display)
+    paths = write_sheet(sol, args.output, formats=formats, paper=args.paper, pdf_engine=args.pdf_engine,
+                        template_dir=args.template_dir, force=args.force)
     folder = paths[0].parent if paths else None
     print(f"wrote {len(paths)} files to {folder}/")
     for p in paths:
@@ -315,9 +306,9 @@ def _add_quiz(sub):
     p.add_argument("--variant", default=None, metavar="CODE", help="regenerate exactly this variant into DIR/variants/CODE")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--force", action="store_true", help="replace DIR even if `worked quiz` did not write it")
-    p.add_argument("--pdf-engine", choices=("auto", "weasyprint", "latex"), default="auto",
-                   help="PDF engine: pdflatex on our .tex, several variants per run (about 5 times faster), or "
-                        "WeasyPrint from the HTML; auto (default): pdflatex when it is installed")
+    p.add_argument("--pdf-engine", choices=("typst", "weasyprint", "latex"), default="typst",
+                   help="typst (default): tagged PDF/UA, fonts built in, same bytes on every machine; weasyprint: the "
+                        "HTML sheets printed; latex: the .tex compiled by pdflatex, one document per run")
     p.set_defaults(func=cmd_quiz)
 
 

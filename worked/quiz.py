@@ -11,8 +11,10 @@ folder that replaces DIR at the end, so a failure writes nothing):
    seed and the student id (or the variant number): stable when the roster is reordered or grows.
 3. :func:`build_variant` (run in worker processes) draws the problem, solves it exactly, works out the
    expected answers with tolerances and the values of known mistakes, and renders the sheets.
-4. The main process writes per-variant files, the combined class PDFs (pages merged with pypdf in
-   variant order), ``manifest.json``/``manifest.csv`` and the LMS exports (:mod:`worked.lms`).
+4. The main process writes each variant's files into a temporary folder as they arrive, then makes
+   the two class PDFs (one Typst document each, every page of every sheet placed as a PDF image,
+   each student's sheet starting on an odd page); ``manifest.json``/``manifest.csv`` and the LMS exports
+   (:mod:`worked.lms`) follow, and the folder replaces DIR.
 
 Same spec and seed → same bytes, whatever ``--jobs`` is.
 """
@@ -82,7 +84,7 @@ class QuizSpec:
     paper: str = "a4"
     instructions: str = ""
     source: str = "<spec>"
-    pdf_engine: str = "weasyprint"   # or "latex": pdflatex on our .tex (worked.render.texbatch); run() picks
+    pdf_engine: str = "typst"   # or "weasyprint" (the HTML sheets printed) or "latex" (pdflatex on the .tex)
 
 
 _ASK = re.compile(r"^\s*(?:(head)(\d+)\.)?([A-Za-z][A-Za-z_]*)\s*(?:\[\s*(\d+|\*)\s*,\s*(\d+|\*)\s*\])?\s*$")
@@ -221,29 +223,56 @@ def load_spec(path) -> QuizSpec:
 
 # ---------------------------------------------------------------- roster
 
+def _bad_char(s: str) -> str | None:
+    """The first character of *s* a roster refuses, named (U+0007), or None: control characters (C0, DEL,
+    C1: no PDF, TeX or XML shows them), lone surrogates and the noncharacters U+FFFE/U+FFFF."""
+    for c in s:
+        o = ord(c)
+        if o < 0x20 or 0x7F <= o <= 0x9F or 0xD800 <= o <= 0xDFFF or o in (0xFFFE, 0xFFFF):
+            return f"U+{o:04X}"
+    return None
+
+
 def load_roster(path) -> list[dict]:
-    """Rows of a CSV with at least ``id`` and ``name`` columns → [{"id", "name"}], validated."""
+    """Rows of a CSV with at least ``id`` and ``name`` columns → [{"id", "name"}], validated.
+
+    Errors name the file, the line and what was expected (``roster.csv: line 4: name contains the control
+    character U+0007; expected printable text``); line numbers are the file's, also after a quoted field
+    that spans lines."""
     src = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8-sig")
+        raw = Path(path).read_bytes()
     except FileNotFoundError:
         raise WorkedError(f"{src}: no such file") from None
-    except (IsADirectoryError, UnicodeDecodeError, OSError) as exc:
+    except (IsADirectoryError, OSError) as exc:
         raise WorkedError(f"{src}: cannot read a UTF-8 CSV roster ({exc.__class__.__name__})") from None
-    reader = csv.reader(io.StringIO(text))
-    rows = [r for r in reader]
-    while rows and not any(c.strip() for c in rows[0]):
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[:exc.start].count(b"\n") + 1
+        raise WorkedError(f"{src}: line {line}: byte 0x{raw[exc.start]:02X} is not UTF-8; expected a UTF-8 CSV roster") from None
+    reader = csv.reader(io.StringIO(text, newline=""))
+    rows: list[tuple[int, list[str]]] = []
+    start = 1
+    try:
+        for r in reader:
+            rows.append((start, r))
+            start = reader.line_num + 1
+    except csv.Error as exc:
+        raise WorkedError(f"{src}: line {reader.line_num}: not valid CSV ({exc}); expected id,name rows") from None
+    while rows and not any(c.strip() for c in rows[0][1]):
         rows.pop(0)
     if not rows:
         raise WorkedError(f"{src}: empty roster (expected a header line id,name and one line per student)")
-    header = [h.strip().lower() for h in rows[0]]
+    hl, head = rows[0]
+    header = [h.strip().lower() for h in head]
     for col in ("id", "name"):
         if col not in header:
-            raise WorkedError(f"{src}: line 1: no {col!r} column (the header must name at least id and name)")
+            raise WorkedError(f"{src}: line {hl}: no {col!r} column (the header must name at least id and name)")
     ii, ni = header.index("id"), header.index("name")
     students: list[dict] = []
     seen: dict[str, int] = {}
-    for ln, r in enumerate(rows[1:], 2):
+    for ln, r in rows[1:]:
         if not any(c.strip() for c in r):
             continue
         if len(r) <= max(ii, ni):
@@ -251,6 +280,11 @@ def load_roster(path) -> list[dict]:
         sid, name = r[ii].strip(), r[ni].strip()
         if not sid:
             raise WorkedError(f"{src}: line {ln}: empty id")
+        for label, value in (("id", sid), ("name", name)):
+            bad = _bad_char(value)
+            if bad:
+                raise WorkedError(f"{src}: line {ln}: {label} contains the control character {bad}; expected printable text"
+                                  + (" on one line" if bad in ("U+000A", "U+000D") else ""))
         if len(sid) > 64 or len(name) > 120:
             raise WorkedError(f"{src}: line {ln}: id or name too long (at most 64 and 120 characters)")
         if sid in seen:
@@ -425,6 +459,14 @@ def _points_text(q: dict) -> str:
     return f"{q['points']:g} pt{'s' if q['points'] != 1 else ''}"
 
 
+def questions_data(spec: QuizSpec, questions: list[dict], problem) -> dict:
+    """The "Graded answers" box as template data (the Typst sheets' ``questions``): plain text, which
+    each template escapes."""
+    return {"intro": spec.instructions or _INTRO,
+            "items": [{"ask": q["ask"], "text": describe(q, problem), "points": _points_text(q),
+                       "tolerance": _tolerance_text(q["tolerance"])} for q in questions]}
+
+
 def _questions_html(spec: QuizSpec, questions: list[dict], problem) -> str:
     from html import escape
 
@@ -460,12 +502,23 @@ def _questions_tex(spec: QuizSpec, questions: list[dict], problem) -> str:
             f"{intro}\n\\begin{{enumerate}}\n{items}\\end{{enumerate}}}}}}\\par\\medskip\n")
 
 
-def build_variant(spec: QuizSpec, variant: Variant, formats: tuple[str, ...], *, compile_tex: bool = True) -> dict:
-    """Everything for one variant: its manifest entry and its files (relative path → bytes).
+DOCS = ("worksheet", "answer-key")
 
-    With the latex engine and *compile_tex* false, the sheets' LaTeX is left in ``"tex"`` for
-    :func:`_build_chunk` to compile together with other variants' (see :mod:`worked.render.texbatch`).
-    """
+
+def _tex_with_questions(tex: str, block: str) -> str:
+    """The LaTeX sheet with the "Graded answers" box after the header line with the student's name."""
+    k = tex.find("\\begin{document}")
+    if k < 0:
+        return tex
+    anchor = tex.find("Variant: \\textbf", k)
+    if anchor < 0:
+        anchor = k
+    k2 = tex.find("\n", anchor)
+    return tex[:k2 + 1] + "\\medskip\n" + block + tex[k2 + 1:]
+
+
+def build_variant(spec: QuizSpec, variant: Variant, formats: tuple[str, ...]) -> dict:
+    """Everything for one variant: its manifest entry and its files (relative path → bytes)."""
     problem, sol, attempt = draw_problem(spec, variant)
     questions = expected_answers(spec, problem, sol)
     entry = {
@@ -478,8 +531,6 @@ def build_variant(spec: QuizSpec, variant: Variant, formats: tuple[str, ...], *,
         "questions": questions,
     }
     files: dict[str, bytes] = {}
-    pdfs: dict[str, bytes] = {}
-    texs: dict[str, str] = {}
     folder = f"variants/{variant.code}"
     files[f"{folder}/variant.json"] = (json.dumps(entry, indent=2, ensure_ascii=False) + "\n").encode()
     if "ipynb" in formats:   # the exercise notebook: the student writes each step, the checks say which is wrong
@@ -487,125 +538,91 @@ def build_variant(spec: QuizSpec, variant: Variant, formats: tuple[str, ...], *,
 
         files[f"{folder}/exercise.ipynb"] = notebook.dumps(
             notebook.build(sol, answers_hidden=True, student=_student_for(variant))).encode()
-    if {"html", "pdf", "tex"} & set(formats):
-        from . import render
+    if not {"html", "pdf", "tex"} & set(formats):
+        return {"entry": entry, "files": files}
+    from . import render
+    from .render.sheet import document_pdf
 
-        student = _student_for(variant)
+    student = _student_for(variant)
+    paper, engine = spec.paper, spec.pdf_engine
+    pdf = "pdf" in formats
+    if "html" in formats or (pdf and engine == "weasyprint"):
         block = _questions_html(spec, questions, problem)
-        latex_pdf = "pdf" in formats and spec.pdf_engine == "latex"
         for doc, fn in (("worksheet", render.worksheet_html), ("answer-key", render.answer_key_html)):
             if "html" in formats:
-                files[f"{folder}/{doc}.html"] = _inject(fn(sol, student=student, paper=spec.paper), block).encode()
-            if "pdf" in formats and not latex_pdf:
-                h = _inject(fn(sol, student=student, for_pdf=True, paper=spec.paper), block)
-                pdfs[doc] = render.html_to_pdf(h, paper=spec.paper)
-                files[f"{folder}/{doc}.pdf"] = pdfs[doc]
-        if "tex" in formats or latex_pdf:
-            for doc, fn in (("worksheet", render.worksheet_tex), ("answer-key", render.answer_key_tex)):
-                tex = fn(sol, student=student, paper=spec.paper)
-                try:
-                    qt = _questions_tex(spec, questions, problem)
-                    k = tex.find("\\begin{document}")
-                    if k >= 0:
-                        # after the header line with the student's name, id and variant code
-                        anchor = tex.find("Variant: \\textbf", k)
-                        if anchor < 0:
-                            anchor = tex.find("\\maketitle", k) if "\\maketitle" in tex[k:] else k
-                        k2 = tex.find("\n", anchor)
-                        tex = tex[:k2 + 1] + "\\medskip\n" + qt + tex[k2 + 1:]
-                except ImportError:
-                    pass
-                if "tex" in formats:
-                    files[f"{folder}/{doc}.tex"] = tex.encode()
-                if latex_pdf:
-                    texs[doc] = tex
-        if texs and compile_tex:
-            _compile_variants([{"folder": folder, "files": files, "pdfs": pdfs, "tex": texs}])
-    return {"entry": entry, "files": files, "pdfs": pdfs, "tex": texs, "folder": folder}
+                files[f"{folder}/{doc}.html"] = _inject(fn(sol, student=student, paper=paper), block).encode()
+            if pdf and engine == "weasyprint":
+                html = _inject(fn(sol, student=student, for_pdf=True, paper=paper), block)
+                files[f"{folder}/{doc}.pdf"] = render.html_to_pdf(html, paper=paper)
+    if "tex" in formats or (pdf and engine == "latex"):
+        block = _questions_tex(spec, questions, problem)
+        for doc, fn in (("worksheet", render.worksheet_tex), ("answer-key", render.answer_key_tex)):
+            tex = _tex_with_questions(fn(sol, student=student, paper=paper), block)
+            if "tex" in formats:
+                files[f"{folder}/{doc}.tex"] = tex.encode()
+            if pdf and engine == "latex":
+                files[f"{folder}/{doc}.pdf"] = render.tex_to_pdf(tex)
+    if pdf and engine == "typst":
+        extra = {"questions": questions_data(spec, questions, problem)}
+        for doc in DOCS:
+            files[f"{folder}/{doc}.pdf"] = document_pdf(doc, sol, student=student, paper=paper, pdf_engine="typst",
+                                                        extra=extra)
+    return {"entry": entry, "files": files}
 
 
-def _compile_variants(results: list[dict]) -> None:
-    """PDFs of the variants' sheets with pdflatex, all in as few runs as possible (texbatch)."""
-    if not results:
-        return
-    from .render.texbatch import compile_sheets
-
-    jobs = [(r, doc, tex) for r in results for doc, tex in r["tex"].items()]
-    pdfs = compile_sheets([tex for _, _, tex in jobs], [doc for _, doc, _ in jobs])
-    for (r, doc, _), pdf in zip(jobs, pdfs):
-        r["pdfs"][doc] = pdf
-        r["files"][f"{r['folder']}/{doc}.pdf"] = pdf
+def _build_task(task) -> dict:
+    """A variant built in a worker; its PDFs' page counts come back with it (for the class PDFs)."""
+    spec, variant, formats = task
+    r = build_variant(spec, variant, formats)
+    r["pages"] = {doc: _page_count(data) for doc in DOCS
+                  if (data := r["files"].get(f"variants/{variant.code}/{doc}.pdf")) is not None}
+    return r
 
 
-def _build_chunk(task) -> list[dict]:
-    """Several variants whose LaTeX sheets are compiled together (a variant's bytes do not depend on it)."""
-    spec, variants, formats = task
-    results = [build_variant(spec, v, formats, compile_tex=False) for v in variants]
-    _compile_variants([r for r in results if r["tex"]])
-    for r in results:   # what the parent needs back: entry, files, pdfs
-        del r["tex"], r["folder"]
-    return results
+def _page_count(pdf: bytes) -> int:
+    from pypdf import PdfReader
+
+    return len(PdfReader(io.BytesIO(pdf)).pages)
 
 
 # ---------------------------------------------------------------- the batch
 
-def merge_pdfs(parts: list[bytes]) -> bytes:
-    """One PDF with the pages of *parts* in order; deterministic (no dates, fixed ID).
+def class_pdf(root: Path, parts: list[tuple[str, int, str]], title: str, paper: str = "a4") -> bytes:
+    """One PDF of the pages of the PDFs *parts* (path under *root*, page count, what it is), in order,
+    each part starting on an odd page (a blank page after an odd count), for double-sided printing.
 
-    Simple PDFs (the latex engine's) are copied as bytes, each shared object once
-    (:mod:`worked.render.pdfpages`); others go through pypdf.
-    """
-    from .render import pdfpages
+    One Typst document: every page of a part is placed as a PDF image filling its page (the text
+    stays text). Same inputs, same bytes."""
+    from .render.typst import Typ, lit, typ_to_pdf
 
-    ident = hashlib.md5(b"".join(hashlib.sha256(b).digest() for b in parts)).digest()
-    docs = [pdfpages.read(b) for b in parts]
-    if all(d is not None for d in docs):
-        try:
-            return pdfpages.write([(d, p) for d in docs for p in d.pages], ident=ident)
-        except pdfpages.NotSimple:
-            pass
-    from pypdf import PdfReader, PdfWriter
-
-    w = PdfWriter()
-    for b in parts:
-        w.append(PdfReader(io.BytesIO(b)))
-    # objects that several variants' PDFs carry alike (fonts, images) are written once
-    w.compress_identical_objects(remove_duplicates=True, remove_unreferenced=True)
-    w.add_metadata({"/Producer": "worked", "/Title": ""})
-    from pypdf.generic import ArrayObject, ByteStringObject
-
-    w._ID = ArrayObject([ByteStringObject(ident), ByteStringObject(ident)])
-    buf = io.BytesIO()
-    w.write(buf)
-    return buf.getvalue()
+    lines = [f'#set document(title: {lit(title)}, author: "worked")', '#set text(lang: "en")',
+             f'#set page(paper: {lit("us-letter" if paper == "letter" else "a4")}, margin: 0pt)']
+    for k, (path, n, what) in enumerate(parts):
+        if k:
+            lines.append('#pagebreak(to: "odd")')
+        for i in range(n):
+            if i:
+                lines.append("#pagebreak()")
+            lines.append(f"#image({lit('/' + path)}, page: {i + 1}, width: 100%, "
+                         f"alt: {lit(f'{what}, page {i + 1} of {n}')})")
+    return typ_to_pdf(Typ("\n".join(lines) + "\n"), "class PDF", root=root, standards=False)
 
 
-_MERGING: list = []   # the documents to merge, seen by forked merge processes
+def _class_pdf_task(task) -> bytes:
+    return class_pdf(*task)
 
 
-def _merge_one(k: int) -> bytes:
-    return merge_pdfs(_MERGING[k])
+CLASS_PDFS = (("worksheet", "class-worksheets.pdf", "worksheets", "Worksheet"),
+              ("answer-key", "class-answer-keys.pdf", "answer keys", "Answer key"))
 
 
-def _class_pdfs(results: list[dict]) -> dict[str, bytes]:
-    """The two class PDFs, merged in two processes at once where that is possible."""
-    names = ("class-worksheets.pdf", "class-answer-keys.pdf")
-    _MERGING[:] = [[r["pdfs"][doc] for r in results] for doc in ("worksheet", "answer-key")]
-    try:
-        if len(results) > 1 and (os.cpu_count() or 1) > 1 and not os.environ.get("WORKED_NO_FORK"):
-            import multiprocessing as mp
-            from concurrent.futures import ProcessPoolExecutor
-
-            try:
-                ctx = mp.get_context("fork")
-            except ValueError:  # pragma: no cover - platforms without fork
-                ctx = None
-            if ctx is not None:
-                with ProcessPoolExecutor(max_workers=2, mp_context=ctx) as ex:
-                    return dict(zip(names, ex.map(_merge_one, range(2))))
-        return {name: merge_pdfs(parts) for name, parts in zip(names, _MERGING)}
-    finally:
-        _MERGING.clear()
+def _class_tasks(spec: QuizSpec, results: list[dict], root: Path) -> list[tuple]:
+    tasks = []
+    for doc, _, label, what in CLASS_PDFS:
+        parts = [(f"variants/{r['entry']['variant']}/{doc}.pdf", r["pages"][doc],
+                  f"{what}, variant {r['entry']['variant']}") for r in results]
+        tasks.append((root, parts, f"{spec.title} — {label}", spec.paper))
+    return tasks
 
 
 def manifest_json(manifest: dict, entry_texts: list[bytes]) -> bytes:
@@ -677,101 +694,93 @@ class _Progress:
             sys.stderr.flush()
 
 
-TEX_BATCH = 10   # at most this many variants' sheets in one pdflatex run (see worked.render.texbatch)
-
-
-def _groups(variants: list[Variant], jobs: int, batched: bool) -> list[list[Variant]]:
-    """Variants in the order given, cut into the groups a worker builds at once.
-
-    Without batched LaTeX, one variant each. With it, as few groups as keep every worker busy, each
-    of at most TEX_BATCH variants (20 variants on two cores: two groups of 10). A variant's bytes do not
-    depend on its group, so neither does the output.
-    """
-    n = len(variants)
-    if not batched or n <= 1:
-        return [[v] for v in variants]
-    rounds = -(-n // (jobs * TEX_BATCH))
-    size = -(-n // min(n, jobs * rounds))
-    return [variants[i:i + size] for i in range(0, n, size)]
-
-
-def _warm_up(formats: tuple[str, ...]) -> None:
-    """Load what the first variant would load lazily, before the workers fork (they inherit it): the
-    templates and sympy's tensor module (which sympy's Add imports on
-    first use). Cheaper than building a whole variant here while the other cores wait."""
+def _warm_up(formats: tuple[str, ...], engine: str) -> None:
+    """Load, before the workers fork (they inherit it), what every variant would load lazily: the
+    templates, the Typst binding, sympy's tensor module (which sympy's Add imports on first use).
+    No Typst compiler is made here: each process makes its own (see worked.render.typst)."""
     import sympy.tensor.tensor  # noqa: F401
 
+    from . import render, solver  # noqa: F401
     from .render.env import env
 
-    if "html" in formats:
+    if "html" in formats or ("pdf" in formats and engine == "weasyprint"):
         for name in ("worksheet.html", "answer-key.html"):
             env("html").get_template(name)
-    if "tex" in formats:
+    if "tex" in formats or ("pdf" in formats and engine == "latex"):
         for name in ("worksheet.tex", "answer-key.tex"):
             env("tex").get_template(name)
     if "ipynb" in formats:
         import nbformat  # noqa: F401  (and its schema validator, once)
+    if "pdf" in formats and engine == "typst":
+        import typst  # noqa: F401
+
+        from .render.typst import load_templates
+
+        load_templates()
+    if "pdf" in formats and engine == "weasyprint":
+        import weasyprint  # noqa: F401
 
 
-def build_all(spec: QuizSpec, variants: list[Variant], formats: tuple[str, ...], jobs: int, progress: bool) -> list[dict]:
-    """Build every variant (in *jobs* processes); results in variant order whatever *jobs* is."""
+def _pool(jobs: int):
+    """A pool of *jobs* worker processes (forked where the platform can: they inherit what the parent loaded)."""
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+
+    try:
+        ctx = mp.get_context("fork")
+    except ValueError:  # pragma: no cover - platforms without fork
+        ctx = mp.get_context()
+    return ProcessPoolExecutor(max_workers=jobs, mp_context=ctx)
+
+
+def build_all(spec: QuizSpec, variants: list[Variant], formats: tuple[str, ...], jobs: int, progress: bool,
+              *, stage: "_Staging | None" = None) -> list[dict]:
+    """Build every variant (in *jobs* processes); results in variant order whatever *jobs* is.
+
+    With *stage*, each variant's files are written into it as soon as they arrive (only the manifest
+    entry, its ``variant.json`` text and page counts are kept), and then, when the batch has PDFs,
+    the two class PDFs are made from the written files."""
     bar = _Progress(len(variants), progress)
     results: list[dict] = []
     jobs = max(1, min(jobs, len(variants)))
-    latex = "pdf" in formats and spec.pdf_engine == "latex"
-    if {"html", "pdf", "tex"} & set(formats):
-        from . import render  # noqa: F401  (imported once here; forked workers inherit it)
-        if "pdf" in formats and not latex:
-            import weasyprint  # noqa: F401
-    from . import solver  # noqa: F401
-    groups = _groups(variants, jobs, latex)
-    tasks = [(spec, g, formats) for g in groups]
+    tasks = [(spec, v, formats) for v in variants]
+
+    def keep(r):
+        if stage is not None:
+            stage.write(r["files"])
+            json_name = f"variants/{r['entry']['variant']}/variant.json"
+            r["files"] = {json_name: r["files"][json_name]}
+        results.append(r)
+        bar.step()
+
     if jobs == 1:
         for t in tasks:
-            for r in _build_chunk(t):
-                results.append(r)
-                bar.step()
+            keep(_build_task(t))
     else:
-        import multiprocessing as mp
-        from concurrent.futures import ProcessPoolExecutor
-
-        try:
-            ctx = mp.get_context("fork")
-        except ValueError:  # pragma: no cover - platforms without fork
-            ctx = mp.get_context()
-        forking = ctx.get_start_method() == "fork"
-        if forking:
-            # Before the workers fork, the parent loads what every worker would otherwise load lazily
-            # (Jinja2 templates, latex2mathml, parts of sympy), once, and they inherit it. With PDFs it
-            # builds the first variant without PDFs to warm up (and makes the pdflatex format and the
-            # fonts' reference once); without, it only loads (_warm_up): building a variant here kept
-            # the other cores waiting. The workers then build every variant.
-            if "pdf" in formats:
-                warm = build_variant(spec, variants[0], tuple(f for f in formats if f != "pdf") + (
-                    ("tex",) if latex else ()) or ("html",))
-                if latex:
-                    from .render.texbatch import warm_up
-
-                    warm_up(warm["files"][f"{warm['folder']}/worksheet.tex"].decode("ascii"))
-                else:
-                    from .render.pdf import warm_up_weasyprint
-
-                    warm_up_weasyprint()
-            else:
-                _warm_up(formats)
-        # small batches: one at a time, for an even finish
-        chunk = 1 if latex else max(1, min(4, len(tasks) // (jobs * 8)))
-        with ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=ctx) as ex:
-            for rs in ex.map(_build_chunk, tasks, chunksize=chunk):
-                for r in rs:
-                    results.append(r)
-                    bar.step()
+        _warm_up(formats, spec.pdf_engine)
+        with _pool(jobs) as ex:
+            # a few variants per message: less pickling overhead, still an even finish
+            chunk = max(1, min(4, len(tasks) // (jobs * 8)))
+            for r in ex.map(_build_task, tasks, chunksize=chunk):
+                keep(r)
     bar.end()
+    # after the workers have gone (their Typst caches, about 180 MB each, are freed first): the two
+    # class PDFs, one after the other, each in a fresh process (Typst keeps what it loaded for a class
+    # PDF, about 1.3 MB per variant, until its process ends)
+    if stage is not None and "pdf" in formats and not stage.single:
+        for (_, name, _, _), task in zip(CLASS_PDFS, _class_tasks(spec, results, stage.tmp)):
+            if jobs == 1:
+                data = _class_pdf_task(task)
+            else:
+                with _pool(1) as ex:
+                    data = ex.submit(_class_pdf_task, task).result()
+            stage.write({name: data})
     return results
 
 
 def assemble(spec: QuizSpec, results: list[dict], formats: tuple[str, ...], *, single: bool = False) -> dict[str, bytes]:
-    """All files of the batch (relative path → bytes) from the built variants."""
+    """The batch's own files (manifests, LMS exports) and the variants' files still in *results*
+    (relative path → bytes). The class PDFs are made by :func:`build_all`."""
     files: dict[str, bytes] = {}
     entries = [r["entry"] for r in results]
     for r in results:
@@ -790,8 +799,6 @@ def assemble(spec: QuizSpec, results: list[dict], formats: tuple[str, ...], *, s
     files["manifest.json"] = manifest_json(manifest, [r["files"][f"variants/{e['variant']}/variant.json"]
                                                       for r, e in zip(results, entries)])
     files["manifest.csv"] = manifest_csv(entries).encode()
-    if "pdf" in formats:
-        files.update(_class_pdfs(results))
     if "moodle" in formats:
         from .lms import moodle
 
@@ -807,25 +814,36 @@ def assemble(spec: QuizSpec, results: list[dict], formats: tuple[str, ...], *, s
     return files
 
 
-def write_tree(outdir: Path, files: dict[str, bytes], *, force: bool = False, replace_whole: bool = True) -> None:
-    """Write *files* into a temporary folder next to *outdir*, then swap it in (nothing half-written)."""
-    outdir = Path(outdir)
-    if outdir.exists() and not outdir.is_dir():
-        raise WorkedError(f"{outdir}: exists and is not a folder")
-    if replace_whole and outdir.exists() and any(outdir.iterdir()) and not (outdir / MARKER).exists() and not force:
-        raise WorkedError(f"{outdir}: folder exists and was not written by `worked quiz` (use --force or another -o)")
-    parent = outdir.parent
-    parent.mkdir(parents=True, exist_ok=True)
-    tmp = parent / f".{outdir.name}.tmp-{os.getpid()}"
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    try:
+class _Staging:
+    """A temporary folder next to *outdir* that files are written into, swapped in at :meth:`commit`
+    (or removed at :meth:`abort`): a failure leaves *outdir* as it was."""
+
+    def __init__(self, outdir, *, force: bool = False, replace_whole: bool = True):
+        outdir = Path(outdir)
+        if outdir.exists() and not outdir.is_dir():
+            raise WorkedError(f"{outdir}: exists and is not a folder")
+        if replace_whole and outdir.exists() and any(outdir.iterdir()) and not (outdir / MARKER).exists() and not force:
+            raise WorkedError(f"{outdir}: folder exists and was not written by `worked quiz` (use --force or another -o)")
+        self.outdir, self.replace_whole, self.single = outdir, replace_whole, not replace_whole
+        outdir.parent.mkdir(parents=True, exist_ok=True)
+        self.tmp = outdir.parent / f".{outdir.name}.tmp-{os.getpid()}"
+        if self.tmp.exists():
+            shutil.rmtree(self.tmp)
+        self.tmp.mkdir()
+        self.variant_dirs: set[str] = set()
+
+    def write(self, files: dict[str, bytes]) -> None:
         for rel, data in sorted(files.items()):
-            p = tmp / rel
+            p = self.tmp / rel
             p.parent.mkdir(parents=True, exist_ok=True)
             p.write_bytes(data)
+            if rel.startswith("variants/"):
+                self.variant_dirs.add("/".join(rel.split("/")[:2]))
+
+    def commit(self) -> None:
+        outdir, tmp, parent = self.outdir, self.tmp, self.outdir.parent
         (tmp / MARKER).write_text("written by worked quiz; this folder is replaced when the quiz is rebuilt\n")
-        if replace_whole:
+        if self.replace_whole:
             old = parent / f".{outdir.name}.old-{os.getpid()}"
             if outdir.exists():
                 os.replace(outdir, old)
@@ -833,7 +851,7 @@ def write_tree(outdir: Path, files: dict[str, bytes], *, force: bool = False, re
             if old.exists():
                 shutil.rmtree(old)
         else:  # --variant: swap in only that variant's folder
-            for rel in sorted({r.split("/")[0] + "/" + r.split("/")[1] for r in files if r.startswith("variants/")}):
+            for rel in sorted(self.variant_dirs):
                 dest = outdir / rel
                 dest.parent.mkdir(parents=True, exist_ok=True)
                 if dest.exists():
@@ -842,37 +860,45 @@ def write_tree(outdir: Path, files: dict[str, bytes], *, force: bool = False, re
             if not (outdir / MARKER).exists():
                 os.replace(tmp / MARKER, outdir / MARKER)
             shutil.rmtree(tmp)
+
+    def abort(self) -> None:
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def write_tree(outdir: Path, files: dict[str, bytes], *, force: bool = False, replace_whole: bool = True) -> None:
+    """Write *files* into a temporary folder next to *outdir*, then swap it in (nothing half-written)."""
+    stage = _Staging(outdir, force=force, replace_whole=replace_whole)
+    try:
+        stage.write(files)
+        stage.commit()
     except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
+        stage.abort()
         raise
 
 
 def run(spec_path, *, count=None, roster=None, seed=None, outdir=None, formats=None, jobs=None,
-        variant=None, quiet=False, force=False, progress=None, pdf_engine="auto") -> tuple[Path, list[dict]]:
+        variant=None, quiet=False, force=False, progress=None, pdf_engine="typst") -> tuple[Path, list[dict]]:
     """The ``worked quiz`` command as a function. Returns (output folder, manifest entries).
 
-    *pdf_engine* "auto" is pdflatex when it is installed (a batch of printed quizzes is about five
-    times faster: see :mod:`worked.render.texbatch`), WeasyPrint otherwise.
+    *pdf_engine*: "typst" (default), "weasyprint" or "latex" (see :func:`worked.render.sheet.document_pdf`).
     """
     spec = load_spec(spec_path)
-    if pdf_engine not in ("auto", "weasyprint", "latex"):
-        raise WorkedError(f'--pdf-engine: expected "auto", "weasyprint" or "latex", got {pdf_engine!r}')
-    from .render.pdf import pdflatex_path
+    from dataclasses import replace
 
-    if pdf_engine == "auto":
-        pdf_engine = "latex" if pdflatex_path() else "weasyprint"
+    from .render.sheet import PDF_ENGINES
+
+    if pdf_engine not in PDF_ENGINES:
+        raise WorkedError(f"--pdf-engine: expected typst, weasyprint or latex, got {pdf_engine!r}")
     if pdf_engine == "latex":
-        from dataclasses import replace as _replace
+        from .render.pdf import pdflatex_path
 
         if pdflatex_path() is None:
             raise WorkedError("--pdf-engine latex: pdflatex is not installed (Debian: apt-get install "
                               "texlive-latex-base texlive-latex-recommended texlive-fonts-recommended)")
-        spec = _replace(spec, pdf_engine="latex")
+    spec = replace(spec, pdf_engine=pdf_engine)
     if seed is not None:
         if seed < 0:
             raise WorkedError(f"--seed: expected a whole number ≥ 0, got {seed}")
-        from dataclasses import replace
-
         spec = replace(spec, seed=seed)
     fmts = parse_formats(formats)
     if count is not None and roster is not None:
@@ -902,7 +928,12 @@ def run(spec_path, *, count=None, roster=None, seed=None, outdir=None, formats=N
         progress = not quiet and sys.stderr.isatty()
     if variant is None and out.exists() and out.is_dir() and any(out.iterdir()) and not (out / MARKER).exists() and not force:
         raise WorkedError(f"{out}: folder exists and was not written by `worked quiz` (use --force or another -o)")
-    results = build_all(spec, variants, fmts, jobs, progress)
-    files = assemble(spec, results, fmts, single=variant is not None)
-    write_tree(out, files, force=force, replace_whole=variant is None)
+    stage = _Staging(out, force=force, replace_whole=variant is None)
+    try:
+        results = build_all(spec, variants, fmts, jobs, progress, stage=stage)
+        stage.write(assemble(spec, results, fmts, single=variant is not None))
+        stage.commit()
+    except BaseException:
+        stage.abort()
+        raise
     return out, [r["entry"] for r in results]

@@ -4,9 +4,32 @@ Each exporter is a pure function of the manifest dict, so ``worked quiz`` and th
 data the grader reads. Every variant's question text carries the variant's own matrices, the given
 matrices of the page model (:func:`worked.render.view.problem_page`) printed from their trees: LaTeX in
 ``\\( … \\)`` for Moodle and GIFT (Moodle's MathJax filter renders it), Canvas's equation images for Canvas.
+
+What the three readers do with text, as read in their code (Moodle 4.5's ``qformat_xml``, ``qformat_gift``
+and ``qtype_multianswer``; instructure's QTIMigrationTool and Canvas's ``Qti::NumericInteraction``), and
+what this module does about it:
+
+- Variants are named by their code only: student names and ids stay in the PDFs and the manifest
+  (question banks are shared, and a random question would show another student's name).
+- XML 1.0 cannot carry C0 control characters, not even as references: :func:`clean` shows them as
+  their Unicode control pictures (U+0001 → ␁), so a title never makes a file ill-formed.
+- Text we did not write (the title, the tokens) is HTML-escaped, its braces written as character
+  references (a Cloze question would read ``{1:NM:…}`` in a token as a sub-question), and wrapped in
+  ``<span class="tex2jax_ignore">`` so MathJax leaves a ``\\(`` in a token alone: :func:`literal`.
+- Moodle category names (:func:`category`): ``/`` separates levels and ``//`` is a literal slash, tags
+  are stripped (``PARAM_TEXT``), a line ends a GIFT ``$CATEGORY``: so one line, ``//`` for ``/``, and
+  ``<``/``>``/``&`` as HTML references (Moodle prints category names as HTML, so they show as typed).
+- The answer asked for is the value at the places the question asks (:func:`answer`): Moodle and Canvas
+  show it to students as "the correct answer"; its tolerance grows by the rounding, so every answer
+  the manifest accepts is still accepted.
+- Points: Moodle's Cloze weights are whole numbers (``[0-9]*``): see :func:`worked.lms.moodle.mark_scale`.
+  Canvas adds points per item, so an ask worth *P* points over *n* cells gets per-cell points in
+  hundredths that add up to *P* exactly (:func:`split_points`).
 """
 from __future__ import annotations
 
+import re
+from decimal import ROUND_HALF_UP, Decimal
 from html import escape
 
 from .. import eq, printers
@@ -14,12 +37,98 @@ from ..problem import Problem
 from ..render import view
 
 
-def fmt_num(x: float) -> str:
-    """A plain decimal for an LMS answer field (no exponent, at most 10 significant digits)."""
-    s = f"{x:.10g}"
-    if "e" in s or "E" in s:
-        s = f"{x:.12f}".rstrip("0").rstrip(".")
-    return "0" if s in ("-0", "") else s
+def fmt_num(x) -> str:
+    """A plain decimal for an LMS answer field, no exponent: a Decimal as it is, a manifest float as the
+    decimal it was written as (12 significant digits)."""
+    s = format(dec(x).normalize(), "f")
+    return "0" if s == "-0" else s
+
+
+def dec(x) -> Decimal:
+    """A manifest number (a float written with 12 significant digits) as the Decimal it was written as."""
+    return Decimal(repr(x)) if isinstance(x, float) else Decimal(x)
+
+
+def answer(e: dict, places: int) -> tuple[Decimal, Decimal]:
+    """(value, tolerance) of a manifest entry as an LMS asks it: the value rounded half-up to *places*
+    (what the question asks for, and what Moodle and Canvas show as the correct answer) and the
+    manifest's tolerance plus that rounding, so that [value ± tolerance] holds the manifest's
+    [expected ± tolerance]."""
+    v = dec(e["expected"])
+    r = v.quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP)
+    return r, dec(e["tolerance"]) + abs(v - r)
+
+
+def split_points(points, n: int) -> list[Decimal]:
+    """*points* over *n* cells, in hundredths (or finer, when *points* has more places or is smaller than
+    n hundredths) that add up to *points* exactly; the first cells get the odd units."""
+    p = dec(points)
+    unit = Decimal("0.01")
+    if p.as_tuple().exponent < -2:
+        unit = Decimal(1).scaleb(p.as_tuple().exponent)
+    while p / unit < n:
+        unit /= 10
+    units = int(p / unit)
+    base, extra = divmod(units, n)
+    return [(base + (1 if k < extra else 0)) * unit for k in range(n)]
+
+
+_PICTURES = {c: chr(0x2400 + c) for c in range(0x20)} | {0x7F: "\u2421"}
+
+
+def clean(s: str) -> str:
+    """*s* with what XML 1.0 cannot carry made visible: C0 controls (tab, newline and return too) as their
+    control pictures, C1 controls, lone surrogates and U+FFFE/U+FFFF as U+FFFD."""
+    out = []
+    for c in s:
+        o = ord(c)
+        if o in _PICTURES:
+            out.append(_PICTURES[o])
+        elif 0x80 <= o <= 0x9F or 0xD800 <= o <= 0xDFFF or o in (0xFFFE, 0xFFFF):
+            out.append("\ufffd")
+        else:
+            out.append(c)
+    return "".join(out)
+
+
+def one_line(s: str) -> str:
+    """*s* on one line: runs of whitespace (newlines too) become one space, other controls are :func:`clean`ed."""
+    return clean(re.sub(r"[\s\x85\u2028\u2029]+", " ", s).strip())
+
+
+def literal(s: str) -> str:
+    """Text we did not write, as HTML that shows it as typed: escaped, braces as references, out of MathJax's
+    reach (``tex2jax_ignore``, MathJax 2's default ignore class, which Moodle's filter keeps)."""
+    h = escape(clean(s), quote=False).replace("{", "&#123;").replace("}", "&#125;")
+    return f'<span class="tex2jax_ignore">{h}</span>'
+
+
+def category_part(s: str) -> str:
+    """One level of a Moodle category path: one line, a literal ``/`` as ``//`` (Moodle splits on a lone
+    ``/``), ``& < >`` as HTML references (Moodle strips tags from category names and prints them as HTML).
+    A part that starts or ends with ``/`` is padded with a space, which Moodle trims."""
+    s = escape(one_line(s), quote=False).replace("/", "//")
+    if s.startswith("/"):
+        s = " " + s
+    if s.endswith("/"):
+        s += " "
+    return s or "-"
+
+
+def quiz_category(manifest: dict) -> str:
+    """The quiz's own category, named with its title and seed (a fresh one for every import of a new seed)."""
+    return category_part(f"{manifest['title']} (seed {manifest['seed']})")
+
+
+def category(manifest: dict, v: dict) -> str:
+    """Moodle category path of a variant's questions: ``$course$/top/<title> (seed S)/Variant CODE``."""
+    return f"$course$/top/{quiz_category(manifest)}/Variant {v['variant']}"
+
+
+def idnumber(v: dict, q: dict, e: dict | None = None) -> str:
+    """A stable id of a question: variant code, question name (and the cell), the same on every export."""
+    base = f"{v['variant']}-{q['name']}"
+    return base if e is None else f"{base}-{e['row']}-{e['col']}"
 
 
 def matrix_latex(m: dict) -> str:
@@ -41,23 +150,31 @@ def matrix_mathml(m: dict) -> str:
 
 
 def variant_label(v: dict) -> str:
-    st = v.get("student")
-    who = f" — {st['name']} ({st['id']})" if st and st.get("name") else (f" — {st['id']}" if st else f" — #{v['number']}")
-    return f"Variant {v['variant']}{who}"
+    """How an export names a variant: by its code only."""
+    return f"Variant {v['variant']}"
+
+
+def places(v: dict) -> int:
+    return Problem.from_dict(v["problem"], source=f"variant {v['variant']}").decimals
 
 
 def stem_html(v: dict, math) -> str:
-    """The shared part of every question of a variant: who, tokens, options and the input matrices.
+    """The shared part of every question of a variant: its code, the tokens, the options and the given matrices.
 
     *math(m)* returns the markup of one given matrix *m* of the page model (LaTeX in delimiters, or an
     equation image).
     """
     problem = Problem.from_dict(v["problem"], source=f"variant {v['variant']}")
     page = view.problem_page(problem)
-    toks = ", ".join(escape(t) for t in page["tokens"])
+    toks = ", ".join(literal(t) for t in page["tokens"])
     mats = " ".join(math(m) for m in page["given"])
     return (f"<p><b>{escape(variant_label(v))}</b></p>"
             f"<p>Self-attention on the tokens {toks} (one row of X each). Scaling: {escape(view.scale_text(problem))}; "
             f"mask: {escape(view.mask_text(problem))}. Indices are 1-based (row, column). "
             f"Give decimals to {page['places']} places.</p>"
             f"<p>{mats}</p>")
+
+
+def asked(q: dict) -> list[dict]:
+    """The entries of a question that take an answer (a causal mask's −∞ entries do not)."""
+    return [e for e in q["entries"] if e["expected"] is not None]

@@ -1,16 +1,30 @@
 """Moodle XML: one numerical question per single-entry ask, one Cloze (embedded answers) question per row,
 column or whole-matrix ask; known mistakes are extra 0 % answers whose feedback names the mistake.
 
-Format (Moodle docs, "Moodle XML format"): ``<question type="numerical">`` with ``<answer fraction="100">``,
-``<tolerance>`` (absolute, ±) and ``<feedback>``; Cloze sub-questions ``{1:NUMERICAL:=value:tol#feedback~%0%value:tol#feedback}``.
-Question texts use LaTeX in ``\\( … \\)`` (Moodle's MathJax filter). Categories: one per variant.
+Format (Moodle docs, "Moodle XML format"; read in Moodle 4.5's ``question/format/xml/format.php`` and
+``question/type/multianswer/questiontype.php``): ``<question type="numerical">`` with
+``<answer fraction="100">``, ``<tolerance>`` (absolute, ±), ``<feedback>`` and ``<defaultgrade>`` (its
+mark); Cloze sub-questions ``{w:NUMERICAL:=value:tol#feedback~%0%value:tol#feedback}``, where the
+question's mark is the sum of the weights *w*, which must be whole numbers (``{([0-9]*):``), and
+``<defaultgrade>`` is ignored on import.
+
+Marks (:func:`mark_scale`): every question's mark is *K* × its points, *K* the smallest whole number that
+makes every cell's weight whole: 1 when the points allow it (2 points over 2 cells), 6 for quiz-1 (2 points
+over 3 cells, 3 over 6). Moodle scales a quiz's total of marks to its maximum grade, so with the maximum
+grade set to the quiz's points every grade is exact; each variant category's description says so.
+
+Question texts use LaTeX in ``\\( … \\)`` (Moodle's MathJax filter). Categories: one per variant, under
+one per quiz named with its title and seed. Idnumbers: variant code and question name.
 """
 from __future__ import annotations
 
+from decimal import Decimal
+from fractions import Fraction
 from html import escape
+from math import lcm
 from xml.sax.saxutils import escape as xesc
 
-from . import fmt_num, matrix_latex, stem_html, variant_label
+from . import answer, asked, category, clean, dec, fmt_num, idnumber, matrix_latex, one_line, places, stem_html
 
 CORRECT = "Correct."
 
@@ -19,68 +33,96 @@ def _math(m: dict) -> str:
     return "\\(" + escape(matrix_latex(m), quote=False) + "\\)"
 
 
-def _cdata(s: str) -> str:
-    return "<![CDATA[" + s.replace("]]>", "]]]]><![CDATA[>") + "]]>"
+def cloze_text(s: str) -> str:
+    """Plain text as a Cloze answer's feedback. Moodle cuts a sub-question at ``~`` or ``}`` (unless after a
+    backslash), then HTML-decodes the feedback once and unescapes only ``\\}`` and ``\\#``: so the text is
+    HTML-escaped twice (once for the HTML it becomes, once for that decoding), and ``~ { } \\`` are
+    character references, which the decoding turns back into the characters."""
+    h = escape(escape(clean(s), quote=False), quote=False)
+    return h.replace("\\", "&#92;").replace("~", "&#126;").replace("{", "&#123;").replace("}", "&#125;")
 
 
-def _cloze_escape(s: str) -> str:
-    for c in "\\}#~/\"":
-        s = s.replace(c, "\\" + c)
-    return s
-
-
-def _cloze(e: dict) -> str:
-    parts = [f"={fmt_num(e['expected'])}:{fmt_num(e['tolerance'])}#{_cloze_escape(CORRECT)}"]
+def _cloze(e: dict, weight: int, nplaces: int) -> str:
+    value, tol = answer(e, nplaces)
+    parts = [f"={fmt_num(value)}:{fmt_num(tol)}#{cloze_text(CORRECT)}"]
     for m in e["mistakes"]:
-        parts.append(f"%0%{fmt_num(m['value'])}:{fmt_num(e['tolerance'])}#{_cloze_escape(m['feedback'])}")
-    return "{1:NUMERICAL:" + "~".join(parts) + "}"
+        parts.append(f"%0%{fmt_num(m['value'])}:{fmt_num(e['tolerance'])}#{cloze_text(m['feedback'])}")
+    return "{" + f"{weight}:NUMERICAL:" + "~".join(parts) + "}"
 
 
-def _answer(fraction: int, value: float, tol: float, feedback: str) -> str:
+def _text(tag: str, html: str) -> str:
+    return f'    <{tag} format="html"><text>{xesc(html)}</text></{tag}>\n'
+
+
+def _answer(fraction: int, value, tol, feedback: str) -> str:
     return (f'    <answer fraction="{fraction}" format="moodle_auto_format">\n'
             f"      <text>{fmt_num(value)}</text>\n"
             f"      <tolerance>{fmt_num(tol)}</tolerance>\n"
-            f'      <feedback format="html"><text>{xesc(feedback)}</text></feedback>\n'
+            f'      <feedback format="html"><text>{xesc(escape(feedback, quote=False))}</text></feedback>\n'
             f"    </answer>\n")
+
+
+def _numerical(name: str, ident: str, text: str, points: Decimal, e: dict, nplaces: int) -> str:
+    value, tol = answer(e, nplaces)
+    out = ['  <question type="numerical">\n',
+           f"    <name><text>{xesc(name)}</text></name>\n",
+           _text("questiontext", text),
+           _text("generalfeedback", f"Expected: {fmt_num(value)} (exact: {escape(e['exact'])})"),
+           f"    <defaultgrade>{fmt_num(points)}</defaultgrade>\n    <penalty>0</penalty>\n    <hidden>0</hidden>\n",
+           f"    <idnumber>{xesc(ident)}</idnumber>\n",
+           _answer(100, value, tol, CORRECT)]
+    for m in e["mistakes"]:
+        out.append(_answer(0, m["value"], e["tolerance"], m["feedback"]))
+    out.append("    <unitgradingtype>0</unitgradingtype>\n    <unitpenalty>0.1</unitpenalty>\n"
+               "    <showunits>3</showunits>\n    <unitsleft>0</unitsleft>\n  </question>\n")
+    return "".join(out)
+
+
+def mark_scale(manifest: dict) -> int:
+    """*K*: the smallest whole number for which K × points / cells is a whole number for every multi-cell ask."""
+    k = 1
+    for q in manifest["variants"][0]["questions"] if manifest["variants"] else []:
+        if len(q["entries"]) > 1:
+            k = lcm(k, (Fraction(dec(q["points"])) / len(asked(q))).denominator)
+    return k
 
 
 def export(manifest: dict) -> str:
     out = ['<?xml version="1.0" encoding="UTF-8"?>\n', "<quiz>\n"]
-    title = manifest["title"]
+    k = mark_scale(manifest)
+    total = sum((dec(q["points"]) for q in manifest["variants"][0]["questions"]), Decimal(0)) if manifest["variants"] else 0
+    scale = ("" if k == 1 else
+             f" Marks are {k} × the points (Moodle's Cloze weights are whole numbers): set the quiz's "
+             f"maximum grade to {fmt_num(total)}.")
+    info = (f"<p>Imported from <i>worked quiz</i>: {escape(one_line(manifest['title']), quote=False)}, "
+            f"seed {manifest['seed']}.{scale}</p>")
     for v in manifest["variants"]:
-        cat = f"$course$/top/{title}/{variant_label(v)}"
-        out.append(f'  <question type="category">\n    <category><text>{xesc(cat)}</text></category>\n  </question>\n')
+        out.append('  <question type="category">\n'
+                   f"    <category><text>{xesc(category(manifest, v))}</text></category>\n"
+                   + _text("info", info) +
+                   "  </question>\n")
         stem = stem_html(v, _math)
+        nplaces = places(v)
         for q in v["questions"]:
-            entries = [e for e in q["entries"] if e["expected"] is not None]
+            entries = asked(q)
             name = f"{v['variant']} {q['name']} {q['ask']}"
-            single = len(q["entries"]) == 1
-            if single:
-                e = entries[0]
+            mark = k * dec(q["points"])
+            if len(q["entries"]) == 1:
                 text = stem + f"<p>Give <b>{escape(q['ask'])}</b>.</p>"
-                out.append('  <question type="numerical">\n')
-                out.append(f"    <name><text>{xesc(name)}</text></name>\n")
-                out.append(f'    <questiontext format="html"><text>{_cdata(text)}</text></questiontext>\n')
-                out.append(f'    <generalfeedback format="html"><text>{_cdata("Expected: " + fmt_num(e["expected"]) + " (exact: " + escape(e["exact"]) + ")")}</text></generalfeedback>\n')
-                out.append(f"    <defaultgrade>{q['points']:g}</defaultgrade>\n    <penalty>0</penalty>\n    <hidden>0</hidden>\n")
-                out.append(f"    <idnumber>{xesc(v['variant'] + '-' + q['name'])}</idnumber>\n")
-                out.append(_answer(100, e["expected"], e["tolerance"], CORRECT))
-                for m in e["mistakes"]:
-                    out.append(_answer(0, m["value"], e["tolerance"], m["feedback"]))
-                out.append("    <unitgradingtype>0</unitgradingtype>\n    <unitpenalty>0.1</unitpenalty>\n"
-                           "    <showunits>3</showunits>\n    <unitsleft>0</unitsleft>\n  </question>\n")
-            else:
-                rows = []
-                for e in q["entries"]:
-                    cell = "−∞ (masked)" if e["expected"] is None else _cloze(e)
-                    rows.append(f"<tr><td>{escape(e['ask'])}</td><td>{cell}</td></tr>")
-                text = (stem + f"<p>Give every entry of <b>{escape(q['ask'])}</b>.</p>"
-                        f"<table>{''.join(rows)}</table>")
-                out.append('  <question type="cloze">\n')
-                out.append(f"    <name><text>{xesc(name)}</text></name>\n")
-                out.append(f'    <questiontext format="html"><text>{_cdata(text)}</text></questiontext>\n')
-                out.append('    <generalfeedback format="html"><text></text></generalfeedback>\n')
-                out.append(f"    <defaultgrade>{q['points']:g}</defaultgrade>\n    <penalty>0</penalty>\n    <hidden>0</hidden>\n")
-                out.append(f"    <idnumber>{xesc(v['variant'] + '-' + q['name'])}</idnumber>\n  </question>\n")
+                out.append(_numerical(name, idnumber(v, q), text, mark, entries[0], nplaces))
+                continue
+            w = mark / len(entries)   # whole: see mark_scale
+            rows = []
+            for e in q["entries"]:
+                cell = "−∞ (masked)" if e["expected"] is None else _cloze(e, int(w), nplaces)
+                rows.append(f"<tr><td>{escape(e['ask'])}</td><td>{cell}</td></tr>")
+            text = (stem + f"<p>Give every entry of <b>{escape(q['ask'])}</b>.</p>"
+                    f"<table>{''.join(rows)}</table>")
+            out.append('  <question type="cloze">\n')
+            out.append(f"    <name><text>{xesc(name)}</text></name>\n")
+            out.append(_text("questiontext", text))
+            out.append('    <generalfeedback format="html"><text></text></generalfeedback>\n')
+            out.append(f"    <defaultgrade>{fmt_num(mark)}</defaultgrade>\n    <penalty>0</penalty>\n    <hidden>0</hidden>\n")
+            out.append(f"    <idnumber>{xesc(idnumber(v, q))}</idnumber>\n  </question>\n")
     out.append("</quiz>\n")
     return "".join(out)

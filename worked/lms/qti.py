@@ -1,25 +1,41 @@
-"""Canvas: a QTI 1.2 zip (``imsmanifest.xml`` + one assessment XML) that Canvas's "QTI .zip" import reads.
+"""Canvas: a QTI 1.2 zip that Canvas's "QTI .zip" import reads: ``imsmanifest.xml``, the assessment XML and
+Canvas's ``assessment_meta.xml`` (title, points and settings, in the namespace of Canvas's own exporter).
 
-Every answer entry is a ``numerical_question`` item: ``response_str`` with ``render_fib fibtype="Decimal"``,
-scored by one ``respcondition`` whose ``conditionvar`` accepts the exact value (``varequal``) or the range
-``vargte``/``varlte`` (value ± tolerance), setting SCORE to 100. Each variant is a section. Formulas are
-Canvas equation images (see :func:`equation_image`). The zip is deterministic (fixed timestamps, sorted entries).
+Canvas converts the QTI with instructure's QTIMigrationTool and reads the result with its own
+``Qti::NumericInteraction``; what they do, as read in their code:
+
+- A ``<section>`` whose ``<selection_ordering>`` selects 1 item becomes a *question group* that draws one
+  of its items per student; a section without it is flattened into the quiz. So every answered cell of
+  every asked question is one group holding that cell's item of every variant (Canvas has no numerical
+  question with several blanks): each student gets one variant of each, and each item carries its
+  variant's own matrices. The group's ``points_per_item`` is the cell's share of the question's points,
+  in hundredths that add up to the question's points (:func:`worked.lms.split_points`).
+- Each item is a ``numerical_question``: ``response_str`` with ``render_fib fibtype="Decimal"``, scored by
+  one ``respcondition`` whose ``conditionvar`` is ``<or>`` of ``varequal`` (the answer) and ``vargte``/
+  ``varlte`` (answer ∓ tolerance), setting SCORE to 100. Canvas reads it as an ``exact_answer`` with the
+  ``varequal`` value and a margin of ``varlte`` minus that value, in decimal arithmetic: both are
+  written as exact decimals (``vargt`` would be read as a precision answer; it is not used).
+
+Formulas are Canvas equation images (see :func:`equation_image`). The zip is deterministic (fixed
+timestamps, sorted entries, identifiers from SHA-256 of the title, seed and names).
 """
 from __future__ import annotations
 
 import hashlib
 import io
 import zipfile
+from decimal import Decimal
 from html import escape
 from urllib.parse import quote
 from xml.sax.saxutils import escape as xesc, quoteattr
 
-from . import fmt_num, matrix_latex, matrix_mathml, stem_html, variant_label
+from . import answer, asked, fmt_num, matrix_latex, matrix_mathml, one_line, places, split_points, stem_html
 
 NS = "http://www.imsglobal.org/xsd/ims_qtiasiv1p2"
+CANVAS_NS = "http://canvas.instructure.com/xsd/cccv1p0"
 
 
-def _dec(x: float) -> str:
+def _dec(x) -> str:
     s = fmt_num(x)
     return s if "." in s else s + ".0"
 
@@ -37,64 +53,143 @@ def equation_image(m: dict) -> str:
 
 
 def _ident(*parts) -> str:
-    return "i" + hashlib.sha256("\x00".join(map(str, parts)).encode()).hexdigest()[:24]
+    return "i" + hashlib.sha256("\x00".join(map(str, parts)).encode("utf-8", "surrogatepass")).hexdigest()[:24]
 
 
-def _item(ident: str, title: str, text: str, points: float, value: float, tol: float) -> str:
-    lo, hi = value - tol, value + tol
-    return f"""        <item ident="{ident}" title={quoteattr(title)}>
-          <itemmetadata>
-            <qtimetadata>
-              <qtimetadatafield><fieldlabel>question_type</fieldlabel><fieldentry>numerical_question</fieldentry></qtimetadatafield>
-              <qtimetadatafield><fieldlabel>points_possible</fieldlabel><fieldentry>{_dec(points)}</fieldentry></qtimetadatafield>
-            </qtimetadata>
-          </itemmetadata>
-          <presentation>
-            <material><mattext texttype="text/html">{xesc(text)}</mattext></material>
-            <response_str ident="response1" rcardinality="Single">
-              <render_fib fibtype="Decimal"><response_label ident="answer1"/></render_fib>
-            </response_str>
-          </presentation>
-          <resprocessing>
-            <outcomes><decvar maxvalue="100" minvalue="0" varname="SCORE" vartype="Decimal"/></outcomes>
-            <respcondition continue="No">
-              <conditionvar>
-                <or>
-                  <varequal respident="response1">{_dec(value)}</varequal>
-                  <and>
-                    <vargte respident="response1">{_dec(lo)}</vargte>
-                    <varlte respident="response1">{_dec(hi)}</varlte>
-                  </and>
-                </or>
-              </conditionvar>
-              <setvar action="Set" varname="SCORE">100</setvar>
-            </respcondition>
-          </resprocessing>
-        </item>
+def _item(ident: str, title: str, text: str, points: Decimal, value: Decimal, tol: Decimal) -> str:
+    return f"""          <item ident="{ident}" title={quoteattr(title)}>
+            <itemmetadata>
+              <qtimetadata>
+                <qtimetadatafield><fieldlabel>question_type</fieldlabel><fieldentry>numerical_question</fieldentry></qtimetadatafield>
+                <qtimetadatafield><fieldlabel>points_possible</fieldlabel><fieldentry>{_dec(points)}</fieldentry></qtimetadatafield>
+              </qtimetadata>
+            </itemmetadata>
+            <presentation>
+              <material><mattext texttype="text/html">{xesc(text)}</mattext></material>
+              <response_str ident="response1" rcardinality="Single">
+                <render_fib fibtype="Decimal"><response_label ident="answer1"/></render_fib>
+              </response_str>
+            </presentation>
+            <resprocessing>
+              <outcomes><decvar maxvalue="100" minvalue="0" varname="SCORE" vartype="Decimal"/></outcomes>
+              <respcondition continue="No">
+                <conditionvar>
+                  <or>
+                    <varequal respident="response1">{_dec(value)}</varequal>
+                    <and>
+                      <vargte respident="response1">{_dec(value - tol)}</vargte>
+                      <varlte respident="response1">{_dec(value + tol)}</varlte>
+                    </and>
+                  </or>
+                </conditionvar>
+                <setvar action="Set" varname="SCORE">100</setvar>
+              </respcondition>
+            </resprocessing>
+          </item>
 """
+
+
+def groups(manifest: dict) -> list[dict]:
+    """The question groups, in question and cell order: {"title", "points", "items": [(variant, q, entry)]}.
+    One per answered cell of each asked question (the cells of the first variant: all have the same)."""
+    out = []
+    if not manifest["variants"]:
+        return out
+    first = manifest["variants"][0]
+    for k, q0 in enumerate(first["questions"]):
+        cells = asked(q0)
+        for c, (e0, pts) in enumerate(zip(cells, split_points(q0["points"], len(cells)))):
+            items = []
+            for v in manifest["variants"]:
+                q = v["questions"][k]
+                e = next(x for x in q["entries"] if (x["row"], x["col"]) == (e0["row"], e0["col"]))
+                items.append((v, q, e))
+            title = f"{q0['name']} {q0['ask']}" + (f" — {e0['ask']}" if len(q0["entries"]) > 1 else "")
+            out.append({"title": title, "points": pts, "items": items, "key": (q0["name"], e0["ask"])})
+    return out
 
 
 def assessment_xml(manifest: dict, ident: str) -> str:
     out = ['<?xml version="1.0" encoding="UTF-8"?>\n',
            f'<questestinterop xmlns="{NS}">\n',
-           f"  <assessment ident=\"{ident}\" title={quoteattr(manifest['title'])}>\n",
+           f"  <assessment ident=\"{ident}\" title={quoteattr(one_line(manifest['title']))}>\n",
+           "    <qtimetadata>\n"
+           "      <qtimetadatafield><fieldlabel>cc_maxattempts</fieldlabel><fieldentry>1</fieldentry></qtimetadatafield>\n"
+           "    </qtimetadata>\n",
            '    <section ident="root_section">\n']
-    for v in manifest["variants"]:
-        out.append(f"      <section ident=\"{_ident(ident, v['variant'])}\" title={quoteattr(variant_label(v))}>\n")
-        stem = stem_html(v, equation_image)
-        for q in v["questions"]:
-            live = [e for e in q["entries"] if e["expected"] is not None]
-            for e in live:
-                text = stem + f"<p>Give <b>{escape(e['ask'])}</b> (part of {escape(q['ask'])}).</p>"
-                title = f"{v['variant']} {q['name']} {e['ask']}"
-                out.append(_item(_ident(ident, v["variant"], q["name"], e["ask"]), title, text,
-                                 q["points"] / len(live), e["expected"], e["tolerance"]))
+    stems = {v["variant"]: stem_html(v, equation_image) for v in manifest["variants"]}
+    nplaces = {v["variant"]: places(v) for v in manifest["variants"]}
+    for g in groups(manifest):
+        out.append(f"      <section ident=\"{_ident(ident, *g['key'])}\" title={quoteattr(g['title'])}>\n"
+                   "        <selection_ordering>\n          <selection>\n"
+                   "            <selection_number>1</selection_number>\n"
+                   f"            <selection_extension><points_per_item>{_dec(g['points'])}</points_per_item></selection_extension>\n"
+                   "          </selection>\n        </selection_ordering>\n")
+        for v, q, e in g["items"]:
+            part = f" (part of {escape(q['ask'])})" if len(q["entries"]) > 1 else ""
+            text = stems[v["variant"]] + f"<p>Give <b>{escape(e['ask'])}</b>{part}.</p>"
+            value, tol = answer(e, nplaces[v["variant"]])
+            title = f"{v['variant']} {q['name']} {e['ask']}"
+            out.append(_item(_ident(ident, v["variant"], q["name"], e["ask"]), title, text, g["points"], value, tol))
         out.append("      </section>\n")
     out.append("    </section>\n  </assessment>\n</questestinterop>\n")
     return "".join(out)
 
 
-def manifest_xml(title: str, ident: str) -> str:
+def total_points(manifest: dict) -> Decimal:
+    """The quiz's points: one cell of each group each, which add up to the asked questions' points."""
+    return sum((g["points"] for g in groups(manifest)), Decimal(0))
+
+
+def assessment_meta_xml(manifest: dict, ident: str) -> str:
+    """Canvas's quiz settings: title, points, an unpublished graded quiz, one attempt, answers shown after it."""
+    title = xesc(one_line(manifest["title"]))
+    desc = xesc(f"<p>{escape(one_line(manifest['title']), quote=False)}: generated by worked quiz, seed "
+                f"{manifest['seed']}; {len(manifest['variants'])} variants, one drawn per student for each answer.</p>")
+    pts = _dec(total_points(manifest))
+    return f"""<?xml version="1.0" encoding="UTF-8"?>
+<quiz identifier="{ident}" xmlns="{CANVAS_NS}" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xsi:schemaLocation="{CANVAS_NS} https://canvas.instructure.com/xsd/cccv1p0.xsd">
+  <title>{title}</title>
+  <description>{desc}</description>
+  <shuffle_answers>false</shuffle_answers>
+  <scoring_policy>keep_highest</scoring_policy>
+  <hide_results></hide_results>
+  <quiz_type>assignment</quiz_type>
+  <points_possible>{pts}</points_possible>
+  <require_lockdown_browser>false</require_lockdown_browser>
+  <require_lockdown_browser_for_results>false</require_lockdown_browser_for_results>
+  <require_lockdown_browser_monitor>false</require_lockdown_browser_monitor>
+  <lockdown_browser_monitor_data/>
+  <show_correct_answers>true</show_correct_answers>
+  <anonymous_submissions>false</anonymous_submissions>
+  <could_be_locked>false</could_be_locked>
+  <allowed_attempts>1</allowed_attempts>
+  <one_question_at_a_time>false</one_question_at_a_time>
+  <cant_go_back>false</cant_go_back>
+  <available>false</available>
+  <one_time_results>false</one_time_results>
+  <show_correct_answers_last_attempt>false</show_correct_answers_last_attempt>
+  <only_visible_to_overrides>false</only_visible_to_overrides>
+  <module_locked>false</module_locked>
+  <assignment identifier="{_ident(ident, 'assignment')}">
+    <title>{title}</title>
+    <due_at/>
+    <lock_at/>
+    <unlock_at/>
+    <module_locked>false</module_locked>
+    <workflow_state>unpublished</workflow_state>
+    <quiz_identifierref>{ident}</quiz_identifierref>
+    <points_possible>{pts}</points_possible>
+    <grading_type>points</grading_type>
+    <submission_types>online_quiz</submission_types>
+  </assignment>
+  <assignment_group_identifierref>{_ident(ident, 'assignment group')}</assignment_group_identifierref>
+</quiz>
+"""
+
+
+def manifest_xml(ident: str) -> str:
+    meta = _ident(ident, "meta")
     return f"""<?xml version="1.0" encoding="UTF-8"?>
 <manifest identifier="m{ident}" xmlns="http://www.imsglobal.org/xsd/imsccv1p1/imscp_v1p1">
   <metadata>
@@ -105,6 +200,10 @@ def manifest_xml(title: str, ident: str) -> str:
   <resources>
     <resource identifier="{ident}" type="imsqti_xmlv1p2">
       <file href="{ident}/{ident}.xml"/>
+      <dependency identifierref="{meta}"/>
+    </resource>
+    <resource identifier="{meta}" type="associatedcontent/imscc_xmlv1p1/learning-application-resource" href="{ident}/assessment_meta.xml">
+      <file href="{ident}/assessment_meta.xml"/>
     </resource>
   </resources>
 </manifest>
@@ -114,8 +213,9 @@ def manifest_xml(title: str, ident: str) -> str:
 def export(manifest: dict) -> bytes:
     ident = _ident("worked-quiz", manifest["title"], manifest["seed"])
     files = {
-        "imsmanifest.xml": manifest_xml(manifest["title"], ident),
+        "imsmanifest.xml": manifest_xml(ident),
         f"{ident}/{ident}.xml": assessment_xml(manifest, ident),
+        f"{ident}/assessment_meta.xml": assessment_meta_xml(manifest, ident),
     }
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:

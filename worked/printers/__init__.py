@@ -12,14 +12,15 @@ from __future__ import annotations
 
 import functools
 
+from .htmlcss import HtmlCssPrinter
 from .latex import LatexPrinter
 from .mathml import MathMLPrinter, math_element
 from .spoken import SpokenPrinter
 from .text import TextPrinter
 from .typst import TypstPrinter
 
-__all__ = ["text", "latex", "mathml", "typst", "spoken", "math_element",
-           "TextPrinter", "LatexPrinter", "MathMLPrinter", "TypstPrinter", "SpokenPrinter"]
+__all__ = ["text", "latex", "mathml", "typst", "spoken", "htmlcss", "math_element",
+           "TextPrinter", "LatexPrinter", "HtmlCssPrinter", "MathMLPrinter", "TypstPrinter", "SpokenPrinter"]
 
 def _cached(printer, doc: str):
     """The printer as a function of the tree, remembered by value (trees are immutable)."""
@@ -33,3 +34,4 @@ latex = _cached(LatexPrinter(), "ASCII LaTeX of a tree.")
 mathml = _cached(MathMLPrinter(), "The MathML body of a tree (no ``<math>`` element: see :func:`math_element`).")
 typst = _cached(TypstPrinter(), "Typst math of a tree (the body of ``$ … $``).")
 spoken = _cached(SpokenPrinter(), "A spoken form of a tree, for alt text and screen readers.")
+htmlcss = _cached(HtmlCssPrinter(), "HTML with CSS classes (fractions, scripts, radicals as text), for WeasyPrint.")

@@ -40,21 +40,21 @@ class TypstPrinter(Printer):
         b = _str(base) if (n.upright or len(base) > 1) else base
         return f"{b}_{sub}" if sub else b
 
-    def _scripts(self, base: str, sub: str | None, head: int | None) -> str:
+    def _scripts(self, base: str, sub: str | None, head: int | None, has_sub: bool = False) -> str:
+        """``Q^((1))_("cats", 1)``; a base that has its own subscript (``W_Q``) takes the entry's indices
+        as a second attachment (``attach(W_Q^((1)), b: #($…$))``): no visible brackets, as ``{W_Q}_{…}``."""
         s = base if head is None else f"{base}^(({head}))"
-        return s if sub is None else f"{s}_({sub})"
+        if sub is None:
+            return s
+        return f"attach({s}, b: #(${sub}$))" if has_sub else f"{s}_({sub})"
 
     def _print_Sym(self, n):
-        b = self._base(n)
-        if "_" in n.name and n.head is not None:
-            b = f"({b})"
-        return self._scripts(b, self.label(n.sub) if n.sub is not None else None, n.head)
+        return self._scripts(self._base(n), self.label(n.sub) if n.sub is not None else None, n.head,
+                             "_" in n.name)
 
     def _print_Entry(self, n):
-        b = self._base(n.base)
-        if "_" in n.base.name:
-            b = f"({b})"
-        return self._scripts(b, f"{self.label(n.row)}, {self.label(n.col)}", n.base.head)
+        return self._scripts(self._base(n.base), f"{self.label(n.row)}, {self.label(n.col)}", n.base.head,
+                             "_" in n.base.name)
 
     def _print_Col(self, n):
         return f'{self.doprint(n.base)} [":", {self.label(n.col)}]'
@@ -66,19 +66,19 @@ class TypstPrinter(Printer):
         return f"frac({self.doprint(n.num)}, {self.doprint(n.den)})"
 
     def _print_Pow(self, n):
-        return f"{self.wrap(n.base, ATOM)}^({self.doprint(n.exp)})"
+        return f"{self.wrap(n.base, ATOM)}^({_INLINE.doprint(n.exp)})"
 
     def _print_Sqrt(self, n):
         return f"sqrt({self.doprint(n.arg)})"
 
     def _print_Exp(self, n):
-        return f"e^({self.doprint(n.arg)})"
+        return f"e^({_INLINE.doprint(n.arg)})"
 
     def _print_Inf(self, n):
         return "infinity"
 
     def _print_Sum(self, n):
-        return f"sum_{n.index} {self.doprint(n.body)}"
+        return f"scripts(sum)_({n.index}) {self.doprint(n.body)}"
 
     def _print_Call(self, n):
         return f"op({_str(n.name)})(" + ", ".join(self.doprint(a) for a in n.args) + ")"
@@ -89,3 +89,25 @@ class TypstPrinter(Printer):
     def _print_Dims(self, n):
         return f"{n.rows} times {n.cols}"
 
+
+
+class InlineTypstPrinter(TypstPrinter):
+    """Typst with quotients written ``a\\/b`` (a literal slash, not a stacked fraction): for
+    exponents, so ``e^(3 sqrt(2)\\/2)`` stays on one level."""
+
+    inline_fractions = True
+
+    def _print_Num(self, n):
+        v = n.value
+        if v.denominator == 1 or terminates(v):
+            return super()._print_Num(n)
+        return f"{v.numerator}\\/{v.denominator}"
+
+    def _print_Frac(self, n):
+        top = self.wrap(n.num, MUL)
+        den = n.den
+        simple = type(den) in (eq.Sym, eq.Dec) or type(den) is eq.Num and den.value.denominator == 1 and den.value > 0
+        return f"{top}\\/{self.doprint(den) if simple else self.paren(self.doprint(den))}"
+
+
+_INLINE = InlineTypstPrinter()

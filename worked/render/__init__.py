@@ -4,8 +4,10 @@ One model, many writers: :class:`worked.model.Solution` knows no format. This pa
 
 * HTML (one self-contained file: CSS inline, math as MathML from the MathML printer, a math font embedded),
 * LaTeX (amsmath, compiles with pdflatex),
-* PDF, by default with WeasyPrint from HTML in which every formula is an SVG drawn by ziamath from the
-  same LaTeX source (``pdf_engine="latex"`` compiles the .tex with pdflatex instead).
+* Typst source (``templates/sheet/*.typ``, formulas from the Typst printer with spoken alt text),
+* PDF, by default with Typst in this process: tagged PDF/UA-1, only the fonts embedded in Typst,
+  the same bytes on every machine. ``pdf_engine="weasyprint"`` prints the HTML sheet,
+  ``pdf_engine="latex"`` compiles the .tex with pdflatex.
 
 Every function takes the same optional keywords:
 
@@ -25,11 +27,13 @@ Public API (stable; the quiz batches build on it)::
     worksheet_html(solution, *, student=None, for_pdf=False, template_dir=None) -> str
     answer_key_tex(solution, *, student=None, paper="a4", template_dir=None) -> str
     worksheet_tex(solution, *, student=None, paper="a4", template_dir=None) -> str
+    answer_key_typst(solution, *, student=None, paper="a4", template_dir=None) -> str
+    worksheet_typst(solution, *, student=None, paper="a4", template_dir=None) -> str
     html_to_pdf(html, *, paper="a4") -> bytes
-    tex_to_pdf(tex, *, hint=None) -> bytes
-    answer_key_pdf(solution, *, student=None, paper="a4", pdf_engine="weasyprint", template_dir=None) -> bytes
-    worksheet_pdf(solution, *, student=None, paper="a4", pdf_engine="weasyprint", template_dir=None) -> bytes
-    write_sheet(solution, outdir, *, formats=("html", "tex", "pdf"), paper="a4", pdf_engine="weasyprint",
+    tex_to_pdf(tex) -> bytes
+    answer_key_pdf(solution, *, student=None, paper="a4", pdf_engine="typst", template_dir=None) -> bytes
+    worksheet_pdf(solution, *, student=None, paper="a4", pdf_engine="typst", template_dir=None) -> bytes
+    write_sheet(solution, outdir, *, formats=("html", "tex", "pdf"), paper="a4", pdf_engine="typst",
                 template_dir=None, force=False, student=None) -> list[Path]
 """
 from __future__ import annotations
@@ -39,14 +43,14 @@ from typing import Any, Iterable
 
 __all__ = [
     "answer_key_html", "worksheet_html", "answer_key_tex", "worksheet_tex",
-    "html_to_pdf", "tex_to_pdf", "answer_key_pdf", "worksheet_pdf", "write_sheet",
+    "answer_key_typst", "worksheet_typst", "html_to_pdf", "tex_to_pdf", "answer_key_pdf", "worksheet_pdf", "write_sheet",
     "DOCUMENTS", "FORMATS", "PAPERS", "PDF_ENGINES",
 ]
 
 DOCUMENTS = ("worksheet", "answer-key")
 FORMATS = ("html", "tex", "pdf")
 PAPERS = ("a4", "letter")
-PDF_ENGINES = ("weasyprint", "latex")
+PDF_ENGINES = ("typst", "weasyprint", "latex")
 
 
 def answer_key_html(solution, *, student: dict | None = None, for_pdf: bool = False,
@@ -88,6 +92,22 @@ def worksheet_tex(solution, *, student: dict | None = None, paper: str = "a4",
     return render_tex("worksheet", solution, student=student, paper=paper, template_dir=template_dir)
 
 
+def answer_key_typst(solution, *, student: dict | None = None, paper: str = "a4",
+                     template_dir: str | Path | None = None) -> str:
+    """The answer key as Typst source (what the default PDF engine compiles)."""
+    from .typst import render_typ
+
+    return render_typ("answer-key", solution, student=student, paper=paper, template_dir=template_dir)
+
+
+def worksheet_typst(solution, *, student: dict | None = None, paper: str = "a4",
+                    template_dir: str | Path | None = None) -> str:
+    """The student worksheet as Typst source."""
+    from .typst import render_typ
+
+    return render_typ("worksheet", solution, student=student, paper=paper, template_dir=template_dir)
+
+
 def html_to_pdf(html: str, *, paper: str = "a4") -> bytes:
     """Lay out *html* (from ``..._html(for_pdf=True)``) with WeasyPrint; deterministic bytes.
 
@@ -99,31 +119,29 @@ def html_to_pdf(html: str, *, paper: str = "a4") -> bytes:
     return _h(html, paper=paper)
 
 
-def tex_to_pdf(tex: str, *, hint: str | None = None) -> bytes:
-    """Compile *tex* with ``pdflatex -interaction=nonstopmode -halt-on-error`` (twice when needed).
+def tex_to_pdf(tex: str) -> bytes:
+    """Compile *tex* with pdflatex, one document per run (twice when needed).
 
     Raises :class:`worked.errors.WorkedError` when pdflatex is not installed or the run fails
     (with the first error line of the log). Deterministic: fixed dates and document ID.
-    ``hint`` names a kind of document (e.g. "worksheet") whose page count is usually the same from
-    one to the next in a batch; with it one pass is often enough (same bytes either way).
     """
     from .pdf import tex_to_pdf as _t
 
-    return _t(tex, hint=hint)
+    return _t(tex)
 
 
-def answer_key_pdf(solution, *, student: dict | None = None, paper: str = "a4", pdf_engine: str = "weasyprint",
+def answer_key_pdf(solution, *, student: dict | None = None, paper: str = "a4", pdf_engine: str = "typst",
                    template_dir: str | Path | None = None) -> bytes:
-    """The answer key as PDF bytes (WeasyPrint from SVG-math HTML, or pdflatex from the .tex)."""
+    """The answer key as PDF bytes (Typst; or WeasyPrint from the HTML, or pdflatex from the .tex)."""
     from .sheet import document_pdf
 
     return document_pdf("answer-key", solution, student=student, paper=paper, pdf_engine=pdf_engine,
                         template_dir=template_dir)
 
 
-def worksheet_pdf(solution, *, student: dict | None = None, paper: str = "a4", pdf_engine: str = "weasyprint",
+def worksheet_pdf(solution, *, student: dict | None = None, paper: str = "a4", pdf_engine: str = "typst",
                   template_dir: str | Path | None = None) -> bytes:
-    """The worksheet as PDF bytes (WeasyPrint from SVG-math HTML, or pdflatex from the .tex)."""
+    """The worksheet as PDF bytes (Typst; or WeasyPrint from the HTML, or pdflatex from the .tex)."""
     from .sheet import document_pdf
 
     return document_pdf("worksheet", solution, student=student, paper=paper, pdf_engine=pdf_engine,
@@ -131,7 +149,7 @@ def worksheet_pdf(solution, *, student: dict | None = None, paper: str = "a4", p
 
 
 def write_sheet(solution, outdir: str | Path, *, formats: Iterable[str] = FORMATS, paper: str = "a4",
-                pdf_engine: str = "weasyprint", template_dir: str | Path | None = None, force: bool = False,
+                pdf_engine: str = "typst", template_dir: str | Path | None = None, force: bool = False,
                 student: dict | None = None, documents: Iterable[str] = DOCUMENTS) -> list[Path]:
     """Write ``outdir/<slug>/worksheet.*`` and ``answer-key.*``; return the paths written.
 

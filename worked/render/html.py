@@ -1,8 +1,9 @@
 """HTML writer: one self-contained page per document (CSS inline, no external URL).
 
 For browsers and notebooks every formula is MathML (from the MathML printer) and the math font is embedded.
-For WeasyPrint (``for_pdf=True``) every formula is an inline SVG drawn by ziamath instead.
-Headings, prose, matrices of numbers and the answers-at-a-glance tables stay real text.
+For WeasyPrint (``for_pdf=True``), which cannot lay out MathML, every formula is HTML from the HTML/CSS
+printer instead (:mod:`worked.printers.htmlcss`, styled by ``style.css``): text and CSS boxes, so
+formulas, like the prose and the tables, stay text in the PDF.
 """
 from __future__ import annotations
 
@@ -11,20 +12,21 @@ import functools
 from markupsafe import Markup, escape
 
 from .. import printers
-from . import mathconv
 from .env import render
 from .view import build
 
 
 def _math(for_pdf: bool):
     """The templates' ``math(tree)``: MathML from the MathML printer (with its spoken form as alt text),
-    or for WeasyPrint an SVG that ziamath draws from the LaTeX printer's output."""
+    or for WeasyPrint the HTML/CSS printer's output (with the spoken form as its label)."""
     def math(node, display: bool = False):
         if node is None:
             return Markup("")
         node = getattr(node, "eq", node)   # a Line or a tree
         if for_pdf:
-            return Markup(mathconv.svg_img(printers.latex(node), display))
+            cls = "m d" if display else "m"
+            return Markup(f'<span class="{cls}" role="math" aria-label="{escape(printers.spoken(node))}">'
+                          f'{printers.htmlcss(node)}</span>')
         return Markup(printers.math_element(printers.mathml(node), display=display, alt=printers.spoken(node)))
     return math
 

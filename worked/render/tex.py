@@ -51,23 +51,34 @@ def _cell(c, blank: bool) -> str:
     return c.get("tex") or ""
 
 
+GRID_CELL = (r"4.2em", r"\rule[-2ex]{0pt}{5.4ex}")   # an answer cell: about 15 x 8 mm, room for "-0.12"
+
+
 def matrix(m, grid: bool = False) -> TexRaw:
     """A labelled matrix: row labels (text), column labels above, brackets, cells in math.
 
     Four top-aligned arrays side by side (labels, [, body, ]); every row carries the same strut
-    so labels line up with entries, and the header row sits above the body columns.
+    so labels line up with entries, and the header row sits above the body columns. A worksheet
+    *grid* is empty cells of :data:`GRID_CELL` with a rule between rows and between columns.
     """
     n, k = m["n_rows"], m["n_cols"]
     tall = m.get("has_math")
-    strut = r"\rule[-1.4ex]{0pt}{4.2ex}" if tall else (r"\rule[-1.2ex]{0pt}{3.6ex}" if grid else r"\rule[-.45ex]{0pt}{2.5ex}")
+    strut = GRID_CELL[1] if grid else (r"\rule[-1.4ex]{0pt}{4.2ex}" if tall else r"\rule[-.45ex]{0pt}{2.5ex}")
     hstrut = r"\rule[-.3ex]{0pt}{2ex}"
-    colspec = "c" if (tall or grid) else "r"
-    width = r"w{c}{3.2em}" if grid else colspec
-    cols = " & ".join(r"\scriptstyle\mathit{" + tex_escape(c) + "}" if _plain(c) else
-                      r"\scriptstyle\text{" + tex_escape(c) + "}" for c in m["cols"])
+    cols = [r"\scriptstyle\mathit{" + tex_escape(c) + "}" if _plain(c) else
+            r"\scriptstyle\text{" + tex_escape(c) + "}" for c in m["cols"]]
     body_rows = [" & ".join(_cell(c, grid) for c in row) for row in m["cells"]]
-    body = (r"\begin{array}[t]{@{\,}*{%d}{%s}@{\,}}" % (k, width) + hstrut + cols + r"\\"
-            + r"\\".join(strut + r for r in body_rows) + r"\end{array}")
+    if grid:
+        cell = "w{c}{%s}" % GRID_CELL[0]
+        spec = "@{}" + cell + "|" * (k > 1) + "|".join([cell] * (k - 1)) + "@{}"
+        # no column rules above the grid (\multicolumn must open its cell: the strut goes inside)
+        head = " & ".join(r"\multicolumn{1}{c}{" + hstrut + c + "}" for c in cols)
+        rows = r"\\\hline ".join(strut + r for r in body_rows)
+        body = (r"\begin{array}[t]{%s}" % spec + head + r"\\" + rows + r"\end{array}")
+    else:
+        colspec = "c" if tall else "r"
+        body = (r"\begin{array}[t]{@{\,}*{%d}{%s}@{\,}}" % (k, colspec) + hstrut + " & ".join(cols) + r"\\"
+                + r"\\".join(strut + r for r in body_rows) + r"\end{array}")
     labels = (r"\begin{array}[t]{@{}r@{}}" + hstrut + r"\\"
               + r"\\".join(strut + r"\text{\small\itshape " + tex_escape(x) + "}" for x in m["rows"]) + r"\end{array}")
     phantom = r"\begin{array}{@{}c@{}}" + r"\\".join([strut] * n) + r"\end{array}"
@@ -76,8 +87,12 @@ def matrix(m, grid: bool = False) -> TexRaw:
     sym = ""
     if m.get("head") is not None:
         sym = printers.latex(m["head"]) + r"\ "
-    arrays = labels + r"\," + left + r"\!" + body + r"\!" + right
-    out = r"\wkfit{$\displaystyle " + sym + r"\vcenter{\hbox{$" + arrays + r"$}}$}"
+    arrays = labels + r"\," + left + (r"\," if grid else r"\!") + body + (r"\," if grid else r"\!") + right
+    # a grid's brackets reach its first and last rule (TeX lets a \left[ fall 10% or 5pt short);
+    # colortbl's rule colour is global: set for the grid, then back to black
+    gray, black = ((r"\delimiterfactor=1000 \delimitershortfall=0pt \arrayrulecolor{black!45}",
+                    r"\arrayrulecolor{black}") if grid else ("", ""))
+    out = r"\wkfit{" + gray + r"$\displaystyle " + sym + r"\vcenter{\hbox{$" + arrays + r"$}}$" + black + "}"
     if m.get("caption"):
         out += r"\,{\scriptsize " + tex_escape(m["caption"]) + "}"
     return TexRaw(out)

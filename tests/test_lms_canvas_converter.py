@@ -1,0 +1,82 @@
+"""Canvas's own converter on our QTI zip: instructure's QTIMigrationTool (what Canvas runs on a QTI 1.2 import),
+then what Canvas's ``Qti::NumericInteraction#get_canvas_answers`` reads from its output, compared with the
+manifest. The tool is not a package (a GitHub repository, Python 3 + lxml): set WORKED_QTIMIGRATIONTOOL to a
+checkout (and WORKED_QTIMIGRATIONTOOL_PYTHON to a Python that has lxml, default python3) to run it. CI checks
+the same structure point by point in test_lms_exports.py."""
+import io
+import json
+import os
+import subprocess
+import xml.etree.ElementTree as ET
+import zipfile
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+from worked.problem import Problem
+from worked.quiz import run
+
+from conftest import PROBLEMS
+from lms_readers import rounded
+
+TOOL = os.environ.get("WORKED_QTIMIGRATIONTOOL")
+pytestmark = pytest.mark.skipif(not TOOL, reason="set WORKED_QTIMIGRATIONTOOL to a checkout of "
+                                                  "instructure/QTIMigrationTool to run Canvas's converter")
+NS = {"t": "http://www.imsglobal.org/xsd/imsqti_v2p1"}
+
+
+def _canvas_answers(item: ET.Element) -> list[dict]:
+    """get_canvas_answers: for each responseIf with an <or>, the stringMatch value is the exact answer and
+    varlte's value minus it the margin (BigDecimal); a vargt lower bound ending in 5 would make it a precision
+    answer."""
+    out = []
+    for r_if in item.iter("{%s}responseIf" % NS["t"]):
+        or_node = r_if.find("t:or", NS)
+        if or_node is None:
+            continue
+        exact = or_node.find("t:stringMatch/t:baseValue", NS).text
+        ops = {c.get("class"): c.find("t:baseValue", NS).text for c in or_node.iter("{%s}customOperator" % NS["t"])}
+        assert "vargt" not in ops
+        out.append({"exact": Decimal(exact), "margin": Decimal(ops["varlte"]) - Decimal(exact)})
+    return out
+
+
+@pytest.mark.parametrize("spec", ["quiz-1.toml", "quiz-2-causal.toml"])
+def test_qtimigrationtool_output_as_canvas_reads_it(tmp_path, spec):
+    out = run(PROBLEMS / spec, count=3, outdir=tmp_path / "q", formats="qti", jobs=1, quiet=True)[0]
+    src = tmp_path / "in"
+    zipfile.ZipFile(io.BytesIO((out / "canvas-qti.zip").read_bytes())).extractall(src)
+    dest = tmp_path / "converted"
+    py = os.environ.get("WORKED_QTIMIGRATIONTOOL_PYTHON", "python3")
+    r = subprocess.run([py, "migrate.py", "--ucvars", "--nogui", "--overwrite", f"--cpout={dest}", str(src)],
+                       cwd=TOOL, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    man = json.loads((out / "manifest.json").read_text())
+    cells = {(v["variant"], q["name"], e["ask"]): (e, q, Problem.from_dict(v["problem"]).decimals)
+             for v in man["variants"] for q in v["questions"] for e in q["entries"] if e["expected"] is not None}
+    (test,) = (dest / "assessmentTests").iterdir()
+    troot = ET.parse(test).getroot()
+    sections = troot.findall("t:testPart/t:assessmentSection/t:assessmentSection", NS)
+    points = {q["name"]: Decimal(repr(q["points"])) for q in man["variants"][0]["questions"]}
+    got_points: dict[str, Decimal] = {}
+    seen = set()
+    for sec in sections:
+        sel = sec.find("t:selection", NS)
+        assert sel.get("select") == "1"                                   # a question group drawing one item
+        ppi = Decimal(sel.find("t:selectionExtension/t:points_per_item", NS).text)
+        refs = sec.findall("t:assessmentItemRef", NS)
+        assert len(refs) == len(man["variants"])
+        for ref in refs:
+            item = ET.parse(test.parent / ref.get("href")).getroot()
+            code, qname, ask = item.get("title").split(" ", 2)
+            fields = {f.get("name"): f.get("value") for f in item.iter("{%s}instructureField" % NS["t"])}
+            assert fields["question_type"] == "numerical_question" and Decimal(fields["points_possible"]) == ppi
+            e, q, places = cells[(code, qname, ask)]
+            (a,) = _canvas_answers(item)
+            assert a["exact"] == rounded(e["expected"], places)
+            assert a["margin"] == Decimal(repr(e["tolerance"])) + abs(Decimal(repr(e["expected"])) - a["exact"])
+            seen.add((code, qname, ask))
+        got_points[qname] = got_points.get(qname, 0) + ppi
+    assert seen == set(cells) and got_points == points
+    assert Path(test).read_text().count("<assessmentSection") == len(sections) + 1

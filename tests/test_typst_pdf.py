@@ -1,0 +1,256 @@
+"""The Typst PDFs (the default engine): same bytes everywhere, exact page counts, numbers in the text
+layer, tagged PDF/UA-1, class PDFs for double-sided printing, templates overridable."""
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from pypdf import PdfReader
+
+from sheet_support import HOSTILE_TITLE, PROBLEMS, hostile_problem
+from worked import eq
+from worked.errors import WorkedError
+from worked.problem import load
+from worked.render import answer_key_pdf, answer_key_typst, worksheet_pdf, write_sheet
+from worked.solver import solve
+
+ROOT = Path(__file__).resolve().parents[1]
+EMBEDDED = {"LibertinusSerif", "NewCMMath", "NewCM", "DejaVuSansMono"}   # the fonts built into Typst
+
+
+@pytest.fixture(scope="module")
+def sol():
+    return solve(load(None))
+
+
+@pytest.fixture(scope="module")
+def key(sol):
+    return answer_key_pdf(sol)
+
+
+def _fonts(pdf: bytes) -> set[str]:
+    """Base names of every font the PDF embeds (subset prefix and encoding suffix dropped)."""
+    out = set()
+    for page in PdfReader(io.BytesIO(pdf)).pages:
+        for f in page["/Resources"].get("/Font", {}).values():
+            name = f.get_object()["/BaseFont"].split("+", 1)[-1].removesuffix("-Identity-H")
+            out.add(name)
+    return out
+
+
+def _text(pdf: bytes) -> str:
+    if shutil.which("pdftotext"):
+        r = subprocess.run(["pdftotext", "-", "-"], input=pdf, capture_output=True, check=True)
+        return r.stdout.decode("utf-8")
+    return "\n".join(p.extract_text() for p in PdfReader(io.BytesIO(pdf)).pages)
+
+
+def _decimals(node) -> list[str]:
+    """Every rounded decimal (``Dec``) shown in a tree, as the text printer writes it."""
+    from worked import printers
+
+    out = []
+    if isinstance(node, eq.Dec):
+        return [printers.text(node)]
+    if dataclasses.is_dataclass(node):
+        for f in dataclasses.fields(node):
+            v = getattr(node, f.name)
+            for x in (v if isinstance(v, tuple) else (v,)):
+                if isinstance(x, eq.Node):
+                    out += _decimals(x)
+    return out
+
+
+def test_same_bytes_twice_and_only_typst_fonts(sol, key):
+    """Two renderings give the same bytes; every embedded font is one of Typst's own."""
+    assert answer_key_pdf(sol) == key
+    fonts = _fonts(key)
+    assert fonts and all(any(f.startswith(e) for e in EMBEDDED) for f in fonts), fonts
+    from worked.render.typst import compiler  # noqa: F401  (one compiler per process)
+    import typst
+
+    embedded = typst.Fonts(include_system_fonts=False, include_embedded_fonts=True)
+    assert all(f.path is None for f in embedded.fonts())   # built into the binding, not read from disk
+
+
+def test_same_bytes_with_system_fonts_hidden(tmp_path, key):
+    """A fresh process that sees no system fonts (fontconfig pointed at an empty configuration, no home
+    font folders) writes the same key as this one."""
+    conf = tmp_path / "fonts.conf"
+    conf.write_text('<?xml version="1.0"?><fontconfig></fontconfig>\n')
+    env = dict(os.environ, FONTCONFIG_FILE=str(conf), FONTCONFIG_PATH=str(tmp_path), HOME=str(tmp_path),
+               XDG_DATA_HOME=str(tmp_path / "share"), XDG_DATA_DIRS=str(tmp_path / "share"))
+    r = subprocess.run([sys.executable, "-m", "worked", "sheet", "--format", "pdf", "-o", str(tmp_path / "o")],
+                       env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "o" / "cats-chase-mice" / "answer-key.pdf").read_bytes() == key
+
+
+# the page counts do not depend on the machine: the fonts come with Typst
+PAGES = {"cats-chase-mice": (2, 3)}
+
+
+def test_page_counts_are_exact(sol, key):
+    assert len(PdfReader(io.BytesIO(worksheet_pdf(sol))).pages) == PAGES["cats-chase-mice"][0]
+    assert len(PdfReader(io.BytesIO(key)).pages) == PAGES["cats-chase-mice"][1]
+
+
+@pytest.mark.parametrize("path", PROBLEMS, ids=lambda p: p.stem)
+def test_every_problem_compiles_to_tagged_pdf(path):
+    """Every shipped problem's sheets compile (PDF/UA-1 refuses a formula without alt text)."""
+    s = solve(load(str(path)))
+    for make in (worksheet_pdf, answer_key_pdf):
+        data = make(s)
+        r = PdfReader(io.BytesIO(data))
+        assert len(r.pages) >= 1 and "/StructTreeRoot" in r.trailer["/Root"]
+
+
+def test_key_text_has_every_value_of_the_key(sol, key):
+    """pdftotext finds every decimal the key shows: each one of every worked line and of every matrix."""
+    text = _text(key).replace("−", "-")
+    shown = []
+    for st in sol.steps:
+        for ln in st.lines:
+            shown += _decimals(ln.eq)
+    for m in (sol.heads[0].weights, sol.output, sol.heads[0].scaled):
+        r, c = m.shape
+        shown += [m.show(i, j, sol.decimals) for i in range(r) for j in range(c)]
+    shown = sorted(set(s.replace("−", "-") for s in shown))
+    assert "4.1133" in shown and len(shown) > 20
+    missing = [v for v in shown if v not in text]
+    assert not missing, missing
+    assert text.count("4.1133") >= 5
+
+
+def test_pdf_ua_tagged_with_language_title_and_alt_text(key):
+    """Tagged PDF (StructTreeRoot, MarkInfo), the document language and title set, PDF/UA-1 declared
+    in the XMP metadata, and every formula's alt text from the spoken printer."""
+    r = PdfReader(io.BytesIO(key))
+    root = r.trailer["/Root"]
+    assert "/StructTreeRoot" in root
+    assert bool(root["/MarkInfo"]["/Marked"])
+    assert str(root["/Lang"]).startswith("en")
+    assert r.metadata.title == "cats chase mice — Answer key"
+    xmp = root["/Metadata"].get_object().get_data()
+    assert b"pdfuaid:part" in xmp and b"1" in xmp
+    # alt text of the formulas lives in the structure tree (/Alt on Formula elements)
+    alts = []
+
+    def walk(node, depth=0):
+        node = node.get_object()
+        if isinstance(node, dict) or hasattr(node, "get"):
+            if node.get("/S") == "/Formula" and "/Alt" in node:
+                alts.append(str(node["/Alt"]))
+            kids = node.get("/K")
+            if kids is not None:
+                for k in (kids if isinstance(kids, list) else [kids]):
+                    if hasattr(k, "get_object") and hasattr(k.get_object(), "get"):
+                        walk(k, depth + 1)
+
+    walk(root["/StructTreeRoot"])
+    assert len(alts) > 50
+    assert any("square root of 2" in a for a in alts)
+    assert any(a.startswith("A row cats, column chase equals") for a in alts)
+
+
+def test_hostile_title_and_tokens_are_text(tmp_path):
+    """Typst markup in a title or a token is printed as text, never run."""
+    s = solve(hostile_problem())
+    text = " ".join(_text(answer_key_pdf(s)).split())
+    assert "<script>alert(1)</script>" in text
+    assert "50% & $x_1$ #{}~^" in text
+    assert HOSTILE_TITLE.split(" <")[0] in text
+
+
+def test_name_line_and_code_with_numbered_variants(tmp_path, cli):
+    """`worked quiz -n 3`: each variant has a Name line, its number and code; the class PDFs start every
+    student's sheet on an odd page (a blank page where needed) and every printed page carries the name
+    line and the code in its running header. Class PDFs are made as one Typst document, so they are
+    tagged too."""
+    out = tmp_path / "q"
+    code, _, err = cli("quiz", ROOT / "problems" / "quiz-1.toml", "-n", "3", "-o", out, "--format", "pdf", "--quiet")
+    assert code == 0, err
+    man = json.loads((out / "manifest.json").read_text())
+    codes = [v["variant"] for v in man["variants"]]
+    for doc, name in (("worksheet", "class-worksheets.pdf"), ("answer-key", "class-answer-keys.pdf")):
+        whole = PdfReader(out / name)
+        start = 0
+        for k, c in enumerate(codes):
+            own = PdfReader(out / "variants" / c / f"{doc}.pdf")
+            n = len(own.pages)
+            assert start % 2 == 0   # page start+1, odd
+            first = whole.pages[start].extract_text()
+            assert "Name:" in first and f"ID: #{k + 1}" in first and c in first
+            assert "Graded answers" in first
+            for i in range(start, start + n):
+                t = whole.pages[i].extract_text()
+                assert "Name:" in t and c in t, (name, i)
+            last = k == len(codes) - 1
+            if n % 2 and not last:
+                assert whole.pages[start + n].extract_text().strip() == ""   # the blank back page
+            start += n + (n % 2 if not last else 0)
+        assert start == len(whole.pages)
+        assert "/StructTreeRoot" in whole.trailer["/Root"] and whole.metadata.title.startswith("Attention quiz 1")
+
+
+def test_class_pdf_is_the_same_twice(tmp_path, cli):
+    outs = []
+    for k in (1, 2):
+        out = tmp_path / f"q{k}"
+        code, _, err = cli("quiz", ROOT / "problems" / "quiz-1.toml", "-n", "2", "-o", out, "--format", "pdf",
+                           "--quiet", "--jobs", str(k))
+        assert code == 0, err
+        outs.append(out)
+    for name in ("class-worksheets.pdf", "class-answer-keys.pdf"):
+        assert (outs[0] / name).read_bytes() == (outs[1] / name).read_bytes()
+
+
+def test_typ_template_override(tmp_path, sol):
+    """A worksheet.typ in --template-dir replaces ours (it may extend our base.typ and change one block);
+    a broken one is a one-line error naming the file."""
+    (tmp_path / "worksheet.typ").write_text(
+        '{% extends "base.typ" %}{% block content %}Bring a pencil, {{ doc.title }}.{% endblock %}\n')
+    text = " ".join(_text(worksheet_pdf(sol, template_dir=tmp_path)).split())
+    assert "Bring a pencil, cats chase mice." in text and "Task 1" not in text
+    (tmp_path / "answer-key.typ").write_text('{% extends "base.typ" %}{% block content %}#let x = ({% endblock %}\n')
+    with pytest.raises(WorkedError) as exc:
+        answer_key_pdf(sol, template_dir=tmp_path)
+    assert "answer-key.typ" in str(exc.value) and "\n" not in str(exc.value)
+
+
+def test_write_sheet_default_engine_is_typst(tmp_path, sol, key):
+    paths = write_sheet(sol, tmp_path, formats=("pdf",))
+    assert {p.name for p in paths} == {"worksheet.pdf", "answer-key.pdf"}
+    assert (tmp_path / "cats-chase-mice" / "answer-key.pdf").read_bytes() == key
+    assert PdfReader(io.BytesIO(key)).metadata.creator.startswith("Typst")
+
+
+def test_typst_source_is_escaped(sol):
+    """The source's formulas are the Typst printer's, each with alt text; prose is escaped."""
+    src = answer_key_typst(sol)
+    assert '#eqn("square root of d k equals square root of 2 is about 1.4142", $ sqrt(d_k) = sqrt(2) approx 1.4142 $)' in src
+    assert "#set document(title: " in src
+
+
+def test_typst_printer_brackets_and_scripts():
+    """What the Typst printer got wrong before it was ever compiled: a head's weight matrix without
+    visible brackets, an entry of W_O as a second subscript, fractions in exponents on one level,
+    sums with their index at the side."""
+    from fractions import Fraction
+
+    from worked import printers
+
+    assert printers.typst(eq.Sym("W_Q", head=1)) == "W_Q^((1))"
+    assert printers.typst(eq.Entry(eq.Sym("W_O"), "1", "2")) == "attach(W_O, b: #($1, 2$))"
+    half = eq.Frac(eq.Mul((eq.num(3), eq.Sqrt(eq.num(2)))), eq.num(2))
+    assert printers.typst(eq.Exp(half)) == "e^(3 sqrt(2)\\/2)"
+    assert printers.typst(eq.Exp(eq.num(Fraction(-1, 3)))) == "e^(-1\\/3)"
+    assert printers.typst(eq.Sum(eq.Entry(eq.Sym("A"), "cats", "j"), "j")).startswith("scripts(sum)_(j) ")

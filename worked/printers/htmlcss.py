@@ -1,0 +1,154 @@
+"""HTML with CSS classes, for print engines that cannot lay out MathML (WeasyPrint).
+
+Every number, letter and sign stays text (a PDF made from it can be searched, copied and read
+aloud); the layout is plain CSS, in ``templates/sheet/style.css`` (classes ``m-…``):
+
+* a fraction is an inline block of two stacked spans, the numerator underlined by the bar;
+* powers and indices are ``<sup>``/``<sub>`` (both at once: two stacked spans);
+* a square root is ``√`` followed by its argument under an overline;
+* brackets around something tall (a fraction) are the borders of table cells that stretch
+  to the height of what they enclose.
+"""
+from __future__ import annotations
+
+from html import escape
+
+from .. import eq
+from .base import ATOM, MUL, Printer, dec_str, rat_str, terminates
+
+_NB = "\u00a0"        # a binary operator keeps its left operand: a line may break after it only
+_MINUS = "\u2212"
+_OPS = {eq.EQ: "=", eq.APPROX: "≈", eq.TO: "→"}
+_TALL = 'class="m-fr"'   # what makes a printed piece taller than a line (it needs big brackets)
+
+
+def _span(cls: str, s: str) -> str:
+    return f'<span class="{cls}">{s}</span>'
+
+
+def _minus(s: str) -> str:
+    return _MINUS + s[1:] if s.startswith("-") else s
+
+
+def _ident(s: str, upright: bool = False) -> str:
+    """A name: one letter in italic, a word (``softmax``, ``scaled``) upright."""
+    s = escape(s)
+    return s if (upright or len(s) > 1) else f"<i>{s}</i>"
+
+
+class HtmlCssPrinter(Printer):
+    PLUS, MINUS, TIMES, JUXTAPOSE, DOT, NEG = _NB + "+ ", _NB + _MINUS + " ", "·", "", "·", _MINUS
+    OPS = {op: f"{_NB}{t} " for op, t in _OPS.items()}
+
+    def fence(self, left: str, s: str, right: str, kind: str) -> str:
+        """``left s right``; around something tall, brackets drawn by CSS (``kind``: ``rd`` or ``sq``)."""
+        if _TALL not in s:
+            return left + s + right
+        return (f'<span class="m-big"><span class="m-dl m-{kind}"></span>'
+                f'<span class="m-in">{s}</span><span class="m-dr m-{kind}"></span></span>')
+
+    def paren(self, s):
+        return self.fence("(", s, ")", "rd")
+
+    def label(self, s: str) -> str:
+        if s == eq.ALL:
+            return "·"
+        if s == ":":
+            return ":"
+        return escape(s) if self.is_word(s) or s.isdigit() else f"<i>{escape(s)}</i>"
+
+    def frac(self, num: str, den: str) -> str:
+        return f'<span class="m-fr"><span class="m-nu">{num}</span><span class="m-de">{den}</span></span>'
+
+    def _print_Num(self, n):
+        v = n.value
+        if v.denominator == 1 or terminates(v):
+            return _minus(rat_str(v))
+        f = self.frac(str(abs(v.numerator)), str(v.denominator))
+        return _MINUS + f if v < 0 else f
+
+    def _print_Dec(self, n):
+        return _minus(dec_str(n.value))
+
+    def _name(self, n: eq.Sym) -> tuple[str, str | None]:
+        base, _, sub = n.name.partition("_")
+        return _ident(base, n.upright), (_ident(sub) if sub else None)
+
+    def scripts(self, base: str, sub: str | None, sup: str | None) -> str:
+        if sub is not None and sup is not None:
+            return base + _span("m-ss", _span("m-sp", sup) + _span("m-sb", sub))
+        if sub is not None:
+            return f"{base}<sub>{sub}</sub>"
+        if sup is not None:
+            return f"{base}<sup>{sup}</sup>"
+        return base
+
+    def _head(self, head: int | None) -> str | None:
+        return None if head is None else f"({head})"
+
+    def _print_Sym(self, n):
+        base, namesub = self._name(n)
+        sub = self.label(n.sub) if n.sub is not None else None
+        if namesub is not None:   # W_Q, then its head and a label: (W_Q)^(1)_cats
+            base = self.scripts(base, namesub, None)
+        return self.scripts(base, sub, self._head(n.head))
+
+    def _print_Entry(self, n):
+        base, namesub = self._name(n.base)
+        if namesub is not None:
+            base = self.scripts(base, namesub, None)
+        return self.scripts(base, f"{self.label(n.row)},{self.label(n.col)}", self._head(n.base.head))
+
+    def _print_Col(self, n):
+        return f"{self.doprint(n.base)}[:,{self.label(n.col)}]"
+
+    def _print_Vec(self, n):
+        return self.fence("[", ", ".join(self.doprint(x) for x in n.items), "]", "sq")
+
+    def _print_Frac(self, n):
+        return self.frac(self.doprint(n.num), self.doprint(n.den))
+
+    def _print_Pow(self, n):
+        return f"{self.wrap(n.base, ATOM)}<sup>{_INLINE.doprint(n.exp)}</sup>"
+
+    def _print_Sqrt(self, n):
+        return "√" + _span("m-rt", self.doprint(n.arg))
+
+    def _print_Exp(self, n):
+        return f"<i>e</i><sup>{_INLINE.doprint(n.arg)}</sup>"
+
+    def _print_Inf(self, n):
+        return "∞"
+
+    def _print_Sum(self, n):
+        return f"∑<sub>{_ident(n.index)}</sub>{_NB}{self.doprint(n.body)}"
+
+    def _print_Call(self, n):
+        return escape(n.name) + self.paren(", ".join(self.doprint(a) for a in n.args))
+
+    def _print_Blank(self, n):
+        return ""
+
+    def _print_Dims(self, n):
+        return f"{n.rows}×{n.cols}"
+
+
+class InlineHtmlCssPrinter(HtmlCssPrinter):
+    """Quotients written ``a/b`` (in exponents: ``e^(3√2/2)`` stays one line high)."""
+
+    inline_fractions = True
+
+    def _print_Num(self, n):
+        v = n.value
+        if v.denominator == 1 or terminates(v):
+            return super()._print_Num(n)
+        return _minus(f"{v.numerator}/{v.denominator}")
+
+    def _print_Frac(self, n):
+        top = self.wrap(n.num, MUL)
+        den = n.den
+        simple = type(den) in (eq.Sym, eq.Dec) or type(den) is eq.Num and den.value.denominator == 1 and den.value > 0
+        return f"{top}/{self.doprint(den) if simple else self.paren(self.doprint(den))}"
+
+
+_INLINE = InlineHtmlCssPrinter()

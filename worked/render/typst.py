@@ -1,0 +1,204 @@
+"""Typst writer: the page model (:mod:`worked.render.view`) through ``templates/sheet/*.typ``, compiled
+to PDF in this process by Typst (PyPI ``typst``).
+
+* Formulas are printed by :class:`worked.printers.TypstPrinter`; each one carries alt text from the
+  spoken printer (``#eqn("…", $…$)``), so the PDF is tagged PDF/UA-1 and its numbers are text.
+* Only Typst's embedded fonts are used (Libertinus Serif, New Computer Modern Math, DejaVu Sans
+  Mono), system fonts never: the same bytes on every machine. The timestamp is fixed.
+* Templates are Jinja2 with the usual delimiters, found like the HTML/LaTeX ones (``--template-dir``
+  first). Every value a template prints is escaped as Typst markup unless it is Typst source we
+  wrote (:class:`Typ`: formulas, matrices, string literals).
+
+One :class:`typst.Compiler` (and its fonts) is made per process and reused for every document.
+"""
+from __future__ import annotations
+
+import functools
+import re
+import string
+
+from .. import printers
+from ..errors import WorkedError
+from .env import template_dirs
+from .view import build
+
+PDF_STANDARDS = ["ua-1"]   # tagged PDF/UA-1: needs a title, a language and alt text on every formula
+TIMESTAMP = 0              # 1970-01-01T00:00:00Z in the PDF's dates and XMP metadata
+
+_MARKUP = str.maketrans({c: "\\" + c for c in string.punctuation})
+
+
+class Typ(str):
+    """Typst source that we wrote: printed by templates as it is."""
+
+
+def esc(s) -> Typ:
+    """Text as Typst markup: every ASCII punctuation character escaped (``\\#``, ``\\/``…), so
+    nothing in a title or token can start a function, a comment, a list or a URL."""
+    return Typ(str(s).translate(_MARKUP).replace("\n", " "))
+
+
+def lit(s) -> Typ:
+    """A Typst string literal (for code: ``title: "…"``, alt text)."""
+    return Typ('"' + str(s).replace("\\", "\\\\").replace('"', '\\"').replace("\n", " ") + '"')
+
+
+def _finalize(v):
+    if v is None:
+        return ""
+    return v if isinstance(v, Typ) else esc(v)
+
+
+def math(node, block: bool = False) -> Typ:
+    """A formula (a tree or a Line) as ``#eqn(alt, $…$)`` in the text, or with *block* as a
+    displayed equation (``$ … $``: full-size fractions, and the line is as tall as they are)."""
+    if node is None:
+        return Typ("")
+    node = getattr(node, "eq", node)
+    body = printers.typst(node)
+    if block:
+        body = f" {body} "
+    return Typ(f"#eqn({lit(printers.spoken(node))}, ${body}$)")
+
+
+WIDE_TEXT = 100  # characters of the text form above which a row of formulas may not fit the line
+
+
+def wide(row) -> bool:
+    """Whether a row of formulas might be wider than the line (then the template scales it to fit:
+    measuring costs a second layout, so only rows this long are measured)."""
+    return sum(len(printers.text(getattr(f, "eq", f))) for f in row) + 6 * (len(row) - 1) > WIDE_TEXT
+
+
+def rich(pieces) -> Typ:
+    """Core prose with W_Q, d_k, e^x, ᵀ and ⁽¹⁾ set as sub- and superscripts."""
+    out = []
+    for p in pieces:
+        if p[0] == "text":
+            out.append(esc(p[1]))
+        elif p[0] == "sub":
+            out.append(f"#emph[{esc(p[1])}]#sub[{esc(p[2])}]")
+        else:
+            base = f"#emph[{esc(p[1])}]" if p[1] else ""
+            out.append(f"{base}#super[{esc(p[2])}]")
+    return Typ("".join(out))
+
+
+def _cell(c: dict, blank: bool) -> str:
+    """A matrix cell as Typst content: math for exact forms, plain text (Unicode minus) otherwise."""
+    if blank:
+        return "[]"
+    if c.get("eq") is not None:
+        return "[" + math(c["eq"], block=True) + "]"
+    return "[" + esc(c.get("text") or "") + "]"
+
+
+def _array(items) -> str:
+    items = list(items)
+    return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+
+
+def matrix(m: dict, grid: bool = False) -> Typ:
+    """A labelled matrix as a call of the template's ``wk-matrix`` (layout is the template's)."""
+    rows = _array(lit(r) for r in m["rows"])
+    cols = _array(lit(c) for c in m["cols"])
+    blank = grid or m.get("blank", False)
+    cells = _array(_array(_cell(c, blank) for c in row) for row in m["cells"])
+    masked = _array(_array("true" if c.get("masked") else "false" for c in row) for row in m["cells"])
+    head = "[" + math(m["head"]) + "]" if m.get("head") is not None else "none"
+    caption = lit(m["caption"]) if m.get("caption") else "none"
+    return Typ(f"#wk-matrix(head: {head}, rows: {rows}, cols: {cols}, cells: {cells}, masked: {masked}, "
+               f"caption: {caption}, grid: {'true' if blank else 'false'}, math: {'true' if m.get('has_math') else 'false'})")
+
+
+def heatmap(h: dict) -> Typ:
+    cells = _array(_array(f"(text: {lit(c['text'])}, gray: {c['gray']}, dark: {'true' if c['dark'] else 'false'})"
+                          for c in row) for row in h["cells"])
+    return Typ(f"#wk-heatmap(title: {lit(h['title'])}, rows: {_array(lit(r) for r in h['rows'])}, "
+               f"cols: {_array(lit(c) for c in h['cols'])}, cells: {cells})")
+
+
+def glance(g: dict) -> Typ:
+    cells = _array(_array(lit(c["text"]) for c in row) for row in g["cells"])
+    return Typ(f"#wk-glance(label: {lit(g['label'])}, rows: {_array(lit(r) for r in g['rows'])}, "
+               f"cols: {_array(lit(c) for c in g['cols'])}, cells: {cells})")
+
+
+@functools.lru_cache(maxsize=16)
+def _env(dirs: tuple[str, ...]):
+    """The Jinja environment of the .typ templates; compiled templates are kept between runs in
+    ``~/.cache/worked/jinja`` like the HTML/LaTeX ones (Jinja checks each template's source)."""
+    import os
+
+    import jinja2
+
+    from .env import user_cache_dir
+
+    cache_dir = None if os.environ.get("WORKED_NO_TEMPLATE_CACHE") else user_cache_dir("jinja")
+    cache = jinja2.FileSystemBytecodeCache(str(cache_dir)) if cache_dir is not None else None
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(list(dirs)), autoescape=False, finalize=_finalize,
+                              trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True, bytecode_cache=cache)
+
+
+def load_templates(template_dir=None) -> None:
+    """Compile the two sheet templates now (before worker processes fork, so that they inherit them)."""
+    env = _env(tuple(template_dirs(template_dir)))
+    for name in ("worksheet.typ", "answer-key.typ"):
+        env.get_template(name)
+
+
+def render_typ(kind: str, sol, *, student=None, paper: str = "a4", template_dir=None, extra=None) -> str:
+    """The Typst source of *kind* ("worksheet" or "answer-key").
+
+    *extra* is more template data: ``questions`` (the quiz's graded questions: ``intro`` and
+    ``items`` of ``ask``, ``text``, ``points``), printed after the header.
+    """
+    import jinja2
+
+    doc = build(sol, kind, student)
+    name = f"{kind}.typ"
+    try:
+        return _env(tuple(template_dirs(template_dir))).get_template(name).render(
+            doc=doc, paper=paper, m=math, rich=rich, wide=wide, matrix=matrix, heatmap=heatmap, glance=glance,
+            esc=esc, lit=lit, raw=Typ, **(extra or {}))
+    except jinja2.TemplateNotFound as exc:
+        raise WorkedError(f"template not found: {exc.name}") from None
+    except jinja2.TemplateSyntaxError as exc:
+        raise WorkedError(f"{exc.filename or exc.name}:{exc.lineno}: template error: {exc.message}") from None
+    except jinja2.UndefinedError as exc:
+        raise WorkedError(f"template {name}: {exc.message}") from None
+
+
+@functools.lru_cache(maxsize=1)
+def compiler():
+    """This process's Typst compiler: embedded fonts only (no system fonts, no font folders)."""
+    import typst
+
+    fonts = typst.Fonts(include_system_fonts=False, include_embedded_fonts=True)
+    return typst.Compiler(font_paths=fonts, ignore_system_fonts=True)
+
+
+_WHERE = re.compile(r"\.typ:(\d+):(\d+)")
+
+
+def typ_to_pdf(source: str, name: str = "document.typ", *, root=None, standards: bool = True) -> bytes:
+    """Compile Typst source to tagged PDF/UA-1 bytes (plain tagged PDF without *standards*) with a
+    fixed timestamp; files the source names (``image("/…")``) are read under *root*.
+
+    A Typst error becomes a one-line :class:`WorkedError` naming *name*, the line of the source
+    (as rendered from the template) and Typst's message."""
+    import typst
+
+    try:
+        return compiler().compile(input=source.encode("utf-8"), format="pdf", timestamp=TIMESTAMP,
+                                  pdf_standards=PDF_STANDARDS if standards else [],
+                                  **({"root": str(root)} if root is not None else {}))
+    except typst.TypstError as exc:
+        where = _WHERE.search(getattr(exc, "diagnostic", "") or "")
+        at = f" (line {where.group(1)} of the rendered source)" if where else ""
+        raise WorkedError(f"{name}: Typst error{at}: {getattr(exc, 'message', None) or exc}") from None
+
+
+def render_pdf(kind: str, sol, *, student=None, paper: str = "a4", template_dir=None, extra=None) -> bytes:
+    return typ_to_pdf(render_typ(kind, sol, student=student, paper=paper, template_dir=template_dir, extra=extra),
+                      f"{kind}.typ")
