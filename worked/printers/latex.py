@@ -45,6 +45,8 @@ class LatexPrinter(Printer):
         s = base
         if head is not None:
             s = f"{{{s}}}^{{({head})}}" if has_sub else f"{s}^{{({head})}}"
+        elif has_sub and sub is not None:
+            s = f"{{{s}}}"      # W_{Q} with an index: {W_{Q}}_{1,1}, not a double subscript
         if sub is not None:
             s += f"_{{{sub}}}"
         return s
