@@ -235,9 +235,13 @@ def _problems():
 def test_every_mistake_has_a_transform_or_is_early_rounding():
     """Each mistake has an id, a title, a stage, a check text and, except early-rounding (which is not a
     different pass), quiz feedback ending with its id and a transform on some shipped problem."""
-    assert list(MISTAKES) == ["no-scaling", "scaled-by-dk", "transposed-scores", "wrong-mask", "column-softmax",
-                              "no-exp", "weights-transposed", "early-rounding"]
+    backward = ("softmax-backward-sum", "dV-not-transposed", "no-scaling-backward", "dK-not-transposed",
+                "update-wrong-sign")   # a [train] problem's: tests/test_train.py
+    assert [k for k in MISTAKES if k not in backward] == ["no-scaling", "scaled-by-dk", "transposed-scores", "wrong-mask",
+                                                          "column-softmax", "no-exp", "weights-transposed", "early-rounding"]
     for mid, m in MISTAKES.items():
+        if mid in backward:
+            continue
         assert m.id == mid and m.title and m.stage in STAGES and m.feedback
         if mid == "early-rounding":
             assert m.answer is None and m.answer_feedback is None

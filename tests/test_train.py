@@ -318,3 +318,15 @@ def test_quiz_spec_may_ask_training_matrices():
     assert parse_ask("loss", fam, err) == ("loss", None, None)
     with pytest.raises(ValueError):
         parse_ask("dW_Q[1,2]", Family(), err)
+
+
+def test_training_quiz_offers_the_backward_mistakes_as_wrong_answers(tmp_path):
+    spec = tmp_path / "q.toml"
+    spec.write_text('title = "Training quiz"\nseed = 7\n[family]\ntokens = 3\nd_model = 3\nd_k = 2\ntrain = true\n'
+                    '[[questions]]\nask = "dV"\npoints = 2\ntolerance = 0.02\n'
+                    '[[questions]]\nask = "dW_Q[1,2]"\npoints = 1\ntolerance = 0.01\n')
+    r = subprocess.run([sys.executable, "-m", "worked", "quiz", str(spec), "-n", "1", "-o", str(tmp_path / "out"),
+                        "--format", "gift"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    gift = (tmp_path / "out" / "quiz.gift.txt").read_text()
+    assert "[dV-not-transposed]" in gift and "This is the value you get from dV" in gift   # 0 % answers with feedback
