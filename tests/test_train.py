@@ -271,12 +271,13 @@ def _places(node) -> int:
 
 
 def test_precision_policy_over_generated_training_problems():
-    """200+ seeds of `worked new --train` (one head and causal): no shown number has more than decimals + 2
+    """200+ seeds of `worked new --train` (one head, causal, four tokens, two heads): no shown number has more than decimals + 2
     places, every line passes the audit, the numerical check agrees, and the step lowers the loss."""
-    fams = [Family(train=True), Family(train=True, mask="causal"), Family(train=True, tokens=4, d_model=3)]
+    fams = [(Family(train=True), 70), (Family(train=True, mask="causal"), 70), (Family(train=True, tokens=4, d_model=3), 40),
+            (Family(train=True, heads=2, range=(-1, 2)), 30)]
     count = 0
-    for fam in fams:
-        for seed in range(70):
+    for fam, seeds in fams:
+        for seed in range(seeds):
             p = generate(fam, seed)
             sol = worked.solve(p)
             assert audit(sol) == [], seed
@@ -290,7 +291,7 @@ def test_precision_policy_over_generated_training_problems():
             assert g.notes[0].startswith("The two agree"), (seed, g.notes[0])
             big = max(abs(float(x)) for k, mat in m.items() if k.rpartition(".")[2].startswith("d")
                       for row in mat.num for x in row)
-            assert big <= 6
+            assert big <= 10
             count += 1
     assert count >= 200
 

@@ -67,7 +67,7 @@ class Family:
     ties: bool = False
     title: str = ""
     train: bool = False             # add a [train] table: an integer target T near Z, MSE, learning rate lr
-    lr: Fraction = Fraction(1, 10)
+    lr: Fraction | None = None      # None: the largest of 1/10, 1/20, 1/50, 1/100 that lowers the loss
     source: str | None = field(default=None, compare=False)
 
     # -- derived
@@ -461,28 +461,37 @@ def generate(fam: Family, seed: int, *, title: str | None = None) -> Problem:
         f"{fam.source + ': ' if fam.source else ''}no problem of this family met the constraints in {MAX_STEPS} tries "
         f"(largest weight ≤ {fam.max_weight:g}, every weight ≥ {fam.min_w:g}"
         f"{f', |scaled score| ≤ {fam.max_score:g}' if fam.max_score else ''}{'' if fam.ties else ', no tied top score'}); "
-        "use a smaller range, a scale, a larger max_weight or max_score, or a smaller min_weight")
+        "use a smaller range, a scale, a larger max_weight or max_score, or a smaller min_weight"
+        + (f"; with --train also a target whose gradients stay within ±{MAX_GRAD:g} and whose step lowers the loss"
+           " (a smaller range or lr helps)" if fam.train else ""))
 
 
-MAX_GRAD = 6.0     # largest |entry| of a generated training problem's gradients (hand-sized)
+MAX_GRAD = 10.0    # largest |entry| of a generated training problem's gradients (hand-sized)
 TARGET_TRIES = 30
+LRS = (Fraction(1, 10), Fraction(1, 20), Fraction(1, 50), Fraction(1, 100))
 
 
 def _with_target(fam: Family, p: Problem, rng: random.Random) -> Problem | None:
     """*p* with a [train] table: an integer target within 1 of each output entry (not all equal to Z rounded),
-    drawn until the gradients stay hand-sized (every |entry| ≤ MAX_GRAD) and the step lowers the loss
-    (floats); None when no target does."""
+    drawn until the gradients stay hand-sized (every |entry| ≤ MAX_GRAD), the step lowers the loss (with the
+    family's lr, or the largest of LRS that does) and the key's numerical check agrees (floats); None when
+    no target does."""
     Z = forward(p, Float(), backward=False).output
     for _ in range(TARGET_TRIES):
-        T = [[round(z) + rng.choice((-1, 0, 0, 1)) for z in row] for row in Z]
+        T = [[round(z) + rng.choice((-1, 0, 0, 0, 1)) for z in row] for row in Z]
         if all(t == round(z) for tr, zr in zip(T, Z) for t, z in zip(tr, zr)):
             continue
-        q = _problem(fam, p.X, [(h.W_Q, h.W_K, h.W_V) for h in p.heads], p.W_O, p.title,
-                     train={"target": T, "loss": "mse", "lr": fam.lr})
-        run = forward(q, Float())
-        big = max(abs(x) for k, m in run.shown.items() if k.rpartition(".")[2].startswith("d") for row in m for x in row)
-        if big <= MAX_GRAD and run.loss_after < run.loss and _checks_by_hand(q, run):
-            return q
+        for lr in ([fam.lr] if fam.lr is not None else LRS):
+            q = _problem(fam, p.X, [(h.W_Q, h.W_K, h.W_V) for h in p.heads], p.W_O, p.title,
+                         train={"target": T, "loss": "mse", "lr": lr})
+            run = forward(q, Float())
+            big = max(abs(x) for k, m in run.shown.items() if k.rpartition(".")[2].startswith("d") for row in m for x in row)
+            if big > MAX_GRAD:
+                break
+            if run.loss_after < run.loss:
+                if _checks_by_hand(q, run):
+                    return q
+                break
     return None
 
 
