@@ -324,8 +324,11 @@ def build(sol: Solution, *, answers_hidden: bool = False, student: dict | None =
     b = _Builder(sol, answers_hidden, student)
     b.intro()
     b.inputs()
+    training = {"loss", "dZ", "dconcat", "dV", "dA", "dS", "dscores", "dQ", "dK", "dW_Q", "dW_K", "dW_V", "gradcheck",
+                "W_Q_new", "W_K_new", "W_V_new", "loss_after"}   # a [train] problem's steps: not in the notebook yet
     for k, st in enumerate(sol.steps, 1):
-        b.step(k, st)
+        if st.id not in training:
+            b.step(k, st)
     b.one_block()
     nb = v4.new_notebook(cells=b.cells, metadata={"kernelspec": dict(KERNELSPEC), "language_info": dict(LANGUAGE_INFO)})
     nbformat.validate(nb)
