@@ -886,20 +886,20 @@ def _grad_check_and_update(ctx: _Ctx, problem: Problem, run, nums, mats: dict, l
     after = forward(q, Exact(), backward=False)
     after_n = forward(q, Interval(q, widen=False), backward=False)
     ex = loss_of(q, Exact(), after)
-    la = _mat("loss_after", eq.Sym("L'"), [[ex]], [[loss_of(q, Interval(q, widen=False), after_n)]], ["L'"], ["1"])
+    la = _mat("loss_after", eq.Sym("L′"), [[ex]], [[loss_of(q, Interval(q, widen=False), after_n)]], ["L′"], ["1"])
     mats["loss_after"] = la
-    Zs = _mat("Z", eq.Sym("Z'"), after.output, after_n.output, problem.tokens, [str(j + 1) for j in range(len(after.output[0]))])
+    Zs = _mat("Z", eq.Sym("Z′"), after.output, after_n.output, problem.tokens, [str(j + 1) for j in range(len(after.output[0]))])
     T = tr.target
     n, m = Zs.shape
     terms = tuple(eq.Pow(eq.Add((Zs.node(i, cc, P), eq.Neg(eq.num(T[i][cc])) if T[i][cc] >= 0 else eq.num(-T[i][cc]))) if T[i][cc] else Zs.node(i, cc, P), eq.num(2))
                   for i in range(n) for cc in range(m))
-    items = [eq.Sym("L'"), eq.Mul((eq.num(Fraction(1, 2)), eq.Add(terms))), la.node(0, 0, P)]
+    items = [eq.Sym("L′"), eq.Mul((eq.num(Fraction(1, 2)), eq.Add(terms))), la.node(0, 0, P)]
     ops = [EQ, APPROX]
     fin = la.fixed(0, 0, dec)
     if fin.value != _value_of(items[-1]):
         items.append(fin)
         ops.append(APPROX)
-    zrow = [Line(eq.Rel((eq.Sym("z'", sub=ctx.lab[i]), eq.Vec(tuple(Zs.node(i, cc, P) for cc in range(m)))), (APPROX,)), f"row {problem.tokens[i]}")
+    zrow = [Line(eq.Rel((eq.Sym("z′", sub=ctx.lab[i]), eq.Vec(tuple(Zs.node(i, cc, P) for cc in range(m)))), (APPROX,)), f"row {problem.tokens[i]}")
             for i in range(n)]
     before, after_v = loss.num[0][0], la.num[0][0]
     lt, lat = printers.text(loss.node(0, 0, P)), printers.text(la.node(0, 0, P))
@@ -916,5 +916,5 @@ def _grad_check_and_update(ctx: _Ctx, problem: Problem, run, nums, mats: dict, l
 
 
 def _new_sym(w: str, head) -> eq.Sym:
-    """W_Q' (the updated weights)."""
-    return eq.Sym(w + "'", head=head)
+    """W_Q′ (the updated weights; the LaTeX printer writes the prime as ')."""
+    return eq.Sym(w + "′", head=head)

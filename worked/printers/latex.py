@@ -36,7 +36,9 @@ class LatexPrinter(Printer):
 
     def _name(self, n):
         base, _, sub = n.name.partition("_")
-        s = rf"\mathrm{{{base}}}" if (n.upright or len(base) > 1) else base
+        long = n.upright or len(base.rstrip("′")) > 1
+        base, sub = base.replace("′", "'"), sub.replace("′", "'")    # W_Q′, L′ (a training step) in ASCII: W_{Q'}, L'
+        s = rf"\mathrm{{{base}}}" if long else base
         if sub:
             s += f"_{{{sub}}}"
         return s
