@@ -833,7 +833,7 @@ def _grad_check_and_update(ctx: _Ctx, problem: Problem, run, nums, mats: dict, l
     lines.append(Line(eq.Rel((eq.Frac(eq.Add((eq.Call("L", (eq.Add((went, hs)),)), eq.Neg(eq.Call("L", (eq.Add((went, eq.Neg(hs))),))))),
                                       eq.Mul((eq.num(2), hs))),
                               eq.Frac(eq.Add((eq.dec(a), eq.Neg(eq.dec(b)))), eq.Mul((eq.num(2), eq.num(h)))), qn,
-                              eq.dec(F.round_decimal(q, None, dec))), (EQ, _rel(type(qn) is eq.Num), APPROX))))
+                              eq.dec(F.round_decimal(q, None, dec))), (APPROX, _rel(type(qn) is eq.Num), APPROX))))
     dsym = ctx.sym("dW_Q", hid)
     lines.append(Line(eq.Rel((eq.Entry(dsym, str(r + 1), str(c + 1)), dWq.node(r, c, P), dWq.fixed(r, c, dec)),
                              (APPROX, APPROX))))
