@@ -331,9 +331,62 @@ def answer_grids(p) -> list[dict]:
                           eq=eq.Call("concat", tuple(head_sym("Z", h) for h in heads))))
         grids.append(dict(key="Z", label="Output Z", eq=is_(eq.Sym("Z"), eq.Mul((head_sym("concat"), eq.Sym("W_O")))),
                           rows=toks, cols=nums(len(p.W_O[0]))))
+    if getattr(p, "train", None) is not None:
+        grids += _training_grids(p, heads, toks, nums, is_)
     for g in grids:
         g.setdefault("masked", [])
         g.setdefault("hint", None)
+    return grids
+
+
+def _training_grids(p, heads, toks, nums, is_) -> list[dict]:
+    """The matrices of one training step (a ``[train]`` problem), with the keys of an answers file:
+    ``loss``, ``dZ`` (``dconcat`` with several heads), each head's ``dV`` … ``dW_V`` and updated weights
+    ``W_Q_new`` …, then ``loss_after``."""
+    X, T, Z, L = eq.Sym("X"), eq.Sym("T"), eq.Sym("Z"), eq.Sym("L")
+    tr = lambda s: eq.Pow(s, eq.Sym("T"))  # noqa: E731  (transpose)
+    out_cols = nums(len(p.W_O[0]) if p.multihead else p.d_v)
+    zero = "masked entries get zero gradient" if p.mask == "causal" else None
+    grids = [
+        dict(key="loss", label="Loss L", rows=["L"], cols=["1"],
+             eq=is_(L, eq.Mul((eq.Frac(eq.num(1), eq.num(2)), eq.Sum(eq.Pow(eq.Add((Z, eq.Neg(T))), eq.num(2)), "i,j"))))),
+        dict(key="dZ", label="Gradient dZ", rows=toks, cols=out_cols, eq=is_(head_sym("dZ"), eq.Add((Z, eq.Neg(T))))),
+    ]
+    if p.multihead:
+        grids.append(dict(key="dconcat", label="Gradient dconcat", rows=toks, cols=nums(len(p.heads) * p.d_v),
+                          eq=is_(head_sym("dconcat"), eq.Mul((head_sym("dZ"), tr(eq.Sym("W_O")))))))
+    for h in heads:
+        pre = f"head{h}." if h else ""
+        hx = f" (head {h})" if h else ""
+        S = lambda b: head_sym(b, h)  # noqa: E731
+        i, j, k = "i", "j", "k"
+        dS_def = eq.Mul((eq.Entry(S("A"), i, j), eq.Add((eq.Entry(S("dA"), i, j), eq.Neg(eq.Sum(
+            eq.Mul((eq.Entry(S("A"), i, k), eq.Entry(S("dA"), i, k))), k))))))
+        grids += [
+            dict(key=pre + "dV", label=f"Gradient dV{hx}", rows=toks, cols=nums(p.d_v),
+                 eq=is_(S("dV"), eq.Mul((tr(S("A")), S("dZ"))))),
+            dict(key=pre + "dA", label=f"Gradient dA{hx}", rows=toks, cols=toks, hint=zero,
+                 eq=is_(S("dA"), eq.Mul((S("dZ"), tr(S("V")))))),
+            dict(key=pre + "dS", label=f"Softmax backward dS{hx}", rows=toks, cols=toks,
+                 hint="each row adds up to 0" + ("; masked entries get zero gradient" if zero else ""),
+                 eq=is_(eq.Entry(S("dS"), i, j), dS_def)),
+            dict(key=pre + "dscores", label=f"Gradient of the scores{hx}", rows=toks, cols=toks, hint=zero,
+                 eq=is_(S("dscores"), _scaled_def(p, S("dS")))),
+            dict(key=pre + "dQ", label=f"Gradient dQ{hx}", rows=toks, cols=nums(p.d_k),
+                 eq=is_(S("dQ"), eq.Mul((S("dscores"), S("K"))))),
+            dict(key=pre + "dK", label=f"Gradient dK{hx}", rows=toks, cols=nums(p.d_k),
+                 eq=is_(S("dK"), eq.Mul((tr(S("dscores")), S("Q"))))),
+        ]
+        for w, src, width in (("Q", "dQ", p.d_k), ("K", "dK", p.d_k), ("V", "dV", p.d_v)):
+            grids.append(dict(key=f"{pre}dW_{w}", label=f"Gradient dW_{w}{hx}", rows=nums(p.d_model), cols=nums(width),
+                              eq=is_(S(f"dW_{w}"), eq.Mul((tr(X), S(src))))))
+        for w, width in (("Q", p.d_k), ("K", p.d_k), ("V", p.d_v)):
+            grids.append(dict(key=f"{pre}W_{w}_new", label=f"Updated W_{w}{hx}", rows=nums(p.d_model), cols=nums(width),
+                              eq=is_(S(f"W_{w}′"), eq.Add((S(f"W_{w}"), eq.Neg(eq.Mul((eq.Sym("lr", upright=True),
+                                                                                       S(f"dW_{w}")))))))))
+    grids.append(dict(key="loss_after", label="Loss after the update L′", rows=["L′"], cols=["1"],
+                      eq=is_(eq.Sym("L′"), eq.Mul((eq.Frac(eq.num(1), eq.num(2)), eq.Sum(eq.Pow(eq.Add((eq.Sym("Z′"), eq.Neg(T))),
+                                                                                          eq.num(2)), "i,j"))))))
     return grids
 
 
