@@ -556,20 +556,6 @@ def _problem_from(data: dict) -> Problem:
                        field=getattr(exc, "field", None)) from None
 
 
-_SECRET_KEYS = {"expected", "expected_exact", "expected_value", "solution", "exact", "value"}
-
-
-def _redact(report: Any) -> Any:
-    """A check report with every expected value removed (``--no-solutions``): verdicts, error carried
-    forward, consistency and diagnoses stay. The checker leaves them out already unless asked to
-    reveal them; this is a second lock that does not depend on it."""
-    if isinstance(report, dict):
-        return {k: _redact(v) for k, v in report.items() if k not in _SECRET_KEYS}
-    if isinstance(report, list):
-        return [_redact(v) for v in report]
-    return report
-
-
 # ------------------------------------------------------------------ the app
 
 def create_app(cfg: Config | None = None) -> Starlette:
