@@ -154,7 +154,7 @@ class Lane:
             # workers fork from a clean, single-threaded server process that has imported the solver,
             # not from this multi-threaded one
             ctx = multiprocessing.get_context("forkserver")
-            ctx.set_forkserver_preload(["worked.server.app", "worked.check", "worked.solver"])
+            ctx.set_forkserver_preload(["worked.server.warm"])
             self.pool = ProcessPool(max_workers=self.workers, max_tasks=self.max_tasks, context=ctx)
         return self.pool
 
