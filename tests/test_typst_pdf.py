@@ -2,7 +2,6 @@
 layer, tagged PDF/UA-1, class PDFs for double-sided printing, templates overridable."""
 from __future__ import annotations
 
-import dataclasses
 import io
 import json
 import os
@@ -60,12 +59,8 @@ def _decimals(node) -> list[str]:
     out = []
     if isinstance(node, eq.Dec):
         return [printers.text(node)]
-    if dataclasses.is_dataclass(node):
-        for f in dataclasses.fields(node):
-            v = getattr(node, f.name)
-            for x in (v if isinstance(v, tuple) else (v,)):
-                if isinstance(x, eq.Node):
-                    out += _decimals(x)
+    for x in node.children():
+        out += _decimals(x)
     return out
 
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 import random
 from operator import mul
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields
 from fractions import Fraction
 from typing import Any
 
@@ -493,10 +493,6 @@ def _softmax_broken(fam: Family, problem: Problem, eps: float = 1e-9) -> bool:
             if max(weights) > fam.max_weight * (1 + eps) or min(weights) < fam.min_w * (1 - eps):
                 return True
     return False
-
-
-def with_options(fam: Family, **kw) -> Family:
-    return replace(fam, **kw)
 
 
 def header_comment(fam: Family, seed: int) -> str:

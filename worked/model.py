@@ -181,14 +181,8 @@ class Mat:
     def show(self, i: int, j: int, places: int) -> str:
         return printers.text(self.cell(i, j, places))
 
-    def show_latex(self, i: int, j: int, places: int) -> str:
-        return printers.latex(self.cell(i, j, places))
-
     def exact_text(self, i: int, j: int) -> str:
         return F.text(self.exact[i][j])
-
-    def exact_latex(self, i: int, j: int) -> str:
-        return F.latex(self.exact[i][j])
 
     def is_rational(self) -> bool:
         return all(F.is_rational(x) for row in self.exact for x in row if x != sp.S.NegativeInfinity)

@@ -111,6 +111,3 @@ def num_text(f) -> str:
     """A rational in text: ``3``, ``0.43``, ``1/2``, with − for negatives."""
     return printers.text(eq.num(frac(f)))
 
-
-def num_latex(f) -> str:
-    return printers.latex(eq.num(frac(f)))

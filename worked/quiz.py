@@ -47,7 +47,6 @@ MAX_VARIANTS = 2000
 MARKER = ".worked-quiz"
 CODE_ALPHABET = "23456789ABCDEFGHJKMNPQRSTUVWXYZ"  # no 0/O, 1/I/L: easy to read aloud and type
 
-SINGLE_NAMES = ("Q", "K", "V", "scores", "scaled", "weights", "Z")
 MATRIX_WORDS = {
     "Q": "the queries Q = X·W_Q", "K": "the keys K = X·W_K", "V": "the values V = X·W_V",
     "scores": "the scores S = Q·Kᵀ", "scaled": "the scaled scores (S divided by the scale)",
