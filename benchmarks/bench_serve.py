@@ -134,8 +134,9 @@ def variants(count: int, seed0: int) -> list[tuple[dict, dict]]:
     return out
 
 
-def tree_memory(pid: int) -> tuple[float, float]:
-    """(RSS, PSS) in MB summed over *pid* and its descendants (the uvicorn process, the forkserver, workers)."""
+def tree_memory(pid: int) -> tuple[float, float, float]:
+    """(RSS, PSS) in MB summed over *pid* and its descendants (the uvicorn process, the forkserver, workers),
+    and the RSS of *pid* alone."""
     pids, todo = [], [pid]
     while todo:
         q = todo.pop()
@@ -146,18 +147,19 @@ def tree_memory(pid: int) -> tuple[float, float]:
                     todo += [int(c) for c in f.read().split()]
         except OSError:
             pass
-    rss = pss = 0
+    rss = pss = root = 0
     for q in pids:
         try:
             with open(f"/proc/{q}/smaps_rollup") as f:
                 for line in f:
                     if line.startswith("Rss:"):
                         rss += int(line.split()[1])
+                        root += int(line.split()[1]) if q == pid else 0
                     elif line.startswith("Pss:"):
                         pss += int(line.split()[1])
         except OSError:
             pass
-    return rss / 1024, pss / 1024
+    return rss / 1024, pss / 1024, root / 1024
 
 
 async def paced(client, requests: list[tuple[str, dict]], seconds: float):
@@ -186,7 +188,7 @@ async def paced(client, requests: list[tuple[str, dict]], seconds: float):
 async def soak(client, pid: int, items: list[tuple[dict, dict]]) -> bool:
     sem = asyncio.Semaphore(8)
     errors: list[str] = []
-    peak = [0.0, 0.0]
+    peak = [0.0, 0.0, 0.0]
     done = [0]
 
     async def one(problem, answers):
@@ -199,15 +201,17 @@ async def soak(client, pid: int, items: list[tuple[dict, dict]]) -> bool:
                         errors.append(f"{path}: {r.status} {text[:120]}")
             done[0] += 1
             if done[0] % 50 == 0:
-                rss, pss = tree_memory(pid)
-                peak[0], peak[1] = max(peak[0], rss), max(peak[1], pss)
-                print(f"  soak {done[0]:>5} problems: RSS {rss:6.1f} MB  PSS {pss:6.1f} MB", flush=True)
+                rss, pss, root = tree_memory(pid)
+                peak[:] = max(peak[0], rss), max(peak[1], pss), max(peak[2], root)
+                print(f"  soak {done[0]:>5} problems: tree RSS {rss:6.1f} MB  PSS {pss:6.1f} MB; "
+                      f"server process RSS {root:6.1f} MB", flush=True)
 
     t0 = time.perf_counter()
-    rss0, pss0 = tree_memory(pid)
+    rss0, pss0, root0 = tree_memory(pid)
     await asyncio.gather(*(one(p, a) for p, a in items))
-    print(f"soak        {len(items)} distinct problems in {time.perf_counter() - t0:.0f} s: RSS {rss0:.0f} → peak "
-          f"{peak[0]:.0f} MB, PSS {pss0:.0f} → peak {peak[1]:.0f} MB (target < 300 MB)  errors={len(errors)}")
+    print(f"soak        {len(items)} distinct problems in {time.perf_counter() - t0:.0f} s: tree RSS {rss0:.0f} → peak "
+          f"{peak[0]:.0f} MB, PSS {pss0:.0f} → peak {peak[1]:.0f} MB (target < 300 MB); server process RSS "
+          f"{root0:.0f} → peak {peak[2]:.0f} MB  errors={len(errors)}")
     for e in errors[:5]:
         print("   ", e)
     return not errors and peak[1] < 300

@@ -90,7 +90,7 @@ class Config:
     quick_cost: int = 300           # largest cost() on the quick lane (a quiz's problems cost about 70)
     quick_queue: int = 512          # quick jobs queued or running before the server answers 503
     heavy_queue: int = 8            # heavy jobs queued or running before the server answers 503
-    max_tasks: int = 500            # jobs a worker runs before a fresh one replaces it (bounds its memory)
+    max_tasks: int = 200            # jobs a worker runs before a fresh one replaces it (bounds its memory)
     cache_bytes: int = 64 * 2**20   # bytes of answers (JSON, files) kept to answer repeated requests
     check_rate: int = 60            # with no_solutions: checks per client address per minute
     allowed_hosts: list | None = None   # Host header values accepted (None: any; the CLI always sets it)
@@ -517,10 +517,6 @@ def solution_view(sol) -> dict:
 
 # ------------------------------------------------------------------ reading requests
 
-def _reject_constant(name):
-    raise ValueError(f"non-finite number {name} is not allowed")
-
-
 async def read_json(request: Request, cfg: Config) -> dict:
     ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if ctype != "application/json":
@@ -533,14 +529,14 @@ async def read_json(request: Request, cfg: Config) -> dict:
         body += chunk
         if len(body) > cfg.max_body:
             raise ApiError(413, f"request body is larger than {cfg.max_body} bytes")
+    from ..readfile import InputError, loads_json
+
     try:
-        data = json.loads(body.decode("utf-8"), parse_float=str, parse_constant=_reject_constant)
+        data = loads_json(body.decode("utf-8"), "")
     except UnicodeDecodeError:
         raise ApiError(400, "request body is not UTF-8") from None
-    except json.JSONDecodeError as exc:
-        raise ApiError(400, f"not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
-    except (ValueError, RecursionError) as exc:
-        raise ApiError(400, f"not valid JSON: {str(exc)[:200]}") from None
+    except InputError as exc:
+        raise ApiError(400, str(exc)[:300]) from None
     if not isinstance(data, dict):
         raise ApiError(400, "expected a JSON object")
     return data
