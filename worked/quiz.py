@@ -705,7 +705,10 @@ def _pool(jobs: int):
         ctx = mp.get_context("fork")
     except ValueError:  # pragma: no cover - platforms without fork
         ctx = mp.get_context()
-    return ProcessPoolExecutor(max_workers=jobs, mp_context=ctx)
+    from .workers import die_with_parent
+
+    # kill -9 of `worked quiz` takes its workers with it (no orphans holding 100+ MB each)
+    return ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=die_with_parent, initargs=(os.getpid(),))
 
 
 def build_all(spec: QuizSpec, variants: list[Variant], formats: tuple[str, ...], jobs: int, progress: bool,

@@ -91,7 +91,7 @@ class Config:
     quick_queue: int = 512          # quick jobs queued or running before the server answers 503
     heavy_queue: int = 8            # heavy jobs queued or running before the server answers 503
     max_tasks: int = 200            # jobs a worker runs before a fresh one replaces it (bounds its memory)
-    cache_bytes: int = 64 * 2**20   # bytes of answers (JSON, files) kept to answer repeated requests
+    cache_bytes: int = 32 * 2**20   # bytes of answers (JSON, files) kept to answer repeated requests
     check_rate: int = 60            # with no_solutions: checks per client address per minute
     allowed_hosts: list | None = None   # Host header values accepted (None: any; the CLI always sets it)
 
@@ -151,11 +151,15 @@ class Lane:
 
             from pebble import ProcessPool
 
+            from ..workers import die_with_parent
+
             # workers fork from a clean, single-threaded server process that has imported the solver,
             # not from this multi-threaded one
             ctx = multiprocessing.get_context("forkserver")
             ctx.set_forkserver_preload(["worked.server.warm"])
-            self.pool = ProcessPool(max_workers=self.workers, max_tasks=self.max_tasks, context=ctx)
+            # a worker's parent is the forkserver, which exits when this process does (even on kill -9)
+            self.pool = ProcessPool(max_workers=self.workers, max_tasks=self.max_tasks, context=ctx,
+                                    initializer=die_with_parent)
         return self.pool
 
     async def run(self, fn: Callable, *args, timeout: float, what: str):
