@@ -432,11 +432,12 @@ def main(argv=None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
-    import logging
+    if getattr(args, "pdf_engine", None) == "weasyprint":
+        import logging
 
-    # what this program shows its user: WeasyPrint's errors (a formula or asset it could not load), not
-    # its warnings about the machine's fonts and libraries
-    logging.getLogger("weasyprint").setLevel(logging.ERROR)
+        # what this program shows its user: WeasyPrint's errors (a formula or asset it could not load),
+        # not its warnings about the machine's fonts and libraries
+        logging.getLogger("weasyprint").setLevel(logging.ERROR)
     try:
         return args.func(args) or 0
     except WorkedError as exc:
