@@ -33,7 +33,6 @@ ids and texts are those of :data:`worked.mistakes.MISTAKES`.
 """
 from __future__ import annotations
 
-import json
 import math
 import re
 from dataclasses import dataclass, field
