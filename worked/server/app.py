@@ -145,7 +145,7 @@ class Lane:
         self.pool = None
         self.pending = 0
 
-    def _pool(self):
+    def start(self):
         if self.pool is None:
             import multiprocessing
 
@@ -167,7 +167,7 @@ class Lane:
             raise ApiError(503, f"the server is busy ({self.pending} {self.name} jobs waiting); try again in a moment",
                            retry_after=max(1, round(timeout / 4)))
         self.pending += 1
-        fut = self._pool().schedule(fn, args=args, timeout=timeout)
+        fut = self.start().schedule(fn, args=args, timeout=timeout)
         try:
             return await asyncio.wait_for(asyncio.wrap_future(fut), timeout)
         except (asyncio.TimeoutError, TimeoutError):
@@ -211,6 +211,10 @@ class Engine:
                 self.cache[key] = hit
         status, body, media = hit
         return Response(body, status_code=status, media_type=media)
+
+    def start(self):
+        self.quick.start()
+        self.heavy.start()
 
     def stop(self):
         self.quick.stop()
@@ -741,6 +745,7 @@ def create_app(cfg: Config | None = None) -> Starlette:
     ]
     @contextlib.asynccontextmanager
     async def lifespan(app):
+        engine.start()      # the workers start while the server begins listening, not on a first request
         try:
             yield
         finally:
