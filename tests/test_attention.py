@@ -235,16 +235,22 @@ def _problems():
 def test_every_mistake_has_a_transform_or_is_early_rounding():
     """Each mistake has an id, a title, a stage, a check text and, except early-rounding (which is not a
     different pass), quiz feedback ending with its id and a transform on some shipped problem."""
-    assert list(MISTAKES) == ["no-scaling", "scaled-by-dk", "transposed-scores", "wrong-mask", "column-softmax",
-                              "no-exp", "weights-transposed", "early-rounding"]
+    forward_pass = ["no-scaling", "scaled-by-dk", "transposed-scores", "wrong-mask", "column-softmax",
+                    "no-exp", "weights-transposed", "heads-swapped", "no-W_O", "heads-averaged", "early-rounding"]
+    assert [m for m in MISTAKES if m in forward_pass] == forward_pass
+    # (W_O square: the only kind of problem where leaving W_O out gives an output of the right shape)
+    square = Problem([[1, 0], [0, 1]], heads=[([[1, 0], [0, 1]], [[0, 1], [1, 0]], [[1], [2]])] * 2,
+                     W_O=[[1, 0], [0, 1]])
     for mid, m in MISTAKES.items():
-        assert m.id == mid and m.title and m.stage in STAGES and m.feedback
+        if mid not in forward_pass:
+            continue
+        assert m.id == mid and m.title and m.stage in STAGES + ("concat",) and m.feedback
         if mid == "early-rounding":
             assert m.answer is None and m.answer_feedback is None
             assert all(m.transforms(p) == [] for p in _problems())
             continue
         assert m.answer_feedback.startswith("This is the value you get") and m.answer_feedback.endswith(f"[{mid}]")
-        assert any(m.transforms(p) for p in _problems()), mid
+        assert any(m.transforms(p) for p in _problems() + [square]), mid
 
 
 def test_each_mistake_changes_its_stage_and_nothing_before():

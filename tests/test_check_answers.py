@@ -165,4 +165,5 @@ def test_single_problem_from_lists_with_problem_api():
     """check_answers works on a Problem built in code, solving it itself."""
     p = Problem([[1, 0], [0, 1]], [[1, 0], [0, 1]], [[1, 0], [0, 1]], [[1, 2], [3, 4]], decimals=3)
     rep = check_answers(p, {"scores": [[1, 0], [0, 1]], "scaled": [["1/√2", 0], [0, "0.707"]]})
-    assert rep.summary() == {"correct": 8, "wrong": 0, "blank": 0, "invalid": 0, "carried_forward": 0, "answered": 8}
+    assert rep.summary() == {"correct": 8, "wrong": 0, "blank": 0, "invalid": 0, "carried_forward": 0, "answered": 8,
+                            "explained": 0, "unexplained": 0, "mistakes": []}

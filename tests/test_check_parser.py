@@ -94,3 +94,32 @@ def test_fuzz_grammar_like_text(text):
     except ExpressionError:
         return
     assert v is None or v == sp.S.NegativeInfinity or v.is_real
+
+
+def test_decimal_comma_is_read_where_it_is_not_ambiguous():
+    """"0,16" is 0.16 (common in Europe); where a comma could mean something else, the message says plainly to
+    use a decimal point."""
+    from fractions import Fraction
+
+    import pytest
+
+    from worked.check import parse_entry
+    from worked.errors import ExpressionError
+
+    assert parse_entry("0,16") == Fraction(4, 25)
+    assert parse_entry("−1,25") == Fraction(-5, 4)
+    assert parse_entry(" 0,125 ") == Fraction(1, 8)
+    for text, message in [("1,234", "use a decimal point: 1.234"), ("e^0,5", "use a decimal point: e^0.5"),
+                          ("1,2,3", "use a decimal point (such as 0.16)"), ("1.5,2", "use a decimal point (such as 0.16)")]:
+        with pytest.raises(ExpressionError, match=message.replace("(", r"\(").replace(")", r"\)").replace(".", r"\.")
+                           .replace("^", r"\^")):
+            parse_entry(text)
+
+
+def test_decimal_comma_in_a_check_report():
+    from worked.check import check_answers
+    from worked.problem import load
+
+    p = load("problems/cats-chase-mice.toml")
+    rep = check_answers(p, {"weights": [["0,16", "0,67", "0,16"], ["1/3", "1/3", "1/3"], ["0,25", "0,50", "0,25"]]})
+    assert rep.errors == [] and rep.summary()["wrong"] == 0

@@ -238,7 +238,8 @@ def test_quiz_variants_by_code_without_names_or_expected_values(tmp_path):
     r = tc.get("/api/variants/k3f9ab")
     assert r.status_code == 200
     assert r.json()["problem"] == load(PART9).to_dict()
-    assert r.json()["questions"] == [{"ask": "Z", "points": 3}]
+    assert r.json()["questions"] == [{"name": "", "ask": "Z", "points": 3, "tolerance": "rounding to 2 places",
+                                      "matrix": "Z", "cells": [[i, j] for i in range(3) for j in range(2)]}]
     assert "SECRET" not in r.text and "Ada" not in r.text and "0.49" not in r.text
     for bad in ("NOPE12", "..%2Fmanifest", "K3F9AB%2F..", "x" * 60):
         rr = tc.get(f"/api/variants/{bad}")
@@ -276,6 +277,228 @@ def test_internal_errors_never_show_a_stack_trace():
     status, body, media = jobs._guard(broken, None)
     assert status == 500 and media == "application/json"
     assert b"internal error" in body and b"secret" not in body and b"Traceback" not in body
+
+
+def test_unknown_routes_and_methods_are_json(c):
+    """404 and 405 are JSON too."""
+    assert c.get("/nope").json() == {"error": "not found"}
+    r = c.get("/api/solve")
+    assert r.status_code == 405 and r.json() == {"error": "method not allowed"}
+
+
+def test_page_and_assets_are_served_locally_with_a_strict_policy(c):
+    """The page, its script, stylesheet and math font come from this server; the CSP allows nothing else,
+    and the page references no external URL."""
+    page = c.get("/")
+    assert page.status_code == 200 and "text/html" in page.headers["content-type"]
+    csp = page.headers["content-security-policy"]
+    assert "default-src 'self'" in csp and "script-src 'self'" in csp and "unsafe-eval" not in csp
+    assert page.headers["x-content-type-options"] == "nosniff"
+    for asset in ("/static/app.js", "/static/style.css", "/static/fonts/worked-math.woff2"):
+        r = c.get(asset)
+        assert r.status_code == 200 and len(r.content) > 100
+    for text in (page.text, c.get("/static/app.js").text, c.get("/static/style.css").text):
+        assert "http://" not in text.replace("http://www.w3.org", "") and "https://" not in text
+
+
+def test_text_from_problems_is_data_and_mathml_is_allow_listed(c):
+    """A title or token with markup stays a JSON string (the page sets it with textContent), and the
+    MathML filter refuses anything but MathML elements."""
+    p = load(PART9).to_dict()
+    p["title"] = "<img src=x onerror=alert(1)>"
+    p["tokens"] = ["<b>cats</b>", "chase", "mice"]
+    r = c.post("/api/solve?view=1", json={"problem": p})
+    assert r.status_code == 200
+    data = r.json()
+    assert data["title"] == p["title"]
+    for s in data["view"]["steps"]:
+        for ln in s["lines"]:
+            assert "<b>" not in (ln["mathml"] or "") and "<img" not in (ln["mathml"] or "")
+    js = c.get("/static/app.js").text
+    assert ".innerHTML = markup" in js and js.count("innerHTML") == 1
+    assert safe_mathml('<math xmlns="http://www.w3.org/1998/Math/MathML"><mi>x</mi></math>')
+    assert safe_mathml('<math><script>alert(1)</script></math>') is None
+    assert safe_mathml('<math><mi onclick="x()">x</mi></math>') is None
+    assert safe_mathml('<math><mi href="javascript:x()">x</mi></math>') is None
+
+
+@pytest.mark.parametrize("markup", [
+    '<mi xmlns="http://www.w3.org/1998/Math/MathML">x</mi>',                        # not a <math> element
+    '<math xmlns="http://example.org/"><mi>x</mi></math>',                          # another namespace
+    '<!DOCTYPE math [<!ENTITY a "x">]><math><mi>&a;</mi></math>',                   # a DTD
+    '<math><!-- c --><mi>x</mi></math>',                                            # a comment
+    '<?xml-stylesheet href="x"?><math><mi>x</mi></math>',                           # a processing instruction
+    '<math><mrow><math><mi>x</mi></math></mrow></math>',                            # math inside math
+    '<math><mtable columnalign="left"><mtr><mtd><mi>x</mi></mtd></mtr></mtable></math>',  # no attributes on tables
+    '<math><mlabeledtr><mtd><mi>x</mi></mtd></mlabeledtr></math>',                  # not what the printer writes
+    '<math><semantics><mi>x</mi><annotation-xml>x</annotation-xml></semantics></math>',
+    '<math><mi mathvariant="bold">x</mi></math>',                                   # no attribute on tokens
+    '<math class="x"><mi>x</mi></math>',
+    '<math display="evil"><mi>x</mi></math>',
+    '<math><mspace width="javascript:x()"></mspace></math>',
+    '<math><mi xlink:href="x" xmlns:xlink="http://www.w3.org/1999/xlink">x</mi></math>',
+    '<math><mi>x</mi><svg xmlns="http://www.w3.org/2000/svg"></svg></math>',
+    '<math><mi>x</mi>',                                                             # not well-formed
+])
+def test_the_mathml_allow_list_is_what_the_printer_writes_and_nothing_else(markup):
+    """safe_mathml takes one <math> element of the printer's dozen elements (display and alttext on
+    <math>, width on <mspace>, nothing else) and refuses everything else."""
+    assert safe_mathml(markup) is None
+
+
+def test_the_printer_s_mathml_passes_the_allow_list():
+    """Every node kind the printer knows, wrapped in <math> with alt text (quotes and all), passes."""
+    from decimal import Decimal
+    from fractions import Fraction
+
+    from worked import eq, printers
+
+    x = eq.Sym("x", sub="cats")
+    tree = eq.Rel((eq.Entry(eq.Sym("A", head=2), "cats", eq.ALL), eq.Sum(eq.Entry(eq.Sym("A"), "cats", "j"), "j"),
+                   eq.Dot(eq.Vec((eq.num(Fraction(-1, 3)), eq.Neg(eq.Inf()))), eq.Col(eq.Sym("W_Q", head=1), "1")),
+                   eq.Add((eq.Mul((eq.num(2), eq.Sqrt(eq.num(2)))), eq.Frac(eq.Exp(x), eq.Pow(x, eq.num(2))))),
+                   eq.Call("softmax", (eq.Sym("scaled", upright=True),)), eq.Dims(3, 2), eq.Blank(),
+                   eq.dec(Decimal("-0.16"))), (eq.EQ, eq.EQ, eq.APPROX, eq.EQ, eq.TO, eq.EQ, eq.APPROX))
+    for display in (False, True):
+        m = printers.math_element(printers.mathml(tree), display=display, alt='a "quoted" <alt> & more')
+        assert safe_mathml(m) == m
+
+
+def test_downloads_of_worksheet_and_key(c):
+    """Worksheet and key come as PDF, HTML and TeX, for a named problem and for a posted one."""
+    pdf = c.get("/download/problems/cats-chase-mice/answer-key.pdf")
+    assert pdf.status_code == 200 and pdf.content.startswith(b"%PDF")
+    assert pdf.headers["content-disposition"] == 'attachment; filename="cats-chase-mice-answer-key.pdf"'
+    tex = c.get("/download/problems/cats-chase-mice/worksheet.tex")
+    assert tex.status_code == 200 and "\\documentclass" in tex.text
+    p = load(PART9).to_dict()
+    p["title"] = "a <b>posted</b> problem"
+    html = c.post("/api/download", json={"problem": p, "document": "answer-key", "format": "html"})
+    assert html.status_code == 200 and "a &lt;b&gt;posted&lt;/b&gt; problem" in html.text
+    toml = c.post("/api/download", json={"problem": p, "document": "problem", "format": "toml"})
+    assert Problem.from_text(toml.text, "x.toml") == Problem.from_dict(p)
+    bad = c.get("/download/problems/cats-chase-mice/answer-key.exe")
+    assert bad.status_code == 404 and "expected pdf, html or tex" in bad.json()["error"]
+
+
+def test_notebook_downloads_with_answers_and_as_exercise(c, tmp_path):
+    """The teacher view's notebook buttons: notebook.ipynb (the answers) and exercise.ipynb (checks only),
+    for a named problem, a posted one and a quiz variant; refused with --no-solutions."""
+    import nbformat
+
+    page = c.get("/").text
+    assert 'data-doc="notebook" data-fmt="ipynb"' in page and 'data-doc="exercise" data-fmt="ipynb"' in page
+    r = c.get("/download/problems/cats-chase-mice/notebook.ipynb")
+    assert r.status_code == 200 and r.headers["content-type"] == "application/x-ipynb+json"
+    assert r.headers["content-disposition"] == 'attachment; filename="cats-chase-mice-notebook.ipynb"'
+    nb = nbformat.reads(r.text, as_version=4)
+    nbformat.validate(nb)
+    assert any(cell.source.startswith("Q = X @ W_Q") for cell in nb.cells)
+    p = load(PROBLEMS / "two-heads.toml").to_dict()
+    ex = c.post("/api/download", json={"problem": p, "document": "exercise", "format": "ipynb"})
+    assert ex.status_code == 200 and ex.headers["content-disposition"].endswith('-exercise.ipynb"')
+    code = [cell.source for cell in nbformat.reads(ex.text, as_version=4).cells if cell.cell_type == "code"]
+    assert any("# your code here" in s for s in code) and not any("@" in s for s in code)
+    assert any("concat_key = np.array" in s for s in code)
+    bad = c.get("/download/problems/cats-chase-mice/answer-key.ipynb")
+    assert bad.status_code == 404 and "expected notebook or exercise" in bad.json()["error"]
+    tc = client(problems_dir=make_quiz(tmp_path))
+    v = tc.get("/download/variants/K3F9AB/exercise.ipynb")
+    assert v.status_code == 200 and "K3F9AB" in v.text and "Ada" not in v.text
+    nc = client(no_solutions=True)
+    for doc in ("notebook", "exercise"):
+        assert nc.get(f"/download/problems/cats-chase-mice/{doc}.ipynb").status_code == 403
+        assert nc.post("/api/download", json={"problem": p, "document": doc, "format": "ipynb"}).status_code == 403
+
+
+def test_random_problem_is_the_generator_s_for_the_same_knobs_and_seed(c):
+    """POST /api/new draws the same problem as `worked new` with the same options and seed."""
+    from worked import generate
+
+    fam = {"tokens": 3, "d_model": 4, "d_k": 2, "range": [-2, 3], "mask": "causal"}
+    a = c.post("/api/new", json={"family": fam, "seed": 7}).json()
+    b = c.post("/api/new", json={"family": fam, "seed": 7}).json()
+    assert a["problem"] == b["problem"]
+    assert a["problem"] == generate.generate(generate.Family.from_dict(fam), 7).to_dict()
+    r = c.post("/api/new", json={"family": {"tokens": 99}, "seed": 7})
+    assert r.status_code == 422 and "tokens" in r.json()["error"]
+
+
+# ------------------------------------------------------------------ the math of the page comes from the trees
+
+def _mathml_fragments(obj):
+    """Every value of a "mathml" key anywhere in a JSON answer."""
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            if k == "mathml":
+                yield v
+            else:
+                yield from _mathml_fragments(v)
+    elif isinstance(obj, list):
+        for v in obj:
+            yield from _mathml_fragments(v)
+
+
+def _loadable_problems():
+    out = []
+    for path in sorted(PROBLEMS.glob("*.toml")):
+        try:
+            load(path)
+        except Exception:  # noqa: BLE001 - quiz specs and the like are not problems
+            continue
+        out.append(path)
+    return out
+
+
+@pytest.mark.parametrize("path", _loadable_problems(), ids=lambda p: p.stem)
+def test_every_mathml_fragment_the_server_sends_passes_the_allow_list(c, path):
+    """For every problem of the folder, the problem view (headings, input symbols, fraction cells) and the
+    solution view (step lines, matrix headings, cells) have MathML wherever they should, and every
+    fragment is a <math> element that passes safe_mathml unchanged."""
+    problem = load(path).to_dict()
+    pv = c.post("/api/view", json={"problem": problem})
+    assert pv.status_code == 200
+    v = pv.json()["view"]
+    assert all(g["mathml"] for g in v["grids"]) and all(i["mathml"] for i in v["inputs"])
+    # each given matrix also as one bracketed MathML matrix (the page shows it), allow-listed
+    assert all(i["matrix"] and "<mtable>" in i["matrix"] and safe_mathml(i["matrix"]) == i["matrix"] for i in v["inputs"])
+    sv = c.post("/api/solve?view=1", json={"problem": problem})
+    assert sv.status_code == 200
+    view = sv.json()["view"]
+    assert all(ln["mathml"] for s in view["steps"] for ln in s["lines"])
+    assert all(m["heading"]["mathml"] for m in view["matrices"].values())
+    frags = list(_mathml_fragments(v)) + list(_mathml_fragments(view))
+    assert frags
+    for f in frags:
+        assert isinstance(f, str) and f.startswith('<math xmlns="http://www.w3.org/1998/Math/MathML"')
+        assert safe_mathml(f) == f
+        assert 'alttext="' in f
+
+
+def test_fraction_cells_of_the_problem_are_set_as_fractions(c):
+    """An entry like 1/3 comes as text and as a stacked fraction; whole numbers and decimals as text only.
+    Worked in decimals, the page shows the given entries as the worksheet does: rounded, headed "X ≈"."""
+    from fractions import Fraction
+
+    from worked import eq, printers
+    from worked.render import view
+
+    p = load(PART9).to_dict()
+    p["X"] = [["1/3", "-2/3", "0.5", "2"], [0, 2, 0, 1], [1, 1, 0, 0]]
+    p["display"] = "exact"
+    x = c.post("/api/view", json={"problem": p}).json()["view"]["inputs"][0]
+    cells = x["cells"][0]
+    assert [x["text"] for x in cells] == ["1/3", "−2/3", "0.5", "2"]
+    assert cells[1]["mathml"] == printers.math_element(printers.mathml(eq.num(Fraction(-2, 3))),
+                                                       alt=printers.spoken(eq.num(Fraction(-2, 3))))
+    assert "<mfrac>" in cells[0]["mathml"] and "mathml" not in cells[2] and "mathml" not in cells[3]
+    assert x["text"] == "X" and x["rel"] == "="
+    p["display"] = "decimal"
+    x = c.post("/api/view", json={"problem": p}).json()["view"]["inputs"][0]
+    sheet = view.build(solve(Problem.from_dict(p)), "worksheet")["given"][0]
+    assert [[c["text"] for c in row] for row in x["cells"]] == [[c["text"] for c in row] for row in sheet["cells"]]
+    assert x["cells"][0][:2] == [{"text": "0.3333"}, {"text": "−0.6667"}]
+    assert x["text"] == "X ≈" and x["rel"] == "≈" and "<mo>≈</mo>" in x["mathml"]
 
 
 def test_no_mathml_comes_from_latex2mathml():

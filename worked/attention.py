@@ -82,7 +82,9 @@ class Transform:
     scores: "QK" (Q·Kᵀ) or "KQ" (K·Qᵀ); mask: None (the problem's), "none" (nothing masked) or
     "lower" (the entries below the diagonal); scale: None (the problem's factor), "one" (not divided) or
     "d_k" (divided by d_k); softmax: "rows", "columns" or "no-exp" (each score over its row's sum, no
-    e^x); weights: "A" or "AT" (Z = Aᵀ·V).
+    e^x); weights: "A" or "AT" (Z = Aᵀ·V). With several heads, heads: "concat" (side by side, head 1 first),
+    "reversed" (the heads side by side in the reverse order), "no-W_O" (the output is the concat, W_O left out)
+    or "mean" (the output is the heads' Z averaged, entry by entry).
     """
 
     scores: str = "QK"
@@ -90,6 +92,7 @@ class Transform:
     scale: str | None = None
     softmax: str = "rows"
     weights: str = "A"
+    heads: str = "concat"
 
 
 @dataclass
@@ -183,8 +186,18 @@ def forward(problem, backend, *, transform: Transform | None = None, given: dict
                                   out.shown[pre + "Z"], masked, states))
     if problem.multihead:
         zs = [out.carried[f"head{h}.Z"] for h in range(1, len(problem.heads) + 1)]
+        if t.heads == "reversed":
+            zs = zs[::-1]
         concat = put("concat", [[x for Z in zs for x in Z[i]] for i in range(n)], shown=False)
-        put("Z", matmul(concat, _inputs(backend, problem.W_O)))
+        if t.heads == "no-W_O":
+            put("Z", concat, shown=False)
+        elif t.heads == "mean":
+            share = [backend.entry(Fraction(1, len(zs)))] * len(zs)
+            put("Z", [[backend.dot([Z[i][c] for Z in zs], share) for c in range(len(zs[0][0]))] for i in range(n)])
+        elif t.heads == "concat" or t.heads == "reversed":
+            put("Z", matmul(concat, _inputs(backend, problem.W_O)))
+        else:
+            raise ValueError(f"unknown heads transform {t.heads!r}")
         out.concat = out.shown["concat"]
     out.output = out.shown["Z"]
     return out

@@ -157,6 +157,8 @@ def _read(value):
         return None
     if _NEG_INF_TEXT.match(text):
         return sp.S.NegativeInfinity, None
+    if "," in text and not text.startswith(("[", "(")):
+        text = _decimal_comma(text)
     if _TWO_NUMBERS.search(text):
         raise ExpressionError(f"two numbers side by side in {text!r} (write one number per entry, "
                               "with * between factors)")
@@ -171,6 +173,20 @@ def _read(value):
     if not getattr(exact, "is_number", False) or exact.is_real is False:
         raise ExpressionError(f"{text!r} is not a real number")
     return exact, num
+
+
+_COMMA_NUMBER = re.compile(r"([-+−]?)(\d+),(\d+)")
+
+
+def _decimal_comma(text: str) -> str:
+    """"0,16" → "0.16": a decimal comma where it cannot be ambiguous (one comma between digits, no point);
+    "1,234" (a thousands separator, or 1.234?) and anything else with a comma: "use a decimal point"."""
+    m = _COMMA_NUMBER.fullmatch(text)
+    if m and "." not in text and not (len(m.group(3)) == 3 and m.group(2) != "0"):
+        return f"{m.group(1)}{m.group(2)}.{m.group(3)}"
+    if text.count(",") == 1 and "." not in text:
+        raise ExpressionError(f"use a decimal point: {text.replace(',', '.')}")
+    raise ExpressionError("use a decimal point (such as 0.16); one number per entry, without commas")
 
 
 def parse_entry(value):
@@ -235,11 +251,11 @@ class Tolerance:
             return (f"rounding to {decimals} decimal place{'s' if decimals != 1 else ''}, "
                     "also at intermediate steps")
         parts = []
-        if self.abs is not None:
+        if self.abs is not None and (self.abs or not self.rel):
             parts.append(f"±{self.abs:g}")
-        if self.rel is not None:
+        if self.rel is not None and (self.rel or not self.abs):
             parts.append(f"±{self.rel * 100:g}%")
-        return " or ".join(parts)
+        return " or ".join(parts)   # a zero part adds nothing: "±0.01", not "±0.01 or ±0%"
 
     def to_dict(self, decimals: int) -> dict:
         return {"default": self.default, "abs": self.abs, "rel": self.rel, "description": self.describe(decimals)}
@@ -452,7 +468,44 @@ class Report:
                 s[k] += m.count(k)
             s["carried_forward"] += m.n_carried
         s["answered"] = s["correct"] + s["wrong"]
+        # wrong entries that a named mistake explains, and the ones neither a mistake nor an earlier slip does
+        s["explained"] = s["unexplained"] = 0
+        for m in self.matrices:
+            shown = {(i - 1, j - 1) for d in m.diagnoses if d["code"] != "early-rounding" for i, j in d["entries"]}
+            for i, row in enumerate(m.verdicts):
+                for j, v in enumerate(row):
+                    if v == "wrong" and not m.carried[i][j]:
+                        s["explained" if (i, j) in shown else "unexplained"] += 1
+        s["mistakes"] = list(dict.fromkeys(d["code"] for d in self.diagnoses if d["code"] != "early-rounding"))
         return s
+
+    def summary_line(self) -> str:
+        """One sentence: "1 mistake (no-scaling), everything after it carried forward correctly. …" when a
+        named mistake and error carried forward explain every wrong entry; else the counts."""
+        s = self.summary()
+        total = s["correct"] + s["wrong"] + s["blank"] + s["invalid"]
+        counts = f"{s['correct']} of {total} entries correct"
+        rest = ""
+        if s["blank"]:
+            rest += f", {s['blank']} not answered"
+        if s["invalid"]:
+            rest += f", {s['invalid']} unreadable"
+        codes = s["mistakes"]
+        if codes and s["wrong"] and not s["unexplained"]:
+            n = len(codes)
+            head = f"{n} mistake{'s' if n > 1 else ''} ({', '.join(codes)})"
+            if s["carried_forward"]:
+                head += f", everything after {'it' if n == 1 else 'them'} carried forward correctly"
+            tail = f"{s['explained']} show{'s' if s['explained'] == 1 else ''} the mistake"
+            if s["carried_forward"]:
+                tail += f", {s['carried_forward']} carried forward"
+            return f"{head}: {counts}, {tail}{rest}."
+        line = counts
+        if s["wrong"]:
+            line += f", {s['wrong']} wrong"
+            if s["carried_forward"]:
+                line += f" ({s['carried_forward']} of them only because of an earlier slip)"
+        return line + rest + "."
 
     def to_dict(self) -> dict:
         return {
@@ -460,6 +513,7 @@ class Report:
             "decimals": self.decimals,
             "tolerance": self.tolerance.to_dict(self.decimals),
             "summary": self.summary(),
+            "summary_text": self.summary_line(),
             "matrices": {m.key: m.to_dict(self.reveal) for m in self.matrices},
             "diagnoses": self.diagnoses,
             "errors": self.errors,
@@ -529,18 +583,7 @@ class Report:
                 out.append(f"{mark} {d['code']} — {d['title']} (in {where}).")
                 out += ["    " + ln for ln in _wrap(d["message"] + reread, 92)]
             out.append("")
-        s = self.summary()
-        total = s["correct"] + s["wrong"] + s["blank"] + s["invalid"]
-        line = f"Summary: {s['correct']} of {total} entries correct"
-        if s["wrong"]:
-            line += f", {s['wrong']} wrong"
-            if s["carried_forward"]:
-                line += f" ({s['carried_forward']} of them only because of an earlier slip)"
-        if s["blank"]:
-            line += f", {s['blank']} not answered"
-        if s["invalid"]:
-            line += f", {s['invalid']} unreadable"
-        out.append(line + ".")
+        out.append("Summary: " + self.summary_line())
         return "\n".join(out) + "\n"
 
 
@@ -601,24 +644,56 @@ def _matches(ans, band) -> bool:
     return contains(band, num)
 
 
-def _given_grids(parsed: dict, keys=None) -> dict:
+_PLAIN_DECIMAL = re.compile(r"^\s*[-+−]?\d*(?:[.,](\d*))?\s*$")
+
+
+def _given_grids(parsed: dict, keys=None, raw=None, h=None) -> dict:
+    """The student's entries as the later stages see them (:data:`NA` where not given, None for −∞).
+
+    With *raw* (the written texts) and *h* (half a unit of the problem's last place), a decimal entry is the
+    interval of every value that rounds to it: the student may have carried on from the unrounded value
+    (as the worksheet asks) or from the rounded one. Half a unit of the last written place when it has more
+    places than the problem's, else *h* (0.5 may be 0.50, rounded to 2 places). Exact forms (1/3, e^2/(1+e^2))
+    are points."""
     out = {}
     for key, grid in parsed.items():
         if keys is not None and key not in keys:
             continue
         g = []
-        for row in grid:
+        for i, row in enumerate(grid):
             r = []
-            for a in row:
+            for j, a in enumerate(row):
                 if a is None or a == "invalid":
                     r.append(NA)
                 elif a[1] is None:
                     r.append(None)
-                else:
+                elif raw is None:
                     r.append(pt(a[1]))
+                else:
+                    m = _PLAIN_DECIMAL.match(raw[key][i][j])
+                    if m is None:
+                        r.append(pt(a[1]))
+                        continue
+                    hh = min(h, Decimal(5).scaleb(-len(m.group(1) or "") - 1))
+                    r.append((CTX.subtract(a[1], hh), CTX.add(a[1], hh)))
             g.append(r)
         out[key] = g
     return out
+
+
+def _rank(key: str, multihead: bool) -> int:
+    """The order of the stages: a head's Q … Z, then concat, then the output Z (several heads)."""
+    if key == "concat":
+        return len(STAGES)
+    if multihead and key == "Z":
+        return len(STAGES) + 1
+    return _STAGE_INDEX[_stage_of(key)]
+
+
+def _mistake_rank(mistake, crosshead: bool) -> int:
+    if crosshead:
+        return len(STAGES) if mistake.stage == "concat" else len(STAGES) + 1
+    return _STAGE_INDEX[mistake.stage]
 
 
 def _earlier(key: str, multihead: bool, nheads: int) -> list[str]:
@@ -672,7 +747,7 @@ def check_answers(problem, answers: dict, *, tolerance=None, solution=None, reve
         errors.extend(errs)
 
     true_band = _bands(ctx)
-    given = _given_grids(parsed)
+    given = _given_grids(parsed, raw=raw, h=ctx.h)
     ecf_band = _bands(ctx, given)
 
     # verdicts
@@ -700,27 +775,35 @@ def check_answers(problem, answers: dict, *, tolerance=None, solution=None, reve
     wrong_keys = {k for k, V in verdict.items() if any(v == "wrong" for row in V for v in row)}
 
     # misconceptions
+    multihead = problem.multihead
     diag_by_key: dict[str, list[dict]] = {k: [] for k in parsed}
-    candidates = [k for k in parsed if _stage_of(k) in ("scores", "scaled", "weights", "Z")
+    candidates = [k for k in parsed if _stage_of(k) in ("scores", "scaled", "weights", "Z", "concat")
                   and any(verdict[k][i][j] == "wrong" and not carried[k][i][j]
                           for i in range(len(verdict[k])) for j in range(len(verdict[k][0])))]
     if candidates:
-        for code, transform in [(m.id, t) for m in MISTAKES.values() for t in m.transforms(problem)]:
-            stage = MISTAKES[code].stage
-            targets = [k for k in candidates if _STAGE_INDEX[_stage_of(k)] >= _STAGE_INDEX[stage]]
+        tried = [(m, t) for m in MISTAKES.values() for t in m.transforms(problem)]
+        reach = {k: sum(_mistake_rank(m, t.heads != "concat") <= _rank(k, multihead) for m, t in tried)
+                 for k in candidates}   # how many mistakes could explain a matrix: a chance match is that much likelier
+        for mistake, transform in tried:
+            code = mistake.id
+            crosshead = transform.heads != "concat"
+            rank = _mistake_rank(mistake, crosshead)
+            targets = [k for k in candidates if _rank(k, multihead) >= rank]
             if not targets:
                 continue
-            before = {k for k in parsed if _STAGE_INDEX.get(_stage_of(k), 99) < _STAGE_INDEX[stage]}
+            before = {k for k in parsed if _rank(k, multihead) < rank}
             bases = [None]
             if any(k in wrong_keys for k in before):
-                bases.append(_given_grids(parsed, before))
+                bases.append(_given_grids(parsed, before, raw, ctx.h))
             scenarios = []
             for b in bases:
                 centre = forward(problem, ctx.points, transform=transform, given=b).shown
                 scenarios.append((_bands(ctx, b, transform, centre), centre))
             for key in targets:
+                if _refuted(key, rank, scenarios[0][1], parsed, verdict, true_band, multihead):
+                    continue
                 hit = _diagnose(parsed[key], verdict[key], carried[key], true_band[key],
-                                [(band[key], centre[key]) for band, centre in scenarios])
+                                [(band[key], centre[key]) for band, centre in scenarios], reach[key], ctx.h)
                 if hit and not any(d["code"] == code for d in diag_by_key[key]):
                     diag_by_key[key].append(_diag(ctx, code, key, hit))
 
@@ -771,13 +854,20 @@ def check_answers(problem, answers: dict, *, tolerance=None, solution=None, reve
     return Report(problem.title, problem.decimals, tol, reports, errors, diagnoses, reveal)
 
 
-def _diagnose(grid, V, C, true_b, mistake_bands):
+EVIDENCE = Decimal("0.01")   # the largest chance that random wrong values match a mistake, for it to be named
+
+
+def _diagnose(grid, V, C, true_b, mistake_bands, reach=1, h=Decimal("0.005")):
     """Entries explained by the mistake, or None. The rule:
 
     * the wrong entries not explained by an earlier slip (W) are, at least 3 in 4 of them, what the
-      mistake gives (in its band), and
+      mistake gives (in its band);
     * of the answered entries where the mistake changes the verdict (the mistake computed without any
-      rounding would be judged wrong), at least 3 in 4 show the mistaken value.
+      rounding would be judged wrong), at least 3 in 4 show the mistaken value; and
+    * the evidence suffices: the chance that wrong values written at random (at the problem's places,
+      within the matrix's spread of values) all land in the mistake's bands, times the number of mistakes
+      (*reach*) that could explain this matrix, is at most :data:`EVIDENCE`. One wrong weight matches some
+      mistake by chance too often to be named; a −∞ where only a wrong mask puts one, or several entries, are named.
     """
     W = [(i, j) for i in range(len(V)) for j in range(len(V[0])) if V[i][j] == "wrong" and not C[i][j]]
     if not W:
@@ -789,9 +879,43 @@ def _diagnose(grid, V, C, true_b, mistake_bands):
         visible = [(i, j) for i in range(len(V)) for j in range(len(V[0]))
                    if V[i][j] in ("correct", "wrong") and _changes(centre[i][j], true_b[i][j])]
         shown = [(i, j) for i, j in visible if _matches(grid[i][j], mb[i][j])]
-        if visible and 4 * len(shown) >= 3 * len(visible):
+        if visible and 4 * len(shown) >= 3 * len(visible) and _chance(explained, mb, true_b, h) * reach <= EVIDENCE:
             return explained
     return None
+
+
+def _chance(entries, mb, true_b, h) -> Decimal:
+    """The chance that a random wrong value lands in the mistake's band, multiplied over *entries*: a band
+    of width w holds about (w + q)/q of the (spread + q)/q values written at the problem's places (q one
+    unit of the last place). A −∞ where the value is finite, or a number where −∞ belongs, is what only a
+    wrong mask gives: it counts as one value in 1000."""
+    q = 2 * h
+    ends = [x for row in mb + true_b for iv in row if iv is not None for x in iv]
+    spread = max(Decimal(1), max(ends) - min(ends)) if ends else Decimal(1)
+    p = Decimal(1)
+    for i, j in entries:
+        band = mb[i][j]
+        if band is None or true_b[i][j] is None:
+            p *= Decimal("0.001")
+        else:
+            p *= min(Decimal(1), (band[1] - band[0] + q) / (spread + q))
+    return p
+
+
+def _refuted(key, rank, centre, parsed, verdict, true_band, multihead) -> bool:
+    """Did the student show, in a matrix between the mistake's stage and *key*, that they made no such mistake:
+    entries the mistake would change, answered correctly? (A K·Qᵀ is not seen in the weights of a student
+    whose scores are right.)"""
+    pre = _split(key)[0]
+    for k in parsed:
+        between = _rank(k, multihead) < _rank(key, multihead) and _rank(k, multihead) >= rank
+        if not between or (_split(k)[0] != pre and not (key == "Z" and k == "concat")):
+            continue
+        V = verdict[k]
+        if any(V[i][j] == "correct" and _changes(centre[k][i][j], true_band[k][i][j])
+               for i in range(len(V)) for j in range(len(V[0]))):
+            return True
+    return False
 
 
 def _changes(centre, band) -> bool:

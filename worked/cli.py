@@ -165,6 +165,7 @@ def cmd_grade(args) -> int:
     from .grade import grade
 
     res = grade(args.quizdir, args.responses, args.output)
+    print(res["columns"])
     for w in res["warnings"]:
         print(f"warning: {w}", file=sys.stderr)
     results = [r for r in res["results"] if r.responded]

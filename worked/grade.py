@@ -25,7 +25,7 @@ are matched by variant code.
 
 RESPONSES.csv: a row per student; an id column (``id``, ``student_id``, ``ID number``,
 ``username``, ``email``…) or a ``variant`` column; a column per question named as in the manifest
-(``scores[2,3]``), or one column per entry (``Z[1,1]``, ``Z[1,2]``, …). A cell with several entries
+(``scores[2,3]``) or by its name in the quiz (``q1``), or one column per entry (``Z[1,1]``, ``Z[1,2]``, …). A cell with several entries
 lists them row by row: ``0.19, 0.62, 0.19`` or ``[[0.49, 1.67], [1.00, 1.33]]`` or ``0.49 1.67; 1.00 1.33``.
 Moodle's quiz "Responses" report also works: ``Response 1``, ``Response 2``, … are the questions in
 order, students are matched by ``ID number``, ``Email address`` or name, and cloze answers
@@ -61,6 +61,7 @@ class Question:
     matrix: str = ""
     cells: list = field(default_factory=list)     # [(i, j)], 0-based
     shape: tuple = (1, 1)                         # how the cells are laid out (rows, cols)
+    name: str = ""                                # the quiz's name of it (q1), a column header too
 
 
 @dataclass
@@ -85,7 +86,9 @@ def _err(src, field_, msg):
     return WorkedError(f"{src}: {field_}: {msg}" if field_ else f"{src}: {msg}")
 
 
-def _tolerance(value, src, where):
+def parse_tolerance(value, src, where):
+    """A manifest tolerance (a number, "2%", or {"abs": …, "rel": …}) → a :class:`worked.check.Tolerance`, or None
+    for the rounding default; a one-line error naming *src* and *where* otherwise."""
     from .check import Tolerance
 
     if value is None:
@@ -110,6 +113,7 @@ def _questions(raw, src, where) -> list[Question]:
         if not isinstance(q, dict):
             raise _err(src, f"{where}[{k}]", "expected a table with \"ask\" and \"points\"")
         ask = q.get("ask", q.get("question", q.get("name")))
+        name = q.get("name") if isinstance(q.get("name"), str) and q.get("name") != ask else ""
         if not isinstance(ask, str) or not ask.strip():
             raise _err(src, f"{where}[{k}].ask", "missing: the question, such as \"scores[2,3]\"")
         pts = q.get("points", 1)
@@ -122,7 +126,7 @@ def _questions(raw, src, where) -> list[Question]:
         tol = q.get("tolerance")
         if tol is None and ("abs" in q or "rel" in q):
             tol = {"abs": q.get("abs"), "rel": q.get("rel")}
-        out.append(Question(ask.strip(), float(pts), _tolerance(tol, src, f"{where}[{k}].tolerance")))
+        out.append(Question(ask.strip(), float(pts), parse_tolerance(tol, src, f"{where}[{k}].tolerance"), name=name.strip()))
     return out
 
 
@@ -179,10 +183,11 @@ def load_manifest(quizdir) -> Manifest:
         if qs is not None and questions is not None:
             # per-student entries carry expected values and tolerances; points/names come from the quiz
             by_ask = {q.ask: q for q in qs}
-            qs = [Question(q.ask, q.points, by_ask[q.ask].tolerance if q.ask in by_ask and by_ask[q.ask].tolerance else q.tolerance)
+            qs = [Question(q.ask, q.points, by_ask[q.ask].tolerance if q.ask in by_ask and by_ask[q.ask].tolerance else q.tolerance,
+                           name=q.name or (by_ask[q.ask].name if q.ask in by_ask else ""))
                   for q in questions]
         students.append(Student(sid, str(name or ""), str(variant or ""), problem, qs or [
-            Question(q.ask, q.points, q.tolerance) for q in questions]))
+            Question(q.ask, q.points, q.tolerance, name=q.name) for q in questions]))
     if questions is None:
         questions = students[0].questions
     return Manifest(str(title), questions, students, src)
@@ -279,8 +284,11 @@ class Row:
     line: int
 
 
-def read_responses(path, manifest: Manifest) -> tuple[list[Row], list[str]]:
-    """Read the responses CSV; return (rows matched to manifest students, warnings)."""
+def read_responses(path, manifest: Manifest) -> tuple[list[Row], list[str], str]:
+    """Read the responses CSV; return (rows matched to manifest students, warnings, which columns were read:
+    "read columns: scores[2,3] ← 'q1'; …; students by 'id'").
+
+    A question's column is named by its ask (``scores[2,3]``) or by its name in the quiz (``q1``)."""
     from .readfile import csv_rows, read_bytes
 
     src = str(path)
@@ -302,15 +310,22 @@ def read_responses(path, manifest: Manifest) -> tuple[list[Row], list[str]]:
     header = _merge_brackets([h.strip() for h in rows[0]], delim)
     lower = [_norm(h) for h in header]
     asks = [q.ask for q in manifest.questions]
+    names = {q.ask: q.name for q in manifest.questions if q.name}
     warnings: list[str] = []
 
-    # which column answers which question
+    # which column answers which question: its ask (scores[2,3]) or its name in the quiz (q1)
     qcol: dict[str, int | dict] = {}
     for q in asks:
-        if q in header:
-            qcol[q] = header.index(q)
-        elif _norm(q) in lower:
-            qcol[q] = lower.index(_norm(q))
+        for label in (q, names.get(q)):
+            if not label:
+                continue
+            if label in header:
+                qcol[q] = header.index(label)
+            elif _norm(label) in lower:
+                qcol[q] = lower.index(_norm(label))
+            else:
+                continue
+            break
     for k, q in enumerate(asks, 1):
         if q in qcol:
             continue
@@ -325,7 +340,8 @@ def read_responses(path, manifest: Manifest) -> tuple[list[Row], list[str]]:
             qcol[q] = ent
     missing = [q for q in asks if q not in qcol]
     if len(missing) == len(asks):
-        raise WorkedError(f"{src}: no column for any question (expected columns named {', '.join(asks)}, "
+        expected = ", ".join(f"{q} or {names[q]}" if q in names else q for q in asks)
+        raise WorkedError(f"{src}: no column for any question (expected columns named {expected}, "
                           "or Moodle's Response 1, Response 2, …)")
     for q in missing:
         warnings.append(f"no column for question {q!r}: it scores 0 for everyone")
@@ -339,6 +355,16 @@ def read_responses(path, manifest: Manifest) -> tuple[list[Row], list[str]]:
     first_last = (lower.index("first name"), lower.index("surname")) if "first name" in lower and "surname" in lower else None
     if not (id_cols or var_cols or name_col is not None or first_last):
         raise WorkedError(f"{src}: no id column (expected one of: id, student_id, ID number, username, email, variant)")
+
+    read = []
+    for q in asks:
+        c = qcol.get(q)
+        if isinstance(c, dict):
+            read.append(f"{q} ← {len(c)} entry columns ({', '.join(list(c)[:2])}{', …' if len(c) > 2 else ''})")
+        elif c is not None:
+            read.append(f"{q} ← {header[c]!r}")
+    who = [header[c] for c in id_cols + var_cols] + ([header[name_col]] if name_col is not None else [])
+    columns = f"read columns: {'; '.join(read)}; students by {', '.join(repr(w) for w in who) or 'first name + surname'}"
 
     out, seen = [], {}
     for line, r in enumerate(rows[1:], 2):
@@ -372,7 +398,7 @@ def read_responses(path, manifest: Manifest) -> tuple[list[Row], list[str]]:
         for q, c in qcol.items():
             cells[q] = {h: r[i] for h, i in c.items()} if isinstance(c, dict) else r[c]
         out.append(Row(student.id, cells, line))
-    return out, warnings
+    return out, warnings, columns
 
 
 # ---------------------------------------------------------------- grading
@@ -448,9 +474,10 @@ def grade_student(student: Student, row: Row | None, src: str) -> StudentResult:
 
 def grade(quizdir, responses, outdir=None) -> dict:
     """Grade a class. Writes ``gradebook.csv`` and ``report.html`` to *outdir* (default: QUIZDIR/grades);
-    returns {"gradebook": path, "report": path, "warnings": [...], "results": [StudentResult]}."""
+    returns {"gradebook": path, "report": path, "warnings": [...], "results": [StudentResult],
+    "columns": "read columns: …"}."""
     manifest = load_manifest(quizdir)
-    rows, warnings = read_responses(responses, manifest)
+    rows, warnings, columns = read_responses(responses, manifest)
     by_key = {r.key: r for r in rows}
     results = []
     for s in manifest.students:
@@ -466,7 +493,7 @@ def grade(quizdir, responses, outdir=None) -> dict:
     rp = out / "report.html"
     _write_atomic(gb, gradebook_csv(manifest, results))
     _write_atomic(rp, report_html(manifest, results, warnings))
-    return {"gradebook": gb, "report": rp, "warnings": warnings, "results": results}
+    return {"gradebook": gb, "report": rp, "warnings": warnings, "results": results, "columns": columns}
 
 
 def _fmt(x: float) -> str:

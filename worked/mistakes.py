@@ -55,6 +55,16 @@ def _scaled(problem) -> bool:
     return problem.scale != 1
 
 
+def _square_W_O(problem) -> bool:
+    """Has the concat the output's shape (W_O square), so that leaving W_O out gives an answer of the right shape?"""
+    return len(problem.W_O) == len(problem.W_O[0])
+
+
+def _mean_fits(problem) -> bool:
+    """Has one head's Z the output's shape (d_v = the output's width), so that the heads' average is comparable?"""
+    return len(problem.heads[0].W_V[0]) == len(problem.W_O[0])
+
+
 _ALL = [
     Mistake("no-scaling", "no scaling", "scaled",
             "The scores were not divided by the scale factor before the softmax: these values are what "
@@ -97,6 +107,25 @@ _ALL = [
             "This is the value you get from Aᵀ·V instead of A·V: row i of Z blends the value rows with "
             "token i's row of A.",
             lambda p: [Transform(weights="AT")]),
+    # ---- mistakes across heads (several heads only): how the heads' Z become the output
+    Mistake("heads-swapped", "heads concatenated in the wrong order", "concat",
+            "The heads' outputs were put side by side in the wrong order: concat = [Z₁ | Z₂ | …], head 1 first, "
+            "so that each block of W_O's rows meets its own head.",
+            "This is the value you get by concatenating the heads in the wrong order; "
+            "concat = [Z₁ | Z₂ | …] with head 1 first.",
+            lambda p: [Transform(heads="reversed")] if p.multihead and len(p.heads) > 1 else []),
+    Mistake("no-W_O", "W_O left out", "Z",
+            "The output was taken to be the concatenated heads themselves; the output projection is still "
+            "to come: Z = concat · W_O.",
+            "This is the value you get by leaving out W_O: the output is concat · W_O, not the concat itself.",
+            lambda p: [Transform(heads="no-W_O")] if p.multihead and _square_W_O(p) else []),
+    Mistake("heads-averaged", "heads averaged instead of concatenated", "Z",
+            "The heads' outputs were averaged entry by entry; multi-head attention puts them side by side "
+            "(concat) and mixes them with W_O: Z = concat · W_O.",
+            "This is the value you get by averaging the heads' outputs instead of concatenating them and "
+            "multiplying by W_O.",
+            lambda p: [Transform(heads="mean")] if p.multihead and _mean_fits(p) else []),
+    # ---- end of the mistakes across heads
     # not a different pass: accepted answers that differ from the exact values rounded at the end the way
     # values rounded earlier do (worked.check tests the paths of early rounding itself)
     Mistake("early-rounding", "rounded too early", "weights",

@@ -135,11 +135,13 @@ def _fits_side(step, views) -> bool:
 
 
 def shade(w: float | None) -> dict:
-    """Grayscale fill for a weight in [0, 1]: white (0) to dark gray (1); light text on dark cells."""
+    """Grayscale fill for a weight in [0, 1]: white (0) to dark gray (1); light text on dark cells.
+
+    White text from gray 117 down, black above: either has a contrast of at least 4.5:1 (WCAG 2.1 AA)."""
     if w is None:
         return {"gray": 255, "dark": False, "pct": 0}
     g = round(255 - 190 * max(0.0, min(1.0, w)))
-    return {"gray": g, "dark": g < 140, "pct": round(100 * (255 - g) / 255)}
+    return {"gray": g, "dark": g < 118, "pct": round(100 * (255 - g) / 255)}
 
 
 def heatmap(m, places: int, title: str) -> dict:

@@ -249,7 +249,8 @@ class Variant:
     code: str
     problem: dict
     title: str = ""
-    questions: list = field(default_factory=list)   # [{"ask": "scores[2,3]", "points": 1}] (no expected values)
+    questions: list = field(default_factory=list)   # [{"ask": "scores[2,3]", "name": "q1", "points": 1,
+                                                    #   "tolerance": {"abs": 0.01, "rel": 0}}] (no expected values)
 
 
 @dataclass
@@ -387,7 +388,9 @@ def _read_manifest(path: Path) -> dict:
         if code is None or not isinstance(prob, dict):
             continue
         norm = _norm_code(code)
-        qs = [{"ask": q["ask"][:60], "points": _points(q.get("points"))}
+        qs = [{"ask": q["ask"][:60], "points": _points(q.get("points")),
+               "name": q["name"][:40] if isinstance(q.get("name"), str) else "",
+               "tolerance": q.get("tolerance") if isinstance(q.get("tolerance"), (dict, str, int)) else None}
               for q in it.get("questions") or [] if isinstance(q, dict) and isinstance(q.get("ask"), str)]
         if CODE_RE.fullmatch(norm):
             variants.setdefault(norm, Variant(code=norm, problem=prob, title=str(prob.get("title", "")), questions=qs))
@@ -399,7 +402,8 @@ def _read_manifest(path: Path) -> dict:
 
 # Every formula on the page is a tree of worked.eq printed by worked.printers.mathml inside
 # printers.math_element; the allow-list is exactly what those two write, and nothing else passes.
-_MATHML_TAGS = {"math", "mrow", "mi", "mn", "mo", "mtext", "mspace", "msub", "msup", "msubsup", "mfrac", "msqrt"}
+_MATHML_TAGS = {"math", "mrow", "mi", "mn", "mo", "mtext", "mspace", "msub", "msup", "msubsup", "mfrac", "msqrt",
+                "mtable", "mtr", "mtd"}   # (the bracketed matrices of worked.lms.matrix_mathml)
 _MATHML_ATTRS = {"math": {"display", "alttext"}, "mspace": {"width"}}   # (xmlns is the namespace, not an attribute)
 _NS = "{http://www.w3.org/1998/Math/MathML}"
 _WIDTH_RE = re.compile(r"\d{1,2}(\.\d{1,3})?em")
@@ -444,6 +448,17 @@ def _math(node, display: bool = False, alt: str | None = None) -> str | None:
     return out
 
 
+def _bracketed(m: dict) -> str | None:
+    """A given matrix as one bracketed MathML matrix (``X = [ … ]``, :func:`worked.lms.matrix_mathml`), allow-listed."""
+    from ..lms import matrix_mathml
+
+    try:
+        return safe_mathml(matrix_mathml(m))
+    except Exception:  # noqa: BLE001 - a printer bug must not take the page down: the table is shown
+        log.warning("no bracketed MathML for %s", m.get("key"), exc_info=True)
+        return None
+
+
 def _cell(cell: dict) -> dict:
     """A matrix cell of the page model: its text always; MathML too when the model sets it as math
     (1/3 is set stacked; 2, −0.5, 0.16 and −∞ read as well in text)."""
@@ -484,7 +499,7 @@ def problem_view(problem: Problem) -> dict:
         head = {**_heading(g["symbol"]), "rel": eq.EQ} if g["rel"] == eq.EQ else mat_heading(g)
         inputs.append({"key": g["key"], "rows": g["rows"], "cols": g["cols"],
                        "cells": [[_cell(c) for c in row] for row in g["cells"]], "note": g["note"],
-                       **head, "shape": g["shape"]})
+                       **head, "shape": g["shape"], "matrix": _bracketed(g)})
     grids = [{"key": g["key"], "label": g["label"], "rows": g["rows"], "cols": g["cols"], "masked": g["masked"],
               "hint": g["hint"], **_heading(g["eq"])} for g in page["grids"]]
     # the page model's facts, with scaling and mask on rows of their own and how answers may be typed
@@ -608,7 +623,7 @@ def create_app(cfg: Config | None = None) -> Starlette:
         except WorkedError as exc:
             raise ApiError(422, str(exc)) from None
         return JSONResponse({"code": v.code, "problem": problem.to_dict(), "view": problem_view(problem),
-                             "questions": v.questions})
+                             "questions": _question_list(v, problem)})
 
     async def view(request: Request):
         problem = _problem_from(await read_json(request, cfg))
@@ -625,7 +640,19 @@ def create_app(cfg: Config | None = None) -> Starlette:
 
     async def api_check(request: Request):
         data = await read_json(request, cfg)
-        problem = _problem_from(data)
+        code = data.get("variant")
+        variant = None
+        if code is not None:
+            # a quiz variant: its own problem and its questions' tolerances and points, from the manifest
+            if not isinstance(code, str):
+                raise ApiError(400, '"variant": expected the variant code printed on the sheet')
+            variant = lib.variant(code)
+            try:
+                problem = Problem.from_dict(variant.problem, source=f"variant {variant.code}")
+            except WorkedError as exc:
+                raise ApiError(422, str(exc)) from None
+        else:
+            problem = _problem_from(data)
         answers = data.get("answers")
         if not isinstance(answers, dict):
             raise ApiError(400, 'missing "answers": send {"problem": {...}, "answers": {"Q": [[...]], ...}}')
@@ -639,6 +666,10 @@ def create_app(cfg: Config | None = None) -> Starlette:
                 or isinstance(tolerance, str) and len(tolerance) > 60:
             raise ApiError(400, '"tolerance": expected a number such as 0.01 or a percentage such as "2%"')
         reveal = bool(data.get("reveal")) and not cfg.no_solutions
+        if variant is not None:
+            key = _digest("check-variant", variant.code, problem_key(problem), answers, reveal, cfg.no_solutions)
+            return await engine.run(key, engine.lane(problem), jobs.check_variant_json, problem, answers, variant,
+                                    reveal, cfg.no_solutions, what="checking")
         key = _digest("check", problem_key(problem), answers, str(tolerance), reveal, cfg.no_solutions)
         return await engine.run(key, engine.lane(problem), jobs.check_json, problem, answers, tolerance, reveal,
                                 cfg.no_solutions, what="checking")
@@ -766,6 +797,84 @@ def create_app(cfg: Config | None = None) -> Starlette:
     app.state.config = cfg
     app.state.engine = engine
     return app
+
+
+def _questions_of(v: Variant, problem: Problem, sol=None) -> list:
+    """The variant's questions as :class:`worked.grade.Question`, resolved to their cells (bad ones left out)."""
+    from .. import grade
+    from ..solver import solve
+
+    student = grade.Student(v.code, "", v.code, problem, [], sol or solve(problem))
+    out = []
+    for q in v.questions:
+        try:
+            tol = grade.parse_tolerance(q.get("tolerance"), f"variant {v.code}", q["ask"])
+            gq = grade.Question(q["ask"], float(q["points"] or 0), tol, name=q.get("name") or "")
+            grade.resolve_question(gq, student, f"variant {v.code}")
+        except (WorkedError, TypeError, ValueError):
+            log.warning("variant %s: question %r left out", v.code, q.get("ask"))
+            continue
+        out.append(gq)
+    return out
+
+
+def _question_list(v: Variant, problem: Problem) -> list:
+    """What the page shows of a variant's questions: name, ask, points and tolerance (no expected values)."""
+    out = []
+    for q in _questions_of(v, problem):
+        tol = q.tolerance.describe(problem.decimals) if q.tolerance is not None else \
+            f"rounding to {problem.decimals} places"
+        out.append({"name": q.name, "ask": q.ask, "points": _points(q.points), "tolerance": tol,
+                    "matrix": q.matrix, "cells": [[i, j] for i, j in q.cells]})
+    return out
+
+
+def check_variant(problem, answers, v: Variant, sol, reveal) -> dict:
+    """Check a variant's answers the way ``worked grade`` marks them: each question's entries with that question's
+    tolerance (from the manifest), its points earned for the entries right or carried forward; entries outside
+    the questions, and the diagnoses, with the default band."""
+    from ..check import check_answers
+
+    questions = _questions_of(v, problem, sol)
+    base = check_answers(problem, answers, solution=sol, reveal=reveal)
+    reports = {None: base}
+    for q in questions:
+        if q.tolerance not in reports:
+            reports[q.tolerance] = check_answers(problem, answers, tolerance=q.tolerance, solution=sol, reveal=reveal)
+    out = base.to_dict()
+    mats = out["matrices"]
+    scored = []
+    for q in questions:
+        rep = reports[q.tolerance].to_dict()["matrices"].get(q.matrix)
+        good = 0
+        for i, j in q.cells:
+            if rep is None:
+                continue
+            mine = mats[q.matrix]
+            mine["verdicts"][i][j] = rep["verdicts"][i][j]
+            mine["carried_forward"][i][j] = rep["carried_forward"][i][j]
+            good += rep["verdicts"][i][j] == "correct" or rep["carried_forward"][i][j]
+        earned = round(q.points * good / len(q.cells), 2)
+        scored.append({"name": q.name, "ask": q.ask, "points": _points(q.points), "earned": _points(earned),
+                       "entries": len(q.cells), "right": good,
+                       "tolerance": (q.tolerance or base.tolerance).to_dict(problem.decimals)["description"]})
+    changed = False
+    for m in mats.values():
+        counts = {k: sum(v == k for row in m["verdicts"] for v in row) for k in ("correct", "wrong", "blank", "invalid")}
+        counts["carried_forward"] = sum(c for row in m["carried_forward"] for c in row)
+        changed |= counts != m["counts"]
+        m["counts"] = counts
+    if changed:   # the questions' tolerances moved some verdicts: count again
+        s = out["summary"]
+        for k in ("correct", "wrong", "blank", "invalid", "carried_forward"):
+            s[k] = sum(m["counts"][k] for m in mats.values())
+        s["answered"] = s["correct"] + s["wrong"]
+        out["summary_text"] = None
+    out["questions"] = scored
+    out["score"] = {"earned": _points(round(sum(q["earned"] for q in scored), 2)),
+                    "points": _points(sum(q.points for q in questions))}
+    out["variant"] = v.code
+    return out
 
 
 def _title_of(lib: Library, name: str) -> str:

@@ -125,3 +125,17 @@ def _render(problem, document, fmt, student, paper):
         return 200, fn(sol, student=student, paper=paper).encode("utf-8"), FORMATS[fmt]
     fn = R.worksheet_pdf if document == "worksheet" else R.answer_key_pdf
     return 200, fn(sol, student=student, paper=paper), FORMATS[fmt]
+
+
+def check_variant_json(problem, answers: dict, variant, reveal: bool, redact_: bool):
+    """A quiz variant's answers checked the way ``worked grade`` marks them (each question with its own
+    tolerance and points, from the manifest): :func:`worked.server.app.check_variant`."""
+    return _guard(_check_variant_json, problem, answers, variant, reveal, redact_)
+
+
+def _check_variant_json(problem, answers, variant, reveal, redact_):
+    from ..solver import solve
+    from .app import check_variant
+
+    report = check_variant(problem, answers, variant, solve(problem), reveal)
+    return 200, _json(redact(report) if redact_ else report), JSON

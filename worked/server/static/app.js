@@ -216,14 +216,25 @@ function renderProblem() {
   facts.replaceChildren();
   for (const f of view.facts) facts.append(el("dt", { text: f.label }), el("dd", { text: f.text }));
   if (S.student.questions.length) {
-    const qs = S.student.questions.map((q) => q.ask + (q.points ? ` (${q.points} pt)` : "")).join(", ");
-    facts.append(el("dt", { text: "graded" }), el("dd", { text: qs }));
+    const list = el("ol", { class: "questions" });
+    for (const q of S.student.questions) {
+      list.append(el("li", { text: `${q.name ? q.name + ": " : ""}${q.ask} (${q.points} pt${q.points === 1 ? "" : "s"}; ${q.tolerance})` }));
+    }
+    facts.append(el("dt", { text: "Graded questions" }), el("dd", {}, list));
   }
   const box = $("#problem-inputs");
   box.replaceChildren();
   for (const m of view.inputs) {
-    const cap = el("figcaption", {}, math(m.mathml, m.text || m.key), el("span", { class: "shape", text: `${m.shape}${m.note ? ", " + m.note : ""}` }));
-    box.append(el("figure", { class: "mat" }, cap, matrixTable(m.rows, m.cols, m.cells, `${m.key}, ${m.shape}`)));
+    const shape = el("span", { class: "shape", text: `${m.shape}${m.note ? ", " + m.note : ""}` });
+    if (m.matrix) {   // a bracketed matrix (MathML); its rows are the tokens
+      const numbered = m.rows.every((r, i) => r === String(i + 1));
+      const rows = numbered ? null : el("span", { class: "shape", text: `· rows: ${m.rows.join(", ")}` });
+      box.append(el("figure", { class: "mat" }, el("div", { class: "bracketed" }, math(m.matrix, m.text || m.key)),
+        el("figcaption", {}, shape, rows)));
+    } else {
+      const cap = el("figcaption", {}, math(m.mathml, m.text || m.key), shape);
+      box.append(el("figure", { class: "mat" }, cap, matrixTable(m.rows, m.cols, m.cells, `${m.key}, ${m.shape}`)));
+    }
   }
   // downloads of the worksheet
   const dl = $("#student-downloads");
@@ -305,7 +316,8 @@ async function checkAnswers(ev) {
   busy(btn, true, "Checking…");
   let report;
   try {
-    report = await api("/api/check", { problem: S.student.problem, answers });
+    const source = S.student.source;
+    report = await api("/api/check", source.kind === "variant" ? { variant: source.code, answers } : { problem: S.student.problem, answers });
   } catch (e) {
     status.textContent = e.message; status.classList.add("bad");
     return;
@@ -372,9 +384,13 @@ async function renderReport(report) {
   const s = report.summary;
   const total = s.correct + s.wrong + s.blank + s.invalid;
   const summary = $("#summary");
-  summary.textContent = `${s.correct} of ${total} entries correct` +
+  summary.textContent = report.summary_text || (`${s.correct} of ${total} entries correct` +
     (s.wrong ? `, ${s.wrong} wrong` + (s.carried_forward ? ` (${s.carried_forward} of them only because of an earlier slip)` : "") : "") +
-    (s.blank ? `, ${s.blank} not answered` : "") + (s.invalid ? `, ${s.invalid} could not be read` : "") + ".";
+    (s.blank ? `, ${s.blank} not answered` : "") + (s.invalid ? `, ${s.invalid} could not be read` : "") + ".");
+  if (report.score) {
+    summary.append(el("br"), el("strong", { class: "score", text: `Points: ${report.score.earned} of ${report.score.points}` }),
+      " (" + report.questions.map((q) => `${q.name || q.ask}: ${q.earned} of ${q.points}`).join("; ") + ")");
+  }
   const anyCarried = s.carried_forward > 0;
   summary.append(el("br"), el("span", { class: "legend-marks" },
     el("span", { text: "✓ correct" }), el("span", { text: "✗ wrong" }),
@@ -585,14 +601,19 @@ function buildRandomForm() {
     ["tokens", "Tokens", "3", "a count, or words separated by spaces"],
     ["d_model", "d_model", "4"], ["d_k", "d_k", "2"], ["d_v", "d_v", "", "empty: same as d_k"],
     ["heads", "Heads", "1"], ["lo", "Smallest entry", "-2"], ["hi", "Largest entry", "3"],
+    ["wlo", "Smallest weight-matrix entry", "", "empty: as the entries"], ["whi", "Largest weight-matrix entry", "", "empty: as the entries"],
     ["mask", "Mask", "none"], ["scale", "Scale", "sqrt", "sqrt, none or a number"], ["decimals", "Decimals", "2"],
+    ["max_weight", "Largest weight", "0.9", "in every softmax row"], ["min_weight", "Smallest weight", "", "empty: one unit of the last place"],
+    ["max_score", "Largest |scaled score|", "5", "0: no limit"], ["ties", "Allow ties for the largest score", ""],
     ["seed", "Seed", "1"],
   ];
   for (const [key, label, def, help] of knobs) {
     const id = "r-" + key;
     let input;
     if (key === "mask") input = el("select", { id }, el("option", { text: "none" }), el("option", { text: "causal" }));
-    else input = el("input", { id, value: def, spellcheck: "false", inputmode: ["tokens", "scale"].includes(key) ? null : "numeric" });
+    else if (key === "ties") input = el("input", { id, type: "checkbox" });
+    else input = el("input", { id, value: def, spellcheck: "false",
+      inputmode: ["tokens", "scale"].includes(key) ? null : ["max_weight", "min_weight", "max_score"].includes(key) ? "decimal" : "numeric" });
     form.append(el("div", { class: "field" + (key === "tokens" ? " wide" : "") },
       el("label", { for: id }, label, help ? el("span", { class: "sub", text: ` (${help})` }) : null), input));
   }
@@ -613,6 +634,15 @@ function buildRandomForm() {
       if (/^\d+$/.test(v("tokens"))) family.tokens = parseInt(v("tokens"), 10);
       else family.words = v("tokens").split(/[\s,]+/).filter(Boolean);
       if (v("d_v")) family.d_v = whole("d_v", "d_v");
+      if (v("wlo") || v("whi")) family.weight_range = [whole("wlo", "Smallest weight-matrix entry"), whole("whi", "Largest weight-matrix entry")];
+      const number = (k, label) => {
+        if (!/^\d*\.?\d+$/.test(v(k))) throw new Error(`${label}: expected a number such as 0.5`);
+        return parseFloat(v(k));
+      };
+      if (v("max_weight")) family.max_weight = number("max_weight", "Largest weight");
+      if (v("min_weight")) family.min_weight = number("min_weight", "Smallest weight");
+      if (v("max_score")) family.max_score = number("max_score", "Largest |scaled score|");
+      family.ties = $("#r-ties").checked;
       const seed = whole("seed", "Seed");
       family.title = `random problem (seed ${seed})`;
       const data = await api("/api/new", { family, seed });
@@ -673,7 +703,7 @@ async function start() {
     $("#code-form").hidden = false;
   } else {
     sel.append(el("option", { value: "", text: "Choose a problem…" }));
-    for (const p of S.info.problems) sel.append(el("option", { value: p.name, text: p.title ? `${p.title} (${p.name})` : p.name }));
+    for (const p of S.info.problems) sel.append(el("option", { value: p.name, text: p.title || p.name }));
   }
   sel.addEventListener("change", () => { if (sel.value) openProblem({ kind: "problem", name: sel.value }); });
   $("#code-form").addEventListener("submit", (ev) => {
@@ -703,7 +733,9 @@ async function start() {
   selectTab(location.hash === "#teacher" && !S.info.no_solutions ? "teacher" : "student");
   const m = /^#(problem|code)=(.+)$/.exec(location.hash);
   if (m && m[1] === "problem") { sel.value = decodeURIComponent(m[2]); openProblem({ kind: "problem", name: decodeURIComponent(m[2]) }); }
-  if (m && m[1] === "code") { $("#variant-code").value = decodeURIComponent(m[2]); openProblem({ kind: "variant", code: decodeURIComponent(m[2]) }); }
+  // a variant code in the address (#code=K3F9AB, or ?code=K3F9AB as a QR code on the sheet may hold it)
+  const code = m && m[1] === "code" ? decodeURIComponent(m[2]) : new URLSearchParams(location.search).get("code");
+  if (code && S.info.mode === "quiz") { $("#variant-code").value = code; openProblem({ kind: "variant", code }); }
 }
 
 document.addEventListener("DOMContentLoaded", start);
