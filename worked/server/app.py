@@ -19,8 +19,9 @@ With ``no_solutions=True`` nothing that holds an expected value leaves the serve
 answer-key and notebook downloads answer 403, and check reports keep only verdicts and diagnoses.
 
 Safety: request bodies are limited (``max_body``), problems go through the same validation and
-limits as files, solving and rendering run in a bounded thread pool with timeouts, names and codes
-are looked up in a table built from the folder listing (never joined into a path), and the page
+limits as files, solving, checking and rendering run in worker processes (:class:`Engine`: two bounded
+lanes, a worker killed when its job passes the deadline, 503 with Retry-After when a lane is full),
+the Host header is checked (``allowed_hosts``), names and codes are looked up in a table built from the folder listing (never joined into a path), and the page
 inserts user text with ``textContent`` only (MathML is printed from the equation trees of
 :mod:`worked.eq` by :mod:`worked.printers` and allow-listed).
 
