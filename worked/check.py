@@ -223,6 +223,10 @@ class Tolerance:
         if isinstance(text, (int, float)) and not isinstance(text, bool):
             return cls._checked(abs=float(text))
         if isinstance(text, dict):
+            unknown = sorted(str(k) for k in set(text) - {"abs", "rel", "absolute", "relative"})
+            if unknown:
+                raise WorkedError(f"tolerance: unknown key {unknown[0]!r} (expected abs and/or rel, such as "
+                                  "abs=0.01,rel=2%)")
             return cls._checked(abs=_opt_float(text.get("abs", text.get("absolute"))),
                                 rel=_opt_float(text.get("rel", text.get("relative"))))
         s = str(text).strip()

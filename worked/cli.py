@@ -135,17 +135,9 @@ def cmd_new(args) -> int:
     if args.output in (None, "-"):
         sys.stdout.write(text)
         return 0
-    import os
-    from pathlib import Path
+    from .output import write_file
 
-    out = Path(args.output)
-    if out.exists() and not args.force:
-        raise WorkedError(f"{out}: already exists (use --force to overwrite)")
-    if out.parent and not out.parent.exists():
-        raise WorkedError(f"{out.parent}: no such folder")
-    tmp = out.with_name(f".{out.name}.tmp{os.getpid()}")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, out)
+    out = write_file(args.output, text, force=args.force)
     print(f"wrote {out} (seed {seed})", file=sys.stderr)
     return 0
 
@@ -158,16 +150,23 @@ def _add_grade(sub):
     p.add_argument("quizdir", help="the quiz folder holding manifest.json (or the manifest file itself)")
     p.add_argument("responses", help="CSV of responses: an id column and a column per question, e.g. scores[2,3]")
     p.add_argument("-o", "--output", metavar="DIR", default=None, help="output folder (default: QUIZDIR/grades)")
+    p.add_argument("--force", action="store_true",
+                   help="replace gradebook.csv and report.html if they exist (other files are never touched)")
+    p.add_argument("--allow-unmatched", action="store_true",
+                   help="grade the rows that match a student even when some match none or several (those are "
+                        "listed in the report); without it such a row stops the run and nothing is written")
     p.set_defaults(func=cmd_grade)
 
 
 def cmd_grade(args) -> int:
     from .grade import grade
 
-    res = grade(args.quizdir, args.responses, args.output)
+    res = grade(args.quizdir, args.responses, args.output, force=args.force, allow_unmatched=args.allow_unmatched)
     print(res["columns"])
     for w in res["warnings"]:
         print(f"warning: {w}", file=sys.stderr)
+    if res["note"]:
+        print(f"note: {res['note']}", file=sys.stderr)
     results = [r for r in res["results"] if r.responded]
     mean = sum(r.total for r in results) / len(results) if results else 0.0
     print(f"graded {len(results)} of {len(res['results'])} students (mean {mean:.2f}); "
@@ -446,6 +445,10 @@ def main(argv=None) -> int:
         return exc.exit_code
     except BrokenPipeError:
         return 0
+    except OSError as exc:   # a full disk, a read-only folder… that no command turned into its own message
+        where = exc.filename or ""
+        print(f"error: {where}{': ' if where else ''}{exc.strerror or exc}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         return 130

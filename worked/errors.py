@@ -27,3 +27,17 @@ class ProblemError(WorkedError):
 
 class ExpressionError(WorkedError):
     """An answer entry or expression could not be read by the grammar of :mod:`worked.exprs`."""
+
+
+def reason(exc: Exception) -> str:
+    """*exc*'s message for our user: without Python's advice to the programmer
+    (``sys.set_int_max_str_digits``, "decode using utf-8-sig"), saying what to do instead."""
+    text = str(exc)
+    if "integer string conversion" in text:
+        import re
+
+        m = re.search(r"limit \((\d+) digits\)", text)
+        return f"a whole number has more than {m[1] if m else 'the allowed'} digits; write numbers of ordinary size"
+    if "UTF-8 BOM" in text:
+        return "the file starts with a byte-order mark (BOM); save it as UTF-8 without BOM"
+    return text

@@ -36,10 +36,8 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 import re
 import statistics
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -94,11 +92,12 @@ def parse_tolerance(value, src, where):
     if value is None:
         return None
     try:
-        if isinstance(value, dict):
-            tol = Tolerance.parse({k: v for k, v in value.items() if k in ("abs", "rel", "absolute", "relative")})
-        else:
-            tol = Tolerance.parse(value)
-    except (WorkedError, TypeError, ValueError):
+        tol = Tolerance.parse(value)   # unknown keys are refused, never dropped
+    except WorkedError as exc:
+        if "unknown key" in str(exc):
+            raise _err(src, where, str(exc).removeprefix("tolerance: ")) from None
+        raise _err(src, where, f"expected a tolerance such as 0.01 or {{\"abs\": 0.01, \"rel\": 0.02}}, got {value!r}") from None
+    except (TypeError, ValueError):
         raise _err(src, where, f"expected a tolerance such as 0.01 or {{\"abs\": 0.01, \"rel\": 0.02}}, got {value!r}") from None
     return None if tol.default else tol
 
@@ -284,11 +283,17 @@ class Row:
     line: int
 
 
-def read_responses(path, manifest: Manifest) -> tuple[list[Row], list[str], str]:
+def _name_key(s: str) -> str:
+    return re.sub(r"\s+", " ", str(s).strip())
+
+
+def read_responses(path, manifest: Manifest, *, allow_unmatched: bool = False) -> tuple[list[Row], list[str], str]:
     """Read the responses CSV; return (rows matched to manifest students, warnings, which columns were read:
     "read columns: scores[2,3] ← 'q1'; …; students by 'id'").
 
-    A question's column is named by its ask (``scores[2,3]``) or by its name in the quiz (``q1``)."""
+    A question's column is named by its ask (``scores[2,3]``) or by its name in the quiz (``q1``). A row
+    that matches no student, or more than one, or a student already matched, is an error naming the row;
+    with *allow_unmatched* it is left out and listed in the warnings (and the report)."""
     from .readfile import csv_rows, read_bytes
 
     src = str(path)
@@ -302,8 +307,9 @@ def read_responses(path, manifest: Manifest) -> tuple[list[Row], list[str], str]
             continue
     if text is None:
         raise WorkedError(f"{src}: not a text CSV file")
-    first = text.split("\n", 1)[0]
-    delim = "\t" if "\t" in first else (";" if ";" in first and "," not in first else ",")
+    from .csvin import delimiter
+
+    delim = delimiter(text)
     rows = [r for _, r in csv_rows(text, src, delim, "a CSV of responses")]
     if not rows or not any(h.strip() for h in rows[0]):
         raise WorkedError(f"{src}: empty file (expected a header row with an id column and one column per question)")
@@ -346,15 +352,32 @@ def read_responses(path, manifest: Manifest) -> tuple[list[Row], list[str], str]
     for q in missing:
         warnings.append(f"no column for question {q!r}: it scores 0 for everyone")
 
-    by_id = {_norm(s.id): s for s in manifest.students}
-    by_variant = {_norm(s.variant): s for s in manifest.students if s.variant}
-    by_name = {_norm(s.name): s for s in manifest.students if s.name}
+    # students are matched exactly as `worked quiz` identified them: ids as written (no case-folding),
+    # variant codes (upper case), names only when no id or code matches and the name is one student's
+    by_id = {s.id: s for s in manifest.students}
+    by_variant: dict[str, list[Student]] = {}
+    for s in manifest.students:
+        if s.variant:
+            by_variant.setdefault(s.variant.upper(), []).append(s)
+    folded: dict[str, list[str]] = {}
+    for s in manifest.students:
+        folded.setdefault(s.id.casefold(), []).append(s.id)
+    by_name: dict[str, list[Student]] = {}
+    for s in manifest.students:
+        if s.name:
+            by_name.setdefault(_name_key(s.name), []).append(s)
     id_cols = [lower.index(c) for c in ID_COLUMNS if c in lower]
     var_cols = [lower.index(c) for c in VARIANT_COLUMNS if c in lower]
     name_col = next((lower.index(c) for c in NAME_COLUMNS if c in lower), None)
     first_last = (lower.index("first name"), lower.index("surname")) if "first name" in lower and "surname" in lower else None
     if not (id_cols or var_cols or name_col is not None or first_last):
         raise WorkedError(f"{src}: no id column (expected one of: id, student_id, ID number, username, email, variant)")
+
+    # an id or code column counts when it names students of this quiz (Moodle's "Email address" may not):
+    # then a row with a value there is that student or no one, never matched on its name instead
+    data = [r + [""] * (len(header) - len(r)) for r in rows[1:]]
+    id_cols = [c for c in id_cols if any(r[c].strip() in by_id for r in data)]
+    var_cols = [c for c in var_cols if any(r[c].strip().upper() in by_variant for r in data)]
 
     read = []
     for q in asks:
@@ -366,38 +389,57 @@ def read_responses(path, manifest: Manifest) -> tuple[list[Row], list[str], str]
     who = [header[c] for c in id_cols + var_cols] + ([header[name_col]] if name_col is not None else [])
     columns = f"read columns: {'; '.join(read)}; students by {', '.join(repr(w) for w in who) or 'first name + surname'}"
 
-    out, seen = [], {}
+    out, seen, unmatched = [], {}, []
     for line, r in enumerate(rows[1:], 2):
         if not any(x.strip() for x in r):
             continue
         r = r + [""] * (len(header) - len(r))
-        student = None
-        for c in id_cols:
-            student = by_id.get(_norm(r[c]))
-            if student:
-                break
-        if not student:
-            for c in var_cols:
-                student = by_variant.get(_norm(r[c]))
-                if student:
-                    break
-        if not student and (name_col is not None or first_last):
+        ids = [r[c].strip() for c in id_cols if r[c].strip()]
+        codes = [r[c].strip() for c in var_cols if r[c].strip()]
+        nm = ""
+        if name_col is not None or first_last:
             nm = r[name_col] if name_col is not None else f"{r[first_last[0]]} {r[first_last[1]]}"
-            student = by_name.get(_norm(nm))
-        if not student:
-            label = next((r[c] for c in id_cols + var_cols if r[c].strip()), "") or " ".join(r[:2])
-            if _norm(label) in ("overall average", ""):
+        if not (ids or codes) and "overall average" in (_norm(nm), _norm(" ".join(r[:2]))):
+            continue     # Moodle's last row
+        label = (ids + codes + [nm.strip()])[0] if (ids or codes or nm.strip()) else ""
+        cands = {by_id[i].id: by_id[i] for i in ids if i in by_id}
+        for c in codes:
+            cands.update({s.id: s for s in by_variant.get(c.upper(), [])})   # a code shared by students: ambiguous
+        student = None
+        if len(cands) > 1:
+            unmatched.append(f"line {line} ({label!r}): matches more than one student ({', '.join(sorted(cands))})")
+            continue
+        if cands:
+            student = next(iter(cands.values()))
+        elif nm.strip():
+            found = by_name.get(_name_key(nm), [])
+            if len(found) > 1:
+                unmatched.append(f"line {line} ({nm.strip()!r}): {len(found)} students have this name "
+                                 f"({', '.join(s.id for s in found)}); give an id column")
                 continue
-            warnings.append(f"line {line}: {label.strip()!r} is not a student of this quiz: skipped")
+            if found and not (ids or codes):
+                student = found[0]
+        if student is None:
+            near = sorted({x for i in ids for x in folded.get(i.casefold(), [])})
+            hint = f" (ids are compared exactly; the quiz has {', '.join(map(repr, near))})" if near else ""
+            unmatched.append(f"line {line} ({label or 'no id'!r}): not a student of this quiz{hint}")
             continue
         if student.id in seen:
-            warnings.append(f"line {line}: a second response for {student.id!r} (first on line {seen[student.id]}): the last one counts")
+            first = seen[student.id]
+            unmatched.append(f"lines {first} and {line}: two rows for {student.id!r}")
             out = [o for o in out if o.key != student.id]
+            continue
         seen[student.id] = line
         cells = {}
         for q, c in qcol.items():
             cells[q] = {h: r[i] for h, i in c.items()} if isinstance(c, dict) else r[c]
         out.append(Row(student.id, cells, line))
+    if unmatched and not allow_unmatched:
+        more = f" and {len(unmatched) - 5} more" if len(unmatched) > 5 else ""
+        raise WorkedError(f"{src}: {len(unmatched)} row{'s' if len(unmatched) != 1 else ''} cannot be given to exactly "
+                          f"one student: {'; '.join(unmatched[:5])}{more}. Nothing was graded: fix the rows, or use "
+                          "--allow-unmatched to grade the others and list these in the report")
+    warnings += [f"not graded: {u}" for u in unmatched]
     return out, warnings, columns
 
 
@@ -472,12 +514,21 @@ def grade_student(student: Student, row: Row | None, src: str) -> StudentResult:
     return StudentResult(student, True, scores, fractions, codes, problems)
 
 
-def grade(quizdir, responses, outdir=None) -> dict:
-    """Grade a class. Writes ``gradebook.csv`` and ``report.html`` to *outdir* (default: QUIZDIR/grades);
-    returns {"gradebook": path, "report": path, "warnings": [...], "results": [StudentResult],
-    "columns": "read columns: …"}."""
+def grade(quizdir, responses, outdir=None, *, force: bool = False, allow_unmatched: bool = False) -> dict:
+    """Grade a class. Writes ``gradebook.csv`` and ``report.html`` to *outdir* (default: QUIZDIR/grades),
+    replacing them only with *force*; returns {"gradebook": path, "report": path, "warnings": [...],
+    "results": [StudentResult], "note": what was left alone, "columns": "read columns: …"}. Rows that match no student or several
+    stop the run (:func:`read_responses`) unless *allow_unmatched*."""
+    from .output import FolderSet
+
     manifest = load_manifest(quizdir)
-    rows, warnings, columns = read_responses(responses, manifest)
+    out = Path(outdir) if outdir else (Path(quizdir) if Path(quizdir).is_dir() else Path(quizdir).parent) / "grades"
+    names = ("gradebook.csv", "report.html")
+    clash = [n for n in names if (out / n).exists()]
+    if clash and not force:
+        raise WorkedError(f"{out}: {' and '.join(clash)} already exist{'s' if len(clash) == 1 else ''} "
+                          "(use --force to overwrite, or another -o)")
+    rows, warnings, columns = read_responses(responses, manifest, allow_unmatched=allow_unmatched)
     by_key = {r.key: r for r in rows}
     results = []
     for s in manifest.students:
@@ -487,13 +538,13 @@ def grade(quizdir, responses, outdir=None) -> dict:
         for msg in res.problems:
             warnings.append(f"{s.id}: {msg}")
         results.append(res)
-    out = Path(outdir) if outdir else (Path(quizdir) if Path(quizdir).is_dir() else Path(quizdir).parent) / "grades"
-    out.mkdir(parents=True, exist_ok=True)
-    gb = out / "gradebook.csv"
-    rp = out / "report.html"
-    _write_atomic(gb, gradebook_csv(manifest, results))
-    _write_atomic(rp, report_html(manifest, results, warnings))
-    return {"gradebook": gb, "report": rp, "warnings": warnings, "results": results, "columns": columns}
+    files = {"gradebook.csv": gradebook_csv(manifest, results).encode("utf-8"),
+             "report.html": report_html(manifest, results, warnings).encode("utf-8")}
+    with FolderSet(out, kind="worked grade", force=force, ask_to_replace=True, legacy=names) as stage:
+        stage.write(files)
+        stage.commit()
+    return {"gradebook": out / names[0], "report": out / names[1], "warnings": warnings, "results": results,
+            "note": stage.note(), "columns": columns}
 
 
 def _fmt(x: float) -> str:
@@ -514,18 +565,6 @@ def gradebook_csv(manifest: Manifest, results: list[StudentResult]) -> str:
         w.writerow(csvsafe.row([r.student.id, r.student.name, r.student.variant] + [_fmt(r.scores.get(a, 0.0)) for a in asks]
                                + [_fmt(r.total), _fmt(maxpts), " ".join(r.codes), "yes" if r.responded else "no"]))
     return out.getvalue()
-
-
-def _write_atomic(path: Path, text: str):
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 # ---------------------------------------------------------------- the class report

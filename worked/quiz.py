@@ -27,7 +27,6 @@ import json
 import math
 import os
 import re
-import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,7 +43,6 @@ TOLERANCE_KEYS = ("abs", "rel")
 FORMATS = ("pdf", "html", "tex", "moodle", "qti", "gift", "ipynb")
 DEFAULT_FORMATS = ("pdf", "html", "moodle", "qti", "gift")
 MAX_VARIANTS = 2000
-MARKER = ".worked-quiz"
 CODE_ALPHABET = "23456789ABCDEFGHJKMNPQRSTUVWXYZ"  # no 0/O, 1/I/L: easy to read aloud and type
 
 MATRIX_WORDS = {
@@ -231,7 +229,10 @@ def load_roster(path) -> list[dict]:
     from .readfile import csv_rows, read_text
 
     src = str(path)
-    rows = csv_rows(read_text(path, expected="a UTF-8 CSV roster"), src, expected="id,name rows")
+    from .csvin import delimiter
+
+    text = read_text(path, expected="a UTF-8 CSV roster")
+    rows = csv_rows(text, src, delimiter(text), expected="id,name rows")
     while rows and not any(c.strip() for c in rows[0][1]):
         rows.pop(0)
     if not rows:
@@ -697,7 +698,8 @@ def _warm_up(formats: tuple[str, ...], engine: str) -> None:
 
 
 def _pool(jobs: int):
-    """A pool of *jobs* worker processes (forked where the platform can: they inherit what the parent loaded)."""
+    """A pool of *jobs* worker processes (forked where the platform can: they inherit what the parent
+    loaded), each ending when the parent dies."""
     import multiprocessing as mp
     from concurrent.futures import ProcessPoolExecutor
 
@@ -712,7 +714,7 @@ def _pool(jobs: int):
 
 
 def build_all(spec: QuizSpec, variants: list[Variant], formats: tuple[str, ...], jobs: int, progress: bool,
-              *, stage: "_Staging | None" = None) -> list[dict]:
+              *, stage=None) -> list[dict]:
     """Build every variant (in *jobs* processes); results in variant order whatever *jobs* is.
 
     With *stage*, each variant's files are written into it as soon as they arrive (only the manifest
@@ -745,7 +747,7 @@ def build_all(spec: QuizSpec, variants: list[Variant], formats: tuple[str, ...],
     # after the workers have gone (their Typst caches, about 180 MB each, are freed first): the two
     # class PDFs, one after the other, each in a fresh process (Typst keeps what it loaded for a class
     # PDF, about 1.3 MB per variant, until its process ends)
-    if stage is not None and "pdf" in formats and not stage.single:
+    if stage is not None and "pdf" in formats and stage.scope is None:
         for (_, name, _, _), task in zip(CLASS_PDFS, _class_tasks(spec, results, stage.tmp)):
             if jobs == 1:
                 data = _class_pdf_task(task)
@@ -792,66 +794,25 @@ def assemble(spec: QuizSpec, results: list[dict], formats: tuple[str, ...], *, s
     return files
 
 
-class _Staging:
-    """A temporary folder next to *outdir* that files are written into, swapped in at :meth:`commit`
-    (or removed at :meth:`abort`): a failure leaves *outdir* as it was."""
-
-    def __init__(self, outdir, *, force: bool = False, replace_whole: bool = True):
-        outdir = Path(outdir)
-        if outdir.exists() and not outdir.is_dir():
-            raise WorkedError(f"{outdir}: exists and is not a folder")
-        if replace_whole and outdir.exists() and any(outdir.iterdir()) and not (outdir / MARKER).exists() and not force:
-            raise WorkedError(f"{outdir}: folder exists and was not written by `worked quiz` (use --force or another -o)")
-        self.outdir, self.replace_whole, self.single = outdir, replace_whole, not replace_whole
-        outdir.parent.mkdir(parents=True, exist_ok=True)
-        self.tmp = outdir.parent / f".{outdir.name}.tmp-{os.getpid()}"
-        if self.tmp.exists():
-            shutil.rmtree(self.tmp)
-        self.tmp.mkdir()
-        self.variant_dirs: set[str] = set()
-
-    def write(self, files: dict[str, bytes]) -> None:
-        for rel, data in sorted(files.items()):
-            p = self.tmp / rel
-            p.parent.mkdir(parents=True, exist_ok=True)
-            p.write_bytes(data)
-            if rel.startswith("variants/"):
-                self.variant_dirs.add("/".join(rel.split("/")[:2]))
-
-    def commit(self) -> None:
-        outdir, tmp, parent = self.outdir, self.tmp, self.outdir.parent
-        (tmp / MARKER).write_text("written by worked quiz; this folder is replaced when the quiz is rebuilt\n")
-        if self.replace_whole:
-            old = parent / f".{outdir.name}.old-{os.getpid()}"
-            if outdir.exists():
-                os.replace(outdir, old)
-            os.replace(tmp, outdir)
-            if old.exists():
-                shutil.rmtree(old)
-        else:  # --variant: swap in only that variant's folder
-            for rel in sorted(self.variant_dirs):
-                dest = outdir / rel
-                dest.parent.mkdir(parents=True, exist_ok=True)
-                if dest.exists():
-                    shutil.rmtree(dest)
-                os.replace(tmp / rel, dest)
-            if not (outdir / MARKER).exists():
-                os.replace(tmp / MARKER, outdir / MARKER)
-            shutil.rmtree(tmp)
-
-    def abort(self) -> None:
-        shutil.rmtree(self.tmp, ignore_errors=True)
+QUIZ_FILES = ("manifest.json", "manifest.csv", "moodle.xml", "canvas-qti.zip", "quiz.gift.txt", "class-*.pdf",
+              "variants/*")   # what a quiz folder with an old marker (one that listed nothing) holds
 
 
-def write_tree(outdir: Path, files: dict[str, bytes], *, force: bool = False, replace_whole: bool = True) -> None:
-    """Write *files* into a temporary folder next to *outdir*, then swap it in (nothing half-written)."""
-    stage = _Staging(outdir, force=force, replace_whole=replace_whole)
-    try:
+def _stage(outdir, *, force: bool = False, scope=None):
+    """The staging folder of :mod:`worked.output` for a quiz folder (*scope*: the variant folders replaced)."""
+    from .output import FolderSet
+
+    return FolderSet(outdir, kind="worked quiz", force=force, scope=scope, legacy=QUIZ_FILES)
+
+
+def write_tree(outdir: Path, files: dict[str, bytes], *, force: bool = False, replace_whole: bool = True):
+    """Write *files* into a staging folder next to *outdir*, then swap them in (nothing half-written;
+    files worked did not write are left alone). Returns the :class:`worked.output.FolderSet`."""
+    scope = None if replace_whole else sorted({"/".join(r.split("/")[:2]) for r in files if r.startswith("variants/")})
+    with _stage(outdir, force=force, scope=scope) as stage:
         stage.write(files)
         stage.commit()
-    except BaseException:
-        stage.abort()
-        raise
+    return stage
 
 
 def run(spec_path, *, count=None, roster=None, seed=None, outdir=None, formats=None, jobs=None,
@@ -904,14 +865,10 @@ def run(spec_path, *, count=None, roster=None, seed=None, outdir=None, formats=N
         raise WorkedError(f"--jobs: expected a whole number ≥ 1, got {jobs}")
     if progress is None:
         progress = not quiet and sys.stderr.isatty()
-    if variant is None and out.exists() and out.is_dir() and any(out.iterdir()) and not (out / MARKER).exists() and not force:
-        raise WorkedError(f"{out}: folder exists and was not written by `worked quiz` (use --force or another -o)")
-    stage = _Staging(out, force=force, replace_whole=variant is None)
-    try:
+    with _stage(out, force=force, scope=None if variant is None else [f"variants/{v.code}" for v in variants]) as stage:
         results = build_all(spec, variants, fmts, jobs, progress, stage=stage)
         stage.write(assemble(spec, results, fmts, single=variant is not None))
         stage.commit()
-    except BaseException:
-        stage.abort()
-        raise
+    if stage.note():
+        print(f"note: {stage.note()}", file=sys.stderr)
     return out, [r["entry"] for r in results]

@@ -12,7 +12,7 @@ import json
 import os
 import stat
 
-from .errors import WorkedError
+from .errors import WorkedError, reason
 
 FILE_LIMIT = 1_000_000        # bytes in a problem file, answers file, quiz spec, roster or responses file
 MANIFEST_LIMIT = 64_000_000   # bytes in a quiz manifest (2,000 variants with their problems and keys)
@@ -94,7 +94,7 @@ def read_text(path, limit: int = FILE_LIMIT, expected: str = "a UTF-8 text file"
 def _int(text: str) -> int:
     digits = len(text.lstrip("+-"))
     if digits > MAX_INT_DIGITS:
-        raise ValueError(f"an integer with {digits} digits is too long (at most {MAX_INT_DIGITS})")
+        raise ValueError(f"a whole number has more than {MAX_INT_DIGITS} digits; write numbers of ordinary size")
     return int(text)
 
 
@@ -114,7 +114,7 @@ def loads_json(text: str, src: str, constants: bool = False):
     except RecursionError:
         raise InputError(src, "not valid JSON: nested too deeply") from None
     except ValueError as exc:
-        raise InputError(src, f"not valid JSON: {exc}") from None
+        raise InputError(src, f"not valid JSON: {reason(exc)}") from None
 
 
 def loads_toml(text: str, src: str, parse_float=str):
@@ -129,16 +129,9 @@ def loads_toml(text: str, src: str, parse_float=str):
     except RecursionError:
         raise InputError(src, "not valid TOML: nested too deeply") from None
     except ValueError as exc:   # an integer longer than Python converts
-        raise InputError(src, f"not valid TOML: {_plain(exc)}") from None
+        raise InputError(src, f"not valid TOML: {reason(exc)}") from None
     _check_ints(data, src)
     return data
-
-
-def _plain(exc: Exception) -> str:
-    msg = str(exc)
-    if "integer string conversion" in msg:
-        return f"an integer is too long (at most {MAX_INT_DIGITS} digits)"
-    return msg.split(";")[0]
 
 
 def _check_ints(data, src: str) -> None:
@@ -152,7 +145,7 @@ def _check_ints(data, src: str) -> None:
         elif isinstance(x, list):
             stack.extend(x)
         elif isinstance(x, int) and not isinstance(x, bool) and abs(x) >= limit:
-            raise InputError(src, f"an integer is too long (at most {MAX_INT_DIGITS} digits)")
+            raise InputError(src, f"a whole number has more than {MAX_INT_DIGITS} digits; write numbers of ordinary size")
 
 
 def csv_rows(text: str, src: str, delimiter: str = ",", expected: str = "a CSV file") -> list[tuple[int, list[str]]]:

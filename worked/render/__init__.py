@@ -153,8 +153,9 @@ def write_sheet(solution, outdir: str | Path, *, formats: Iterable[str] = FORMAT
                 student: dict | None = None, documents: Iterable[str] = DOCUMENTS) -> list[Path]:
     """Write ``outdir/<slug>/worksheet.*`` and ``answer-key.*``; return the paths written.
 
-    Files are written atomically (temp file + ``os.replace``). A folder we did not write (no
-    ``.worked`` marker inside) is not overwritten unless ``force=True`` (raises WorkedError).
+    The files are one set, swapped in at once (:class:`worked.output.FolderSet`). A folder we did not
+    write (no ``.worked`` marker inside) is not written into unless ``force=True`` (raises WorkedError),
+    and then only our files are replaced.
     """
     from .sheet import write_sheet as _w
 

@@ -1,13 +1,12 @@
-"""Writing a worksheet and an answer key to a folder: every format, atomically, never over others' files."""
+"""Writing a worksheet and an answer key to a folder: the set at once (:mod:`worked.output`), never over others' files."""
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
 from ..errors import WorkedError
+from ..output import MARKER, FolderSet, read_marker  # noqa: F401  (MARKER: the folder's list of our files)
 
-MARKER = ".worked"   # written into every folder we create; without it we refuse to overwrite
+SHEET_FILES = ("worksheet.*", "answer-key.*")   # what a sheet folder with an old marker holds
 PDF_ENGINES = ("typst", "weasyprint", "latex")
 PAPERS = ("a4", "letter")
 
@@ -44,27 +43,6 @@ def document_pdf(kind: str, sol, *, student=None, paper="a4", pdf_engine="typst"
     return P.html_to_pdf(html, paper=paper)
 
 
-def _umask() -> int:
-    old = os.umask(0o022)
-    os.umask(old)
-    return old
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-
-
 def target_dir(sol, outdir) -> Path:
     return Path(outdir) / sol.problem.slug
 
@@ -86,8 +64,9 @@ def write_sheet(sol, outdir, *, formats=("html", "tex", "pdf"), paper="a4", pdf_
     folder = target_dir(sol, outdir)
     if folder.exists() and not folder.is_dir():
         raise WorkedError(f"{folder}: exists and is not a folder")
-    if folder.is_dir() and any(folder.iterdir()) and not (folder / MARKER).exists() and not force:
-        raise WorkedError(f"{folder}: folder exists and was not written by worked; use --force to write into it")
+    if folder.is_dir() and read_marker(folder) is None and any(folder.iterdir()) and not force:
+        raise WorkedError(f"{folder}: folder exists and was not written by worked; use --force to write into it "
+                          "(it leaves the other files alone)")
 
     # render everything first: an error leaves the folder as it was
     from . import html as H
@@ -109,16 +88,14 @@ def write_sheet(sol, outdir, *, formats=("html", "tex", "pdf"), paper="a4", pdf_
             else:
                 out[f"{kind}.pdf"] = document_pdf(kind, sol, student=student, paper=paper, pdf_engine=pdf_engine,
                                                   template_dir=template_dir)
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        marker = folder / MARKER
-        if not marker.exists():
-            _atomic_write(marker, b"written by worked sheet; worked may overwrite the files in this folder\n")
-        paths = []
-        for name, data in out.items():
-            p = folder / name
-            _atomic_write(p, data)
-            paths.append(p)
-    except OSError as exc:
-        raise WorkedError(f"{folder}: cannot write: {exc.strerror or exc}") from None
+    # the set is swapped in whole: a key never sits beside a worksheet of another problem or version
+    with FolderSet(folder, kind="worked sheet", force=force, legacy=SHEET_FILES,
+                   hint="use --force to write into it") as stage:
+        stage.write(out)
+        stage.commit()
+    paths = [folder / name for name in out]
+    if stage.note():
+        import sys
+
+        print(f"note: {stage.note()}", file=sys.stderr)
     return paths

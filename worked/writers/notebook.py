@@ -393,19 +393,10 @@ def execute(nb, *, km=None, timeout: float = 120, cwd: str | None = None):
 
 
 def write(nb, path) -> Path:
-    """Write *nb* to *path* atomically: a temporary file beside it, then renamed over it."""
+    """Write *nb* to *path* atomically (:func:`worked.output.write_file`)."""
+    from ..output import write_file
+
     out = Path(path)
-    if not out.parent.is_dir():
-        raise WorkedError(f"{out.parent}: no such folder")
     if out.is_dir():
         raise WorkedError(f"{out}: is a folder, expected a notebook file name")
-    text = dumps(nb)
-    tmp = out.with_name(f".{out.name}.tmp{os.getpid()}")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, out)
-    except OSError as exc:
-        raise WorkedError(f"{out}: cannot write: {exc.strerror or exc}") from None
-    finally:
-        tmp.unlink(missing_ok=True)
-    return out
+    return write_file(out, dumps(nb))
