@@ -39,6 +39,8 @@ def cases():
     yield "4x3x5, checks all", worked.Problem(_mat(rng, 4, 3, 0, 2), _mat(rng, 3, 5), _mat(rng, 3, 5), _mat(rng, 3, 5)), "all"
     yield "8x8x8, checks all", worked.Problem(_mat(rng, 8, 8, 0, 1), _mat(rng, 8, 8), _mat(rng, 8, 8), _mat(rng, 8, 8)), "all"
     heads = [(_mat(rng, 4, 2), _mat(rng, 4, 2), _mat(rng, 4, 2)) for _ in range(4)]
+    yield "3x4x2 (Part 9), forward only", worked.load(ROOT / "problems/cats-chase-mice.toml"), "one"
+    yield "3x4x2 (Part 9) with [train]", worked.load(ROOT / "problems/cats-chase-mice-train.toml"), "one"
     yield "4 heads (4 tokens, d=4, d_k=2), checks one", worked.Problem(_mat(rng, 4, 4, 0, 2), heads=heads, W_O=_mat(rng, 8, 4)), "one"
 
 
@@ -70,6 +72,9 @@ def main():
             "python -c 'import sympy; sqrt(2) + 1'": [py, "-c", "import sympy; sympy.sqrt(2) + 1"],
             "worked solve (Part 9)": [py, "-m", "worked", "solve"],
             "worked solve 8x8x8 --checks all": [py, "-m", "worked", "solve", str(path), "--checks", "all"],
+            # issue 16: one training step on Part 9 (target limit: 2x the forward-only solve of the same problem)
+            "worked solve problems/cats-chase-mice.toml": [py, "-m", "worked", "solve", "problems/cats-chase-mice.toml"],
+            "worked solve problems/cats-chase-mice-train.toml": [py, "-m", "worked", "solve", "problems/cats-chase-mice-train.toml"],
         }
         for c in cmds.values():   # warm up: byte code written, files in the page cache
             subprocess.run(c, check=True, capture_output=True, cwd=ROOT, env=env)
@@ -85,6 +90,9 @@ def main():
         m = statistics.median(ts)
         note = "   target <= 1.20x" if k == "worked solve (Part 9)" else ""
         print(f"  {k:42} {m:6.3f} s  {m / base:5.2f}x{note}")
+    fwd = statistics.median(times["worked solve problems/cats-chase-mice.toml"])
+    trn = statistics.median(times["worked solve problems/cats-chase-mice-train.toml"])
+    print(f"\ntraining step (issue 16): Part 9 with [train] / forward only = {trn / fwd:.2f}x   target <= 2.00x")
 
 
 if __name__ == "__main__":

@@ -238,6 +238,9 @@ def test_every_mistake_has_a_transform_or_is_early_rounding():
     forward_pass = ["no-scaling", "scaled-by-dk", "transposed-scores", "wrong-mask", "column-softmax",
                     "no-exp", "weights-transposed", "heads-swapped", "no-W_O", "heads-averaged", "early-rounding"]
     assert [m for m in MISTAKES if m in forward_pass] == forward_pass
+    backward = ["softmax-backward-sum", "dV-not-transposed", "no-scaling-backward", "dK-not-transposed",
+                "update-wrong-sign"]   # a [train] problem's: tests/test_train.py
+    assert [m for m in MISTAKES if m not in forward_pass] == backward
     # (W_O square: the only kind of problem where leaving W_O out gives an output of the right shape)
     square = Problem([[1, 0], [0, 1]], heads=[([[1, 0], [0, 1]], [[0, 1], [1, 0]], [[1], [2]])] * 2,
                      W_O=[[1, 0], [0, 1]])

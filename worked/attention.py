@@ -93,6 +93,12 @@ class Transform:
     softmax: str = "rows"
     weights: str = "A"
     heads: str = "concat"
+    # the backward pass (problems with a [train] table; see :func:`backward`)
+    softmax_back: str = "jacobian"   # "identity" (dS = dA) or "no-sum" (dS = A∘dA: the Σ term left out)
+    dV: str = "ATdZ"                 # "AdZ": dV = A·dZ
+    back_scale: str = "divide"       # "forgot": dscores = dS (the 1/√d_k forgotten on the way back)
+    dK: str = "STQ"                  # "SQ": dK = dscores·Q (no transpose)
+    update: str = "minus"            # "plus": W + lr·dW
 
 
 @dataclass
@@ -112,6 +118,22 @@ class HeadPass:
 
 
 @dataclass
+class HeadGrad:
+    """One head's gradients (the backward pass), as computed; ``Pass.matrices`` has them under their keys."""
+
+    dZ: list
+    dV: list
+    dA: list
+    rowsum: list            # per row i: Σ_k A_ik·dA_ik (the softmax backward's Σ term)
+    dS: list                # the gradient of the scaled scores (the softmax backward)
+    dscores: list           # the gradient of the scores (dS divided by the factor again)
+    dQ: list
+    dK: list
+    dW: dict                # "W_Q", "W_K", "W_V" → gradient
+    new: dict               # "W_Q", "W_K", "W_V" → W − lr·dW
+
+
+@dataclass
 class Pass:
     """The result of :func:`forward`."""
 
@@ -121,14 +143,24 @@ class Pass:
     factor: Any = None                  # the divisor of the scores (after the transform)
     shown: dict[str, list] = field(default_factory=dict)
     carried: dict[str, list] = field(default_factory=dict)
+    # the backward pass, for a problem with a [train] table (None otherwise)
+    loss: Any = None                    # L = ½ Σ (Z − T)²
+    dZ: list | None = None              # ∂L/∂Z = Z − T (the final Z)
+    dconcat: list | None = None         # dZ·W_Oᵀ (several heads)
+    grads: list[HeadGrad] = field(default_factory=list)
+    after: "Pass | None" = None         # the fresh forward pass with the updated weights (not for Exact)
+    loss_after: Any = None
 
     def matrices(self) -> dict[str, list]:
         """Every matrix by the keys of ``Solution.matrices()``, in step order."""
         return self.shown
 
 
-def forward(problem, backend, *, transform: Transform | None = None, given: dict | None = None) -> Pass:
-    """Run the attention forward pass of *problem* with *backend* (see the module docstring)."""
+def forward(problem, backend, *, transform: Transform | None = None, given: dict | None = None,
+            weights: list | None = None, backward: bool = True) -> Pass:
+    """Run the attention forward pass of *problem* with *backend* (see the module docstring); for a problem
+    with a ``[train]`` table, then the backward pass too (:func:`backward`) unless *backward* is False.
+    *weights*: each head's (W_Q, W_K, W_V) already in the backend's numbers, instead of the problem's."""
     t = transform or Transform()
     given = given or {}
     out = Pass()
@@ -149,11 +181,14 @@ def forward(problem, backend, *, transform: Transform | None = None, given: dict
     X = _inputs(backend, problem.X)
     masked = _masked(n, problem.mask, t.mask)
     NEG = backend.NEG_INF
-    for h, head in enumerate(problem.heads, 1):
+    weights_arg = weights
+    if weights is None:
+        weights = [tuple(_inputs(backend, w) for w in (hd.W_Q, hd.W_K, hd.W_V)) for hd in problem.heads]
+    for h, (W_Q, W_K, W_V) in enumerate(weights, 1):
         pre = f"head{h}." if problem.multihead else ""
-        Q = put(pre + "Q", matmul(X, _inputs(backend, head.W_Q)))
-        K = put(pre + "K", matmul(X, _inputs(backend, head.W_K)))
-        V = put(pre + "V", matmul(X, _inputs(backend, head.W_V)))
+        Q = put(pre + "Q", matmul(X, W_Q))
+        K = put(pre + "K", matmul(X, W_K))
+        V = put(pre + "V", matmul(X, W_V))
         first, second = (K, Q) if t.scores == "KQ" else (Q, K)
         raw = [[backend.dot(first[i], second[j]) for j in range(n)] for i in range(n)]
         S = put(pre + "scores", [[NEG if (i, j) in masked else raw[i][j] for j in range(n)] for i in range(n)])
@@ -200,7 +235,134 @@ def forward(problem, backend, *, transform: Transform | None = None, given: dict
             raise ValueError(f"unknown heads transform {t.heads!r}")
         out.concat = out.shown["concat"]
     out.output = out.shown["Z"]
+    if backward and getattr(problem, "train", None) is not None:
+        _backward(problem, backend, out, t, put, X, weights, given, weights_arg)
     return out
+
+
+def backward(problem, backend, *, transform: Transform | None = None, given: dict | None = None) -> Pass:
+    """The forward pass and then one training step of a problem with a ``[train]`` table (MSE against the
+    target T): the :class:`Pass` of :func:`forward` with ``loss``, ``dZ`` (and ``dconcat`` with several
+    heads), one :class:`HeadGrad` per head in ``grads``, and (not for :class:`Exact`, whose updated
+    weights are transcendental) ``after``, the fresh forward pass with the updated weights, and its
+    ``loss_after``. The matrices are in ``shown``/``carried`` under the keys ``loss``, ``dZ``, (``dconcat``,
+    ``head1.dZ``, …), ``dV``, ``dA``, ``dS``, ``dscores``, ``dQ``, ``dK``, ``dW_Q``, ``dW_K``, ``dW_V``,
+    ``W_Q_new``, ``W_K_new``, ``W_V_new`` and ``loss_after`` (a 1×1 matrix, as ``loss``).
+
+    The formulas, per head (A the weights, f the factor, ``lr`` the learning rate)::
+
+        L = ½ Σ (Z − T)²      dZ = Z − T           (several heads: dconcat = dZ·W_Oᵀ, split by head)
+        dV = Aᵀ·dZ            dA = dZ·Vᵀ
+        dS_ij = A_ij·(dA_ij − Σ_k A_ik·dA_ik)      (0 where the mask hid the score)
+        dscores = dS / f      dQ = dscores·K       dK = dscoresᵀ·Q
+        dW_Q = Xᵀ·dQ          dW_K = Xᵀ·dK         dW_V = Xᵀ·dV       W_new = W − lr·dW
+
+    *transform*'s backward fields make the known mistakes (:mod:`worked.mistakes`); *given* substitutes a
+    student's entries, as in :func:`forward`."""
+    if getattr(problem, "train", None) is None:
+        raise ValueError("the problem has no [train] table")
+    return forward(problem, backend, transform=transform, given=given)
+
+
+def _backward(problem, backend, out: Pass, t: Transform, put, X, weights, given, weights_given) -> None:
+    n = problem.n
+    tr = problem.train
+    b = backend
+    mul, sub, total = b.mul, b.sub, b.total
+
+    def matmul(A, B):
+        cols = list(zip(*B))
+        return [[b.dot(r, c) for c in cols] for r in A]
+
+    def tp(M):
+        return [list(c) for c in zip(*M)]
+
+    # a careful student's rounding: with widen, each stage is computed from the exact values of the matrices it
+    # uses (a point pass, with the given entries), each widened by its own rounding once, and then widened for
+    # its own rounding (bands carried through the whole chain would accept nearly anything late in it)
+    pts = None
+    if getattr(b, "widen", False):
+        pts = forward(problem, Interval(problem, widen=False), transform=t, given=given, weights=None
+                      if weights_given is None else weights_given, backward=True)
+
+    def use(key, grid=None):
+        if pts is None:
+            return out.carried[key] if grid is None else grid
+        return [[b.shown(x) for x in row] for row in pts.carried[key]]
+
+    def step(key, grid, shown=True):
+        put(key, grid, shown)
+        return use(key)
+
+    T = _inputs(b, tr.target)
+    Zc = use("Z")
+    dZ = step("dZ", [[sub(z, y) for z, y in zip(zr, yr)] for zr, yr in zip(Zc, T)])
+    half = b.entry(Fraction(1, 2))
+    out.loss = step("loss", [[mul(half, total([mul(d, d) for row in dZ for d in row]))]])[0][0]
+    out.dZ = out.shown["dZ"]
+    if problem.multihead:
+        dcat = step("dconcat", matmul(dZ, tp(_inputs(b, problem.W_O))))
+        out.dconcat = out.shown["dconcat"]
+        dv = problem.d_v
+        head_dZ = [step(f"head{h}.dZ", [row[(h - 1) * dv:h * dv] for row in dcat], shown=False)
+                   for h in range(1, len(problem.heads) + 1)]
+    else:
+        head_dZ = [dZ]
+    lr = b.entry(tr.lr)
+    factor = out.factor
+    zero = b.entry(Fraction(0))
+    new_weights = []
+    for h, (hp, dZh, W) in enumerate(zip(out.heads, head_dZ, weights), 1):
+        pre = f"head{h}." if problem.multihead else ""
+        c = lambda k: use(pre + k)  # noqa: E731
+        A, V, Q, K = c("weights"), c("V"), c("Q"), c("K")
+        masked = hp.masked
+        dV = step(pre + "dV", matmul(A if t.dV == "AdZ" else tp(A), dZh))
+        dA = step(pre + "dA", matmul(dZh, tp(V)))
+        rowsum = [total([mul(A[i][k], dA[i][k]) for k in range(n) if (i, k) not in masked]) for i in range(n)]
+        if t.softmax_back == "identity":
+            dS = [[zero if (i, j) in masked else dA[i][j] for j in range(n)] for i in range(n)]
+        elif t.softmax_back == "no-sum":
+            dS = [[zero if (i, j) in masked else mul(A[i][j], dA[i][j]) for j in range(n)] for i in range(n)]
+        elif t.softmax_back == "jacobian":
+            dS = [[zero if (i, j) in masked else mul(A[i][j], sub(dA[i][j], rowsum[i])) for j in range(n)]
+                  for i in range(n)]
+        else:
+            raise ValueError(f"unknown softmax_back transform {t.softmax_back!r}")
+        dS = step(pre + "dS", dS)
+        if t.back_scale == "forgot":
+            dsc = [list(r) for r in dS]
+        else:
+            dsc = [[zero if (i, j) in masked else b.scale(dS[i][j], factor) for j in range(n)] for i in range(n)]
+        dsc = step(pre + "dscores", dsc)
+        dQ = step(pre + "dQ", matmul(dsc, K))
+        dK = step(pre + "dK", matmul(dsc if t.dK == "SQ" else tp(dsc), Q))
+        Xt = tp(X)
+        dW = {"W_Q": step(pre + "dW_Q", matmul(Xt, dQ)), "W_K": step(pre + "dW_K", matmul(Xt, dK)),
+              "W_V": step(pre + "dW_V", matmul(Xt, dV))}
+        new = {}
+        for k, Wk in zip(("W_Q", "W_K", "W_V"), W):
+            moved = [[mul(lr, g) for g in row] for row in dW[k]]
+            upd = b.add if t.update == "plus" else sub
+            new[k] = step(pre + k + "_new", [[upd(w, s) for w, s in zip(wr, sr)] for wr, sr in zip(Wk, moved)])
+        new_weights.append((new["W_Q"], new["W_K"], new["W_V"]))
+        sh = lambda k: out.shown[pre + k]  # noqa: E731
+        out.grads.append(HeadGrad(sh("dZ") if problem.multihead else out.shown["dZ"], sh("dV"), sh("dA"), rowsum,
+                                  sh("dS"), sh("dscores"), sh("dQ"), sh("dK"),
+                                  {k: sh("d" + k) for k in dW}, {k: sh(k + "_new") for k in new}))
+    if getattr(b, "closed_form_only", False):
+        return          # Exact: the updated weights are transcendental (the solver rounds them, then runs forward)
+    after = forward(problem, b, weights=new_weights, backward=False)
+    dZ2 = [[sub(z, y) for z, y in zip(zr, yr)] for zr, yr in zip(after.output, T)]
+    out.after = after
+    out.loss_after = put("loss_after", [[mul(half, total([mul(d, d) for row in dZ2 for d in row]))]])[0][0]
+
+
+def loss_of(problem, backend, run: Pass):
+    """½ Σ (Z − T)² of a pass's output against the problem's target, in *backend*'s numbers."""
+    T = _inputs(backend, problem.train.target)
+    d = [backend.sub(z, y) for zr, yr in zip(run.output, T) for z, y in zip(zr, yr)]
+    return backend.mul(backend.entry(Fraction(1, 2)), backend.total([backend.mul(x, x) for x in d]))
 
 
 def _inputs(backend, M) -> list:
@@ -304,6 +466,29 @@ class Exact:
         state = ExactRow(js, low, shift, shifted, numer, D, exps, sp.Add(*exps.values()))
         return [numer[j] / D if j in numer else sp.Integer(0) for j in range(len(row))], state
 
+    closed_form_only = True   # the updated weights are transcendental: no fresh forward pass here
+
+    def add(self, a, b):
+        if isinstance(a, Fraction) and isinstance(b, Fraction):
+            return a + b
+        return self._sym(a) + self._sym(b)
+
+    def sub(self, a, b):
+        if isinstance(a, Fraction) and isinstance(b, Fraction):
+            return a - b
+        return self._sym(a) - self._sym(b)
+
+    def mul(self, a, b):
+        if isinstance(a, Fraction) and isinstance(b, Fraction):
+            return a * b
+        return self._sym(a) * self._sym(b)
+
+    def total(self, xs):
+        xs = list(xs)
+        if all(isinstance(x, Fraction) for x in xs):
+            return sum(xs, Fraction(0))
+        return self.sp.Add(*[self._sym(x) for x in xs])
+
     def no_exp(self, row):
         sp = self.sp
         js = [j for j, x in enumerate(row) if x is not self.NEG_INF]
@@ -357,6 +542,18 @@ class Float:
 
     def mix(self, state, a_row, v_col) -> float:
         return math.fsum(a * v for a, v in zip(a_row, v_col))
+
+    def add(self, a, b):
+        return a + b
+
+    def sub(self, a, b):
+        return a - b
+
+    def mul(self, a, b):
+        return a * b
+
+    def total(self, xs):
+        return math.fsum(xs)
 
     def shown(self, x):
         return x
@@ -521,6 +718,18 @@ class Interval:
             hi = UP.divide(E[j][1], d_hi) if d_hi > 0 else Decimal(1 if E[j][1] > 0 else 0)
             out.append((lo, hi))
         return out, (E, out)
+
+    def add(self, a, b):
+        return iv_add(a, b)
+
+    def sub(self, a, b):
+        return (DOWN.subtract(a[0], b[1]), UP.subtract(a[1], b[0]))
+
+    def mul(self, a, b):
+        return iv_mul(a, b)
+
+    def total(self, xs):
+        return iv_sum(xs)
 
     def no_exp(self, row):
         idx = [j for j, s in enumerate(row) if s is not None]

@@ -54,7 +54,9 @@ PI = Decimal("3.1415926535897932384626433832795028841971693993751")   # π to 50
 MAX_EXP_ARG = 200                   # largest x in e^x inside an answer entry
 
 STAGES = ("Q", "K", "V", "scores", "scaled", "weights", "Z")
-_STAGE_INDEX = {s: i for i, s in enumerate(STAGES)}
+# a [train] problem's matrices, in the order of the backward pass (loss, dZ and dconcat are not per head)
+TRAIN_STAGES = ("loss", "dZ", "dconcat", "dV", "dA", "dS", "dscores", "dQ", "dK", "dW_Q", "dW_K", "dW_V",
+                "W_Q_new", "W_K_new", "W_V_new", "loss_after")
 
 
 # ---------------------------------------------------------------- reading entries
@@ -686,23 +688,36 @@ def _given_grids(parsed: dict, keys=None, raw=None, h=None) -> dict:
 
 
 def _rank(key: str, multihead: bool) -> int:
-    """The order of the stages: a head's Q … Z, then concat, then the output Z (several heads)."""
+    """The order of the stages: a head's Q … Z, then concat, then the output Z (several heads), then
+    the training step's matrices in the order of the backward pass."""
     if key == "concat":
         return len(STAGES)
     if multihead and key == "Z":
         return len(STAGES) + 1
-    return _STAGE_INDEX[_stage_of(key)]
+    return _stage_rank(_stage_of(key))
+
+
+def _stage_rank(stage: str) -> int:
+    if stage in TRAIN_STAGES:
+        return len(STAGES) + 2 + TRAIN_STAGES.index(stage)
+    return STAGES.index(stage)
 
 
 def _mistake_rank(mistake, crosshead: bool) -> int:
     if crosshead:
         return len(STAGES) if mistake.stage == "concat" else len(STAGES) + 1
-    return _STAGE_INDEX[mistake.stage]
+    return _stage_rank(mistake.stage)
 
 
 def _earlier(key: str, multihead: bool, nheads: int) -> list[str]:
     """Matrices whose values feed *key* (directly or not), nearest first."""
     pre, base = _split(key)
+    if base in TRAIN_STAGES:
+        heads = [f"head{h}." for h in range(1, nheads + 1)] if multihead else [""]
+        out = []
+        for b in reversed(TRAIN_STAGES[:TRAIN_STAGES.index(base)]):
+            out += [b] if b in ("loss", "dZ", "dconcat") and multihead else [p + b for p in heads]
+        return out + (["Z", "concat"] if multihead else []) + [p + b for p in heads for b in reversed(STAGES)]
     if base == "concat" or (multihead and key == "Z"):
         out = ["concat"] if key == "Z" else []
         for h in range(1, nheads + 1):
@@ -781,7 +796,7 @@ def check_answers(problem, answers: dict, *, tolerance=None, solution=None, reve
     # misconceptions
     multihead = problem.multihead
     diag_by_key: dict[str, list[dict]] = {k: [] for k in parsed}
-    candidates = [k for k in parsed if _stage_of(k) in ("scores", "scaled", "weights", "Z", "concat")
+    candidates = [k for k in parsed if _stage_of(k) in ("scores", "scaled", "weights", "Z", "concat") + TRAIN_STAGES
                   and any(verdict[k][i][j] == "wrong" and not carried[k][i][j]
                           for i in range(len(verdict[k])) for j in range(len(verdict[k][0])))]
     if candidates:
@@ -790,9 +805,12 @@ def check_answers(problem, answers: dict, *, tolerance=None, solution=None, reve
                  for k in candidates}   # how many mistakes could explain a matrix: a chance match is that much likelier
         for mistake, transform in tried:
             code = mistake.id
+            stage = mistake.stage
             crosshead = transform.heads != "concat"
             rank = _mistake_rank(mistake, crosshead)
-            targets = [k for k in candidates if _rank(k, multihead) >= rank]
+            targets = [k for k in candidates if _rank(k, multihead) >= rank
+                       # the mistake's own matrix answered right: it is not what went wrong later (a training step)
+                       and not (_split(k)[0] + stage in parsed and _split(k)[0] + stage not in wrong_keys)]
             if not targets:
                 continue
             before = {k for k in parsed if _rank(k, multihead) < rank}

@@ -102,6 +102,9 @@ def _add_new(sub):
     p.add_argument("--max-score", type=float, default=None, metavar="S",
                    help="largest |scaled score| allowed, so e^x stays readable (default 5; 0 = no limit)")
     p.add_argument("--ties", action="store_true", help="allow a tie for the largest score in a row")
+    p.add_argument("--train", action="store_true",
+                   help="add a [train] table: an integer target near Z (MSE) for one gradient step, gradients kept hand-sized")
+    p.add_argument("--lr", default=None, help="learning rate of --train, exact (default 1/10)")
     p.add_argument("--title", default=None, help="problem title")
     p.add_argument("--seed", type=int, default=None, help="seed (default: a fresh random one, recorded in the file)")
     p.add_argument("-o", "--output", default=None, metavar="FILE", help="write here (default: standard output)")

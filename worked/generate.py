@@ -34,11 +34,12 @@ from typing import Any
 
 from .attention import Float, forward
 from .errors import ProblemError, WorkedError
+from .exact import EntryError, to_fraction
 from .problem import LIMITS, Problem
 
 # keys of a [family] table / options of `worked new`
 FAMILY_KEYS = ("tokens", "words", "d_model", "d_k", "d_v", "heads", "range", "weight_range", "mask", "scale",
-               "decimals", "max_weight", "min_weight", "max_score", "ties", "title")
+               "decimals", "max_weight", "min_weight", "max_score", "ties", "title", "train", "lr")
 
 MAX_ENTRY = 99          # |entry| bound for generated problems (hand exercises)
 STEPS_PER_START = 400   # local-search steps without progress before a fresh start
@@ -65,6 +66,8 @@ class Family:
     max_score: float = 5.0          # largest |scaled score| (keeps e^x readable by hand); 0 = no limit
     ties: bool = False
     title: str = ""
+    train: bool = False             # add a [train] table: an integer target T near Z, MSE, learning rate lr
+    lr: Fraction | None = None      # None: the largest of 1/10, 1/20, 1/50, 1/100 that lowers the loss
     source: str | None = field(default=None, compare=False)
 
     # -- derived
@@ -184,6 +187,18 @@ class Family:
             if not isinstance(data["ties"], bool):
                 raise err("ties", f"expected true or false, got {data['ties']!r}")
             kw["ties"] = data["ties"]
+        if "train" in data:
+            if not isinstance(data["train"], bool):
+                raise err("train", f"expected true or false, got {data['train']!r}")
+            kw["train"] = data["train"]
+        if "lr" in data:
+            try:
+                f, _ = to_fraction(data["lr"]) if not isinstance(data["lr"], bool) else (None, 0)
+            except EntryError:
+                f = None
+            if f is None or not 0 < f <= LIMITS["lr"]:
+                raise err("lr", f'expected a positive number of at most {LIMITS["lr"]} such as "1/10", got {data["lr"]!r}')
+            kw["lr"] = f
         if "title" in data:
             if not isinstance(data["title"], str) or len(data["title"]) > LIMITS["title"]:
                 raise err("title", f"expected a string of at most {LIMITS['title']} characters")
@@ -436,17 +451,92 @@ def generate(fam: Family, seed: int, *, title: str | None = None) -> Problem:
                 st.change(which, h, i, j, old - new)
         if bad == 0:
             heads = [(WQs[h], WKs[h], WV[h]) for h in range(H)]
-            return _problem(fam, X, heads, WO, title)
+            p = _problem(fam, X, heads, WO, title)
+            if not fam.train:
+                return p
+            p = _with_target(fam, p, rng)
+            if p is not None:
+                return p
     raise WorkedError(
         f"{fam.source + ': ' if fam.source else ''}no problem of this family met the constraints in {MAX_STEPS} tries "
         f"(largest weight ≤ {fam.max_weight:g}, every weight ≥ {fam.min_w:g}"
         f"{f', |scaled score| ≤ {fam.max_score:g}' if fam.max_score else ''}{'' if fam.ties else ', no tied top score'}); "
-        "use a smaller range, a scale, a larger max_weight or max_score, or a smaller min_weight")
+        "use a smaller range, a scale, a larger max_weight or max_score, or a smaller min_weight"
+        + (f"; with --train also a target whose gradients stay within ±{MAX_GRAD:g} and whose step lowers the loss"
+           " (a smaller range or lr helps)" if fam.train else ""))
 
 
-def _problem(fam: Family, X, heads, WO, title) -> Problem:
+MAX_GRAD = 10.0    # largest |entry| of a generated training problem's gradients (hand-sized)
+TARGET_TRIES = 30
+LRS = (Fraction(1, 10), Fraction(1, 20), Fraction(1, 50), Fraction(1, 100))
+
+
+def _with_target(fam: Family, p: Problem, rng: random.Random) -> Problem | None:
+    """*p* with a [train] table: an integer target within 1 of each output entry (not all equal to Z rounded),
+    drawn until the gradients stay hand-sized (every |entry| ≤ MAX_GRAD), the step lowers the loss (with the
+    family's lr, or the largest of LRS that does) and the key's numerical check agrees (floats); None when
+    no target does."""
+    Z = forward(p, Float(), backward=False).output
+    for _ in range(TARGET_TRIES):
+        T = [[round(z) + rng.choice((-1, 0, 0, 0, 1)) for z in row] for row in Z]
+        if all(t == round(z) for tr, zr in zip(T, Z) for t, z in zip(tr, zr)):
+            continue
+        for lr in ([fam.lr] if fam.lr is not None else LRS):
+            q = _problem(fam, p.X, [(h.W_Q, h.W_K, h.W_V) for h in p.heads], p.W_O, p.title,
+                         train={"target": T, "loss": "mse", "lr": lr})
+            run = forward(q, Float())
+            big = max(abs(x) for k, m in run.shown.items() if k.rpartition(".")[2].startswith("d") for row in m for x in row)
+            if big > MAX_GRAD:
+                break
+            if run.loss_after < run.loss:
+                if _checks_by_hand(q, run):
+                    return q
+                break
+    return None
+
+
+def _checks_by_hand(q: Problem, run) -> bool:
+    """Does the key's numerical check (a central difference of losses carried to decimals + 2 places, h = 1/10,
+    1/20 or 1/40) agree with the largest entry of dW_Q to the problem's places? (floats, with a margin)"""
+    g = run.grads[0].dW["W_Q"]
+    r, c = max(((i, j) for i in range(len(g)) for j in range(len(g[0]))), key=lambda ij: abs(g[ij[0]][ij[1]]))
+    P, unit = q.decimals + 2, 10.0 ** -q.decimals
+    for h in (Fraction(1, 10), Fraction(1, 20), Fraction(1, 40)):
+        ls = []
+        for d in (h, -h):
+            ws = [[[list(row) for row in m] for m in (hd.W_Q, hd.W_K, hd.W_V)] for hd in q.heads]
+            ws[0][0][r][c] += d
+            p2 = q.with_weights([tuple(t) for t in ws])
+            ls.append(round(forward(p2, Float()).loss, P))
+        fd = (ls[0] - ls[1]) / (2 * float(h))
+        if abs(fd - g[r][c]) < 0.4 * unit and round(fd / unit) == round(g[r][c] / unit) \
+                and abs(abs(g[r][c] / unit) % 1 - 0.5) > 0.05:
+            return True
+    return False
+
+
+def train_shapes(fam: Family) -> dict[str, tuple[int, int]]:
+    """The shapes of a training family's new matrices, by answer key (``loss``, ``dZ``, ``dW_Q`` …)."""
+    n, dm, dk, dv = fam.n, fam.d_model, fam.d_k, fam.dv
+    out_w = dm if fam.heads > 1 else dv
+    per = {"dV": (n, dv), "dA": (n, n), "dS": (n, n), "dscores": (n, n), "dQ": (n, dk), "dK": (n, dk),
+           "dW_Q": (dm, dk), "dW_K": (dm, dk), "dW_V": (dm, dv), "W_Q_new": (dm, dk), "W_K_new": (dm, dk),
+           "W_V_new": (dm, dv)}
+    out = {"loss": (1, 1), "dZ": (n, out_w)}
+    if fam.heads == 1:
+        out.update(per)
+    else:
+        out["dconcat"] = (n, fam.heads * dv)
+        for h in range(1, fam.heads + 1):
+            out[f"head{h}.dZ"] = (n, dv)
+            out.update({f"head{h}.{k}": s for k, s in per.items()})
+    out["loss_after"] = (1, 1)
+    return out
+
+
+def _problem(fam: Family, X, heads, WO, title, train=None) -> Problem:
     kw = dict(tokens=list(fam.words) if fam.words else None, title=title if title is not None else fam.title,
-              scale=fam.scale, mask=fam.mask, decimals=fam.decimals)
+              scale=fam.scale, mask=fam.mask, decimals=fam.decimals, train=train)
     if fam.heads == 1:
         WQ, WK, WV = heads[0]
         return Problem(X, WQ, WK, WV, **kw)
@@ -534,6 +624,10 @@ def family_from_args(args, source: str = "option") -> Family:
             d[key] = v
     if getattr(args, "ties", False):
         d["ties"] = True
+    if getattr(args, "train", False):
+        d["train"] = True
+    if getattr(args, "lr", None) is not None:
+        d["lr"] = args.lr
     try:
         return Family.from_dict(d, prefix="--")
     except ProblemError as exc:

@@ -27,6 +27,7 @@ class Mistake:
     id: str
     title: str
     stage: str              # the matrix (and worked step) where it first shows: scores, scaled, weights, Z
+                            # (training: dS, dV, dscores, dK, W_Q_new)
     feedback: str           # for a student's check report
     answer: str | None      # "This is the value you get …": the feedback of a wrong answer in a quiz
     _transforms: Callable | None = None   # problem → the Transforms that apply; None: no transform
@@ -126,6 +127,35 @@ _ALL = [
             "multiplying by W_O.",
             lambda p: [Transform(heads="mean")] if p.multihead and _mean_fits(p) else []),
     # ---- end of the mistakes across heads
+    # ---- the backward pass (problems with a [train] table): the classic slips of one training step
+    Mistake("softmax-backward-sum", "softmax backward without the Σ term", "dS",
+            "The softmax was treated as if each weight depended only on its own score: dS = dA (the softmax as the "
+            "identity) or A∘dA (the row's Σ term left out). The softmax couples a row: dS_ij = A_ij·(dA_ij − Σ_k A_ik·dA_ik), "
+            "so every row of dS adds up to 0.",
+            "This is the value you get by treating the softmax as the identity (or leaving out the row's Σ term) on the "
+            "way back: dS_ij = A_ij·(dA_ij − Σ_k A_ik·dA_ik).",
+            lambda p: [Transform(softmax_back="identity"), Transform(softmax_back="no-sum")] if p.train else []),
+    Mistake("dV-not-transposed", "dV = A·dZ instead of Aᵀ·dZ", "dV",
+            "dV was computed as A·dZ; Z = A·V gives dV = Aᵀ·dZ: value row j collects column j of A (every token that "
+            "attended to token j), not row j.",
+            "This is the value you get from dV = A·dZ instead of Aᵀ·dZ (the weights not transposed).",
+            lambda p: [Transform(dV="AdZ")] if p.train else []),
+    Mistake("no-scaling-backward", "1/√d_k forgotten on the way back", "dscores",
+            "The gradient of the scores was not divided by the scale factor again: the forward pass divided the scores "
+            "by it, so on the way back dscores = dS divided by the same factor.",
+            "This is the value you get when the gradient is not divided by the scale (√d_k) again on the way back.",
+            lambda p: [Transform(back_scale="forgot")] if p.train and _scaled(p) else []),
+    Mistake("dK-not-transposed", "dK without the transpose", "dK",
+            "dK was computed as dscores·Q; scores = Q·Kᵀ gives dK = dscoresᵀ·Q: token j's key collects column j of "
+            "dscores (every query matched with it).",
+            "This is the value you get from dK = dscores·Q instead of dscoresᵀ·Q (the transpose left out).",
+            lambda p: [Transform(dK="SQ")] if p.train else []),
+    Mistake("update-wrong-sign", "update with the wrong sign", "W_Q_new",
+            "The weights were moved along the gradient (W + lr·dW): gradient descent moves them against it, "
+            "W − lr·dW, which is what lowers the loss.",
+            "This is the value you get from W + lr·dW: the update goes against the gradient, W − lr·dW.",
+            lambda p: [Transform(update="plus")] if p.train else []),
+    # ---- end of the backward pass's mistakes
     # not a different pass: accepted answers that differ from the exact values rounded at the end the way
     # values rounded earlier do (worked.check tests the paths of early rounding itself)
     Mistake("early-rounding", "rounded too early", "weights",

@@ -245,6 +245,8 @@ class Solution:
     checks: str = "one"
     scale_factor: Any = None  # exact divisor applied to the scores (√d_k, 1 or the given number)
     display: str = "exact"    # "exact" (√2, e^(√2)/(2 + e^(√2))) or "decimal" (Part 10 style)
+    train: dict | None = None  # a [train] problem's matrices by key: loss, dZ, (dconcat, head1.dZ, …), dV, dA,
+                               # dS, dscores, dQ, dK, dW_Q, dW_K, dW_V, W_Q_new, W_K_new, W_V_new, loss_after
 
     @property
     def Z(self) -> Mat:
@@ -278,6 +280,8 @@ class Solution:
                     out[f"head{h.index}.{k}"] = m
             out["concat"] = self.concat
             out["Z"] = self.output
+        if self.train:
+            out.update(self.train)
         return Matrices(out)
 
     def to_dict(self) -> dict[str, Any]:
@@ -295,6 +299,20 @@ class Solution:
             "concat": self.concat.to_dict() if self.concat is not None else None,
             "Z": self.output.to_dict(),
             "steps": [s.to_dict() for s in self.steps],
+            "train": self._train_dict(),
+        }
+
+    def _train_dict(self) -> dict[str, Any] | None:
+        """The training step (a problem with [train]): its settings and every new matrix by key."""
+        t = getattr(self.problem, "train", None)
+        if t is None or not self.train:
+            return None
+        tgt = [[str(sp.Rational(x.numerator, x.denominator)) for x in row] for row in t.target]
+        return {
+            "loss_function": t.loss, "lr": str(sp.Rational(t.lr.numerator, t.lr.denominator)),
+            "target": {"shape": [len(tgt), len(tgt[0])], "exact": tgt, "value": [[float(x) for x in row] for row in t.target]},
+            "loss": float(self.train["loss"].num[0][0]), "loss_after": float(self.train["loss_after"].num[0][0]),
+            "matrices": {k: m.to_dict() for k, m in self.train.items()},
         }
 
     def _repr_html_(self) -> str:  # Jupyter / Colab

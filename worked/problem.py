@@ -22,9 +22,12 @@ LIMITS = {
     "title": 200,          # characters
     "token": 40,           # characters per token
     "file_bytes": 1_000_000,
+    "lr": 10,              # largest learning rate ([train] lr)
 }
 
-TOP_KEYS = {"title", "tokens", "X", "W_Q", "W_K", "W_V", "heads", "W_O", "scale", "mask", "decimals", "display"}
+TOP_KEYS = {"title", "tokens", "X", "W_Q", "W_K", "W_V", "heads", "W_O", "scale", "mask", "decimals", "display", "train"}
+TRAIN_KEYS = {"target", "loss", "lr"}
+LOSSES = ("mse",)
 DISPLAYS = ("auto", "exact", "decimal")
 HEAD_KEYS = {"W_Q", "W_K", "W_V"}
 
@@ -36,6 +39,46 @@ class Head:
     W_Q: Matrix
     W_K: Matrix
     W_V: Matrix
+
+
+@dataclass(frozen=True)
+class Train:
+    """The ``[train]`` table: one gradient step. ``target`` T has the shape of the output Z; ``loss`` is
+    "mse" (L = ½ Σ (Z − T)²); ``lr`` the learning rate, exact and positive."""
+
+    target: Matrix
+    loss: str
+    lr: Fraction
+
+
+def _train(value, n: int, width: int, places) -> Train:
+    if isinstance(value, Train):
+        value = {"target": value.target, "loss": value.loss, "lr": value.lr}
+    if not isinstance(value, dict):
+        raise ProblemError("train", "expected a table with target, loss and lr")
+    unknown = sorted(set(value) - TRAIN_KEYS)
+    if unknown:
+        raise ProblemError(f"train.{unknown[0]}", f"unknown key (expected some of: {', '.join(sorted(TRAIN_KEYS))})")
+    if value.get("target") is None:
+        raise ProblemError("train.target", f"missing: the target T, a {n}×{width} matrix like the output Z")
+    T = _matrix("train.target", value["target"], places)
+    if _shape(T) != (n, width):
+        raise ProblemError("train.target", f"expected {n}×{width} (the shape of the output Z), got {len(T)}×{len(T[0])}")
+    loss = value.get("loss", "mse")
+    if loss not in LOSSES:
+        raise ProblemError("train.loss", f'expected "mse" (L = ½ Σ (Z − T)²), got {loss!r}')
+    if "lr" not in value:
+        raise ProblemError("train.lr", 'missing: the learning rate, an exact positive number such as "1/10"')
+    raw = value["lr"]
+    try:
+        lr, lr_places = to_fraction(raw)
+    except EntryError:
+        raise ProblemError("train.lr", f'expected a positive number such as "1/10" or 0.1, got {raw!r}') from None
+    if not 0 < lr <= LIMITS["lr"]:
+        raise ProblemError("train.lr", f"expected a positive number of at most {LIMITS['lr']}, got {raw!r}")
+    if places is not None and lr_places > places:
+        raise ProblemError("train.lr", f"{raw} has {lr_places} decimal places (at most {places})")
+    return Train(T, loss, lr)
 
 
 def _shape(m: Matrix) -> tuple[int, int]:
@@ -121,12 +164,16 @@ class Problem:
     multihead: bool = False
     display_option: str = "auto"   # as given: "auto", "exact" or "decimal"
     display: str = "exact"         # how the solution is worked: "exact" or "decimal" (auto: decimal inputs)
+    train: Train | None = None     # the [train] table: one gradient step (None: forward pass only)
     source: str | None = field(default=None, compare=False)
 
     def __init__(self, X, W_Q=None, W_K=None, W_V=None, *, heads=None, W_O=None, tokens=None,
-                 title="", scale="sqrt", mask="none", decimals=2, display="auto", source=None, _places_limit=None):
+                 title="", scale="sqrt", mask="none", decimals=2, display="auto", train=None, source=None,
+                 _places_limit=None):
         try:
             self._init(X, W_Q, W_K, W_V, heads, W_O, tokens, title, scale, mask, decimals, display, _places_limit)
+            width = len(self.W_O[0]) if self.multihead else self.d_v
+            object.__setattr__(self, "train", None if train is None else _train(train, self.n, width, _places_limit))
         except ProblemError as exc:
             raise (exc.with_source(source) if source else exc) from None
         object.__setattr__(self, "source", source)
@@ -288,7 +335,7 @@ class Problem:
             data.get("X"), data.get("W_Q"), data.get("W_K"), data.get("W_V"),
             heads=data.get("heads"), W_O=data.get("W_O"), tokens=data.get("tokens"),
             title=data.get("title", ""), scale=data.get("scale", "sqrt"), mask=data.get("mask", "none"),
-            decimals=data.get("decimals", 2), display=data.get("display", "auto"), source=source,
+            decimals=data.get("decimals", 2), display=data.get("display", "auto"), train=data.get("train"), source=source,
             _places_limit=LIMITS["places"],
         )
 
@@ -331,7 +378,17 @@ class Problem:
         d["decimals"] = self.decimals
         if self.display_option != "auto":
             d["display"] = self.display_option
+        if self.train is not None:
+            d["train"] = {"target": mat(self.train.target), "loss": self.train.loss, "lr": _exact_text(self.train.lr)}
         return d
+
+    def with_weights(self, heads) -> "Problem":
+        """The same problem with other (exact) weights for each head: *heads* a list of (W_Q, W_K, W_V)."""
+        kw = dict(tokens=self.tokens, title=self.title, scale=self.scale, mask=self.mask, decimals=self.decimals,
+                  display=self.display_option, train=self.train, source=self.source)
+        if self.multihead:
+            return Problem(self.X, heads=list(heads), W_O=self.W_O, **kw)
+        return Problem(self.X, *heads[0], **kw)
 
     def to_toml(self) -> str:
         """The problem as a TOML problem file."""
@@ -358,7 +415,16 @@ class Problem:
         else:
             for k in ("W_Q", "W_K", "W_V"):
                 out.append(f"{k} = {mat(d[k])}")
+        if "train" in d:
+            out += ["", "[train]", f"target = {mat(d['train']['target'])}", f"loss = {q(d['train']['loss'])}",
+                    f"lr = {q(d['train']['lr'])}"]
         return "\n".join(out) + "\n"
+
+
+def _exact_text(f: Fraction) -> str:
+    """A rational as a string a problem file reads back exactly ("1/10", "0.5", "2")."""
+    t = _frac_text(f)
+    return str(t)
 
 
 def builtin_path() -> Path:

@@ -84,7 +84,7 @@ class QuizSpec:
     pdf_engine: str = "typst"   # or "weasyprint" (the HTML sheets printed) or "latex" (pdflatex on the .tex)
 
 
-_ASK = re.compile(r"^\s*(?:(head)(\d+)\.)?([A-Za-z]+)\s*(?:\[\s*(\d+|\*)\s*,\s*(\d+|\*)\s*\])?\s*$")
+_ASK = re.compile(r"^\s*(?:(head)(\d+)\.)?([A-Za-z][A-Za-z_]*)\s*(?:\[\s*(\d+|\*)\s*,\s*(\d+|\*)\s*\])?\s*$")
 
 
 def matrix_shapes(fam: Family) -> dict[str, tuple[int, int]]:
@@ -102,6 +102,10 @@ def parse_ask(ask: str, fam: Family, err) -> tuple[str, int | None, int | None]:
     """``scores[2,3]`` → ("scores", 2, 3); ``weights[1,*]`` → ("weights", 1, None); ``Z`` → ("Z", None, None)."""
     m = _ASK.match(ask) if isinstance(ask, str) else None
     shapes = matrix_shapes(fam)
+    if fam.train:   # a training family: the backward pass's matrices too (dW_Q[1,2], dV, loss, …)
+        from .generate import train_shapes
+
+        shapes.update(train_shapes(fam))
     if not m:
         raise err(f"cannot read {ask!r}: expected a matrix name with an optional [row,col] (1-based, * for all), "
                   f"such as scores[2,3], weights[1,*] or Z")

@@ -24,7 +24,7 @@ from fractions import Fraction
 
 import sympy as sp
 
-from . import eq
+from . import eq, printers
 from . import numfmt as F
 from .numfmt import N
 from .attention import Exact, HeadPass, Interval, forward
@@ -567,4 +567,354 @@ def solve(problem: Problem, checks: str = "one", display: str | None = None) -> 
         steps.append(_concat_step(ctx, heads, concat))
         steps.append(_checked(_output_step(ctx, concat, problem.W_O, output), "output projection"))
 
-    return Solution(problem, heads, concat, output, steps, checks, run.factor, display)
+    train = None
+    if problem.train is not None:
+        train, tsteps = _train_steps(ctx, problem, run, nums, heads, output, concat)
+        tsteps += _grad_check_and_update(ctx, problem, run, nums, train, train["loss"])
+        steps += [_checked(s, s.title) for s in tsteps]
+
+    return Solution(problem, heads, concat, output, steps, checks, run.factor, display, train=train)
+
+
+# ---------------------------------------------------------------- one training step (problems with [train])
+
+def _pick(M: Mat, allowed=None) -> tuple[int, int]:
+    """The entry a "check one" expansion shows: the largest in size (the first of equals)."""
+    r, c = M.shape
+    cells = [(i, j) for i in range(r) for j in range(c) if allowed is None or allowed(i, j)]
+    return max(cells, key=lambda ij: (abs(M.num[ij[0]][ij[1]]), -ij[0], -ij[1])) if cells else (0, 0)
+
+
+def _grad_prod_step(ctx: _Ctx, sid: str, head, title: str, why: str, R: Mat, left, right, mid, first,
+                    shapes, notes=()) -> Step:
+    """A product step of the backward pass: R[i, j] = left(i)·right(j), each a list of shown nodes;
+    *mid*(i, j) the named form (``A[:, cats]·dZ[:, 1]``)."""
+    lines = []
+    r, c = R.shape
+    for i, j in _entries(ctx.checks, r, c, first):
+        lhs = eq.Entry(R.sym, R.rows[i] if R.rows[i] in ctx.lab else ctx.lab[i] if len(ctx.lab) == r else R.rows[i], R.cols[j])
+        lines.append(_dot_line(ctx, lhs, mid(i, j), left(i), right(j), (R.exact[i][j], R.num[i][j])))
+    return Step(sid, title, why, lines, result=sid, head=head, notes=list(notes), precision=ctx.P,
+                shape_eq=_shapes(*shapes))
+
+
+def _node_list(M: Mat, P: int, cells) -> list:
+    return [M.node(i, j, P) for i, j in cells]
+
+
+def _train_steps(ctx: _Ctx, problem: Problem, run, nums, heads: list[HeadResult], output: Mat, concat):
+    """The training steps and matrices (a dict by key, as in :meth:`Solution.matrices`)."""
+    P, dec = ctx.P, ctx.dec
+    n = problem.n
+    toks = list(problem.tokens)
+    lab = ctx.lab
+    tr = problem.train
+    mats: dict[str, Mat] = {}
+    steps: list[Step] = []
+    m_out = output.shape[1]
+    ocols = [str(j + 1) for j in range(m_out)]
+    T = tr.target
+    num = lambda key: nums.shown[key]  # noqa: E731
+
+    def M(key, sym, rows, cols, masked=frozenset()):
+        m = _mat(key.rpartition(".")[2], sym, run.shown[key], num(key), rows, cols, masked)
+        mats[key] = m
+        return m
+
+    Lsym, Tsym = eq.Sym("L"), eq.Sym("T")
+    zsym = eq.Sym("Z")
+    loss = M("loss", Lsym, ["L"], ["1"])
+    # 1. the loss
+    terms = tuple(eq.Pow(eq.Add((output.node(i, c, P), eq.Neg(eq.num(T[i][c])) if T[i][c] >= 0 else eq.num(-T[i][c]))) if T[i][c] else output.node(i, c, P), eq.num(2))
+                  for i in range(n) for c in range(m_out))
+    items = [Lsym, eq.Mul((eq.num(Fraction(1, 2)), eq.Sum(eq.Pow(eq.Add((eq.Entry(zsym, "i", "j"), eq.Neg(eq.Entry(Tsym, "i", "j")))), eq.num(2)), "i,j"))),
+             eq.Mul((eq.num(Fraction(1, 2)), eq.Add(terms))), loss.node(0, 0, P)]
+    ops = [EQ, _rel(not _has_dec(items[2])), APPROX]
+    fin = loss.fixed(0, 0, dec)
+    if fin.value != _value_of(items[-1]):
+        items.append(fin)
+        ops.append(APPROX)
+    steps.append(Step("loss", "Loss: L = ½ Σ (Z − T)²", "How far the output is from the target T: half the sum of the "
+                      "squared differences over every entry (mean squared error without the mean, the usual ½ so that "
+                      f"the gradient is simply Z − T). Z is carried to {P} places.",
+                      [Line(eq.Rel(tuple(items), tuple(ops)))], result="loss", precision=P))
+    # 2. dZ = Z − T
+    dZ = M("dZ", eq.Sym("dZ", upright=True), toks, ocols)
+    i0, c0 = _pick(dZ)
+    lines = []
+    for i, c in _entries(ctx.checks, n, m_out, (i0, c0)):
+        it = [eq.Entry(dZ.sym, lab[i], str(c + 1)), eq.Add((eq.Entry(zsym, lab[i], str(c + 1)), eq.Neg(eq.Entry(Tsym, lab[i], str(c + 1))))),
+              eq.Add((output.node(i, c, P), eq.Neg(eq.num(T[i][c])) if T[i][c] >= 0 else eq.num(-T[i][c]))), dZ.node(i, c, P)]
+        lines.append(Line(eq.Rel(tuple(it), (EQ, _rel(not _has_dec(it[2])), EQ))))
+    steps.append(Step("dZ", "Backward: dZ = ∂L/∂Z = Z − T", "Start the backward pass at the loss: the derivative of "
+                      "½(Z − T)² with respect to each entry of Z is Z − T. Every gradient below is this one passed back "
+                      "through the steps of the forward pass, one product at a time (the chain rule).", lines, result="dZ",
+                      precision=P, shape_eq=eq.Rel((eq.Dims(n, m_out),), ())))
+    head_dZ = [dZ]
+    if problem.multihead:
+        Wo = problem.W_O
+        hd = len(Wo)
+        ccols = concat.cols
+        dcat = M("dconcat", eq.Sym("dconcat", upright=True), toks, ccols)
+        i0, k0 = _pick(dcat)
+        steps.append(_checked(_grad_prod_step(
+            ctx, "dconcat", None, "Through W_O: dconcat = dZ·W_Oᵀ",
+            "Several heads: the output was concat·W_O, so the gradient of the concatenated heads is dZ times W_O "
+            "transposed (row k of W_O gives column k of concat's gradient). It splits back into the heads: each head's "
+            "dZ is its block of columns.", dcat,
+            lambda i: _node_list(dZ, P, [(i, c) for c in range(m_out)]), lambda k: [Wo[k][c] for c in range(m_out)],
+            lambda i, k: eq.Dot(eq.Entry(dZ.sym, lab[i], eq.ALL), eq.Entry(eq.Sym("W_O"), str(k + 1), eq.ALL)),
+            (i0, k0), (eq.Dims(n, m_out), eq.Dims(m_out, hd), eq.Dims(n, hd))), "dconcat"))
+        dv = problem.d_v
+        head_dZ = []
+        for h in range(1, len(problem.heads) + 1):
+            key = f"head{h}.dZ"
+            head_dZ.append(M(key, ctx.sym("dZ", h), toks, [str(c + 1) for c in range(dv)]))
+    X = problem.X
+    dm = problem.d_model
+    drows = [str(r + 1) for r in range(dm)]
+    for hr, dZh, hp, (hk, head) in zip(heads, head_dZ, run.heads, enumerate(problem.heads, 1)):
+        hid = hk if problem.multihead else None
+        pre = f"head{hk}." if problem.multihead else ""
+        A, V, Q, K = hr.weights, hr.V, hr.Q, hr.K
+        dk, dv = Q.shape[1], V.shape[1]
+        kc, vc = [str(c + 1) for c in range(dk)], [str(c + 1) for c in range(dv)]
+        S = lambda b: ctx.sym(b, hid)  # noqa: E731
+        masked = hp.masked
+        hsteps = []
+        # dV = Aᵀ·dZ
+        dV = M(pre + "dV", S("dV"), toks, vc)
+        hsteps.append(_grad_prod_step(
+            ctx, "dV", hid, f"Backward: {_t(S('dV'))} = {_t(S('A'))}ᵀ·{_t(S('dZ'))}",
+            f"Z = A·V, so the gradient of V is A transposed times dZ: value row j was used by every token i with weight "
+            f"A[i, j], so it collects Σ_i A[i, j]·dZ[i, ·] (column j of A, not row j).", dV,
+            lambda j: _node_list(A, P, [(i, j) for i in range(n)]), lambda c: _node_list(dZh, P, [(i, c) for i in range(n)]),
+            lambda j, c: eq.Dot(eq.Col(S("A"), lab[j]), eq.Col(S("dZ"), str(c + 1))), _pick(dV),
+            (eq.Dims(n, n), eq.Dims(n, dv), eq.Dims(n, dv))))
+        # dA = dZ·Vᵀ
+        dA = M(pre + "dA", S("dA"), toks, toks, masked)
+        hsteps.append(_grad_prod_step(
+            ctx, "dA", hid, f"Backward: {_t(S('dA'))} = {_t(S('dZ'))}·{_t(S('V'))}ᵀ",
+            "Z = A·V, so the gradient of the weights is dZ times V transposed: entry (i, j) is token i's output "
+            "gradient · token j's value row.", dA,
+            lambda i: _node_list(dZh, P, [(i, c) for c in range(dv)]), lambda j: _node_list(V, P, [(j, c) for c in range(dv)]),
+            lambda i, j: eq.Dot(eq.Entry(S("dZ"), lab[i], eq.ALL), eq.Entry(S("V"), lab[j], eq.ALL)), _pick(dA),
+            (eq.Dims(n, dv), eq.Dims(dv, n), eq.Dims(n, n)),
+            notes=["A masked weight is 0 whatever dA says: its gradient stops at the softmax (next step)."] if masked else ()))
+        # the softmax backward, row by row
+        dS = M(pre + "dS", S("dS"), toks, toks, masked)
+        rs = [(run.grads[hk - 1].rowsum[i], nums.grads[hk - 1].rowsum[i]) for i in range(n)]
+        lines = []
+        for i in range(n):
+            g = f"row {toks[i]}"
+            js = [j for j in range(n) if (i, j) not in masked]
+            an = [A.node(i, j, P) for j in js]
+            dn = [dA.node(i, j, P) for j in js]
+            s_node = _carried(rs[i][0], rs[i][1][0], P)
+            s_lab = eq.Sym("s", sub=lab[i])
+            lines.append(Line(eq.Rel((s_lab, eq.Sum(eq.Mul((eq.Entry(S("A"), lab[i], "k"), eq.Entry(S("dA"), lab[i], "k"))), "k"),
+                                      eq.Add(tuple(eq.Mul((a, d)) for a, d in zip(an, dn))), s_node),
+                                     (EQ, _rel(not any(map(_has_dec, an + dn))), APPROX)), g))
+            for j in range(n):
+                lhs = eq.Entry(dS.sym, lab[i], lab[j])
+                if (i, j) in masked:
+                    lines.append(Line(eq.Rel((lhs, eq.num(0)), (EQ,)), g))
+                    continue
+                lines.append(Line(eq.Rel((lhs, eq.Mul((eq.Entry(S("A"), lab[i], lab[j]), eq.Add((eq.Entry(S("dA"), lab[i], lab[j]), eq.Neg(s_lab))))),
+                                          eq.Mul((A.node(i, j, P), eq.Add((dA.node(i, j, P), eq.Neg(s_node))))), dS.node(i, j, P)),
+                                         (EQ, APPROX, APPROX)), g))
+            if len(js) > 1:
+                lines.append(Line(eq.Rel((eq.Sum(eq.Entry(dS.sym, lab[i], "j"), "j"), eq.Add(tuple(dS.node(i, j, P) for j in js)), eq.num(0)),
+                                         (APPROX, APPROX)), g))
+        notes = ["Each row of dS adds up to 0: the weights of a row always add up to 1, so moving the scores can only "
+                 "shift weight from one token to another."]
+        if masked:
+            notes.append("Masked entries get exactly 0 gradient: their score was −∞ and their weight is 0 whatever the "
+                         "score, so changing it changes nothing (A_ij = 0 makes A_ij·(…) = 0). No gradient flows to the "
+                         "key of a later token through them.")
+        hsteps.append(Step("dS", f"Softmax backward: {_t(S('dS'))}[i, j] = {_t(S('A'))}[i, j]·({_t(S('dA'))}[i, j] − s_i), row by row",
+                           "The softmax couples a row: raising one scaled score raises its own weight and lowers all the "
+                           "others. So the gradient of scaled score j is A_ij times (dA_ij minus the row's weighted average "
+                           "s_i = Σ_k A_ik·dA_ik). First the row's sum s_i, then each entry.", lines, result="dS", head=hid,
+                           notes=notes, precision=P))
+        # the scaling
+        dsc = M(pre + "dscores", S("dscores"), toks, toks, masked)
+        fnode = F.node(run.factor)
+        if problem.scale == "none":
+            hsteps.append(Step("dscores", f"Scaling backward: none ({_t(S('dscores'))} = {_t(S('dS'))})",
+                               'The problem sets scale = "none": the scores were not divided, so their gradient is dS itself.',
+                               [], result="dscores", head=hid, precision=P))
+        else:
+            i0, j0 = _pick(dsc, lambda i, j: (i, j) not in masked)
+            lines = []
+            for i, j in _entries(ctx.checks, n, n, (i0, j0), allowed=lambda i, j: (i, j) not in masked):
+                it = [eq.Entry(dsc.sym, lab[i], lab[j]), eq.Frac(eq.Entry(dS.sym, lab[i], lab[j]), fnode),
+                      eq.Frac(dS.node(i, j, P), fnode), dsc.node(i, j, P)]
+                lines.append(Line(eq.Rel(tuple(it), (EQ, _rel(not _has_dec(it[2])), APPROX))))
+            hsteps.append(Step("dscores", f"Scaling backward: {_t(S('dscores'))} = {_t(S('dS'))}/{_t(fnode)}",
+                               f"The forward pass divided every score by {_t(fnode)}, so every gradient is divided by it again "
+                               "on the way back (the chain rule: d(s/c)/ds = 1/c).", lines, result="dscores", head=hid,
+                               notes=["Masked entries stay 0."] if masked else [], precision=P))
+        # dQ = dscores·K, dK = dscoresᵀ·Q
+        dQ = M(pre + "dQ", S("dQ"), toks, kc)
+        hsteps.append(_grad_prod_step(
+            ctx, "dQ", hid, f"Backward: {_t(S('dQ'))} = {_t(S('dscores'))}·{_t(S('K'))}",
+            "scores = Q·Kᵀ, so the gradient of the queries is dscores times K: token i's query moves along the keys it "
+            "was matched with, each by that score's gradient.", dQ,
+            lambda i: _node_list(dsc, P, [(i, j) for j in range(n)]), lambda c: _node_list(K, P, [(j, c) for j in range(n)]),
+            lambda i, c: eq.Dot(eq.Entry(S("dscores"), lab[i], eq.ALL), eq.Col(S("K"), str(c + 1))), _pick(dQ),
+            (eq.Dims(n, n), eq.Dims(n, dk), eq.Dims(n, dk))))
+        dK = M(pre + "dK", S("dK"), toks, kc)
+        hsteps.append(_grad_prod_step(
+            ctx, "dK", hid, f"Backward: {_t(S('dK'))} = {_t(S('dscores'))}ᵀ·{_t(S('Q'))}",
+            "scores = Q·Kᵀ, so the gradient of the keys is dscores transposed times Q: token j's key collects column j "
+            "of dscores (every query that was matched with it), not row j.", dK,
+            lambda j: _node_list(dsc, P, [(i, j) for i in range(n)]), lambda c: _node_list(Q, P, [(i, c) for i in range(n)]),
+            lambda j, c: eq.Dot(eq.Col(S("dscores"), lab[j]), eq.Col(S("Q"), str(c + 1))), _pick(dK),
+            (eq.Dims(n, n), eq.Dims(n, dk), eq.Dims(n, dk))))
+        # dW = Xᵀ·d(…)
+        for w, g, cols in (("Q", dQ, kc), ("K", dK, kc), ("V", dV, vc)):
+            key = f"dW_{w}"
+            dW = M(pre + key, S(key), drows, cols)
+            hsteps.append(_grad_prod_step(
+                ctx, key, hid, f"Backward: {_t(S(key))} = Xᵀ·{_t(S('d' + w))}",
+                f"{w} = X·W_{w}, so the gradient of W_{w} is X transposed times d{w}: row r of W_{w} collects column r of X "
+                f"(every token's r-th input) times d{w}.", dW,
+                lambda r: [X[i][r] for i in range(n)], lambda c, g=g: _node_list(g, P, [(i, c) for i in range(n)]),
+                lambda r, c, w=w: eq.Dot(eq.Col(eq.Sym("X"), str(r + 1)), eq.Col(S("d" + w), str(c + 1))), _pick(dW),
+                (eq.Dims(dm, n), eq.Dims(n, len(cols)), eq.Dims(dm, len(cols)))))
+        for s in hsteps:
+            _checked(s, s.title)
+            if problem.multihead:
+                s.result = pre + s.result
+        steps += hsteps
+    return mats, steps
+
+
+def _grad_check_and_update(ctx: _Ctx, problem: Problem, run, nums, mats: dict, loss: Mat):
+    """The numerical check of one gradient entry, the update W ← W − lr·dW, and the fresh forward pass's loss."""
+    from .attention import loss_of
+
+    P, dec = ctx.P, ctx.dec
+    tr = problem.train
+    steps = []
+    multi = problem.multihead
+    pre = "head1." if multi else ""
+    hid = 1 if multi else None
+    dWq = mats[pre + "dW_Q"]
+    r, c = _pick(dWq)
+    g_num = dWq.num[r][c]
+    g_exact = dWq.exact[r][c]
+    W = [list(map(list, (hd.W_Q, hd.W_K, hd.W_V))) for hd in problem.heads]
+
+    def loss_at(delta):
+        ws = [[[list(row) for row in m] for m in trip] for trip in W]
+        ws[0][0][r][c] += delta
+        q = problem.with_weights([tuple(trip) for trip in ws])
+        return loss_of(q, Interval(q, widen=False), forward(q, Interval(q, widen=False), backward=False))[0]
+
+    chosen = None
+    for h in (Fraction(1, 10), Fraction(1, 20), Fraction(1, 40)):
+        lp, lm = loss_at(h), loss_at(-h)
+        a, b = F.round_decimal(None, lp, P), F.round_decimal(None, lm, P)
+        q = (Fraction(a) - Fraction(b)) / (2 * h)
+        ok = abs(F.mp(q) - g_num) < Fraction(1, 2) * Fraction(1, 10**dec) and \
+            F.round_decimal(q, None, dec) == F.round_decimal(g_exact, g_num, dec)
+        chosen = (h, lp, lm, a, b, q, ok)
+        if ok:
+            break
+    h, lp, lm, a, b, q, ok = chosen
+    wsym = ctx.sym("W_Q", hid)
+    went = eq.Entry(wsym, str(r + 1), str(c + 1))
+    hs = eq.Sym("h")
+    lines = [Line(eq.Rel((eq.Call("L", (eq.Add((went, hs)),)), eq.dec(a)), (APPROX,))),
+             Line(eq.Rel((eq.Call("L", (eq.Add((went, eq.Neg(hs))),)), eq.dec(b)), (APPROX,)))]
+    qn = eq.num(q) if F.terminating(q, P) else eq.dec(F.round_decimal(q, None, P))
+    lines.append(Line(eq.Rel((eq.Frac(eq.Add((eq.Call("L", (eq.Add((went, hs)),)), eq.Neg(eq.Call("L", (eq.Add((went, eq.Neg(hs))),))))),
+                                      eq.Mul((eq.num(2), hs))),
+                              eq.Frac(eq.Add((eq.dec(a), eq.Neg(eq.dec(b)))), eq.Mul((eq.num(2), eq.num(h)))), qn,
+                              eq.dec(F.round_decimal(q, None, dec))), (APPROX, _rel(type(qn) is eq.Num), APPROX))))
+    dsym = ctx.sym("dW_Q", hid)
+    lines.append(Line(eq.Rel((eq.Entry(dsym, str(r + 1), str(c + 1)), dWq.node(r, c, P), dWq.fixed(r, c, dec)),
+                             (APPROX, APPROX))))
+    gtext = printers.text(dWq.fixed(r, c, dec))
+    if ok:
+        verdict = (f"The two agree to {dec} places ({printers.text(qn)} from the loss, {printers.text(dWq.node(r, c, P))} from the "
+                   f"backward pass): the backward pass is right for this entry.")
+    else:
+        verdict = (f"With h = {F.num_text(h)} the difference quotient ({printers.text(qn)}) and the backward pass "
+                   f"({printers.text(dWq.node(r, c, P))}) still differ at {dec} places: the loss curves too much here for "
+                   f"a hand check with {P}-place losses (a smaller h needs more places).")
+    why = ("Check one gradient entry numerically, the way a program's gradients are tested: nudge that one weight up and "
+           f"down by h = {F.num_text(h)}, run the forward pass twice, and divide the change in the loss by 2h (a central difference). " + (f"This h is small enough that the quotient matches to {dec} places, and large enough that the "
+           f"losses, carried to {P} places, do not lose those places in the subtraction." if ok else
+           f"Here no h of 0.1, 0.05 or 0.025 gives a match at {dec} places with losses carried to {P} places (see below)."))
+    steps.append(_checked(Step("gradcheck", f"Numerical check of {printers.text(eq.Entry(dsym, str(r + 1), str(c + 1)))}",
+                               why, lines, notes=[verdict, f"The backward pass gives {printers.text(eq.Entry(dsym, str(r + 1), str(c + 1)))} ≈ {gtext}."],
+                               precision=P), "gradient check"))
+    # the update
+    lr = tr.lr
+    new_heads = []
+    for hk, hd in enumerate(problem.heads, 1):
+        hp = f"head{hk}." if multi else ""
+        hh = hk if multi else None
+        trip = []
+        for w, Wm in (("W_Q", hd.W_Q), ("W_K", hd.W_K), ("W_V", hd.W_V)):
+            key = hp + w + "_new"
+            g = mats[hp + "d" + w]
+            rows, cols = g.rows, g.cols
+            new = _mat(w + "_new", _new_sym(w, hh), run.shown[key], nums.shown[key], rows, cols)
+            mats[key] = new
+            # what goes on: the new weights as shown (P places)
+            trip.append(tuple(tuple(F.frac(new.exact[i][j]) if F.exact_at(new.exact[i][j], P) else Fraction(new.rounded(i, j, P))
+                                    for j in range(len(cols))) for i in range(len(rows))))
+            i0, j0 = _pick(g)
+            lines = []
+            for i, j in _entries(ctx.checks, len(rows), len(cols), (i0, j0)):
+                it = [eq.Entry(new.sym, str(i + 1), str(j + 1)),
+                      eq.Add((eq.Entry(ctx.sym(w, hh), str(i + 1), str(j + 1)), eq.Neg(eq.Mul((eq.Sym("lr", upright=True), eq.Entry(ctx.sym("d" + w, hh), str(i + 1), str(j + 1))))))),
+                      eq.Add((eq.num(Wm[i][j]), eq.Neg(eq.Mul((eq.num(lr), g.node(i, j, P)))))), new.node(i, j, P)]
+                lines.append(Line(eq.Rel(tuple(it), (EQ, _rel(not _has_dec(it[2])), APPROX))))
+            st = Step(w + "_new", f"Update: {_t(new.sym)} = {_t(ctx.sym(w, hh))} − lr·{_t(ctx.sym('d' + w, hh))}",
+                      f"One step of gradient descent with lr = {F.num_text(lr)}: move every weight against its gradient, "
+                      f"a little (lr times the gradient). The new weights are carried to {P} places; those are what the "
+                      "next forward pass uses.", lines, result=key, head=hh, precision=P)
+            steps.append(_checked(st, st.title))
+        new_heads.append(tuple(trip))
+    # the fresh forward pass
+    q = problem.with_weights(new_heads)
+    after = forward(q, Exact(), backward=False)
+    after_n = forward(q, Interval(q, widen=False), backward=False)
+    ex = loss_of(q, Exact(), after)
+    la = _mat("loss_after", eq.Sym("L′"), [[ex]], [[loss_of(q, Interval(q, widen=False), after_n)]], ["L′"], ["1"])
+    mats["loss_after"] = la
+    Zs = _mat("Z", eq.Sym("Z′"), after.output, after_n.output, problem.tokens, [str(j + 1) for j in range(len(after.output[0]))])
+    T = tr.target
+    n, m = Zs.shape
+    terms = tuple(eq.Pow(eq.Add((Zs.node(i, cc, P), eq.Neg(eq.num(T[i][cc])) if T[i][cc] >= 0 else eq.num(-T[i][cc]))) if T[i][cc] else Zs.node(i, cc, P), eq.num(2))
+                  for i in range(n) for cc in range(m))
+    items = [eq.Sym("L′"), eq.Mul((eq.num(Fraction(1, 2)), eq.Add(terms))), la.node(0, 0, P)]
+    ops = [EQ, APPROX]
+    fin = la.fixed(0, 0, dec)
+    if fin.value != _value_of(items[-1]):
+        items.append(fin)
+        ops.append(APPROX)
+    zrow = [Line(eq.Rel((eq.Sym("z′", sub=ctx.lab[i]), eq.Vec(tuple(Zs.node(i, cc, P) for cc in range(m)))), (APPROX,)), f"row {problem.tokens[i]}")
+            for i in range(n)]
+    before, after_v = loss.num[0][0], la.num[0][0]
+    lt, lat = printers.text(loss.node(0, 0, P)), printers.text(la.node(0, 0, P))
+    if after_v < before:
+        verdict = f"The loss went down, from L ≈ {lt} to L' ≈ {lat}: the step moved the output towards the target."
+    else:
+        verdict = (f"The loss did not go down: L ≈ {lt} before, L' ≈ {lat} after. The learning rate lr = {F.num_text(lr)} is too "
+                   "large for this problem: the step overshot. A smaller lr (try half) would lower it.")
+    steps.append(_checked(Step("loss_after", "New loss: a fresh forward pass with the updated weights",
+                               f"Run the forward pass again (Q, K, V, scores, softmax, Z) with the new W_Q, W_K, W_V as shown "
+                               f"({P} places); its output Z' and loss:", zrow + [Line(eq.Rel(tuple(items), tuple(ops)))],
+                               result="loss_after", notes=[verdict], precision=P), "new loss"))
+    return steps
+
+
+def _new_sym(w: str, head) -> eq.Sym:
+    """W_Q′ (the updated weights; the LaTeX printer writes the prime as ')."""
+    return eq.Sym(w + "′", head=head)

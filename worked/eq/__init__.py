@@ -417,7 +417,8 @@ def _ev(n):
         v = a ** b
         if not (ea or eb):
             return v, 0.0
-        hi = max(abs((a + s * ea) ** (b + u * eb) - v) for s in (-1, 1) for u in (-1, 1) if a + s * ea > 0)
+        whole = not eb and float(b).is_integer()      # (−0.5)² is fine: an integer power of any base
+        hi = max(abs((a + s * ea) ** (b + u * eb) - v) for s in (-1, 1) for u in (-1, 1) if whole or a + s * ea > 0)
         return v, hi
     if t is Rel:
         raise ValueError("a relation has no single value")

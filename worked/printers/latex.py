@@ -36,7 +36,9 @@ class LatexPrinter(Printer):
 
     def _name(self, n):
         base, _, sub = n.name.partition("_")
-        s = rf"\mathrm{{{base}}}" if (n.upright or len(base) > 1) else base
+        long = n.upright or len(base.rstrip("′")) > 1
+        base, sub = base.replace("′", "'"), sub.replace("′", "'")    # W_Q′, L′ (a training step) in ASCII: W_{Q'}, L'
+        s = rf"\mathrm{{{base}}}" if long else base
         if sub:
             s += f"_{{{sub}}}"
         return s
@@ -45,6 +47,8 @@ class LatexPrinter(Printer):
         s = base
         if head is not None:
             s = f"{{{s}}}^{{({head})}}" if has_sub else f"{s}^{{({head})}}"
+        elif has_sub and sub is not None:
+            s = f"{{{s}}}"      # W_{Q} with an index: {W_{Q}}_{1,1}, not a double subscript
         if sub is not None:
             s += f"_{{{sub}}}"
         return s

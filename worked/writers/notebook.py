@@ -318,6 +318,11 @@ def _md_keep(text: str) -> str:
     return re.sub(r"\bW_([QKVO])(\d?)\b", lambda m: f"$W_{m.group(1)}$" + m.group(2), text)
 
 
+# a [train] problem's steps (worked.solver): not in the notebook yet, which walks the forward pass
+TRAINING_STEPS = frozenset({"loss", "dZ", "dconcat", "dV", "dA", "dS", "dscores", "dQ", "dK", "dW_Q", "dW_K", "dW_V",
+                            "gradcheck", "W_Q_new", "W_K_new", "W_V_new", "loss_after"})
+
+
 def build(sol: Solution, *, answers_hidden: bool = False, student: dict | None = None) -> "nbformat.NotebookNode":
     """The notebook (nbformat v4) for *sol*: the answer notebook, or with *answers_hidden* the exercise.
     *student* (``{"name", "id", "variant"}``, any of them) is named under the title, as on the sheets."""
@@ -325,7 +330,8 @@ def build(sol: Solution, *, answers_hidden: bool = False, student: dict | None =
     b.intro()
     b.inputs()
     for k, st in enumerate(sol.steps, 1):
-        b.step(k, st)
+        if st.id not in TRAINING_STEPS:
+            b.step(k, st)
     b.one_block()
     nb = v4.new_notebook(cells=b.cells, metadata={"kernelspec": dict(KERNELSPEC), "language_info": dict(LANGUAGE_INFO)})
     nbformat.validate(nb)

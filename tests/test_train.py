@@ -1,0 +1,333 @@
+"""One training step ([train]): the backward pass against independent computations, the update and the new
+loss, the backward mistakes named by the checker, the [train] table's validation, and the precision policy."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from decimal import Decimal
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+import worked
+from worked import eq
+from worked.attention import Exact, Float, Interval, Transform, backward, forward, loss_of
+from worked.audit import audit
+from worked.check import check_answers
+from worked.errors import ProblemError
+from worked.generate import Family, generate
+from worked.mistakes import MISTAKES
+from worked.numfmt import CTX
+
+ROOT = Path(__file__).resolve().parents[1]
+BACKWARD_IDS = ("softmax-backward-sum", "dV-not-transposed", "no-scaling-backward", "dK-not-transposed",
+                "update-wrong-sign")
+
+
+def _mat(draw, r, c, lo=-2, hi=2):
+    return [[draw(st.integers(lo, hi)) for _ in range(c)] for _ in range(r)]
+
+
+@st.composite
+def train_problems(draw, max_heads=2):
+    n = draw(st.integers(2, 3))
+    dm = draw(st.integers(1, 3))
+    dk = draw(st.integers(1, 2))
+    dv = draw(st.integers(1, 2))
+    H = draw(st.integers(1, max_heads))
+    X = _mat(draw, n, dm, 0, 2)
+    heads = [(_mat(draw, dm, dk), _mat(draw, dm, dk), _mat(draw, dm, dv)) for _ in range(H)]
+    kw = dict(scale=draw(st.sampled_from(["sqrt", "none", "2"])), mask=draw(st.sampled_from(["none", "causal"])))
+    width = dv
+    if H > 1:
+        W_O = _mat(draw, H * dv, 2)
+        width = 2
+    T = _mat(draw, n, width)
+    kw["train"] = {"target": T, "lr": draw(st.sampled_from(["1/10", "1/20", "0.05"]))}
+    if H == 1:
+        return worked.Problem(X, *heads[0], **kw)
+    return worked.Problem(X, heads=heads, W_O=W_O, **kw)
+
+
+def _perturbed(p, h_idx, w, r, c, delta):
+    ws = [[[list(row) for row in m] for m in (hd.W_Q, hd.W_K, hd.W_V)] for hd in p.heads]
+    ws[h_idx][("W_Q", "W_K", "W_V").index(w)][r][c] += delta
+    return p.with_weights([tuple(t) for t in ws])
+
+
+def _loss50(q):
+    b = Interval(q, widen=False)
+    lo, hi = loss_of(q, b, forward(q, b, backward=False))
+    return CTX.divide(CTX.add(lo, hi), 2)
+
+
+H = Fraction(1, 10**12)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(train_problems())
+def test_gradients_match_central_differences_to_1e9(p):
+    """Every entry of dW_Q, dW_K, dW_V (every head) against (L(w + h) − L(w − h))/2h with h = 10⁻¹², losses
+    from the forward pass alone in 50-digit interval arithmetic (error ~h², far below 1e-9)."""
+    run = backward(p, Interval(p, widen=False))
+    for hk, g in enumerate(run.grads):
+        for w in ("W_Q", "W_K", "W_V"):
+            grad = g.dW[w]
+            for r, row in enumerate(grad):
+                for c, iv in enumerate(row):
+                    fd = CTX.multiply(CTX.subtract(_loss50(_perturbed(p, hk, w, r, c, H)),
+                                                   _loss50(_perturbed(p, hk, w, r, c, -H))), Decimal(10**12) / 2)
+                    val = CTX.divide(CTX.add(iv[0], iv[1]), 2)
+                    assert abs(fd - val) <= Decimal("1e-9") * max(1, abs(val)), (w, r, c, fd, val)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(train_problems())
+def test_exact_float_and_interval_backends_agree(p):
+    ex, fl, iv = backward(p, Exact()), backward(p, Float()), backward(p, Interval(p, widen=False))
+    for key, grid in iv.shown.items():
+        if key == "loss_after":
+            continue   # Exact stops at the update (its new weights are transcendental)
+        for i, row in enumerate(grid):
+            for j, b in enumerate(row):
+                if b is None:
+                    continue
+                assert abs(fl.shown[key][i][j] - float(b[0])) <= 1e-9 * max(1, abs(float(b[0]))), key
+        if key in ("loss", "dZ", "dS", "dW_Q", "head1.dW_V"):
+            for i, row in enumerate(grid):
+                for j, b in enumerate(row):
+                    e = ex.shown[key][i][j]
+                    v = Decimal(str(worked.attention.Exact().sp.N(e, 40))) if not isinstance(e, Fraction) else Decimal(e.numerator) / e.denominator
+                    mid = worked.numfmt.CTX.divide(worked.numfmt.CTX.add(b[0], b[1]), 2)
+                    assert abs(worked.numfmt.CTX.subtract(v, mid)) <= Decimal("1e-30"), (key, i, j)
+
+
+def test_against_pytorch_autograd():
+    torch = pytest.importorskip("torch", reason="PyTorch is optional: pip install 'worked[autograd]' (torch==2.13.0, CPU)")
+    import random
+
+    rng = random.Random(16)
+    for trial in range(20):
+        n, dm, dk, dv = rng.randint(2, 4), rng.randint(1, 4), rng.randint(1, 3), rng.randint(1, 3)
+        m = lambda r, c: [[rng.randint(-2, 2) for _ in range(c)] for _ in range(r)]  # noqa: E731
+        X, WQ, WK, WV, T = m(n, dm), m(dm, dk), m(dm, dk), m(dm, dv), m(n, dv)
+        mask = rng.choice(["none", "causal"])
+        p = worked.Problem(X, WQ, WK, WV, mask=mask, train={"target": T, "lr": "1/10"})
+        run = backward(p, Float())
+        t = lambda a, g=False: torch.tensor(a, dtype=torch.float64, requires_grad=g)  # noqa: E731
+        tX, tQ, tK, tV, tT = t(X), t(WQ, True), t(WK, True), t(WV, True), t(T)
+        S = (tX @ tQ) @ (tX @ tK).T / dk ** 0.5
+        if mask == "causal":
+            S = S.masked_fill(torch.triu(torch.ones(n, n, dtype=torch.bool), 1), float("-inf"))
+        Z = torch.softmax(S, dim=1) @ (tX @ tV)
+        L = 0.5 * ((Z - tT) ** 2).sum()
+        L.backward()
+        assert abs(L.item() - run.loss) < 1e-9
+        for name, tw in (("W_Q", tQ), ("W_K", tK), ("W_V", tV)):
+            ours = torch.tensor(run.grads[0].dW[name], dtype=torch.float64)
+            assert torch.allclose(ours, tw.grad, atol=1e-9, rtol=1e-9), (trial, name)
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(train_problems())
+def test_loss_after_is_a_fresh_forward_pass_with_the_updated_weights(p):
+    sol = worked.solve(p)
+    P = p.decimals + 2
+    new = [tuple(tuple(tuple(Fraction(sol.matrices()[f"{pre}{w}_new"].rounded(i, j, P)) for j in range(len(getattr(hd, w)[0])))
+                       for i in range(len(getattr(hd, w)))) for w in ("W_Q", "W_K", "W_V"))
+           for pre, hd in zip([f"head{h}." if p.multihead else "" for h in range(1, len(p.heads) + 1)], p.heads)]
+    q = p.with_weights(new)
+    fresh = loss_of(q, Exact(), forward(q, Exact(), backward=False))
+    la = sol.matrices()["loss_after"]
+    assert la.exact[0][0] == fresh
+    assert abs(float(la.num[0][0]) - float(loss_of(q, Float(), forward(q, Float(), backward=False)))) < 1e-9
+    # and the Float pass's own update (unrounded weights) is within the rounding of those weights
+    assert abs(backward(p, Float()).loss_after - float(la.num[0][0])) < 1e-2 * max(1, float(la.num[0][0]))
+
+
+def _answers(p, sol, transform=None):
+    run = forward(p, Float(), transform=transform)
+    mats = sol.matrices()
+    return {k: [[round(x, p.decimals) for x in row] for row in v] for k, v in run.shown.items() if k in mats}
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(st.integers(0, 10**6), st.sampled_from(["none", "causal"]))
+def test_every_backward_mistake_is_named_and_right_answers_get_none(seed, mask):
+    p = generate(Family(train=True, mask=mask), seed)
+    sol = worked.solve(p)
+    right = check_answers(p, _answers(p, sol), solution=sol)
+    assert right.summary()["wrong"] == 0 and right.diagnoses == []
+    for code in BACKWARD_IDS:
+        for t in MISTAKES[code].transforms(p):
+            stage = MISTAKES[code].stage
+            good, bad = forward(p, Float()).shown[stage], forward(p, Float(), transform=t).shown[stage]
+            if sum(abs(a - b) >= 0.05 for ra, rb in zip(good, bad) for a, b in zip(ra, rb)) < 2:
+                continue   # the mistake hardly changes its matrix here: one changed entry is too little to name it
+            rep = check_answers(p, _answers(p, sol, t), solution=sol)
+            assert code in [d["code"] for d in rep.diagnoses], (seed, code, t, [d["code"] for d in rep.diagnoses])
+
+
+def test_registry_has_the_backward_mistakes_with_steps():
+    p = worked.load(ROOT / "problems/cats-chase-mice-train.toml")
+    sol = worked.solve(p)
+    results = {s.result for s in sol.steps}
+    for code in BACKWARD_IDS:
+        m = MISTAKES[code]
+        assert m.stage in results and m.title and m.feedback and m.answer_feedback.endswith(f"[{code}]")
+        assert m.transforms(p)
+    assert all(not MISTAKES[c].transforms(worked.load()) for c in BACKWARD_IDS)   # no [train]: none apply
+
+
+def test_part9_training_key_lines():
+    p = worked.load(ROOT / "problems/cats-chase-mice-train.toml")
+    sol = worked.solve(p)
+    assert audit(sol) == []
+    ids = [s.id for s in sol.steps]
+    for sid in ("loss", "dZ", "dV", "dA", "dS", "dscores", "dQ", "dK", "dW_Q", "dW_K", "dW_V", "gradcheck",
+                "W_Q_new", "W_K_new", "W_V_new", "loss_after"):
+        assert sid in ids
+    m = sol.matrices()
+    assert m["loss"].dec(0, 0, 4) == "2.2438" and m["loss_after"].dec(0, 0, 4) == "0.7978"
+    assert m["dW_Q"].dec(0, 0, 2) == "0.54" and m["dV"].dec(1, 1, 4) == "1.4902"
+    text = sol.text()
+    assert "s_cats = Σ_k A[cats, k]·dA[cats, k] ≈ 0.1636·0.6543 + 0.6728·3.3457 + 0.1636·1.1636 ≈ 2.5485" in text
+    assert "(2.2978 − 2.1906)/(2·0.1) = 0.536 ≈ 0.54" in text
+    assert "The loss went down" in text
+    d = sol.to_dict()
+    assert d["train"]["lr"] == "1/10" and set(d["train"]["matrices"]) >= {
+        "dZ", "dV", "dA", "dS", "dQ", "dK", "dW_Q", "dW_K", "dW_V", "loss", "loss_after"}
+    assert d["heads"][0]["Z"] == worked.solve(worked.load()).to_dict()["heads"][0]["Z"]   # old fields unchanged
+
+
+def test_causal_training_problem_explains_the_masked_zero_gradient():
+    p = worked.load(ROOT / "problems/causal-mask-train.toml")
+    sol = worked.solve(p)
+    assert audit(sol) == []
+    dS = sol.matrices()["dS"]
+    assert all(dS.exact[i][j] == 0 for i in range(3) for j in range(3) if j > i)
+    step = next(s for s in sol.steps if s.id == "dS")
+    assert any("exactly 0 gradient" in n for n in step.notes)
+
+
+def test_multihead_goes_through_W_O_first():
+    p = worked.load(ROOT / "problems/two-heads.toml")
+    d = p.to_dict()
+    d["train"] = {"target": [[1] * len(p.W_O[0])] * p.n, "lr": "1/20"}
+    q = worked.Problem.from_dict(d)
+    sol = worked.solve(q)
+    assert audit(sol) == []
+    ids = [s.result for s in sol.steps]
+    assert ids.index("dconcat") < ids.index("head1.dV") < ids.index("head2.dV")
+
+
+def test_too_large_lr_is_said_honestly():
+    p = worked.load(ROOT / "problems/cats-chase-mice-train.toml")
+    d = p.to_dict()
+    d["train"]["lr"] = "3"
+    sol = worked.solve(worked.Problem.from_dict(d))
+    assert "did not go down" in sol.text()
+
+
+@pytest.mark.parametrize("train, field, words", [
+    ({"target": [[1, 0], [0, 1]], "lr": "1/10"}, "train.target", "expected 3×2"),
+    ({"target": [[1, 0], [0, 1], [1, 1]], "lr": "0"}, "train.lr", "positive"),
+    ({"target": [[1, 0], [0, 1], [1, 1]], "lr": "-1/10"}, "train.lr", "positive"),
+    ({"target": [[1, 0], [0, 1], [1, 1]], "lr": "11"}, "train.lr", "at most 10"),
+    ({"target": [[1, 0], [0, 1], [1, 1]], "lr": "abc"}, "train.lr", "positive number"),
+    ({"target": [[1, 0], [0, 1], [1, 1]]}, "train.lr", "missing"),
+    ({"target": [[1, 0], [0, 1], [1, 1]], "lr": "1/10", "loss": "ce"}, "train.loss", "mse"),
+    ({"target": [[1, 0], [0, 1], [1, 1]], "lr": "1/10", "extra": 1}, "train.extra", "unknown key"),
+    ({"lr": "1/10"}, "train.target", "missing"),
+    ({"target": [[1, 0], [0, 1], [1, 2000]], "lr": "1/10"}, "train.target[3,2]", "too large"),
+    ("yes", "train", "expected a table"),
+])
+def test_train_table_errors(tmp_path, train, field, words):
+    d = worked.load().to_dict()
+    d["train"] = train
+    f = tmp_path / "bad.json"
+    f.write_text(json.dumps(d))
+    with pytest.raises(ProblemError) as exc:
+        worked.Problem.from_file(f)
+    assert exc.value.field == field and words in exc.value.message and str(f) in str(exc.value)
+    r = subprocess.run([sys.executable, "-m", "worked", "solve", str(f)], capture_output=True, text=True)
+    assert r.returncode == 2 and r.stdout == "" and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
+    assert f"{f}: {field}:" in r.stderr
+
+
+def test_train_round_trips_through_toml():
+    p = worked.load(ROOT / "problems/cats-chase-mice-train.toml")
+    q = worked.Problem.from_text(p.to_toml())
+    assert q.train == p.train and q == p
+
+
+def _places(node) -> int:
+    if type(node) is eq.Dec:
+        return node.places
+    return max((_places(x) for x in node.children()), default=0)
+
+
+def test_precision_policy_over_generated_training_problems():
+    """200+ seeds of `worked new --train` (one head, causal, four tokens, two heads): no shown number has more than decimals + 2
+    places, every line passes the audit, the numerical check agrees, and the step lowers the loss."""
+    fams = [(Family(train=True), 70), (Family(train=True, mask="causal"), 70), (Family(train=True, tokens=4, d_model=3), 40),
+            (Family(train=True, heads=2, range=(-1, 2)), 30)]
+    count = 0
+    for fam, seeds in fams:
+        for seed in range(seeds):
+            p = generate(fam, seed)
+            sol = worked.solve(p)
+            assert audit(sol) == [], seed
+            limit = p.decimals + 2
+            for s in sol.steps:
+                for ln in s.lines:
+                    assert _places(ln.eq) <= limit, (seed, s.id, ln.text)
+            m = sol.matrices()
+            assert m["loss_after"].num[0][0] < m["loss"].num[0][0], seed
+            g = next(s for s in sol.steps if s.id == "gradcheck")
+            assert g.notes[0].startswith("The two agree"), (seed, g.notes[0])
+            big = max(abs(float(x)) for k, mat in m.items() if k.rpartition(".")[2].startswith("d")
+                      for row in mat.num for x in row)
+            assert big <= 10
+            count += 1
+    assert count >= 200
+
+
+def test_worked_new_train_cli(tmp_path):
+    out = tmp_path / "t.toml"
+    r = subprocess.run([sys.executable, "-m", "worked", "new", "--train", "--lr", "1/20", "--seed", "5", "-o", str(out)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    text = out.read_text()
+    assert "--train" in text.splitlines()[0] and "[train]" in text
+    p = worked.load(out)
+    assert p.train.lr == Fraction(1, 20)
+    r = subprocess.run([sys.executable, "-m", "worked", "new", "--train", "--lr", "0", "--seed", "5"],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and "lr" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_quiz_spec_may_ask_training_matrices():
+    from worked.quiz import parse_ask
+
+    fam = Family(train=True)
+    err = lambda m: ValueError(m)  # noqa: E731
+    assert parse_ask("dW_Q[1,2]", fam, err) == ("dW_Q", 1, 2)
+    assert parse_ask("loss", fam, err) == ("loss", None, None)
+    with pytest.raises(ValueError):
+        parse_ask("dW_Q[1,2]", Family(), err)
+
+
+def test_training_quiz_offers_the_backward_mistakes_as_wrong_answers(tmp_path):
+    spec = tmp_path / "q.toml"
+    spec.write_text('title = "Training quiz"\nseed = 7\n[family]\ntokens = 3\nd_model = 3\nd_k = 2\ntrain = true\n'
+                    '[[questions]]\nask = "dV"\npoints = 2\ntolerance = 0.02\n'
+                    '[[questions]]\nask = "dW_Q[1,2]"\npoints = 1\ntolerance = 0.01\n')
+    r = subprocess.run([sys.executable, "-m", "worked", "quiz", str(spec), "-n", "1", "-o", str(tmp_path / "out"),
+                        "--format", "gift"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    gift = (tmp_path / "out" / "quiz.gift.txt").read_text()
+    assert "[dV-not-transposed]" in gift and "This is the value you get from dV" in gift   # 0 % answers with feedback
