@@ -249,29 +249,34 @@ def test_quiz_variants_by_code_without_names_or_expected_values(tmp_path):
     assert tc.get("/download/variants/K3F9AB/answer-key.tex").status_code == 403
 
 
-def test_solve_timeout_is_a_json_504(monkeypatch):
-    """Solving that takes longer than the timeout answers 504 with a message (the server stays up)."""
-    def slow(problem):
-        time.sleep(1.0)
-        return solve(problem)
+def big_problem() -> dict:
+    """The largest problem the limits allow (12 tokens, d_model 12, 4 heads): seconds of solving."""
+    import random
 
-    monkeypatch.setattr(server, "_solve", slow)
-    tc = client(solve_timeout=0.1)
-    r = tc.post("/api/solve", json={"problem": load(PART9).to_dict()})
-    assert r.status_code == 504 and "longer than 0.1 s" in r.json()["error"]
+    r = random.Random(5)
+    m = lambda a, b: [[r.choice([0, 1, 0.5, -0.5]) for _ in range(b)] for _ in range(a)]  # noqa: E731
+    return {"X": m(12, 12), "heads": [{"W_Q": m(12, 3), "W_K": m(12, 3), "W_V": m(12, 3)} for _ in range(4)],
+            "W_O": m(12, 12), "decimals": 4}
+
+
+def test_solve_timeout_is_a_json_504():
+    """Solving that takes longer than the timeout answers 504 with a message (the server stays up)."""
+    tc = client(solve_timeout=0.3)
+    r = tc.post("/api/solve", json={"problem": big_problem()})
+    assert r.status_code == 504 and "longer than 0.3 s" in r.json()["error"], r.text
     assert tc.get("/api/info").status_code == 200
 
 
-def test_internal_errors_never_show_a_stack_trace(monkeypatch):
-    """An unexpected exception gives a 500 with a generic JSON message: no trace, no exception text."""
+def test_internal_errors_never_show_a_stack_trace():
+    """An unexpected exception in a job gives a 500 with a generic JSON message: no trace, no exception text."""
+    from worked.server import jobs
+
     def broken(problem):
         raise RuntimeError("secret internal detail /home/teacher")
 
-    monkeypatch.setattr(server, "_solve", broken)
-    r = client().post("/api/solve", json={"problem": load(PART9).to_dict()})
-    assert r.status_code == 500
-    assert "internal error" in r.json()["error"]
-    assert "secret" not in r.text and "Traceback" not in r.text
+    status, body, media = jobs._guard(broken, None)
+    assert status == 500 and media == "application/json"
+    assert b"internal error" in body and b"secret" not in body and b"Traceback" not in body
 
 
 def test_unknown_routes_and_methods_are_json(c):

@@ -33,7 +33,6 @@ ids and texts are those of :data:`worked.mistakes.MISTAKES`.
 """
 from __future__ import annotations
 
-import json
 import math
 import re
 from dataclasses import dataclass, field
@@ -45,7 +44,7 @@ from decimal import Decimal
 
 from . import exprs
 from .attention import NA, Interval, contains, forward, pt
-from .errors import ExpressionError, WorkedError, reason
+from .errors import ExpressionError, WorkedError
 from .mistakes import MISTAKES
 from .numfmt import CTX
 
@@ -76,7 +75,7 @@ def _num(node):
     """
     kind = node[0]
     if kind == "num":
-        f = Fraction(node[1])
+        f = exprs.number(node[1])
         if abs(f) > 10**12:
             raise ExpressionError(f"number {node[1]} is too large")
         return CTX.divide(f.numerator, f.denominator)
@@ -1013,42 +1012,20 @@ def _early_values(ctx: _Ctx, pre: str, base: str) -> list:
 def read_answers(path) -> dict:
     """Read an answers file (TOML or JSON). Decimals are kept as strings, so they stay exact.
 
-    Raises :class:`WorkedError` naming the file when it cannot be read."""
-    p = Path(path)
-    src = str(path)
-    try:
-        if p.stat().st_size > 1_000_000:
-            raise WorkedError(f"{src}: file is larger than 1000000 bytes")
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise WorkedError(f"{src}: no such file") from None
-    except IsADirectoryError:
-        raise WorkedError(f"{src}: is a directory, expected a .toml or .json answers file") from None
-    except UnicodeDecodeError:
-        raise WorkedError(f"{src}: not UTF-8 text") from None
-    except OSError as exc:
-        raise WorkedError(f"{src}: cannot read: {exc.strerror}") from None
-    return parse_answers_text(text, src, "json" if p.suffix.lower() == ".json" else None)
+    Raises :class:`WorkedError` naming the file when it cannot be read (:mod:`worked.readfile`: regular
+    files only, at most 1 MB, a BOM allowed)."""
+    from .readfile import read_text
+
+    text = read_text(path, expected="a .toml or .json answers file")
+    return parse_answers_text(text, str(path), "json" if Path(path).suffix.lower() == ".json" else None)
 
 
 def parse_answers_text(text: str, source: str = "<answers>", fmt: str | None = None) -> dict:
-    fmt = fmt or ("json" if source.endswith(".json") or text.lstrip().startswith("{") else "toml")
-    if fmt == "json":
-        try:
-            data = json.loads(text, parse_float=str)
-        except json.JSONDecodeError as exc:
-            raise WorkedError(f"{source}: not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
-        except ValueError as exc:
-            raise WorkedError(f"{source}: {reason(exc)}") from None
-    else:
-        import tomllib
+    from .readfile import loads_json, loads_toml
 
-        try:
-            data = tomllib.loads(text, parse_float=str)
-        except tomllib.TOMLDecodeError as exc:
-            raise WorkedError(f"{source}: not valid TOML: {exc}") from None
-        except ValueError as exc:   # a number too long for int()
-            raise WorkedError(f"{source}: {reason(exc)}") from None
+    text = text.removeprefix("\ufeff")
+    fmt = fmt or ("json" if source.endswith(".json") or text.lstrip().startswith("{") else "toml")
+    data = loads_json(text, source, constants=True) if fmt == "json" else loads_toml(text, source)
     if not isinstance(data, dict):
         raise WorkedError(f"{source}: expected a table of matrices, such as scaled = [[...], ...]")
     return data

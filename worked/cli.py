@@ -193,8 +193,42 @@ def _add_serve(sub):
                    help="never send solutions, expected values or answer keys (for quizzes): only verdicts and "
                         "diagnoses")
     p.add_argument("--workers", type=int, default=1, help="server processes (default: 1; use more to serve a class)")
-    p.add_argument("--timeout", type=float, default=20.0, help="seconds allowed for solving or checking (default: 20)")
+    p.add_argument("--timeout", type=float, default=20.0,
+                   help="seconds allowed for solving or checking; then the work is stopped and the answer is 504 "
+                        "(default: 20)")
+    p.add_argument("--allowed-host", action="append", default=None, metavar="NAME",
+                   help="a Host name the page may be reached by, e.g. the name a reverse proxy forwards "
+                        "(repeatable; default: the --host address, and localhost when it is a loopback address; "
+                        "with --host 0.0.0.0 any name unless given)")
     p.set_defaults(func=cmd_serve)
+
+
+def _allowed_hosts(host: str, extra: list[str] | None) -> list[str] | None:
+    """Host header values the server accepts (Starlette's TrustedHostMiddleware), against DNS rebinding."""
+    import ipaddress
+
+    names = list(extra or [])
+    if host in ("0.0.0.0", "::", ""):
+        return names or None        # every address of the machine: its names cannot be known here
+    names.append(host)
+    try:
+        if ipaddress.ip_address(host).is_loopback:
+            names += ["localhost", "127.0.0.1", "::1"]
+    except ValueError:
+        pass
+    return sorted(set(names))
+
+
+def _raise_open_files_limit() -> None:
+    """Idle connections each hold a file descriptor: let the server use all the system allows."""
+    try:
+        import resource
+
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if hard == resource.RLIM_INFINITY or soft < hard:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard if hard != resource.RLIM_INFINITY else max(soft, 65536), hard))
+    except (ImportError, ValueError, OSError):
+        pass
 
 
 def cmd_serve(args) -> int:
@@ -229,18 +263,23 @@ def cmd_serve(args) -> int:
     from .server.app import Config, create_app
 
     cfg = Config(problems_dir=root.resolve() if root else None, no_solutions=args.no_solutions,
-                 solve_timeout=args.timeout)
+                 solve_timeout=args.timeout, allowed_hosts=_allowed_hosts(args.host, args.allowed_host))
+    _raise_open_files_limit()
+    # Connections: idle keep-alive connections are closed after 5 s; there is no server-wide connection
+    # cap (uvicorn's limit_concurrency answers 503 to everyone once that many sockets are open, idle or
+    # not); overload is answered per job by the worker lanes (503 with Retry-After). uvicorn has no limit
+    # per client address: put a reverse proxy in front to have one.
+    server_opts = dict(host=args.host, port=args.port, log_level="warning", timeout_keep_alive=5,
+                       backlog=4096, h11_max_incomplete_event_size=64 * 1024)
     where = f"http://{'[' + args.host + ']' if ':' in args.host else args.host}:{args.port}/"
     what = f"problems from {root}" if root else "the built-in example"
     print(f"worked serve: {where}  ({what}{', no solutions' if args.no_solutions else ''}); Ctrl+C stops",
           file=sys.stderr)
     if args.workers > 1:
         os.environ["WORKED_SERVE_CONFIG"] = cfg.to_env()
-        uvicorn.run("worked.server.app:create_app_from_env", factory=True, host=args.host, port=args.port,
-                    workers=args.workers, log_level="warning", limit_concurrency=2000, timeout_keep_alive=10)
+        uvicorn.run("worked.server.app:create_app_from_env", factory=True, workers=args.workers, **server_opts)
     else:
-        uvicorn.run(create_app(cfg), host=args.host, port=args.port, log_level="warning",
-                    limit_concurrency=2000, timeout_keep_alive=10)
+        uvicorn.run(create_app(cfg), **server_opts)
     return 0
 
 

@@ -13,14 +13,49 @@ from __future__ import annotations
 
 import math
 import re
+import reprlib
 from fractions import Fraction
 
 _DEC = re.compile(r"^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$")
+_PARTS = re.compile(r"^[+-]?(\d*)(?:\.(\d*))?(?:[eE]([+-]?\d+))?$")
+
+MAX_EXPONENT = 100     # largest |e| in a written 1.5e-3: more is no hand exercise, and 1e99999999 would
+                       # otherwise build a 100-million-digit integer
+MAX_DIGITS = 100       # digits written in one decimal (mantissa)
 _FRAC = re.compile(r"^([+-]?\d+)\s*/\s*(\d+)$")
 
 
 class EntryError(ValueError):
     """Raised with a short description of what was wrong with one entry."""
+
+
+def decimal(text: str) -> Fraction:
+    """The exact value of a decimal string (``"0.43"``, ``"-1.5e-3"``), after bounding what it costs: at
+    most :data:`MAX_DIGITS` digits and an exponent of at most ±:data:`MAX_EXPONENT`, checked on the text
+    before any number is built. Raises EntryError."""
+    m = _PARTS.match(text.strip())
+    if not m or not (m.group(1) or m.group(2)):
+        raise EntryError(f"expected a decimal number, got {shown(text)}")
+    exp = (m.group(3) or "").lstrip("+-").lstrip("0")
+    if len(exp) > 3 or exp and int(exp) > MAX_EXPONENT:
+        raise EntryError(f"the exponent of {_short(text)} is out of range (at most ±{MAX_EXPONENT})")
+    if len(m.group(1)) + len(m.group(2) or "") > MAX_DIGITS:
+        raise EntryError(f"{_short(text)} has more than {MAX_DIGITS} digits")
+    return Fraction(text.strip())
+
+
+_REPR = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxlist, _REPR.maxdict, _REPR.maxstring, _REPR.maxother = 2, 4, 4, 40, 40
+
+
+def shown(value) -> str:
+    """A short ``repr`` of a user's value for an error message (deep or long values abbreviated)."""
+    return _REPR.repr(value)
+
+
+def _short(text: str) -> str:
+    text = text.strip()
+    return text if len(text) <= 24 else text[:12] + "…" + text[-8:]
 
 
 def decimal_places(text: str) -> int:
@@ -38,6 +73,8 @@ def to_fraction(value) -> tuple[Fraction, int]:
     if isinstance(value, bool):
         raise EntryError(f"expected a number, got {str(value).lower()}")
     if isinstance(value, int):
+        if value.bit_length() > 4 * MAX_DIGITS:
+            raise EntryError(f"an integer with more than {MAX_DIGITS} digits is too large")
         return Fraction(value), 0
     if isinstance(value, Fraction):
         return value, 0
@@ -55,18 +92,19 @@ def to_fraction(value) -> tuple[Fraction, int]:
         if not math.isfinite(value):
             raise EntryError(f"expected a finite number, got {value}")
         text = repr(value)
-        return Fraction(text), decimal_places(text)
+        return decimal(text), decimal_places(text)
     if isinstance(value, str):
         text = value.strip()
         if _DEC.match(text):
-            f = Fraction(text)
-            return f, decimal_places(text)
+            return decimal(text), decimal_places(text)
         m = _FRAC.match(text)
         if m:
+            if len(m.group(1)) > MAX_DIGITS or len(m.group(2)) > MAX_DIGITS:
+                raise EntryError(f"fraction {_short(text)} has more than {MAX_DIGITS} digits")
             if int(m.group(2)) == 0:
-                raise EntryError(f"fraction {text!r} has a zero denominator")
+                raise EntryError(f"fraction {shown(text)} has a zero denominator")
             return Fraction(int(m.group(1)), int(m.group(2))), 0
         if text.lower().lstrip("+-") in ("inf", "infinity", "nan", "∞"):
-            raise EntryError(f"expected a finite number, got {value!r}")
-        raise EntryError(f"expected a number such as 2, 0.43, \"0.43\" or \"1/2\", got {value!r}")
-    raise EntryError(f"expected a number, got {type(value).__name__} {value!r}")
+            raise EntryError(f"expected a finite number, got {shown(value)}")
+        raise EntryError(f"expected a number such as 2, 0.43, \"0.43\" or \"1/2\", got {shown(value)}")
+    raise EntryError(f"expected a number, got {type(value).__name__} {shown(value)}")

@@ -281,8 +281,15 @@ def value(text: str, max_length: int = MAX_LENGTH):
 
 # ---------------------------------------------------------------- exact evaluation (the checker's)
 
-def _decimal_to_fraction(s: str) -> Fraction:
-    return Fraction(s)  # Fraction reads "0.43" and "1e-3" exactly (decimal, not binary)
+def number(s: str) -> Fraction:
+    """A number token read exactly ("0.43" is 43/100), its digits and exponent bounded first
+    (:func:`worked.exact.decimal`: ``1e99999999`` is an error, not a hundred-million-digit integer)."""
+    from .exact import EntryError, decimal
+
+    try:
+        return decimal(s)
+    except EntryError as exc:
+        raise ExpressionError(str(exc)) from None
 
 
 def _check_exponent(node, message: str, size: bool = True) -> None:
@@ -302,7 +309,7 @@ def eval_exact(node):
 
     kind = node[0]
     if kind == "num":
-        f = _decimal_to_fraction(node[1])
+        f = number(node[1])
         if abs(f) > 10**12:
             raise ExpressionError(f"number {node[1]} is too large")
         return sp.Rational(f.numerator, f.denominator)

@@ -41,7 +41,7 @@ import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import WorkedError, reason
+from .errors import WorkedError
 
 ID_COLUMNS = ("id", "student_id", "student id", "studentid", "id number", "idnumber", "sis id", "sis_user_id",
               "username", "user", "login", "email", "email address", "student")
@@ -137,16 +137,9 @@ def load_manifest(quizdir) -> Manifest:
     if path.is_dir():
         path = path / "manifest.json"
     src = str(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8-sig"), parse_float=str)
-    except FileNotFoundError:
-        raise WorkedError(f"{src}: no such file (expected the manifest.json written by `worked quiz`)") from None
-    except (UnicodeDecodeError, IsADirectoryError):
-        raise WorkedError(f"{src}: not a UTF-8 JSON file") from None
-    except json.JSONDecodeError as exc:
-        raise WorkedError(f"{src}: not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
-    except ValueError as exc:   # a number too long for int()
-        raise WorkedError(f"{src}: {reason(exc)}") from None
+    from .readfile import MANIFEST_LIMIT, loads_json, read_text
+
+    data = loads_json(read_text(path, MANIFEST_LIMIT, "the manifest.json written by `worked quiz`"), src)
     if not isinstance(data, dict):
         raise WorkedError(f"{src}: expected a JSON object with \"questions\" and \"students\"")
     quiz = data.get("quiz") if isinstance(data.get("quiz"), dict) else {}
@@ -301,13 +294,10 @@ def read_responses(path, manifest: Manifest, *, allow_unmatched: bool = False) -
     A question's column is named by its ask (``scores[2,3]``) or by its name in the quiz (``q1``). A row
     that matches no student, or more than one, or a student already matched, is an error naming the row;
     with *allow_unmatched* it is left out and listed in the warnings (and the report)."""
+    from .readfile import csv_rows, read_bytes
+
     src = str(path)
-    try:
-        raw = Path(path).read_bytes()
-    except FileNotFoundError:
-        raise WorkedError(f"{src}: no such file") from None
-    except OSError as exc:
-        raise WorkedError(f"{src}: cannot read: {exc.strerror}") from None
+    raw = read_bytes(path, expected="a CSV of responses")
     text = None
     for enc in ("utf-8-sig", "cp1252"):
         try:
@@ -320,7 +310,7 @@ def read_responses(path, manifest: Manifest, *, allow_unmatched: bool = False) -
     from .csvin import delimiter
 
     delim = delimiter(text)
-    rows = [r for r in csv.reader(io.StringIO(text), delimiter=delim)]
+    rows = [r for _, r in csv_rows(text, src, delim, "a CSV of responses")]
     if not rows or not any(h.strip() for h in rows[0]):
         raise WorkedError(f"{src}: empty file (expected a header row with an id column and one column per question)")
     header = _merge_brackets([h.strip() for h in rows[0]], delim)
@@ -562,15 +552,18 @@ def _fmt(x: float) -> str:
 
 
 def gradebook_csv(manifest: Manifest, results: list[StudentResult]) -> str:
-    """One row per student: id, name, variant, points per question, total, out of, misconceptions."""
+    """One row per student: id, name, variant, points per question, total, out of, misconceptions. Cells a
+    spreadsheet would run as a formula are quoted (:mod:`worked.csvsafe`)."""
+    from . import csvsafe
+
     asks = [q.ask for q in manifest.questions]
     out = io.StringIO()
     w = csv.writer(out, lineterminator="\n")
     maxpts = sum(q.points for q in manifest.questions)
-    w.writerow(["id", "name", "variant"] + asks + ["total", "out_of", "misconceptions", "responded"])
+    w.writerow(csvsafe.row(["id", "name", "variant"] + asks + ["total", "out_of", "misconceptions", "responded"]))
     for r in results:
-        w.writerow([r.student.id, r.student.name, r.student.variant] + [_fmt(r.scores.get(a, 0.0)) for a in asks]
-                   + [_fmt(r.total), _fmt(maxpts), " ".join(r.codes), "yes" if r.responded else "no"])
+        w.writerow(csvsafe.row([r.student.id, r.student.name, r.student.variant] + [_fmt(r.scores.get(a, 0.0)) for a in asks]
+                               + [_fmt(r.total), _fmt(maxpts), " ".join(r.codes), "yes" if r.responded else "no"]))
     return out.getvalue()
 
 

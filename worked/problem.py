@@ -8,8 +8,8 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from .errors import ProblemError, reason
-from .exact import EntryError, to_fraction
+from .errors import ProblemError
+from .exact import EntryError, shown, to_fraction
 
 # Limits: a problem must stay a hand exercise. Documented in the README.
 LIMITS = {
@@ -99,7 +99,7 @@ def _matrix(name: str, value: Any, places_limit: int | None, seen: list | None =
         if hasattr(row, "tolist") and not isinstance(row, (list, tuple)):
             row = list(row)
         if not isinstance(row, (list, tuple)) or not row:
-            raise ProblemError(name, f"row {i}: expected a non-empty list of numbers, got {row!r}")
+            raise ProblemError(name, f"row {i}: expected a non-empty list of numbers, got {shown(row)}")
         if width is None:
             width = len(row)
         elif len(row) != width:
@@ -263,7 +263,7 @@ class Problem:
             toks = tuple(tokens)
 
         if not isinstance(title, str):
-            raise ProblemError("title", f"expected a string, got {title!r}")
+            raise ProblemError("title", f"expected a string, got {shown(title)}")
         if len(title) > LIMITS["title"]:
             raise ProblemError("title", f"longer than {LIMITS['title']} characters")
 
@@ -276,17 +276,17 @@ class Problem:
                 try:
                     f, _ = to_fraction(scale)
                 except EntryError:
-                    raise ProblemError("scale", f'expected "sqrt", "none" or a positive number, got {scale!r}') from None
+                    raise ProblemError("scale", f'expected "sqrt", "none" or a positive number, got {shown(scale)}') from None
                 if f <= 0 or f > LIMITS["entry"]:
-                    raise ProblemError("scale", f"expected a positive number (at most {LIMITS['entry']}), got {scale!r}")
+                    raise ProblemError("scale", f"expected a positive number (at most {LIMITS['entry']}), got {shown(scale)}")
                 sc = f
         if mask not in ("none", "causal"):
-            raise ProblemError("mask", f'expected "none" or "causal", got {mask!r}')
+            raise ProblemError("mask", f'expected "none" or "causal", got {shown(mask)}')
         if isinstance(decimals, bool) or not isinstance(decimals, int) or not 0 <= decimals <= LIMITS["decimals"]:
-            raise ProblemError("decimals", f"expected a whole number from 0 to {LIMITS['decimals']}, got {decimals!r}")
+            raise ProblemError("decimals", f"expected a whole number from 0 to {LIMITS['decimals']}, got {shown(decimals)}")
 
         if display not in DISPLAYS:
-            raise ProblemError("display", f'expected "auto", "exact" or "decimal", got {display!r}')
+            raise ProblemError("display", f'expected "auto", "exact" or "decimal", got {shown(display)}')
 
         s("X", Xm)
         s("heads", tuple(built))
@@ -341,42 +341,26 @@ class Problem:
 
     @classmethod
     def from_text(cls, text: str, source: str = "<problem>", fmt: str | None = None) -> "Problem":
-        fmt = fmt or ("json" if source.endswith(".json") or text.lstrip().startswith("{") else "toml")
-        if fmt == "json":
-            try:
-                data = json.loads(text, parse_float=str, parse_constant=_reject_constant)
-            except json.JSONDecodeError as exc:
-                raise ProblemError("", f"not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}", source) from None
-            except ValueError as exc:
-                raise ProblemError("", reason(exc), source) from None
-        else:
-            import tomllib
+        from .readfile import InputError, loads_json, loads_toml
 
-            try:
-                data = tomllib.loads(text, parse_float=str)
-            except tomllib.TOMLDecodeError as exc:
-                raise ProblemError("", f"not valid TOML: {exc}", source) from None
-            except ValueError as exc:   # a number too long for int()
-                raise ProblemError("", reason(exc), source) from None
+        text = text.removeprefix("\ufeff")   # a BOM, as Windows editors write it
+        fmt = fmt or ("json" if source.endswith(".json") or text.lstrip().startswith("{") else "toml")
+        try:
+            data = loads_json(text, source) if fmt == "json" else loads_toml(text, source)
+        except InputError as exc:
+            raise ProblemError("", exc.message, source) from None
         return cls.from_dict(data, source=source)
 
     @classmethod
     def from_file(cls, path) -> "Problem":
-        p = Path(path)
+        from .readfile import InputError, read_text
+
         src = str(path)
         try:
-            if p.stat().st_size > LIMITS["file_bytes"]:
-                raise ProblemError("", f"file is larger than {LIMITS['file_bytes']} bytes", src)
-            text = p.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise ProblemError("", "no such file", src) from None
-        except IsADirectoryError:
-            raise ProblemError("", "is a directory, expected a .toml or .json problem file", src) from None
-        except UnicodeDecodeError:
-            raise ProblemError("", "not UTF-8 text", src) from None
-        except OSError as exc:
-            raise ProblemError("", f"cannot read: {exc.strerror}", src) from None
-        return cls.from_text(text, src, "json" if p.suffix.lower() == ".json" else "toml")
+            text = read_text(path, LIMITS["file_bytes"], "a .toml or .json problem file")
+        except InputError as exc:
+            raise ProblemError("", exc.message, src) from None
+        return cls.from_text(text, src, "json" if Path(path).suffix.lower() == ".json" else "toml")
 
     # -- writing
     def to_dict(self) -> dict:
@@ -441,10 +425,6 @@ def _exact_text(f: Fraction) -> str:
     """A rational as a string a problem file reads back exactly ("1/10", "0.5", "2")."""
     t = _frac_text(f)
     return str(t)
-
-
-def _reject_constant(name):
-    raise ValueError(f"non-finite number {name} is not allowed")
 
 
 def builtin_path() -> Path:

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from .attention import Float, forward
-from .errors import ProblemError, WorkedError, reason
+from .errors import ProblemError, WorkedError
 from .generate import Family, generate
 from .mistakes import MISTAKES
 
@@ -202,21 +202,13 @@ def spec_from_dict(data: dict, source: str) -> QuizSpec:
 
 
 def load_spec(path) -> QuizSpec:
-    import tomllib
+    """Read a TOML quiz spec (a regular file of at most 1 MB, a BOM allowed; see :mod:`worked.readfile`)."""
+    from .readfile import InputError, loads_toml, read_text
 
-    p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ProblemError("", "no such file", str(path)) from None
-    except (IsADirectoryError, UnicodeDecodeError, OSError) as exc:
-        raise ProblemError("", f"cannot read a TOML quiz spec ({exc.__class__.__name__})", str(path)) from None
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ProblemError("", f"not valid TOML: {exc}", str(path)) from None
-    except ValueError as exc:   # a number too long for int()
-        raise ProblemError("", reason(exc), str(path)) from None
+        data = loads_toml(read_text(path, expected="a TOML quiz spec"), str(path), parse_float=float)
+    except InputError as exc:
+        raise ProblemError("", exc.message, str(path)) from None
     return spec_from_dict(data, str(path))
 
 
@@ -238,29 +230,13 @@ def load_roster(path) -> list[dict]:
     Errors name the file, the line and what was expected (``roster.csv: line 4: name contains the control
     character U+0007; expected printable text``); line numbers are the file's, also after a quoted field
     that spans lines."""
+    from .readfile import csv_rows, read_text
+
     src = str(path)
-    try:
-        raw = Path(path).read_bytes()
-    except FileNotFoundError:
-        raise WorkedError(f"{src}: no such file") from None
-    except (IsADirectoryError, OSError) as exc:
-        raise WorkedError(f"{src}: cannot read a UTF-8 CSV roster ({exc.__class__.__name__})") from None
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = raw[:exc.start].count(b"\n") + 1
-        raise WorkedError(f"{src}: line {line}: byte 0x{raw[exc.start]:02X} is not UTF-8; expected a UTF-8 CSV roster") from None
     from .csvin import delimiter
 
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter(text))
-    rows: list[tuple[int, list[str]]] = []
-    start = 1
-    try:
-        for r in reader:
-            rows.append((start, r))
-            start = reader.line_num + 1
-    except csv.Error as exc:
-        raise WorkedError(f"{src}: line {reader.line_num}: not valid CSV ({exc}); expected id,name rows") from None
+    text = read_text(path, expected="a UTF-8 CSV roster")
+    rows = csv_rows(text, src, delimiter(text), expected="id,name rows")
     while rows and not any(c.strip() for c in rows[0][1]):
         rows.pop(0)
     if not rows:
@@ -643,14 +619,17 @@ def manifest_json(manifest: dict, entry_texts: list[bytes]) -> bytes:
 
 
 def manifest_csv(entries: list[dict]) -> str:
-    """One row per variant: student, code, seed, the problem (JSON), then expected value and tolerance per entry."""
+    """One row per variant: student, code, seed, the problem (JSON), then expected value and tolerance per entry.
+    Cells a spreadsheet would run as a formula (a roster name ``=HYPERLINK(…)``) are quoted (:mod:`worked.csvsafe`)."""
+    from . import csvsafe
+
     buf = io.StringIO()
     wr = csv.writer(buf, lineterminator="\n")
     cells = [(q["name"], e["ask"]) for q in entries[0]["questions"] for e in q["entries"]] if entries else []
     head = ["variant", "student_id", "student_name", "seed", "problem"]
     for name, ask in cells:
         head += [f"{name} {ask}", f"{name} {ask} tolerance"]
-    wr.writerow(head)
+    wr.writerow(csvsafe.row(head))
     for v in entries:
         row = [v["variant"], (v["student"] or {}).get("id", ""), (v["student"] or {}).get("name", ""), v["seed"],
                json.dumps(v["problem"], ensure_ascii=False, separators=(",", ":"))]
@@ -658,7 +637,7 @@ def manifest_csv(entries: list[dict]) -> str:
             for e in q["entries"]:
                 row += ["" if e["expected"] is None else repr(e["expected"]),
                         "" if e["tolerance"] is None else repr(e["tolerance"])]
-        wr.writerow(row)
+        wr.writerow(csvsafe.row(row))
     return buf.getvalue()
 
 
@@ -722,21 +701,6 @@ def _warm_up(formats: tuple[str, ...], engine: str) -> None:
         import weasyprint  # noqa: F401
 
 
-def _die_with_parent(parent: int) -> None:
-    """Pool initializer: the worker is killed when its parent dies (Linux ``PR_SET_PDEATHSIG``), so a
-    ``kill -9`` of ``worked quiz`` leaves no orphans; elsewhere nothing is done."""
-    import ctypes
-    import signal
-
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)   # 1 = PR_SET_PDEATHSIG
-    except (OSError, AttributeError):  # pragma: no cover - not Linux
-        return
-    if os.getppid() != parent:   # the parent died before prctl took effect
-        os._exit(1)
-
-
 def _pool(jobs: int):
     """A pool of *jobs* worker processes (forked where the platform can: they inherit what the parent
     loaded), each ending when the parent dies."""
@@ -747,8 +711,10 @@ def _pool(jobs: int):
         ctx = mp.get_context("fork")
     except ValueError:  # pragma: no cover - platforms without fork
         ctx = mp.get_context()
-    return ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_die_with_parent,
-                               initargs=(os.getpid(),))
+    from .workers import die_with_parent
+
+    # kill -9 of `worked quiz` takes its workers with it (no orphans holding 100+ MB each)
+    return ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=die_with_parent, initargs=(os.getpid(),))
 
 
 def build_all(spec: QuizSpec, variants: list[Variant], formats: tuple[str, ...], jobs: int, progress: bool,

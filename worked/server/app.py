@@ -19,8 +19,9 @@ With ``no_solutions=True`` nothing that holds an expected value leaves the serve
 answer-key and notebook downloads answer 403, and check reports keep only verdicts and diagnoses.
 
 Safety: request bodies are limited (``max_body``), problems go through the same validation and
-limits as files, solving and rendering run in a bounded thread pool with timeouts, names and codes
-are looked up in a table built from the folder listing (never joined into a path), and the page
+limits as files, solving, checking and rendering run in worker processes (:class:`Engine`: two bounded
+lanes, a worker killed when its job passes the deadline, 503 with Retry-After when a lane is full),
+the Host header is checked (``allowed_hosts``), names and codes are looked up in a table built from the folder listing (never joined into a path), and the page
 inserts user text with ``textContent`` only (MathML is printed from the equation trees of
 :mod:`worked.eq` by :mod:`worked.printers` and allow-listed).
 
@@ -31,22 +32,25 @@ solution; this module only prints its trees as text and MathML.
 from __future__ import annotations
 
 import asyncio
+import collections
+import contextlib
 import functools
+import hashlib
 import json
 import logging
 import os
 import re
-import threading
+import time
 import xml.etree.ElementTree as ET
-from collections import OrderedDict
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from pebble import ProcessExpired
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
@@ -56,6 +60,7 @@ from .. import __version__, eq, printers
 from ..render import view as V
 from ..errors import WorkedError
 from ..problem import LIMITS, Problem, builtin_path
+from . import jobs
 
 log = logging.getLogger("worked.server")
 
@@ -78,12 +83,18 @@ class Config:
 
     problems_dir: Path | None = None
     no_solutions: bool = False
-    solve_timeout: float = 20.0     # seconds for solving or checking one request
+    solve_timeout: float = 20.0     # seconds for solving or checking one request; then its worker is killed
     render_timeout: float = 90.0    # seconds for one worksheet or key (PDF takes the longest)
     max_body: int = 256 * 1024      # bytes in a request body
-    threads: int = 4                # worker threads for solving, checking and rendering
-    max_pending: int = 1024         # jobs queued or running before the server answers 503
-    cache_size: int = 128           # solutions (and rendered files) kept in memory
+    quick_workers: int = 2          # worker processes for small problems (cost ≤ quick_cost)
+    heavy_workers: int = 1          # worker processes for large problems and rendered files
+    quick_cost: int = 300           # largest cost() on the quick lane (a quiz's problems cost about 70)
+    quick_queue: int = 512          # quick jobs queued or running before the server answers 503
+    heavy_queue: int = 8            # heavy jobs queued or running before the server answers 503
+    max_tasks: int = 200            # jobs a worker runs before a fresh one replaces it (bounds its memory)
+    cache_bytes: int = 32 * 2**20   # bytes of answers (JSON, files) kept to answer repeated requests
+    check_rate: int = 60            # with no_solutions: checks per client address per minute
+    allowed_hosts: list | None = None   # Host header values accepted (None: any; the CLI always sets it)
 
     def to_env(self) -> str:
         d = {k: (str(v) if isinstance(v, Path) else v) for k, v in self.__dict__.items()}
@@ -109,94 +120,127 @@ def _error(status: int, message: str, **extra) -> JSONResponse:
     return JSONResponse({"error": message, **extra}, status_code=status)
 
 
-# ------------------------------------------------------------------ small LRU cache (thread-safe)
-
-class LRU:
-    def __init__(self, size: int):
-        self.size = size
-        self.data: OrderedDict = OrderedDict()
-        self.lock = threading.Lock()
-
-    def get(self, key):
-        with self.lock:
-            if key in self.data:
-                self.data.move_to_end(key)
-                return self.data[key]
-        return None
-
-    def put(self, key, value):
-        with self.lock:
-            self.data[key] = value
-            self.data.move_to_end(key)
-            while len(self.data) > self.size:
-                self.data.popitem(last=False)
-
-
 def problem_key(problem: Problem) -> str:
     return json.dumps(problem.to_dict(), sort_keys=True, ensure_ascii=False)
 
 
-# ------------------------------------------------------------------ the worker pool with timeouts
+def _digest(*parts) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, ensure_ascii=False, default=str).encode()).hexdigest()
 
-class Engine:
-    """Solves, checks and renders in a bounded thread pool, with timeouts, a solution cache and
-    de-duplication of identical solves in flight (a class checking one problem solves it once)."""
 
-    def __init__(self, cfg: Config):
-        self.cfg = cfg
-        self.pool = ThreadPoolExecutor(max_workers=cfg.threads, thread_name_prefix="worked-serve")
-        self.solutions = LRU(cfg.cache_size)
-        self.files = LRU(cfg.cache_size)
-        self.views = LRU(cfg.cache_size)
-        self.reports = LRU(8 * cfg.cache_size)  # a student pressing "check" twice is checked once
-        self.inflight: dict[str, asyncio.Future] = {}
+def cost(problem: Problem) -> int:
+    """A rough measure of the work of solving *problem* (heads × n² × (2 d_k + d_model)): quiz-sized
+    problems (3 tokens, d_model 4) cost about 70, the largest allowed about 21,000."""
+    return len(problem.heads) * problem.n * problem.n * (2 * problem.d_k + problem.d_model)
+
+
+# ------------------------------------------------------------------ the worker processes, with deadlines
+
+class Lane:
+    """A pebble process pool with a bounded queue. A job that passes its deadline is cancelled: pebble
+    terminates the worker running it (and starts a new one), so the CPU it used is free again. When
+    ``limit`` jobs are queued or running, a new one is refused with 503 and ``Retry-After``."""
+
+    def __init__(self, name: str, workers: int, limit: int, max_tasks: int):
+        self.name, self.workers, self.limit, self.max_tasks = name, workers, limit, max_tasks
+        self.pool = None
         self.pending = 0
-        self.render_lock = threading.Lock()  # WeasyPrint and pdflatex runs, one at a time
 
-    def _submit(self, fn: Callable, *args) -> asyncio.Future:
-        if self.pending >= self.cfg.max_pending:
-            raise ApiError(503, "the server is busy; try again in a moment")
+    def start(self):
+        if self.pool is None:
+            import multiprocessing
+
+            from pebble import ProcessPool
+
+            from ..workers import die_with_parent
+
+            # workers fork from a clean, single-threaded server process that has imported the solver,
+            # not from this multi-threaded one
+            ctx = multiprocessing.get_context("forkserver")
+            ctx.set_forkserver_preload(["worked.server.warm"])
+            # a worker's parent is the forkserver, which exits when this process does (even on kill -9)
+            self.pool = ProcessPool(max_workers=self.workers, max_tasks=self.max_tasks, context=ctx,
+                                    initializer=die_with_parent)
+        return self.pool
+
+    async def run(self, fn: Callable, *args, timeout: float, what: str):
+        if self.pending >= self.limit:
+            raise ApiError(503, f"the server is busy ({self.pending} {self.name} jobs waiting); try again in a moment",
+                           retry_after=max(1, round(timeout / 4)))
         self.pending += 1
-        fut = asyncio.get_running_loop().run_in_executor(self.pool, fn, *args)
-
-        def done(_):
+        fut = self.start().schedule(fn, args=args, timeout=timeout)
+        try:
+            return await asyncio.wait_for(asyncio.wrap_future(fut), timeout)
+        except (asyncio.TimeoutError, TimeoutError):
+            raise ApiError(504, f"{what} took longer than {timeout:g} s and was stopped; try a smaller problem") from None
+        except ProcessExpired:
+            raise ApiError(500, f"{what} failed: the worker process ended (out of memory?)") from None
+        finally:
+            fut.cancel()    # a job still queued is dropped, a job still running has its worker killed
             self.pending -= 1
 
-        fut.add_done_callback(done)
-        return fut
-
-    async def _wait(self, fut: asyncio.Future, timeout: float, what: str):
-        try:
-            return await asyncio.wait_for(asyncio.shield(fut), timeout)
-        except asyncio.TimeoutError:
-            raise ApiError(504, f"{what} took longer than {timeout:g} s; try a smaller problem") from None
-
-    async def run(self, fn: Callable, *args, timeout: float | None = None, what: str = "the request"):
-        return await self._wait(self._submit(fn, *args), timeout or self.cfg.solve_timeout, what)
-
-    async def solution(self, problem: Problem):
-        key = problem_key(problem)
-        sol = self.solutions.get(key)
-        if sol is not None:
-            return sol
-        fut = self.inflight.get(key)
-        if fut is None:
-            fut = self._submit(_solve, problem)
-            self.inflight[key] = fut
-
-            def done(f, key=key):
-                self.inflight.pop(key, None)
-                if not f.cancelled() and f.exception() is None:
-                    self.solutions.put(key, f.result())
-
-            fut.add_done_callback(done)
-        return await self._wait(fut, self.cfg.solve_timeout, "solving this problem")
+    def stop(self):
+        if self.pool is not None:
+            self.pool.stop()
+            self.pool.join(5)
+            self.pool = None
 
 
-def _solve(problem: Problem):
-    from ..solver import solve
+class Engine:
+    """Runs every solve, check, view and render in worker processes, on two lanes: small problems (a
+    quiz's) on ``quick``, large problems and rendered files on ``heavy``, so a cheap request never waits
+    behind an expensive one. What it answers is kept as bytes in one LRU cache bounded by its size in
+    bytes (``cache_bytes``)."""
 
-    return solve(problem)
+    def __init__(self, cfg: Config):
+        from cachetools import LRUCache
+
+        self.cfg = cfg
+        self.quick = Lane("quick", cfg.quick_workers, cfg.quick_queue, cfg.max_tasks)
+        self.heavy = Lane("heavy", cfg.heavy_workers, cfg.heavy_queue, cfg.max_tasks)
+        self.cache = LRUCache(maxsize=cfg.cache_bytes, getsizeof=lambda v: len(v[1]) + 64)
+
+    def lane(self, problem: Problem | None) -> Lane:
+        return self.quick if problem is not None and cost(problem) <= self.cfg.quick_cost else self.heavy
+
+    async def run(self, key: str | None, lane: Lane, fn: Callable, *args, timeout: float | None = None,
+                  what: str = "the request") -> Response:
+        hit = self.cache.get(key) if key is not None else None
+        if hit is None:
+            hit = await lane.run(fn, *args, timeout=timeout or self.cfg.solve_timeout, what=what)
+            if key is not None and hit[0] == 200 and len(hit[1]) + 64 <= self.cache.maxsize:
+                self.cache[key] = hit
+        status, body, media = hit
+        return Response(body, status_code=status, media_type=media)
+
+    def start(self):
+        self.quick.start()
+        self.heavy.start()
+
+    def stop(self):
+        self.quick.stop()
+        self.heavy.stop()
+
+
+class RateLimit:
+    """At most ``per_minute`` requests per client address in any minute (a sliding window of the times
+    of its last requests); the table forgets clients idle for a minute."""
+
+    def __init__(self, per_minute: int):
+        self.per_minute = per_minute
+        self.seen: dict[str, collections.deque] = {}
+
+    def check(self, client: str) -> None:
+        now = time.monotonic()
+        if len(self.seen) > 10_000:
+            self.seen = {k: q for k, q in self.seen.items() if q and now - q[-1] < 60}
+        q = self.seen.setdefault(client, collections.deque())
+        while q and now - q[0] >= 60:
+            q.popleft()
+        if len(q) >= self.per_minute:
+            raise ApiError(429, f"at most {self.per_minute} checks a minute; try again in a moment",
+                           retry_after=max(1, int(60 - (now - q[0])) + 1))
+        q.append(now)
 
 
 # ------------------------------------------------------------------ the problems folder and quiz manifests
@@ -497,10 +541,6 @@ def solution_view(sol) -> dict:
 
 # ------------------------------------------------------------------ reading requests
 
-def _reject_constant(name):
-    raise ValueError(f"non-finite number {name} is not allowed")
-
-
 async def read_json(request: Request, cfg: Config) -> dict:
     ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if ctype != "application/json":
@@ -513,14 +553,14 @@ async def read_json(request: Request, cfg: Config) -> dict:
         body += chunk
         if len(body) > cfg.max_body:
             raise ApiError(413, f"request body is larger than {cfg.max_body} bytes")
+    from ..readfile import InputError, loads_json
+
     try:
-        data = json.loads(body.decode("utf-8"), parse_float=str, parse_constant=_reject_constant)
+        data = loads_json(body.decode("utf-8"), "")
     except UnicodeDecodeError:
         raise ApiError(400, "request body is not UTF-8") from None
-    except json.JSONDecodeError as exc:
-        raise ApiError(400, f"not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
-    except (ValueError, RecursionError) as exc:
-        raise ApiError(400, f"not valid JSON: {str(exc)[:200]}") from None
+    except InputError as exc:
+        raise ApiError(400, str(exc)[:300]) from None
     if not isinstance(data, dict):
         raise ApiError(400, "expected a JSON object")
     return data
@@ -536,25 +576,12 @@ def _problem_from(data: dict) -> Problem:
                        field=getattr(exc, "field", None)) from None
 
 
-_SECRET_KEYS = {"expected", "expected_exact", "expected_value", "solution", "exact", "value"}
-
-
-def _redact(report: Any) -> Any:
-    """A check report with every expected value removed (``--no-solutions``): verdicts, error carried
-    forward, consistency and diagnoses stay. The checker leaves them out already unless asked to
-    reveal them; this is a second lock that does not depend on it."""
-    if isinstance(report, dict):
-        return {k: _redact(v) for k, v in report.items() if k not in _SECRET_KEYS}
-    if isinstance(report, list):
-        return [_redact(v) for v in report]
-    return report
-
-
 # ------------------------------------------------------------------ the app
 
 def create_app(cfg: Config | None = None) -> Starlette:
     cfg = cfg or Config()
     engine = Engine(cfg)
+    limiter = RateLimit(cfg.check_rate)
     lib = Library(cfg.problems_dir)
 
     def features() -> dict:
@@ -601,26 +628,16 @@ def create_app(cfg: Config | None = None) -> Starlette:
 
     async def view(request: Request):
         problem = _problem_from(await read_json(request, cfg))
-        return JSONResponse({"problem": problem.to_dict(), "view": problem_view(problem)})
+        return await engine.run(_digest("view", problem_key(problem)), engine.lane(problem), jobs.view_json, problem,
+                                what="laying out the problem")
 
     async def api_solve(request: Request):
         if cfg.no_solutions:
             raise ApiError(403, "solutions are turned off on this server (--no-solutions)")
         problem = _problem_from(await read_json(request, cfg))
-        sol = await engine.solution(problem)
         want_view = request.query_params.get("view") in ("1", "true", "yes")
-        key = problem_key(problem)
-        out = engine.views.get(("json", key))
-        if out is None:
-            out = await engine.run(sol.to_dict, what="writing the solution")
-            engine.views.put(("json", key), out)
-        if want_view:
-            v = engine.views.get(("view", key))
-            if v is None:
-                v = await engine.run(solution_view, sol, what="laying out the solution")
-                engine.views.put(("view", key), v)
-            out = {**out, "view": v}
-        return JSONResponse(out)
+        return await engine.run(_digest("solve", problem_key(problem), want_view), engine.lane(problem),
+                                jobs.solve_json, problem, want_view, what="solving this problem")
 
     async def api_check(request: Request):
         data = await read_json(request, cfg)
@@ -641,83 +658,61 @@ def create_app(cfg: Config | None = None) -> Starlette:
         if not isinstance(answers, dict):
             raise ApiError(400, 'missing "answers": send {"problem": {...}, "answers": {"Q": [[...]], ...}}')
         tolerance = data.get("tolerance")
-        if tolerance is not None and not isinstance(tolerance, (str, int)) or isinstance(tolerance, bool) \
+        if cfg.no_solutions:
+            # the server's tolerance, never the client's: "tolerance": 1000 would mark everything correct,
+            # and the verdicts would then give the expected values away by trial
+            tolerance = None
+            limiter.check(request.client.host if request.client else "?")
+        elif tolerance is not None and not isinstance(tolerance, (str, int)) or isinstance(tolerance, bool) \
                 or isinstance(tolerance, str) and len(tolerance) > 60:
             raise ApiError(400, '"tolerance": expected a number such as 0.01 or a percentage such as "2%"')
         reveal = bool(data.get("reveal")) and not cfg.no_solutions
-        try:
-            from ..check import check_answers
-        except ImportError:
-            raise ApiError(501, "answer checking is not available in this version") from None
-        rkey = (problem_key(problem), json.dumps(answers, sort_keys=True), str(tolerance), reveal,
-                variant.code if variant else None)
-        report = engine.reports.get(rkey)
-        if report is None:
-            sol = await engine.solution(problem)
-            if variant is not None:
-                report = await engine.run(_check_variant, problem, answers, variant, sol, reveal, what="checking")
-            else:
-                report = await engine.run(_check, problem, answers, tolerance, sol, reveal, what="checking")
-            engine.reports.put(rkey, report)
-        if cfg.no_solutions:
-            report = _redact(report)
-        return JSONResponse(report)
+        if variant is not None:
+            key = _digest("check-variant", variant.code, problem_key(problem), answers, reveal, cfg.no_solutions)
+            return await engine.run(key, engine.lane(problem), jobs.check_variant_json, problem, answers, variant,
+                                    reveal, cfg.no_solutions, what="checking")
+        key = _digest("check", problem_key(problem), answers, str(tolerance), reveal, cfg.no_solutions)
+        return await engine.run(key, engine.lane(problem), jobs.check_json, problem, answers, tolerance, reveal,
+                                cfg.no_solutions, what="checking")
 
     async def api_new(request: Request):
         data = await read_json(request, cfg)
-        try:
-            from .. import generate
-        except ImportError:
-            raise ApiError(501, "random problems are not available in this version") from None
-        problem = await engine.run(_generate, generate, data, what="drawing a random problem")
-        if not isinstance(problem, Problem):
-            raise ApiError(500, "internal error: the generator gave no problem")
-        return JSONResponse({"problem": problem.to_dict(), "view": problem_view(problem)})
-
-    async def _notebook(problem: Problem, document: str, student: dict | None):
-        """The Jupyter/Colab notebook: ``notebook`` (with the answers) or ``exercise`` (checks only)."""
-        if document not in NOTEBOOKS:
-            raise ApiError(404, f"no notebook {document[:40]!r}: expected notebook or exercise")
-        if cfg.no_solutions:   # both hold the key's values (the exercise in its checks)
-            raise ApiError(403, "notebooks are turned off on this server (--no-solutions): they hold the key's values")
-        key = (problem_key(problem), document, "ipynb", json.dumps(student, sort_keys=True))
-        body = engine.files.get(key)
-        if body is None:
-            sol = await engine.solution(problem)
-            body = await engine.run(_render_notebook, sol, document == "exercise", student,
-                                    timeout=cfg.render_timeout, what=f"making the {document}")
-            engine.files.put(key, body)
-        return Response(body, media_type=NOTEBOOK_TYPE, headers={
-            "Content-Disposition": f'attachment; filename="{problem.slug}-{document}.ipynb"', "Cache-Control": "no-store"})
+        family = data.get("family", {})
+        seed = data.get("seed", 1)
+        if isinstance(seed, str) and seed.strip().isdigit() and len(seed.strip()) < 20:
+            seed = int(seed.strip())
+        if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
+            raise ApiError(400, "seed: expected a whole number ≥ 0")
+        if not isinstance(family, dict):
+            raise ApiError(400, '"family": expected a table of options such as {"tokens": 3, "d_k": 2}')
+        return await engine.run(_digest("new", family, seed), engine.quick, jobs.generate_json, family, seed,
+                                what="drawing a random problem")
 
     async def _document(problem: Problem, document: str, fmt: str, student: dict | None, paper: str = "a4"):
         if fmt == "ipynb":
-            return await _notebook(problem, document, student)
-        if document == "problem" and fmt == "toml":
+            if document not in NOTEBOOKS:
+                raise ApiError(404, f"no notebook {document[:40]!r}: expected notebook or exercise")
+            if cfg.no_solutions:   # both hold the key's values (the exercise in its checks)
+                raise ApiError(403, "notebooks are turned off on this server (--no-solutions): they hold the key's values")
+        elif document == "problem" and fmt == "toml":
             return Response(problem.to_toml(), media_type="application/toml; charset=utf-8", headers={
                 "Content-Disposition": f'attachment; filename="{problem.slug}.toml"', "Cache-Control": "no-store"})
-        if document not in DOCUMENTS:
-            raise ApiError(404, f"no document {document[:40]!r}: expected worksheet or answer-key (or problem as toml)")
-        if fmt not in FORMATS:
-            raise ApiError(404, f"no format {fmt[:20]!r}: expected pdf, html or tex")
-        if paper not in ("a4", "letter"):
-            raise ApiError(400, f"no paper size {paper[:20]!r}: expected a4 or letter")
-        if document == "answer-key" and cfg.no_solutions:
-            raise ApiError(403, "answer keys are turned off on this server (--no-solutions)")
-        try:
-            import worked.render  # noqa: F401
-        except ImportError:
-            raise ApiError(501, "worksheets and keys are not available in this version") from None
-        key = (problem_key(problem), document, fmt, paper, json.dumps(student, sort_keys=True))
-        body = engine.files.get(key)
-        if body is None:
-            sol = await engine.solution(problem)
-            body = await engine.run(_render, engine, sol, document, fmt, student, paper,
-                                    timeout=cfg.render_timeout, what=f"making the {document} {fmt.upper()}")
-            engine.files.put(key, body)
-        filename = f"{problem.slug}-{document}.{fmt}"
-        return Response(body, media_type=FORMATS[fmt], headers={
-            "Content-Disposition": f'attachment; filename="{filename}"', "Cache-Control": "no-store"})
+        else:
+            if document not in DOCUMENTS:
+                raise ApiError(404, f"no document {document[:40]!r}: expected worksheet or answer-key (or problem as toml)")
+            if fmt not in FORMATS:
+                raise ApiError(404, f"no format {fmt[:20]!r}: expected pdf, html or tex")
+            if paper not in ("a4", "letter"):
+                raise ApiError(400, f"no paper size {paper[:20]!r}: expected a4 or letter")
+            if document == "answer-key" and cfg.no_solutions:
+                raise ApiError(403, "answer keys are turned off on this server (--no-solutions)")
+        key = _digest("file", problem_key(problem), document, fmt, paper, student)
+        out = await engine.run(key, engine.heavy, jobs.render, problem, document, fmt, student, paper,
+                               timeout=cfg.render_timeout, what=f"making the {document} {fmt.upper()}")
+        if out.status_code == 200:
+            out.headers["Content-Disposition"] = f'attachment; filename="{problem.slug}-{document}.{fmt}"'
+            out.headers["Cache-Control"] = "no-store"
+        return out
 
     async def api_download(request: Request):
         data = await read_json(request, cfg)
@@ -747,7 +742,11 @@ def create_app(cfg: Config | None = None) -> Starlette:
         return await _document(problem, p["document"], p["format"], {"variant": v.code})
 
     async def api_error(request: Request, exc: ApiError):
-        return _error(exc.status, exc.message, **{k: v for k, v in exc.extra.items() if v is not None})
+        extra = {k: v for k, v in exc.extra.items() if v is not None and k != "retry_after"}
+        out = _error(exc.status, exc.message, **extra)
+        if exc.extra.get("retry_after"):
+            out.headers["Retry-After"] = str(exc.extra["retry_after"])
+        return out
 
     async def http_error(request: Request, exc: HTTPException):
         msg = {404: "not found", 405: "method not allowed"}.get(exc.status_code, str(exc.detail))
@@ -776,22 +775,29 @@ def create_app(cfg: Config | None = None) -> Starlette:
         Route("/download/problems/{name}/{document}.{format}", download_problem),
         Route("/download/variants/{code}/{document}.{format}", download_variant),
     ]
+    @contextlib.asynccontextmanager
+    async def lifespan(app):
+        engine.start()      # the workers start while the server begins listening, not on a first request
+        try:
+            yield
+        finally:
+            engine.stop()
+
+    middleware = [Middleware(SecurityHeaders)]
+    if cfg.allowed_hosts is not None:
+        # DNS rebinding: a page on evil.example that resolves to 127.0.0.1 sends Host: evil.example
+        middleware.insert(0, Middleware(TrustedHostMiddleware, allowed_hosts=list(cfg.allowed_hosts),
+                                        www_redirect=False))
     app = Starlette(
         routes=routes,
-        middleware=[Middleware(SecurityHeaders)],
+        middleware=middleware,
+        lifespan=lifespan,
         exception_handlers={ApiError: api_error, HTTPException: http_error, WorkedError: worked_error,
                             Exception: server_error},
     )
     app.state.config = cfg
     app.state.engine = engine
     return app
-
-
-def _check(problem, answers, tolerance, sol, reveal) -> dict:
-    from ..check import Tolerance, check_answers
-
-    tol = Tolerance.parse(tolerance) if tolerance is not None else None
-    return check_answers(problem, answers, tolerance=tol, solution=sol, reveal=reveal).to_dict()
 
 
 def _questions_of(v: Variant, problem: Problem, sol=None) -> list:
@@ -824,7 +830,7 @@ def _question_list(v: Variant, problem: Problem) -> list:
     return out
 
 
-def _check_variant(problem, answers, v: Variant, sol, reveal) -> dict:
+def check_variant(problem, answers, v: Variant, sol, reveal) -> dict:
     """Check a variant's answers the way ``worked grade`` marks them: each question's entries with that question's
     tolerance (from the manifest), its points earned for the entries right or carried forward; entries outside
     the questions, and the diagnoses, with the default band."""
@@ -870,40 +876,6 @@ def _check_variant(problem, answers, v: Variant, sol, reveal) -> dict:
                     "points": _points(sum(q.points for q in questions))}
     out["variant"] = v.code
     return out
-
-
-def _render_notebook(sol, hidden: bool, student: dict | None) -> bytes:
-    from ..writers import notebook
-
-    return notebook.dumps(notebook.build(sol, answers_hidden=hidden, student=student)).encode("utf-8")
-
-
-def _render(engine: Engine, sol, document: str, fmt: str, student: dict | None, paper: str) -> bytes:
-    from .. import render as R
-
-    if fmt == "html":
-        fn = R.worksheet_html if document == "worksheet" else R.answer_key_html
-        return fn(sol, student=student, paper=paper).encode("utf-8")
-    if fmt == "tex":
-        fn = R.worksheet_tex if document == "worksheet" else R.answer_key_tex
-        return fn(sol, student=student, paper=paper).encode("utf-8")
-    fn = R.worksheet_pdf if document == "worksheet" else R.answer_key_pdf
-    with engine.render_lock:
-        return fn(sol, student=student, paper=paper)
-
-
-def _generate(generate, data: dict) -> Problem:
-    """``{"family": {the options of worked new}, "seed": S}`` → a Problem (the generator validates)."""
-    family = data.get("family", {})
-    seed = data.get("seed", 1)
-    if isinstance(seed, str) and seed.strip().isdigit():
-        seed = int(seed.strip())
-    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
-        raise ApiError(400, "seed: expected a whole number ≥ 0")
-    if not isinstance(family, dict):
-        raise ApiError(400, '"family": expected a table of options such as {"tokens": 3, "d_k": 2}')
-    fam = generate.Family.from_dict(family, source="random problem", prefix="")
-    return generate.generate(fam, seed)
 
 
 def _title_of(lib: Library, name: str) -> str:

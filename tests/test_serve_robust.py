@@ -1,0 +1,195 @@
+"""`worked serve` under hostile load, on loopback, bounded in count and time: a poisoned or expensive request
+does not delay a probe by more than 1 s, a timed-out request stops using CPU within 1 s, idle connections
+do not lock out a new client, a foreign Host is refused, and --no-solutions ignores the client's tolerance
+and limits checks per client."""
+from __future__ import annotations
+
+import concurrent.futures as cf
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+httpx = pytest.importorskip("httpx")
+
+ROOT = Path(__file__).resolve().parents[1]
+TICK = os.sysconf("SC_CLK_TCK")
+SMALL = {"X": [[1, 0, 1, 0], [0, 2, 0, 1], [1, 1, 0, 0]], "W_Q": [[1, 0], [0, 1], [1, 0], [0, 1]],
+         "W_K": [[0, 1], [1, 0], [1, 0], [0, 1]], "W_V": [[1, 0], [0, 1], [1, 1], [0, 0]]}
+
+
+def big_problem() -> dict:
+    """The largest problem the limits allow (12 tokens, d_model 12, 4 heads): seconds of CPU to solve."""
+    import random
+
+    r = random.Random(5)
+    m = lambda a, b: [[r.choice([0, 1, 0.5, -0.5]) for _ in range(b)] for _ in range(a)]  # noqa: E731
+    return {"X": m(12, 12), "heads": [{"W_Q": m(12, 3), "W_K": m(12, 3), "W_V": m(12, 3)} for _ in range(4)],
+            "W_O": m(12, 12), "decimals": 4}
+
+
+class Server:
+    def __init__(self, *args: str):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.proc = subprocess.Popen([sys.executable, "-m", "worked", "serve", "--port", str(self.port), *args],
+                                     cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                httpx.get(self.url + "/api/info", timeout=1)
+                break
+            except httpx.HTTPError:
+                if time.monotonic() > deadline or self.proc.poll() is not None:
+                    self.stop()
+                    raise AssertionError("server did not start: " + self.proc.stderr.read().decode()[-300:])
+                time.sleep(0.1)
+        # the first check starts the worker processes; later requests measure the server, not its start
+        assert self.check({"Q": [[1, 0], [0, 1], [1, 0]]}).status_code == 200
+
+    def post(self, path: str, body: dict, timeout: float = 30) -> httpx.Response:
+        return httpx.post(self.url + path, json=body, timeout=timeout)
+
+    def check(self, answers: dict, problem: dict = SMALL, **extra) -> httpx.Response:
+        return self.post("/api/check", {"problem": problem, "answers": answers, **extra})
+
+    def tree(self) -> list[int]:
+        """The server's pid and those of all its descendants (workers, the forkserver)."""
+        out, todo = [], [self.proc.pid]
+        while todo:
+            pid = todo.pop()
+            out.append(pid)
+            try:
+                for tid in os.listdir(f"/proc/{pid}/task"):
+                    with open(f"/proc/{pid}/task/{tid}/children") as f:
+                        todo += [int(c) for c in f.read().split()]
+            except OSError:
+                pass
+        return out
+
+    def cpu_seconds(self) -> float:
+        total = 0
+        for pid in self.tree():
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                total += int(fields[11]) + int(fields[12])     # utime + stime
+            except OSError:
+                pass
+        return total / TICK
+
+    def stop(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+@pytest.fixture(scope="module")
+def server():
+    s = Server("--timeout", "3")
+    yield s
+    s.stop()
+
+
+def probe_time(server: Server) -> float:
+    t = time.monotonic()
+    assert httpx.get(server.url + "/", timeout=5).status_code == 200
+    r = server.check({"Q": [[1, 0], [0, 1], [1, 0]]})
+    assert r.status_code == 200, r.text
+    return time.monotonic() - t
+
+
+def test_poisoned_requests_do_not_delay_a_probe(server):
+    """Huge exponents (answers and entries) and two maximal solves in flight: the page and a small check
+    still answer within 1 s."""
+    poison = [lambda: server.check({"Q": [["1e99999999", 0], [0, 1], [1, 0]]}),
+              lambda: server.check({"Q": [["1e-99999999", 0], [0, 1], [1, 0]]}),
+              lambda: server.post("/api/solve", {"problem": {**SMALL, "X": [["1e99999999", 0, 1, 0], [0, 2, 0, 1], [1, 1, 0, 0]]}}),
+              lambda: server.post("/api/solve", {"problem": big_problem()}),
+              lambda: server.post("/api/solve", {"problem": {**big_problem(), "decimals": 3}})]
+    with cf.ThreadPoolExecutor(len(poison)) as ex:
+        futs = [ex.submit(p) for p in poison]
+        time.sleep(0.3)
+        worst = max(probe_time(server) for _ in range(3))
+        codes = [f.result().status_code for f in futs]
+    assert worst < 1.0, f"a probe took {worst:.2f} s behind poisoned requests"
+    assert codes[:3] == [200, 200, 422] and all(c in (504, 503) for c in codes[3:]), codes
+    first = futs[0].result().json()
+    assert first["summary"]["invalid"] == 1 and "exponent" in str(first)
+
+
+def test_a_timed_out_request_stops_using_cpu(server):
+    """A solve past --timeout answers 504, and within 1 s of that the server's processes are idle."""
+    t = time.monotonic()
+    r = server.post("/api/solve", {"problem": {**big_problem(), "decimals": 2}})
+    took = time.monotonic() - t
+    assert r.status_code == 504 and "stopped" in r.json()["error"], r.text
+    assert took < 3 + 1.5
+    time.sleep(1.0)
+    c0 = server.cpu_seconds()
+    time.sleep(1.0)
+    used = server.cpu_seconds() - c0
+    assert used < 0.2, f"the server used {used:.2f} s of CPU in the second after a 504"
+
+
+def test_idle_connections_do_not_lock_out_a_new_client(server):
+    """2,100 idle TCP connections (more than uvicorn's old 2,000 limit_concurrency) and a new client is served."""
+    socks = []
+    try:
+        for _ in range(2100):
+            s = socket.create_connection(("127.0.0.1", server.port), timeout=5)
+            socks.append(s)
+        time.sleep(0.5)
+        t = time.monotonic()
+        r = httpx.get(server.url + "/api/info", timeout=5)
+        assert r.status_code == 200 and time.monotonic() - t < 1.0
+    finally:
+        for s in socks:
+            s.close()
+
+
+def test_a_foreign_host_is_refused(server):
+    """DNS rebinding: Host: evil.example is refused; localhost and 127.0.0.1 are served."""
+    assert httpx.get(server.url + "/", headers={"Host": "evil.example"}, timeout=5).status_code == 400
+    assert httpx.get(server.url + "/", headers={"Host": f"localhost:{server.port}"}, timeout=5).status_code == 200
+
+
+def test_a_full_lane_answers_503_with_retry_after():
+    """More maximal solves than the heavy lane holds: the extra ones get 503 with Retry-After at once."""
+    s = Server("--timeout", "2")
+    try:
+        with cf.ThreadPoolExecutor(12) as ex:
+            futs = [ex.submit(s.post, "/api/solve", {"problem": {**big_problem(), "decimals": 1 + k % 5, "title": str(k)}})
+                    for k in range(12)]
+            rs = [f.result() for f in futs]
+        busy = [r for r in rs if r.status_code == 503]
+        assert busy and all(int(r.headers["retry-after"]) >= 1 for r in busy)
+        assert {r.status_code for r in rs} <= {503, 504}
+        assert probe_time(s) < 1.0
+    finally:
+        s.stop()
+
+
+def test_no_solutions_ignores_the_client_tolerance_and_limits_checks():
+    """With --no-solutions, "tolerance": 1000 marks nothing correct that the default would not, and a
+    client gets 429 with Retry-After after 60 checks in a minute."""
+    s = Server("--no-solutions")
+    try:
+        wrong = {"Q": [[9, 9], [9, 9], [9, 9]]}
+        r = s.check(wrong, tolerance="1000")
+        assert r.status_code == 200 and r.json()["summary"]["correct"] == 0, r.text
+        assert r.json()["tolerance"]["default"] is True
+        codes = [s.check(wrong).status_code for _ in range(70)]
+        assert 429 in codes and codes.count(200) <= 60
+        r = s.check(wrong)
+        assert r.status_code == 429 and int(r.headers["retry-after"]) >= 1
+    finally:
+        s.stop()

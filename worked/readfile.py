@@ -1,0 +1,179 @@
+"""Reading the user's input files: regular files only, at most a size limit, UTF-8 with or without a BOM,
+and TOML/JSON parsed with bounded numbers and nesting. Every failure is one :class:`InputError` line
+naming the file and what was expected.
+
+A FIFO, a device (a symlink to ``/dev/zero``) or a directory is refused before anything is read: the file
+is opened non-blocking (so opening a FIFO does not wait for a writer) and checked with ``fstat`` on the
+open descriptor (so the file checked is the file read), and at most ``limit + 1`` bytes are ever read.
+"""
+from __future__ import annotations
+
+import json
+import os
+import stat
+
+from .errors import WorkedError, reason
+
+FILE_LIMIT = 1_000_000        # bytes in a problem file, answers file, quiz spec, roster or responses file
+MANIFEST_LIMIT = 64_000_000   # bytes in a quiz manifest (2,000 variants with their problems and keys)
+MAX_INT_DIGITS = 100          # digits of an integer in a TOML or JSON file (a hand exercise needs a few)
+BOM = "\ufeff"
+
+
+class InputError(WorkedError):
+    """An input file cannot be read or parsed. ``str()`` is ``"<file>: <what>"``; ``.message`` is the part
+    after the file."""
+
+    def __init__(self, source: str, message: str):
+        self.source = source
+        self.message = message
+        super().__init__(f"{source}: {message}" if source else message)
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def read_bytes(path, limit: int = FILE_LIMIT, expected: str = "a file") -> bytes:
+    """The bytes of the regular file *path* (symlinks followed), refusing anything else or anything larger
+    than *limit* bytes. *expected* names what the file should be, for the messages."""
+    src = str(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise InputError(src, f"no such file (expected {expected})") from None
+    except IsADirectoryError:
+        raise InputError(src, f"is a directory, expected {expected}") from None
+    except OSError as exc:
+        raise InputError(src, f"cannot read: {exc.strerror or exc}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise InputError(src, f"is {_kind(st.st_mode)}, expected {expected}")
+        if st.st_size > limit:
+            raise InputError(src, f"file is larger than {limit} bytes (expected {expected})")
+        os.set_blocking(fd, True)
+        chunks, size = [], 0
+        while size <= limit:
+            b = os.read(fd, limit + 1 - size)
+            if not b:
+                break
+            chunks.append(b)
+            size += len(b)
+        if size > limit:
+            raise InputError(src, f"file is larger than {limit} bytes (expected {expected})")
+        return b"".join(chunks)
+    except OSError as exc:
+        raise InputError(src, f"cannot read: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+
+
+def decode(raw: bytes, src: str, expected: str = "UTF-8 text") -> str:
+    """UTF-8 text, a leading BOM (as Windows editors write it) removed; a bad byte is named with its line."""
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[:exc.start].count(b"\n") + 1
+        raise InputError(src, f"line {line}: byte 0x{raw[exc.start]:02X} is not UTF-8; expected {expected}") from None
+
+
+def read_text(path, limit: int = FILE_LIMIT, expected: str = "a UTF-8 text file") -> str:
+    """:func:`read_bytes` then :func:`decode`."""
+    return decode(read_bytes(path, limit, expected), str(path), expected)
+
+
+def _int(text: str) -> int:
+    digits = len(text.lstrip("+-"))
+    if digits > MAX_INT_DIGITS:
+        raise ValueError(f"a whole number has more than {MAX_INT_DIGITS} digits; write numbers of ordinary size")
+    return int(text)
+
+
+def _reject_constant(name):
+    raise ValueError(f"non-finite number {name} is not allowed")
+
+
+def loads_json(text: str, src: str, constants: bool = False):
+    """JSON with decimals kept as strings (exact), integers of at most :data:`MAX_INT_DIGITS` digits,
+    NaN/Infinity refused unless *constants* (then floats, as ``-Infinity`` for a masked score in an
+    answers file), and nesting bounded (a RecursionError becomes a one-line error)."""
+    text = text.removeprefix(BOM)
+    try:
+        return json.loads(text, parse_float=str, parse_int=_int, parse_constant=None if constants else _reject_constant)
+    except json.JSONDecodeError as exc:
+        raise InputError(src, f"not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
+    except RecursionError:
+        raise InputError(src, "not valid JSON: nested too deeply") from None
+    except ValueError as exc:
+        raise InputError(src, f"not valid JSON: {reason(exc)}") from None
+
+
+def loads_toml(text: str, src: str, parse_float=str):
+    """TOML (decimals kept as strings by default), with integer length and nesting bounded."""
+    import tomllib
+
+    text = text.removeprefix(BOM)
+    try:
+        data = tomllib.loads(text, parse_float=parse_float)
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(src, f"not valid TOML: {exc}") from None
+    except RecursionError:
+        raise InputError(src, "not valid TOML: nested too deeply") from None
+    except ValueError as exc:   # an integer longer than Python converts
+        raise InputError(src, f"not valid TOML: {reason(exc)}") from None
+    _check_ints(data, src)
+    return data
+
+
+def _check_ints(data, src: str) -> None:
+    """tomllib has no parse_int: refuse over-long integers after parsing (iteratively, no recursion)."""
+    limit = 10 ** MAX_INT_DIGITS
+    stack = [data]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, dict):
+            stack.extend(x.values())
+        elif isinstance(x, list):
+            stack.extend(x)
+        elif isinstance(x, int) and not isinstance(x, bool) and abs(x) >= limit:
+            raise InputError(src, f"a whole number has more than {MAX_INT_DIGITS} digits; write numbers of ordinary size")
+
+
+def csv_rows(text: str, src: str, delimiter: str = ",", expected: str = "a CSV file") -> list[tuple[int, list[str]]]:
+    """``(line, cells)`` for every row of a CSV text, with the line each row starts on. Refuses, in one
+    line naming the file and the line: a NUL byte, a quoted field that is never closed (``"Bob`` to the end
+    of the file), a stray quote inside a quoted field, and a field longer than the csv module's limit."""
+    import csv
+    import io
+
+    nul = text.find("\0")
+    if nul >= 0:
+        raise InputError(src, f"line {text.count(chr(10), 0, nul) + 1}: a NUL byte; expected {expected} (text)")
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
+    rows: list[tuple[int, list[str]]] = []
+    start = 1
+    try:
+        for r in reader:
+            rows.append((start, r))
+            start = reader.line_num + 1
+    except csv.Error as exc:
+        msg = str(exc)
+        if "field limit" in msg:
+            msg = f"a field is longer than {csv.field_size_limit()} characters"
+        elif "end of data" in msg:
+            msg = f'a quoted field that starts on line {start} is never closed (a " is missing)'
+        elif "expected after" in msg:
+            msg = 'a quote inside a quoted field (write "" for a " inside quotes)'
+        else:
+            msg = f"not valid CSV ({msg})"
+        raise InputError(src, f"line {reader.line_num}: {msg}; expected {expected}") from None
+    return rows

@@ -1,0 +1,141 @@
+"""The server's work, as functions run in worker processes (:class:`worked.server.app.Engine`).
+
+Each job takes plain data (a :class:`~worked.problem.Problem`, answers, options) and returns
+``(status, body bytes, media type)``: the JSON of a solution, a check report or a page view, or a rendered
+file. A user's mistake (a WorkedError) is a 4xx body, anything unexpected a generic 500 whose details go
+to the log, never to the client. Nothing here keeps state between jobs: the server caches the bytes it
+sends, bounded by their size; a worker that runs past its deadline is killed, so a 504 means the work has
+stopped.
+"""
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from ..errors import WorkedError
+
+log = logging.getLogger("worked.server")
+JSON = "application/json"
+
+
+_SECRET_KEYS = {"expected", "expected_exact", "expected_value", "solution", "exact", "value"}
+
+
+def redact(report: Any) -> Any:
+    """A check report with every expected value removed (``--no-solutions``): verdicts, error carried
+    forward, consistency and diagnoses stay. The checker leaves them out already unless asked to
+    reveal them; this is a second lock that does not depend on it."""
+    if isinstance(report, dict):
+        return {k: redact(v) for k, v in report.items() if k not in _SECRET_KEYS}
+    if isinstance(report, list):
+        return [redact(v) for v in report]
+    return report
+
+
+def _json(obj) -> bytes:
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def _guard(fn, *args):
+    try:
+        return fn(*args)
+    except WorkedError as exc:
+        return 422, _json({"error": str(exc)[:500], **({"field": exc.field} if getattr(exc, "field", None) else {})}), JSON
+    except Exception:  # noqa: BLE001 - the log has the details, the client a generic message
+        log.exception("internal error in %s", getattr(fn, "__name__", fn))
+        return 500, _json({"error": "internal error: the server could not do this; the details are in the server log"}), JSON
+
+
+def solve_json(problem, view: bool):
+    """``worked solve --format json`` of *problem*, with the page's view of every step when *view*."""
+    return _guard(_solve_json, problem, view)
+
+
+def _solve_json(problem, view):
+    from ..solver import solve
+    from .app import solution_view
+
+    sol = solve(problem)
+    out = sol.to_dict()
+    if view:
+        out = {**out, "view": solution_view(sol)}
+    return 200, _json(out), JSON
+
+
+def check_json(problem, answers: dict, tolerance, reveal: bool, redact: bool):
+    """``worked check --format json``; with *redact* (``--no-solutions``) every expected value removed."""
+    return _guard(_check_json, problem, answers, tolerance, reveal, redact)
+
+
+def _check_json(problem, answers, tolerance, reveal, redact_):
+    from ..check import Tolerance, check_answers
+    tol = Tolerance.parse(tolerance) if tolerance is not None else None
+    report = check_answers(problem, answers, tolerance=tol, reveal=reveal).to_dict()
+    return 200, _json(redact(report) if redact_ else report), JSON
+
+
+def view_json(problem):
+    """The page's view of a problem and its empty answer grids."""
+    return _guard(_view_json, problem)
+
+
+def _view_json(problem):
+    from .app import problem_view
+
+    return 200, _json({"problem": problem.to_dict(), "view": problem_view(problem)}), JSON
+
+
+def generate_json(family: dict, seed: int):
+    """A random problem drawn by :mod:`worked.generate` (the options of ``worked new``)."""
+    return _guard(_generate_json, family, seed)
+
+
+def _generate_json(family, seed):
+    from .. import generate
+    from .app import problem_view
+
+    fam = generate.Family.from_dict(family, source="random problem", prefix="")
+    problem = generate.generate(fam, seed)
+    return 200, _json({"problem": problem.to_dict(), "view": problem_view(problem)}), JSON
+
+
+def render(problem, document: str, fmt: str, student, paper: str):
+    """A worksheet or answer key as PDF, HTML or LaTeX; or (fmt ``ipynb``) the notebook or exercise."""
+    return _guard(_render, problem, document, fmt, student, paper)
+
+
+def _render(problem, document, fmt, student, paper):
+    from ..solver import solve
+
+    sol = solve(problem)
+    if fmt == "ipynb":
+        from ..writers import notebook
+
+        nb = notebook.build(sol, answers_hidden=document == "exercise", student=student)
+        return 200, notebook.dumps(nb).encode("utf-8"), "application/x-ipynb+json"
+    from .. import render as R
+    from .app import FORMATS
+
+    if fmt == "html":
+        fn = R.worksheet_html if document == "worksheet" else R.answer_key_html
+        return 200, fn(sol, student=student, paper=paper).encode("utf-8"), FORMATS[fmt]
+    if fmt == "tex":
+        fn = R.worksheet_tex if document == "worksheet" else R.answer_key_tex
+        return 200, fn(sol, student=student, paper=paper).encode("utf-8"), FORMATS[fmt]
+    fn = R.worksheet_pdf if document == "worksheet" else R.answer_key_pdf
+    return 200, fn(sol, student=student, paper=paper), FORMATS[fmt]
+
+
+def check_variant_json(problem, answers: dict, variant, reveal: bool, redact_: bool):
+    """A quiz variant's answers checked the way ``worked grade`` marks them (each question with its own
+    tolerance and points, from the manifest): :func:`worked.server.app.check_variant`."""
+    return _guard(_check_variant_json, problem, answers, variant, reveal, redact_)
+
+
+def _check_variant_json(problem, answers, variant, reveal, redact_):
+    from ..solver import solve
+    from .app import check_variant
+
+    report = check_variant(problem, answers, variant, solve(problem), reveal)
+    return 200, _json(redact(report) if redact_ else report), JSON
