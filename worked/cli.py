@@ -109,16 +109,29 @@ def _add_new(sub):
     p.add_argument("--seed", type=int, default=None, help="seed (default: a fresh random one, recorded in the file)")
     p.add_argument("-o", "--output", default=None, metavar="FILE", help="write here (default: standard output)")
     p.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
-    _allow_negative_ranges(p)
     p.set_defaults(func=cmd_new)
 
 
-def _allow_negative_ranges(p):
-    """Let ``--range -2..3`` read -2..3 as a value, not an option."""
+RANGE_OPTIONS = ("--range", "--weight-range")
+
+
+def _join_negative_ranges(argv: list[str]) -> list[str]:
+    """``--range -2..3`` as ``--range=-2..3``: argparse would read a value that starts with ``-`` as an option."""
     import re
 
-    if hasattr(p, "_negative_number_matcher"):
-        p._negative_number_matcher = re.compile(r"^-\d+(\.\.-?\d+)?$|^-\d*\.\d+$")
+    out, it = [], iter(argv)
+    for a in it:
+        if a in RANGE_OPTIONS:
+            nxt = next(it, None)
+            if nxt is not None and re.fullmatch(r"-\d+(\.\.-?\d+)?", nxt):
+                out.append(f"{a}={nxt}")
+                continue
+            out.append(a)
+            if nxt is not None:
+                out.append(nxt)
+            continue
+        out.append(a)
+    return out
 
 
 def cmd_new(args) -> int:
@@ -431,7 +444,7 @@ def main(argv=None) -> int:
     from .errors import WorkedError
 
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(_join_negative_ranges(sys.argv[1:] if argv is None else list(argv)))
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
