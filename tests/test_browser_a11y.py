@@ -18,7 +18,7 @@ if not CHROMIUM.exists():
     pytest.skip("Debian's Chromium (/usr/bin/chromium) is not installed; .ci/run installs it", allow_module_level=True)
 playwright_api = pytest.importorskip("playwright.sync_api", reason="the playwright Python package is not installed")
 
-from test_browser_serve import ARGS, _Server, fill, no_scaling_answers  # noqa: E402
+from test_browser_serve import browser, fill, no_scaling_answers, server  # noqa: E402,F401  (the fixtures)
 
 AXE = Path(__file__).resolve().parent / "node_modules" / "axe-core" / "axe.min.js"
 if not AXE.is_file() and not os.environ.get("CI"):
@@ -26,21 +26,6 @@ if not AXE.is_file() and not os.environ.get("CI"):
 
 WCAG21AA = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
 WIDTHS = [(1200, 900), (390, 844)]
-
-
-@pytest.fixture(scope="module")
-def server():
-    s = _Server()
-    yield s
-    s.stop()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with playwright_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
-        yield b
-        b.close()
 
 
 def new_page(browser, width=1200, height=900):

@@ -13,26 +13,11 @@ if not CHROMIUM.exists():
     pytest.skip("Debian's Chromium (/usr/bin/chromium) is not installed; .ci/run installs it", allow_module_level=True)
 playwright_api = pytest.importorskip("playwright.sync_api", reason="the playwright Python package is not installed")
 
-from test_browser_serve import ARGS, PART9, _Server  # noqa: E402
+from test_browser_serve import PART9, _Server, browser, server  # noqa: E402,F401  (the fixtures)
 
 from worked.problem import load  # noqa: E402
 
 WIDTHS = [(1200, 900), (390, 844)]
-
-
-@pytest.fixture(scope="module")
-def server():
-    s = _Server()
-    yield s
-    s.stop()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with playwright_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
-        yield b
-        b.close()
 
 
 def new_page(browser, width, height):
