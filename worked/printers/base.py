@@ -120,6 +120,26 @@ class Printer:
         return not label.isdigit() and label not in (eq.ALL, "j", ":")
 
 
+class InlineFractions:
+    """A printer that writes quotients on one line, ``a/b`` with *SLASH* (for exponents: ``e^{3√2/2}``
+    stays readable); mix it in before the format's printer."""
+
+    inline_fractions = True
+    SLASH = "/"
+
+    def _print_Num(self, n):
+        v = n.value
+        if v.denominator == 1 or terminates(v):
+            return super()._print_Num(n)
+        return f"{v.numerator}{self.SLASH}{v.denominator}"
+
+    def _print_Frac(self, n):
+        top = self.wrap(n.num, MUL)
+        den = n.den
+        simple = type(den) in (eq.Sym, eq.Dec) or type(den) is eq.Num and den.value.denominator == 1 and den.value > 0
+        return f"{top}{self.SLASH}{self.doprint(den) if simple else self.paren(self.doprint(den))}"
+
+
 def terminates(f: Fraction) -> bool:
     """True when *f* is a decimal with at most 6 places (shown as a decimal, not a fraction)."""
     d = f.denominator

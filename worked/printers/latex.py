@@ -5,7 +5,7 @@ Only ASCII is written (``\\cdot``, ``-``): pdflatex rejects a Unicode minus or m
 from __future__ import annotations
 
 from .. import eq
-from .base import ATOM, MUL, Printer, dec_str, rat_str, terminates
+from .base import ATOM, InlineFractions, Printer, dec_str, rat_str, terminates
 
 _OPS = {eq.EQ: "=", eq.APPROX: r"\approx", eq.TO: r"\to"}
 
@@ -97,22 +97,8 @@ class LatexPrinter(Printer):
 
 
 
-class InlineLatexPrinter(LatexPrinter):
+class InlineLatexPrinter(InlineFractions, LatexPrinter):
     """LaTeX with quotients written ``a/b`` (for exponents: ``e^{3\\sqrt{2}/2}`` stays readable)."""
-
-    inline_fractions = True
-
-    def _print_Num(self, n):
-        v = n.value
-        if v.denominator == 1 or terminates(v):
-            return super()._print_Num(n)
-        return f"{v.numerator}/{v.denominator}"
-
-    def _print_Frac(self, n):
-        top = self.wrap(n.num, MUL)
-        den = n.den
-        simple = type(den) in (eq.Sym, eq.Dec) or type(den) is eq.Num and den.value.denominator == 1 and den.value > 0
-        return f"{top}/{self.doprint(den) if simple else self.paren(self.doprint(den))}"
 
 
 _INLINE = InlineLatexPrinter()

@@ -4,7 +4,7 @@ from __future__ import annotations
 from html import escape
 
 from .. import eq
-from .base import ATOM, MUL, Printer, dec_str, rat_str, terminates
+from .base import ATOM, Printer, dec_str, rat_str, terminates
 
 _OPS = {eq.EQ: "=", eq.APPROX: "≈", eq.TO: "→"}
 
