@@ -162,6 +162,19 @@ def tree_memory(pid: int) -> tuple[float, float, float]:
     return rss / 1024, pss / 1024, root / 1024
 
 
+async def _post(client, path, body, lat: list, errors: list) -> None:
+    """One timed POST: its latency into *lat*, anything but a 200 into *errors*."""
+    t = time.perf_counter()
+    try:
+        async with client.post(path, json=body) as r:
+            text = await r.text()
+            if r.status != 200:
+                errors.append(f"{path}: {r.status} {text[:120]}")
+    except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
+        errors.append(f"{path}: {type(exc).__name__} {exc}")
+    lat.append(time.perf_counter() - t)
+
+
 async def paced(client, requests: list[tuple[str, dict]], seconds: float):
     """Send *requests* at an even rate over *seconds* (each on its own task, not waiting for the last)."""
     lat: list[float] = []
@@ -170,15 +183,7 @@ async def paced(client, requests: list[tuple[str, dict]], seconds: float):
 
     async def one(path, body, at):
         await asyncio.sleep(max(0.0, at - time.perf_counter()))
-        t = time.perf_counter()
-        try:
-            async with client.post(path, json=body) as r:
-                text = await r.text()
-                if r.status != 200:
-                    errors.append(f"{path}: {r.status} {text[:120]}")
-        except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
-            errors.append(f"{path}: {type(exc).__name__} {exc}")
-        lat.append(time.perf_counter() - t)
+        await _post(client, path, body, lat, errors)
 
     t0 = time.perf_counter()
     await asyncio.gather(*(one(p, b, t0 + k * step) for k, (p, b) in enumerate(requests)))
@@ -224,15 +229,7 @@ async def burst(client, requests: list[tuple[str, dict]], concurrency: int):
 
     async def one(path, body):
         async with sem:
-            t = time.perf_counter()
-            try:
-                async with client.post(path, json=body) as r:
-                    text = await r.text()
-                    if r.status != 200:
-                        errors.append(f"{path}: {r.status} {text[:120]}")
-            except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
-                errors.append(f"{path}: {type(exc).__name__} {exc}")
-            lat.append(time.perf_counter() - t)
+            await _post(client, path, body, lat, errors)
 
     t0 = time.perf_counter()
     await asyncio.gather(*(one(p, b) for p, b in requests))
