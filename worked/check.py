@@ -46,6 +46,7 @@ from . import exprs
 from .attention import NA, Interval, contains, forward, pt
 from .errors import ExpressionError, WorkedError
 from .mistakes import MISTAKES
+from .model import MATRIX_ALIASES
 from .numfmt import CTX
 
 BLANKS = ("", "?")
@@ -308,9 +309,6 @@ def _split(key: str) -> tuple[str, str]:
 
 # ---------------------------------------------------------------- reading an answers dict
 
-ALIASES = {"A": "weights", "attention": "weights", "scaled_scores": "scaled", "output": "Z"}
-
-
 def normalize_answers(answers: dict, matrices: dict, multihead: bool) -> tuple[dict, list[dict]]:
     """Flatten nested per-head tables and aliases; return ({key: rows}, errors) with unknown keys as errors."""
     flat: dict[str, Any] = {}
@@ -320,7 +318,7 @@ def normalize_answers(answers: dict, matrices: dict, multihead: bool) -> tuple[d
 
     def put(key, value):
         pre, base = _split(key)
-        base = ALIASES.get(base, base)
+        base = MATRIX_ALIASES.get(base, base)
         if not multihead and pre == "head1.":
             pre = ""
         k = pre + base

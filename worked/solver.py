@@ -60,7 +60,7 @@ class _Ctx:
 
     def sym(self, base: str, head: int | None, **kw) -> eq.Sym:
         """A per-head symbol: Q, or Q⁽¹⁾ with several heads; ``scaled``/``scores`` upright."""
-        return eq.Sym(base, head=head if self.multi else None, upright=len(base.partition("_")[0]) > 1, **kw)
+        return eq.matrix_sym(base, head if self.multi else None, **kw)
 
 
 def _rel(a_exact: bool) -> str:

@@ -37,7 +37,7 @@ from fractions import Fraction
 
 __all__ = [
     "Node", "Num", "Dec", "Sym", "Entry", "Col", "Vec", "Dot", "Add", "Mul", "Neg", "Frac", "Pow", "Sqrt",
-    "Exp", "Inf", "Sum", "Call", "Blank", "Dims", "Rel", "ALL", "num", "dec", "neg_inf", "from_sympy", "evaluate", "is_label",
+    "Exp", "Inf", "Sum", "Call", "Blank", "Dims", "Rel", "ALL", "num", "dec", "neg_inf", "matrix_sym", "from_sympy", "evaluate", "is_label",
     "EQ", "APPROX", "TO",
 ]
 
@@ -238,6 +238,12 @@ def dec(d: Decimal, ulps: int = 1) -> Dec:
     if d == 0:
         d = abs(d)
     return Dec(d, places, ulps)
+
+
+def matrix_sym(base: str, head: int | None = None, **kw) -> Sym:
+    """A matrix's symbol as the steps write it: ``Q``, ``Q⁽¹⁾`` (*head* only with several heads),
+    ``W_Q⁽¹⁾``; names of several letters (``scores``, ``scaled``, ``concat``, ``dW_Q``) are set upright."""
+    return Sym(base, head=head, upright=len(base.partition("_")[0]) > 1, **kw)
 
 
 def neg_inf() -> Neg:

@@ -248,10 +248,7 @@ def _check_prompts(step, lt: list[str], tokens, checks: str = "one") -> list[dic
     return out
 
 
-def head_sym(base: str, head: int | None = None) -> eq.Sym:
-    """A matrix's symbol as the steps write it: ``Q``, ``Q⁽¹⁾`` (pass *head* only with several heads),
-    ``W_Q⁽¹⁾``; names of several letters (``scores``, ``scaled``, ``concat``) are set upright."""
-    return eq.Sym(base, head=head, upright=len(base.partition("_")[0]) > 1)
+head_sym = eq.matrix_sym   # a matrix's symbol as the steps write it (Q, Q⁽¹⁾, W_Q⁽¹⁾, scores upright)
 
 
 def scale_text(p) -> str:
