@@ -59,10 +59,9 @@ Backends (all three have the same methods: NEG_INF, entry, dot, factor, scale, s
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from decimal import MAX_EMAX, MIN_EMIN, ROUND_HALF_EVEN, Context, Decimal
 from fractions import Fraction
-from typing import Any
+from typing import Any, NamedTuple
 
 from . import numfmt as F
 
@@ -75,8 +74,7 @@ class _NotGiven:
 NA = _NotGiven()   # in *given*: this entry was not given (compute it)
 
 
-@dataclass(frozen=True)
-class Transform:
+class Transform(NamedTuple):
     """A change to the correct pass at one or more stages (the default changes nothing).
 
     scores: "QK" (Q·Kᵀ) or "KQ" (K·Qᵀ); mask: None (the problem's), "none" (nothing masked) or
@@ -101,55 +99,56 @@ class Transform:
     update: str = "minus"            # "plus": W + lr·dW
 
 
-@dataclass
 class HeadPass:
     """One head's matrices, as computed (``Pass.matrices`` has the same under their keys)."""
 
-    Q: list
-    K: list
-    V: list
-    raw_scores: list        # the products before the mask (Q·Kᵀ, or K·Qᵀ under that transform)
-    scores: list
-    scaled: list
-    weights: list
-    Z: list
-    masked: frozenset       # (row, col) of the entries the mask hid
-    softmax: list           # per row, the backend's softmax state (Exact: ExactRow), or None
+    __slots__ = ("Q", "K", "V", "raw_scores", "scores", "scaled", "weights", "Z", "masked", "softmax")
+
+    def __init__(self, Q: list, K: list, V: list, raw_scores: list, scores: list, scaled: list, weights: list,
+                 Z: list, masked: frozenset, softmax: list):
+        self.Q, self.K, self.V = Q, K, V
+        self.raw_scores = raw_scores    # the products before the mask (Q·Kᵀ, or K·Qᵀ under that transform)
+        self.scores, self.scaled, self.weights, self.Z = scores, scaled, weights, Z
+        self.masked = masked            # (row, col) of the entries the mask hid
+        self.softmax = softmax          # per row, the backend's softmax state (Exact: ExactRow), or None
 
 
-@dataclass
 class HeadGrad:
     """One head's gradients (the backward pass), as computed; ``Pass.matrices`` has them under their keys."""
 
-    dZ: list
-    dV: list
-    dA: list
-    rowsum: list            # per row i: Σ_k A_ik·dA_ik (the softmax backward's Σ term)
-    dS: list                # the gradient of the scaled scores (the softmax backward)
-    dscores: list           # the gradient of the scores (dS divided by the factor again)
-    dQ: list
-    dK: list
-    dW: dict                # "W_Q", "W_K", "W_V" → gradient
-    new: dict               # "W_Q", "W_K", "W_V" → W − lr·dW
+    __slots__ = ("dZ", "dV", "dA", "rowsum", "dS", "dscores", "dQ", "dK", "dW", "new")
+
+    def __init__(self, dZ: list, dV: list, dA: list, rowsum: list, dS: list, dscores: list, dQ: list, dK: list,
+                 dW: dict, new: dict):
+        self.dZ, self.dV, self.dA = dZ, dV, dA
+        self.rowsum = rowsum            # per row i: Σ_k A_ik·dA_ik (the softmax backward's Σ term)
+        self.dS = dS                    # the gradient of the scaled scores (the softmax backward)
+        self.dscores = dscores          # the gradient of the scores (dS divided by the factor again)
+        self.dQ, self.dK = dQ, dK
+        self.dW = dW                    # "W_Q", "W_K", "W_V" → gradient
+        self.new = new                  # "W_Q", "W_K", "W_V" → W − lr·dW
 
 
-@dataclass
 class Pass:
-    """The result of :func:`forward`."""
+    """The result of :func:`forward`: filled in stage by stage."""
 
-    heads: list[HeadPass] = field(default_factory=list)
-    concat: list | None = None
-    output: list | None = None          # the final Z (after W_O with several heads)
-    factor: Any = None                  # the divisor of the scores (after the transform)
-    shown: dict[str, list] = field(default_factory=dict)
-    carried: dict[str, list] = field(default_factory=dict)
-    # the backward pass, for a problem with a [train] table (None otherwise)
-    loss: Any = None                    # L = ½ Σ (Z − T)²
-    dZ: list | None = None              # ∂L/∂Z = Z − T (the final Z)
-    dconcat: list | None = None         # dZ·W_Oᵀ (several heads)
-    grads: list[HeadGrad] = field(default_factory=list)
-    after: "Pass | None" = None         # the fresh forward pass with the updated weights (not for Exact)
-    loss_after: Any = None
+    __slots__ = ("heads", "concat", "output", "factor", "shown", "carried",
+                 "loss", "dZ", "dconcat", "grads", "after", "loss_after")
+
+    def __init__(self):
+        self.heads: list[HeadPass] = []
+        self.concat: list | None = None
+        self.output: list | None = None     # the final Z (after W_O with several heads)
+        self.factor: Any = None             # the divisor of the scores (after the transform)
+        self.shown: dict[str, list] = {}
+        self.carried: dict[str, list] = {}
+        # the backward pass, for a problem with a [train] table (None otherwise)
+        self.loss: Any = None               # L = ½ Σ (Z − T)²
+        self.dZ: list | None = None         # ∂L/∂Z = Z − T (the final Z)
+        self.dconcat: list | None = None    # dZ·W_Oᵀ (several heads)
+        self.grads: list[HeadGrad] = []
+        self.after: Pass | None = None      # the fresh forward pass with the updated weights (not for Exact)
+        self.loss_after: Any = None
 
     def matrices(self) -> dict[str, list]:
         """Every matrix by the keys of ``Solution.matrices()``, in step order."""
@@ -395,19 +394,21 @@ def _divisor(problem, how):
 
 # ---------------------------------------------------------------- exact: Fractions, then sympy
 
-@dataclass
 class ExactRow:
     """One row's exact softmax: weight[j] = numer[j] / D with numer[j] = e^(scaled[j] − shift); ``exps`` and
     ``total`` are the same without the shift (e^(scaled[j]) and their sum: the forms the worked step shows)."""
 
-    js: list[int]           # the unmasked columns
-    low: int                # the column of the smallest scaled score
-    shift: Any              # that smallest score (sympy)
-    shifted: dict[int, Any] # column → scaled[j] − shift
-    numer: dict[int, Any]   # column → e^(scaled[j] − shift)
-    D: Any                  # Σ numer
-    exps: dict[int, Any]    # column → e^(scaled[j])
-    total: Any              # Σ exps (like terms collected: 2e^(√2))
+    __slots__ = ("js", "low", "shift", "shifted", "numer", "D", "exps", "total")
+
+    def __init__(self, js: list[int], low: int, shift, shifted: dict, numer: dict, D, exps: dict, total):
+        self.js = js                # the unmasked columns
+        self.low = low              # the column of the smallest scaled score
+        self.shift = shift          # that smallest score (sympy)
+        self.shifted = shifted      # column → scaled[j] − shift
+        self.numer = numer          # column → e^(scaled[j] − shift)
+        self.D = D                  # Σ numer
+        self.exps = exps            # column → e^(scaled[j])
+        self.total = total          # Σ exps (like terms collected: 2e^(√2))
 
 
 class Exact:

@@ -4,7 +4,6 @@ Writers (text, Markdown, JSON, HTML, LaTeX, PDF) read a :class:`Solution`; nothi
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 import sympy as sp
@@ -16,13 +15,27 @@ from . import printers
 MATRIX_ALIASES = {"A": "weights", "attention": "weights", "scaled_scores": "scaled", "output": "Z"}
 
 
-@dataclass(frozen=True)
 class Line:
     """One displayed equation: a tree (:class:`worked.eq.Rel`), printed by each format's printer.
-    ``group`` gathers lines (e.g. a softmax row)."""
+    ``group`` gathers lines (e.g. a softmax row). Immutable, compared and hashed by value."""
 
-    eq: eq.Rel
-    group: str | None = None
+    __slots__ = ("eq", "group")
+
+    def __init__(self, eq: eq.Rel, group: str | None = None):
+        object.__setattr__(self, "eq", eq)
+        object.__setattr__(self, "group", group)
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"a Line is immutable (cannot set {name!r})")
+
+    def __eq__(self, other):
+        return type(other) is Line and (self.eq, self.group) == (other.eq, other.group)
+
+    def __hash__(self):
+        return hash((self.eq, self.group))
+
+    def __repr__(self):
+        return f"Line({self.text!r}" + (f", group={self.group!r})" if self.group is not None else ")")
 
     @property
     def text(self) -> str:
@@ -45,17 +58,23 @@ class Line:
         return printers.spoken(self.eq)
 
 
-@dataclass
 class Step:
-    id: str                 # "Q", "K", "V", "scores", "scaled", "weights", "Z", "concat", "output"
-    title: str              # e.g. "Queries: Q = X·W_Q"
-    why: str                # plain-text explanation: what is computed and why
-    lines: list[Line]
-    result: str | None = None     # key into Solution.matrices() of the matrix this step produces
-    shape_eq: Any = None          # the shapes as a tree: (3×4)·(4×2) → 3×2
-    head: int | None = None       # 1-based head number, None for single-head problems and the final steps
-    notes: list[str] = field(default_factory=list)  # extra plain-text remarks (e.g. about the mask)
-    precision: int = 0            # decimal places used for intermediate values in this step
+    """One worked step: its title, why it is done, its displayed lines, and the matrix it produces."""
+
+    def __init__(self, id: str, title: str, why: str, lines: list[Line], result: str | None = None,
+                 shape_eq: Any = None, head: int | None = None, notes: list[str] | None = None, precision: int = 0):
+        self.id = id                # "Q", "K", "V", "scores", "scaled", "weights", "Z", "concat", "output"
+        self.title = title          # e.g. "Queries: Q = X·W_Q"
+        self.why = why              # plain-text explanation: what is computed and why
+        self.lines = lines
+        self.result = result        # key into Solution.matrices() of the matrix this step produces
+        self.shape_eq = shape_eq    # the shapes as a tree: (3×4)·(4×2) → 3×2
+        self.head = head            # 1-based head number, None for single-head problems and the final steps
+        self.notes = [] if notes is None else notes   # extra plain-text remarks (e.g. about the mask)
+        self.precision = precision  # decimal places used for intermediate values in this step
+
+    def __repr__(self):
+        return f"Step({self.id!r}, {self.title!r}, {len(self.lines)} lines)"
 
     @property
     def shape(self) -> str | None:
@@ -215,17 +234,16 @@ class Matrices(dict):
         raise KeyError(f"no matrix {name!r}; the matrices are {', '.join(self)}")
 
 
-@dataclass
 class HeadResult:
-    index: int              # 1-based
-    Q: Mat
-    K: Mat
-    V: Mat
-    scores: Mat             # Q·Kᵀ, with −∞ where masked
-    scaled: Mat
-    weights: Mat
-    Z: Mat
-    raw_scores: Mat | None = None  # Q·Kᵀ before the mask (causal problems only)
+    """One head's matrices, exact (:class:`Mat`)."""
+
+    def __init__(self, index: int, Q: Mat, K: Mat, V: Mat, scores: Mat, scaled: Mat, weights: Mat, Z: Mat,
+                 raw_scores: Mat | None = None):
+        self.index = index          # 1-based
+        self.Q, self.K, self.V = Q, K, V
+        self.scores = scores        # Q·Kᵀ, with −∞ where masked
+        self.scaled, self.weights, self.Z = scaled, weights, Z
+        self.raw_scores = raw_scores  # Q·Kᵀ before the mask (causal problems only)
 
     NAMES = ("Q", "K", "V", "scores", "scaled", "weights", "Z")
 
@@ -233,20 +251,25 @@ class HeadResult:
         return {k: getattr(self, k) for k in self.NAMES}
 
 
-@dataclass
 class Solution:
     """Every intermediate as an exact matrix, plus the ordered display steps."""
 
-    problem: Any
-    heads: list[HeadResult]
-    concat: Mat | None
-    output: Mat             # the final Z (after W_O when there are heads)
-    steps: list[Step]
-    checks: str = "one"
-    scale_factor: Any = None  # exact divisor applied to the scores (√d_k, 1 or the given number)
-    display: str = "exact"    # "exact" (√2, e^(√2)/(2 + e^(√2))) or "decimal" (Part 10 style)
-    train: dict | None = None  # a [train] problem's matrices by key: loss, dZ, (dconcat, head1.dZ, …), dV, dA,
-                               # dS, dscores, dQ, dK, dW_Q, dW_K, dW_V, W_Q_new, W_K_new, W_V_new, loss_after
+    def __init__(self, problem: Any, heads: list[HeadResult], concat: Mat | None, output: Mat, steps: list[Step],
+                 checks: str = "one", scale_factor: Any = None, display: str = "exact", train: dict | None = None):
+        self.problem = problem
+        self.heads = heads
+        self.concat = concat
+        self.output = output          # the final Z (after W_O when there are heads)
+        self.steps = steps
+        self.checks = checks
+        self.scale_factor = scale_factor  # exact divisor applied to the scores (√d_k, 1 or the given number)
+        self.display = display        # "exact" (√2, e^(√2)/(2 + e^(√2))) or "decimal" (Part 10 style)
+        self.train = train            # a [train] problem's matrices by key: loss, dZ, (dconcat, head1.dZ, …), dV,
+                                      # dA, dS, dscores, dQ, dK, dW_Q, dW_K, dW_V, W_Q_new, W_K_new, W_V_new, loss_after
+
+    def __repr__(self):
+        t = self.problem.title
+        return f"<Solution{' of ' + repr(t) if t else ''}: {len(self.steps)} steps; .text() prints it>"
 
     @property
     def Z(self) -> Mat:
@@ -257,7 +280,7 @@ class Solution:
         return self.matrices()[name]
 
     def __getattr__(self, name: str) -> Mat:
-        # sol.weights, sol.Q, sol.A ... (dataclass fields and properties are found before this)
+        # sol.weights, sol.Q, sol.A ... (attributes and properties are found before this)
         if name.startswith("_"):
             raise AttributeError(name)
         try:

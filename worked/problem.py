@@ -1,12 +1,10 @@
 """The problem: input matrices and options, held as exact Fractions, validated with clear messages."""
 from __future__ import annotations
 
-import json
 import re
-from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from .errors import ProblemError
 from .exact import EntryError, shown, to_fraction
@@ -34,15 +32,13 @@ HEAD_KEYS = {"W_Q", "W_K", "W_V"}
 Matrix = tuple[tuple[Fraction, ...], ...]
 
 
-@dataclass(frozen=True)
-class Head:
+class Head(NamedTuple):
     W_Q: Matrix
     W_K: Matrix
     W_V: Matrix
 
 
-@dataclass(frozen=True)
-class Train:
+class Train(NamedTuple):
     """The ``[train]`` table: one gradient step. ``target`` T has the shape of the output Z; ``loss`` is
     "mse" (L = ½ Σ (Z − T)²); ``lr`` the learning rate, exact and positive."""
 
@@ -143,7 +139,6 @@ def _frac_text(f: Fraction) -> int | str:
     return f"{f.numerator}/{f.denominator}"
 
 
-@dataclass(frozen=True)
 class Problem:
     """A self-attention exercise, exact. Build it from lists, Fractions or NumPy arrays.
 
@@ -155,17 +150,21 @@ class Problem:
 
     X: Matrix
     heads: tuple[Head, ...]
-    W_O: Matrix | None = None
-    tokens: tuple[str, ...] = ()
-    title: str = ""
-    scale: str | Fraction = "sqrt"
-    mask: str = "none"
-    decimals: int = 2
-    multihead: bool = False
-    display_option: str = "auto"   # as given: "auto", "exact" or "decimal"
-    display: str = "exact"         # how the solution is worked: "exact" or "decimal" (auto: decimal inputs)
-    train: Train | None = None     # the [train] table: one gradient step (None: forward pass only)
-    source: str | None = field(default=None, compare=False)
+    W_O: Matrix | None
+    tokens: tuple[str, ...]
+    title: str
+    scale: str | Fraction          # "sqrt", "none" or the divisor
+    mask: str
+    decimals: int
+    multihead: bool
+    display_option: str            # as given: "auto", "exact" or "decimal"
+    display: str                   # how the solution is worked: "exact" or "decimal" (auto: decimal inputs)
+    train: Train | None            # the [train] table: one gradient step (None: forward pass only)
+    source: str | None             # the file it was read from (not part of its value)
+
+    #: what two problems are equal by (the file a problem came from is not part of its value)
+    VALUE = ("X", "heads", "W_O", "tokens", "title", "scale", "mask", "decimals", "multihead", "display_option",
+             "display", "train")
 
     def __init__(self, X, W_Q=None, W_K=None, W_V=None, *, heads=None, W_O=None, tokens=None,
                  title="", scale="sqrt", mask="none", decimals=2, display="auto", train=None, source=None,
@@ -177,6 +176,22 @@ class Problem:
         except ProblemError as exc:
             raise (exc.with_source(source) if source else exc) from None
         object.__setattr__(self, "source", source)
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"a Problem cannot be changed (set {name!r}); make another, e.g. with with_weights()")
+
+    def _value(self) -> tuple:
+        return tuple(getattr(self, k) for k in self.VALUE)
+
+    def __eq__(self, other):
+        return type(other) is Problem and self._value() == other._value()
+
+    def __hash__(self):
+        return hash(self._value())
+
+    def __repr__(self):
+        what = f"{self.n} tokens, d_model = {self.d_model}, " + (f"{len(self.heads)} heads" if self.multihead else "one head")
+        return f"<Problem{' ' + repr(self.title) if self.title else ''}: {what}; .to_toml() writes it>"
 
     # -- construction and validation
     def _init(self, X, W_Q, W_K, W_V, heads, W_O, tokens, title, scale, mask, decimals, display, places):
@@ -392,6 +407,8 @@ class Problem:
 
     def to_toml(self) -> str:
         """The problem as a TOML problem file."""
+        import json
+
         d = self.to_dict()
         out = []
         q = lambda v: json.dumps(v, ensure_ascii=False) if isinstance(v, str) else str(v)  # noqa: E731

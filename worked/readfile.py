@@ -8,7 +8,6 @@ open descriptor (so the file checked is the file read), and at most ``limit + 1`
 """
 from __future__ import annotations
 
-import json
 import os
 import stat
 
@@ -106,6 +105,8 @@ def loads_json(text: str, src: str, constants: bool = False):
     """JSON with decimals kept as strings (exact), integers of at most :data:`MAX_INT_DIGITS` digits,
     NaN/Infinity refused unless *constants* (then floats, as ``-Infinity`` for a masked score in an
     answers file), and nesting bounded (a RecursionError becomes a one-line error)."""
+    import json   # here: a TOML problem file (the usual case) needs no JSON parser
+
     text = text.removeprefix(BOM)
     try:
         return json.loads(text, parse_float=str, parse_int=_int, parse_constant=None if constants else _reject_constant)

@@ -13,6 +13,13 @@ from .. import eq
 REL, ADD, NEG, MUL, DIV, ATOM = 1, 3, 4, 6, 7, 9
 
 
+def escape(s: str, quote: bool = True) -> str:
+    """html.escape, imported when a page is first printed (html loads its entity table: 1 ms of start-up)."""
+    import html
+
+    return html.escape(s, quote)
+
+
 class Printer:
     """Subclasses define ``_print_<Node>(node)`` for every node of :mod:`worked.eq`."""
 

@@ -11,10 +11,9 @@ aloud); the layout is plain CSS, in ``templates/sheet/style.css`` (classes ``m-â
 """
 from __future__ import annotations
 
-from html import escape
-
 from .. import eq
-from .base import ATOM, MUL, Printer, dec_str, rat_str, terminates
+from .base import ATOM, MUL, Printer, dec_str, escape, rat_str, terminates
+
 
 _NB = "\u00a0"        # a binary operator keeps its left operand: a line may break after it only
 _MINUS = "\u2212"

@@ -1,10 +1,9 @@
 """Presentation MathML (MathML Core) for the HTML pages and the web page."""
 from __future__ import annotations
 
-from html import escape
-
 from .. import eq
-from .base import ATOM, Printer, dec_str, rat_str, terminates
+from .base import ATOM, Printer, dec_str, escape, rat_str, terminates
+
 
 _OPS = {eq.EQ: "=", eq.APPROX: "≈", eq.TO: "→"}
 
