@@ -6,11 +6,23 @@ import sys
 
 from . import __version__
 
+#: the commands, in the order ``worked --help`` lists them: name → (add_parser's keywords, what adds its options)
+COMMANDS: dict[str, tuple[dict, object]] = {}
+ORDER = ("solve", "check", "grade", "new", "notebook", "quiz", "serve", "sheet")
 
-def _add_solve(sub):
-    p = sub.add_parser("solve", help="print an exact, step-by-step worked solution",
-                       description="Solve a problem file exactly and print the worked steps. "
-                                   "With no PROBLEM, solves the built-in Part 9 example (cats chase mice).")
+
+def command(name: str, **kw):
+    """Register the function that adds a command's options (``kw``: its help line and description)."""
+    def register(add_options):
+        COMMANDS[name] = (kw, add_options)
+        return add_options
+    return register
+
+
+@command("solve", help="print an exact, step-by-step worked solution",
+         description="Solve a problem file exactly and print the worked steps. "
+                     "With no PROBLEM, solves the built-in Part 9 example (cats chase mice).")
+def _solve_options(p):
     p.add_argument("problem", nargs="?", help="problem file (.toml or .json); default: the built-in example")
     p.add_argument("--format", choices=("text", "markdown", "json"), default="text", help="output format (default: text)")
     p.add_argument("--checks", choices=("one", "row", "all"), default="one",
@@ -41,12 +53,12 @@ def cmd_solve(args) -> int:
     return 0
 
 
-def _add_check(sub):
-    p = sub.add_parser("check", help="check a student's answers: which entries, which step, which mistake",
-                       description="Check answers to a problem: a verdict per entry (correct, wrong, not answered), "
-                                   "error carried forward from the student's own earlier answers, and named "
-                                   "misconceptions with the worked step to re-read. Exit status: 0 when every answered "
-                                   "entry is correct, 1 otherwise, 2 when a file cannot be read.")
+@command("check", help="check a student's answers: which entries, which step, which mistake",
+         description="Check answers to a problem: a verdict per entry (correct, wrong, not answered), "
+                     "error carried forward from the student's own earlier answers, and named "
+                     "misconceptions with the worked step to re-read. Exit status: 0 when every answered "
+                     "entry is correct, 1 otherwise, 2 when a file cannot be read.")
+def _check_options(p):
     p.add_argument("problem", help="problem file (.toml or .json)")
     p.add_argument("answers", help="answers file (.toml or .json): matrices by name (Q, K, V, scores, scaled, weights, Z; "
                                    "head1.Q, …, concat, Z with several heads); blank entries are \"\" or \"?\"")
@@ -77,13 +89,13 @@ def cmd_check(args) -> int:
     return 0 if not (s["wrong"] or s["invalid"] or report.errors) else 1
 
 
-def _add_new(sub):
-    p = sub.add_parser(
-        "new", help="write a good random problem file",
-        description="Draw a random problem worth doing by hand: small integers, no all-zero rows, a softmax that "
-                    "does not saturate (largest weight per row ≤ --max-weight, none rounding to 0), no tied top "
-                    "score. The same options and --seed give the same file on any machine. Write negative "
-                    "ranges with '=': --range=-2..3.")
+@command(
+    "new", help="write a good random problem file",
+    description="Draw a random problem worth doing by hand: small integers, no all-zero rows, a softmax that "
+                "does not saturate (largest weight per row ≤ --max-weight, none rounding to 0), no tied top "
+                "score. The same options and --seed give the same file on any machine. Write negative "
+                "ranges with '=': --range=-2..3.")
+def _new_options(p):
     p.add_argument("--tokens", default=None, metavar="N|WORDS",
                    help="number of tokens (default 3), or comma-separated words such as cats,chase,mice")
     p.add_argument("--d-model", type=int, default=None, metavar="D", help="columns of X (default 4)")
@@ -158,11 +170,11 @@ def cmd_new(args) -> int:
     return 0
 
 
-def _add_grade(sub):
-    p = sub.add_parser("grade", help="grade a class from a quiz manifest and a CSV of responses",
-                       description="Grade a quiz: read QUIZDIR/manifest.json (written by `worked quiz`) and a CSV with "
-                                   "a row per student and a column per question (or Moodle's Responses report); write "
-                                   "gradebook.csv and a self-contained class report, report.html.")
+@command("grade", help="grade a class from a quiz manifest and a CSV of responses",
+         description="Grade a quiz: read QUIZDIR/manifest.json (written by `worked quiz`) and a CSV with "
+                     "a row per student and a column per question (or Moodle's Responses report); write "
+                     "gradebook.csv and a self-contained class report, report.html.")
+def _grade_options(p):
     p.add_argument("quizdir", help="the quiz folder holding manifest.json (or the manifest file itself)")
     p.add_argument("responses", help="CSV of responses: an id column and a column per question, e.g. scores[2,3]")
     p.add_argument("-o", "--output", metavar="DIR", default=None, help="output folder (default: QUIZDIR/grades)")
@@ -190,12 +202,12 @@ def cmd_grade(args) -> int:
     return 0
 
 
-def _add_serve(sub):
-    p = sub.add_parser("serve", help="run the web page for students and teachers",
-                       description="Serve the web page: students pick a problem (or type a quiz variant code), fill "
-                                   "in the matrices and get feedback step by step; teachers build or draw a problem "
-                                   "and download its worksheet and key. Binds to 127.0.0.1 unless --host says "
-                                   "otherwise (use --host 0.0.0.0 to serve a class on your network).")
+@command("serve", help="run the web page for students and teachers",
+         description="Serve the web page: students pick a problem (or type a quiz variant code), fill "
+                     "in the matrices and get feedback step by step; teachers build or draw a problem "
+                     "and download its worksheet and key. Binds to 127.0.0.1 unless --host says "
+                     "otherwise (use --host 0.0.0.0 to serve a class on your network).")
+def _serve_options(p):
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1, this machine only)")
     p.add_argument("--port", type=int, default=8000, help="port (default: 8000)")
     p.add_argument("--problems", metavar="DIR", default=None,
@@ -296,11 +308,11 @@ def cmd_serve(args) -> int:
     return 0
 
 
-def _add_sheet(sub):
-    p = sub.add_parser("sheet", help="write a worksheet and a worked answer key (HTML, LaTeX, PDF)",
-                       description="Write DIR/<problem-slug>/worksheet.{html,tex,pdf} and answer-key.{html,tex,pdf}. "
-                                   "With no PROBLEM, uses the built-in Part 9 example (cats chase mice). Refuses to "
-                                   "write into a folder it did not create unless --force is given.")
+@command("sheet", help="write a worksheet and a worked answer key (HTML, LaTeX, PDF)",
+         description="Write DIR/<problem-slug>/worksheet.{html,tex,pdf} and answer-key.{html,tex,pdf}. "
+                     "With no PROBLEM, uses the built-in Part 9 example (cats chase mice). Refuses to "
+                     "write into a folder it did not create unless --force is given.")
+def _sheet_options(p):
     p.add_argument("problem", nargs="?", help="problem file (.toml or .json); default: the built-in example")
     p.add_argument("-o", "--output", default="output", metavar="DIR", help="output folder (default: output/)")
     p.add_argument("--format", default="html,tex,pdf", metavar="LIST",
@@ -338,13 +350,13 @@ def cmd_sheet(args) -> int:
     return 0
 
 
-def _add_quiz(sub):
-    p = sub.add_parser(
-        "quiz", help="a different, equally fair variant per student: sheets, keys, manifest, LMS exports",
-        description="Build a quiz batch from a TOML spec (title, seed, [family] = options of `worked new`, "
-                    "[[questions]] with ask, points, tolerance): per variant a worksheet and an answer key, one "
-                    "combined class PDF and key, manifest.json/.csv, Moodle XML, Canvas QTI zip and GIFT. "
-                    "Same spec and seed give the same bytes whatever --jobs is.")
+@command(
+    "quiz", help="a different, equally fair variant per student: sheets, keys, manifest, LMS exports",
+    description="Build a quiz batch from a TOML spec (title, seed, [family] = options of `worked new`, "
+                "[[questions]] with ask, points, tolerance): per variant a worksheet and an answer key, one "
+                "combined class PDF and key, manifest.json/.csv, Moodle XML, Canvas QTI zip and GIFT. "
+                "Same spec and seed give the same bytes whatever --jobs is.")
+def _quiz_options(p):
     p.add_argument("spec", help="quiz spec (.toml), e.g. problems/quiz-1.toml")
     g = p.add_mutually_exclusive_group()
     g.add_argument("-n", "--count", type=int, default=None, help="numbered variants (default: the spec's count, or 1)")
@@ -378,12 +390,12 @@ def cmd_quiz(args) -> int:
     return 0
 
 
-def _add_notebook(sub):
-    p = sub.add_parser("notebook", help="write a Jupyter/Colab notebook: the problem in NumPy, each step checked",
-                       description="Write a notebook (nbformat v4) that walks the problem the way Part 10 does, in "
-                                   "NumPy: one cell per step, each followed by a check against the worked key. "
-                                   "With no PROBLEM, the built-in Part 9 example. Opens in Jupyter or Google Colab "
-                                   "(File → Upload notebook); it needs only numpy.")
+@command("notebook", help="write a Jupyter/Colab notebook: the problem in NumPy, each step checked",
+         description="Write a notebook (nbformat v4) that walks the problem the way Part 10 does, in "
+                     "NumPy: one cell per step, each followed by a check against the worked key. "
+                     "With no PROBLEM, the built-in Part 9 example. Opens in Jupyter or Google Colab "
+                     "(File → Upload notebook); it needs only numpy.")
+def _notebook_options(p):
     p.add_argument("problem", nargs="?", help="problem file (.toml or .json); default: the built-in example")
     p.add_argument("-o", "--output", default=None, metavar="FILE.ipynb",
                    help="write here, atomically (default: standard output)")
@@ -419,32 +431,29 @@ def cmd_notebook(args) -> int:
     return 0
 
 
-REGISTRY = [_add_solve]
-REGISTRY.append(_add_check)
-REGISTRY.append(_add_grade)
-REGISTRY.append(_add_new)
-REGISTRY.append(_add_notebook)
-REGISTRY.append(_add_quiz)
-REGISTRY.append(_add_serve)
-REGISTRY.append(_add_sheet)
-
-
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The parser of every command; the options only of the command named in *argv*, when it names one
+    (``worked --help`` lists the commands by their help lines, which need no options)."""
     parser = argparse.ArgumentParser(
         prog="worked",
         description="Exact, step-by-step worked examples of self-attention: solutions, worksheets, quizzes, checking.")
     parser.add_argument("--version", action="version", version=f"worked {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for add in REGISTRY:
-        add(sub)
+    named = None if argv is None else next((a for a in argv if not a.startswith("-")), None)
+    for name in ORDER:
+        kw, add_options = COMMANDS[name]
+        p = sub.add_parser(name, **kw)
+        if argv is None or name == named:
+            add_options(p)
     return parser
 
 
 def main(argv=None) -> int:
     from .errors import WorkedError
 
-    parser = build_parser()
-    args = parser.parse_args(_join_negative_ranges(sys.argv[1:] if argv is None else list(argv)))
+    argv = _join_negative_ranges(sys.argv[1:] if argv is None else list(argv))
+    parser = build_parser(argv)
+    args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
