@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from ..model import Mat, Solution
+from ..render import view
 
 
 def _cell(s: str) -> str:
@@ -39,7 +40,7 @@ def render(sol: Solution) -> str:
             out += ["$$", line.latex, "$$", ""]
         if step.result:
             m = mats[step.result]
-            if not m.exact_at(places) and all(len(m.exact_text(i, j)) <= 40 for i in range(m.shape[0]) for j in range(m.shape[1])):
+            if view.show_exact(m, places):   # the page model's rule: rounding enters and every entry is short
                 out += [f"{_cell(m.symbol)}, exact:", ""] + table(m, places, exact=True) + [""]
                 out += [f"{_cell(m.symbol)}, to {places} places:", ""]
             out += table(m, places) + [""]
