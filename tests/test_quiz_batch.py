@@ -234,3 +234,26 @@ def test_manifest_json_is_json_dumps_of_the_whole_manifest():
         manifest = dict(head, variants=vs)
         texts = [(json.dumps(e, indent=2, ensure_ascii=False) + "\n").encode() for e in vs]
         assert manifest_json(manifest, texts) == (json.dumps(manifest, indent=2, ensure_ascii=False) + "\n").encode()
+
+
+def test_html_and_tex_sheets_carry_name_line_and_variant_on_every_page(tmp_path):
+    """The HTML and LaTeX sheets, like the Typst PDFs: a Name line to fill in on a numbered variant (-n), the
+    student's name when there is a roster, and name and variant code in the running head / page footer."""
+    code, _, err = run_cli("quiz", SPEC, "-n", "2", "--format", "html,tex", "-o", tmp_path / "n", "--quiet")
+    assert code == 0, err
+    for v in sorted((tmp_path / "n" / "variants").iterdir()):
+        html = (v / "worksheet.html").read_text(encoding="utf-8")
+        tex = (v / "worksheet.tex").read_text(encoding="utf-8")
+        assert '<span>Name: <span class="blank"></span></span>' in html
+        assert f"— variant {v.name}</span>" in html          # the running head (and the printed page footer)
+        assert r"Name: \makebox[15em]{\hrulefill}" in tex
+        assert f"--- variant {v.name}}}" in tex               # the page footer
+    roster = _write(tmp_path, "r.csv", "id,name\ns1,Ada Lovelace\n")
+    code, _, err = run_cli("quiz", SPEC, "--roster", roster, "--format", "html,tex", "-o", tmp_path / "r", "--quiet")
+    assert code == 0, err
+    (v,) = (tmp_path / "r" / "variants").iterdir()
+    for kind in ("worksheet", "answer-key"):
+        html = (v / f"{kind}.html").read_text(encoding="utf-8")
+        tex = (v / f"{kind}.tex").read_text(encoding="utf-8")
+        assert "Name: <b>Ada Lovelace</b>" in html and f"— Ada Lovelace — variant {v.name}</span>" in html
+        assert r"Name: \textbf{Ada Lovelace}" in tex and f"--- Ada Lovelace --- variant {v.name}}}" in tex
