@@ -168,8 +168,9 @@ def test_hostile_title_and_tokens_are_text(tmp_path):
 def test_name_line_and_code_with_numbered_variants(tmp_path, cli):
     """`worked quiz -n 3`: each variant has a Name line, its number and code; the class PDFs start every
     student's sheet on an odd page (a blank page where needed) and every printed page carries the name
-    line and the code in its running header. Class PDFs are made as one Typst document, so they are
-    tagged too."""
+    line and the code in its running header. The class PDFs are the sheets' own pages joined with pypdf
+    (for printing: untagged; each variant's own PDF is the accessible one): the key's text layer has
+    every value of every variant's key."""
     out = tmp_path / "q"
     code, _, err = cli("quiz", ROOT / "problems" / "quiz-1.toml", "-n", "3", "-o", out, "--format", "pdf", "--quiet")
     assert code == 0, err
@@ -193,7 +194,16 @@ def test_name_line_and_code_with_numbered_variants(tmp_path, cli):
                 assert whole.pages[start + n].extract_text().strip() == ""   # the blank back page
             start += n + (n % 2 if not last else 0)
         assert start == len(whole.pages)
-        assert "/StructTreeRoot" in whole.trailer["/Root"] and whole.metadata.title.startswith("Attention quiz 1")
+        assert whole.metadata.title.startswith("Attention quiz 1")
+        if doc == "answer-key":
+            text = " ".join(" ".join(p.extract_text() for p in whole.pages).split())
+            for v in man["variants"]:
+                for q in v["questions"]:
+                    for e in q["entries"]:
+                        x = e["expected"]
+                        if x is not None:   # as the glance tables print it (an exact integer: without decimals)
+                            shown = f"{abs(x):.{man['family'].get('decimals', 2)}f}" if x != int(x) else f"{abs(x):g}"
+                            assert shown in text, (v["variant"], e["ask"], shown)
 
 
 def test_class_pdf_is_the_same_twice(tmp_path, cli):
@@ -249,3 +259,22 @@ def test_typst_printer_brackets_and_scripts():
     assert printers.typst(eq.Exp(half)) == "e^(3 sqrt(2)\\/2)"
     assert printers.typst(eq.Exp(eq.num(Fraction(-1, 3)))) == "e^(-1\\/3)"
     assert printers.typst(eq.Sum(eq.Entry(eq.Sym("A"), "cats", "j"), "j")).startswith("scripts(sum)_(j) ")
+
+
+def _pid_of(task):
+    import os
+
+    return task, os.getpid()
+
+
+def test_each_chunk_of_variants_gets_a_fresh_worker():
+    """in_fresh_workers runs every task in a new process (what Typst keeps goes with it), at most
+    *jobs* at a time, and gives the results in the order of the tasks."""
+    import os
+
+    from worked.quiz import in_fresh_workers
+
+    out = list(in_fresh_workers(_pid_of, list(range(6)), 2))
+    assert [t for t, _ in out] == list(range(6))
+    pids = [p for _, p in out]
+    assert len(set(pids)) == 6 and os.getpid() not in pids

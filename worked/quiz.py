@@ -547,59 +547,48 @@ def build_variant(spec: QuizSpec, variant: Variant, formats: tuple[str, ...]) ->
     return {"entry": entry, "files": files}
 
 
-def _build_task(task) -> dict:
-    """A variant built in a worker; its PDFs' page counts come back with it (for the class PDFs)."""
-    spec, variant, formats = task
-    r = build_variant(spec, variant, formats)
-    r["pages"] = {doc: _page_count(data) for doc in DOCS
-                  if (data := r["files"].get(f"variants/{variant.code}/{doc}.pdf")) is not None}
-    return r
+VARIANTS_PER_WORKER = 2   # then the worker process ends and a fresh one takes over: see build_all
 
 
-def _page_count(pdf: bytes) -> int:
-    from pypdf import PdfReader
-
-    return len(PdfReader(io.BytesIO(pdf)).pages)
-
-
-# ---------------------------------------------------------------- the batch
-
-def class_pdf(root: Path, parts: list[tuple[str, int, str]], title: str, paper: str = "a4") -> bytes:
-    """One PDF of the pages of the PDFs *parts* (path under *root*, page count, what it is), in order,
-    each part starting on an odd page (a blank page after an odd count), for double-sided printing.
-
-    One Typst document: every page of a part is placed as a PDF image filling its page (the text
-    stays text). Same inputs, same bytes."""
-    from .render.typst import Typ, lit, typ_to_pdf
-
-    lines = [f'#set document(title: {lit(title)}, author: "worked")', '#set text(lang: "en")',
-             f'#set page(paper: {lit("us-letter" if paper == "letter" else "a4")}, margin: 0pt)']
-    for k, (path, n, what) in enumerate(parts):
-        if k:
-            lines.append('#pagebreak(to: "odd")')
-        for i in range(n):
-            if i:
-                lines.append("#pagebreak()")
-            lines.append(f"#image({lit('/' + path)}, page: {i + 1}, width: 100%, "
-                         f"alt: {lit(f'{what}, page {i + 1} of {n}')})")
-    return typ_to_pdf(Typ("\n".join(lines) + "\n"), "class PDF", root=root, standards=False)
+def _build_chunk(task) -> tuple[list[dict], dict[str, bytes]]:
+    """A few consecutive variants, built in one worker process, and, when the batch has class PDFs, their
+    pages for each class PDF (:func:`merge_pdfs` of their sheets: the first level of the class PDFs).
+    *last*: the batch's last chunk (the only one not padded to an even page count)."""
+    spec, variants, formats, pieces, last = task
+    results = [build_variant(spec, v, formats) for v in variants]
+    out = {}
+    if pieces:
+        for doc, *_ in CLASS_PDFS:
+            out[doc] = merge_pdfs([r["files"][f"variants/{r['entry']['variant']}/{doc}.pdf"] for r in results],
+                                  pad_end=not last)
+    return results, out
 
 
-def _class_pdf_task(task) -> bytes:
-    return class_pdf(*task)
+# ---------------------------------------------------------------- the class PDFs
+
+def merge_pdfs(pdfs: list, *, pad_end: bool = False, title: str | None = None) -> tuple[bytes, int]:
+    """One PDF of the pages of *pdfs* (PDF bytes or paths), in order, each starting on an odd page (a blank
+    page after an odd count: for double-sided printing), and a blank page at the end too with *pad_end*;
+    and its page count. Made with pypdf (its public API): the pages as they are, without the sheets' tags.
+    Same inputs, same bytes (pypdf writes no date and, unencrypted, no ID)."""
+    from pypdf import PdfReader, PdfWriter
+
+    w = PdfWriter()
+    for k, pdf in enumerate(pdfs):
+        if k and len(w.pages) % 2:
+            w.add_blank_page()
+        w.append(PdfReader(io.BytesIO(pdf) if isinstance(pdf, bytes) else pdf), import_outline=False)
+    if pad_end and len(w.pages) % 2:
+        w.add_blank_page()
+    if title is not None:
+        w.add_metadata({"/Title": title, "/Author": "worked"})
+    buf = io.BytesIO()
+    w.write(buf)
+    return buf.getvalue(), len(w.pages)
 
 
-CLASS_PDFS = (("worksheet", "class-worksheets.pdf", "worksheets", "Worksheet"),
-              ("answer-key", "class-answer-keys.pdf", "answer keys", "Answer key"))
-
-
-def _class_tasks(spec: QuizSpec, results: list[dict], root: Path) -> list[tuple]:
-    tasks = []
-    for doc, _, label, what in CLASS_PDFS:
-        parts = [(f"variants/{r['entry']['variant']}/{doc}.pdf", r["pages"][doc],
-                  f"{what}, variant {r['entry']['variant']}") for r in results]
-        tasks.append((root, parts, f"{spec.title} — {label}", spec.paper))
-    return tasks
+CLASS_PDFS = (("worksheet", "class-worksheets.pdf", "worksheets"),
+              ("answer-key", "class-answer-keys.pdf", "answer keys"))
 
 
 def manifest_json(manifest: dict, entry_texts: list[bytes]) -> bytes:
@@ -676,7 +665,7 @@ class _Progress:
 
 def _warm_up(formats: tuple[str, ...], engine: str) -> None:
     """Load, before the workers fork (they inherit it), what every variant would load lazily: the
-    templates, the Typst binding, sympy's tensor module (which sympy's Add imports on first use).
+    templates, the Typst binding, pypdf, sympy's tensor module (which sympy's Add imports on first use).
     No Typst compiler is made here: each process makes its own (see worked.render.typst)."""
     import sympy.tensor.tensor  # noqa: F401
 
@@ -699,11 +688,13 @@ def _warm_up(formats: tuple[str, ...], engine: str) -> None:
         load_templates()
     if "pdf" in formats and engine == "weasyprint":
         import weasyprint  # noqa: F401
+    if "pdf" in formats:
+        import pypdf  # noqa: F401  (the class PDFs' pieces; 60 ms an import, in every worker otherwise)
 
 
-def _pool(jobs: int):
-    """A pool of *jobs* worker processes (forked where the platform can: they inherit what the parent
-    loaded), each ending when the parent dies."""
+def _pool():
+    """A pool of one worker process (forked where the platform can: it inherits what the parent loaded),
+    which ends when the parent dies."""
     import multiprocessing as mp
     from concurrent.futures import ProcessPoolExecutor
 
@@ -714,51 +705,96 @@ def _pool(jobs: int):
     from .workers import die_with_parent
 
     # kill -9 of `worked quiz` takes its workers with it (no orphans holding 100+ MB each)
-    return ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=die_with_parent, initargs=(os.getpid(),))
+    return ProcessPoolExecutor(max_workers=1, mp_context=ctx, initializer=die_with_parent, initargs=(os.getpid(),))
+
+
+def _read_back(folder: Path, code: str) -> dict:
+    """A variant's result as :func:`assemble` needs it, from the ``variant.json`` written in *folder*."""
+    name = f"variants/{code}/variant.json"
+    text = (folder / name).read_bytes()
+    return {"entry": json.loads(text), "files": {name: text}}
+
+
+def in_fresh_workers(fn, tasks: list, jobs: int):
+    """``fn(task)`` for every task, each in a new worker process, at most *jobs* at a time; the results
+    in the order of *tasks*, each as soon as it and those before it are done.
+
+    A process per task (a one-worker ProcessPoolExecutor each, forked from this thread): whatever a task
+    leaves behind in its process (Typst's caches) goes with the process. Python 3.11 refuses
+    ``max_tasks_per_child`` with fork, and a spawned or forkserver worker would import everything again."""
+    from concurrent.futures import FIRST_COMPLETED, wait
+
+    running: dict = {}
+    done: dict[int, Any] = {}
+    start = out = 0
+    try:
+        while out < len(tasks):
+            while start < len(tasks) and len(running) < jobs:
+                ex = _pool()
+                running[ex.submit(fn, tasks[start])] = (start, ex)
+                start += 1
+            finished, _ = wait(running, return_when=FIRST_COMPLETED)
+            for f in finished:
+                k, ex = running.pop(f)
+                ex.shutdown()           # its process has ended before the next one starts
+                done[k] = f.result()    # a worker's error is raised here
+            while out in done:
+                yield done.pop(out)
+                out += 1
+    finally:
+        for _, ex in running.values():
+            ex.shutdown(wait=False, cancel_futures=True)
 
 
 def build_all(spec: QuizSpec, variants: list[Variant], formats: tuple[str, ...], jobs: int, progress: bool,
               *, stage=None) -> list[dict]:
     """Build every variant (in *jobs* processes); results in variant order whatever *jobs* is.
 
-    With *stage*, each variant's files are written into it as soon as they arrive (only the manifest
-    entry, its ``variant.json`` text and page counts are kept), and then, when the batch has PDFs,
-    the two class PDFs are made from the written files."""
+    With *stage*, each variant's files are written into it as soon as they arrive (nothing of them is
+    kept in memory: each manifest entry is read back from its ``variant.json`` at the end), and then,
+    when the batch has PDFs, the two class PDFs are joined from the pieces the workers made.
+
+    Memory: each worker process builds VARIANTS_PER_WORKER variants and ends. Typst keeps what it
+    compiled for the next ten documents of its process (about 11 MB a document here; it is not given
+    back to the system), so a long-lived worker grows to about 180 MB; a short-lived one stays near
+    100 MB. Same bytes whatever *jobs* is: the chunks do not depend on it."""
+    import tempfile
+
     bar = _Progress(len(variants), progress)
     results: list[dict] = []
     jobs = max(1, min(jobs, len(variants)))
-    tasks = [(spec, v, formats) for v in variants]
+    pieces = stage is not None and "pdf" in formats and stage.scope is None
+    n = VARIANTS_PER_WORKER
+    tasks = [(spec, variants[i:i + n], formats, pieces, i + n >= len(variants)) for i in range(0, len(variants), n)]
+    with tempfile.TemporaryDirectory(prefix="worked-class-") as tmp:
+        parts: dict[str, list[Path]] = {doc: [] for doc, _, _ in CLASS_PDFS}
 
-    def keep(r):
-        if stage is not None:
-            stage.write(r["files"])
-            json_name = f"variants/{r['entry']['variant']}/variant.json"
-            r["files"] = {json_name: r["files"][json_name]}
-        results.append(r)
-        bar.step()
+        def keep(chunk):
+            rs, piece = chunk
+            for doc, (data, _) in piece.items():   # the class PDFs' pieces, on disk until they are joined
+                parts[doc].append(Path(tmp) / f"{len(parts[doc]):05d}-{doc}.pdf")
+                parts[doc][-1].write_bytes(data)
+            for r in rs:
+                if stage is not None:   # only the code is kept: the entry is read back from variant.json
+                    stage.write(r["files"])
+                    r = {"code": r["entry"]["variant"]}
+                results.append(r)
+                bar.step()
 
-    if jobs == 1:
-        for t in tasks:
-            keep(_build_task(t))
-    else:
-        _warm_up(formats, spec.pdf_engine)
-        with _pool(jobs) as ex:
-            # a few variants per message: less pickling overhead, still an even finish
-            chunk = max(1, min(4, len(tasks) // (jobs * 8)))
-            for r in ex.map(_build_task, tasks, chunksize=chunk):
-                keep(r)
-    bar.end()
-    # after the workers have gone (their Typst caches, about 180 MB each, are freed first): the two
-    # class PDFs, one after the other, each in a fresh process (Typst keeps what it loaded for a class
-    # PDF, about 1.3 MB per variant, until its process ends)
-    if stage is not None and "pdf" in formats and stage.scope is None:
-        for (_, name, _, _), task in zip(CLASS_PDFS, _class_tasks(spec, results, stage.tmp)):
-            if jobs == 1:
-                data = _class_pdf_task(task)
-            else:
-                with _pool(1) as ex:
-                    data = ex.submit(_class_pdf_task, task).result()
-            stage.write({name: data})
+        if jobs == 1:
+            for t in tasks:
+                keep(_build_chunk(t))
+        else:
+            _warm_up(formats, spec.pdf_engine)
+            for chunk in in_fresh_workers(_build_chunk, tasks, jobs):
+                keep(chunk)
+        bar.end()
+        # after the workers have gone, one after the other (pypdf holds every page it joins until it writes)
+        if pieces:
+            for doc, name, label in CLASS_PDFS:
+                stage.write({name: merge_pdfs(parts[doc], title=f"{spec.title} — {label}")[0]})
+    if stage is not None:
+        results = [_read_back(stage.tmp, r["code"]) for r in results]
     return results
 
 
