@@ -16,6 +16,7 @@ Wall-clock numbers depend on the load of the machine; the CPU time is printed be
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import resource
 import shutil
@@ -129,21 +130,16 @@ def stages(k: int = 10) -> None:
             t = time.perf_counter(); pdf = Y.typ_to_pdf(src); lap(f"Typst compile: {d}", t)
             if i:
                 sheets[d].append(pdf)
-    n = quiz.VARIANTS_PER_WORKER
-    t = time.perf_counter()
-    pieces = {d: [quiz.merge_pdfs(s[j:j + n], pad_end=j + n < k)[0] for j in range(0, k, n)] for d, s in sheets.items()}
-    piecework = time.perf_counter() - t
     t = time.perf_counter()
     for d in quiz.DOCS:
-        quiz.merge_pdfs(pieces[d], title="x")
+        quiz.merge_pdfs(sheets[d], io.BytesIO(), title="x")
     merge = time.perf_counter() - t
     total = sum(tot.values())
     print(f"where the time goes (one process; imports {imports:.2f} s and the compiler's fonts {first:.3f} s once):")
     for name, s in tot.items():
         print(f"  {name:<40} {1000 * s / k:7.1f} ms per variant  {100 * s / total:4.0f}%")
     print(f"  {'total':<40} {1000 * total / k:7.1f} ms per variant")
-    print(f"  {'class PDFs: pieces (pypdf, in the workers)':<40} {1000 * piecework / k:7.1f} ms per variant")
-    print(f"  {'class PDFs: joining them (pypdf, at the end)':<40} {1000 * merge / k:7.1f} ms per variant (after the pool, one core)")
+    print(f"  {'class PDFs: joining the sheets (pikepdf)':<40} {1000 * merge / k:7.1f} ms per variant (at the end, one core)")
 
 
 def main() -> None:

@@ -11,21 +11,22 @@ folder that replaces DIR at the end, so a failure writes nothing):
    seed and the student id (or the variant number): stable when the roster is reordered or grows.
 3. :func:`build_variant` (run in worker processes) draws the problem, solves it exactly, works out the
    expected answers with tolerances and the values of known mistakes, and renders the sheets. A worker
-   process builds VARIANTS_PER_WORKER consecutive variants and the class PDFs' piece of them
-   (:func:`merge_pdfs`: their sheets' pages, each student's starting on an odd page), then ends and a
-   fresh one (forked from the main process) takes the next chunk (:func:`in_fresh_workers`).
+   process builds VARIANTS_PER_WORKER consecutive variants, then ends, and a fresh one (forked from the
+   main process) takes the next chunk (:func:`in_fresh_workers`).
 4. The main process writes each variant's files into a temporary folder as they arrive (keeping none of
-   them in memory), then, the workers gone, joins the pieces into the two class PDFs with pypdf, one
-   after the other; ``manifest.json``/``manifest.csv`` and the LMS exports (:mod:`worked.lms`, from the
-   written ``variant.json`` files) follow, and the folder replaces DIR.
+   them in memory), then, the workers gone, joins the sheets just written into the two class PDFs
+   (:func:`merge_pdfs`, with pikepdf: each student's sheet starting on an odd page), one after the
+   other; ``manifest.json``/``manifest.csv`` and the LMS exports (:mod:`worked.lms`, from the written
+   ``variant.json`` files) follow, and the folder replaces DIR.
 
-Memory (peak PSS of the process tree, 300 variants, two cores: about 290 MB). Typst keeps what it
-compiled for the next ten documents of its process, about 11 MB a document here, and does not give it
-back to the system: a long-lived worker reached about 200 MB, so a worker lives for 2 variants
-(4 documents, about 100–115 MB). pypdf holds every page it joins until it writes: joining the key pieces
-of 300 variants takes about 240 MB, which is why it runs alone, after the workers. (Placing the pages
-in one Typst document instead took about 400 MB for the keys; the class PDFs as one Typst document of
-the sheets' sources about 15 MB a variant.)
+Memory (peak PSS of the process tree, 300 variants, two cores: see benchmarks/bench_quiz.py). Typst
+keeps what it compiled for the next ten documents of its process, about 11 MB a document here, and does
+not give it back to the system: a long-lived worker reached about 200 MB, so a worker lives for 2
+variants (4 documents, about 100–115 MB). qpdf holds the pages it joins until it writes: joining the
+keys of 300 variants takes about 170 MB, which is why it runs alone, after the workers, and writes
+straight into its file. (Placing the
+pages in one Typst document instead took about 400 MB for the keys; the class PDFs as one Typst
+document of the sheets' sources about 15 MB a variant; pypdf joined them 5 times slower than qpdf.)
 
 Same spec and seed → same bytes, whatever ``--jobs`` is: the chunks do not depend on it.
 """
@@ -561,41 +562,53 @@ def build_variant(spec: QuizSpec, variant: Variant, formats: tuple[str, ...]) ->
 VARIANTS_PER_WORKER = 2   # then the worker process ends and a fresh one takes over: see build_all
 
 
-def _build_chunk(task) -> tuple[list[dict], dict[str, bytes]]:
-    """A few consecutive variants, built in one worker process, and, when the batch has class PDFs, their
-    pages for each class PDF (:func:`merge_pdfs` of their sheets: the first level of the class PDFs).
-    *last*: the batch's last chunk (the only one not padded to an even page count)."""
-    spec, variants, formats, pieces, last = task
-    results = [build_variant(spec, v, formats) for v in variants]
-    out = {}
-    if pieces:
-        for doc, *_ in CLASS_PDFS:
-            out[doc] = merge_pdfs([r["files"][f"variants/{r['entry']['variant']}/{doc}.pdf"] for r in results],
-                                  pad_end=not last)
-    return results, out
+def _build_chunk(task) -> list[dict]:
+    """A few consecutive variants, built in one worker process."""
+    spec, variants, formats = task
+    return [build_variant(spec, v, formats) for v in variants]
 
 
 # ---------------------------------------------------------------- the class PDFs
 
-def merge_pdfs(pdfs: list, *, pad_end: bool = False, title: str | None = None) -> tuple[bytes, int]:
-    """One PDF of the pages of *pdfs* (PDF bytes or paths), in order, each starting on an odd page (a blank
-    page after an odd count: for double-sided printing), and a blank page at the end too with *pad_end*;
-    and its page count. Made with pypdf (its public API): the pages as they are, without the sheets' tags.
-    Same inputs, same bytes (pypdf writes no date and, unencrypted, no ID)."""
-    from pypdf import PdfReader, PdfWriter
+OPEN_AT_ONCE = 100   # source PDFs open at once while joining (a part's odd page count gets its blank page)
 
-    w = PdfWriter()
-    for k, pdf in enumerate(pdfs):
-        if k and len(w.pages) % 2:
-            w.add_blank_page()
-        w.append(PdfReader(io.BytesIO(pdf) if isinstance(pdf, bytes) else pdf), import_outline=False)
-    if pad_end and len(w.pages) % 2:
-        w.add_blank_page()
-    if title is not None:
-        w.add_metadata({"/Title": title, "/Author": "worked"})
-    buf = io.BytesIO()
-    w.write(buf)
-    return buf.getvalue(), len(w.pages)
+
+def merge_pdfs(pdfs: list, out, *, title: str | None = None) -> int:
+    """Write to *out* (a path or a binary file) one PDF of the pages of *pdfs* (PDF bytes or paths), in
+    order, each starting on an odd page (a blank page of the same size after an odd count: for
+    double-sided printing); return its page count.
+
+    Made with pikepdf (qpdf): the pages as they are (without the sheets' tags: qpdf does not merge
+    structure trees, so a class PDF is for printing; each variant's own PDF is the accessible one).
+    Same inputs, same bytes: qpdf writes no date, and the file ID is computed from the content."""
+    import pikepdf
+
+    if len(pdfs) > OPEN_AT_ONCE:   # qpdf keeps each source file open until it writes: join in parts first
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="worked-class-") as tmp:
+            parts = [Path(tmp) / f"{k:05d}.pdf" for k in range(0, len(pdfs), OPEN_AT_ONCE)]
+            for k, part in zip(range(0, len(pdfs), OPEN_AT_ONCE), parts):
+                merge_pdfs(pdfs[k:k + OPEN_AT_ONCE], part)
+            return merge_pdfs(parts, out, title=title)
+    doc = pikepdf.Pdf.new()
+    sources = []   # a page's objects are copied when *doc* is written: its document stays open until then
+    try:
+        for pdf in pdfs:
+            src = pikepdf.Pdf.open(io.BytesIO(pdf) if isinstance(pdf, bytes) else pdf)
+            sources.append(src)
+            if len(doc.pages) % 2:
+                box = doc.pages[-1].mediabox
+                doc.add_blank_page(page_size=(float(box[2]) - float(box[0]), float(box[3]) - float(box[1])))
+            doc.pages.extend(src.pages)
+        if title is not None:
+            doc.docinfo["/Title"] = title
+            doc.docinfo["/Author"] = "worked"
+        doc.save(out, deterministic_id=True)
+        return len(doc.pages)
+    finally:
+        for src in sources:
+            src.close()
 
 
 CLASS_PDFS = (("worksheet", "class-worksheets.pdf", "worksheets"),
@@ -676,7 +689,7 @@ class _Progress:
 
 def _warm_up(formats: tuple[str, ...], engine: str) -> None:
     """Load, before the workers fork (they inherit it), what every variant would load lazily: the
-    templates, the Typst binding, pypdf, sympy's tensor module (which sympy's Add imports on first use).
+    templates, the Typst binding, sympy's tensor module (which sympy's Add imports on first use).
     No Typst compiler is made here: each process makes its own (see worked.render.typst)."""
     import sympy.tensor.tensor  # noqa: F401
 
@@ -699,8 +712,6 @@ def _warm_up(formats: tuple[str, ...], engine: str) -> None:
         load_templates()
     if "pdf" in formats and engine == "weasyprint":
         import weasyprint  # noqa: F401
-    if "pdf" in formats:
-        import pypdf  # noqa: F401  (the class PDFs' pieces; 60 ms an import, in every worker otherwise)
 
 
 def _pool():
@@ -763,47 +774,40 @@ def build_all(spec: QuizSpec, variants: list[Variant], formats: tuple[str, ...],
 
     With *stage*, each variant's files are written into it as soon as they arrive (nothing of them is
     kept in memory: each manifest entry is read back from its ``variant.json`` at the end), and then,
-    when the batch has PDFs, the two class PDFs are joined from the pieces the workers made.
+    when the batch has PDFs, the two class PDFs are joined from the sheets written there.
 
     Memory: each worker process builds VARIANTS_PER_WORKER variants and ends. Typst keeps what it
     compiled for the next ten documents of its process (about 11 MB a document here; it is not given
     back to the system), so a long-lived worker grows to about 200 MB PSS; one of 2 variants ends at
     100–115 MB. Same bytes whatever *jobs* is: the chunks do not depend on it."""
-    import tempfile
-
     bar = _Progress(len(variants), progress)
     results: list[dict] = []
     jobs = max(1, min(jobs, len(variants)))
-    pieces = stage is not None and "pdf" in formats and stage.scope is None
     n = VARIANTS_PER_WORKER
-    tasks = [(spec, variants[i:i + n], formats, pieces, i + n >= len(variants)) for i in range(0, len(variants), n)]
-    with tempfile.TemporaryDirectory(prefix="worked-class-") as tmp:
-        parts: dict[str, list[Path]] = {doc: [] for doc, _, _ in CLASS_PDFS}
+    tasks = [(spec, variants[i:i + n], formats) for i in range(0, len(variants), n)]
 
-        def keep(chunk):
-            rs, piece = chunk
-            for doc, (data, _) in piece.items():   # the class PDFs' pieces, on disk until they are joined
-                parts[doc].append(Path(tmp) / f"{len(parts[doc]):05d}-{doc}.pdf")
-                parts[doc][-1].write_bytes(data)
-            for r in rs:
-                if stage is not None:   # only the code is kept: the entry is read back from variant.json
-                    stage.write(r["files"])
-                    r = {"code": r["entry"]["variant"]}
-                results.append(r)
-                bar.step()
+    def keep(chunk):
+        for r in chunk:
+            if stage is not None:   # only the code is kept: the entry is read back from variant.json
+                stage.write(r["files"])
+                r = {"code": r["entry"]["variant"]}
+            results.append(r)
+            bar.step()
 
-        if jobs == 1:
-            for t in tasks:
-                keep(_build_chunk(t))
-        else:
-            _warm_up(formats, spec.pdf_engine)
-            for chunk in in_fresh_workers(_build_chunk, tasks, jobs):
-                keep(chunk)
-        bar.end()
-        # after the workers have gone, one after the other (pypdf holds every page it joins until it writes)
-        if pieces:
-            for doc, name, label in CLASS_PDFS:
-                stage.write({name: merge_pdfs(parts[doc], title=f"{spec.title} — {label}")[0]})
+    if jobs == 1:
+        for t in tasks:
+            keep(_build_chunk(t))
+    else:
+        _warm_up(formats, spec.pdf_engine)
+        for chunk in in_fresh_workers(_build_chunk, tasks, jobs):
+            keep(chunk)
+    bar.end()
+    # the class PDFs, after the workers have gone, from the sheets just written, one after the other,
+    # each written by qpdf straight into its file
+    if stage is not None and "pdf" in formats and stage.scope is None:
+        for doc, name, label in CLASS_PDFS:
+            sheets = [stage.tmp / "variants" / r["code"] / f"{doc}.pdf" for r in results]
+            stage.write_with(name, lambda path: merge_pdfs(sheets, path, title=f"{spec.title} — {label}"))
     if stage is not None:
         results = [_read_back(stage.tmp, r["code"]) for r in results]
     return results
