@@ -278,3 +278,43 @@ def test_each_chunk_of_variants_gets_a_fresh_worker():
     assert [t for t, _ in out] == list(range(6))
     pids = [p for _, p in out]
     assert len(set(pids)) == 6 and os.getpid() not in pids
+
+
+def test_merge_pdfs_starts_every_sheet_on_an_odd_page_also_when_joined_in_parts(monkeypatch):
+    """The class PDFs' join: each source's first page on an odd page (1, 3, 5, …), blank pages of the page's
+    size between, the same when the sources are joined in parts (qpdf keeps every source open until it
+    writes, so at most OPEN_AT_ONCE at a time); same inputs, same bytes."""
+    import io
+
+    import pikepdf
+
+    from worked import quiz
+
+    counts = [3, 1, 2, 3, 3, 1, 4]
+
+    def sheet(k, n):   # sheet k: n pages, each 100 + k points wide (to find them again)
+        pdf = pikepdf.Pdf.new()
+        for _ in range(n):
+            pdf.add_blank_page(page_size=(100 + k, 200))
+        buf = io.BytesIO()
+        pdf.save(buf)
+        return buf.getvalue()
+
+    sheets = [sheet(k, n) for k, n in enumerate(counts)]
+    outs = []
+    for at_once in (100, 2):
+        monkeypatch.setattr(quiz, "OPEN_AT_ONCE", at_once)
+        buf = io.BytesIO()
+        pages = quiz.merge_pdfs(sheets, buf, title="T")
+        widths = [float(p.mediabox[2]) for p in pikepdf.Pdf.open(io.BytesIO(buf.getvalue())).pages]
+        assert pages == len(widths)
+        at, starts = 0, []
+        for k, n in enumerate(counts):
+            starts.append(at)
+            assert widths[at:at + n] == [100 + k] * n
+            at += n + n % 2 if k < len(counts) - 1 else n
+        assert all(s % 2 == 0 for s in starts) and len(widths) == at   # 0-based even = page 1, 3, 5, …
+        outs.append(buf.getvalue())
+        buf2 = io.BytesIO()
+        quiz.merge_pdfs(sheets, buf2, title="T")
+        assert buf2.getvalue() == buf.getvalue()
