@@ -168,8 +168,9 @@ def test_hostile_title_and_tokens_are_text(tmp_path):
 def test_name_line_and_code_with_numbered_variants(tmp_path, cli):
     """`worked quiz -n 3`: each variant has a Name line, its number and code; the class PDFs start every
     student's sheet on an odd page (a blank page where needed) and every printed page carries the name
-    line and the code in its running header. Class PDFs are made as one Typst document, so they are
-    tagged too."""
+    line and the code in its running header. The class PDFs are the sheets' own pages joined with pypdf
+    (for printing: untagged; each variant's own PDF is the accessible one): the key's text layer has
+    every value of every variant's key."""
     out = tmp_path / "q"
     code, _, err = cli("quiz", ROOT / "problems" / "quiz-1.toml", "-n", "3", "-o", out, "--format", "pdf", "--quiet")
     assert code == 0, err
@@ -193,7 +194,16 @@ def test_name_line_and_code_with_numbered_variants(tmp_path, cli):
                 assert whole.pages[start + n].extract_text().strip() == ""   # the blank back page
             start += n + (n % 2 if not last else 0)
         assert start == len(whole.pages)
-        assert "/StructTreeRoot" in whole.trailer["/Root"] and whole.metadata.title.startswith("Attention quiz 1")
+        assert whole.metadata.title.startswith("Attention quiz 1")
+        if doc == "answer-key":
+            text = " ".join(" ".join(p.extract_text() for p in whole.pages).split())
+            for v in man["variants"]:
+                for q in v["questions"]:
+                    for e in q["entries"]:
+                        x = e["expected"]
+                        if x is not None:   # as the glance tables print it (an exact integer: without decimals)
+                            shown = f"{abs(x):.{man['family'].get('decimals', 2)}f}" if x != int(x) else f"{abs(x):g}"
+                            assert shown in text, (v["variant"], e["ask"], shown)
 
 
 def test_class_pdf_is_the_same_twice(tmp_path, cli):
@@ -249,3 +259,62 @@ def test_typst_printer_brackets_and_scripts():
     assert printers.typst(eq.Exp(half)) == "e^(3 sqrt(2)\\/2)"
     assert printers.typst(eq.Exp(eq.num(Fraction(-1, 3)))) == "e^(-1\\/3)"
     assert printers.typst(eq.Sum(eq.Entry(eq.Sym("A"), "cats", "j"), "j")).startswith("scripts(sum)_(j) ")
+
+
+def _pid_of(task):
+    import os
+
+    return task, os.getpid()
+
+
+def test_each_chunk_of_variants_gets_a_fresh_worker():
+    """in_fresh_workers runs every task in a new process (what Typst keeps goes with it), at most
+    *jobs* at a time, and gives the results in the order of the tasks."""
+    import os
+
+    from worked.quiz import in_fresh_workers
+
+    out = list(in_fresh_workers(_pid_of, list(range(6)), 2))
+    assert [t for t, _ in out] == list(range(6))
+    pids = [p for _, p in out]
+    assert len(set(pids)) == 6 and os.getpid() not in pids
+
+
+def test_merge_pdfs_starts_every_sheet_on_an_odd_page_also_when_joined_in_parts(monkeypatch):
+    """The class PDFs' join: each source's first page on an odd page (1, 3, 5, …), blank pages of the page's
+    size between, the same when the sources are joined in parts (qpdf keeps every source open until it
+    writes, so at most OPEN_AT_ONCE at a time); same inputs, same bytes."""
+    import io
+
+    import pikepdf
+
+    from worked import quiz
+
+    counts = [3, 1, 2, 3, 3, 1, 4]
+
+    def sheet(k, n):   # sheet k: n pages, each 100 + k points wide (to find them again)
+        pdf = pikepdf.Pdf.new()
+        for _ in range(n):
+            pdf.add_blank_page(page_size=(100 + k, 200))
+        buf = io.BytesIO()
+        pdf.save(buf)
+        return buf.getvalue()
+
+    sheets = [sheet(k, n) for k, n in enumerate(counts)]
+    outs = []
+    for at_once in (100, 2):
+        monkeypatch.setattr(quiz, "OPEN_AT_ONCE", at_once)
+        buf = io.BytesIO()
+        pages = quiz.merge_pdfs(sheets, buf, title="T")
+        widths = [float(p.mediabox[2]) for p in pikepdf.Pdf.open(io.BytesIO(buf.getvalue())).pages]
+        assert pages == len(widths)
+        at, starts = 0, []
+        for k, n in enumerate(counts):
+            starts.append(at)
+            assert widths[at:at + n] == [100 + k] * n
+            at += n + n % 2 if k < len(counts) - 1 else n
+        assert all(s % 2 == 0 for s in starts) and len(widths) == at   # 0-based even = page 1, 3, 5, …
+        outs.append(buf.getvalue())
+        buf2 = io.BytesIO()
+        quiz.merge_pdfs(sheets, buf2, title="T")
+        assert buf2.getvalue() == buf.getvalue()

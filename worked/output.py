@@ -296,6 +296,16 @@ class FolderSet:
         except OSError as exc:
             raise cannot_write(self.folder, exc) from None
 
+    def write_with(self, rel: str, write) -> None:
+        """Stage *rel* by calling ``write(path)`` (for a writer that writes the file itself: no copy in memory)."""
+        try:
+            p = self.tmp / rel
+            p.parent.mkdir(parents=True, exist_ok=True)
+            write(p)
+            self.written.append(rel)
+        except OSError as exc:
+            raise cannot_write(self.folder, exc) from None
+
     def _in_scope(self, rel: str) -> bool:
         return self.scope is None or any(rel == s or rel.startswith(s.rstrip("/") + "/") for s in self.scope)
 

@@ -10,13 +10,25 @@ folder that replaces DIR at the end, so a failure writes nothing):
 2. :func:`plan` gives every variant a seed and a short code, derived with SHA-256 from the quiz
    seed and the student id (or the variant number): stable when the roster is reordered or grows.
 3. :func:`build_variant` (run in worker processes) draws the problem, solves it exactly, works out the
-   expected answers with tolerances and the values of known mistakes, and renders the sheets.
-4. The main process writes each variant's files into a temporary folder as they arrive, then makes
-   the two class PDFs (one Typst document each, every page of every sheet placed as a PDF image,
-   each student's sheet starting on an odd page); ``manifest.json``/``manifest.csv`` and the LMS exports
-   (:mod:`worked.lms`) follow, and the folder replaces DIR.
+   expected answers with tolerances and the values of known mistakes, and renders the sheets. A worker
+   process builds VARIANTS_PER_WORKER consecutive variants, then ends, and a fresh one (forked from the
+   main process) takes the next chunk (:func:`in_fresh_workers`).
+4. The main process writes each variant's files into a temporary folder as they arrive (keeping none of
+   them in memory), then, the workers gone, joins the sheets just written into the two class PDFs
+   (:func:`merge_pdfs`, with pikepdf: each student's sheet starting on an odd page), one after the
+   other; ``manifest.json``/``manifest.csv`` and the LMS exports (:mod:`worked.lms`, from the written
+   ``variant.json`` files) follow, and the folder replaces DIR.
 
-Same spec and seed → same bytes, whatever ``--jobs`` is.
+Memory (peak PSS of the process tree, 300 variants, two cores: see benchmarks/bench_quiz.py). Typst
+keeps what it compiled for the next ten documents of its process, about 11 MB a document here, and does
+not give it back to the system: a long-lived worker reached about 200 MB, so a worker lives for 2
+variants (4 documents, about 100–115 MB). qpdf holds the pages it joins until it writes: joining the
+keys of 300 variants takes about 170 MB, which is why it runs alone, after the workers, and writes
+straight into its file. (Placing the
+pages in one Typst document instead took about 400 MB for the keys; the class PDFs as one Typst
+document of the sheets' sources about 15 MB a variant; pypdf joined them 5 times slower than qpdf.)
+
+Same spec and seed → same bytes, whatever ``--jobs`` is: the chunks do not depend on it.
 """
 from __future__ import annotations
 
@@ -547,59 +559,60 @@ def build_variant(spec: QuizSpec, variant: Variant, formats: tuple[str, ...]) ->
     return {"entry": entry, "files": files}
 
 
-def _build_task(task) -> dict:
-    """A variant built in a worker; its PDFs' page counts come back with it (for the class PDFs)."""
-    spec, variant, formats = task
-    r = build_variant(spec, variant, formats)
-    r["pages"] = {doc: _page_count(data) for doc in DOCS
-                  if (data := r["files"].get(f"variants/{variant.code}/{doc}.pdf")) is not None}
-    return r
+VARIANTS_PER_WORKER = 2   # then the worker process ends and a fresh one takes over: see build_all
 
 
-def _page_count(pdf: bytes) -> int:
-    from pypdf import PdfReader
-
-    return len(PdfReader(io.BytesIO(pdf)).pages)
-
-
-# ---------------------------------------------------------------- the batch
-
-def class_pdf(root: Path, parts: list[tuple[str, int, str]], title: str, paper: str = "a4") -> bytes:
-    """One PDF of the pages of the PDFs *parts* (path under *root*, page count, what it is), in order,
-    each part starting on an odd page (a blank page after an odd count), for double-sided printing.
-
-    One Typst document: every page of a part is placed as a PDF image filling its page (the text
-    stays text). Same inputs, same bytes."""
-    from .render.typst import Typ, lit, typ_to_pdf
-
-    lines = [f'#set document(title: {lit(title)}, author: "worked")', '#set text(lang: "en")',
-             f'#set page(paper: {lit("us-letter" if paper == "letter" else "a4")}, margin: 0pt)']
-    for k, (path, n, what) in enumerate(parts):
-        if k:
-            lines.append('#pagebreak(to: "odd")')
-        for i in range(n):
-            if i:
-                lines.append("#pagebreak()")
-            lines.append(f"#image({lit('/' + path)}, page: {i + 1}, width: 100%, "
-                         f"alt: {lit(f'{what}, page {i + 1} of {n}')})")
-    return typ_to_pdf(Typ("\n".join(lines) + "\n"), "class PDF", root=root, standards=False)
+def _build_chunk(task) -> list[dict]:
+    """A few consecutive variants, built in one worker process."""
+    spec, variants, formats = task
+    return [build_variant(spec, v, formats) for v in variants]
 
 
-def _class_pdf_task(task) -> bytes:
-    return class_pdf(*task)
+# ---------------------------------------------------------------- the class PDFs
+
+OPEN_AT_ONCE = 100   # source PDFs open at once while joining (a part's odd page count gets its blank page)
 
 
-CLASS_PDFS = (("worksheet", "class-worksheets.pdf", "worksheets", "Worksheet"),
-              ("answer-key", "class-answer-keys.pdf", "answer keys", "Answer key"))
+def merge_pdfs(pdfs: list, out, *, title: str | None = None) -> int:
+    """Write to *out* (a path or a binary file) one PDF of the pages of *pdfs* (PDF bytes or paths), in
+    order, each starting on an odd page (a blank page of the same size after an odd count: for
+    double-sided printing); return its page count.
+
+    Made with pikepdf (qpdf): the pages as they are (without the sheets' tags: qpdf does not merge
+    structure trees, so a class PDF is for printing; each variant's own PDF is the accessible one).
+    Same inputs, same bytes: qpdf writes no date, and the file ID is computed from the content."""
+    import pikepdf
+
+    if len(pdfs) > OPEN_AT_ONCE:   # qpdf keeps each source file open until it writes: join in parts first
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="worked-class-") as tmp:
+            parts = [Path(tmp) / f"{k:05d}.pdf" for k in range(0, len(pdfs), OPEN_AT_ONCE)]
+            for k, part in zip(range(0, len(pdfs), OPEN_AT_ONCE), parts):
+                merge_pdfs(pdfs[k:k + OPEN_AT_ONCE], part)
+            return merge_pdfs(parts, out, title=title)
+    doc = pikepdf.Pdf.new()
+    sources = []   # a page's objects are copied when *doc* is written: its document stays open until then
+    try:
+        for pdf in pdfs:
+            src = pikepdf.Pdf.open(io.BytesIO(pdf) if isinstance(pdf, bytes) else pdf)
+            sources.append(src)
+            if len(doc.pages) % 2:
+                box = doc.pages[-1].mediabox
+                doc.add_blank_page(page_size=(float(box[2]) - float(box[0]), float(box[3]) - float(box[1])))
+            doc.pages.extend(src.pages)
+        if title is not None:
+            doc.docinfo["/Title"] = title
+            doc.docinfo["/Author"] = "worked"
+        doc.save(out, deterministic_id=True)
+        return len(doc.pages)
+    finally:
+        for src in sources:
+            src.close()
 
 
-def _class_tasks(spec: QuizSpec, results: list[dict], root: Path) -> list[tuple]:
-    tasks = []
-    for doc, _, label, what in CLASS_PDFS:
-        parts = [(f"variants/{r['entry']['variant']}/{doc}.pdf", r["pages"][doc],
-                  f"{what}, variant {r['entry']['variant']}") for r in results]
-        tasks.append((root, parts, f"{spec.title} — {label}", spec.paper))
-    return tasks
+CLASS_PDFS = (("worksheet", "class-worksheets.pdf", "worksheets"),
+              ("answer-key", "class-answer-keys.pdf", "answer keys"))
 
 
 def manifest_json(manifest: dict, entry_texts: list[bytes]) -> bytes:
@@ -701,9 +714,9 @@ def _warm_up(formats: tuple[str, ...], engine: str) -> None:
         import weasyprint  # noqa: F401
 
 
-def _pool(jobs: int):
-    """A pool of *jobs* worker processes (forked where the platform can: they inherit what the parent
-    loaded), each ending when the parent dies."""
+def _pool():
+    """A pool of one worker process (forked where the platform can: it inherits what the parent loaded),
+    which ends when the parent dies."""
     import multiprocessing as mp
     from concurrent.futures import ProcessPoolExecutor
 
@@ -714,51 +727,89 @@ def _pool(jobs: int):
     from .workers import die_with_parent
 
     # kill -9 of `worked quiz` takes its workers with it (no orphans holding 100+ MB each)
-    return ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=die_with_parent, initargs=(os.getpid(),))
+    return ProcessPoolExecutor(max_workers=1, mp_context=ctx, initializer=die_with_parent, initargs=(os.getpid(),))
+
+
+def _read_back(folder: Path, code: str) -> dict:
+    """A variant's result as :func:`assemble` needs it, from the ``variant.json`` written in *folder*."""
+    name = f"variants/{code}/variant.json"
+    text = (folder / name).read_bytes()
+    return {"entry": json.loads(text), "files": {name: text}}
+
+
+def in_fresh_workers(fn, tasks: list, jobs: int):
+    """``fn(task)`` for every task, each in a new worker process, at most *jobs* at a time; the results
+    in the order of *tasks*, each as soon as it and those before it are done.
+
+    A process per task (a one-worker ProcessPoolExecutor each, forked from this thread): whatever a task
+    leaves behind in its process (Typst's caches) goes with the process. Python 3.11 refuses
+    ``max_tasks_per_child`` with fork, and a spawned or forkserver worker would import everything again."""
+    from concurrent.futures import FIRST_COMPLETED, wait
+
+    running: dict = {}
+    done: dict[int, Any] = {}
+    start = out = 0
+    try:
+        while out < len(tasks):
+            while start < len(tasks) and len(running) < jobs:
+                ex = _pool()
+                running[ex.submit(fn, tasks[start])] = (start, ex)
+                start += 1
+            finished, _ = wait(running, return_when=FIRST_COMPLETED)
+            for f in finished:
+                k, ex = running.pop(f)
+                ex.shutdown()           # its process has ended before the next one starts
+                done[k] = f.result()    # a worker's error is raised here
+            while out in done:
+                yield done.pop(out)
+                out += 1
+    finally:
+        for _, ex in running.values():
+            ex.shutdown(wait=False, cancel_futures=True)
 
 
 def build_all(spec: QuizSpec, variants: list[Variant], formats: tuple[str, ...], jobs: int, progress: bool,
               *, stage=None) -> list[dict]:
     """Build every variant (in *jobs* processes); results in variant order whatever *jobs* is.
 
-    With *stage*, each variant's files are written into it as soon as they arrive (only the manifest
-    entry, its ``variant.json`` text and page counts are kept), and then, when the batch has PDFs,
-    the two class PDFs are made from the written files."""
+    With *stage*, each variant's files are written into it as soon as they arrive (nothing of them is
+    kept in memory: each manifest entry is read back from its ``variant.json`` at the end), and then,
+    when the batch has PDFs, the two class PDFs are joined from the sheets written there.
+
+    Memory: each worker process builds VARIANTS_PER_WORKER variants and ends. Typst keeps what it
+    compiled for the next ten documents of its process (about 11 MB a document here; it is not given
+    back to the system), so a long-lived worker grows to about 200 MB PSS; one of 2 variants ends at
+    100–115 MB. Same bytes whatever *jobs* is: the chunks do not depend on it."""
     bar = _Progress(len(variants), progress)
     results: list[dict] = []
     jobs = max(1, min(jobs, len(variants)))
-    tasks = [(spec, v, formats) for v in variants]
+    n = VARIANTS_PER_WORKER
+    tasks = [(spec, variants[i:i + n], formats) for i in range(0, len(variants), n)]
 
-    def keep(r):
-        if stage is not None:
-            stage.write(r["files"])
-            json_name = f"variants/{r['entry']['variant']}/variant.json"
-            r["files"] = {json_name: r["files"][json_name]}
-        results.append(r)
-        bar.step()
+    def keep(chunk):
+        for r in chunk:
+            if stage is not None:   # only the code is kept: the entry is read back from variant.json
+                stage.write(r["files"])
+                r = {"code": r["entry"]["variant"]}
+            results.append(r)
+            bar.step()
 
     if jobs == 1:
         for t in tasks:
-            keep(_build_task(t))
+            keep(_build_chunk(t))
     else:
         _warm_up(formats, spec.pdf_engine)
-        with _pool(jobs) as ex:
-            # a few variants per message: less pickling overhead, still an even finish
-            chunk = max(1, min(4, len(tasks) // (jobs * 8)))
-            for r in ex.map(_build_task, tasks, chunksize=chunk):
-                keep(r)
+        for chunk in in_fresh_workers(_build_chunk, tasks, jobs):
+            keep(chunk)
     bar.end()
-    # after the workers have gone (their Typst caches, about 180 MB each, are freed first): the two
-    # class PDFs, one after the other, each in a fresh process (Typst keeps what it loaded for a class
-    # PDF, about 1.3 MB per variant, until its process ends)
+    # the class PDFs, after the workers have gone, from the sheets just written, one after the other,
+    # each written by qpdf straight into its file
     if stage is not None and "pdf" in formats and stage.scope is None:
-        for (_, name, _, _), task in zip(CLASS_PDFS, _class_tasks(spec, results, stage.tmp)):
-            if jobs == 1:
-                data = _class_pdf_task(task)
-            else:
-                with _pool(1) as ex:
-                    data = ex.submit(_class_pdf_task, task).result()
-            stage.write({name: data})
+        for doc, name, label in CLASS_PDFS:
+            sheets = [stage.tmp / "variants" / r["code"] / f"{doc}.pdf" for r in results]
+            stage.write_with(name, lambda path: merge_pdfs(sheets, path, title=f"{spec.title} — {label}"))
+    if stage is not None:
+        results = [_read_back(stage.tmp, r["code"]) for r in results]
     return results
 
 
