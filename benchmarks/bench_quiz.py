@@ -1,12 +1,13 @@
-"""Benchmark `worked quiz` with the Typst engine, side by side in one run: 20 variants worksheet + key as
-PDF (target ≤ 2.5 s wall), 100 and 300 variants (linear, both cores busy, peak memory ≤ 300 MB),
-then where the time goes in one process (the stages of a variant, and the class PDFs' two levels).
+"""Benchmark `worked quiz`, side by side in one run: 20 variants as HTML only (target ≤ 1 s wall), then
+with the Typst engine 20 variants worksheet + key as PDF with both class PDFs (target ≤ 2.5 s wall),
+100 and 300 variants (linear, both cores busy, peak memory ≤ 300 MB), then where the time goes in one
+process (the stages of a variant, and the class PDFs' join).
 
     .venv/bin/python benchmarks/bench_quiz.py                 # 20 ×3 runs, 100, 300, stages
     .venv/bin/python benchmarks/bench_quiz.py --sizes 20,100 --runs 5
     .venv/bin/python benchmarks/bench_quiz.py --engines typst,weasyprint,latex   # the other engines at 20
 
-Each run is a fresh `worked quiz … --format pdf` process. Printed per size: the median wall time, the
+Each run is a fresh `worked quiz … --format pdf` (or `html`) process. Printed per size: the median wall time, the
 CPU time of the whole process tree (CPU/wall near the number of cores means every core was busy),
 seconds per variant and its ratio to the 20-variant run (1.0 = linear), and the peak memory of the
 process tree: the sum of the processes' proportional set sizes (PSS: pages shared between the forked
@@ -62,9 +63,9 @@ def _memory_mb(pids: list[int]) -> tuple[float, float]:
     return total / 1024, largest / 1024
 
 
-def run(n: int, engine: str, jobs: int | None) -> dict:
+def run(n: int, engine: str, jobs: int | None, fmt: str = "pdf") -> dict:
     out = Path(tempfile.mkdtemp()) / "q"
-    cmd = [sys.executable, "-m", "worked", "quiz", str(SPEC), "-n", str(n), "-o", str(out), "--format", "pdf",
+    cmd = [sys.executable, "-m", "worked", "quiz", str(SPEC), "-n", str(n), "-o", str(out), "--format", fmt,
            "--quiet", "--pdf-engine", engine]
     if jobs:
         cmd += ["--jobs", str(jobs)]
@@ -149,11 +150,18 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=None, help="default: all cores")
     ap.add_argument("--engines", default="typst", help="engines to time at 20 variants, e.g. typst,weasyprint,latex")
     ap.add_argument("--no-stages", action="store_true")
+    ap.add_argument("--no-html", action="store_true", help="leave out the HTML-only run (issue 11: ≤ 1 s at 20 variants)")
     a = ap.parse_args()
     cores = os.cpu_count()
     print(f"worked quiz {SPEC.name} --format pdf (worksheet + key per variant, both class PDFs), "
           f"jobs = {a.jobs or cores}, cores: {cores}, load average {os.getloadavg()[0]:.1f}")
     sizes = [int(x) for x in a.sizes.split(",") if x]
+    if not a.no_html:   # worksheet + key as HTML only (no PDFs, no class PDFs)
+        rs = [run(20, "typst", a.jobs, "html") for _ in range(a.runs)]
+        wall = statistics.median(r["wall"] for r in rs)
+        print(f"  html         20 variants: {wall:6.2f} s wall (median of {len(rs)}), "
+              f"{statistics.median(r['cpu'] for r in rs):6.2f} s CPU, --format html  target ≤ 1 s: "
+              f"{'met' if wall <= 1 else 'NOT met'}")
     base = None
     for engine in a.engines.split(","):
         for n in sizes if engine == "typst" else [20]:

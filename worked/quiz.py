@@ -783,7 +783,9 @@ def build_all(spec: QuizSpec, variants: list[Variant], formats: tuple[str, ...],
     bar = _Progress(len(variants), progress)
     results: list[dict] = []
     jobs = max(1, min(jobs, len(variants)))
-    n = VARIANTS_PER_WORKER
+    # Typst PDFs: a fresh process every VARIANTS_PER_WORKER variants (its caches); otherwise nothing grows
+    # in a worker, and a fork costs a few ms: 10 variants a process (the output does not depend on it)
+    n = VARIANTS_PER_WORKER if "pdf" in formats and spec.pdf_engine == "typst" else 10
     tasks = [(spec, variants[i:i + n], formats) for i in range(0, len(variants), n)]
 
     def keep(chunk):
