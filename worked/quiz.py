@@ -784,8 +784,9 @@ def build_all(spec: QuizSpec, variants: list[Variant], formats: tuple[str, ...],
     results: list[dict] = []
     jobs = max(1, min(jobs, len(variants)))
     # Typst PDFs: a fresh process every VARIANTS_PER_WORKER variants (its caches); otherwise nothing grows
-    # in a worker, and a fork costs a few ms: 10 variants a process (the output does not depend on it)
-    n = VARIANTS_PER_WORKER if "pdf" in formats and spec.pdf_engine == "typst" else 10
+    # in a worker, and a fork costs a few ms: up to 10 variants a process, shared out evenly over the
+    # workers (the output does not depend on it)
+    n = VARIANTS_PER_WORKER if "pdf" in formats and spec.pdf_engine == "typst" else min(10, -(-len(variants) // jobs))
     tasks = [(spec, variants[i:i + n], formats) for i in range(0, len(variants), n)]
 
     def keep(chunk):
