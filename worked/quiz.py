@@ -707,9 +707,8 @@ def _warm_up(formats: tuple[str, ...], engine: str) -> None:
     if "pdf" in formats and engine == "typst":
         import typst  # noqa: F401
 
-        from .render.typst import load_templates
-
-        load_templates()
+        for name in ("worksheet.typ", "answer-key.typ"):
+            env("typ").get_template(name)
     if "pdf" in formats and engine == "weasyprint":
         import weasyprint  # noqa: F401
 

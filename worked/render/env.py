@@ -1,4 +1,4 @@
-"""Jinja2 environments for the sheet templates: our folder, with the user's ``--template-dir`` first."""
+"""Jinja2 environments for the sheet templates (``html``, ``tex``, ``typ``): our folder, with the user's ``--template-dir`` first."""
 from __future__ import annotations
 
 import functools
@@ -61,6 +61,11 @@ def _env(kind: str, dirs: tuple[str, ...]):
     if kind == "html":
         return jinja2.Environment(loader=loader, autoescape=True, trim_blocks=True, lstrip_blocks=True,
                                   keep_trailing_newline=True, bytecode_cache=cache)
+    if kind == "typ":
+        from .typst import finalize as typ_finalize
+
+        return jinja2.Environment(loader=loader, autoescape=False, finalize=typ_finalize, trim_blocks=True,
+                                  lstrip_blocks=True, keep_trailing_newline=True, bytecode_cache=cache)
     from .texesc import finalize
 
     return jinja2.Environment(

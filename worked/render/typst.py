@@ -19,7 +19,7 @@ import string
 
 from .. import printers
 from ..errors import WorkedError
-from .env import template_dirs
+from .env import render
 from .view import build
 
 PDF_STANDARDS = ["ua-1"]   # tagged PDF/UA-1: needs a title, a language and alt text on every formula
@@ -43,7 +43,8 @@ def lit(s) -> Typ:
     return Typ('"' + str(s).replace("\\", "\\\\").replace('"', '\\"').replace("\n", " ") + '"')
 
 
-def _finalize(v):
+def finalize(v):
+    """What a ``{{ … }}`` of a .typ template writes: Typst markup as it is, anything else escaped."""
     if v is None:
         return ""
     return v if isinstance(v, Typ) else esc(v)
@@ -124,49 +125,15 @@ def glance(g: dict) -> Typ:
                f"cols: {_array(lit(c) for c in g['cols'])}, cells: {cells})")
 
 
-@functools.lru_cache(maxsize=16)
-def _env(dirs: tuple[str, ...]):
-    """The Jinja environment of the .typ templates; compiled templates are kept between runs in
-    ``~/.cache/worked/jinja`` like the HTML/LaTeX ones (Jinja checks each template's source)."""
-    import os
-
-    import jinja2
-
-    from .env import user_cache_dir
-
-    cache_dir = None if os.environ.get("WORKED_NO_TEMPLATE_CACHE") else user_cache_dir("jinja")
-    cache = jinja2.FileSystemBytecodeCache(str(cache_dir)) if cache_dir is not None else None
-    return jinja2.Environment(loader=jinja2.FileSystemLoader(list(dirs)), autoescape=False, finalize=_finalize,
-                              trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True, bytecode_cache=cache)
-
-
-def load_templates(template_dir=None) -> None:
-    """Compile the two sheet templates now (before worker processes fork, so that they inherit them)."""
-    env = _env(tuple(template_dirs(template_dir)))
-    for name in ("worksheet.typ", "answer-key.typ"):
-        env.get_template(name)
-
-
 def render_typ(kind: str, sol, *, student=None, paper: str = "a4", template_dir=None, extra=None) -> str:
     """The Typst source of *kind* ("worksheet" or "answer-key").
 
     *extra* is more template data: ``questions`` (the quiz's graded questions: ``intro`` and
     ``items`` of ``ask``, ``text``, ``points``), printed after the header.
     """
-    import jinja2
-
     doc = build(sol, kind, student)
-    name = f"{kind}.typ"
-    try:
-        return _env(tuple(template_dirs(template_dir))).get_template(name).render(
-            doc=doc, paper=paper, m=math, rich=rich, wide=wide, matrix=matrix, heatmap=heatmap, glance=glance,
-            esc=esc, lit=lit, raw=Typ, **(extra or {}))
-    except jinja2.TemplateNotFound as exc:
-        raise WorkedError(f"template not found: {exc.name}") from None
-    except jinja2.TemplateSyntaxError as exc:
-        raise WorkedError(f"{exc.filename or exc.name}:{exc.lineno}: template error: {exc.message}") from None
-    except jinja2.UndefinedError as exc:
-        raise WorkedError(f"template {name}: {exc.message}") from None
+    return render("typ", f"{kind}.typ", template_dir, doc=doc, paper=paper, m=math, rich=rich, wide=wide,
+                  matrix=matrix, heatmap=heatmap, glance=glance, esc=esc, lit=lit, raw=Typ, **(extra or {}))
 
 
 @functools.lru_cache(maxsize=1)
