@@ -213,8 +213,8 @@ def forward(problem, backend, *, transform: Transform | None = None, given: dict
         else:
             # a row of weights that is the softmax of the scaled row: Z may use its parts (its e^x)
             mix_states = [s if g is None or all(a is NA for a in g[i]) else None for i, s in enumerate(states)]
-        Z = put(pre + "Z", [[backend.mix(mix_states[i], A[i], [V[j][c] for j in range(n)]) for c in range(len(V[0]))]
-                            for i in range(n)])
+        put(pre + "Z", [[backend.mix(mix_states[i], A[i], [V[j][c] for j in range(n)]) for c in range(len(V[0]))]
+                        for i in range(n)])
         out.heads.append(HeadPass(out.shown[pre + "Q"], out.shown[pre + "K"], out.shown[pre + "V"], raw,
                                   out.shown[pre + "scores"], out.shown[pre + "scaled"], out.shown[pre + "weights"],
                                   out.shown[pre + "Z"], masked, states))

@@ -686,8 +686,8 @@ def _train_steps(ctx: _Ctx, problem: Problem, run, nums, heads: list[HeadResult]
         dV = M(pre + "dV", S("dV"), toks, vc)
         hsteps.append(_grad_prod_step(
             ctx, "dV", hid, f"Backward: {_t(S('dV'))} = {_t(S('A'))}ᵀ·{_t(S('dZ'))}",
-            f"Z = A·V, so the gradient of V is A transposed times dZ: value row j was used by every token i with weight "
-            f"A[i, j], so it collects Σ_i A[i, j]·dZ[i, ·] (column j of A, not row j).", dV,
+            "Z = A·V, so the gradient of V is A transposed times dZ: value row j was used by every token i with weight "
+            "A[i, j], so it collects Σ_i A[i, j]·dZ[i, ·] (column j of A, not row j).", dV,
             lambda j: _node_list(A, P, [(i, j) for i in range(n)]), lambda c: _node_list(dZh, P, [(i, c) for i in range(n)]),
             lambda j, c: eq.Dot(eq.Col(S("A"), lab[j]), eq.Col(S("dZ"), str(c + 1))), _pick(dV),
             (eq.Dims(n, n), eq.Dims(n, dv), eq.Dims(n, dv))))

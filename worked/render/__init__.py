@@ -39,7 +39,7 @@ Public API (stable; the quiz batches build on it)::
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Iterable
 
 __all__ = [
     "answer_key_html", "worksheet_html", "answer_key_tex", "worksheet_tex",

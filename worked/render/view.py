@@ -8,7 +8,6 @@ and, for exact forms that need math, the tree ``eq``.
 from __future__ import annotations
 
 import re
-from fractions import Fraction
 from typing import Any
 
 from .. import eq

@@ -209,7 +209,7 @@ class _Builder:
 
     # -- one cell per step
     def step(self, k: int, st):
-        p, mats = self.p, self.sol.matrices()
+        mats = self.sol.matrices()
         suf = str(st.head) if st.head is not None else ""
         base = f"step{k:02d}-{st.id}" + (f"-head{suf}" if suf else "")
         label = f"Step {k} ({st.title})"
