@@ -273,12 +273,7 @@ def from_sympy(expr) -> Node:
     if isinstance(expr, sp.exp):
         return Exp(from_sympy(expr.args[0]))
     if expr.is_Add:
-        terms = sorted(expr.args, key=_term_key)
-        out = []
-        for t in terms:
-            node = from_sympy(t)
-            out.append(node)
-        return Add(tuple(out))
+        return Add(tuple(from_sympy(t) for t in _ordered(expr.args, _term_key)))
     if expr.is_Pow:
         base, e = expr.args
         if e == sp.S.Half:
@@ -297,8 +292,8 @@ def from_sympy(expr) -> Node:
             else:
                 numer.append(f)
         c = Fraction(int(coeff.p), int(coeff.q))
-        top = [from_sympy(f) for f in sorted(numer, key=_factor_key)]
-        bot = [from_sympy(f) for f in sorted(denom, key=_factor_key)]
+        top = [from_sympy(f) for f in _ordered(numer, _factor_key)]
+        bot = [from_sympy(f) for f in _ordered(denom, _factor_key)]
         sign = c < 0
         c = abs(c)
         if c.numerator != 1 or not top:
@@ -320,20 +315,30 @@ def _exp_arg(expr):
     return sp.S.Zero
 
 
-def _term_key(t):
+def _ordered(items, key) -> list:
+    """*items* sorted by *key*, then by sympy's ``default_sort_key`` where *key* ties (the same value
+    always prints the same way). sympy's key is costly: it is taken only for items that tie."""
+    if len(items) < 2:
+        return list(items)
+    keyed = sorted(((key(x), i) for i, x in enumerate(items)))
+    keys = [k for k, _ in keyed]
+    if len(set(keys)) == len(keys):
+        return [items[i] for _, i in keyed]
     import sympy as sp
 
-    a = _exp_arg(t)
-    coeff = t.as_coeff_Mul()[0]
-    return (float(a), float(coeff), sp.default_sort_key(t))
+    return sorted(items, key=lambda x: (key(x), sp.default_sort_key(x)))
+
+
+def _term_key(t):
+    """A term of a sum: by its e^x argument (constants first), then by its coefficient."""
+    return (float(_exp_arg(t)), float(t.as_coeff_Mul()[0]))
 
 
 def _factor_key(f):
+    """A factor of a product: numbers and roots before sums and exponentials (2√2·e^x, (2 + e^x))."""
     import sympy as sp
 
-    # numbers and roots before sums and exponentials: 2√2·e^x, (2 + e^x)
-    rank = 0 if f.is_Number else 1 if f.is_Pow else 3 if isinstance(f, sp.exp) else 2
-    return (rank, sp.default_sort_key(f))
+    return 0 if f.is_Number else 1 if f.is_Pow else 3 if isinstance(f, sp.exp) else 2
 
 
 # ---------------------------------------------------------------- evaluation (for the auditor)
