@@ -444,23 +444,29 @@ class Exact:
             inv = self._inv[factor] = 1 / factor
         return self._sym(s) * inv
 
-    def _argmin(self, row, js):
-        """The column of the smallest entry. The entries of a scaled row are rationals times one positive
-        number (1/√d_k): their rational coefficients order them, without evaluating anything."""
+    def _common(self, row, js):
+        """The entries of a scaled row as rationals times one positive number (1/√d_k, or 1), when they are
+        that (they are, but for a student's own entries): ``({j: coefficient}, number)``, else None."""
         parts = {j: self._sym(row[j]).as_coeff_Mul() for j in js}
         rests = {r for c, r in parts.values() if c != 0}
-        if len(rests) <= 1 and all(r.is_positive for r in rests):
-            return min(js, key=lambda j: parts[j][0])
-        return min(js, key=lambda j: self._sym(row[j]))
+        if len(rests) > 1 or not all(r.is_positive for r in rests):
+            return None
+        return {j: c for j, (c, _) in parts.items()}, next(iter(rests), self.sp.S.One)
 
     def softmax(self, row):
         sp = self.sp
         js = [j for j, x in enumerate(row) if x is not self.NEG_INF]
         if not js:
             return [sp.Integer(0)] * len(row), None
-        low = self._argmin(row, js)
+        common = self._common(row, js)
+        if common is not None:   # ordered and subtracted by their coefficients: nothing evaluated
+            coeff, unit = common
+            low = min(js, key=coeff.__getitem__)
+            shifted = {j: (coeff[j] - coeff[low]) * unit for j in js}
+        else:
+            low = min(js, key=lambda j: self._sym(row[j]))
+            shifted = {j: self._sym(row[j]) - self._sym(row[low]) for j in js}
         shift = self._sym(row[low])
-        shifted = {j: self._sym(row[j]) - shift for j in js}
         numer = {j: sp.exp(d) for j, d in shifted.items()}
         D = sp.Add(*numer.values())
         exps = {j: sp.exp(self._sym(row[j])) for j in js}
