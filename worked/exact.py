@@ -16,13 +16,15 @@ import re
 import reprlib
 from fractions import Fraction
 
-_DEC = re.compile(r"^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$")
-_PARTS = re.compile(r"^[+-]?(\d*)(?:\.(\d*))?(?:[eE]([+-]?\d+))?$")
+# patterns, compiled (and kept) by ``re`` when a decimal or fraction string is first read: a problem of
+# integers needs none of them
+_DEC = r"^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$"
+_PARTS = r"^[+-]?(\d*)(?:\.(\d*))?(?:[eE]([+-]?\d+))?$"
 
 MAX_EXPONENT = 100     # largest |e| in a written 1.5e-3: more is no hand exercise, and 1e99999999 would
                        # otherwise build a 100-million-digit integer
 MAX_DIGITS = 100       # digits written in one decimal (mantissa)
-_FRAC = re.compile(r"^([+-]?\d+)\s*/\s*(\d+)$")
+_FRAC = r"^([+-]?\d+)\s*/\s*(\d+)$"
 
 
 class EntryError(ValueError):
@@ -33,7 +35,7 @@ def decimal(text: str) -> Fraction:
     """The exact value of a decimal string (``"0.43"``, ``"-1.5e-3"``), after bounding what it costs: at
     most :data:`MAX_DIGITS` digits and an exponent of at most ±:data:`MAX_EXPONENT`, checked on the text
     before any number is built. Raises EntryError."""
-    m = _PARTS.match(text.strip())
+    m = re.match(_PARTS, text.strip())
     if not m or not (m.group(1) or m.group(2)):
         raise EntryError(f"expected a decimal number, got {shown(text)}")
     exp = (m.group(3) or "").lstrip("+-").lstrip("0")
@@ -95,9 +97,9 @@ def to_fraction(value) -> tuple[Fraction, int]:
         return decimal(text), decimal_places(text)
     if isinstance(value, str):
         text = value.strip()
-        if _DEC.match(text):
+        if re.match(_DEC, text):
             return decimal(text), decimal_places(text)
-        m = _FRAC.match(text)
+        m = re.match(_FRAC, text)
         if m:
             if len(m.group(1)) > MAX_DIGITS or len(m.group(2)) > MAX_DIGITS:
                 raise EntryError(f"fraction {_short(text)} has more than {MAX_DIGITS} digits")

@@ -158,7 +158,7 @@ def heatmap(m, places: int, title: str) -> dict:
     return {"title": title, "rows": list(m.rows), "cols": list(m.cols), "cells": cells, "symbol": m.symbol_latex}
 
 
-_RICH = re.compile(r"(W_[QKVO]|d_model|d_k|d_v|e\^x|[ᵀ]|⁽[⁰¹²³⁴⁵⁶⁷⁸⁹]+⁾)")
+_RICH = r"(W_[QKVO]|d_model|d_k|d_v|e\^x|[ᵀ]|⁽[⁰¹²³⁴⁵⁶⁷⁸⁹]+⁾)"   # compiled by re on first use (a page)
 _SUPS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁽⁾", "0123456789()")
 
 
@@ -170,7 +170,7 @@ def rich(text: str) -> list[tuple[str, str]]:
     """
     out: list[Any] = []
     pos = 0
-    for m in _RICH.finditer(text):
+    for m in re.finditer(_RICH, text):
         if m.start() > pos:
             out.append(("text", text[pos:m.start()]))
         s = m.group(0)
