@@ -432,15 +432,16 @@ def cmd_notebook(args) -> int:
 
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
-    """The parser of every command; the options only of the command named in *argv*, when it names one
-    (``worked --help`` lists the commands by their help lines, which need no options)."""
+    """The parser of every command, or, when *argv* names a command, of that command alone (a word that
+    names none gets the full parser, whose error lists the commands; ``worked --help`` lists them by
+    their help lines, which need no options)."""
     parser = argparse.ArgumentParser(
         prog="worked",
         description="Exact, step-by-step worked examples of self-attention: solutions, worksheets, quizzes, checking.")
     parser.add_argument("--version", action="version", version=f"worked {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     named = None if argv is None else next((a for a in argv if not a.startswith("-")), None)
-    for name in ORDER:
+    for name in (named,) if named in COMMANDS else ORDER:
         kw, add_options = COMMANDS[name]
         p = sub.add_parser(name, **kw)
         if argv is None or name == named:
