@@ -109,19 +109,27 @@ class Mat:
     ``m[i, j]`` is the exact entry (sympy or −∞); ``np.asarray(m, dtype=float)`` or ``m.to_numpy()``
     gives the values as floats (masked entries −inf)."""
 
-    __slots__ = ("name", "symbol", "symbol_latex", "exact", "num", "rows", "cols", "masked", "sym", "_exact_at")
+    __slots__ = ("name", "exact", "num", "rows", "cols", "masked", "sym", "_exact_at")
 
     def __init__(self, name: str, sym: "eq.Sym", exact, num, rows, cols, masked: frozenset = frozenset()):
         self.name = name            # JSON key, e.g. "scores"
         self.sym = sym              # the symbol as a tree
-        self.symbol = printers.text(sym)            # "Q" or "Q⁽¹⁾"
-        self.symbol_latex = printers.latex(sym)     # "Q" or "Q^{(1)}"
         self.exact = exact          # sympy values (−∞ for masked entries)
         self.num = num              # 50-digit Decimal values (−Infinity for masked entries)
         self.rows = list(rows)
         self.cols = list(cols)
         self.masked = frozenset(masked)
         self._exact_at: dict = {}
+
+    @property
+    def symbol(self) -> str:
+        """``"Q"`` or ``"Q⁽¹⁾"``"""
+        return printers.text(self.sym)
+
+    @property
+    def symbol_latex(self) -> str:
+        """``"Q"`` or ``"Q^{(1)}"``"""
+        return printers.latex(self.sym)
 
     def __repr__(self) -> str:
         return f"Mat({self.name!r}, {self.shape[0]}×{self.shape[1]})"

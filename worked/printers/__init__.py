@@ -6,32 +6,50 @@
     ('e^(√2) ≈ 4.1133', 'e^{\\sqrt{2}} \\approx 4.1133')
 
 The module functions remember what they printed, by value (trees are immutable), in one bounded
-``functools.lru_cache`` each: eviction only means printing again.
+``functools.lru_cache`` each: eviction only means printing again. A format's module
+(``<format>_printer.py``) is imported when the format is first printed or its class first named: a
+text solution loads the text printer only.
 """
 from __future__ import annotations
 
 import functools
-
-from .htmlcss import HtmlCssPrinter
-from .latex import LatexPrinter
-from .mathml import MathMLPrinter, math_element
-from .spoken import SpokenPrinter
-from .text import TextPrinter
-from .typst import TypstPrinter
+import importlib
 
 __all__ = ["text", "latex", "mathml", "typst", "spoken", "htmlcss", "math_element",
            "TextPrinter", "LatexPrinter", "HtmlCssPrinter", "MathMLPrinter", "TypstPrinter", "SpokenPrinter"]
 
-def _cached(printer, doc: str):
-    """The printer as a function of the tree, remembered by value (trees are immutable)."""
-    fn = functools.lru_cache(maxsize=4096)(printer.doprint)
+#: a name of this package → the module (in this package) that defines it
+_HOME = {"TextPrinter": "text_printer", "LatexPrinter": "latex_printer", "MathMLPrinter": "mathml_printer",
+         "math_element": "mathml_printer", "TypstPrinter": "typst_printer", "SpokenPrinter": "spoken_printer",
+         "HtmlCssPrinter": "htmlcss_printer"}
+
+
+def __getattr__(name: str):
+    if name not in _HOME:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_HOME[name]}"), name)
+    globals()[name] = value
+    return value
+
+
+def _format(cls: str, doc: str):
+    """The printer of class *cls* as a function of the tree, remembered by value (trees are immutable);
+    the printer is made at the first call."""
+    made = []
+
+    def doprint(node) -> str:
+        if not made:
+            made.append(__getattr__(cls)())
+        return made[0].doprint(node)
+
+    fn = functools.lru_cache(maxsize=4096)(doprint)
     fn.__doc__ = doc
     return fn
 
 
-text = _cached(TextPrinter(), "Unicode text of a tree.")
-latex = _cached(LatexPrinter(), "ASCII LaTeX of a tree.")
-mathml = _cached(MathMLPrinter(), "The MathML body of a tree (no ``<math>`` element: see :func:`math_element`).")
-typst = _cached(TypstPrinter(), "Typst math of a tree (the body of ``$ … $``).")
-spoken = _cached(SpokenPrinter(), "A spoken form of a tree, for alt text and screen readers.")
-htmlcss = _cached(HtmlCssPrinter(), "HTML with CSS classes (fractions, scripts, radicals as text), for WeasyPrint.")
+text = _format("TextPrinter", "Unicode text of a tree.")
+latex = _format("LatexPrinter", "ASCII LaTeX of a tree.")
+mathml = _format("MathMLPrinter", "The MathML body of a tree (no ``<math>`` element: see :func:`math_element`).")
+typst = _format("TypstPrinter", "Typst math of a tree (the body of ``$ … $``).")
+spoken = _format("SpokenPrinter", "A spoken form of a tree, for alt text and screen readers.")
+htmlcss = _format("HtmlCssPrinter", "HTML with CSS classes (fractions, scripts, radicals as text), for WeasyPrint.")

@@ -2,7 +2,7 @@
 
 For browsers and notebooks every formula is MathML (from the MathML printer) and the math font is embedded.
 For WeasyPrint (``for_pdf=True``), which cannot lay out MathML, every formula is HTML from the HTML/CSS
-printer instead (:mod:`worked.printers.htmlcss`, styled by ``style.css``): text and CSS boxes, so
+printer instead (:mod:`worked.printers.htmlcss_printer`, styled by ``style.css``): text and CSS boxes, so
 formulas, like the prose and the tables, stay text in the PDF.
 """
 from __future__ import annotations
