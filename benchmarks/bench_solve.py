@@ -1,7 +1,8 @@
 """Benchmark `worked solve`, side by side with `python -c "import sympy"` in one run.
 
 Target (issue 11): `worked solve` on the Part 9 example at most 1.2x `import sympy`, end to end
-(process start and imports included). Also shown: the same with an evaluated sympy sum (sympy imports
+(process start and imports included), run as the user runs it: the installed `worked` script of this
+Python's environment (`python -m worked` where there is none). Also shown: the same with an evaluated sympy sum (sympy imports
 its tensor module on the first one, which every exact solve needs), an 8-token d = 8 problem with
 `--checks all`, and in-process solve times.
 
@@ -64,17 +65,20 @@ def main():
 
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     py = sys.executable
+    # the command a user types: the installed `worked` script beside this Python (python -m worked without it)
+    script = Path(py).with_name("worked")
+    w = [str(script)] if script.is_file() else [py, "-m", "worked"]
     with tempfile.TemporaryDirectory() as d:
         path = Path(d) / "big.toml"
         path.write_text(big.to_toml())
         cmds = {
             "python -c 'import sympy'": [py, "-c", "import sympy"],
             "python -c 'import sympy; sqrt(2) + 1'": [py, "-c", "import sympy; sympy.sqrt(2) + 1"],
-            "worked solve (Part 9)": [py, "-m", "worked", "solve"],
-            "worked solve 8x8x8 --checks all": [py, "-m", "worked", "solve", str(path), "--checks", "all"],
+            "worked solve (Part 9)": w + ["solve"],
+            "worked solve 8x8x8 --checks all": w + ["solve", str(path), "--checks", "all"],
             # issue 16: one training step on Part 9 (target limit: 2x the forward-only solve of the same problem)
-            "worked solve problems/cats-chase-mice.toml": [py, "-m", "worked", "solve", "problems/cats-chase-mice.toml"],
-            "worked solve problems/cats-chase-mice-train.toml": [py, "-m", "worked", "solve", "problems/cats-chase-mice-train.toml"],
+            "worked solve problems/cats-chase-mice.toml": w + ["solve", "problems/cats-chase-mice.toml"],
+            "worked solve problems/cats-chase-mice-train.toml": w + ["solve", "problems/cats-chase-mice-train.toml"],
         }
         for c in cmds.values():   # warm up: byte code written, files in the page cache
             subprocess.run(c, check=True, capture_output=True, cwd=ROOT, env=env)
