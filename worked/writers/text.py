@@ -9,6 +9,9 @@ from ..render import view
 
 
 def _width(s: str) -> int:
+    """Terminal columns: wide characters (CJK tokens) take two, combining marks none."""
+    if s.isascii():
+        return len(s)
     return sum(2 if unicodedata.east_asian_width(c) in "WF" else 0 if unicodedata.combining(c) else 1 for c in s)
 
 
