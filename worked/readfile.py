@@ -79,7 +79,7 @@ def read_bytes(path, limit: int = FILE_LIMIT, expected: str = "a file") -> bytes
 def decode(raw: bytes, src: str, expected: str = "UTF-8 text") -> str:
     """UTF-8 text, a leading BOM (as Windows editors write it) removed; a bad byte is named with its line."""
     try:
-        return raw.decode("utf-8-sig")
+        return raw.decode("utf-8").removeprefix(BOM)   # as "utf-8-sig" does, without loading that codec
     except UnicodeDecodeError as exc:
         line = raw[:exc.start].count(b"\n") + 1
         raise InputError(src, f"line {line}: byte 0x{raw[exc.start]:02X} is not UTF-8; expected {expected}") from None
