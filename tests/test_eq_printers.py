@@ -139,3 +139,22 @@ def test_display_decimal_on_request_and_for_decimal_inputs():
     assert audit(sol) == []
     with pytest.raises(worked.ProblemError, match="display"):
         worked.Problem.from_dict(dict(worked.load().to_dict(), display="fancy"))
+
+
+def test_a_format_module_loads_at_first_use_whatever_imports_it_first():
+    """A fresh process: a text solution loads the text printer only; a format's module imported directly
+    (before the package printed anything in it) leaves the package's function of that name in place."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys, worked\n"
+        "text = worked.solve(worked.load()).text()\n"
+        "print(sorted(m for m in sys.modules if m.startswith('worked.printers.')))\n"
+        "import worked.printers.latex_printer as mod\n"
+        "from worked import eq, printers\n"
+        "assert printers.LatexPrinter is mod.LatexPrinter\n"
+        "print(printers.latex(eq.Sqrt(eq.num(2))), printers.typst(eq.Sqrt(eq.num(2))))\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout.splitlines()
+    assert out[0] == "['worked.printers.base', 'worked.printers.text_printer']"
+    assert out[1] == "\\sqrt{2} sqrt(2)"

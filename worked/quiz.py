@@ -689,12 +689,14 @@ class _Progress:
 
 def _warm_up(formats: tuple[str, ...], engine: str) -> None:
     """Load, before the workers fork (they inherit it), what every variant would load lazily: the
-    templates, the Typst binding, sympy's tensor module (which sympy's Add imports on first use).
-    No Typst compiler is made here: each process makes its own (see worked.render.typst)."""
+    templates, the Typst binding, sympy's tensor module (which sympy's Add imports on first use), the
+    printers. No Typst compiler is made here: each process makes its own (see worked.render.typst)."""
     import sympy.tensor.tensor  # noqa: F401
 
-    from . import render, solver  # noqa: F401
+    from . import printers, render, solver  # noqa: F401
     from .render.env import env
+
+    printers.load_all()
 
     if "html" in formats or ("pdf" in formats and engine == "weasyprint"):
         for name in ("worksheet.html", "answer-key.html"):

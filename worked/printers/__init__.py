@@ -32,6 +32,12 @@ def __getattr__(name: str):
     return value
 
 
+def load_all() -> None:
+    """Import every format's module now: for a process about to fork workers that print them."""
+    for name in _HOME:
+        __getattr__(name)
+
+
 def _format(cls: str, doc: str):
     """The printer of class *cls* as a function of the tree, remembered by value (trees are immutable);
     the printer is made at the first call."""

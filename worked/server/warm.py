@@ -4,11 +4,13 @@ each one started after a kill or a recycle, begins with its imports done and sym
 of paying for them on a student's request."""
 from __future__ import annotations
 
+from .. import printers
 from ..check import check_answers
 from ..problem import load
 from ..solver import solve
 from . import app, jobs  # noqa: F401 - what the jobs import
 
+printers.load_all()   # the page's MathML and spoken forms, the JSON's LaTeX
 _example = load()
 solve(_example).to_dict()
 check_answers(_example, {"Q": [["1", "0"], ["0", "1"], ["1", "0"]]}).to_dict()
