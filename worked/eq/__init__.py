@@ -317,16 +317,13 @@ def _exp_arg(expr):
 
 def _ordered(items, key) -> list:
     """*items* sorted by *key*, then by sympy's ``default_sort_key`` where *key* ties (the same value
-    always prints the same way). sympy's key is costly: it is taken only for items that tie."""
-    if len(items) < 2:
-        return list(items)
-    keyed = sorted(((key(x), i) for i, x in enumerate(items)))
-    keys = [k for k, _ in keyed]
-    if len(set(keys)) == len(keys):
-        return [items[i] for _, i in keyed]
-    import sympy as sp
+    always prints the same way). sympy's key is costly: it is taken only when some keys tie."""
+    keys = [key(x) for x in items]
+    if len(set(keys)) < len(keys):
+        import sympy as sp
 
-    return sorted(items, key=lambda x: (key(x), sp.default_sort_key(x)))
+        keys = [(k, sp.default_sort_key(x)) for k, x in zip(keys, items)]
+    return [items[i] for i in sorted(range(len(items)), key=keys.__getitem__)]
 
 
 def _term_key(t):
