@@ -68,9 +68,19 @@ def test_latex_is_ascii_and_mathml_is_well_formed():
 
 def test_auditor_reads_trees_and_knows_rounding():
     d = lambda s: eq.dec(Decimal(s))  # noqa: E731
-    ok = eq.Rel((eq.Frac(d("0.2431"), d("0.9793")), d("0.2483")), (eq.APPROX,))   # 0.24824…, true ≈ 0.2483
+    # the hand rule: b is the arithmetic on the shown numbers, rounded (0.2431/0.9793 = 0.248238…)
+    ok = eq.Rel((eq.Frac(d("0.2431"), d("0.9793")), d("0.2482")), (eq.APPROX,))
     assert audit_rel(ok) == []
-    assert audit_rel(eq.Rel((eq.Frac(d("0.2431"), d("0.9793")), d("0.2483")), (eq.EQ,)))
+    assert audit_rel(eq.Rel((eq.Frac(d("0.2431"), d("0.9793")), d("0.2483")), (eq.APPROX,)))   # the true value's digits
+    assert audit_rel(eq.Rel((eq.Frac(d("0.2431"), d("0.9793")), d("0.2482")), (eq.EQ,)))
+    # the README's example: the shown terms give 0.4908, so 0.4907 (the true value's digits) fails
+    z = eq.Add((eq.Mul((d("0.1636"), eq.Vec((eq.num(2), eq.num(1))))), eq.Mul((d("0.6728"), eq.Vec((eq.num(0), eq.num(2))))),
+                eq.Mul((d("0.1636"), eq.Vec((eq.num(1), eq.num(1)))))))
+    assert audit_rel(eq.Rel((z, eq.Vec((d("0.4908"), d("1.6728")))), (eq.APPROX,))) == []
+    assert audit_rel(eq.Rel((z, eq.Vec((d("0.4907"), d("1.6728")))), (eq.APPROX,)))
+    # e of the exponent shown: e^2.2424 = 9.41586…, not e^2.24246… = 9.4165
+    assert audit_rel(eq.Rel((eq.Exp(d("2.2424")), d("9.4159")), (eq.APPROX,))) == []
+    assert audit_rel(eq.Rel((eq.Exp(d("2.2424")), d("9.4165")), (eq.APPROX,)))
     assert audit_rel(eq.Rel((eq.Exp(eq.Sqrt(eq.num(2))), d("4.1134")), (eq.APPROX,)))   # 4.11325…
     assert audit_rel(eq.Rel((eq.Exp(eq.Sqrt(eq.num(2))), d("4.1133")), (eq.APPROX,))) == []
 

@@ -318,7 +318,7 @@ def _backward(problem, backend, out: Pass, t: Transform, put, X, weights, given,
         masked = hp.masked
         dV = step(pre + "dV", matmul(A if t.dV == "AdZ" else tp(A), dZh))
         dA = step(pre + "dA", matmul(dZh, tp(V)))
-        rowsum = [total([mul(A[i][k], dA[i][k]) for k in range(n) if (i, k) not in masked]) for i in range(n)]
+        rowsum = [b.carry(total([mul(A[i][k], dA[i][k]) for k in range(n) if (i, k) not in masked])) for i in range(n)]
         if t.softmax_back == "identity":
             dS = [[zero if (i, j) in masked else dA[i][j] for j in range(n)] for i in range(n)]
         elif t.softmax_back == "no-sum":
@@ -332,7 +332,7 @@ def _backward(problem, backend, out: Pass, t: Transform, put, X, weights, given,
         if t.back_scale == "forgot":
             dsc = [list(r) for r in dS]
         else:
-            dsc = [[zero if (i, j) in masked else b.scale(dS[i][j], factor) for j in range(n)] for i in range(n)]
+            dsc = [[zero if (i, j) in masked else b.scale_grad(dS[i][j], factor) for j in range(n)] for i in range(n)]
         dsc = step(pre + "dscores", dsc)
         dQ = step(pre + "dQ", matmul(dsc, K))
         dK = step(pre + "dK", matmul(dsc if t.dK == "SQ" else tp(dsc), Q))
@@ -511,6 +511,14 @@ class Exact:
     def shown(self, x):
         return x
 
+    def carry(self, x):
+        """A value shown inside a stage (the softmax backward's row sum) as it flows on: unchanged here."""
+        return x
+
+    def scale_grad(self, g, factor):
+        """A gradient divided by the factor on the way back (dscores = dS / factor)."""
+        return self.scale(g, factor)
+
 
 # ---------------------------------------------------------------- floats
 
@@ -564,6 +572,12 @@ class Float:
 
     def shown(self, x):
         return x
+
+    def carry(self, x):
+        return x
+
+    def scale_grad(self, g, factor):
+        return g / factor
 
 
 # ---------------------------------------------------------------- intervals (what `worked check` uses)
@@ -675,6 +689,12 @@ class Interval:
             if UP.subtract(scaled, scaled.to_integral_value(rounding=ROUND_HALF_EVEN)).copy_abs() < self._near:
                 return iv  # already exact at the problem's places: rounding changes nothing
         return (DOWN.subtract(lo, h), UP.add(hi, h))
+
+    def carry(self, x):
+        return x
+
+    def scale_grad(self, g, factor):
+        return self.scale(g, factor)
 
     def entry(self, x: Fraction):
         return iv_frac(x)
@@ -794,3 +814,171 @@ class Interval:
 
 _WIDE = Context(prec=10**6, Emax=MAX_EMAX, Emin=MIN_EMIN)   # for quantize: enough digits for any value
 _HALF_PERCENT = Decimal("0.005")
+
+
+# ---------------------------------------------------------------- by hand: the numbers a worked solution shows
+
+class Approx(Fraction):
+    """A value a hand computes from rounded numbers (so not the true value): a Fraction, marked. Arithmetic on
+    it gives plain Fractions; :class:`Hand` marks and rounds the results of its operations."""
+
+    __slots__ = ()
+
+
+class Irr:
+    """An irrational value that a worked line shows exactly (a scaled score √2 in exact display), kept as its
+    50-digit decimal for the e^x that follows."""
+
+    __slots__ = ("d",)
+
+    def __init__(self, d: Decimal):
+        self.d = d
+
+    def __eq__(self, other):
+        return isinstance(other, Irr) and other.d == self.d
+
+    def __hash__(self):
+        return hash(self.d)
+
+    def __repr__(self):
+        return f"Irr({self.d:.12})"
+
+
+class HandRow(NamedTuple):
+    """One softmax row as a hand works it: the unmasked columns, whether e^x is taken of x − m (m the row's
+    smallest score, in column ``low``), each exponent as shown (``x`` or ``x − m``, exact), each e^x as carried
+    and their total."""
+
+    js: list
+    low: int
+    shift: bool
+    exponent: dict
+    exps: dict
+    total: Fraction
+
+
+SHIFT_LOW, SHIFT_HIGH = -2.3, 13.8     # e^x < 0.1 or e^x > 10^6: the row's e^x are taken of x − m
+
+
+class Hand:
+    """The numbers as a student working by hand carries them: every stage is computed exactly from the previous
+    stages' values *as shown* and then rounded (half away from zero) to ``places``; inside the softmax each e^x
+    is rounded, their total is the sum of those, and each weight their quotient, rounded; the softmax backward's
+    row sum is rounded before it is used. Values are Fractions: exact ones (an integer product, 1/3 in exact
+    display) or :class:`Approx` (rounded, or computed from rounded values); with ``display="exact"`` an
+    irrational scaled score (√2) is kept exactly (:class:`Irr`) for its e^x, and rationals stay exact until a
+    rounded value enters; with ``display="decimal"`` every value with more than ``places`` places is rounded.
+    This is what each displayed line shows, and what the auditor (:mod:`worked.audit`) checks it against."""
+
+    NEG_INF = None
+    closed_form_only = True     # the fresh forward pass after the update is shown from true values (labels)
+
+    def __init__(self, problem, display: str, places: int):
+        self.decimal = display == "decimal"
+        self.P = places
+        self.q = Decimal(1).scaleb(-places)
+
+    # -- rounding
+    def _round(self, x) -> "Approx":
+        if isinstance(x, Decimal):
+            return Approx(F.round_decimal(None, x, self.P))
+        return Approx(F.round_decimal(Fraction(x), None, self.P))
+
+    def shown(self, x):
+        if x is None or isinstance(x, Irr):
+            return x
+        if isinstance(x, Approx) or isinstance(x, Decimal) or (self.decimal and not F.terminating(x, self.P)):
+            return self._round(x)
+        return x
+
+    carry = shown
+
+    @staticmethod
+    def _mark(value: Fraction, *parts):
+        return Approx(value) if any(isinstance(p, Approx) for p in parts) else value
+
+    @staticmethod
+    def _dec(x) -> Decimal:
+        return x.d if isinstance(x, Irr) else F.mp(x)
+
+    # -- the stages
+    def entry(self, x: Fraction):
+        return self.shown(Fraction(x))
+
+    def dot(self, xs, ys):
+        if any(x is None for x in xs) or any(y is None for y in ys):
+            return None
+        total = sum((x * y for x, y in zip(xs, ys)), Fraction(0))
+        return Approx(total) if any(isinstance(v, Approx) for v in (*xs, *ys)) else total
+
+    def factor(self, problem, how):
+        kind, v = _divisor(problem, how)
+        if kind == "sqrt":
+            r = math.isqrt(v)
+            return Fraction(r) if r * r == v else Irr(F.CTX.sqrt(Decimal(v)))
+        return Fraction(v)
+
+    def scale(self, s, factor):
+        if s is None:
+            return None
+        if isinstance(factor, Fraction):
+            return self._mark(s / factor, s)
+        if s == 0:
+            return self._mark(Fraction(0), s)
+        d = F.N.div(F.mp(s), factor.d)
+        if isinstance(s, Approx) or self.decimal:
+            return self._round(d)
+        return Irr(d)
+
+    def scale_grad(self, g, factor):
+        """A gradient is a number a hand carries: never kept as an exact irrational."""
+        q = self.scale(g, factor)
+        return self._round(q.d) if isinstance(q, Irr) else q
+
+    def _exp(self, x):
+        if x == 0:
+            return Fraction(1)
+        return self._round(F.N.exp(self._dec(x)))
+
+    def softmax(self, row):
+        js = [j for j, x in enumerate(row) if x is not None]
+        if not js:
+            return [Fraction(0)] * len(row), None
+        vals = {j: self._dec(row[j]) for j in js}
+        low = min(js, key=vals.__getitem__)
+        shift = vals[low] < SHIFT_LOW or max(vals.values()) > SHIFT_HIGH
+        if shift:
+            expo = {j: (Irr(F.N.sub(vals[j], vals[low])) if vals[j] != vals[low] else Fraction(0))
+                    if isinstance(row[j], Irr) or isinstance(row[low], Irr) else
+                    (self._mark(Fraction(row[j]) - Fraction(row[low]), row[j], row[low]) if j != low else Fraction(0))
+                    for j in js}
+        else:
+            expo = {j: row[j] for j in js}
+        exps = {j: self._exp(expo[j]) for j in js}
+        total = self._mark(sum(exps.values(), Fraction(0)), *exps.values())
+        if not self.decimal and len({vals[j] for j in js}) == 1:
+            w = {j: Fraction(1, len(js)) for j in js}     # exact display: equal scores give exactly 1/n
+        else:
+            w = {j: self._mark(exps[j] / total, exps[j], total) for j in js}
+        return [w.get(j, Fraction(0)) for j in range(len(row))], HandRow(js, low, shift, expo, exps, total)
+
+    def no_exp(self, row):
+        js = [j for j, x in enumerate(row) if x is not None]
+        total = self.total([row[j] for j in js])
+        return [Fraction(0) if x is None else self._mark(Fraction(x) / total, x, total) for x in row]
+
+    def mix(self, state, a_row, v_col):
+        return self.dot(a_row, v_col)
+
+    def add(self, a, b):
+        return self._mark(a + b, a, b)
+
+    def sub(self, a, b):
+        return self._mark(a - b, a, b)
+
+    def mul(self, a, b):
+        return self._mark(a * b, a, b)
+
+    def total(self, xs):
+        xs = list(xs)
+        return self._mark(sum(xs, Fraction(0)), *xs)

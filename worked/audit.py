@@ -3,15 +3,17 @@
 A line is a chain ``a op b op c …`` (:class:`worked.eq.Rel`). Items that name things (``Q[cats, 1]``,
 ``x_cats·W_Q[:, 1]``, ``sum``) are labels and are skipped; every other item is evaluated from the
 numbers as shown (:func:`worked.eq.evaluate`, independently of sympy) and compared with the
-previous evaluable item:
+previous evaluable item. The hand rule: a student who redoes the line with the numbers shown gets the
+digits shown.
 
 * ``a = b`` must hold to within 1e-9 (relative): equal as shown;
-* ``a ≈ b`` must hold to within the rounding the shown numbers carry: each decimal written with
-  *p* places stands for a value within half a unit of its last place, and that error is carried
-  through the arithmetic (first order) on both sides. ``0.1636·2 + 0.1636·1 ≈ 0.4908`` holds;
-  ``0.16·2 + 0.67·0 + 0.16·1 = 0.49`` does not (it is 0.48).
-
-A value that is ``=`` to an expression carries that expression's rounding on to the next ``≈``.
+* ``a ≈ b`` where *b* is a number (or a vector of numbers): *b* is *a* computed from the numbers shown,
+  rounded to *b*'s places, so ``|a − b|`` is at most half a unit of *b*'s last place.
+  ``0.1636·[2, 1] + 0.6728·[0, 2] + 0.1636·[1, 1] ≈ [0.4908, 1.6728]`` holds; ``… ≈ [0.4907, 1.6728]`` does
+  not (the shown numbers give 0.49080), nor does ``0.16·2 + 0.67·0 + 0.16·1 = 0.49`` (it is 0.48);
+* ``a ≈ b`` where *b* is itself arithmetic on shown numbers (``1/(2 + e^(√2)) ≈ 4.1133/25.1454``, the exact
+  value and its hand form): the two must agree within the rounding that the shown decimals carry (each
+  stands for a value within half a unit of its last place, carried through the arithmetic to first order).
 """
 from __future__ import annotations
 
@@ -54,6 +56,33 @@ def _fmt(v):
     return f"{v:.10g}"
 
 
+def _places(node):
+    """The places of a number as shown (a tuple for a vector), or None when *node* is not a plain number."""
+    t = type(node)
+    if t is eq.Dec:
+        return node.places
+    if t is eq.Num:
+        v = node.value
+        p = 0
+        while (v * 10**p).denominator != 1:
+            p += 1
+            if p > 12:
+                return None       # 1/3 is not a decimal: compared exactly
+        return p
+    if t is eq.Neg:
+        return _places(node.arg)
+    if t is eq.Vec:
+        ps = tuple(_places(x) for x in node.items)
+        return None if any(p is None for p in ps) else ps
+    return None
+
+
+def _half_unit(places):
+    if isinstance(places, tuple):
+        return tuple(0.5 * 10.0 ** -p for p in places)
+    return 0.5 * 10.0 ** -places
+
+
 def audit_rel(rel: eq.Rel) -> list[str]:
     """Problems with one displayed line (empty when every relation holds)."""
     out = []
@@ -80,7 +109,11 @@ def audit_rel(rel: eq.Rel) -> list[str]:
                 ok = _close(pval, val, None)
                 err = _max(err, perr)     # equal to what it stands for: the same rounding
             else:
-                ok = _close(pval, val, _add(perr, err))
+                places = _places(item)
+                if places is not None:    # the hand rule: b is a computed from the shown numbers, rounded
+                    ok = _close(pval, val, _half_unit(places))
+                else:                     # two forms of one value: within the rounding they carry
+                    ok = _close(pval, val, _add(perr, err))
             if not ok:
                 out.append(f"{printers.text(pitem)} {rel_since} {printers.text(item)} does not hold "
                            f"({_fmt(pval)} vs {_fmt(val)})")

@@ -453,7 +453,10 @@ def generate(fam: Family, seed: int, *, title: str | None = None) -> Problem:
             heads = [(WQs[h], WKs[h], WV[h]) for h in range(H)]
             p = _problem(fam, X, heads, WO, title)
             if not fam.train:
-                return p
+                if _by_hand(p):
+                    return p
+                steps += 1
+                continue
             p = _with_target(fam, p, rng)
             if p is not None:
                 return p
@@ -489,10 +492,19 @@ def _with_target(fam: Family, p: Problem, rng: random.Random) -> Problem | None:
             if big > MAX_GRAD:
                 break
             if run.loss_after < run.loss:
-                if _checks_by_hand(q, run):
+                if _checks_by_hand(q, run) and _by_hand(q):
                     return q
                 break
     return None
+
+
+def _by_hand(p: Problem) -> bool:
+    """Does a hand that carries decimals + 2 places get every answer of *p* right (each carried value rounds to
+    the true value's answer)? A problem where it would not is not drawn: its key would need one more place."""
+    from .solver import hand_pass
+
+    places, _, off, _ = hand_pass(p, p.display)
+    return places == p.decimals + 2 and not off
 
 
 def _checks_by_hand(q: Problem, run) -> bool:

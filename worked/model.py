@@ -7,6 +7,7 @@ its methods at import (≈ 0.5 ms each, a fifth of what the core adds to sympy's
 """
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import Any
 
 import sympy as sp
@@ -109,9 +110,10 @@ class Mat:
     ``m[i, j]`` is the exact entry (sympy or −∞); ``np.asarray(m, dtype=float)`` or ``m.to_numpy()``
     gives the values as floats (masked entries −inf)."""
 
-    __slots__ = ("name", "exact", "num", "rows", "cols", "masked", "sym", "_exact_at")
+    __slots__ = ("name", "exact", "num", "rows", "cols", "masked", "sym", "_exact_at", "hand", "places")
 
-    def __init__(self, name: str, sym: "eq.Sym", exact, num, rows, cols, masked: frozenset = frozenset()):
+    def __init__(self, name: str, sym: "eq.Sym", exact, num, rows, cols, masked: frozenset = frozenset(),
+                 hand=None, places: int = 0):
         self.name = name            # JSON key, e.g. "scores"
         self.sym = sym              # the symbol as a tree
         self.exact = exact          # sympy values (−∞ for masked entries)
@@ -120,6 +122,8 @@ class Mat:
         self.cols = list(cols)
         self.masked = frozenset(masked)
         self._exact_at: dict = {}
+        self.hand = hand            # the values a worked line carries (attention.Hand), or None
+        self.places = places        # the places those are carried to
 
     @property
     def symbol(self) -> str:
@@ -181,6 +185,22 @@ class Mat:
         if F.exact_at(e, places):
             return eq.num(F.frac(e))
         return eq.dec(self.rounded(i, j, places))
+
+    def carried(self, i: int, j: int):
+        """What the worked lines show and carry on for the entry: the hand's value (:class:`attention.Hand`):
+        an exact number (``2``, ``1/3``), the exact form of an irrational shown exactly (``√2``), or the
+        decimal a hand computes from the numbers shown, at :attr:`places` (``0.4908``); −∞ when masked."""
+        h = self.hand[i][j]
+        if h is None:
+            return eq.neg_inf()
+        if isinstance(h, Fraction):     # exact, or rounded (attention.Approx) to `places` places
+            return F.hand_node(h, self.places)
+        return F.node(self.exact[i][j])
+
+    def is_carried_exact(self, i: int, j: int) -> bool:
+        """True when the carried value is the true value (not a rounded one)."""
+        h = self.hand[i][j]
+        return not isinstance(h, Fraction) or type(h) is Fraction
 
     def fixed(self, i: int, j: int, places: int):
         """The entry as an answer to *places* places, always written with them (``1.00``): a Dec."""

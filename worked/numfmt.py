@@ -98,6 +98,14 @@ def node(exact):
     return eq.from_sympy(exact)
 
 
+def hand_node(h: Fraction, places: int):
+    """The tree of a value as a hand carries it (:class:`worked.attention.Hand`): a plain Fraction is exact
+    (``2``, ``1/3``); a rounded one (``Approx``) is a decimal of *places* places (``0.4908``, ``2.5000``)."""
+    if type(h) is Fraction:
+        return eq.num(h)
+    return eq.dec(Decimal(h.numerator * 10**places // h.denominator).scaleb(-places))
+
+
 def text(exact) -> str:
     """One-line Unicode text of an exact value: ``2√2``, ``e^(√2)/(2 + e^(√2))``, ``1/3``, ``−∞``."""
     return printers.text(node(exact))

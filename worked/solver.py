@@ -27,7 +27,7 @@ import sympy as sp
 from . import eq, printers
 from . import numfmt as F
 from .numfmt import N
-from .attention import Exact, HeadPass, Interval, forward
+from .attention import Approx, Exact, Hand, HeadPass, Interval, forward
 from .audit import audit_lines
 from .errors import ProblemError
 from .model import HeadResult, Line, Mat, Solution, Step
@@ -49,13 +49,13 @@ def tok_label(tok: str, i: int) -> str:
 
 
 class _Ctx:
-    def __init__(self, problem: Problem, checks: str, display: str):
+    def __init__(self, problem: Problem, checks: str, display: str, places: int):
         self.p = problem
         self.checks = checks
         self.lab = [tok_label(t, i) for i, t in enumerate(problem.tokens)]
         self.multi = problem.multihead
         self.dec = problem.decimals
-        self.P = problem.decimals + 2      # places for intermediate values
+        self.P = places                    # places for intermediate values (decimals + 2, or + 3: see hand_pass)
         self.decimal = display == "decimal"
 
     def sym(self, base: str, head: int | None, **kw) -> eq.Sym:
@@ -102,25 +102,41 @@ def _shapes(*dims) -> eq.Rel:
 
 # ---------------------------------------------------------------- the product steps (Q, K, V, scores, output)
 
-def _dot_line(ctx: _Ctx, lhs, mid, a, b, result) -> Line:
-    """``lhs = mid = [a]·[b] = a1·b1 + … = result``: *a*, *b* Fractions (inputs) or already-shown nodes;
-    *result* a Fraction or (exact value, 50-digit value), shown at the carried places."""
+def _dot_line(ctx: _Ctx, lhs, mid, a, b, R: Mat, i: int, j: int, answer: bool = False) -> Line:
+    """``lhs = mid = [a]·[b] = a1·b1 + … = result``: *a*, *b* Fractions (inputs) or already-shown nodes; the
+    result is R[i, j] as carried: the dot product of the numbers shown, rounded (:class:`attention.Hand`).
+    With *answer*, the answer at the problem's places follows (when it reads differently)."""
     a_nodes, a_exact = _vec_nodes(ctx, a)
     b_nodes, b_exact = _vec_nodes(ctx, b)
-    exact_in = a_exact and b_exact
     items = [lhs, mid, eq.Dot(eq.Vec(tuple(a_nodes)), eq.Vec(tuple(b_nodes))),
-             eq.Add(tuple(eq.Mul((x, y)) for x, y in zip(a_nodes, b_nodes)))]
-    ops = [EQ, _rel(exact_in), EQ]
-    value, num = result if isinstance(result, tuple) else (result, None)
-    if exact_in and F.is_rational(value):
-        res, res_exact = _shown_input(ctx, F.frac(value))
-        ops.append(EQ if res_exact else APPROX)
-        items.append(res)
-    else:
-        res = _carried(value, num, ctx.P)
-        items.append(res)
-        ops.append(APPROX if not F.exact_at(value, ctx.P) or not exact_in else EQ)
+             eq.Add(tuple(eq.Mul((x, y)) for x, y in zip(a_nodes, b_nodes))), R.carried(i, j)]
+    shown = sum((_value_of(x) * _value_of(y) for x, y in zip(a_nodes, b_nodes)), Fraction(0))
+    ops = [EQ, _rel(a_exact and b_exact), EQ, _rel(shown == R.hand[i][j])]
+    if answer:
+        _answer(ctx, items, ops, R, i, j)
     return Line(eq.Rel(tuple(items), tuple(ops)))
+
+
+def _answer(ctx: _Ctx, items: list, ops: list, R: Mat, i: int, j: int) -> None:
+    """Append R[i, j]'s answer at the problem's places (the true value rounded) to a line that ends with its
+    carried value, when it reads differently; not when the carried value rounds to another answer (that
+    entry's note then says why: see :func:`_answer_notes`)."""
+    fin = R.fixed(i, j, ctx.dec)
+    last = _value_of(items[-1])
+    if last is not None and Fraction(fin.value) == last:
+        return
+    if not _rounds_to_answer(R, i, j, ctx.dec):
+        return
+    items.append(fin)
+    ops.append(_rel(ops[-1] == EQ and F.exact_at(R.exact[i][j], ctx.dec) and R.is_carried_exact(i, j)))
+
+
+def _rounds_to_answer(R: Mat, i: int, j: int, dec: int) -> bool:
+    """Does the carried value of R[i, j], rounded to *dec* places, give the answer (the true value rounded)?"""
+    h = R.hand[i][j]
+    if h is None or not isinstance(h, Fraction) or R.is_carried_exact(i, j):
+        return True
+    return F.round_decimal(Fraction(h), None, dec) == R.rounded(i, j, dec)
 
 
 def _vec_nodes(ctx: _Ctx, xs):
@@ -139,18 +155,16 @@ def _vec_nodes(ctx: _Ctx, xs):
 
 
 def _value_of(node):
-    """The exact value a Num or Dec node shows (None for anything else)."""
-    return node.value if type(node) in (eq.Num, eq.Dec) else None
+    """The exact value a Num or Dec node shows, as a Fraction (None for anything else)."""
+    t = type(node)
+    if t is eq.Num:
+        return node.value
+    if t is eq.Dec:
+        return Fraction(node.value)
+    return None
 
 
-def _carried(value, num, places):
-    """A computed value as carried: exact when it is exact at *places*, else rounded."""
-    if F.exact_at(value, places):
-        return eq.num(F.frac(value))
-    return eq.dec(F.round_decimal(value, num, places))
-
-
-def _proj_step(ctx: _Ctx, which: str, head, A, W, R) -> Step:
+def _proj_step(ctx: _Ctx, which: str, head, A, W, R: Mat) -> Step:
     """Q, K or V = X·W: shapes, and 'Check one' expansions."""
     n, dm, dk = len(A), len(W), len(W[0])
     s = ctx.sym(which, head)
@@ -160,7 +174,7 @@ def _proj_step(ctx: _Ctx, which: str, head, A, W, R) -> Step:
         col = [W[t][j] for t in range(dm)]
         lines.append(_dot_line(ctx, eq.Entry(s, ctx.lab[i], str(j + 1)),
                                eq.Dot(eq.Sym("x", sub=ctx.lab[i]), eq.Col(w, str(j + 1))),
-                               A[i], col, R[i][j]))
+                               A[i], col, R, i, j))
     st, wt = _t(s), _t(w)
     what = {"Q": ("queries", "what each token is looking for"),
             "K": ("keys", "what each token offers to be matched against"),
@@ -178,8 +192,9 @@ def _t(node) -> str:
     return printers.text(node)
 
 
-def _scores_step(ctx: _Ctx, head, Q: Mat, K: Mat, Qf, Kf, Sf, scores: Mat) -> Step:
-    n, dk = len(Qf), len(Qf[0])
+def _scores_step(ctx: _Ctx, head, Q: Mat, K: Mat, raw: Mat, scores: Mat) -> Step:
+    n, dk = Q.shape
+    Sf = raw.num
     s = ctx.sym("scores", head)
     causal = ctx.p.mask == "causal"
     r0 = n - 1 if causal else 0
@@ -188,8 +203,7 @@ def _scores_step(ctx: _Ctx, head, Q: Mat, K: Mat, Qf, Kf, Sf, scores: Mat) -> St
     for i, j in _entries(ctx.checks, n, n, (r0, best)):
         lines.append(_dot_line(ctx, eq.Entry(s, ctx.lab[i], ctx.lab[j]),
                                eq.Dot(ctx.sym("q", head, sub=ctx.lab[i]), ctx.sym("k", head, sub=ctx.lab[j])),
-                               Qf[i] if not ctx.decimal else [Q.node(i, t, ctx.P) for t in range(dk)],
-                               Kf[j] if not ctx.decimal else [K.node(j, t, ctx.P) for t in range(dk)], Sf[i][j]))
+                               [Q.carried(i, t) for t in range(dk)], [K.carried(j, t) for t in range(dk)], raw, i, j))
     st, qt, kt = _t(s), _t(ctx.sym("Q", head)), _t(ctx.sym("K", head))
     why = (f"Match every query with every key: {st} = {qt}·{kt}ᵀ. Row i, column j is the dot product of "
            f"token i's query with token j's key; the bigger it is, the more token i will attend to token j.")
@@ -240,15 +254,15 @@ def _scale_step(ctx: _Ctx, head, scores: Mat, scaled: Mat, factor, factor_num) -
     for i, j in _entries(ctx.checks, n, n, (r0, best), allowed=lambda i, j: not scaled.is_masked(i, j)):
         v = scaled.exact[i][j]
         lhs = eq.Entry(s, ctx.lab[i], ctx.lab[j])
-        carried = scores.node(i, j, P) if ctx.decimal else eq.num(F.frac(scores.exact[i][j]))
-        items, ops = [lhs, eq.Frac(carried, fnode)], [_rel(type(carried) is eq.Num)]
-        if F.exact_at(v, P) and type(carried) is eq.Num:
-            items.append(eq.num(F.frac(v)))
+        carried = scores.carried(i, j)
+        items, ops = [lhs, eq.Frac(carried, fnode)], [_rel(scores.is_carried_exact(i, j))]
+        h = scaled.hand[i][j]
+        if isinstance(h, Fraction):          # a number: exact (2/2 = 1), or the quotient of the shown numbers, rounded
+            items.append(scaled.carried(i, j))
+            ops.append(_rel(type(h) is Fraction))
+        else:                                # exact display: the exact form (√2) is carried, its decimal shown
+            items.append(F.node(v))
             ops.append(EQ)
-        else:
-            if not ctx.decimal:
-                items.append(F.node(v))
-                ops.append(EQ)
             items.append(scaled.node(i, j, P))
             ops.append(APPROX)
         lines.append(Line(eq.Rel(tuple(items), tuple(ops))))
@@ -259,111 +273,114 @@ def _scale_step(ctx: _Ctx, head, scores: Mat, scaled: Mat, factor, factor_num) -
 
 # ---------------------------------------------------------------- softmax
 
-def _weights_step(ctx: _Ctx, head, scaled: Mat, weights: Mat, rows, exps) -> Step:
-    """*rows*: the Exact pass's softmax of each row (:class:`worked.attention.ExactRow`); *exps*: per row, the
-    50-digit intervals of each e^x (the Interval pass)."""
+def _weights_step(ctx: _Ctx, head, scaled: Mat, weights: Mat, rows, hand_rows) -> Step:
+    """*rows*: the Exact pass's softmax of each row (:class:`worked.attention.ExactRow`, for the exact forms);
+    *hand_rows*: the same rows as a hand works them (:class:`worked.attention.HandRow`: the exponents, each
+    e^x as carried and their total), which every decimal in the lines comes from."""
     n, P = scaled.shape[0], ctx.P
     a = ctx.sym("A", head)
     sc = ctx.sym("scaled", head)
     lines: list[Line] = []
     shifted_rows: list[str] = []
     for i in range(n):
-        r = rows[i]
-        js, numer, D = r.js, r.numer, r.D
+        r, hr = rows[i], hand_rows[i]
+        js = hr.js
         g = f"row {ctx.p.tokens[i]}"
         # 1. the row of scaled scores, as carried
-        ex = [eq.neg_inf() if scaled.is_neg_inf(i, j) else F.node(scaled.exact[i][j]) for j in range(n)]
-        shown = [scaled.node(i, j, P) for j in range(n)]
-        items, ops = [eq.Entry(sc, ctx.lab[i], eq.ALL)], []
+        xs = [scaled.carried(i, j) for j in range(n)]      # the exponents as the lines show them
+        items, ops = [eq.Entry(sc, ctx.lab[i], eq.ALL), eq.Vec(tuple(xs))], [EQ]
         if not ctx.decimal:
-            items.append(eq.Vec(tuple(ex)))
-            ops.append(EQ)
-        if ex != shown or ctx.decimal:
-            items.append(eq.Vec(tuple(shown)))
-            ops.append(EQ if ex == shown else APPROX)
+            dec_row = [xs[j] if scaled.is_neg_inf(i, j) else scaled.node(i, j, P) for j in range(n)]
+            if dec_row != xs:
+                items.append(eq.Vec(tuple(dec_row)))
+                ops.append(APPROX)
+        else:
+            ops = [_rel(all(scaled.is_carried_exact(i, j) for j in js))]
         lines.append(Line(eq.Rel(tuple(items), tuple(ops)), g))
-        # 2. every e^x with its value
-        #    (from the row's smallest score m when e^x itself would be too small or too large to carry at
-        #    P places: e^(x − m) gives the same weights)
-        e_shown = {}
-        lo = min(scaled.num[i][j] for j in js)
-        hi = max(scaled.num[i][j] for j in js)
-        shift = lo < -2.3 or hi > 13.8          # e^x < 0.1 or e^x > 10^6
-        m_idx = r.low
-        if shift:
+        # 2. every e^x with its value (of x − m, m the row's smallest score, when e^x itself would be too small
+        #    or too large to carry at P places: e^(x − m) gives the same weights)
+        m_idx = hr.low
+        if hr.shift:
             shifted_rows.append(ctx.p.tokens[i])
+        e_shown = {}
         for j in range(n):
             if j not in js:
                 lines.append(Line(eq.Rel((eq.Exp(eq.neg_inf()), eq.num(0)), (EQ,)), g))
                 continue
-            x = shown[j] if ctx.decimal else ex[j]
-            if shift:   # e^(x − m): its value, from the 50-digit scaled scores
-                ev, ev_num = numer[j], N.exp(N.sub(scaled.num[i][j], scaled.num[i][m_idx]))
-            else:
-                ev, ev_num = r.exps[j], exps[i][j][0]
-            e_shown[j] = _carried(ev, ev_num, P)
+            e = hr.exps[j]
+            e_shown[j] = F.hand_node(e, P)
+            x = xs[j]
             items, ops = [], []
-            if shift:
-                xm = shown[m_idx] if ctx.decimal else ex[m_idx]
-                items.append(eq.Exp(eq.Add((x, eq.Neg(xm)))))
-                if ctx.decimal:   # the difference of two shown numbers, exactly
-                    diff = Fraction(shown[j].value) - Fraction(xm.value)
-                    dn = eq.dec(F.round_decimal(diff, None, P)) if eq.Dec in (type(shown[j]), type(xm)) else eq.num(diff)
+            if hr.shift:
+                items.append(eq.Exp(eq.Add((x, eq.Neg(xs[m_idx])))))
+                d = hr.exponent[j]
+                if isinstance(d, Fraction):          # the difference of two numbers shown, exactly
+                    x = F.hand_node(d, P)
+                elif m_idx == r.low:                 # exact display: the exact difference (√2/2)
+                    x = F.node(r.shifted[j])
                 else:
-                    dn = F.node(r.shifted[j])
+                    x = F.node(scaled.exact[i][j] - scaled.exact[i][m_idx])
                 ops.append(EQ)
-                x = dn
-            items.append(eq.Exp(x))
-            exact_e = type(x) is eq.Num and F.exact_at(ev, P)
-            items.append(e_shown[j])
-            ops.append(_rel(exact_e))
+            items += [eq.Exp(x), e_shown[j]]
+            ops.append(_rel(type(e) is Fraction))
             lines.append(Line(eq.Rel(tuple(items), tuple(ops)), g))
-        # 3. the row total, from the values as shown
+        # 3. the row total, the sum of the values as shown
         total_nodes = tuple(e_shown[j] for j in js)
-        total = sum((Fraction(x.value) for x in total_nodes), Fraction(0))
         rounded = sum(type(x) is eq.Dec for x in total_nodes)
-        total_node = eq.num(total) if not rounded else eq.dec(F.round_decimal(total, None, P), ulps=rounded)
+        total_node = F.hand_node(hr.total, P)
+        if rounded:
+            total_node = eq.dec(total_node.value, ulps=rounded)
         if len(js) > 1:
-            all_exact = all(F.is_rational(r.exps[j]) for j in js)
             lines.append(Line(eq.Rel((eq.Sym("sum", upright=True), eq.Add(total_nodes), total_node),
-                                     (_rel(all_exact), EQ)), g))
-        # 4. each weight: exact, simplified, from the shown values, decimal
+                                     (_rel(not rounded), EQ)), g))
+        # 4. each weight: exact, simplified, the quotient of the shown values, and that quotient as carried
         den_full = None if ctx.decimal else F.node(r.total)   # like terms collected: 2e^(√2)
         for j in range(n):
             lhs = eq.Entry(a, ctx.lab[i], ctx.lab[j])
             if j not in js:
                 lines.append(Line(eq.Rel((lhs, eq.Frac(eq.Exp(eq.neg_inf()), total_node), eq.num(0)), (EQ, EQ)), g))
                 continue
-            w = weights.exact[i][j]
             items, ops = [lhs], []
             if not ctx.decimal:
-                full = eq.Frac(eq.Exp(ex[j]), den_full if len(js) > 1 else eq.Exp(ex[j]))
+                full = eq.Frac(eq.Exp(ex_j := F.node(scaled.exact[i][j])), den_full if len(js) > 1 else eq.Exp(ex_j))
                 items.append(full)
                 ops.append(EQ)
-                simple = F.node(w)
+                simple = F.node(weights.exact[i][j])
                 if simple != full:
                     items.append(simple)
                     ops.append(EQ)
+            h = weights.hand[i][j]
             if len(js) > 1:
+                quotient = Fraction(hr.exps[j]) / Fraction(hr.total)
                 items.append(eq.Frac(e_shown[j], total_node))
-                ops.append(_rel(not _has_dec(items[-1])))
-            if len(js) > 1 or ctx.decimal:
-                wn = weights.node(i, j, P)
+                ops.append(_rel(not rounded))
+                # the quotient as carried (exact display: a weight carried exactly, such as 1/3, shows its decimal)
+                wn = eq.dec(F.round_decimal(quotient, None, P)) if type(h) is Fraction and not ctx.decimal \
+                    else weights.carried(i, j)
                 if wn != items[-1]:
-                    exact_before = len(items) == 1 or not _has_dec(items[-1])
                     items.append(wn)
-                    ops.append(_rel(type(wn) is eq.Num and exact_before))
+                    ops.append(_rel(_value_of(wn) == quotient))
+            elif ctx.decimal:
+                items.append(weights.carried(i, j))
+                ops.append(EQ)
             lines.append(Line(eq.Rel(tuple(items), tuple(ops)), g))
         # 5. the row sums to 1
         if len(js) > 1:
             rs = eq.Sum(eq.Entry(a, ctx.lab[i], "j"), "j")
             if ctx.decimal:
-                ws = tuple(weights.node(i, j, P) for j in js)
-                r = _rel(not any(_has_dec(x) for x in ws))
-                lines.append(Line(eq.Rel((rs, eq.Add(ws), eq.num(1)), (r, r)), g))
+                ws = tuple(weights.carried(i, j) for j in js)
+                total_w = sum((_value_of(x) for x in ws), Fraction(0))
+                it, op = [rs, eq.Add(ws)], [_rel(all(weights.is_carried_exact(i, j) for j in js))]
+                if total_w == 1:
+                    it.append(eq.num(1))
+                    op.append(EQ)
+                else:
+                    it += [F.hand_node(Approx(total_w), P), eq.num(1)]
+                    op += [EQ, APPROX]
+                lines.append(Line(eq.Rel(tuple(it), tuple(op)), g))
             else:
-                num_sum = eq.Add(tuple(F.node(numer[j]) for j in js))
-                lines.append(Line(eq.Rel((rs, eq.Frac(num_sum, F.node(D)), eq.num(1)), (EQ, EQ)), g))
+                num_sum = eq.Add(tuple(F.node(r.numer[j]) for j in r.js))
+                lines.append(Line(eq.Rel((rs, eq.Frac(num_sum, F.node(r.D)), eq.num(1)), (EQ, EQ)), g))
     if ctx.decimal:
         why = ("Softmax each row: take e^x of every scaled score (always positive), then divide by the row's total, so the "
                f"weights are positive and add up to 1. Values are carried to {P} places, so each line can be checked by hand.")
@@ -395,42 +412,33 @@ def _z_step(ctx: _Ctx, head, weights: Mat, V: Mat, Z: Mat) -> Step:
         # Part 10 style: one entry at a time, a row of A times a column of V
         for i, c in _entries(ctx.checks, n, dv, (n - 1 if n > 1 else 0, 0)):
             js = [j for j in range(n) if weights.exact[i][j] != 0]
-            a_nodes = [weights.node(i, j, P) for j in js]
-            v_nodes = [V.node(j, c, P) for j in js]
-            items = [eq.Entry(Zs, ctx.lab[i], str(c + 1)),
-                     eq.Dot(eq.Entry(As, ctx.lab[i], eq.ALL), eq.Col(Vs, str(c + 1))),
-                     eq.Dot(eq.Vec(tuple(a_nodes)), eq.Vec(tuple(v_nodes))),
-                     eq.Add(tuple(eq.Mul((x, y)) for x, y in zip(a_nodes, v_nodes))),
-                     Z.node(i, c, P)]
-            ops = [EQ, APPROX, EQ, APPROX]
-            fin = Z.fixed(i, c, ctx.dec)
-            if fin.value != _value_of(items[-1]):
-                items.append(fin)
-                ops.append(APPROX)
-            lines.append(Line(eq.Rel(tuple(items), tuple(ops))))
+            lines.append(_dot_line(ctx, eq.Entry(Zs, ctx.lab[i], str(c + 1)),
+                                   eq.Dot(eq.Entry(As, ctx.lab[i], eq.ALL), eq.Col(Vs, str(c + 1))),
+                                   [weights.carried(i, j) for j in js], [V.carried(j, c) for j in js], Z, i, c,
+                                   answer=True))
     else:
         for i in range(n):
             g = f"row {ctx.p.tokens[i]}"
             js = [j for j in range(n) if weights.exact[i][j] != 0]
-            row_rational = all(F.is_rational(weights.exact[i][j]) for j in js)
-            wn = {j: (eq.num(F.frac(weights.exact[i][j])) if row_rational else weights.node(i, j, P)) for j in js}
-            vrow = {j: eq.Vec(tuple(eq.num(F.frac(x)) for x in V.exact[j])) for j in js}
+            wn = {j: weights.carried(i, j) for j in js}
+            vrow = {j: eq.Vec(tuple(V.carried(j, c) for c in range(dv))) for j in js}
             named = eq.Add(tuple(eq.Mul((eq.Entry(a, ctx.lab[i], ctx.lab[j]), eq.Sym("v", sub=ctx.lab[j], head=v.head)))
                                  for j in js))
             zi = eq.Sym("z", sub=ctx.lab[i], head=z.head)
             lines.append(Line(eq.Rel((zi, named), (EQ,)), g))
             terms = eq.Add(tuple(eq.Mul((wn[j], vrow[j])) for j in js))
-            if row_rational and all(F.is_rational(Z.exact[i][c]) for c in range(dv)):
-                mid = eq.Vec(tuple(eq.num(F.frac(Z.exact[i][c])) for c in range(dv)))
-                mid_rel = EQ
-            else:
-                mid = eq.Vec(tuple(Z.node(i, c, P) for c in range(dv)))
-                mid_rel = APPROX
-            items, ops = [zi, terms, mid], [_rel(row_rational), mid_rel]
-            fin = eq.Vec(tuple(Z.fixed(i, c, ctx.dec) for c in range(dv)))
-            if [x.value for x in fin.items] != [_value_of(x) for x in mid.items] or _has_dec(mid) and ctx.P != ctx.dec:
-                items.append(fin)
-                ops.append(_rel(all(F.exact_at(Z.exact[i][c], ctx.dec) for c in range(dv)) and mid_rel == EQ))
+            exact_in = all(weights.is_carried_exact(i, j) and all(V.is_carried_exact(j, c) for c in range(dv)) for j in js)
+            mid = eq.Vec(tuple(Z.carried(i, c) for c in range(dv)))
+            shown = [sum((_value_of(wn[j]) * _value_of(vrow[j].items[c]) for j in js), Fraction(0)) for c in range(dv)]
+            items = [zi, terms, mid]
+            ops = [_rel(exact_in), _rel(all(shown[c] == Z.hand[i][c] for c in range(dv)))]
+            if all(_rounds_to_answer(Z, i, c, ctx.dec) for c in range(dv)):
+                fin = eq.Vec(tuple(Z.fixed(i, c, ctx.dec) for c in range(dv)))
+                if [Fraction(x.value) for x in fin.items] != [_value_of(x) for x in mid.items] or \
+                        _has_dec(mid) and ctx.P != ctx.dec:
+                    items.append(fin)
+                    ops.append(_rel(ops[-1] == EQ and all(F.exact_at(Z.exact[i][c], ctx.dec) and Z.is_carried_exact(i, c)
+                                                          for c in range(dv))))
             lines.append(Line(eq.Rel(tuple(items), tuple(ops)), g))
     zt, at, vt = _t(Zs), _t(As), _t(Vs)
     why = (f"Blend the values: {zt} = {at}·{vt}. Each token's new vector is a weighted blend of every token's value row, "
@@ -460,16 +468,10 @@ def _output_step(ctx: _Ctx, concat: Mat, Wo, out: Mat) -> Step:
     P = ctx.P
     lines = []
     for i, j in _entries(ctx.checks, n, m, (0, 0)):
-        a = [concat.node(i, k, P) for k in range(hd)]
-        col = [Wo[t][j] for t in range(hd)]
-        line = _dot_line(ctx, eq.Entry(eq.Sym("Z"), ctx.lab[i], str(j + 1)),
-                         eq.Dot(eq.Sym("concat", sub=ctx.lab[i], upright=True), eq.Col(eq.Sym("W_O"), str(j + 1))),
-                         a, col, (out.exact[i][j], out.num[i][j]))
-        fin = out.fixed(i, j, ctx.dec)
-        if fin.value != _value_of(line.eq.items[-1]):
-            line = Line(eq.Rel(line.eq.items + (fin,), line.eq.ops + (_rel(F.exact_at(out.exact[i][j], ctx.dec)
-                                                                           and line.eq.ops[-1] == EQ),)))
-        lines.append(line)
+        lines.append(_dot_line(ctx, eq.Entry(eq.Sym("Z"), ctx.lab[i], str(j + 1)),
+                               eq.Dot(eq.Sym("concat", sub=ctx.lab[i], upright=True), eq.Col(eq.Sym("W_O"), str(j + 1))),
+                               [concat.carried(i, k) for k in range(hd)], [Wo[t][j] for t in range(hd)], out, i, j,
+                               answer=True))
     why = ("Project the concatenated heads with W_O: Z = concat·W_O. Each entry is the dot product of a token's "
            f"concatenated row with a column of W_O (concat values carried to {P} places where they are not exact).")
     return Step("output", "Output projection: Z = concat·W_O", why, lines, result="Z", precision=P,
@@ -485,13 +487,50 @@ def _checked(step: Step, what: str) -> Step:
     return step
 
 
-def _mat(name, sym, exact, num, rows, cols, masked=frozenset()) -> Mat:
-    """A matrix of the Exact pass (Fractions, sympy, −∞) with its 50-digit values from the Interval point pass:
-    a rational's own 50-digit decimal, else the lower end of its (50-digit narrow) interval."""
+def _mat(name, sym, exact, num, rows, cols, masked=frozenset(), hand=None, places: int = 0) -> Mat:
+    """A matrix of the Exact pass (Fractions, sympy, −∞) with its 50-digit values from the Interval point pass
+    (a rational's own 50-digit decimal, else the lower end of its 50-digit narrow interval) and the values a
+    hand carries (:class:`worked.attention.Hand`, at *places*)."""
     ex = [[sp.Rational(x.numerator, x.denominator) if isinstance(x, Fraction) else x for x in row] for row in exact]
     nm = [[F.NEG_INF if iv is None else F.mp(x) if F.is_rational(x) else iv[0] for x, iv in zip(er, nr)]
           for er, nr in zip(ex, num)]
-    return Mat(name, sym, ex, nm, rows, cols, masked)
+    return Mat(name, sym, ex, nm, rows, cols, masked, hand, places)
+
+
+def hand_pass(problem: Problem, display: str, nums=None):
+    """The values a hand carries through *problem* (:class:`worked.attention.Hand`) and the places they are
+    carried to: ``decimals + 2``, or one more when at those places some carried value would round to another
+    answer than the true value (the solution then says so). Returns ``(places, pass, entries, first)``,
+    *entries* the cells ``(key, i, j)`` whose carried value still rounds to another answer at those places,
+    *first* those at ``decimals + 2``. *nums*: the point :class:`~worked.attention.Interval` pass (the true
+    values), when already computed."""
+    if nums is None:
+        nums = forward(problem, Interval(problem, widen=False))
+    dec = problem.decimals
+    first = None
+    for places in (dec + 2, dec + 3):
+        run = forward(problem, Hand(problem, display, places))
+        off = _off_answers(run, nums, dec)
+        first = off if first is None else first
+        if not off:
+            break
+    return places, run, off, first
+
+
+def _off_answers(hand, nums, dec: int) -> list:
+    """The cells whose carried value, rounded to *dec* places, is another answer than the true value rounded."""
+    off = []
+    for key, grid in hand.shown.items():
+        true = nums.shown.get(key)
+        if true is None:
+            continue
+        for i, row in enumerate(grid):
+            for j, h in enumerate(row):
+                if type(h) is not Approx:
+                    continue
+                if F.round_decimal(Fraction(h), None, dec) != F.round_decimal(None, true[i][j][0], dec):
+                    off.append((key, i, j))
+    return off
 
 
 def _check_size(problem: Problem, run: HeadPass, factor) -> None:
@@ -517,39 +556,47 @@ def solve(problem: Problem, checks: str = "one", display: str | None = None) -> 
     display = display or getattr(problem, "display", "exact")
     if display not in DISPLAYS:
         raise ValueError(f"display must be one of {DISPLAYS}, got {display!r}")
-    ctx = _Ctx(problem, checks, display)
     toks = list(problem.tokens)
     X = [list(r) for r in problem.X]
     run = forward(problem, Exact())
     for hp in run.heads:
         _check_size(problem, hp, run.factor)
     nums = forward(problem, Interval(problem, widen=False))
+    places, hand, _, first_off = hand_pass(problem, display, nums)
+    ctx = _Ctx(problem, checks, display, places)
     causal = problem.mask == "causal"
+    hs = hand.shown
+    hb = Hand(problem, display, places)
+
+    def M(key, name, sym, exact, num, rows, cols, masked=frozenset(), grid=None):
+        return _mat(name, sym, exact, num, rows, cols, masked, hs[key] if grid is None else grid, places)
 
     steps: list[Step] = []
     heads: list[HeadResult] = []
-    for hi, (head, hp, hn) in enumerate(zip(problem.heads, run.heads, nums.heads), 1):
+    for hi, (head, hp, hn, hh) in enumerate(zip(problem.heads, run.heads, nums.heads, hand.heads), 1):
         hid = hi if problem.multihead else None
+        pre = f"head{hi}." if problem.multihead else ""
         cols_k = [str(c + 1) for c in range(len(hp.Q[0]))]
         cols_v = [str(c + 1) for c in range(len(hp.V[0]))]
-        Q = _mat("Q", ctx.sym("Q", hid), hp.Q, hn.Q, toks, cols_k)
-        K = _mat("K", ctx.sym("K", hid), hp.K, hn.K, toks, cols_k)
-        V = _mat("V", ctx.sym("V", hid), hp.V, hn.V, toks, cols_v)
+        Q = M(pre + "Q", "Q", ctx.sym("Q", hid), hp.Q, hn.Q, toks, cols_k)
+        K = M(pre + "K", "K", ctx.sym("K", hid), hp.K, hn.K, toks, cols_k)
+        V = M(pre + "V", "V", ctx.sym("V", hid), hp.V, hn.V, toks, cols_v)
         s_sym = ctx.sym("scores", hid)
-        raw = _mat("scores", s_sym, hp.raw_scores, hn.raw_scores, toks, toks)
-        scores = _mat("scores", s_sym, hp.scores, hn.scores, toks, toks, hp.masked)
-        scaled = _mat("scaled", ctx.sym("scaled", hid), hp.scaled, hn.scaled, toks, toks, hp.masked)
-        weights = _mat("weights", ctx.sym("A", hid), hp.weights, hn.weights, toks, toks, hp.masked)
-        Z = _mat("Z", ctx.sym("Z", hid), hp.Z, hn.Z, toks, cols_v)
+        raw = M(pre + "scores", "scores", s_sym, hp.raw_scores, hn.raw_scores, toks, toks,
+                grid=[[hb.shown(x) for x in row] for row in hh.raw_scores])
+        scores = M(pre + "scores", "scores", s_sym, hp.scores, hn.scores, toks, toks, hp.masked)
+        scaled = M(pre + "scaled", "scaled", ctx.sym("scaled", hid), hp.scaled, hn.scaled, toks, toks, hp.masked)
+        weights = M(pre + "weights", "weights", ctx.sym("A", hid), hp.weights, hn.weights, toks, toks, hp.masked)
+        Z = M(pre + "Z", "Z", ctx.sym("Z", hid), hp.Z, hn.Z, toks, cols_v)
         heads.append(HeadResult(hi, Q, K, V, scores, scaled, weights, Z, raw_scores=raw if causal else None))
 
         head_steps = [
-            _proj_step(ctx, "Q", hid, X, head.W_Q, hp.Q),
-            _proj_step(ctx, "K", hid, X, head.W_K, hp.K),
-            _proj_step(ctx, "V", hid, X, head.W_V, hp.V),
-            _scores_step(ctx, hid, Q, K, hp.Q, hp.K, hp.raw_scores, scores),
+            _proj_step(ctx, "Q", hid, X, head.W_Q, Q),
+            _proj_step(ctx, "K", hid, X, head.W_K, K),
+            _proj_step(ctx, "V", hid, X, head.W_V, V),
+            _scores_step(ctx, hid, Q, K, raw, scores),
             _scale_step(ctx, hid, scores, scaled, run.factor, nums.factor[0]),
-            _weights_step(ctx, hid, scaled, weights, hp.softmax, [st[0] for st in hn.softmax]),
+            _weights_step(ctx, hid, scaled, weights, hp.softmax, hh.softmax),
             _z_step(ctx, hid, weights, V, Z),
         ]
         for s in head_steps:
@@ -562,18 +609,56 @@ def solve(problem: Problem, checks: str = "one", display: str | None = None) -> 
     output = heads[0].Z
     if problem.multihead:
         ccols = [f"{h.index}.{c + 1}" for h in heads for c in range(problem.d_v)]
-        concat = _mat("concat", eq.Sym("concat", upright=True), run.concat, nums.concat, toks, ccols)
-        output = _mat("Z", eq.Sym("Z"), run.output, nums.output, toks, [str(j + 1) for j in range(len(problem.W_O[0]))])
+        concat = M("concat", "concat", eq.Sym("concat", upright=True), run.concat, nums.concat, toks, ccols)
+        output = M("Z", "Z", eq.Sym("Z"), run.output, nums.output, toks, [str(j + 1) for j in range(len(problem.W_O[0]))])
         steps.append(_concat_step(ctx, heads, concat))
         steps.append(_checked(_output_step(ctx, concat, problem.W_O, output), "output projection"))
 
     train = None
     if problem.train is not None:
-        train, tsteps = _train_steps(ctx, problem, run, nums, heads, output, concat)
-        tsteps += _grad_check_and_update(ctx, problem, run, nums, train, train["loss"])
+        train, tsteps = _train_steps(ctx, problem, run, nums, hand, heads, output, concat)
+        tsteps += _grad_check_and_update(ctx, problem, run, nums, hand, train, train["loss"])
         steps += [_checked(s, s.title) for s in tsteps]
 
-    return Solution(problem, heads, concat, output, steps, checks, run.factor, display, train=train)
+    sol = Solution(problem, heads, concat, output, steps, checks, run.factor, display, train=train)
+    _answer_notes(ctx, sol, first_off)
+    return sol
+
+
+def _cell_name(m: Mat, i: int, j: int) -> str:
+    if m.shape == (1, 1):
+        return printers.text(m.sym)
+    return printers.text(eq.Entry(m.sym, m.rows[i], m.cols[j]))
+
+
+def _answer_notes(ctx: _Ctx, sol: Solution, first_off: list) -> None:
+    """Say where the carried places are not the usual ones, and why: one more place for the whole solution
+    (the first step's note), and, for an entry whose carried value still rounds to another answer, the true
+    value that decides it (the note of the step that computes it)."""
+    mats = sol.matrices()
+    by_result = {s.result: s for s in sol.steps if s.result}
+    if first_off and sol.steps:
+        key, i, j = first_off[0]
+        m = mats[key]
+        shown = F.round_decimal(Fraction(_hand_at(sol.problem, sol.display, key, i, j)), None, ctx.dec)
+        sol.steps[0].notes.append(
+            f"Values are carried to {ctx.P} places in this solution, one more than usual: with {ctx.dec + 2}, the value "
+            f"a hand carries for {_cell_name(m, i, j)} would round to {printers.text(eq.dec(shown))}, while the answer "
+            f"(the true value rounded) is {printers.text(m.fixed(i, j, ctx.dec))}.")
+    for key, m in mats.items():
+        step = by_result.get(key)
+        if m.hand is None or step is None:
+            continue
+        for i, j in ((i, j) for i in range(m.shape[0]) for j in range(m.shape[1]) if not _rounds_to_answer(m, i, j, ctx.dec)):
+            step.notes.append(
+                f"{_cell_name(m, i, j)}: the value carried here, {printers.text(m.carried(i, j))}, would round to "
+                f"{printers.text(eq.dec(F.round_decimal(Fraction(m.hand[i][j]), None, ctx.dec)))}, but the true value "
+                f"is {printers.text(eq.dec(m.rounded(i, j, ctx.dec + 4)))}…, so the answer is {printers.text(m.fixed(i, j, ctx.dec))}.")
+
+
+def _hand_at(problem, display, key, i, j):
+    """The value carried for one cell at decimals + 2 places (for the note that says why one more is used)."""
+    return forward(problem, Hand(problem, display, problem.decimals + 2)).shown[key][i][j]
 
 
 # ---------------------------------------------------------------- one training step (problems with [train])
@@ -593,16 +678,22 @@ def _grad_prod_step(ctx: _Ctx, sid: str, head, title: str, why: str, R: Mat, lef
     r, c = R.shape
     for i, j in _entries(ctx.checks, r, c, first):
         lhs = eq.Entry(R.sym, R.rows[i] if R.rows[i] in ctx.lab else ctx.lab[i] if len(ctx.lab) == r else R.rows[i], R.cols[j])
-        lines.append(_dot_line(ctx, lhs, mid(i, j), left(i), right(j), (R.exact[i][j], R.num[i][j])))
+        lines.append(_dot_line(ctx, lhs, mid(i, j), left(i), right(j), R, i, j))
     return Step(sid, title, why, lines, result=sid, head=head, notes=list(notes), precision=ctx.P,
                 shape_eq=_shapes(*shapes))
 
 
 def _node_list(M: Mat, P: int, cells) -> list:
-    return [M.node(i, j, P) for i, j in cells]
+    """The entries as carried (:meth:`Mat.carried`)."""
+    return [M.carried(i, j) for i, j in cells]
 
 
-def _train_steps(ctx: _Ctx, problem: Problem, run, nums, heads: list[HeadResult], output: Mat, concat):
+def _rel_to(node, R: Mat, i: int, j: int) -> str:
+    """= when the arithmetic *node* (on shown numbers) is exactly R[i, j] as carried, else ≈."""
+    return _rel(eq.rational_value(node) == R.hand[i][j])
+
+
+def _train_steps(ctx: _Ctx, problem: Problem, run, nums, hand, heads: list[HeadResult], output: Mat, concat):
     """The training steps and matrices (a dict by key, as in :meth:`Solution.matrices`)."""
     P, dec = ctx.P, ctx.dec
     n = problem.n
@@ -617,7 +708,7 @@ def _train_steps(ctx: _Ctx, problem: Problem, run, nums, heads: list[HeadResult]
     num = lambda key: nums.shown[key]  # noqa: E731
 
     def M(key, sym, rows, cols, masked=frozenset()):
-        m = _mat(key.rpartition(".")[2], sym, run.shown[key], num(key), rows, cols, masked)
+        m = _mat(key.rpartition(".")[2], sym, run.shown[key], num(key), rows, cols, masked, hand.shown[key], P)
         mats[key] = m
         return m
 
@@ -625,15 +716,12 @@ def _train_steps(ctx: _Ctx, problem: Problem, run, nums, heads: list[HeadResult]
     zsym = eq.Sym("Z")
     loss = M("loss", Lsym, ["L"], ["1"])
     # 1. the loss
-    terms = tuple(eq.Pow(eq.Add((output.node(i, c, P), eq.Neg(eq.num(T[i][c])) if T[i][c] >= 0 else eq.num(-T[i][c]))) if T[i][c] else output.node(i, c, P), eq.num(2))
+    terms = tuple(eq.Pow(eq.Add((output.carried(i, c), eq.Neg(eq.num(T[i][c])) if T[i][c] >= 0 else eq.num(-T[i][c]))) if T[i][c] else output.carried(i, c), eq.num(2))
                   for i in range(n) for c in range(m_out))
     items = [Lsym, eq.Mul((eq.num(Fraction(1, 2)), eq.Sum(eq.Pow(eq.Add((eq.Entry(zsym, "i", "j"), eq.Neg(eq.Entry(Tsym, "i", "j")))), eq.num(2)), "i,j"))),
-             eq.Mul((eq.num(Fraction(1, 2)), eq.Add(terms))), loss.node(0, 0, P)]
-    ops = [EQ, _rel(not _has_dec(items[2])), APPROX]
-    fin = loss.fixed(0, 0, dec)
-    if fin.value != _value_of(items[-1]):
-        items.append(fin)
-        ops.append(APPROX)
+             eq.Mul((eq.num(Fraction(1, 2)), eq.Add(terms))), loss.carried(0, 0)]
+    ops = [EQ, _rel(not _has_dec(items[2])), _rel_to(items[2], loss, 0, 0)]
+    _answer(ctx, items, ops, loss, 0, 0)
     steps.append(Step("loss", "Loss: L = ½ Σ (Z − T)²", "How far the output is from the target T: half the sum of the "
                       "squared differences over every entry (mean squared error without the mean, the usual ½ so that "
                       f"the gradient is simply Z − T). Z is carried to {P} places.",
@@ -644,8 +732,8 @@ def _train_steps(ctx: _Ctx, problem: Problem, run, nums, heads: list[HeadResult]
     lines = []
     for i, c in _entries(ctx.checks, n, m_out, (i0, c0)):
         it = [eq.Entry(dZ.sym, lab[i], str(c + 1)), eq.Add((eq.Entry(zsym, lab[i], str(c + 1)), eq.Neg(eq.Entry(Tsym, lab[i], str(c + 1))))),
-              eq.Add((output.node(i, c, P), eq.Neg(eq.num(T[i][c])) if T[i][c] >= 0 else eq.num(-T[i][c]))), dZ.node(i, c, P)]
-        lines.append(Line(eq.Rel(tuple(it), (EQ, _rel(not _has_dec(it[2])), EQ))))
+              eq.Add((output.carried(i, c), eq.Neg(eq.num(T[i][c])) if T[i][c] >= 0 else eq.num(-T[i][c]))), dZ.carried(i, c)]
+        lines.append(Line(eq.Rel(tuple(it), (EQ, _rel(not _has_dec(it[2])), _rel_to(it[2], dZ, i, c)))))
     steps.append(Step("dZ", "Backward: dZ = ∂L/∂Z = Z − T", "Start the backward pass at the loss: the derivative of "
                       "½(Z − T)² with respect to each entry of Z is Z − T. Every gradient below is this one passed back "
                       "through the steps of the forward pass, one product at a time (the chain rule).", lines, result="dZ",
@@ -703,29 +791,39 @@ def _train_steps(ctx: _Ctx, problem: Problem, run, nums, heads: list[HeadResult]
             notes=["A masked weight is 0 whatever dA says: its gradient stops at the softmax (next step)."] if masked else ()))
         # the softmax backward, row by row
         dS = M(pre + "dS", S("dS"), toks, toks, masked)
-        rs = [(run.grads[hk - 1].rowsum[i], nums.grads[hk - 1].rowsum[i]) for i in range(n)]
+        rs = hand.grads[hk - 1].rowsum
         lines = []
         for i in range(n):
             g = f"row {toks[i]}"
             js = [j for j in range(n) if (i, j) not in masked]
-            an = [A.node(i, j, P) for j in js]
-            dn = [dA.node(i, j, P) for j in js]
-            s_node = _carried(rs[i][0], rs[i][1][0], P)
+            an = [A.carried(i, j) for j in js]
+            dn = [dA.carried(i, j) for j in js]
+            s_node = F.hand_node(rs[i], P)
             s_lab = eq.Sym("s", sub=lab[i])
+            s_sum = eq.Add(tuple(eq.Mul((a, d)) for a, d in zip(an, dn)))
             lines.append(Line(eq.Rel((s_lab, eq.Sum(eq.Mul((eq.Entry(S("A"), lab[i], "k"), eq.Entry(S("dA"), lab[i], "k"))), "k"),
-                                      eq.Add(tuple(eq.Mul((a, d)) for a, d in zip(an, dn))), s_node),
-                                     (EQ, _rel(not any(map(_has_dec, an + dn))), APPROX)), g))
+                                      s_sum, s_node),
+                                     (EQ, _rel(not any(map(_has_dec, an + dn))), _rel(eq.rational_value(s_sum) == rs[i]))), g))
             for j in range(n):
                 lhs = eq.Entry(dS.sym, lab[i], lab[j])
                 if (i, j) in masked:
                     lines.append(Line(eq.Rel((lhs, eq.num(0)), (EQ,)), g))
                     continue
+                prod = eq.Mul((A.carried(i, j), eq.Add((dA.carried(i, j), eq.Neg(s_node)))))
                 lines.append(Line(eq.Rel((lhs, eq.Mul((eq.Entry(S("A"), lab[i], lab[j]), eq.Add((eq.Entry(S("dA"), lab[i], lab[j]), eq.Neg(s_lab))))),
-                                          eq.Mul((A.node(i, j, P), eq.Add((dA.node(i, j, P), eq.Neg(s_node))))), dS.node(i, j, P)),
-                                         (EQ, APPROX, APPROX)), g))
+                                          prod, dS.carried(i, j)),
+                                         (EQ, _rel(not _has_dec(prod)), _rel_to(prod, dS, i, j))), g))
             if len(js) > 1:
-                lines.append(Line(eq.Rel((eq.Sum(eq.Entry(dS.sym, lab[i], "j"), "j"), eq.Add(tuple(dS.node(i, j, P) for j in js)), eq.num(0)),
-                                         (APPROX, APPROX)), g))
+                row = eq.Add(tuple(dS.carried(i, j) for j in js))
+                total = eq.rational_value(row)
+                it, op = [eq.Sum(eq.Entry(dS.sym, lab[i], "j"), "j"), row], [_rel(not _has_dec(row))]
+                if total == 0:
+                    it.append(eq.num(0))
+                    op.append(EQ)
+                else:
+                    it += [F.hand_node(Approx(total), P), eq.num(0)]
+                    op += [EQ, APPROX]
+                lines.append(Line(eq.Rel(tuple(it), tuple(op)), g))
         notes = ["Each row of dS adds up to 0: the weights of a row always add up to 1, so moving the scores can only "
                  "shift weight from one token to another."]
         if masked:
@@ -749,8 +847,8 @@ def _train_steps(ctx: _Ctx, problem: Problem, run, nums, heads: list[HeadResult]
             lines = []
             for i, j in _entries(ctx.checks, n, n, (i0, j0), allowed=lambda i, j: (i, j) not in masked):
                 it = [eq.Entry(dsc.sym, lab[i], lab[j]), eq.Frac(eq.Entry(dS.sym, lab[i], lab[j]), fnode),
-                      eq.Frac(dS.node(i, j, P), fnode), dsc.node(i, j, P)]
-                lines.append(Line(eq.Rel(tuple(it), (EQ, _rel(not _has_dec(it[2])), APPROX))))
+                      eq.Frac(dS.carried(i, j), fnode), dsc.carried(i, j)]
+                lines.append(Line(eq.Rel(tuple(it), (EQ, _rel(not _has_dec(it[2])), _rel_to(it[2], dsc, i, j)))))
             hsteps.append(Step("dscores", f"Scaling backward: {_t(S('dscores'))} = {_t(S('dS'))}/{_t(fnode)}",
                                f"The forward pass divided every score by {_t(fnode)}, so every gradient is divided by it again "
                                "on the way back (the chain rule: d(s/c)/ds = 1/c).", lines, result="dscores", head=hid,
@@ -791,7 +889,7 @@ def _train_steps(ctx: _Ctx, problem: Problem, run, nums, heads: list[HeadResult]
     return mats, steps
 
 
-def _grad_check_and_update(ctx: _Ctx, problem: Problem, run, nums, mats: dict, loss: Mat):
+def _grad_check_and_update(ctx: _Ctx, problem: Problem, run, nums, hand, mats: dict, loss: Mat):
     """The numerical check of one gradient entry, the update W ← W − lr·dW, and the fresh forward pass's loss."""
     from .attention import loss_of
 
@@ -833,17 +931,18 @@ def _grad_check_and_update(ctx: _Ctx, problem: Problem, run, nums, mats: dict, l
     lines.append(Line(eq.Rel((eq.Frac(eq.Add((eq.Call("L", (eq.Add((went, hs)),)), eq.Neg(eq.Call("L", (eq.Add((went, eq.Neg(hs))),))))),
                                       eq.Mul((eq.num(2), hs))),
                               eq.Frac(eq.Add((eq.dec(a), eq.Neg(eq.dec(b)))), eq.Mul((eq.num(2), eq.num(h)))), qn,
-                              eq.dec(F.round_decimal(q, None, dec))), (APPROX, _rel(type(qn) is eq.Num), APPROX))))
+                              eq.dec(F.round_decimal(_value_of(qn), None, dec))), (APPROX, _rel(type(qn) is eq.Num), APPROX))))
     dsym = ctx.sym("dW_Q", hid)
-    lines.append(Line(eq.Rel((eq.Entry(dsym, str(r + 1), str(c + 1)), dWq.node(r, c, P), dWq.fixed(r, c, dec)),
-                             (APPROX, APPROX))))
+    it, op = [eq.Entry(dsym, str(r + 1), str(c + 1)), dWq.carried(r, c)], [APPROX]
+    _answer(ctx, it, op, dWq, r, c)
+    lines.append(Line(eq.Rel(tuple(it), tuple(op))))
     gtext = printers.text(dWq.fixed(r, c, dec))
     if ok:
-        verdict = (f"The two agree to {dec} places ({printers.text(qn)} from the loss, {printers.text(dWq.node(r, c, P))} from the "
+        verdict = (f"The two agree to {dec} places ({printers.text(qn)} from the loss, {printers.text(dWq.carried(r, c))} from the "
                    f"backward pass): the backward pass is right for this entry.")
     else:
         verdict = (f"With h = {F.num_text(h)} the difference quotient ({printers.text(qn)}) and the backward pass "
-                   f"({printers.text(dWq.node(r, c, P))}) still differ at {dec} places: the loss curves too much here for "
+                   f"({printers.text(dWq.carried(r, c))}) still differ at {dec} places: the loss curves too much here for "
                    f"a hand check with {P}-place losses (a smaller h needs more places).")
     why = ("Check one gradient entry numerically, the way a program's gradients are tested: nudge that one weight up and "
            f"down by h = {F.num_text(h)}, run the forward pass twice, and divide the change in the loss by 2h (a central difference). " + (f"This h is small enough that the quotient matches to {dec} places, and large enough that the "
@@ -854,63 +953,58 @@ def _grad_check_and_update(ctx: _Ctx, problem: Problem, run, nums, mats: dict, l
                                precision=P), "gradient check"))
     # the update
     lr = tr.lr
-    new_heads = []
     for hk, hd in enumerate(problem.heads, 1):
         hp = f"head{hk}." if multi else ""
         hh = hk if multi else None
-        trip = []
         for w, Wm in (("W_Q", hd.W_Q), ("W_K", hd.W_K), ("W_V", hd.W_V)):
             key = hp + w + "_new"
             g = mats[hp + "d" + w]
             rows, cols = g.rows, g.cols
-            new = _mat(w + "_new", _new_sym(w, hh), run.shown[key], nums.shown[key], rows, cols)
+            new = _mat(w + "_new", _new_sym(w, hh), run.shown[key], nums.shown[key], rows, cols,
+                       hand=hand.shown[key], places=P)
             mats[key] = new
-            # what goes on: the new weights as shown (P places)
-            trip.append(tuple(tuple(F.frac(new.exact[i][j]) if F.exact_at(new.exact[i][j], P) else Fraction(new.rounded(i, j, P))
-                                    for j in range(len(cols))) for i in range(len(rows))))
             i0, j0 = _pick(g)
             lines = []
             for i, j in _entries(ctx.checks, len(rows), len(cols), (i0, j0)):
                 it = [eq.Entry(new.sym, str(i + 1), str(j + 1)),
                       eq.Add((eq.Entry(ctx.sym(w, hh), str(i + 1), str(j + 1)), eq.Neg(eq.Mul((eq.Sym("lr", upright=True), eq.Entry(ctx.sym("d" + w, hh), str(i + 1), str(j + 1))))))),
-                      eq.Add((eq.num(Wm[i][j]), eq.Neg(eq.Mul((eq.num(lr), g.node(i, j, P)))))), new.node(i, j, P)]
-                lines.append(Line(eq.Rel(tuple(it), (EQ, _rel(not _has_dec(it[2])), APPROX))))
+                      eq.Add((eq.num(Wm[i][j]), eq.Neg(eq.Mul((eq.num(lr), g.carried(i, j)))))), new.carried(i, j)]
+                lines.append(Line(eq.Rel(tuple(it), (EQ, _rel(not _has_dec(it[2])), _rel_to(it[2], new, i, j)))))
             st = Step(w + "_new", f"Update: {_t(new.sym)} = {_t(ctx.sym(w, hh))} − lr·{_t(ctx.sym('d' + w, hh))}",
                       f"One step of gradient descent with lr = {F.num_text(lr)}: move every weight against its gradient, "
-                      f"a little (lr times the gradient). The new weights are carried to {P} places; those are what the "
-                      "next forward pass uses.", lines, result=key, head=hh, precision=P)
+                      f"a little (lr times the gradient). The new weights are carried to {P} places.", lines,
+                      result=key, head=hh, precision=P)
             steps.append(_checked(st, st.title))
-        new_heads.append(tuple(trip))
-    # the fresh forward pass
-    q = problem.with_weights(new_heads)
-    after = forward(q, Exact(), backward=False)
-    after_n = forward(q, Interval(q, widen=False), backward=False)
-    ex = loss_of(q, Exact(), after)
-    la = _mat("loss_after", eq.Sym("L′"), [[ex]], [[loss_of(q, Interval(q, widen=False), after_n)]], ["L′"], ["1"])
-    mats["loss_after"] = la
-    Zs = _mat("Z", eq.Sym("Z′"), after.output, after_n.output, problem.tokens, [str(j + 1) for j in range(len(after.output[0]))])
+    # the fresh forward pass, with the updated weights W − lr·dW (exact; 50-digit values): its output Z′ is shown
+    # (rounded), and L′ is worked from that Z′ as shown
+    after = nums.after.output
+    true_after = nums.loss_after[0]
     T = tr.target
-    n, m = Zs.shape
-    terms = tuple(eq.Pow(eq.Add((Zs.node(i, cc, P), eq.Neg(eq.num(T[i][cc])) if T[i][cc] >= 0 else eq.num(-T[i][cc]))) if T[i][cc] else Zs.node(i, cc, P), eq.num(2))
+    n, m = len(after), len(after[0])
+    zs = [[eq.dec(F.round_decimal(None, after[i][cc][0], P)) for cc in range(m)] for i in range(n)]
+    terms = tuple(eq.Pow(eq.Add((zs[i][cc], eq.Neg(eq.num(T[i][cc])) if T[i][cc] >= 0 else eq.num(-T[i][cc]))) if T[i][cc] else zs[i][cc], eq.num(2))
                   for i in range(n) for cc in range(m))
-    items = [eq.Sym("L′"), eq.Mul((eq.num(Fraction(1, 2)), eq.Add(terms))), la.node(0, 0, P)]
-    ops = [EQ, APPROX]
-    fin = la.fixed(0, 0, dec)
-    if fin.value != _value_of(items[-1]):
-        items.append(fin)
-        ops.append(APPROX)
-    zrow = [Line(eq.Rel((eq.Sym("z′", sub=ctx.lab[i]), eq.Vec(tuple(Zs.node(i, cc, P) for cc in range(m)))), (APPROX,)), f"row {problem.tokens[i]}")
+    expr = eq.Mul((eq.num(Fraction(1, 2)), eq.Add(terms)))
+    shown_after = eq.rational_value(expr)
+    hand_after = Approx(F.round_decimal(shown_after, None, P))
+    la = _mat("loss_after", eq.Sym("L′"), [[sp.Float(str(true_after), 50)]], [[(true_after, true_after)]], ["L′"], ["1"],
+              hand=[[hand_after]], places=P)
+    mats["loss_after"] = la
+    items = [eq.Sym("L′"), expr, la.carried(0, 0)]
+    ops = [EQ, _rel(shown_after == hand_after)]
+    _answer(ctx, items, ops, la, 0, 0)
+    zrow = [Line(eq.Rel((eq.Sym("z′", sub=ctx.lab[i]), eq.Vec(tuple(zs[i]))), (APPROX,)), f"row {problem.tokens[i]}")
             for i in range(n)]
     before, after_v = loss.num[0][0], la.num[0][0]
-    lt, lat = printers.text(loss.node(0, 0, P)), printers.text(la.node(0, 0, P))
+    lt, lat = printers.text(loss.carried(0, 0)), printers.text(la.carried(0, 0))
     if after_v < before:
         verdict = f"The loss went down, from L ≈ {lt} to L' ≈ {lat}: the step moved the output towards the target."
     else:
         verdict = (f"The loss did not go down: L ≈ {lt} before, L' ≈ {lat} after. The learning rate lr = {F.num_text(lr)} is too "
                    "large for this problem: the step overshot. A smaller lr (try half) would lower it.")
     steps.append(_checked(Step("loss_after", "New loss: a fresh forward pass with the updated weights",
-                               f"Run the forward pass again (Q, K, V, scores, softmax, Z) with the new W_Q, W_K, W_V as shown "
-                               f"({P} places); its output Z' and loss:", zrow + [Line(eq.Rel(tuple(items), tuple(ops)))],
+                               "Run the forward pass again (Q, K, V, scores, softmax, Z) with the new W_Q, W_K, W_V "
+                               f"(W − lr·dW, not rounded); its output Z′, carried to {P} places, and the loss from it:", zrow + [Line(eq.Rel(tuple(items), tuple(ops)))],
                                result="loss_after", notes=[verdict], precision=P), "new loss"))
     return steps
 

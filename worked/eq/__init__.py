@@ -453,3 +453,53 @@ def _mul(a, ea, b, eb):
     if isinstance(b, tuple):
         return tuple(a * y for y in b), tuple(abs(a) * dy + abs(y) * ea + ea * dy for y, dy in zip(b, eb))
     return a * b, abs(a) * eb + abs(b) * ea + ea * eb
+
+
+def rational_value(node: Node):
+    """The exact value of *node* when it is rational arithmetic (+, −, ·, /, whole powers) on the numbers as
+    shown (a Fraction; a tuple for a vector), else None (a root, e^x, a label)."""
+    t = type(node)
+    if t is Num:
+        return node.value
+    if t is Dec:
+        return Fraction(node.value)
+    if t is Neg:
+        v = rational_value(node.arg)
+        return None if v is None else _map(lambda x: -x, v)
+    if t is Vec:
+        vals = [rational_value(x) for x in node.items]
+        return None if any(v is None for v in vals) else tuple(vals)
+    if t in (Add, Mul):
+        parts = [rational_value(x) for x in (node.terms if t is Add else node.factors)]
+        if any(v is None for v in parts):
+            return None
+        acc = parts[0]
+        for v in parts[1:]:
+            acc = _broadcast((lambda a, b: a + b) if t is Add else (lambda a, b: a * b), acc, v)
+        return acc
+    if t is Dot:
+        a, b = rational_value(node.left), rational_value(node.right)
+        if not (isinstance(a, tuple) and isinstance(b, tuple)):
+            return None
+        return sum((x * y for x, y in zip(a, b)), Fraction(0))
+    if t is Frac:
+        a, b = rational_value(node.num), rational_value(node.den)
+        if a is None or b is None or isinstance(b, tuple) or b == 0:
+            return None
+        return _map(lambda x: x / b, a)
+    if t is Pow:
+        a, b = rational_value(node.base), rational_value(node.exp)
+        if a is None or b is None or isinstance(b, tuple) or b.denominator != 1:
+            return None
+        return _map(lambda x: x ** int(b), a)
+    return None
+
+
+def _broadcast(f, a, b):
+    if isinstance(a, tuple) and isinstance(b, tuple):
+        return _zip(f, a, b)
+    if isinstance(a, tuple):
+        return tuple(f(x, b) for x in a)
+    if isinstance(b, tuple):
+        return tuple(f(a, y) for y in b)
+    return f(a, b)

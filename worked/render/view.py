@@ -77,9 +77,15 @@ def mat_view(m, places: int, *, exact: bool = False, rel: str | None = None, cap
     return matrix(m.sym, m.rows, m.cols, cells, rel=rel, caption=caption, name=m.name)
 
 
-def show_exact(m, places: int) -> bool:
-    """Also show the exact matrix when rounding enters and every entry stays short."""
+def show_exact(m, places: int, decimal: bool = False) -> bool:
+    """Also show the exact matrix when rounding enters and every entry stays short; in decimal display only
+    when every entry is a decimal of at most ``places + 2`` places (never 0.96875 beside 0.97). A value known
+    only to 50 digits (the loss after the update) has no exact form to show."""
     if m.exact_at(places):
+        return False
+    if decimal and not m.exact_at(places + 2):
+        return False
+    if any(getattr(x, "is_Float", False) for row in m.exact for x in row):
         return False
     return all(len(m.exact_text(i, j)) <= EXACT_CELL_LIMIT for i in range(m.shape[0]) for j in range(m.shape[1]))
 
@@ -431,7 +437,7 @@ def build(sol, kind: str, student: dict | None = None) -> dict[str, Any]:
         res = mats.get(st.result) if st.result else None
         views = []
         if res is not None:
-            if show_exact(res, places):
+            if show_exact(res, places, sol.display == "decimal"):
                 views.append(mat_view(res, places, exact=True, caption="exact"))
                 views.append(mat_view(res, places, caption=f"to {places} places"))
             else:

@@ -40,7 +40,7 @@ def render(sol: Solution) -> str:
             out += ["$$", line.latex, "$$", ""]
         if step.result:
             m = mats[step.result]
-            if view.show_exact(m, places):   # the page model's rule: rounding enters and every entry is short
+            if view.show_exact(m, places, sol.display == "decimal"):   # the page model's rule: rounding enters and every entry is short
                 out += [f"{_cell(m.symbol)}, exact:", ""] + table(m, places, exact=True) + [""]
                 out += [f"{_cell(m.symbol)}, to {places} places:", ""]
             out += table(m, places) + [""]

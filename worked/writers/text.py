@@ -63,7 +63,7 @@ def render(sol: Solution, width: int = 100) -> str:
             out.append(("    " if line.group else "  ") + line.text)
         if step.result:
             m = mats[step.result]
-            exact = view.show_exact(m, places)
+            exact = view.show_exact(m, places, sol.display == "decimal")
             if exact:
                 out.append(f"  {m.symbol} (exact):")
                 out += matrix_lines(m, places, exact=True, indent="    ")
