@@ -95,20 +95,41 @@ def _places_shown(sol) -> int:
 
 
 def test_precision_policy_over_500_seeds():
-    """Default `worked new` problems: every line audits, and no intermediate has more than decimals + 2 places,
-    in the key (its lines) and in the worksheet (its instructions)."""
+    """500 `worked new` problems (default options, causal, two heads): every line holds by hand (the auditor), no
+    number in the key (its lines and notes) or the worksheet (its instructions) has more than decimals + 2 places,
+    and every carried value rounds to the answer (no note of another place)."""
     from worked.render.view import build
 
-    fam = Family()
+    fams = [Family(), Family(mask="causal"), Family(heads=2)]
     for seed in range(500):
-        p = generate(fam, seed)
+        p = generate(fams[seed % 3], seed)
         sol = worked.solve(p)
         assert audit(sol) == [], seed
         assert _places_shown(sol) <= p.decimals + 2, seed
+        assert not any("one more than usual" in n or "so the answer is" in n for s in sol.steps for n in s.notes), seed
         if seed % 50 == 0:
             sheet = build(sol, "worksheet")
             tasks = " ".join(" ".join(x[1] for x in s["task_rich"] if x[0] == "text") for s in sheet["steps"])
             assert f"Keep {p.decimals + 2} decimal places" in tasks
+            assert max((len(m.group(1)) for m in re.finditer(r"\d\.(\d+)", tasks)), default=0) <= p.decimals + 2
+
+
+def test_one_more_place_where_a_hand_would_round_otherwise():
+    """A user's problem whose Z, carried at 4 places, would round to another answer than the true value: the
+    whole solution carries 5 places, says so, and every line still holds by hand."""
+    import random
+
+    rng = random.Random(1)     # the 95th draw of small integer problems is one (found by search)
+    for _ in range(95):
+        X = [[rng.randint(-2, 3) for _ in range(4)] for _ in range(3)]
+        W = [[[rng.randint(-2, 3) for _ in range(2)] for _ in range(4)] for _ in range(3)]
+    sol = worked.solve(worked.Problem(X, *W))
+    assert audit(sol) == []
+    assert any("carried to 5 places in this solution" in n for n in sol.steps[0].notes)
+    assert _places_shown(sol) == 5
+    z = sol.matrices()["Z"]
+    assert all(worked.numfmt.round_decimal(Fraction(z.hand[i][j]), None, 2) == z.rounded(i, j, 2)
+               for i in range(3) for j in range(2))
 
 
 def test_a_value_carried_into_a_later_step_reads_the_same():

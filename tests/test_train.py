@@ -270,7 +270,8 @@ def _places(node) -> int:
 
 def test_precision_policy_over_generated_training_problems():
     """200+ seeds of `worked new --train` (one head, causal, four tokens, two heads): no shown number has more than decimals + 2
-    places, every line passes the audit, the numerical check agrees, and the step lowers the loss."""
+    places (two heads: + 3), every line passes the audit (the hand rule), the numerical check agrees, and the step lowers
+    the loss."""
     fams = [(Family(train=True), 70), (Family(train=True, mask="causal"), 70), (Family(train=True, tokens=4, d_model=3), 40),
             (Family(train=True, heads=2, range=(-1, 2)), 30)]
     count = 0
@@ -279,7 +280,8 @@ def test_precision_policy_over_generated_training_problems():
             p = generate(fam, seed)
             sol = worked.solve(p)
             assert audit(sol) == [], seed
-            limit = p.decimals + 2
+            # two heads may carry one more place where decimals + 2 would round some answer otherwise (noted)
+            limit = p.decimals + (3 if fam.heads > 1 else 2)
             for s in sol.steps:
                 for ln in s.lines:
                     assert _places(ln.eq) <= limit, (seed, s.id, ln.text)
