@@ -131,6 +131,84 @@ def _printed_a(cell):
     return [[float(x) for x in re.findall(r"-?\d+\.?\d*", row)] for row in block.split("\n")]
 
 
+def _table(cell) -> list[list[str]]:
+    """The table a cell printed with `show` (its last `[[…]]` block), as the strings printed."""
+    out = text_of(cell)
+    block = out[out.rindex("[[", 0, out.rindex("]]")):out.rindex("]]") + 2]
+    return [row.strip(" []").split() for row in block.split("\n")]
+
+
+def _keys_table(m, places: int) -> list[list[str]]:
+    """The key's table: each entry as the key rounds it (numfmt.round_decimal, half away from zero), exact."""
+    from worked.model import Mat
+    from worked.numfmt import round_decimal
+
+    if isinstance(m, Mat):
+        return [["-inf" if m.is_neg_inf(i, j) else str(round_decimal(m.exact[i][j], m.num[i][j], places))
+                 for j in range(m.shape[1])] for i in range(m.shape[0])]
+    return [[str(round_decimal(x, None, places)) for x in row] for row in m]
+
+
+def _printed_tables(sol, nb):
+    """(cell id, printed table, the key's table) for every cell that prints a table."""
+    p, mats = sol.problem, sol.matrices()
+    want = {"inputs": p.X, "weights": p.heads[0].W_Q, "whole": sol.output}
+    for k, st in enumerate(sol.steps, 1):
+        if st.id not in nbw.TRAINING_STEPS:
+            want[f"step{k:02d}-{st.id}" + (f"-head{st.head}" if st.head is not None else "")] = mats[st.result]
+    printing = [c for c in nb.cells if c.cell_type == "code" and "[[" in text_of(c)]
+    assert {c.id for c in printing} == set(want), "a printed table the test does not know, or one not printed"
+    return [(c.id, _table(c), _keys_table(want[c.id], p.decimals)) for c in printing]
+
+
+@pytest.mark.parametrize("path", [None] + PROBLEMS, ids=lambda p: "builtin" if p is None else p.stem)
+def test_every_printed_table_is_the_keys(path, kernel):
+    """Every table the executed notebook prints (X, W_Q, each step's result, the one block's Z) is the key's
+    table at `decimals` places, digit for digit: halves rounded away from zero as the key does, not to even."""
+    from decimal import Decimal
+
+    sol = worked.solve(worked.load(path))
+    nb = run(nbw.build(sol), kernel)
+    for cid, got, want in _printed_tables(sol, nb):
+        assert [[x if x == "-inf" else Decimal(x) for x in r] for r in got] == \
+               [[x if x == "-inf" else Decimal(x) for x in r] for r in want], cid
+        # and printed at the key's places: 1.10, never 1.1 or 1.100
+        places = sol.problem.decimals
+        assert all(x == "-inf" or len(x.partition(".")[2]) == places for r in got for x in r), (cid, got)
+
+
+def test_decimal_inputs_q_drink_1_is_the_keys_half_up(kernel):
+    """Q[drink, 1] = 1·1 + 0.5·0 + 0.5·0.25 = 1.125 exactly: the key shows 1.13, and so does the notebook
+    (NumPy's printing would give the even 1.12)."""
+    sol = worked.solve(worked.load(ROOT / "problems" / "decimal-inputs.toml"))
+    assert str(sol["Q"][1, 0]) == "9/8"
+    nb = run(nbw.build(sol), kernel)
+    q = _table(next(c for c in nb.cells if c.id == "step01-Q"))
+    assert q[1][0] == "1.13"
+
+
+def test_show_rounds_halves_away_from_zero(kernel):
+    """The notebook's `show`, on floats: an exact binary half (1.125, −1.125), a decimal half that binary
+    floats cannot hold (0.145 is 0.14499999999999999…), a half computed with float error (0.1 + 0.015), and
+    a small negative that must not print as −0.00; −∞ prints as -inf."""
+    sol = worked.solve(worked.load(ROOT / "problems" / "decimal-inputs.toml"))
+    nb = nbformat.v4.new_notebook(cells=[c for c in nbw.build(sol).cells if c.id == "import"])
+    nb.cells.append(nbformat.v4.new_code_cell(
+        "show(np.array([[1.125, -1.125, 0.145], [0.1 + 0.015, -0.001, -np.inf], [2.675, 1.005, 0.0]]))", id="t"))
+    got = _table(run(nb, kernel).cells[-1])
+    assert got == [["1.13", "-1.13", "0.15"], ["0.12", "0.00", "-inf"], ["2.68", "1.01", "0.00"]]
+
+
+def test_code_and_markdown_use_the_keys_names(part10):
+    """n, d_model and d_k as the key writes them, never D1/D2 or N."""
+    nb = nbw.build(part10)
+    src = {c.id: c.source for c in nb.cells}
+    assert "n, d_model, d_k = 4, 3, 5" in src["inputs"] and "n, d_model, d_k = 4, 3, 5" in src["whole"]
+    assert "np.sqrt(d_k)" in src["step05-scaled"] and "\\sqrt{d_k}" in src["whole-md"]
+    everything = "\n".join(c.source for c in nb.cells)
+    assert not re.search(r"\b(D1|D2|D_1|D_2|N)\b", everything)
+
+
 def test_an_edited_step_fails_its_check_by_name(part10, kernel):
     """A student who changes a step's code sees that step's check fail, named, and the steps before it pass."""
     nb = nbw.build(part10)

@@ -331,3 +331,24 @@ def test_training_quiz_offers_the_backward_mistakes_as_wrong_answers(tmp_path):
     assert r.returncode == 0, r.stderr
     gift = (tmp_path / "out" / "quiz.gift.txt").read_text()
     assert "[dV-not-transposed]" in gift and "This is the value you get from dV" in gift   # 0 % answers with feedback
+
+
+@pytest.mark.parametrize("path", ["problems/cats-chase-mice-train.toml", "problems/causal-mask-train.toml"])
+@pytest.mark.parametrize("which", ["W_Q", "W_K", "W_V", None])
+def test_update_wrong_sign_is_named_per_matrix(path, which):
+    """A student who updates one matrix with the wrong sign (W + lr·dW) and answers everything else right is
+    told update-wrong-sign on that matrix, with its own step to re-read; all three wrong is named once, on all
+    three."""
+    p = worked.load(ROOT / path)
+    sol = worked.solve(p)
+    answers = _answers(p, sol)
+    bad = _answers(p, sol, Transform(update="plus", update_of=which))
+    keys = [f"{w}_new" for w in ("W_Q", "W_K", "W_V") if which in (None, w)]
+    assert all(bad[k] != answers[k] for k in keys)
+    answers.update({k: bad[k] for k in keys})
+    rep = check_answers(p, answers, solution=sol)
+    wrong = {m.key for m in rep.matrices if any(v == "wrong" for row in m.verdicts for v in row)}
+    assert wrong == set(keys)
+    assert [(d["code"], d["matrices"]) for d in rep.diagnoses] == [("update-wrong-sign", keys)]
+    assert rep.diagnoses[0]["step"]["id"] == keys[0]
+    assert rep.summary()["unexplained"] == 0

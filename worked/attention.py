@@ -97,6 +97,8 @@ class Transform(NamedTuple):
     back_scale: str = "divide"       # "forgot": dscores = dS (the 1/√d_k forgotten on the way back)
     dK: str = "STQ"                  # "SQ": dK = dscores·Q (no transpose)
     update: str = "minus"            # "plus": W + lr·dW
+    update_of: str | None = None     # "W_Q", "W_K" or "W_V": the update's sign applies to that matrix only
+                                     # (the others are updated W − lr·dW); None: to all three
 
 
 class HeadPass:
@@ -342,7 +344,7 @@ def _backward(problem, backend, out: Pass, t: Transform, put, X, weights, given,
         new = {}
         for k, Wk in zip(("W_Q", "W_K", "W_V"), W):
             moved = [[mul(lr, g) for g in row] for row in dW[k]]
-            upd = b.add if t.update == "plus" else sub
+            upd = b.add if t.update == "plus" and t.update_of in (None, k) else sub
             new[k] = step(pre + k + "_new", [[upd(w, s) for w, s in zip(wr, sr)] for wr, sr in zip(Wk, moved)])
         new_weights.append((new["W_Q"], new["W_K"], new["W_V"]))
         sh = lambda k: out.shown[pre + k]  # noqa: E731

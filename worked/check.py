@@ -701,10 +701,11 @@ def _stage_rank(stage: str) -> int:
     return STAGES.index(stage)
 
 
-def _mistake_rank(mistake, crosshead: bool) -> int:
+def _mistake_rank(stage: str, crosshead: bool) -> int:
+    """The rank of the matrix where a mistake (made at *stage*) first shows."""
     if crosshead:
-        return len(STAGES) if mistake.stage == "concat" else len(STAGES) + 1
-    return _stage_rank(mistake.stage)
+        return len(STAGES) if stage == "concat" else len(STAGES) + 1
+    return _stage_rank(stage)
 
 
 def _earlier(key: str, multihead: bool, nheads: int) -> list[str]:
@@ -799,13 +800,16 @@ def check_answers(problem, answers: dict, *, tolerance=None, solution=None, reve
                           for i in range(len(verdict[k])) for j in range(len(verdict[k][0])))]
     if candidates:
         tried = [(m, t) for m in MISTAKES.values() for t in m.transforms(problem)]
-        reach = {k: sum(_mistake_rank(m, t.heads != "concat") <= _rank(k, multihead) for m, t in tried)
-                 for k in candidates}   # how many mistakes could explain a matrix: a chance match is that much likelier
+        # how many mistakes could explain a matrix: a chance match is that much likelier (a wrong sign in one
+        # matrix's update gives that matrix as the wrong sign in all three does: one explanation, counted once)
+        reach = {k: sum(_mistake_rank(m.stage_of(t), t.heads != "concat") <= _rank(k, multihead)
+                        for m, t in tried if t.update_of is None)
+                 for k in candidates}
         for mistake, transform in tried:
             code = mistake.id
-            stage = mistake.stage
+            stage = mistake.stage_of(transform)
             crosshead = transform.heads != "concat"
-            rank = _mistake_rank(mistake, crosshead)
+            rank = _mistake_rank(stage, crosshead)
             targets = [k for k in candidates if _rank(k, multihead) >= rank
                        # the mistake's own matrix answered right: it is not what went wrong later (a training step)
                        and not (_split(k)[0] + stage in parsed and _split(k)[0] + stage not in wrong_keys)]
@@ -825,7 +829,7 @@ def check_answers(problem, answers: dict, *, tolerance=None, solution=None, reve
                 hit = _diagnose(parsed[key], verdict[key], carried[key], true_band[key],
                                 [(band[key], centre[key]) for band, centre in scenarios], reach[key], ctx.h)
                 if hit and not any(d["code"] == code for d in diag_by_key[key]):
-                    diag_by_key[key].append(_diag(ctx, code, key, hit))
+                    diag_by_key[key].append(_diag(ctx, code, key, hit, stage))
 
     # early rounding: accepted, but rounded before the end
     for key in parsed:
@@ -946,10 +950,11 @@ def _changes(centre, band) -> bool:
     return not contains(band, mid)
 
 
-def _diag(ctx: _Ctx, code: str, key: str, entries) -> dict:
+def _diag(ctx: _Ctx, code: str, key: str, entries, stage: str | None = None) -> dict:
+    """A diagnosis of *code* on *key*; *stage*: the matrix where it first showed (by default the mistake's)."""
     mistake = MISTAKES[code]
     pre, base = _split(key)
-    step = ctx.step_of(key if code == "early-rounding" else pre + mistake.stage)
+    step = ctx.step_of(key if code == "early-rounding" else pre + (stage or mistake.stage))
     msg = mistake.message(ctx.problem)
     if code == "early-rounding" and base == "Z":
         msg += " Here the weights were rounded before Z = A·V."

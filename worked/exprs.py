@@ -5,7 +5,9 @@ It reads what the worked steps display and what students type:
     2√2    2*sqrt(2)    4/√2    e^(√2)/(2 + e^(√2))    exp(2)/(1 + exp(2))    -oo    −∞
     [1, 0, 1, 0]·[1, 0, 1, 0]    0.1636·[2, 1] + 0.6728·[0, 2]
 
-Grammar (``·``, ``×`` and ``*`` multiply; juxtaposition multiplies, as in ``2√2`` or ``2e^3``)::
+Grammar (``·``, ``×`` and ``*`` multiply; juxtaposition multiplies, as in ``2√2`` or ``2e^3``, but a number
+never directly follows a number: ``1.2.3``, ``1..67`` and ``3..0`` have two decimal points and are errors, not
+products; nor does a lone ``e`` directly follow a decimal number: ``0.49e`` lacks its exponent)::
 
     expr    := term (("+" | "-" | "−") term)*
     term    := unary (("*" | "·" | "×" | "/" | "÷" | <juxtaposition>) unary)*
@@ -57,6 +59,8 @@ def tokenize(text: str, max_length: int = MAX_LENGTH) -> list[tuple[str, str]]:
             raise ExpressionError(f"unexpected character {bad!r} in {text.strip()!r}")
         kind = m.lastgroup
         val = m.group(kind)
+        if out and out[-1][0] == "num" and m.start(kind) == pos:   # directly after a number, no space between
+            _glued(text, out[-1][1], kind, val, m.end())
         if kind == "op" and val == "**":
             val = "^"
         if kind == "op" and val == "−":
@@ -68,6 +72,21 @@ def tokenize(text: str, max_length: int = MAX_LENGTH) -> list[tuple[str, str]]:
         out.append((kind, val))
         pos = m.end()
     return out
+
+
+def _glued(text: str, num: str, kind: str, val: str, end: int) -> None:
+    """A number written directly after a number, or a lone e directly after a decimal number, is no product:
+    ``1.2.3``, ``1..67``, ``0.5.5``, ``3..0`` are numbers with two decimal points, and ``0.49e`` is a number
+    whose exponent is missing. Raises ExpressionError naming the number as written."""
+    if kind == "num":
+        start = end - len(val) - len(num)
+        run = re.match(r"[\d.]*(?:[eE][+-]?\d+[\d.]*)?", text[start:]).group(0)
+        if re.search(r"[eE]", num):
+            raise ExpressionError(f"{run}: a decimal point after the exponent of a number")
+        raise ExpressionError(f"{run}: two decimal points in one number")
+    if kind == "name" and val == "e" and "." in num and not text[end:].lstrip().startswith(("^", "**")):
+        raise ExpressionError(f"{num}e: the exponent after e is missing (as in {num}e-2; for {num} times e, "
+                              f"write {num}·e)")
 
 
 class _Parser:

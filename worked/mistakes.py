@@ -35,6 +35,13 @@ class Mistake:
     def transforms(self, problem) -> list[Transform]:
         return list(self._transforms(problem)) if self._transforms else []
 
+    def stage_of(self, transform: Transform) -> str:
+        """The matrix where the mistake made by *transform* first shows: its stage, or for a wrong sign in one
+        matrix's update that matrix's update (W_V alone: ``W_V_new``)."""
+        if transform.update_of is not None:
+            return transform.update_of + "_new"
+        return self.stage
+
     def message(self, problem) -> str:
         """The check report's explanation, for this problem (the scale named as it is)."""
         if self.id == "no-scaling" and problem.scale == "sqrt":
@@ -154,7 +161,9 @@ _ALL = [
             "The weights were moved along the gradient (W + lr·dW): gradient descent moves them against it, "
             "W − lr·dW, which is what lowers the loss.",
             "This is the value you get from W + lr·dW: the update goes against the gradient, W − lr·dW.",
-            lambda p: [Transform(update="plus")] if p.train else []),
+            # in all three matrices, or in one of them alone (W_V′ wrong, W_Q′ and W_K′ right)
+            lambda p: [Transform(update="plus")] + [Transform(update="plus", update_of=w) for w in ("W_Q", "W_K", "W_V")]
+            if p.train else []),
     # ---- end of the backward pass's mistakes
     # not a different pass: accepted answers that differ from the exact values rounded at the end the way
     # values rounded earlier do (worked.check tests the paths of early rounding itself)

@@ -352,9 +352,10 @@ def draw_problem(spec: QuizSpec, variant: Variant):
 def mistake_worlds(problem) -> list[tuple[str, dict[str, list[list[float]]]]]:
     """(mistake id, float matrices by the keys of Solution.matrices()) for every known mistake with a quiz
     feedback that applies to *problem*, in the registry's order (one per transform: a causal problem's wrong
-    mask is two). A masked score is -inf."""
+    mask is two). A masked score is -inf. A wrong sign in one matrix's update alone (which the checker tries, to
+    name it) gives that matrix as the wrong sign in all three does: not a world of its own."""
     return [(m.id, forward(problem, Float(), transform=t).matrices())
-            for m in MISTAKES.values() if m.answer for t in m.transforms(problem)]
+            for m in MISTAKES.values() if m.answer for t in m.transforms(problem) if t.update_of is None]
 
 
 def _num(x: float) -> float:

@@ -2,7 +2,9 @@
 
 :func:`build` turns a :class:`~worked.model.Solution` into an nbformat v4 notebook (a ``NotebookNode``):
 
-* an import cell with ``np.set_printoptions(precision=…, suppress=True)``;
+* an import cell with ``show``, which prints a table as the key does: each entry rounded to the problem's
+  ``decimals``, halves away from zero (NumPy's own printing rounds halves to even: 1.125 would print 1.12
+  where the key shows 1.13);
 * X and the weight matrices as NumPy arrays of the problem's numbers (a decimal entry is written as
   its decimal, which NumPy reads back as the very float it came from);
 * per solution step a markdown cell in the key's words (title, what and why, the shapes, the notes),
@@ -109,11 +111,29 @@ def _key(name: str, m: Mat) -> str:
 
 def _scale_code(p) -> str | None:
     if p.scale == "sqrt":
-        return "np.sqrt(D2)"
+        return "np.sqrt(d_k)"
     if p.scale == "none":
         return None
     s = _lit(p.scale)
     return f"({s})" if "/" in s else s
+
+
+def _show_code(places: int) -> str:
+    """The notebook's ``show``: a table printed with the key's rounding (worked.numfmt.round_decimal: half away
+    from zero). A float is first read to 12 significant digits, which drops the last bits of float error, so
+    an exact half computed as 1.1249999999999998 still prints 1.13, as the key's exact 9/8 does."""
+    return (
+        "from decimal import Decimal, ROUND_HALF_UP\n\n"
+        f"def show(M, places={places}):\n"
+        "    \"\"\"Print a table as the key does: each entry rounded to `places` decimals, halves away from zero.\"\"\"\n"
+        "    def entry(x):\n"
+        "        if np.isinf(x):\n"
+        "            return \"-inf\" if x < 0 else \"inf\"\n"
+        "        d = Decimal(f\"{x:.12g}\").quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP)\n"
+        "        return f\"{d.copy_abs() if d == 0 else d:f}\"    # never -0.00\n"
+        "    rows = [[entry(x) for x in row] for row in np.atleast_2d(M)]\n"
+        "    w = max(len(s) for row in rows for s in row)\n"
+        "    print(\"[\" + \"\\n \".join(\"[\" + \"  \".join(s.rjust(w) for s in row) + \"]\" for row in rows) + \"]\")")
 
 
 # ---------------------------------------------------------------- the cells
@@ -170,10 +190,13 @@ class _Builder:
                          f"`{PLACEHOLDER}`; the cell after it checks your result against the key and says which "
                          "step does not match."]
         self.md("intro", "\n".join(text))
-        self.md("import-md", "## Step 0: import NumPy")
+        self.md("import-md", "## Step 0: import NumPy\n\n"
+                f"`show` prints a table the way the key does: every number rounded to {p.decimals} decimals, "
+                "and a number exactly halfway rounded up (away from zero), so 1.125 shows as 1.13. NumPy's own "
+                "printing would round it to the even 1.12.")
         self.code("import", "import numpy as np\n"
                   f"np.set_printoptions(precision={p.decimals}, suppress=True)   "
-                  f"# print numbers with {p.decimals} decimals")
+                  f"# other numbers with {p.decimals} decimals\n\n" + _show_code(p.decimals))
 
     def inputs(self):
         p = self.p
@@ -181,9 +204,9 @@ class _Builder:
         self.md("inputs-md", "## The input matrix X\n\n"
                 "A table with one row per word: these are the plain, “starting” descriptions of each word. "
                 "They don't know anything about the other words yet.")
-        self.code("inputs", f"{words}\nN, D1, D2 = {p.n}, {p.d_model}, {p.d_k}   "
-                  "# words, start size (d_model), query/key size (d_k)\n"
-                  + _input("X", p.X) + '\nprint("X shape:", X.shape)\nprint(X)')
+        self.code("inputs", f"{words}\nn, d_model, d_k = {p.n}, {p.d_model}, {p.d_k}   "
+                  "# words, size of each word's row of X, size of a query or key\n"
+                  + _input("X", p.X) + '\nprint("X shape:", X.shape)\nshow(X)')
         text = ("## The weight matrices\n\n"
                 "W_Q, W_K and W_V create the queries, keys and values. In a real Transformer they are learned "
                 "during training; here they are the problem's numbers. Each has one row per column of X: "
@@ -198,12 +221,12 @@ class _Builder:
                      "projects their outputs, side by side, to the result.")
             src.append(_input("W_O", p.W_O))
         first = "W_Q" + heads[0][0]
-        src.append(f'print("{first} shape:", {first}.shape)\nprint({first})')
+        src.append(f'print("{first} shape:", {first}.shape)\nshow({first})')
         if p.mask == "causal":
             text += ("\n\nThis is decoder self-attention: a word may look only at itself and the words before it. "
                      "`mask` is True where a word would look ahead; those scores become −∞ before the softmax, so "
                      "their weight is 0.")
-            src.append("mask = np.triu(np.ones((N, N), dtype=bool), k=1)   # True above the diagonal: a later word")
+            src.append("mask = np.triu(np.ones((n, n), dtype=bool), k=1)   # True above the diagonal: a later word")
         self.md("weights-md", _md_keep(text))
         self.code("weights", "\n".join(src))
 
@@ -227,7 +250,7 @@ class _Builder:
     def numpy(self, st, h: str) -> tuple[str, str]:
         """The variable a step defines and its NumPy code, in the page's style."""
         p = self.p
-        show = lambda v: f'print("{v} shape:", {v}.shape)\nprint({v})'  # noqa: E731
+        show = lambda v: f'print("{v} shape:", {v}.shape)\nshow({v})'  # noqa: E731
         if st.id in ("Q", "K", "V"):
             what = {"Q": "queries: what each word is looking for", "K": "keys:    what each word can offer",
                     "V": "values:  what each word passes on"}[st.id]
@@ -269,8 +292,8 @@ class _Builder:
     def one_block(self):
         p = self.p
         div = _scale_code(p)
-        src = ["import numpy as np", f"np.set_printoptions(precision={p.decimals}, suppress=True)", "",
-               f"N, D1, D2 = {p.n}, {p.d_model}, {p.d_k}", _input("X  ", p.X)]
+        src = ["import numpy as np", _show_code(p.decimals), "",
+               f"n, d_model, d_k = {p.n}, {p.d_model}, {p.d_k}", _input("X  ", p.X)]
         heads = [(f"{h}" if p.multihead else "", head) for h, head in enumerate(p.heads, 1)]
         for suf, head in heads:
             for nm, w in (("W_Q", head.W_Q), ("W_K", head.W_K), ("W_V", head.W_V)):
@@ -278,7 +301,7 @@ class _Builder:
         if p.multihead:
             src.append(_input("W_O", p.W_O))
         if p.mask == "causal":
-            src.append("mask = np.triu(np.ones((N, N), dtype=bool), k=1)   # later words are hidden")
+            src.append("mask = np.triu(np.ones((n, n), dtype=bool), k=1)   # later words are hidden")
         src.append("")
         body = ["Q, K, V = X @ W_Q, X @ W_K, X @ W_V       # queries, keys, values",
                 "scores = Q @ K.T" + (f" / {div}" if div else "") + "            # how well each query matches each key"]
@@ -293,9 +316,9 @@ class _Builder:
                                                 "Z = np.hstack(Zs) @ W_O                   # concat, then project"]
         else:
             src += body + ["Z = A @ V                                 # blend the values"]
-        src += ["", f"print(Z)                                  # {p.n} rich vectors, {self.sol.output.shape[1]} numbers each"]
+        src += ["", f"show(Z)                                   # {p.n} rich vectors, {self.sol.output.shape[1]} numbers each"]
         formula = "Z = \\mathrm{softmax}\\left(\\frac{Q K^T}{" + (
-            "\\sqrt{D_2}" if p.scale == "sqrt" else "1" if p.scale == "none" else div) + "}\\right) V"
+            "\\sqrt{d_k}" if p.scale == "sqrt" else "1" if p.scale == "none" else div) + "}\\right) V"
         md = ["## The whole thing in one block", "",
               "Here is everything together. Paste it into Colab and run it. It is exactly the formula from the key:",
               "", f"$${formula}$$"]
@@ -395,7 +418,22 @@ def execute(nb, *, km=None, timeout: float = 120, cwd: str | None = None):
     else:
         client.execute()
     nb.metadata = meta      # the kernel's own language_info (its Python version) would differ between machines
+    _join_streams(nb)
     return nb
+
+
+def _join_streams(nb):
+    """One output per run of same-named stream outputs: a busy kernel may send a print's text and its newline
+    as two messages, and the notebook's bytes must not depend on that timing."""
+    for cell in nb.cells:
+        outs = []
+        for o in cell.get("outputs", []):
+            if o.output_type == "stream" and outs and outs[-1].output_type == "stream" and outs[-1].name == o.name:
+                outs[-1].text += o.text
+            else:
+                outs.append(o)
+        if "outputs" in cell:
+            cell.outputs = outs
 
 
 def write(nb, path) -> Path:
