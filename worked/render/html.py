@@ -14,21 +14,40 @@ from markupsafe import Markup, escape
 from .. import printers
 from .env import render
 from .view import build
+from .view import chain as view_chain
 
 
 def _math(for_pdf: bool):
     """The templates' ``math(tree)``: MathML from the MathML printer (with its spoken form as alt text),
     or for WeasyPrint the HTML/CSS printer's output (with the spoken form as its label)."""
-    def math(node, display: bool = False):
+    def math(node, display: bool = False, alt: str | None = None):
         if node is None:
             return Markup("")
         node = getattr(node, "eq", node)   # a Line or a tree
+        alt = printers.spoken(node) if alt is None else alt
         if for_pdf:
             cls = "m d" if display else "m"
-            return Markup(f'<span class="{cls}" role="math" aria-label="{escape(printers.spoken(node))}">'
+            return Markup(f'<span class="{cls}" role="math" aria-label="{escape(alt)}">'
                           f'{printers.htmlcss(node)}</span>')
-        return Markup(printers.math_element(printers.mathml(node), display=display, alt=printers.spoken(node)))
+        return Markup(printers.math_element(printers.mathml(node), display=display, alt=alt))
     return math
+
+
+def _chain(math):
+    """The templates' ``chain(tree)``: a relation chain as its head and its continuations (``= b``, ``≈ c``),
+    each a display formula of its own in a wrapping row (``.chain`` in style.css): on one line when it
+    fits, else broken at its relation signs, further lines aligned under the first sign. The head is
+    labelled with the whole chain; the continuations are hidden from assistive technology."""
+    def chain(node):
+        node = getattr(node, "eq", node)
+        head, segs = view_chain(node)
+        if not segs:
+            return Markup(f'<div class="fr"><span class="f" tabindex="0">{math(node, display=True)}</span></div>')
+        first = math(head, display=True, alt=printers.spoken(node))
+        rest = "".join(f'<span class="f">{math(x, display=True)}</span>' for x in segs)
+        return Markup(f'<div class="fr chain"><span class="f" tabindex="0">{first}</span>'
+                      f'<span class="cont" aria-hidden="true">{rest}</span></div>')
+    return chain
 
 
 def rich_html(pieces) -> Markup:
@@ -60,6 +79,7 @@ def render_html(kind: str, sol, *, student=None, for_pdf: bool = False, template
 
     doc = build(sol, kind, student)
     name = f"{kind}.html"
-    ctx = dict(doc=doc, for_pdf=for_pdf, paper=paper, math=_math(for_pdf), rich=rich_html,
+    math = _math(for_pdf)
+    ctx = dict(doc=doc, for_pdf=for_pdf, paper=paper, math=math, chain=_chain(math), rich=rich_html,
                math_font_family=FAMILY, math_font_url=(None if for_pdf else _font_url()))
     return render("html", name, template_dir, **ctx)

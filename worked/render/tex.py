@@ -12,6 +12,7 @@ from .. import printers
 from .env import render
 from .texesc import TexRaw, tex_escape
 from .view import build
+from .view import chain as view_chain
 
 _ASCII = re.compile(r"[\x20-\x7e\n]*")
 
@@ -25,6 +26,14 @@ def math(node) -> TexRaw:
     if not _ASCII.fullmatch(s):
         raise ValueError(f"formula is not ASCII LaTeX: {s[:60]!r}")
     return TexRaw(s)
+
+
+def chain(node) -> TexRaw:
+    """A displayed relation chain as ``\\wkchain{head}{\\wkcont{= b}\\wkcont{≈ c}}`` (base.tex): on one line
+    when it fits, else broken at its relation signs, further lines aligned under the first sign."""
+    node = getattr(node, "eq", node)
+    head, segs = view_chain(node)
+    return TexRaw(r"\wkchain{" + math(head) + "}{" + "".join(r"\wkcont{" + math(x) + "}" for x in segs) + "}")
 
 
 def rich_tex(pieces) -> TexRaw:
@@ -92,7 +101,8 @@ def matrix(m, grid: bool = False) -> TexRaw:
     # colortbl's rule colour is global: set for the grid, then back to black
     gray, black = ((r"\delimiterfactor=1000 \delimitershortfall=0pt \arrayrulecolor{black!45}",
                     r"\arrayrulecolor{black}") if grid else ("", ""))
-    out = r"\wkfit{" + gray + r"$\displaystyle " + sym + r"\vcenter{\hbox{$" + arrays + r"$}}$" + black + "}"
+    out = (r"\wkmat{" + (r"$\displaystyle " + sym + "$" if sym else "") + "}{" + gray
+           + r"$\displaystyle\vcenter{\hbox{$" + arrays + r"$}}$" + black + "}")
     if m.get("caption"):
         out += r"\,{\scriptsize " + tex_escape(m["caption"]) + "}"
     return TexRaw(out)
@@ -108,7 +118,7 @@ def gray(g: int) -> str:
 
 def render_tex(kind: str, sol, *, student=None, paper: str = "a4", template_dir=None) -> str:
     doc = build(sol, kind, student)
-    out = render("tex", f"{kind}.tex", template_dir, doc=doc, paper=paper, m=math, rich=rich_tex,
+    out = render("tex", f"{kind}.tex", template_dir, doc=doc, paper=paper, m=math, chain=chain, rich=rich_tex,
                  matrix=matrix, gray=gray, esc=tex_escape, raw=TexRaw)
     bad = next((c for c in out if ord(c) > 126 or (ord(c) < 32 and c not in "\n\t")), None)
     if bad is not None:  # only a template could do this: escaping makes data ASCII

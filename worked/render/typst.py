@@ -20,7 +20,8 @@ import string
 from .. import printers
 from ..errors import WorkedError
 from .env import render
-from .view import build
+from .view import build, chain
+from .view import rich as view_rich
 
 PDF_STANDARDS = ["ua-1"]   # tagged PDF/UA-1: needs a title, a language and alt text on every formula
 TIMESTAMP = 0              # 1970-01-01T00:00:00Z in the PDF's dates and XMP metadata
@@ -62,13 +63,34 @@ def math(node, block: bool = False) -> Typ:
     return Typ(f"#eqn({lit(printers.spoken(node))}, ${body}$)")
 
 
-WIDE_TEXT = 100  # characters of the text form above which a row of formulas may not fit the line
+def piece(node, alt: str | None = None, artifact: bool = False) -> Typ:
+    """A formula or a piece of one (see :func:`worked.render.view.chain`) as ``#eqp(alt, $…$)``: set
+    in display style but in the line, in a box, so that the line never breaks inside it. With
+    *artifact* it is marked as a PDF artifact (the head of its chain already speaks for it)."""
+    if alt is None:
+        alt = printers.spoken(node).removeprefix("… ")
+    src = f"eqp({lit(alt)}, ${printers.typst(node)}$)"
+    return Typ(f"#pdf.artifact({src})" if artifact else "#" + src)
 
 
-def wide(row) -> bool:
-    """Whether a row of formulas might be wider than the line (then the template scales it to fit:
-    measuring costs a second layout, so only rows this long are measured)."""
-    return sum(len(printers.text(getattr(f, "eq", f))) for f in row) + 6 * (len(row) - 1) > WIDE_TEXT
+def line(node) -> Typ:
+    """A displayed relation chain as ``#wk-chain(head, continuations…)``: on one line when it fits, else
+    broken at its relation signs onto continuation lines aligned under the first sign (the template's
+    ``wk-chain``). Never scaled down. The head carries the whole chain's alt text (PDF/UA: one
+    formula for assistive technology), the continuations are artifacts."""
+    node = getattr(node, "eq", node)
+    head, segs = chain(node)
+    pieces = [piece(head, alt=printers.spoken(node))] + [piece(x, artifact=True) for x in segs]
+    return Typ("#wk-chain(" + ", ".join(f"[{p}]" for p in pieces) + ")")
+
+
+def row(nodes) -> Typ:
+    """One row of the worked solution: a chain alone (:func:`line`), or short formulas side by side,
+    each whole (the row wraps between them)."""
+    nodes = [getattr(n, "eq", n) for n in nodes]
+    if len(nodes) == 1:
+        return Typ(f"#wk-line({line(nodes[0])[1:]})")
+    return Typ("#wk-line(" + ", ".join(f"[{piece(n)}]" for n in nodes) + ")")
 
 
 def rich(pieces) -> Typ:
@@ -121,7 +143,7 @@ def heatmap(h: dict) -> Typ:
 
 def glance(g: dict) -> Typ:
     cells = _array(_array(lit(c["text"]) for c in row) for row in g["cells"])
-    return Typ(f"#wk-glance(label: {lit(g['label'])}, rows: {_array(lit(r) for r in g['rows'])}, "
+    return Typ(f"#wk-glance(label: [{rich(view_rich(g['label']))}], rows: {_array(lit(r) for r in g['rows'])}, "
                f"cols: {_array(lit(c) for c in g['cols'])}, cells: {cells})")
 
 
@@ -132,7 +154,7 @@ def render_typ(kind: str, sol, *, student=None, paper: str = "a4", template_dir=
     ``items`` of ``ask``, ``text``, ``points``), printed after the header.
     """
     doc = build(sol, kind, student)
-    return render("typ", f"{kind}.typ", template_dir, doc=doc, paper=paper, m=math, rich=rich, wide=wide,
+    return render("typ", f"{kind}.typ", template_dir, doc=doc, paper=paper, m=math, rich=rich, row=row, piece=piece,
                   matrix=matrix, heatmap=heatmap, glance=glance, esc=esc, lit=lit, raw=Typ, **(extra or {}))
 
 

@@ -107,6 +107,16 @@ def _is_short(ln) -> bool:
     return len(s) <= SHORT_LINE and r"\frac" not in s.replace(r"^{\frac", "")
 
 
+def chain(node) -> tuple[Any, list]:
+    """A relation chain ``a = b ≈ c`` as the pieces it may break into, at its relation signs: the
+    head ``a`` and the continuations ``= b``, ``≈ c`` (each a tree, ``Rel((Blank(), b), (op,))``).
+    A writer sets the pieces on one line when they fit, else the continuations on lines of their
+    own, aligned under the first relation sign. Anything but a chain is one piece."""
+    if type(node) is not eq.Rel or len(node.items) < 2:
+        return node, []
+    return node.items[0], [eq.Rel((eq.Blank(), x), (op,)) for op, x in zip(node.ops, node.items[1:])]
+
+
 def _blocks(step) -> list[dict]:
     blocks: list[dict] = []
     for ln in step.lines:
@@ -392,6 +402,26 @@ def _training_grids(p, heads, toks, nums, is_) -> list[dict]:
     return grids
 
 
+def loss_def(z: str = "Z", lhs: str = "L"):
+    """The loss as a tree: ``L = ½ Σ_{i,j} (Z − T)²``."""
+    return eq.Rel((eq.Sym(lhs), eq.Mul((eq.Frac(eq.num(1), eq.num(2)), eq.Sum(eq.Pow(eq.Add((eq.Sym(z), eq.Neg(eq.Sym("T")))),
+                                                                                 eq.num(2)), "i,j")))), (eq.EQ,))
+
+
+def training(p) -> dict | None:
+    """What a ``[train]`` problem adds to the problem section: the target T (a labelled matrix with the
+    output's rows and columns), the learning rate and the loss as trees; None without ``[train]``."""
+    t = getattr(p, "train", None)
+    if t is None:
+        return None
+    toks = list(p.tokens)
+    cols = [str(j) for j in range(1, len(t.target[0]) + 1)]
+    target = dict(input_matrix("T", eq.Sym("T"), t.target, toks, cols), key="train.target", note="the target")
+    return {"target": target, "lr": eq.Rel((eq.Sym("lr", upright=True), eq.num(t.lr)), (eq.EQ,)),
+            "loss": loss_def(), "loss_name": t.loss,
+            "text": "one step of gradient descent on the loss, from the output Z towards the target T"}
+
+
 def problem_page(p, display: str | None = None) -> dict[str, Any]:
     """The problem part of the page model (no solution needed): title, facts, the given matrices, the
     token legend and the empty answer grids. *display* "decimal" shows given entries with more than
@@ -409,6 +439,7 @@ def problem_page(p, display: str | None = None) -> dict[str, Any]:
         ("Scaling", scale_text(p) + f"; mask: {mask_text(p)}; answers to {places} decimal places"),
     ]
     return {
+        "training": training(p),
         "title": p.title or "Self-attention", "tokens": toks,
         "facts": facts, "facts_rich": [(a, rich(b)) for a, b in facts],
         "given": given(p, places + 2 if display == "decimal" else None),
@@ -479,6 +510,10 @@ def build(sol, kind: str, student: dict | None = None) -> dict[str, Any]:
         glance.append(v)
         v = mat_view(sol.output, places, rel="=")
         v["label"] = "Z (output)"
+        glance.append(v)
+    for key, m in (sol.train or {}).items():
+        v = mat_view(m, places, rel="=")
+        v["label"] = m.symbol
         glance.append(v)
     final = mat_view(sol.output, places)
 

@@ -36,6 +36,26 @@ def matrix_lines(m: Mat, places: int, exact: bool = False, indent: str = "  ") -
     return out
 
 
+def chain_lines(node, indent: str, width: int = 100) -> list[str]:
+    """A relation chain on as few lines of at most *width* columns as it takes: broken at its relation
+    signs (=, ≈), each further line aligned under the first sign; a continuation too long for that
+    hangs four columns in from *indent* instead. A piece longer than the line stays whole."""
+    from .. import printers
+
+    head, segs = view.chain(node)
+    first = indent + printers.text(head)
+    out = [first]
+    align, hang = " " * _width(first), indent + "    "
+    for seg in (printers.text(x) for x in segs):        # " = b", " ≈ c"
+        if _width(out[-1]) + _width(seg) <= width:
+            out[-1] += seg
+        elif _width(align) + _width(seg) - 1 <= width:
+            out.append(align + seg[1:])
+        else:
+            out.append(hang + seg[1:])
+    return out
+
+
 def render(sol: Solution, width: int = 100) -> str:
     p = sol.problem
     places = p.decimals
@@ -60,7 +80,7 @@ def render(sol: Solution, width: int = 100) -> str:
             if line.group != group and line.group:
                 out.append(f"  {line.group}:")
             group = line.group
-            out.append(("    " if line.group else "  ") + line.text)
+            out += chain_lines(line.eq, "    " if line.group else "  ", width)
         if step.result:
             m = mats[step.result]
             exact = view.show_exact(m, places, sol.display == "decimal")

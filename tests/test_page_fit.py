@@ -1,0 +1,176 @@
+"""Pages that fit (issue 24, parts 2 and 3): every shipped problem's worksheet and key, and the Part 10 pair
+made from unrounded NumPy arrays, as Typst PDFs, read back from poppler's word boxes (``pdftotext -bbox``):
+no word below the top of the footer ("page N of M"), no two words printed over each other, no word shrunk
+to fit (first-level subscripts measure about 6.8 pt here; under 5.5 pt means scaled down). Training
+worksheets carry every prompt and show T and lr; the text solution keeps within 100 columns."""
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from functools import lru_cache
+
+import pytest
+from sheet_support import PROBLEMS
+
+import worked
+from worked import eq, printers
+from worked.render import typst as Y
+from worked.render import view
+from worked.render.sheet import document_pdf
+
+needs_pdftotext = pytest.mark.skipif(shutil.which("pdftotext") is None,
+                                     reason="pdftotext not installed (Debian: poppler-utils)")
+
+# -- reading word boxes (the logic of shared/tools/pagecheck.py, which is not in the repo) -------------
+WORD = re.compile(r'<word xMin="([\d.]+)" yMin="([\d.]+)" xMax="([\d.]+)" yMax="([\d.]+)">([^<]*)</word>')
+PAGE = re.compile(r'<page width="[\d.]+" height="([\d.]+)">(.*?)</page>', re.S)
+MIN_HEIGHT = 5.5   # pt; a first-level subscript is about 6.8 pt
+
+
+def pages(pdf: bytes):
+    out = subprocess.run(["pdftotext", "-bbox", "-", "-"], input=pdf, capture_output=True, check=True).stdout
+    for m in PAGE.finditer(out.decode("utf-8")):
+        yield [(float(a), float(b), float(c), float(d), w) for a, b, c, d, w in WORD.findall(m.group(2))]
+
+
+def layout_problems(pdf: bytes) -> list[str]:
+    """One line per fault: words run into the footer, words over words, words shrunk below MIN_HEIGHT."""
+    found = []
+    for pno, words in enumerate(pages(pdf), 1):
+        foot = [w for w in words if w[4] == "page"]
+        ftop = min(w[1] for w in foot) if foot else None
+        if foot:
+            foot_line = [w for w in words if abs(w[1] - ftop) < 2]
+            below = [w for w in words if w[3] > ftop + 0.5 and w not in foot_line]
+            if below:
+                found.append(f"page {pno}: {len(below)} words run into the footer, e.g. {below[0][4]!r}")
+        body = [w for w in words if ftop is None or w[1] < ftop - 2]
+        clash = []
+        for i, a in enumerate(body):
+            for b in body[i + 1:i + 60]:
+                ix = min(a[2], b[2]) - max(a[0], b[0])
+                iy = min(a[3], b[3]) - max(a[1], b[1])
+                if ix > 1.5 and iy > 0.75 * min(a[3] - a[1], b[3] - b[1]):
+                    clash.append((a[4], b[4]))
+        if clash:
+            found.append(f"page {pno}: {len(clash)} pairs of words overprint each other, e.g. {clash[0]!r}")
+        tiny = [w for w in words if w[3] - w[1] < MIN_HEIGHT]
+        if tiny:
+            found.append(f"page {pno}: {len(tiny)} words under {MIN_HEIGHT} pt high, e.g. {tiny[0][4]!r}")
+    return found
+
+
+def pdf_text(pdf: bytes, first: int | None = None, last: int | None = None) -> str:
+    rng = (["-f", str(first)] if first else []) + (["-l", str(last)] if last else [])
+    return subprocess.run(["pdftotext", *rng, "-", "-"], input=pdf, capture_output=True, check=True).stdout.decode()
+
+
+# -- the problems ------------------------------------------------------------------------------------
+NAMES = [p.stem for p in PROBLEMS] + ["part10"]
+TRAIN = [p.stem for p in PROBLEMS if "[train]" in p.read_text(encoding="utf-8")]
+
+
+@lru_cache(maxsize=None)
+def solution(name: str):
+    if name == "part10":   # Part 10: unrounded NumPy arrays, shown to 4 places
+        np = pytest.importorskip("numpy")
+        rng = np.random.default_rng(16)
+        X = rng.uniform(0, 1, size=(4, 3))
+        W_Q, W_K, W_V = (rng.uniform(-2, 2, size=(3, 5)) for _ in range(3))
+        return worked.solve(worked.Problem(X, W_Q, W_K, W_V, tokens=["I", "drink", "hot", "coffee"]))
+    return worked.solve(worked.Problem.from_file(str(next(p for p in PROBLEMS if p.stem == name))))
+
+
+@lru_cache(maxsize=None)
+def pdf(name: str, kind: str) -> bytes:
+    return document_pdf(kind, solution(name))
+
+
+def test_training_problems_are_shipped():
+    assert set(TRAIN) >= {"cats-chase-mice-train", "causal-mask-train"}
+
+
+@needs_pdftotext
+@pytest.mark.parametrize("kind", ["worksheet", "answer-key"])
+@pytest.mark.parametrize("name", NAMES)
+def test_typst_pages_fit(name, kind):
+    """Nothing over the footer, nothing printed twice over, nothing scaled down to fit."""
+    assert layout_problems(pdf(name, kind)) == []
+
+
+@needs_pdftotext
+@pytest.mark.parametrize("name", TRAIN)
+def test_training_worksheet_has_every_prompt(name):
+    """The softmax-backward task asks for every s_i, every dS entry and every row total, and each is on
+    a page (a long task breaks between prompts; none is clipped or set over the footer)."""
+    sol = solution(name)
+    n = sol.problem.n
+    step = next(s for s in view.build(sol, "worksheet")["steps"] if s["id"] == "dS")
+    asked = [printers.text(c["eq"]) for c in step["checks"] if c.get("eq") is not None]
+    want = {k: sum(a.startswith(k) for a in asked) for k in ("s_", "dS", "Σ")}
+    assert want["s_"] == n and want["dS"] >= n * (n + 1) // 2
+    if sol.problem.mask == "none":
+        assert want == {"s_": n, "dS": n * n, "Σ": n}
+    text = pdf_text(pdf(name, "worksheet"))
+    task = text[text.index(f"Task {step['number']} "):text.index(f"Task {step['number'] + 1} ")]
+    prompts = re.findall(r"Evaluate: (\S+)", task)
+    got = {"s_": sum(p.startswith("𝑠") for p in prompts), "dS": sum(p.startswith("dS") for p in prompts),
+           "Σ": sum(p.startswith("∑") for p in prompts)}
+    assert got == want and len(prompts) == len(asked)
+
+
+@needs_pdftotext
+@pytest.mark.parametrize("kind", ["worksheet", "answer-key"])
+@pytest.mark.parametrize("name", TRAIN)
+def test_training_problem_section_shows_target_and_rate(name, kind):
+    """T as a labelled matrix, the learning rate and the loss, in the problem section (page 1)."""
+    sol = solution(name)
+    doc = view.build(sol, kind)
+    t = doc["training"]
+    assert t["target"]["symbol"] == eq.Sym("T")
+    assert [[c["text"] for c in row] for row in t["target"]["cells"]] == \
+        [[printers.text(eq.num(x)) for x in row] for row in sol.problem.train.target]
+    first = pdf_text(pdf(name, kind), 1, 1)
+    problem = first[first.index("THE PROBLEM"):]
+    assert "learning rate" in problem and "lr" in problem
+    assert "𝐿 =" in problem and "𝑇 =" in problem          # the loss formula and the labelled target
+    src = Y.render_typ(kind, sol)
+    assert src.count('#wk-matrix(head: [#eqn("T ') == 1
+
+
+@pytest.mark.parametrize("name", TRAIN)
+def test_key_glance_lists_the_training_matrices(name):
+    labels = [g["label"] for g in view.build(solution(name), "answer-key")["glance"]]
+    for want in ("L", "dZ", "dV", "dA", "dS", "dQ", "dK", "dW_Q", "dW_K", "dW_V", "W_Q′", "W_K′", "W_V′", "L′"):
+        assert want in labels
+
+
+@needs_pdftotext
+@pytest.mark.parametrize("name", ["cats-chase-mice", "part10"])
+def test_name_once_on_page_one(name):
+    assert pdf_text(pdf(name, "worksheet"), 1, 1).count("Name:") == 1
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_text_solution_within_100_columns(name):
+    """Chains break at their relation signs: no line of the text solution is over 100 columns where a
+    break is possible (a line that long is one piece of a chain: no relation sign but its first)."""
+    long = [ln for ln in solution(name).text().splitlines() if len(ln) > 100]
+    for ln in long:
+        body = ln.strip()
+        body = body[1:] if body[:1] in "=≈" else body
+        assert " = " not in body and " ≈ " not in body, ln
+    if name == "part10":   # it had a 213-column line
+        assert long == []
+
+
+def test_typst_never_scales_a_formula():
+    """No scale-to-fit is left in the templates or the writers: long lines break instead."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    for f in [*(root / "templates" / "sheet").iterdir(), *(root / "worked" / "render").glob("*.py")]:
+        if f.is_file():
+            s = f.read_text(encoding="utf-8")
+            assert "resizebox" not in s and "scale(x:" not in s and "wkfit" not in s, f
