@@ -17,7 +17,7 @@ import functools
 import re
 import string
 
-from .. import printers
+from .. import eq, printers
 from ..errors import WorkedError
 from .env import render
 from .view import build
@@ -71,18 +71,10 @@ def wide(row) -> bool:
     return sum(len(printers.text(getattr(f, "eq", f))) for f in row) + 6 * (len(row) - 1) > WIDE_TEXT
 
 
-def rich(pieces) -> Typ:
-    """Core prose with W_Q, d_k, e^x, ᵀ and ⁽¹⁾ set as sub- and superscripts."""
-    out = []
-    for p in pieces:
-        if p[0] == "text":
-            out.append(esc(p[1]))
-        elif p[0] == "sub":
-            out.append(f"#emph[{esc(p[1])}]#sub[{esc(p[2])}]")
-        else:
-            base = f"#emph[{esc(p[1])}]" if p[1] else ""
-            out.append(f"{base}#super[{esc(p[2])}]")
-    return Typ("".join(out))
+def rich(prose) -> Typ:
+    """A :class:`worked.eq.Prose` (or plain text) as Typst markup: the text escaped, the math inline from
+    the Typst printer, each formula with its spoken form as alt text."""
+    return Typ(printers.typst(eq.prose(prose)))
 
 
 def _cell(c: dict, blank: bool) -> str:
