@@ -752,9 +752,8 @@ def _train_steps(ctx: _Ctx, problem: Problem, run, nums, heads: list[HeadResult]
         aij, daij, si = eq.Entry(S("A"), "i", "j"), eq.Entry(S("dA"), "i", "j"), eq.Sym("s", sub="i")
         if masked:
             notes.append(_p("Masked entries get exactly 0 gradient: their score was −∞ and their weight is 0 whatever the "
-                            "score, so changing it changes nothing (", _is(aij, eq.num(0)), " makes ",
-                            _is(eq.Mul((aij, eq.Sym("…"))), eq.num(0)), "). No gradient flows to the key of a later token "
-                            "through them."))
+                            "score, so changing it changes nothing (", _is(aij, eq.num(0)), " makes every term with the "
+                            "factor ", aij, " 0). No gradient flows to the key of a later token through them."))
         hsteps.append(Step("dS", _p("Softmax backward: ", _is(eq.Entry(S("dS"), "i", "j"), eq.Mul((aij, eq.Add((daij, eq.Neg(si)))))),
                                     ", row by row"),
                            _p("The softmax couples a row: raising one scaled score raises its own weight and lowers all the "
