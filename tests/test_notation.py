@@ -216,3 +216,17 @@ def test_e_to_an_exact_zero_is_one():
                 assert "e^(0.0000)" not in ln.text and "e^(0.000)" not in ln.text, ln.text
                 found += "e^0 = 1" in ln.text
     assert found
+
+
+def test_mistake_feedback_holds_its_math_as_trees():
+    from worked.generate import Family, generate
+    from worked.mistakes import MISTAKES
+
+    p = generate(Family(d_k=4), 1)
+    m = MISTAKES["softmax-backward-sum"]
+    pr = m.message_prose(p)
+    assert any(isinstance(x, eq.Rel) for x in pr.parts)
+    assert "dS[i, j] = A[i, j]·(dA[i, j] − Σ_k A[i, k]·dA[i, k])" in m.message(p)
+    assert "_ij" not in m.message(p) and "_ij" not in m.answer_feedback
+    assert printers.latex(pr).isascii() and r"\_" not in printers.latex(pr)
+    assert "√d_k = √4 = 2" in MISTAKES["no-scaling"].message(p)
