@@ -98,7 +98,7 @@ def test_precision_policy_over_500_seeds():
         assert _places_shown(sol) <= p.decimals + 2, seed
         if seed % 50 == 0:
             sheet = build(sol, "worksheet")
-            tasks = " ".join(" ".join(x[1] for x in s["task_rich"] if x[0] == "text") for s in sheet["steps"])
+            tasks = " ".join(printers.text(s["task_rich"]) for s in sheet["steps"])
             assert f"Keep {p.decimals + 2} decimal places" in tasks
 
 
