@@ -41,9 +41,12 @@ class Mistake:
         prose with its math as trees, for a writer that sets math."""
         fb = eq.prose(self.feedback)
         if self.id == "no-scaling" and problem.scale == "sqrt":
-            from .render.view import scale_prose
+            import sympy as sp
 
-            rule = scale_prose(problem).parts[-1]       # √d_k = √4 = 2
+            root = eq.Sqrt(eq.num(problem.d_k))
+            simple = eq.from_sympy(sp.sqrt(sp.Integer(problem.d_k)))
+            chain = (eq.Sqrt(eq.Sym("d_k")), root) + ((simple,) if simple != root else ())
+            rule = eq.Rel(chain, (eq.EQ,) * (len(chain) - 1))       # √d_k = √4 = 2
             parts = []
             for x in fb.parts:
                 if isinstance(x, str) and "the scale factor" in x:

@@ -68,7 +68,10 @@ class LatexPrinter(Printer):
         return rf"\frac{{{self.doprint(n.num)}}}{{{self.doprint(n.den)}}}"
 
     def _print_Pow(self, n):
-        return f"{self.wrap(n.base, ATOM)}^{{{_INLINE.doprint(n.exp)}}}"
+        base = self.wrap(n.base, ATOM)
+        if "^" in base and not base.startswith(r"\left("):    # K^{(1)} transposed: {K^{(1)}}^{T}, not a double superscript
+            base = f"{{{base}}}"
+        return f"{base}^{{{_INLINE.doprint(n.exp)}}}"
 
     def _print_Sqrt(self, n):
         return rf"\sqrt{{{self.doprint(n.arg)}}}"
@@ -93,7 +96,7 @@ class LatexPrinter(Printer):
 
     def _print_Prose(self, n):
         """LaTeX text (ASCII, escaped) with the math inline, quotients on the line: ``the row's sum $s_{i}$``."""
-        from ..render.texesc import tex_escape
+        from .texesc import tex_escape
 
         return "".join(tex_escape(x) if isinstance(x, str) else f"${_INLINE.doprint(x)}$" for x in n.parts)
 
