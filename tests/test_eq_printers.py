@@ -27,6 +27,7 @@ SAMPLES = [
     eq.Sqrt(eq.Sym("d_k")), eq.Exp(eq.num(Fraction(1, 2))),
     eq.Sum(eq.Entry(eq.Sym("A"), "cats", "j"), "j"), eq.Call("softmax", (eq.Sym("scaled", upright=True),)),
     eq.Blank(), eq.Dims(3, 4), eq.Rel((eq.Sym("a"), eq.num(1), eq.dec(Decimal("1.00"))), (eq.EQ, eq.APPROX)),
+    eq.prose("the row's sum ", eq.Sym("s", sub="i"), " first"),
 ]
 
 
@@ -109,7 +110,7 @@ def test_precision_policy_over_500_seeds():
         assert not any("one more than usual" in n or "so the answer is" in n for s in sol.steps for n in s.notes), seed
         if seed % 50 == 0:
             sheet = build(sol, "worksheet")
-            tasks = " ".join(" ".join(x[1] for x in s["task_rich"] if x[0] == "text") for s in sheet["steps"])
+            tasks = " ".join(printers.text(s["task_rich"]) for s in sheet["steps"])
             assert f"Keep {p.decimals + 2} decimal places" in tasks
             assert max((len(m.group(1)) for m in re.finditer(r"\d\.(\d+)", tasks)), default=0) <= p.decimals + 2
 

@@ -267,7 +267,7 @@ def test_markdown_is_the_keys_words(part10):
     nb = nbw.build(part10)
     md = {c.id: c.source for c in nb.cells if c.cell_type == "markdown"}
     st = part10.steps[0]
-    assert md["step01-Q-md"].startswith("## Step 1: Queries: Q = X·$W_{Q}$")
+    assert md["step01-Q-md"].startswith("## Step 1: Queries: $Q = X \\cdot W_{Q}$")
     assert "the queries (what each token is looking for)" in md["step01-Q-md"]
     assert "Shapes: $(4 \\times 3) \\cdot (3 \\times 5) \\to 4 \\times 5$" in md["step01-Q-md"]
     assert st.id == "Q"

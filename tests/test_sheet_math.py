@@ -48,7 +48,7 @@ def test_tall_brackets_only_around_tall_things():
 
 
 def test_names_indices_and_heads():
-    assert printers.htmlcss(eq.Entry(eq.Sym("A"), "cats", "chase")) == "<i>A</i><sub>cats,chase</sub>"
+    assert printers.htmlcss(eq.Entry(eq.Sym("A"), "cats", "chase")) == "<i>A</i>[cats,\u00a0chase]"   # as the asks write it
     assert printers.htmlcss(eq.Sym("W_Q")) == "<i>W</i><sub><i>Q</i></sub>"
     both = printers.htmlcss(eq.Sym("Q", sub="cats", head=2))
     assert both == '<i>Q</i><span class="m-ss"><span class="m-sp">(2)</span><span class="m-sb">cats</span></span>'

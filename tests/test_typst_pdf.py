@@ -258,7 +258,7 @@ def test_typst_printer_brackets_and_scripts():
     from worked import printers
 
     assert printers.typst(eq.Sym("W_Q", head=1)) == "W_Q^((1))"
-    assert printers.typst(eq.Entry(eq.Sym("W_O"), "1", "2")) == "attach(W_O, b: #($1, 2$))"
+    assert printers.typst(eq.Entry(eq.Sym("W_O"), "1", "2")) == "W_O [1, 2]"     # no second subscript: W_O[1, 2]
     half = eq.Frac(eq.Mul((eq.num(3), eq.Sqrt(eq.num(2)))), eq.num(2))
     assert printers.typst(eq.Exp(half)) == "e^(3 sqrt(2)\\/2)"
     assert printers.typst(eq.Exp(eq.num(Fraction(-1, 3)))) == "e^(-1\\/3)"

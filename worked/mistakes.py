@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from . import eq
 from .attention import Transform
 
 
@@ -28,8 +29,8 @@ class Mistake:
     title: str
     stage: str              # the matrix (and worked step) where it first shows: scores, scaled, weights, Z
                             # (training: dS, dV, dscores, dK, W_Q_new)
-    feedback: str           # for a student's check report
-    answer: str | None      # "This is the value you get …": the feedback of a wrong answer in a quiz
+    feedback: "str | eq.Prose"        # for a student's check report (prose: its math as trees)
+    answer: "str | eq.Prose | None"   # "This is the value you get …": the feedback of a wrong answer in a quiz
     _transforms: Callable | None = None   # problem → the Transforms that apply; None: no transform
 
     def transforms(self, problem) -> list[Transform]:
@@ -42,16 +43,48 @@ class Mistake:
             return transform.update_of + "_new"
         return self.stage
 
-    def message(self, problem) -> str:
-        """The check report's explanation, for this problem (the scale named as it is)."""
+    def message_prose(self, problem) -> eq.Prose:
+        """The check report's explanation for this problem (the scale named as it is: √d_k = √4 = 2), as
+        prose with its math as trees, for a writer that sets math."""
+        fb = eq.prose(self.feedback)
         if self.id == "no-scaling" and problem.scale == "sqrt":
-            return self.feedback.replace("the scale factor", f"√d_k = √{problem.d_k}")
-        return self.feedback
+            import sympy as sp
+
+            root = eq.Sqrt(eq.num(problem.d_k))
+            simple = eq.from_sympy(sp.sqrt(sp.Integer(problem.d_k)))
+            chain = (eq.Sqrt(eq.Sym("d_k")), root) + ((simple,) if simple != root else ())
+            rule = eq.Rel(chain, (eq.EQ,) * (len(chain) - 1))       # √d_k = √4 = 2
+            parts = []
+            for x in fb.parts:
+                if isinstance(x, str) and "the scale factor" in x:
+                    a, _, b = x.partition("the scale factor")
+                    parts += [a, rule, b]
+                else:
+                    parts.append(x)
+            fb = eq.prose(*parts)
+        return fb
+
+    def message(self, problem) -> str:
+        """The check report's explanation, for this problem, as Unicode text (the text printer)."""
+        from . import printers
+
+        return printers.text(self.message_prose(problem))
 
     @property
     def answer_feedback(self) -> str | None:
         """The quiz feedback of this mistake's value, with its id (the code `worked check` names it by)."""
-        return None if self.answer is None else f"{self.answer} [{self.id}]"
+        from . import printers
+
+        return None if self.answer is None else f"{printers.text(eq.prose(self.answer))} [{self.id}]"
+
+
+def _entry(name: str, row: str, col: str) -> eq.Entry:
+    return eq.Entry(eq.matrix_sym(name), row, col)
+
+
+#: the softmax backward, as the key writes it: dS[i, j] = A[i, j]·(dA[i, j] − Σ_k A[i, k]·dA[i, k])
+_DS_RULE = eq.Rel((_entry("dS", "i", "j"), eq.Mul((_entry("A", "i", "j"), eq.Add((_entry("dA", "i", "j"), eq.Neg(eq.Sum(
+    eq.Mul((_entry("A", "i", "k"), _entry("dA", "i", "k"))), "k"))))))), (eq.EQ,))
 
 
 def _scaled(problem) -> bool:
@@ -136,11 +169,11 @@ _ALL = [
     # ---- end of the mistakes across heads
     # ---- the backward pass (problems with a [train] table): the classic slips of one training step
     Mistake("softmax-backward-sum", "softmax backward without the Σ term", "dS",
-            "The softmax was treated as if each weight depended only on its own score: dS = dA (the softmax as the "
-            "identity) or A∘dA (the row's Σ term left out). The softmax couples a row: dS_ij = A_ij·(dA_ij − Σ_k A_ik·dA_ik), "
-            "so every row of dS adds up to 0.",
-            "This is the value you get by treating the softmax as the identity (or leaving out the row's Σ term) on the "
-            "way back: dS_ij = A_ij·(dA_ij − Σ_k A_ik·dA_ik).",
+            eq.prose("The softmax was treated as if each weight depended only on its own score: dS = dA (the softmax as "
+                     "the identity) or A∘dA (the row's Σ term left out). The softmax couples a row: ", _DS_RULE,
+                     ", so every row of dS adds up to 0."),
+            eq.prose("This is the value you get by treating the softmax as the identity (or leaving out the row's Σ term) "
+                     "on the way back: ", _DS_RULE, "."),
             lambda p: [Transform(softmax_back="identity"), Transform(softmax_back="no-sum")] if p.train else []),
     Mistake("dV-not-transposed", "dV = A·dZ instead of Aᵀ·dZ", "dV",
             "dV was computed as A·dZ; Z = A·V gives dV = Aᵀ·dZ: value row j collects column j of A (every token that "

@@ -16,6 +16,9 @@ from . import eq
 from . import numfmt as F
 from . import printers
 
+#: the results that are numbers, not matrices (held as 1×1 matrices): shown and written as numbers
+SCALARS = ("loss", "loss_after")
+
 MATRIX_ALIASES = {"A": "weights", "attention": "weights", "scaled_scores": "scaled", "output": "Z"}
 
 
@@ -63,19 +66,37 @@ class Line:
 
 
 class Step:
-    """One worked step: its title, why it is done, its displayed lines, and the matrix it produces."""
+    """One worked step: its title, why it is done, its displayed lines, and the matrix it produces.
 
-    def __init__(self, id: str, title: str, why: str, lines: list[Line], result: str | None = None,
-                 shape_eq: Any = None, head: int | None = None, notes: list[str] | None = None, precision: int = 0):
+    The title, the explanation and the notes are prose with their math as trees (:class:`worked.eq.Prose`;
+    a plain string is prose without math): ``title_prose``, ``why_prose``, ``notes_prose`` for the
+    page writers, which print the math with their format's printer; ``title``, ``why`` and ``notes``
+    are the same as Unicode text (the text printer), for the terminal and JSON."""
+
+    def __init__(self, id: str, title, why, lines: list[Line], result: str | None = None,
+                 shape_eq: Any = None, head: int | None = None, notes: list | None = None, precision: int = 0):
         self.id = id                # "Q", "K", "V", "scores", "scaled", "weights", "Z", "concat", "output"
-        self.title = title          # e.g. "Queries: Q = X·W_Q"
-        self.why = why              # plain-text explanation: what is computed and why
+        self.title_prose = eq.prose(title)   # e.g. "Queries: " Q = X·W_Q
+        self.why_prose = eq.prose(why)       # what is computed and why
         self.lines = lines
         self.result = result        # key into Solution.matrices() of the matrix this step produces
         self.shape_eq = shape_eq    # the shapes as a tree: (3×4)·(4×2) → 3×2
         self.head = head            # 1-based head number, None for single-head problems and the final steps
-        self.notes = [] if notes is None else notes   # extra plain-text remarks (e.g. about the mask)
+        self.notes_prose = [eq.prose(x) for x in (notes or ())]   # extra remarks (e.g. about the mask)
         self.precision = precision  # decimal places used for intermediate values in this step
+
+    @property
+    def title(self) -> str:
+        """``"Queries: Q = X·W_Q"``"""
+        return printers.text(self.title_prose)
+
+    @property
+    def why(self) -> str:
+        return printers.text(self.why_prose)
+
+    @property
+    def notes(self) -> list[str]:
+        return [printers.text(x) for x in self.notes_prose]
 
     def __repr__(self):
         return f"Step({self.id!r}, {self.title!r}, {len(self.lines)} lines)"
@@ -234,6 +255,11 @@ class Mat:
     def exact_text(self, i: int, j: int) -> str:
         return F.text(self.exact[i][j])
 
+    @property
+    def is_scalar(self) -> bool:
+        """A number held as a 1×1 matrix (the loss L, L′): pages show it as ``L ≈ 2.24`` and JSON as a number."""
+        return self.name in SCALARS and self.shape == (1, 1)
+
     def is_rational(self) -> bool:
         return all(F.is_rational(x) for row in self.exact for x in row if x != sp.S.NegativeInfinity)
 
@@ -246,6 +272,8 @@ class Mat:
         return hit
 
     def to_dict(self) -> dict[str, Any]:
+        if self.is_scalar:      # a number: {"shape": [], "exact": "…", "value": 2.2437…}
+            return {"shape": [], "exact": str(self.exact[0][0]), "value": self.value(0, 0)}
         return {
             "shape": list(self.shape),
             "exact": [[str(x) for x in row] for row in self.exact],

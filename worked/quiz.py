@@ -59,7 +59,7 @@ CODE_ALPHABET = "23456789ABCDEFGHJKMNPQRSTUVWXYZ"  # no 0/O, 1/I/L: easy to read
 
 MATRIX_WORDS = {
     "Q": "the queries Q = X·W_Q", "K": "the keys K = X·W_K", "V": "the values V = X·W_V",
-    "scores": "the scores S = Q·Kᵀ", "scaled": "the scaled scores (S divided by the scale)",
+    "scores": "the scores Q·Kᵀ", "scaled": "the scaled scores (the scores divided by the scale)",
     "weights": "the attention weights A (softmax of each row of the scaled scores)",
     "Z": "the output Z", "concat": "the concatenated head outputs",
 }
@@ -404,7 +404,7 @@ def expected_answers(spec: QuizSpec, problem, solution) -> list[dict]:
 
 
 def describe(q: dict, problem) -> str:
-    """Plain words for a question: "scores[2,3]: the scores S = Q·Kᵀ, row 2 (x2), column 3 (x3)"."""
+    """Plain words for a question: "scores[2,3]: the scores Q·Kᵀ, row 2 (x2), column 3 (x3)"."""
     base = q["matrix"].split(".")[-1]
     head = q["matrix"].split(".")[0] if "." in q["matrix"] else None
     words = MATRIX_WORDS.get(base, base) + (f" of {head.replace('head', 'head ')}" if head else "")

@@ -175,13 +175,12 @@ def _proj_step(ctx: _Ctx, which: str, head, A, W, R: Mat) -> Step:
         lines.append(_dot_line(ctx, eq.Entry(s, ctx.lab[i], str(j + 1)),
                                eq.Dot(eq.Sym("x", sub=ctx.lab[i]), eq.Col(w, str(j + 1))),
                                A[i], col, R, i, j))
-    st, wt = _t(s), _t(w)
     what = {"Q": ("queries", "what each token is looking for"),
             "K": ("keys", "what each token offers to be matched against"),
             "V": ("values", "what each token passes on when another token attends to it")}[which]
-    why = (f"Multiply X by {wt}: row i of {st} is token i's row of X times {wt}, the {what[0]} ({what[1]}). "
-           f"Each entry is the dot product of a row of X with a column of {wt}.")
-    title = f"{what[0].capitalize()}: {st} = X·{wt}"
+    why = _p("Multiply ", _X, " by ", w, ": row ", _I, " of ", s, " is token ", _I, "'s row of ", _X, " times ", w,
+             f", the {what[0]} ({what[1]}). Each entry is the dot product of a row of ", _X, " with a column of ", w, ".")
+    title = _p(f"{what[0].capitalize()}: ", _is(s, eq.Mul((_X, w))))
     return Step(which, title, why, lines, result=which, head=head,
                 shape_eq=_shapes(eq.Dims(n, dm), eq.Dims(dm, dk), eq.Dims(n, dk)))
 
@@ -190,6 +189,21 @@ def _t(node) -> str:
     from . import printers
 
     return printers.text(node)
+
+
+# prose with its math as trees (titles, explanations, notes): see worked.eq.Prose
+_p = eq.prose
+_X, _I, _J, _h = eq.Sym("X"), eq.Sym("i"), eq.Sym("j"), eq.Sym("h")
+
+
+def _is(*items, op: str = EQ) -> eq.Rel:
+    """``a = b (= c …)``, a formula inside prose."""
+    return eq.Rel(tuple(items), (op,) * (len(items) - 1))
+
+
+def _tr(x) -> eq.Pow:
+    """xᵀ"""
+    return eq.Pow(x, eq.Sym("T"))
 
 
 def _scores_step(ctx: _Ctx, head, Q: Mat, K: Mat, raw: Mat, scores: Mat) -> Step:
@@ -204,9 +218,9 @@ def _scores_step(ctx: _Ctx, head, Q: Mat, K: Mat, raw: Mat, scores: Mat) -> Step
         lines.append(_dot_line(ctx, eq.Entry(s, ctx.lab[i], ctx.lab[j]),
                                eq.Dot(ctx.sym("q", head, sub=ctx.lab[i]), ctx.sym("k", head, sub=ctx.lab[j])),
                                [Q.carried(i, t) for t in range(dk)], [K.carried(j, t) for t in range(dk)], raw, i, j))
-    st, qt, kt = _t(s), _t(ctx.sym("Q", head)), _t(ctx.sym("K", head))
-    why = (f"Match every query with every key: {st} = {qt}·{kt}ᵀ. Row i, column j is the dot product of "
-           f"token i's query with token j's key; the bigger it is, the more token i will attend to token j.")
+    qkt = _is(s, eq.Mul((ctx.sym("Q", head), _tr(ctx.sym("K", head)))))
+    why = _p("Match every query with every key: ", qkt, ". Row ", _I, ", column ", _J, " is the dot product of token ",
+             _I, "'s query with token ", _J, "'s key; the bigger it is, the more token ", _I, " will attend to token ", _J, ".")
     notes = []
     if ctx.checks == "one" and n > 1:
         notes.append(f"The entry expanded is the largest score in the row of “{ctx.p.tokens[r0]}”: "
@@ -214,7 +228,7 @@ def _scores_step(ctx: _Ctx, head, Q: Mat, K: Mat, raw: Mat, scores: Mat) -> Step
     if causal:
         notes.append("Causal mask: a token may attend only to itself and to earlier tokens, so every score "
                      "above the diagonal (the key of a later token) is set to −∞. After the softmax its weight is exactly 0.")
-    return Step("scores", f"Scores: {st} = {qt}·{kt}ᵀ" + (" with the causal mask" if causal else ""), why, lines,
+    return Step("scores", _p("Scores: ", qkt, " with the causal mask" if causal else ""), why, lines,
                 result="scores", head=head, notes=notes,
                 shape_eq=_shapes(eq.Dims(n, dk), eq.Dims(dk, n), eq.Dims(n, n)))
 
@@ -225,11 +239,10 @@ def _scale_step(ctx: _Ctx, head, scores: Mat, scaled: Mat, factor, factor_num) -
     p, n, P = ctx.p, scores.shape[0], ctx.P
     s = ctx.sym("scaled", head)
     sc = ctx.sym("scores", head)
-    st, sct = _t(s), _t(sc)
     lines, notes = [], []
     if p.scale == "none":
         why = 'The problem sets scale = "none": the scores go into the softmax as they are, so the scaled scores equal the scores.'
-        return Step("scaled", f"Scaling: none ({st} = {sct})", why, [], result="scaled", head=head)
+        return Step("scaled", _p("Scaling: none (", _is(s, sc), ")"), why, [], result="scaled", head=head)
     fnode = F.node(factor)
     if p.scale == "sqrt":
         dk = p.d_k
@@ -242,12 +255,13 @@ def _scale_step(ctx: _Ctx, head, scores: Mat, scaled: Mat, factor, factor_num) -
             items.append(eq.dec(F.round_decimal(factor, factor_num, P)))
             ops.append(APPROX)
         lines.append(Line(eq.Rel(tuple(items), tuple(ops))))
-        why = (f"Divide every score by √d_k = √{dk}: with long vectors, dot products grow large and the softmax would give "
-               f"nearly all the weight to one token. Scaling keeps the weights calm; the original Transformer does exactly this.")
-        title = f"Scaling: {st} = {sct}/√d_k"
+        why = _p("Divide every score by ", _is(*items[:2 if fnode == sqrt_dk else 3]),
+                 ": with long vectors, dot products grow large and the softmax would give nearly all the weight to one "
+                 "token. Scaling keeps the weights calm; the original Transformer does exactly this.")
+        title = _p("Scaling: ", _is(s, eq.Frac(sc, eq.Sqrt(eq.Sym("d_k")))))
     else:
-        why = f"The problem sets scale = {F.num_text(p.scale)}: divide every score by {_t(fnode)}."
-        title = f"Scaling: {st} = {sct}/{_t(fnode)}"
+        why = _p("The problem sets ", _is(eq.Sym("scale", upright=True), F.node(p.scale)), ": divide every score by ", fnode, ".")
+        title = _p("Scaling: ", _is(s, eq.Frac(sc, fnode)))
     causal = p.mask == "causal"
     r0 = n - 1 if causal else 0
     best = max(range(r0 + 1 if causal else n), key=lambda j: (float(scores.num[r0][j]), -j))
@@ -381,22 +395,26 @@ def _weights_step(ctx: _Ctx, head, scaled: Mat, weights: Mat, rows, hand_rows) -
             else:
                 num_sum = eq.Add(tuple(F.node(r.numer[j]) for j in r.js))
                 lines.append(Line(eq.Rel((rs, eq.Frac(num_sum, F.node(r.D)), eq.num(1)), (EQ, EQ)), g))
+    ex_, em_ = eq.Exp(eq.Sym("x")), eq.Exp(eq.Sym("m"))
     if ctx.decimal:
-        why = ("Softmax each row: take e^x of every scaled score (always positive), then divide by the row's total, so the "
-               f"weights are positive and add up to 1. Values are carried to {P} places, so each line can be checked by hand.")
+        why = _p("Softmax each row: take ", ex_, " of every scaled score (always positive), then divide by the row's total, "
+                 f"so the weights are positive and add up to 1. Values are carried to {P} places, so each line can be checked by hand.")
     else:
-        why = ("Softmax each row: take e^x of every scaled score (always positive), then divide by the row's total, so the "
-               "weights are positive and add up to 1. Top and bottom of each fraction are divided by e to the row's smallest "
-               f"score, which gives the simpler exact form. Values are carried to {P} places, so each line can be checked by hand.")
+        why = _p("Softmax each row: take ", ex_, " of every scaled score (always positive), then divide by the row's total, "
+                 "so the weights are positive and add up to 1. Top and bottom of each fraction are divided by e to the row's "
+                 f"smallest score, which gives the simpler exact form. Values are carried to {P} places, so each line can be "
+                 "checked by hand.")
     notes = []
     if shifted_rows:
-        notes.append("In the row" + ("s " if len(shifted_rows) > 1 else " ") + ", ".join(f"“{t}”" for t in shifted_rows)
-                     + ", e^x is taken of each score minus the row's smallest score m: e^(x − m) = e^x/e^m, so top and "
-                     "bottom of every weight are divided by the same e^m and the weights do not change, while the "
-                     "numbers stay easy to carry.")
+        notes.append(_p("In the row" + ("s " if len(shifted_rows) > 1 else " ") + ", ".join(f"“{t}”" for t in shifted_rows)
+                        + ", ", ex_, " is taken of each score minus the row's smallest score ", eq.Sym("m"), ": ",
+                        _is(eq.Exp(eq.Add((eq.Sym("x"), eq.Neg(eq.Sym("m"))))), eq.Frac(ex_, em_)),
+                        ", so top and bottom of every weight are divided by the same ", em_,
+                        " and the weights do not change, while the numbers stay easy to carry."))
     if ctx.p.mask == "causal":
-        notes.append("Masked scores are −∞ and e^(−∞) = 0, so a token gives exactly 0 weight to every later token.")
-    return Step("weights", f"Attention weights: {_t(a)} = softmax of each row", why, lines, result="weights",
+        notes.append(_p("Masked scores are −∞ and ", _is(eq.Exp(eq.neg_inf()), eq.num(0)),
+                        ", so a token gives exactly 0 weight to every later token."))
+    return Step("weights", _p("Attention weights: ", a, " = softmax of each row"), why, lines, result="weights",
                 head=head, notes=notes, precision=P)
 
 
@@ -440,14 +458,14 @@ def _z_step(ctx: _Ctx, head, weights: Mat, V: Mat, Z: Mat) -> Step:
                     ops.append(_rel(ops[-1] == EQ and all(F.exact_at(Z.exact[i][c], ctx.dec) and Z.is_carried_exact(i, c)
                                                           for c in range(dv))))
             lines.append(Line(eq.Rel(tuple(items), tuple(ops)), g))
-    zt, at, vt = _t(Zs), _t(As), _t(Vs)
-    why = (f"Blend the values: {zt} = {at}·{vt}. Each token's new vector is a weighted blend of every token's value row, "
-           f"using its own row of {at} as the recipe. Weights and values are carried to {P} places.")
+    zav = _is(Zs, eq.Mul((As, Vs)))
+    why = _p("Blend the values: ", zav, ". Each token's new vector is a weighted blend of every token's value row, "
+             "using its own row of ", As, f" as the recipe. Weights and values are carried to {P} places.")
     notes = []
     if ctx.p.mask == "causal":
         notes.append("Masked tokens have weight 0 and drop out of the blend.")
     m = weights.shape[0]
-    return Step("Z", f"Output: {zt} = {at}·{vt}", why, lines, result="Z", head=head, notes=notes, precision=P,
+    return Step("Z", _p("Output: ", zav), why, lines, result="Z", head=head, notes=notes, precision=P,
                 shape_eq=_shapes(eq.Dims(m, m), eq.Dims(m, dv), eq.Dims(m, dv)))
 
 
@@ -455,10 +473,9 @@ def _z_step(ctx: _Ctx, head, weights: Mat, V: Mat, Z: Mat) -> Step:
 
 def _concat_step(ctx: _Ctx, heads: list[HeadResult], concat: Mat) -> Step:
     h, n, dv = len(heads), concat.shape[0], heads[0].Z.shape[1]
-    zs = ", ".join(_t(ctx.sym("Z", k.index)) for k in heads)
     why = (f"Put the {h} heads' outputs side by side: row i of the result is token i's row of every head, one after "
            f"another, so each token now carries what every head found.")
-    return Step("concat", f"Concatenate the heads: concat({zs})", why, [], result="concat",
+    return Step("concat", _p("Concatenate the heads: ", eq.Call("concat", tuple(ctx.sym("Z", k.index) for k in heads))), why, [], result="concat",
                 shape_eq=eq.Rel((eq.Mul((eq.num(h), eq.Dims(n, dv))), eq.Dims(n, h * dv)), (eq.TO,)))
 
 
@@ -472,9 +489,10 @@ def _output_step(ctx: _Ctx, concat: Mat, Wo, out: Mat) -> Step:
                                eq.Dot(eq.Sym("concat", sub=ctx.lab[i], upright=True), eq.Col(eq.Sym("W_O"), str(j + 1))),
                                [concat.carried(i, k) for k in range(hd)], [Wo[t][j] for t in range(hd)], out, i, j,
                                answer=True))
-    why = ("Project the concatenated heads with W_O: Z = concat·W_O. Each entry is the dot product of a token's "
-           f"concatenated row with a column of W_O (concat values carried to {P} places where they are not exact).")
-    return Step("output", "Output projection: Z = concat·W_O", why, lines, result="Z", precision=P,
+    wo, zcw = eq.Sym("W_O"), _is(eq.Sym("Z"), eq.Mul((eq.Sym("concat", upright=True), eq.Sym("W_O"))))
+    why = _p("Project the concatenated heads with ", wo, ": ", zcw, ". Each entry is the dot product of a token's "
+             "concatenated row with a column of ", wo, f" (concat values carried to {P} places where they are not exact).")
+    return Step("output", _p("Output projection: ", zcw), why, lines, result="Z", precision=P,
                 shape_eq=_shapes(eq.Dims(n, hd), eq.Dims(hd, m), eq.Dims(n, m)))
 
 
@@ -746,10 +764,11 @@ def _train_steps(ctx: _Ctx, problem: Problem, run, nums, hand, heads: list[HeadR
         dcat = M("dconcat", eq.Sym("dconcat", upright=True), toks, ccols)
         i0, k0 = _pick(dcat)
         steps.append(_checked(_grad_prod_step(
-            ctx, "dconcat", None, "Through W_O: dconcat = dZ·W_Oᵀ",
-            "Several heads: the output was concat·W_O, so the gradient of the concatenated heads is dZ times W_O "
-            "transposed (row k of W_O gives column k of concat's gradient). It splits back into the heads: each head's "
-            "dZ is its block of columns.", dcat,
+            ctx, "dconcat", None, _p("Through ", eq.Sym("W_O"), ": ", _is(dcat.sym, eq.Mul((dZ.sym, _tr(eq.Sym("W_O")))))),
+            _p("Several heads: the output was ", eq.Mul((eq.Sym("concat", upright=True), eq.Sym("W_O"))),
+               ", so the gradient of the concatenated heads is ", dZ.sym, " times ", _tr(eq.Sym("W_O")), " (row ", eq.Sym("k"),
+               " of ", eq.Sym("W_O"), " gives column ", eq.Sym("k"), " of concat's gradient). It splits back into the heads: "
+               "each head's ", dZ.sym, " is its block of columns."), dcat,
             lambda i: _node_list(dZ, P, [(i, c) for c in range(m_out)]), lambda k: [Wo[k][c] for c in range(m_out)],
             lambda i, k: eq.Dot(eq.Entry(dZ.sym, lab[i], eq.ALL), eq.Entry(eq.Sym("W_O"), str(k + 1), eq.ALL)),
             (i0, k0), (eq.Dims(n, m_out), eq.Dims(m_out, hd), eq.Dims(n, hd))), "dconcat"))
@@ -773,18 +792,20 @@ def _train_steps(ctx: _Ctx, problem: Problem, run, nums, hand, heads: list[HeadR
         # dV = Aᵀ·dZ
         dV = M(pre + "dV", S("dV"), toks, vc)
         hsteps.append(_grad_prod_step(
-            ctx, "dV", hid, f"Backward: {_t(S('dV'))} = {_t(S('A'))}ᵀ·{_t(S('dZ'))}",
-            "Z = A·V, so the gradient of V is A transposed times dZ: value row j was used by every token i with weight "
-            "A[i, j], so it collects Σ_i A[i, j]·dZ[i, ·] (column j of A, not row j).", dV,
+            ctx, "dV", hid, _p("Backward: ", _is(S("dV"), eq.Mul((_tr(S("A")), S("dZ"))))),
+            _p(_is(S("Z"), eq.Mul((S("A"), S("V")))), ", so the gradient of ", S("V"), " is ", _tr(S("A")), " times ", S("dZ"),
+               ": value row ", _J, " was used by every token ", _I, " with weight ", eq.Entry(S("A"), "i", "j"),
+               ", so it collects ", eq.Sum(eq.Mul((eq.Entry(S("A"), "i", "j"), eq.Entry(S("dZ"), "i", eq.ALL))), "i"),
+               " (column ", _J, " of ", S("A"), ", not row ", _J, ")."), dV,
             lambda j: _node_list(A, P, [(i, j) for i in range(n)]), lambda c: _node_list(dZh, P, [(i, c) for i in range(n)]),
             lambda j, c: eq.Dot(eq.Col(S("A"), lab[j]), eq.Col(S("dZ"), str(c + 1))), _pick(dV),
             (eq.Dims(n, n), eq.Dims(n, dv), eq.Dims(n, dv))))
         # dA = dZ·Vᵀ
         dA = M(pre + "dA", S("dA"), toks, toks, masked)
         hsteps.append(_grad_prod_step(
-            ctx, "dA", hid, f"Backward: {_t(S('dA'))} = {_t(S('dZ'))}·{_t(S('V'))}ᵀ",
-            "Z = A·V, so the gradient of the weights is dZ times V transposed: entry (i, j) is token i's output "
-            "gradient · token j's value row.", dA,
+            ctx, "dA", hid, _p("Backward: ", _is(S("dA"), eq.Mul((S("dZ"), _tr(S("V")))))),
+            _p(_is(S("Z"), eq.Mul((S("A"), S("V")))), ", so the gradient of the weights is ", S("dZ"), " times ", _tr(S("V")),
+               ": entry (", _I, ", ", _J, ") is token ", _I, "'s output gradient · token ", _J, "'s value row."), dA,
             lambda i: _node_list(dZh, P, [(i, c) for c in range(dv)]), lambda j: _node_list(V, P, [(j, c) for c in range(dv)]),
             lambda i, j: eq.Dot(eq.Entry(S("dZ"), lab[i], eq.ALL), eq.Entry(S("V"), lab[j], eq.ALL)), _pick(dA),
             (eq.Dims(n, dv), eq.Dims(dv, n), eq.Dims(n, n)),
@@ -826,21 +847,24 @@ def _train_steps(ctx: _Ctx, problem: Problem, run, nums, hand, heads: list[HeadR
                 lines.append(Line(eq.Rel(tuple(it), tuple(op)), g))
         notes = ["Each row of dS adds up to 0: the weights of a row always add up to 1, so moving the scores can only "
                  "shift weight from one token to another."]
+        aij, daij, si = eq.Entry(S("A"), "i", "j"), eq.Entry(S("dA"), "i", "j"), eq.Sym("s", sub="i")
         if masked:
-            notes.append("Masked entries get exactly 0 gradient: their score was −∞ and their weight is 0 whatever the "
-                         "score, so changing it changes nothing (A_ij = 0 makes A_ij·(…) = 0). No gradient flows to the "
-                         "key of a later token through them.")
-        hsteps.append(Step("dS", f"Softmax backward: {_t(S('dS'))}[i, j] = {_t(S('A'))}[i, j]·({_t(S('dA'))}[i, j] − s_i), row by row",
-                           "The softmax couples a row: raising one scaled score raises its own weight and lowers all the "
-                           "others. So the gradient of scaled score j is A_ij times (dA_ij minus the row's weighted average "
-                           "s_i = Σ_k A_ik·dA_ik). First the row's sum s_i, then each entry.", lines, result="dS", head=hid,
+            notes.append(_p("Masked entries get exactly 0 gradient: their score was −∞ and their weight is 0 whatever the "
+                            "score, so changing it changes nothing (", _is(aij, eq.num(0)), " makes every term with the "
+                            "factor ", aij, " 0). No gradient flows to the key of a later token through them."))
+        hsteps.append(Step("dS", _p("Softmax backward: ", _is(eq.Entry(S("dS"), "i", "j"), eq.Mul((aij, eq.Add((daij, eq.Neg(si)))))),
+                                    ", row by row"),
+                           _p("The softmax couples a row: raising one scaled score raises its own weight and lowers all the "
+                              "others. So the gradient of scaled score ", _J, " is ", aij, " times (", daij, " minus the row's "
+                              "weighted average ", _is(si, eq.Sum(eq.Mul((eq.Entry(S("A"), "i", "k"), eq.Entry(S("dA"), "i", "k"))), "k")),
+                              "). First the row's sum ", si, ", then each entry."), lines, result="dS", head=hid,
                            notes=notes, precision=P))
         # the scaling
         dsc = M(pre + "dscores", S("dscores"), toks, toks, masked)
         fnode = F.node(run.factor)
         if problem.scale == "none":
-            hsteps.append(Step("dscores", f"Scaling backward: none ({_t(S('dscores'))} = {_t(S('dS'))})",
-                               'The problem sets scale = "none": the scores were not divided, so their gradient is dS itself.',
+            hsteps.append(Step("dscores", _p("Scaling backward: none (", _is(S("dscores"), S("dS")), ")"),
+                               _p('The problem sets scale = "none": the scores were not divided, so their gradient is ', S("dS"), " itself."),
                                [], result="dscores", head=hid, precision=P))
         else:
             i0, j0 = _pick(dsc, lambda i, j: (i, j) not in masked)
@@ -849,24 +873,26 @@ def _train_steps(ctx: _Ctx, problem: Problem, run, nums, hand, heads: list[HeadR
                 it = [eq.Entry(dsc.sym, lab[i], lab[j]), eq.Frac(eq.Entry(dS.sym, lab[i], lab[j]), fnode),
                       eq.Frac(dS.carried(i, j), fnode), dsc.carried(i, j)]
                 lines.append(Line(eq.Rel(tuple(it), (EQ, _rel(not _has_dec(it[2])), _rel_to(it[2], dsc, i, j)))))
-            hsteps.append(Step("dscores", f"Scaling backward: {_t(S('dscores'))} = {_t(S('dS'))}/{_t(fnode)}",
-                               f"The forward pass divided every score by {_t(fnode)}, so every gradient is divided by it again "
-                               "on the way back (the chain rule: d(s/c)/ds = 1/c).", lines, result="dscores", head=hid,
+            hsteps.append(Step("dscores", _p("Scaling backward: ", _is(S("dscores"), eq.Frac(S("dS"), fnode))),
+                               _p("The forward pass divided every score by ", fnode, ", so every gradient is divided by it again "
+                                  "on the way back (the chain rule: the derivative of ", eq.Frac(eq.Sym("s"), eq.Sym("c")),
+                                  " with respect to ", eq.Sym("s"), " is ", eq.Frac(eq.num(1), eq.Sym("c")), ")."), lines, result="dscores", head=hid,
                                notes=["Masked entries stay 0."] if masked else [], precision=P))
         # dQ = dscores·K, dK = dscoresᵀ·Q
         dQ = M(pre + "dQ", S("dQ"), toks, kc)
         hsteps.append(_grad_prod_step(
-            ctx, "dQ", hid, f"Backward: {_t(S('dQ'))} = {_t(S('dscores'))}·{_t(S('K'))}",
-            "scores = Q·Kᵀ, so the gradient of the queries is dscores times K: token i's query moves along the keys it "
-            "was matched with, each by that score's gradient.", dQ,
+            ctx, "dQ", hid, _p("Backward: ", _is(S("dQ"), eq.Mul((S("dscores"), S("K"))))),
+            _p(_is(S("scores"), eq.Mul((S("Q"), _tr(S("K"))))), ", so the gradient of the queries is ", S("dscores"), " times ",
+               S("K"), ": token ", _I, "'s query moves along the keys it was matched with, each by that score's gradient."), dQ,
             lambda i: _node_list(dsc, P, [(i, j) for j in range(n)]), lambda c: _node_list(K, P, [(j, c) for j in range(n)]),
             lambda i, c: eq.Dot(eq.Entry(S("dscores"), lab[i], eq.ALL), eq.Col(S("K"), str(c + 1))), _pick(dQ),
             (eq.Dims(n, n), eq.Dims(n, dk), eq.Dims(n, dk))))
         dK = M(pre + "dK", S("dK"), toks, kc)
         hsteps.append(_grad_prod_step(
-            ctx, "dK", hid, f"Backward: {_t(S('dK'))} = {_t(S('dscores'))}ᵀ·{_t(S('Q'))}",
-            "scores = Q·Kᵀ, so the gradient of the keys is dscores transposed times Q: token j's key collects column j "
-            "of dscores (every query that was matched with it), not row j.", dK,
+            ctx, "dK", hid, _p("Backward: ", _is(S("dK"), eq.Mul((_tr(S("dscores")), S("Q"))))),
+            _p(_is(S("scores"), eq.Mul((S("Q"), _tr(S("K"))))), ", so the gradient of the keys is ", _tr(S("dscores")),
+               " times ", S("Q"), ": token ", _J, "'s key collects column ", _J, " of ", S("dscores"),
+               " (every query that was matched with it), not row ", _J, "."), dK,
             lambda j: _node_list(dsc, P, [(i, j) for i in range(n)]), lambda c: _node_list(Q, P, [(i, c) for i in range(n)]),
             lambda j, c: eq.Dot(eq.Col(S("dscores"), lab[j]), eq.Col(S("Q"), str(c + 1))), _pick(dK),
             (eq.Dims(n, n), eq.Dims(n, dk), eq.Dims(n, dk))))
@@ -875,9 +901,10 @@ def _train_steps(ctx: _Ctx, problem: Problem, run, nums, hand, heads: list[HeadR
             key = f"dW_{w}"
             dW = M(pre + key, S(key), drows, cols)
             hsteps.append(_grad_prod_step(
-                ctx, key, hid, f"Backward: {_t(S(key))} = Xᵀ·{_t(S('d' + w))}",
-                f"{w} = X·W_{w}, so the gradient of W_{w} is X transposed times d{w}: row r of W_{w} collects column r of X "
-                f"(every token's r-th input) times d{w}.", dW,
+                ctx, key, hid, _p("Backward: ", _is(S(key), eq.Mul((_tr(_X), S("d" + w))))),
+                _p(_is(S(w), eq.Mul((_X, S("W_" + w)))), ", so the gradient of ", S("W_" + w), " is ", _tr(_X), " times ",
+                   S("d" + w), ": row ", eq.Sym("r"), " of ", S("W_" + w), " collects column ", eq.Sym("r"), " of ", _X,
+                   " (every token's ", eq.Sym("r"), "-th input) times ", S("d" + w), "."), dW,
                 lambda r: [X[i][r] for i in range(n)], lambda c, g=g: _node_list(g, P, [(i, c) for i in range(n)]),
                 lambda r, c, w=w: eq.Dot(eq.Col(eq.Sym("X"), str(r + 1)), eq.Col(S("d" + w), str(c + 1))), _pick(dW),
                 (eq.Dims(dm, n), eq.Dims(n, len(cols)), eq.Dims(dm, len(cols)))))
@@ -936,20 +963,23 @@ def _grad_check_and_update(ctx: _Ctx, problem: Problem, run, nums, hand, mats: d
     it, op = [eq.Entry(dsym, str(r + 1), str(c + 1)), dWq.carried(r, c)], [APPROX]
     _answer(ctx, it, op, dWq, r, c)
     lines.append(Line(eq.Rel(tuple(it), tuple(op))))
-    gtext = printers.text(dWq.fixed(r, c, dec))
+    dent = eq.Entry(dsym, str(r + 1), str(c + 1))
     if ok:
         verdict = (f"The two agree to {dec} places ({printers.text(qn)} from the loss, {printers.text(dWq.carried(r, c))} from the "
                    f"backward pass): the backward pass is right for this entry.")
     else:
-        verdict = (f"With h = {F.num_text(h)} the difference quotient ({printers.text(qn)}) and the backward pass "
-                   f"({printers.text(dWq.carried(r, c))}) still differ at {dec} places: the loss curves too much here for "
-                   f"a hand check with {P}-place losses (a smaller h needs more places).")
-    why = ("Check one gradient entry numerically, the way a program's gradients are tested: nudge that one weight up and "
-           f"down by h = {F.num_text(h)}, run the forward pass twice, and divide the change in the loss by 2h (a central difference). " + (f"This h is small enough that the quotient matches to {dec} places, and large enough that the "
-           f"losses, carried to {P} places, do not lose those places in the subtraction." if ok else
-           f"Here no h of 0.1, 0.05 or 0.025 gives a match at {dec} places with losses carried to {P} places (see below)."))
-    steps.append(_checked(Step("gradcheck", f"Numerical check of {printers.text(eq.Entry(dsym, str(r + 1), str(c + 1)))}",
-                               why, lines, notes=[verdict, f"The backward pass gives {printers.text(eq.Entry(dsym, str(r + 1), str(c + 1)))} ≈ {gtext}."],
+        verdict = _p("With ", _is(_h, eq.num(h)), f" the difference quotient ({printers.text(qn)}) and the backward pass "
+                     f"({printers.text(dWq.carried(r, c))}) still differ at {dec} places: the loss curves too much here for "
+                     f"a hand check with {P}-place losses (a smaller ", _h, " needs more places).")
+    why = _p("Check one gradient entry numerically, the way a program's gradients are tested: nudge that one weight up and "
+             "down by ", _is(_h, eq.num(h)), ", run the forward pass twice, and divide the change in the loss by ",
+             eq.Mul((eq.num(2), _h)), " (a central difference). ",
+             _p("This ", _h, f" is small enough that the quotient matches to {dec} places, and large enough that the "
+                f"losses, carried to {P} places, do not lose those places in the subtraction.") if ok else
+             _p("Here no ", _h, f" of 0.1, 0.05 or 0.025 gives a match at {dec} places with losses carried to {P} places "
+                "(see below)."))
+    steps.append(_checked(Step("gradcheck", _p("Numerical check of ", dent),
+                               why, lines, notes=[verdict, _p("The backward pass gives ", _is(dent, dWq.fixed(r, c, dec), op=APPROX), ".")],
                                precision=P), "gradient check"))
     # the update
     lr = tr.lr
@@ -970,10 +1000,10 @@ def _grad_check_and_update(ctx: _Ctx, problem: Problem, run, nums, hand, mats: d
                       eq.Add((eq.Entry(ctx.sym(w, hh), str(i + 1), str(j + 1)), eq.Neg(eq.Mul((eq.Sym("lr", upright=True), eq.Entry(ctx.sym("d" + w, hh), str(i + 1), str(j + 1))))))),
                       eq.Add((eq.num(Wm[i][j]), eq.Neg(eq.Mul((eq.num(lr), g.carried(i, j)))))), new.carried(i, j)]
                 lines.append(Line(eq.Rel(tuple(it), (EQ, _rel(not _has_dec(it[2])), _rel_to(it[2], new, i, j)))))
-            st = Step(w + "_new", f"Update: {_t(new.sym)} = {_t(ctx.sym(w, hh))} − lr·{_t(ctx.sym('d' + w, hh))}",
-                      f"One step of gradient descent with lr = {F.num_text(lr)}: move every weight against its gradient, "
-                      f"a little (lr times the gradient). The new weights are carried to {P} places.", lines,
-                      result=key, head=hh, precision=P)
+            lrs = eq.Sym("lr", upright=True)
+            st = Step(w + "_new", _p("Update: ", _is(new.sym, eq.Add((ctx.sym(w, hh), eq.Neg(eq.Mul((lrs, ctx.sym("d" + w, hh)))))))),
+                      _p("One step of gradient descent with ", _is(lrs, eq.num(lr)), ": move every weight against its "
+                         "gradient, a little (", lrs, f" times the gradient). The new weights are carried to {P} places."), lines, result=key, head=hh, precision=P)
             steps.append(_checked(st, st.title))
     # the fresh forward pass, with the updated weights W − lr·dW (exact; 50-digit values): its output Z′ is shown
     # (rounded), and L′ is worked from that Z′ as shown
@@ -987,28 +1017,32 @@ def _grad_check_and_update(ctx: _Ctx, problem: Problem, run, nums, hand, mats: d
     expr = eq.Mul((eq.num(Fraction(1, 2)), eq.Add(terms)))
     shown_after = eq.rational_value(expr)
     hand_after = Approx(F.round_decimal(shown_after, None, P))
-    la = _mat("loss_after", eq.Sym("L′"), [[sp.Float(str(true_after), 50)]], [[(true_after, true_after)]], ["L′"], ["1"],
+    la = _mat("loss_after", eq.Sym("L", prime=True), [[sp.Float(str(true_after), 50)]], [[(true_after, true_after)]], ["L′"], ["1"],
               hand=[[hand_after]], places=P)
     mats["loss_after"] = la
-    items = [eq.Sym("L′"), expr, la.carried(0, 0)]
+    items = [eq.Sym("L", prime=True), expr, la.carried(0, 0)]
     ops = [EQ, _rel(shown_after == hand_after)]
     _answer(ctx, items, ops, la, 0, 0)
-    zrow = [Line(eq.Rel((eq.Sym("z′", sub=ctx.lab[i]), eq.Vec(tuple(zs[i]))), (APPROX,)), f"row {problem.tokens[i]}")
+    zrow = [Line(eq.Rel((eq.Sym("z", sub=ctx.lab[i], prime=True), eq.Vec(tuple(zs[i]))), (APPROX,)), f"row {problem.tokens[i]}")
             for i in range(n)]
     before, after_v = loss.num[0][0], la.num[0][0]
-    lt, lat = printers.text(loss.carried(0, 0)), printers.text(la.carried(0, 0))
+    lt = _is(loss.sym, loss.carried(0, 0), op=APPROX)
+    lat = _is(la.sym, la.carried(0, 0), op=APPROX)
+    lrs = eq.Sym("lr", upright=True)
     if after_v < before:
-        verdict = f"The loss went down, from L ≈ {lt} to L' ≈ {lat}: the step moved the output towards the target."
+        verdict = _p("The loss went down, from ", lt, " to ", lat, ": the step moved the output towards the target.")
     else:
-        verdict = (f"The loss did not go down: L ≈ {lt} before, L' ≈ {lat} after. The learning rate lr = {F.num_text(lr)} is too "
-                   "large for this problem: the step overshot. A smaller lr (try half) would lower it.")
+        verdict = _p("The loss did not go down: ", lt, " before, ", lat, " after. The learning rate ", _is(lrs, eq.num(lr)),
+                     " is too large for this problem: the step overshot. A smaller ", lrs, " (try half) would lower it.")
+    hs_ = [eq.Sym(f"W_{w}") for w in "QKV"]
     steps.append(_checked(Step("loss_after", "New loss: a fresh forward pass with the updated weights",
-                               "Run the forward pass again (Q, K, V, scores, softmax, Z) with the new W_Q, W_K, W_V "
-                               f"(W − lr·dW, not rounded); its output Z′, carried to {P} places, and the loss from it:", zrow + [Line(eq.Rel(tuple(items), tuple(ops)))],
+                               _p("Run the forward pass again (", eq.Sym("Q"), ", ", eq.Sym("K"), ", ", eq.Sym("V"),
+                                  ", scores, softmax, ", eq.Sym("Z"), ") with the new ", hs_[0], ", ", hs_[1], ", ", hs_[2],
+                                  " (", _is(eq.Sym("W"), eq.Add((eq.Sym("W"), eq.Neg(eq.Mul((lrs, eq.Sym("dW"))))))), f", not rounded); its output ", eq.Sym("Z", prime=True), f", carried to {P} places, and the loss from it:"), zrow + [Line(eq.Rel(tuple(items), tuple(ops)))],
                                result="loss_after", notes=[verdict], precision=P), "new loss"))
     return steps
 
 
 def _new_sym(w: str, head) -> eq.Sym:
-    """W_Q′ (the updated weights; the LaTeX printer writes the prime as ')."""
-    return eq.Sym(w + "′", head=head)
+    """W_Q′ (the updated weights), printed with one prime in every format."""
+    return eq.Sym(w, head=head, prime=True)

@@ -26,6 +26,7 @@ Call        ``softmax(scaled)``, ``concat(Z⁽¹⁾, Z⁽²⁾)``
 Blank       room for an answer: ``Q[cats, 1] = ``
 Dims, Arrow shapes: ``(3×4)·(4×2) → 3×2``
 Rel         a chain ``a = b ≈ c`` (ops ``=``, ``≈``, ``→``)
+Prose       a run of prose with math in it: ``("the row's sum ", s_i, " first")``
 ==========  =====================================================================
 """
 from __future__ import annotations
@@ -37,7 +38,7 @@ from fractions import Fraction
 
 __all__ = [
     "Node", "Num", "Dec", "Sym", "Entry", "Col", "Vec", "Dot", "Add", "Mul", "Neg", "Frac", "Pow", "Sqrt",
-    "Exp", "Inf", "Sum", "Call", "Blank", "Dims", "Rel", "ALL", "num", "dec", "neg_inf", "matrix_sym", "from_sympy", "evaluate", "is_label",
+    "Exp", "Inf", "Sum", "Call", "Blank", "Dims", "Rel", "Prose", "ALL", "prose", "num", "dec", "neg_inf", "matrix_sym", "from_sympy", "evaluate", "is_label",
     "EQ", "APPROX", "TO",
 ]
 
@@ -137,13 +138,24 @@ class Dec(Node):
 
 class Sym(Node):
     """A name. ``sub`` is a subscript (a token label or a letter), ``head`` a head number shown as ⁽¹⁾;
-    ``upright`` names of several letters (``scaled``, ``sum``) are set upright in math."""
-    __slots__ = ('name', 'sub', 'head', 'upright')
-    _defaults = {'sub': None, 'head': None, 'upright': False}
+    ``upright`` names of several letters (``scaled``, ``sum``) are set upright in math; ``prime`` marks
+    the value after an update (``W_Q′``, ``L′``, ``z′_cats``), printed as one prime in every format.
+
+    The one rule for upright and italic: a name whose letters before ``_`` are one letter is italic
+    (``L``, ``z``, ``W_Q``), a name of several letters is upright (``scores``, ``dW_Q``); a prime never
+    changes that."""
+    __slots__ = ('name', 'sub', 'head', 'upright', 'prime')
+    _defaults = {'sub': None, 'head': None, 'upright': False, 'prime': False}
+
+    def _check(self):
+        if "′" in self.name or "'" in self.name:
+            raise ValueError(f"a prime is Sym(..., prime=True), not part of the name {self.name!r}")
 
 
 class Entry(Node):
-    """``base[row, col]``; a label is a token (shown as text) or a number; ``ALL`` is a whole row/column."""
+    """``base[row, col]``; a label is a token (shown as text) or a number; ``ALL`` is a whole row/column.
+    Every printer writes the indices in brackets after the symbol (``dW_Q[1, 1]``, ``Q[cats, 1]``), as
+    the worksheet's prompts and the quiz's questions do: a subscript is never nested in a subscript."""
     __slots__ = ('base', 'row', 'col')
 
 
@@ -221,7 +233,45 @@ class Rel(Node):
             raise ValueError("a relation chain has one operator fewer than items")
 
 
+class Prose(Node):
+    """A run of prose with its math as trees: ``parts`` are strings (text, printed as text) and nodes
+    (math, printed by the format's printer). The text printer gives plain Unicode text; the page
+    printers give text with inline math (LaTeX ``$…$``, Typst ``$…$`` with alt text, ``<math>``)."""
+    __slots__ = ('parts',)
+
+    def _check(self):
+        for x in self.parts:
+            if not isinstance(x, (str, Node)) or isinstance(x, Prose):
+                raise TypeError(f"a Prose part is a string or a math node, not {type(x).__name__}")
+
+    def __str__(self):
+        from .. import printers
+
+        return printers.text(self)
+
+
 # ---------------------------------------------------------------- building helpers
+
+def prose(*parts) -> Prose:
+    """A :class:`Prose` from strings, math nodes and other Prose (flattened; neighbouring strings
+    joined, empty ones dropped). ``prose(p)`` of a Prose is *p*; ``prose("text")`` is text only."""
+    if len(parts) == 1 and type(parts[0]) is Prose:
+        return parts[0]
+    out: list = []
+    for x in parts:
+        items = x.parts if type(x) is Prose else (x,)
+        for y in items:
+            if isinstance(y, str):
+                if not y:
+                    continue
+                if out and isinstance(out[-1], str):
+                    out[-1] += y
+                    continue
+            elif not isinstance(y, Node):
+                raise TypeError(f"a Prose part is a string or a math node, not {type(y).__name__}")
+            out.append(y)
+    return Prose(tuple(out))
+
 
 def num(x) -> Num:
     """An exact number from an int, a Fraction or a sympy Rational."""

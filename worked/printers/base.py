@@ -9,6 +9,9 @@ from fractions import Fraction
 
 from .. import eq
 
+#: labels that are index letters (italic math), not tokens (text): A[i, j], Σ_k A[i, k]
+INDEX_LETTERS = ("i", "j", "k", "i,j")
+
 # precedence: the higher, the tighter a node binds
 REL, ADD, NEG, MUL, DIV, ATOM = 1, 3, 4, 6, 7, 9
 
@@ -124,7 +127,7 @@ class Printer:
 
     @staticmethod
     def is_word(label: str) -> bool:
-        return not label.isdigit() and label not in (eq.ALL, "j", ":")
+        return not label.isdigit() and label not in (eq.ALL, ":") + INDEX_LETTERS
 
 
 class InlineFractions:

@@ -69,9 +69,20 @@ class HtmlCssPrinter(Printer):
     def _print_Dec(self, n):
         return _minus(dec_str(n.value))
 
-    def _name(self, n: eq.Sym) -> tuple[str, str | None]:
-        base, _, sub = n.name.partition("_")
-        return _ident(base, n.upright), (_ident(sub) if sub else None)
+    def _head(self, head: int | None) -> str | None:
+        return None if head is None else f"({head})"
+
+    def _print_Sym(self, n):
+        """``W′`` with ``Q`` below (the name's own subscript or the label, never both nested), the head ⁽¹⁾ above."""
+        base, _, namesub = n.name.partition("_")
+        b = _ident(base, n.upright) + ("′" if n.prime else "")
+        label = self.label(n.sub) if n.sub is not None else None
+        sub = _ident(namesub) if namesub else None
+        if sub and label:
+            sub = f"{sub},{label}"
+        elif label:
+            sub = label
+        return self.scripts(b, sub, self._head(n.head))
 
     def scripts(self, base: str, sub: str | None, sup: str | None) -> str:
         if sub is not None and sup is not None:
@@ -82,21 +93,8 @@ class HtmlCssPrinter(Printer):
             return f"{base}<sup>{sup}</sup>"
         return base
 
-    def _head(self, head: int | None) -> str | None:
-        return None if head is None else f"({head})"
-
-    def _print_Sym(self, n):
-        base, namesub = self._name(n)
-        sub = self.label(n.sub) if n.sub is not None else None
-        if namesub is not None:   # W_Q, then its head and a label: (W_Q)^(1)_cats
-            base = self.scripts(base, namesub, None)
-        return self.scripts(base, sub, self._head(n.head))
-
     def _print_Entry(self, n):
-        base, namesub = self._name(n.base)
-        if namesub is not None:
-            base = self.scripts(base, namesub, None)
-        return self.scripts(base, f"{self.label(n.row)},{self.label(n.col)}", self._head(n.base.head))
+        return f"{self.doprint(n.base)}[{self.label(n.row)},{_NB}{self.label(n.col)}]"
 
     def _print_Col(self, n):
         return f"{self.doprint(n.base)}[:,{self.label(n.col)}]"
@@ -130,6 +128,14 @@ class HtmlCssPrinter(Printer):
 
     def _print_Dims(self, n):
         return f"{n.rows}×{n.cols}"
+
+    def _print_Prose(self, n):
+        """HTML: the text escaped, each formula a ``role="math"`` span labelled with its spoken form."""
+        from . import spoken
+
+        return "".join(escape(x, quote=False) if isinstance(x, str) else
+                       f'<span class="m" role="math" aria-label="{escape(spoken(x))}">{_INLINE.doprint(x)}</span>'
+                       for x in n.parts)
 
 
 class InlineHtmlCssPrinter(HtmlCssPrinter):

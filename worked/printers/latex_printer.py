@@ -34,33 +34,29 @@ class LatexPrinter(Printer):
     def _print_Dec(self, n):
         return dec_str(n.value)
 
-    def _name(self, n):
-        base, _, sub = n.name.partition("_")
-        long = n.upright or len(base.rstrip("′")) > 1
-        base, sub = base.replace("′", "'"), sub.replace("′", "'")    # W_Q′, L′ (a training step) in ASCII: W_{Q'}, L'
-        s = rf"\mathrm{{{base}}}" if long else base
-        if sub:
-            s += f"_{{{sub}}}"
-        return s
-
-    def _scripts(self, base: str, sub: str | None, head: int | None, has_sub: bool) -> str:
-        s = base
-        if head is not None:
-            s = f"{{{s}}}^{{({head})}}" if has_sub else f"{s}^{{({head})}}"
-        elif has_sub and sub is not None:
-            s = f"{{{s}}}"      # W_{Q} with an index: {W_{Q}}_{1,1}, not a double subscript
-        if sub is not None:
-            s += f"_{{{sub}}}"
-        return s
-
     def _print_Sym(self, n):
-        base = self._name(n)
-        sub = self.label(n.sub) if n.sub is not None else None
-        return self._scripts(base, sub, n.head, "_" in n.name)
+        """``W'_{Q}``, ``{W_{Q}}^{(1)}``, ``x_{\\text{cats}}``: the name's own subscript or the label, never both
+        nested; a prime right after the letters."""
+        base, _, namesub = n.name.partition("_")
+        s = rf"\mathrm{{{base}}}" if (n.upright or len(base) > 1) else base
+        if n.prime:
+            s += "'"
+        label = self.label(n.sub) if n.sub is not None else None
+        if namesub:       # W_{Q}: a label joins its subscript (no subscript inside a subscript)
+            if len(namesub) > 1:
+                namesub = rf"\mathrm{{{namesub}}}"     # d_{\mathrm{model}}
+            s += "_{" + namesub + ("," + label if label else "") + "}"
+            label = None
+            if n.head is not None:
+                s = f"{{{s}}}^{{({n.head})}}"
+        elif n.head is not None:
+            s += f"^{{({n.head})}}"
+        if label:
+            s += f"_{{{label}}}"
+        return s
 
     def _print_Entry(self, n):
-        b = n.base
-        return self._scripts(self._name(b), f"{self.label(n.row)},{self.label(n.col)}", b.head, "_" in b.name)
+        return f"{self.doprint(n.base)}[{self.label(n.row)},{self.label(n.col)}]"
 
     def _print_Col(self, n):
         return f"{self.doprint(n.base)}[:,{self.label(n.col)}]"
@@ -72,7 +68,10 @@ class LatexPrinter(Printer):
         return rf"\frac{{{self.doprint(n.num)}}}{{{self.doprint(n.den)}}}"
 
     def _print_Pow(self, n):
-        return f"{self.wrap(n.base, ATOM)}^{{{_INLINE.doprint(n.exp)}}}"
+        base = self.wrap(n.base, ATOM)
+        if "^" in base and not base.startswith(r"\left("):    # K^{(1)} transposed: {K^{(1)}}^{T}, not a double superscript
+            base = f"{{{base}}}"
+        return f"{base}^{{{_INLINE.doprint(n.exp)}}}"
 
     def _print_Sqrt(self, n):
         return rf"\sqrt{{{self.doprint(n.arg)}}}"
@@ -94,6 +93,12 @@ class LatexPrinter(Printer):
 
     def _print_Dims(self, n):
         return rf"{n.rows} \times {n.cols}"
+
+    def _print_Prose(self, n):
+        """LaTeX text (ASCII, escaped) with the math inline, quotients on the line: ``the row's sum $s_{i}$``."""
+        from .texesc import tex_escape
+
+        return "".join(tex_escape(x) if isinstance(x, str) else f"${_INLINE.doprint(x)}$" for x in n.parts)
 
 
 

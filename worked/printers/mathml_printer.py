@@ -47,26 +47,34 @@ class MathMLPrinter(Printer):
         s = dec_str(n.value)
         return _row(_mo("−"), f"<mn>{s[1:]}</mn>") if s.startswith("-") else f"<mn>{s}</mn>"
 
-    def _base(self, n):
-        base, _, sub = n.name.partition("_")
-        b = f"<mi>{escape(base)}</mi>"
-        return (f"<msub>{b}<mi>{escape(sub)}</mi></msub>" if sub else b)
-
-    def _scripts(self, base: str, sub: str | None, head: int | None) -> str:
-        sup = _row(_mo("("), f"<mn>{head}</mn>", _mo(")")) if head is not None else None
-        if sub is not None and sup is not None:
-            return f"<msubsup>{base}{sub}{sup}</msubsup>"
-        if sub is not None:
-            return f"<msub>{base}{sub}</msub>"
-        if sup is not None:
-            return f"<msup>{base}{sup}</msup>"
-        return base
-
     def _print_Sym(self, n):
-        return self._scripts(self._base(n), self.label(n.sub) if n.sub is not None else None, n.head)
+        """``<msubsup><mi>W</mi><mi>Q</mi><mo>′</mo></msubsup>``: the name's own subscript or the label (never
+        both nested), the prime and the head ⁽¹⁾ above."""
+        base, _, namesub = n.name.partition("_")
+        variant = ' mathvariant="normal"' if n.upright and len(base) == 1 else ""
+        b = f"<mi{variant}>{escape(base)}</mi>"
+        label = self.label(n.sub) if n.sub is not None else None
+        sub = f"<mi>{escape(namesub)}</mi>" if namesub else None
+        if sub and label:
+            sub = _row(sub, _mo(","), label)
+        elif label:
+            sub = label
+        sup = []
+        if n.prime:
+            sup.append("<mo>′</mo>")
+        if n.head is not None:
+            sup.append(_row(_mo("("), f"<mn>{n.head}</mn>", _mo(")")))
+        sup = None if not sup else sup[0] if len(sup) == 1 else _row(*sup)
+        if sub is not None and sup is not None:
+            return f"<msubsup>{b}{sub}{sup}</msubsup>"
+        if sub is not None:
+            return f"<msub>{b}{sub}</msub>"
+        if sup is not None:
+            return f"<msup>{b}{sup}</msup>"
+        return b
 
     def _print_Entry(self, n):
-        return self._scripts(self._base(n.base), _row(self.label(n.row), _mo(","), self.label(n.col)), n.base.head)
+        return _row(self.doprint(n.base), _mo("["), self.label(n.row), _mo(","), self.label(n.col), _mo("]"))
 
     def _print_Col(self, n):
         return _row(self.doprint(n.base), _mo("["), _mo(":"), _mo(","), self.label(n.col), _mo("]"))
@@ -102,6 +110,13 @@ class MathMLPrinter(Printer):
 
     def _print_Dims(self, n):
         return _row(f"<mn>{n.rows}</mn>", _mo("×"), f"<mn>{n.cols}</mn>")
+
+    def _print_Prose(self, n):
+        """HTML: the text escaped, each formula an inline ``<math>`` element with its spoken form as alt text."""
+        from . import spoken
+
+        return "".join(escape(x, quote=False) if isinstance(x, str) else
+                       math_element(self.doprint(x), alt=spoken(x)) for x in n.parts)
 
 
 

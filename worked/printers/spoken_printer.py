@@ -24,7 +24,7 @@ class SpokenPrinter(Printer):
         return dec_str(n.value).replace("-", "minus ")
 
     def _name(self, n):
-        s = n.name.replace("_", " ")
+        s = n.name.replace("_", " ") + (" prime" if n.prime else "")
         if n.head is not None:
             s += f" of head {n.head}"
         return s
@@ -67,6 +67,8 @@ class SpokenPrinter(Printer):
         return f"the fraction {self.doprint(n.num)} over {self.doprint(n.den)}, end fraction"
 
     def _print_Pow(self, n):
+        if n.exp == eq.Sym("T"):
+            return f"{self.doprint(n.base)} transposed"
         return f"{self.doprint(n.base)} to the power {self.doprint(n.exp)}"
 
     def _print_Sqrt(self, n):
@@ -89,6 +91,9 @@ class SpokenPrinter(Printer):
 
     def _print_Dims(self, n):
         return f"{n.rows} by {n.cols}"
+
+    def _print_Prose(self, n):
+        return "".join(x if isinstance(x, str) else self.doprint(x) for x in n.parts)
 
     def _print_Rel(self, n):
         out = self.doprint(n.items[0])

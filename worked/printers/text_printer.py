@@ -5,6 +5,7 @@ from .. import eq
 from .base import ATOM, MUL, Printer, dec_str, rat_str
 
 MINUS = "−"
+_LETTERS = frozenset(eq.Sym(c) for c in "xm")   # exponents written without brackets: e^x, e^m
 _SUP = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
 
 
@@ -24,7 +25,7 @@ class TextPrinter(Printer):
         return dec_str(n.value).replace("-", MINUS)
 
     def _print_Sym(self, n):
-        s = n.name
+        s = n.name + ("′" if n.prime else "")
         if n.head is not None:
             s += f"⁽{str(n.head).translate(_SUP)}⁾"
         if n.sub is not None:
@@ -43,18 +44,20 @@ class TextPrinter(Printer):
     def _print_Frac(self, n):
         top = self.wrap(n.num, MUL)
         den = n.den
-        simple = type(den) in (eq.Sym, eq.Entry, eq.Dec) or (type(den) is eq.Num and den.value.denominator == 1
+        simple = type(den) in (eq.Sym, eq.Entry, eq.Dec, eq.Exp) or (type(den) is eq.Num and den.value.denominator == 1
                                                             and den.value > 0) or (
             type(den) is eq.Sqrt and type(den.arg) in (eq.Num, eq.Sym))
         bot = self.doprint(den) if simple else self.paren(self.doprint(den))
         return f"{top}/{bot}"
 
     def _print_Pow(self, n):
+        if n.exp == eq.Sym("T"):     # a transpose: Kᵀ
+            return f"{self.wrap(n.base, ATOM)}ᵀ"
         return f"{self.wrap(n.base, ATOM)}^{self._exponent(n.exp)}"
 
     def _exponent(self, x):
         s = self.doprint(x)
-        if type(x) is eq.Num and x.value >= 0 and x.value.denominator == 1:
+        if type(x) is eq.Num and x.value >= 0 and x.value.denominator == 1 or x in _LETTERS:
             return s
         return f"({s})"
 
@@ -81,4 +84,7 @@ class TextPrinter(Printer):
 
     def _print_Dims(self, n):
         return f"{n.rows}×{n.cols}"
+
+    def _print_Prose(self, n):
+        return "".join(x if isinstance(x, str) else self.doprint(x) for x in n.parts)
 

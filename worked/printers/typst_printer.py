@@ -1,10 +1,20 @@
 """Typst math (the body of ``$ … $``): ``A_("cats", "chase") = frac(e^(2 sqrt(2)), …) approx 0.6728``."""
 from __future__ import annotations
 
+import string
+
 from .. import eq
 from .base import ATOM, InlineFractions, Printer, dec_str, rat_str, terminates
 
 _OPS = {eq.EQ: "=", eq.APPROX: "approx", eq.TO: "->"}
+
+
+_MARKUP = str.maketrans({c: "\\" + c for c in string.punctuation})
+
+
+def markup(s: str) -> str:
+    """Text as Typst markup that prints literally: every ASCII punctuation character escaped."""
+    return s.translate(_MARKUP).replace("\n", " ")
 
 
 def _str(s: str) -> str:
@@ -35,29 +45,35 @@ class TypstPrinter(Printer):
     def _print_Dec(self, n):
         return dec_str(n.value)
 
-    def _base(self, n):
-        base, _, sub = n.name.partition("_")
-        b = _str(base) if (n.upright or len(base) > 1) else base
-        return f"{b}_{sub}" if sub else b
-
-    def _scripts(self, base: str, sub: str | None, head: int | None, has_sub: bool = False) -> str:
-        """``Q^((1))_("cats", 1)``; a base that has its own subscript (``W_Q``) takes the entry's indices
-        as a second attachment (``attach(W_Q^((1)), b: #($…$))``): no visible brackets, as ``{W_Q}_{…}``."""
-        s = base if head is None else f"{base}^(({head}))"
-        if sub is None:
-            return s
-        return f"attach({s}, b: #(${sub}$))" if has_sub else f"{s}_({sub})"
-
     def _print_Sym(self, n):
-        return self._scripts(self._base(n), self.label(n.sub) if n.sub is not None else None, n.head,
-                             "_" in n.name)
+        """``W'_Q``, ``W_Q^((1))``, ``x_("cats")``, ``"scores"``: the name's own subscript or the label, never
+        both nested; a prime right after the letters."""
+        base, _, namesub = n.name.partition("_")
+        s = _str(base) if (n.upright or len(base) > 1) else base
+        if n.prime:
+            s += "'"
+        label = self.label(n.sub) if n.sub is not None else None
+        if namesub:
+            ns = _str(namesub) if len(namesub) > 1 else namesub     # d_"model"
+            s += f"_({ns}, {label})" if label else f"_{ns}"
+            label = None
+        if n.head is not None:
+            s += f"^(({n.head}))"
+        if label:
+            s += f"_({label})"
+        return s
 
     def _print_Entry(self, n):
-        return self._scripts(self._base(n.base), f"{self.label(n.row)}, {self.label(n.col)}", n.base.head,
-                             "_" in n.base.name)
+        return f"{self._before_index(n.base)}[{self.label(n.row)}, {self.label(n.col)}]"
+
+    def _before_index(self, base) -> str:
+        """The symbol before ``[…]``: a quoted name takes the bracket right after it (``"dS"[i, j]``: a
+        space would set a gap), a letter after a space (``W_Q [1, 1]``: the index is not the subscript's)."""
+        s = self.doprint(base)
+        return s if s.endswith('"') else s + " "
 
     def _print_Col(self, n):
-        return f'{self.doprint(n.base)} [":", {self.label(n.col)}]'
+        return f'{self._before_index(n.base)}[":", {self.label(n.col)}]'
 
     def _print_Vec(self, n):
         return "lr([" + ", ".join(self.doprint(x) for x in n.items) + "])"
@@ -88,6 +104,19 @@ class TypstPrinter(Printer):
 
     def _print_Dims(self, n):
         return f"{n.rows} times {n.cols}"
+
+    def _print_Prose(self, n):
+        """Typst markup: the text escaped, each formula inline (quotients on the line, ``a\\/b``) with its
+        spoken form as alt text."""
+        from . import spoken
+
+        out = []
+        for x in n.parts:
+            if isinstance(x, str):
+                out.append(markup(x))
+            else:
+                out.append(f"#{{set math.equation(alt: {_str(spoken(x))}); ${_INLINE.doprint(x)}$}}")
+        return "".join(out)
 
 
 

@@ -11,7 +11,7 @@ import functools
 
 from markupsafe import Markup, escape
 
-from .. import printers
+from .. import eq, printers
 from .env import render
 from .view import build
 from .view import chain as view_chain
@@ -50,18 +50,16 @@ def _chain(math):
     return chain
 
 
-def rich_html(pieces) -> Markup:
-    """Core prose pieces (see :func:`worked.render.view.rich`) as escaped HTML with <sub>/<sup>."""
-    out = []
-    for p in pieces:
-        if p[0] == "text":
-            out.append(str(escape(p[1])))
-        elif p[0] == "sub":
-            out.append(f'<i>{escape(p[1])}</i><sub>{escape(p[2])}</sub>')
-        else:
-            base = f"<i>{escape(p[1])}</i>" if p[1] else ""
-            out.append(f'{base}<sup>{escape(p[2])}</sup>')
-    return Markup("".join(out))
+def _rich(for_pdf: bool):
+    """The templates' ``rich(prose)``: a :class:`worked.eq.Prose` (or plain text) as escaped HTML with its
+    math from the MathML printer (inline ``<math>`` with alt text), or for WeasyPrint from the HTML/CSS printer."""
+    def rich(prose) -> Markup:
+        pr = printers.htmlcss if for_pdf else printers.mathml
+        return Markup(pr(eq.prose(prose)))
+    return rich
+
+
+rich_html = _rich(False)
 
 
 @functools.lru_cache(maxsize=1)
@@ -80,6 +78,6 @@ def render_html(kind: str, sol, *, student=None, for_pdf: bool = False, template
     doc = build(sol, kind, student)
     name = f"{kind}.html"
     math = _math(for_pdf)
-    ctx = dict(doc=doc, for_pdf=for_pdf, paper=paper, math=math, chain=_chain(math), rich=rich_html,
+    ctx = dict(doc=doc, for_pdf=for_pdf, paper=paper, math=math, chain=_chain(math), rich=_rich(for_pdf),
                math_font_family=FAMILY, math_font_url=(None if for_pdf else _font_url()))
     return render("html", name, template_dir, **ctx)

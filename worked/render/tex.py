@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from .. import printers
+from .. import eq, printers
 from .env import render
 from .texesc import TexRaw, tex_escape
 from .view import build
@@ -36,20 +36,9 @@ def chain(node) -> TexRaw:
     return TexRaw(r"\wkchain{" + math(head) + "}{" + "".join(r"\wkcont{" + math(x) + "}" for x in segs) + "}")
 
 
-def rich_tex(pieces) -> TexRaw:
-    out = []
-    for p in pieces:
-        if p[0] == "text":
-            out.append(tex_escape(p[1]))
-        elif p[0] == "sub":
-            out.append(f"$\\mathit{{{tex_escape(p[1])}}}_{{\\mathrm{{{tex_escape(p[2])}}}}}$")
-        else:
-            base = f"\\mathit{{{tex_escape(p[1])}}}" if p[1] else ""
-            sup = r"\top" if p[2] == "T" and not p[1] else f"\\mathrm{{{tex_escape(p[2])}}}"
-            if p[1] == "e" and p[2] == "x":
-                sup = "x"
-            out.append(f"${base}^{{{sup}}}$")
-    return TexRaw("".join(out))
+def rich_tex(prose) -> TexRaw:
+    """A :class:`worked.eq.Prose` (or plain text) as LaTeX: the text escaped (ASCII), the math inline ``$…$``."""
+    return TexRaw(printers.latex(eq.prose(prose)))
 
 
 def _cell(c, blank: bool) -> str:

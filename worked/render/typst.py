@@ -17,11 +17,10 @@ import functools
 import re
 import string
 
-from .. import printers
+from .. import eq, printers
 from ..errors import WorkedError
 from .env import render
 from .view import build, chain
-from .view import rich as view_rich
 
 PDF_STANDARDS = ["ua-1"]   # tagged PDF/UA-1: needs a title, a language and alt text on every formula
 TIMESTAMP = 0              # 1970-01-01T00:00:00Z in the PDF's dates and XMP metadata
@@ -93,18 +92,10 @@ def row(nodes) -> Typ:
     return Typ("#wk-line(" + ", ".join(f"[{piece(n)}]" for n in nodes) + ")")
 
 
-def rich(pieces) -> Typ:
-    """Core prose with W_Q, d_k, e^x, ᵀ and ⁽¹⁾ set as sub- and superscripts."""
-    out = []
-    for p in pieces:
-        if p[0] == "text":
-            out.append(esc(p[1]))
-        elif p[0] == "sub":
-            out.append(f"#emph[{esc(p[1])}]#sub[{esc(p[2])}]")
-        else:
-            base = f"#emph[{esc(p[1])}]" if p[1] else ""
-            out.append(f"{base}#super[{esc(p[2])}]")
-    return Typ("".join(out))
+def rich(prose) -> Typ:
+    """A :class:`worked.eq.Prose` (or plain text) as Typst markup: the text escaped, the math inline from
+    the Typst printer, each formula with its spoken form as alt text."""
+    return Typ(printers.typst(eq.prose(prose)))
 
 
 def _cell(c: dict, blank: bool) -> str:
@@ -143,7 +134,7 @@ def heatmap(h: dict) -> Typ:
 
 def glance(g: dict) -> Typ:
     cells = _array(_array(lit(c["text"]) for c in row) for row in g["cells"])
-    return Typ(f"#wk-glance(label: [{rich(view_rich(g['label']))}], rows: {_array(lit(r) for r in g['rows'])}, "
+    return Typ(f"#wk-glance(label: [{rich(g['label'])}], rows: {_array(lit(r) for r in g['rows'])}, "
                f"cols: {_array(lit(c) for c in g['cols'])}, cells: {cells})")
 
 

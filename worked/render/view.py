@@ -1,13 +1,13 @@
 """The format-free page model: what is on a worksheet and an answer key, built from a Solution.
 
 Templates (HTML and LaTeX) read these plain dicts and lists. Every formula is a tree
-(:mod:`worked.eq`) that the writer's ``math()`` prints for its format; every piece of prose is
-Unicode text that each writer escapes. Cells of tables carry a Unicode ``text``, an ASCII ``tex``
+(:mod:`worked.eq`) that the writer's ``math()`` prints for its format; every piece of prose with math
+in it (``*_rich``) is a :class:`worked.eq.Prose`, text and trees, that the writer's ``rich()`` prints
+with its format's printer (the text is escaped, the math set as math). Cells of tables carry a Unicode ``text``, an ASCII ``tex``
 and, for exact forms that need math, the tree ``eq``.
 """
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from .. import eq
@@ -174,61 +174,37 @@ def heatmap(m, places: int, title: str) -> dict:
     return {"title": title, "rows": list(m.rows), "cols": list(m.cols), "cells": cells, "symbol": m.symbol_latex}
 
 
-_RICH = r"(W_[QKVO]|d_model|d_k|d_v|e\^x|[ᵀ]|⁽[⁰¹²³⁴⁵⁶⁷⁸⁹]+⁾)"   # compiled by re on first use (a page)
-_SUPS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁽⁾", "0123456789()")
+_X, _I, _J, _EX = eq.Sym("X"), eq.Sym("i"), eq.Sym("j"), eq.Exp(eq.Sym("x"))
 
 
-def rich(text: str) -> list[tuple[str, str]]:
-    """Split core prose into ("text", s), ("sub", base, s) style pieces for the writers.
-
-    Only the core's own notation is recognised (W_Q, d_k, e^x, ᵀ, ⁽¹⁾); everything else,
-    including tokens and titles, stays literal text.
-    """
-    out: list[Any] = []
-    pos = 0
-    for m in re.finditer(_RICH, text):
-        if m.start() > pos:
-            out.append(("text", text[pos:m.start()]))
-        s = m.group(0)
-        if s.startswith("W_") or s.startswith("d_"):
-            base, sub = s.split("_", 1)
-            out.append(("sub", base, sub))
-        elif s == "e^x":
-            out.append(("sup", "e", "x"))
-        elif s == "ᵀ":
-            out.append(("sup", "", "T"))
-        else:
-            out.append(("sup", "", s.translate(_SUPS)))
-        pos = m.end()
-    if pos < len(text):
-        out.append(("text", text[pos:]))
-    return out
-
-
-def _task_text(step, p, places: int, dec: int) -> str:
+def _task_text(step, p, places: int, dec: int) -> eq.Prose:
+    """What a worksheet task asks, as prose (its math as trees)."""
     sid = step.id
     if sid in ("Q", "K", "V"):
         what = {"Q": "queries", "K": "keys", "V": "values"}[sid]
-        return f"Compute the {what}: multiply X by the weight matrix. Each entry is a row of X times a column of the weight matrix."
+        return eq.prose(f"Compute the {what}: multiply ", _X, " by the weight matrix. Each entry is a row of ", _X,
+                        " times a column of the weight matrix.")
     if sid == "scores":
-        t = "Compute the scores: every query times every key (row i, column j = token i's query · token j's key)."
+        t = eq.prose("Compute the scores: every query times every key (row ", _I, ", column ", _J, " = token ", _I,
+                     "'s query · token ", _J, "'s key).")
         if p.mask == "causal":
-            t += " Causal mask: a token may not look at later tokens, so write −∞ above the diagonal."
+            t = eq.prose(t, " Causal mask: a token may not look at later tokens, so write −∞ above the diagonal.")
         return t
     if sid == "scaled":
         if p.scale == "none":
-            return "This problem uses no scaling: the scaled scores are the scores. Copy them, or skip this task."
-        return f"Divide every score by the scale factor. Give each entry to {dec} decimal places."
+            return eq.prose("This problem uses no scaling: the scaled scores are the scores. Copy them, or skip this task.")
+        return eq.prose(f"Divide every score by the scale factor. Give each entry to {dec} decimal places.")
     if sid == "weights":
-        return (f"Softmax each row: e^x of every scaled score, divide by the row's total. Keep {places} decimal places "
-                f"in intermediate values; give the weights to {dec} places. Each row should add up to 1.")
+        return eq.prose("Softmax each row: ", _EX, f" of every scaled score, divide by the row's total. Keep {places} "
+                        f"decimal places in intermediate values; give the weights to {dec} places. Each row should add up to 1.")
     if sid == "Z":
-        return f"Blend the value rows: each row of the output is its row of weights times V. Give entries to {dec} places."
+        return eq.prose("Blend the value rows: each row of the output is its row of weights times ", eq.Sym("V"),
+                        f". Give entries to {dec} places.")
     if sid == "concat":
-        return "Put the heads' outputs side by side, one head after another."
+        return eq.prose("Put the heads' outputs side by side, one head after another.")
     if sid == "output":
-        return f"Multiply the concatenated heads by W_O. Give entries to {dec} places."
-    return step.why
+        return eq.prose("Multiply the concatenated heads by ", eq.Sym("W_O"), f". Give entries to {dec} places.")
+    return step.why_prose
 
 
 def _check_prompts(step, lt: list[str], tokens, checks: str = "one") -> list[dict]:
@@ -243,36 +219,47 @@ def _check_prompts(step, lt: list[str], tokens, checks: str = "one") -> list[dic
         for g in seen:
             tok = g[4:] if g.startswith("row ") else g
             if sid == "weights":
-                out.append({"text": f"Row {tok}: write e^x of each scaled score, the row total, then each weight.",
+                out.append({"rich": eq.prose(f"Row {tok}: write ", _EX, " of each scaled score, the row total, then each weight."),
                             "eq": None})
             else:
-                out.append({"text": f"Row {tok}: write the output row as a weighted sum of the rows of V.",
+                out.append({"rich": eq.prose(f"Row {tok}: write the output row as a weighted sum of the rows of ", eq.Sym("V"), "."),
                             "eq": None})
         if checks == "one" and len(seen) > 1:
-            out = out[:1] + [{"text": "(Only the first row is asked for a full check; fill the other rows in the grid.)",
+            out = out[:1] + [{"rich": eq.prose("(Only the first row is asked for a full check; fill the other rows in the grid.)"),
                               "eq": None, "aside": True}]
         if seen:
             return out
     for ln in step.lines:
         items = ln.eq.items
         if sid in ("Q", "K", "V", "scores", "output", "Z") and len(items) > 2 and type(items[1]) is eq.Dot:
-            out.append({"text": "Expand as a dot product and evaluate:",
+            out.append({"rich": eq.prose("Expand as a dot product and evaluate:"),
                         "eq": eq.Rel((items[0], items[1], eq.Blank()), (eq.EQ, eq.EQ))})
         elif len(items) > 1 and type(items[0]) is not eq.Sqrt:
-            out.append({"text": "Evaluate:", "eq": eq.Rel((items[0], eq.Blank()), (eq.EQ,))})
+            out.append({"rich": eq.prose("Evaluate:"), "eq": eq.Rel((items[0], eq.Blank()), (eq.EQ,))})
     return out
 
 
 head_sym = eq.matrix_sym   # a matrix's symbol as the steps write it (Q, Q⁽¹⁾, W_Q⁽¹⁾, scores upright)
 
 
-def scale_text(p) -> str:
-    """The scaling rule in words."""
+def scale_prose(p) -> eq.Prose:
+    """The scaling rule in words, its math as trees: ``divide the scores by √d_k = √4 = 2`` (the root
+    simplified when it is simpler: √4 = 2, √8 = 2√2)."""
     if p.scale == "sqrt":
-        return f"divide the scores by √d_k = √{p.d_k}"
+        import sympy as sp
+
+        root = eq.Sqrt(eq.num(p.d_k))
+        simple = eq.from_sympy(sp.sqrt(sp.Integer(p.d_k)))
+        chain = (eq.Sqrt(eq.Sym("d_k")), root) + ((simple,) if simple != root else ())
+        return eq.prose("divide the scores by ", eq.Rel(chain, (eq.EQ,) * (len(chain) - 1)))
     if p.scale == "none":
-        return "none (the scores go into the softmax unscaled)"
-    return f"divide the scores by {F.num_text(p.scale)}"
+        return eq.prose("none (the scores go into the softmax unscaled)")
+    return eq.prose("divide the scores by ", eq.num(p.scale))
+
+
+def scale_text(p) -> str:
+    """The scaling rule in words (Unicode text)."""
+    return printers.text(scale_prose(p))
 
 
 def mask_text(p) -> str:
@@ -360,7 +347,7 @@ def _training_grids(p, heads, toks, nums, is_) -> list[dict]:
     out_cols = nums(len(p.W_O[0]) if p.multihead else p.d_v)
     zero = "masked entries get zero gradient" if p.mask == "causal" else None
     grids = [
-        dict(key="loss", label="Loss L", rows=["L"], cols=["1"],
+        dict(key="loss", label="Loss L", rows=[""], cols=[""],
              eq=is_(L, eq.Mul((eq.Frac(eq.num(1), eq.num(2)), eq.Sum(eq.Pow(eq.Add((Z, eq.Neg(T))), eq.num(2)), "i,j"))))),
         dict(key="dZ", label="Gradient dZ", rows=toks, cols=out_cols, eq=is_(head_sym("dZ"), eq.Add((Z, eq.Neg(T))))),
     ]
@@ -394,10 +381,10 @@ def _training_grids(p, heads, toks, nums, is_) -> list[dict]:
                               eq=is_(S(f"dW_{w}"), eq.Mul((tr(X), S(src))))))
         for w, width in (("Q", p.d_k), ("K", p.d_k), ("V", p.d_v)):
             grids.append(dict(key=f"{pre}W_{w}_new", label=f"Updated W_{w}{hx}", rows=nums(p.d_model), cols=nums(width),
-                              eq=is_(S(f"W_{w}′"), eq.Add((S(f"W_{w}"), eq.Neg(eq.Mul((eq.Sym("lr", upright=True),
+                              eq=is_(head_sym(f"W_{w}", h, prime=True), eq.Add((S(f"W_{w}"), eq.Neg(eq.Mul((eq.Sym("lr", upright=True),
                                                                                        S(f"dW_{w}")))))))))
-    grids.append(dict(key="loss_after", label="Loss after the update L′", rows=["L′"], cols=["1"],
-                      eq=is_(eq.Sym("L′"), eq.Mul((eq.Frac(eq.num(1), eq.num(2)), eq.Sum(eq.Pow(eq.Add((eq.Sym("Z′"), eq.Neg(T))),
+    grids.append(dict(key="loss_after", label="Loss after the update L′", rows=[""], cols=[""],
+                      eq=is_(eq.Sym("L", prime=True), eq.Mul((eq.Frac(eq.num(1), eq.num(2)), eq.Sum(eq.Pow(eq.Add((eq.Sym("Z", prime=True), eq.Neg(T))),
                                                                                           eq.num(2)), "i,j"))))))
     return grids
 
@@ -432,16 +419,18 @@ def problem_page(p, display: str | None = None) -> dict[str, Any]:
     toks = list(p.tokens)
     tl = [tok_label(t, i) for i, t in enumerate(toks)]
     display = display or getattr(p, "display", "exact")
-    facts = [
-        ("Tokens", ", ".join(toks)),
-        ("Sizes", f"n = {p.n} tokens, d_model = {p.d_model}, d_k = {p.d_k}, d_v = {p.d_v}"
-                  + (f", {len(p.heads)} heads" if p.multihead else "")),
-        ("Scaling", scale_text(p) + f"; mask: {mask_text(p)}; answers to {places} decimal places"),
+    size = lambda name, v: eq.Rel((eq.Sym(name), eq.num(v)), (eq.EQ,))  # noqa: E731
+    facts_rich = [
+        ("Tokens", eq.prose(", ".join(toks))),
+        ("Sizes", eq.prose(size("n", p.n), " tokens, ", size("d_model", p.d_model), ", ", size("d_k", p.d_k), ", ",
+                           size("d_v", p.d_v), f", {len(p.heads)} heads" if p.multihead else "")),
+        ("Scaling", eq.prose(scale_prose(p), f"; mask: {mask_text(p)}; answers to {places} decimal places")),
     ]
+    facts = [(a, printers.text(b)) for a, b in facts_rich]
     return {
         "training": training(p),
         "title": p.title or "Self-attention", "tokens": toks,
-        "facts": facts, "facts_rich": [(a, rich(b)) for a, b in facts],
+        "facts": facts, "facts_rich": facts_rich,
         "given": given(p, places + 2 if display == "decimal" else None),
         "legend": [{"index": i + 1, "token": t} for i, t in enumerate(toks)],
         "needs_legend": any(lab != t for lab, t in zip(tl, toks)),
@@ -467,7 +456,9 @@ def build(sol, kind: str, student: dict | None = None) -> dict[str, Any]:
     for k, st in enumerate(sol.steps, 1):
         res = mats.get(st.result) if st.result else None
         views = []
-        if res is not None:
+        if res is not None and res.is_scalar:
+            pass        # a number (the loss): the step's last line shows it, L ≈ 2.24, never as a 1×1 matrix
+        elif res is not None:
             if show_exact(res, places, sol.display == "decimal"):
                 views.append(mat_view(res, places, exact=True, caption="exact"))
                 views.append(mat_view(res, places, caption=f"to {places} places"))
@@ -477,16 +468,17 @@ def build(sol, kind: str, student: dict | None = None) -> dict[str, Any]:
         if res is not None:
             r, c = res.shape
             blank = [[{"text": "", "tex": "", "eq": None} for j in range(c)] for i in range(r)]
-            grid = matrix(res.sym, res.rows, res.cols, blank, name=res.name)
+            grid = matrix(res.sym, [""] * r if res.is_scalar else res.rows, [""] * c if res.is_scalar else res.cols,
+                          blank, name=res.name)
             grid["blank"] = True
         steps.append({
-            "number": k, "id": st.id, "head": st.head, "title": st.title, "title_rich": rich(st.title),
+            "number": k, "id": st.id, "head": st.head, "title": st.title, "title_rich": st.title_prose,
             "why": st.why, "notes": list(st.notes), "result": st.result,
-            "why_rich": rich(st.why), "notes_rich": [rich(n) for n in st.notes],
+            "why_rich": st.why_prose, "notes_rich": list(st.notes_prose),
             "shape": st.shape_eq, "blocks": _blocks(st), "mats": views, "grid": grid,
             "side": _fits_side(st, views),
-            "task_rich": rich(_task_text(st, p, st.precision or places + 2, places)),
-            "checks": [dict(c, rich=rich(c["text"])) for c in _check_prompts(st, tl, toks, sol.checks)],
+            "task_rich": _task_text(st, p, st.precision or places + 2, places),
+            "checks": [dict(c, text=printers.text(c["rich"])) for c in _check_prompts(st, tl, toks, sol.checks)],
             "checks_word": {"one": "Check one", "row": "Check a row", "all": "Check every entry"}[sol.checks],
         })
 

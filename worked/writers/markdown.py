@@ -38,7 +38,11 @@ def render(sol: Solution) -> str:
                 out += [f"**{_cell(line.group)}**", ""]
             group = line.group
             out += ["$$", line.latex, "$$", ""]
-        if step.result:
+        if step.result and mats[step.result].is_scalar:     # a number (the loss), not a 1×1 table
+            m = mats[step.result]
+            rel = "=" if m.exact_at(places) else r"\approx"
+            out += [f"${m.symbol_latex} {rel} {m.dec_plain(0, 0, places)}$", ""]
+        elif step.result:
             m = mats[step.result]
             if view.show_exact(m, places, sol.display == "decimal"):   # the page model's rule: rounding enters and every entry is short
                 out += [f"{_cell(m.symbol)}, exact:", ""] + table(m, places, exact=True) + [""]

@@ -47,30 +47,12 @@ def _md(text: str) -> str:
     return "".join("&lt;" if c == "<" else "\\" + c if c in _MD_SPECIAL else c for c in text)
 
 
-def _rich_md(text: str) -> str:
-    """The core's prose (W_Q, d_k, e^x, Kᵀ, ⁽¹⁾) as Markdown with inline math; everything else literal."""
-    from ..render.view import rich
+def _rich_md(prose) -> str:
+    """Prose (a :class:`worked.eq.Prose`, or plain text) as Markdown: the text escaped, the math inline
+    ``$…$`` from the LaTeX printer (Jupyter's MathJax sets it)."""
+    from .. import eq, printers
 
-    out, math = [], []
-
-    def flush():
-        if math:
-            out.append("$" + "".join(math) + "$")
-            math.clear()
-
-    for piece in rich(text):
-        if piece[0] == "text":
-            flush()
-            out.append(_md(piece[1]))
-        elif piece[0] == "sub":
-            math.append(f"{piece[1]}_{{{piece[2]}}}")
-        else:   # a superscript: take the letter it sits on into the math
-            base = piece[1]
-            if not base and not math and out and out[-1][-1:].isalpha() and out[-1][-2:-1] != "\\":
-                base, out[-1] = out[-1][-1], out[-1][:-1]
-            math.append(f"{base}^{{{piece[2]}}}")
-    flush()
-    return "".join(out)
+    return "".join(_md(x) if isinstance(x, str) else f"${printers.latex(x)}$" for x in eq.prose(prose).parts)
 
 
 # ---------------------------------------------------------------- numbers as code
@@ -174,7 +156,7 @@ class _Builder:
         p = self.p
         page = page_model(self.sol, "answer-key")
         title = p.title or "Self-attention"
-        facts = "\n".join(f"* **{_md(a)}:** {_rich_md(b)}" for a, b in page["facts"])
+        facts = "\n".join(f"* **{_md(a)}:** {_rich_md(b)}" for a, b in page["facts_rich"])
         text = [f"# {_md(title)}", ""]
         if self.student:
             words = {"name": "Name", "id": "Id", "variant": "Variant"}
@@ -236,10 +218,10 @@ class _Builder:
         suf = str(st.head) if st.head is not None else ""
         base = f"step{k:02d}-{st.id}" + (f"-head{suf}" if suf else "")
         label = f"Step {k} ({st.title})"
-        md = [f"## Step {k}: {_rich_md(st.title)}", "", _rich_md(st.why)]
+        md = [f"## Step {k}: {_rich_md(st.title_prose)}", "", _rich_md(st.why_prose)]
         if st.shape_latex:
             md += ["", f"Shapes: ${st.shape_latex}$"]
-        for note in st.notes:
+        for note in st.notes_prose:
             md += ["", "> " + _rich_md(note)]
         self.md(base + "-md", "\n".join(md))
         m = mats[st.result]

@@ -81,7 +81,10 @@ def render(sol: Solution, width: int = 100) -> str:
                 out.append(f"  {line.group}:")
             group = line.group
             out += chain_lines(line.eq, "    " if line.group else "  ", width)
-        if step.result:
+        if step.result and mats[step.result].is_scalar:     # a number: L ≈ 2.24
+            m = mats[step.result]
+            out.append(f"  {m.symbol} {'=' if m.exact_at(places) else '≈'} {m.show(0, 0, places)}")
+        elif step.result:
             m = mats[step.result]
             exact = view.show_exact(m, places, sol.display == "decimal")
             if exact:
