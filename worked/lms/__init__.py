@@ -34,6 +34,7 @@ from decimal import ROUND_HALF_UP, Decimal
 from html import escape
 
 from .. import eq, printers
+from ..errors import WorkedError
 from ..problem import Problem
 from ..render import view
 
@@ -131,9 +132,38 @@ def category_part(s: str) -> str:
     return s or "-"
 
 
+CATEGORY_MAX = 255   # Moodle's question_categories.name is varchar(255)
+
+
+def _category_chars(s: str) -> list[str]:
+    """*s* (on one line) as :func:`category_part` writes it, one escaped piece per character: ``&`` → ``&amp;``,
+    ``/`` → ``//``, so a cut between pieces is never inside an escape."""
+    return [escape(c, quote=False).replace("/", "//") for c in s]
+
+
 def quiz_category(manifest: dict) -> str:
-    """The quiz's own category, named with its title and seed (a fresh one for every import of a new seed)."""
-    return category_part(f"{manifest['title']} (seed {manifest['seed']})")
+    """The quiz's own category, named with its title and seed (a fresh one for every import of a new seed), in at
+    most :data:`CATEGORY_MAX` characters as written (escapes counted, ``//`` as two): a title that would not fit
+    is cut on a character boundary, between escapes, and ends with ``…``; the seed is always kept (the spec's
+    seed has at most 100 digits: :data:`worked.quiz.MAX_SEED_DIGITS`)."""
+    tail = f" (seed {manifest['seed']})"
+    title = one_line(manifest["title"])
+    name = category_part(title + tail)
+    if len(name) <= CATEGORY_MAX:
+        return name
+    budget = CATEGORY_MAX - len(tail) - 2   # the ellipsis, and a space that pads a title starting with "/"
+    keep, n = [], 0
+    for piece in _category_chars(title):
+        if n + len(piece) > budget:
+            break
+        keep.append(piece)
+        n += len(piece)
+    cut = title[:len(keep)].rstrip()
+    name = category_part(cut + "…" + tail if cut else tail.lstrip())
+    if len(name) > CATEGORY_MAX:
+        raise WorkedError(f"manifest: seed: expected a whole number of at most 100 digits (the quiz's Moodle "
+                          f"category keeps it, in at most {CATEGORY_MAX} characters), got a longer one")
+    return name
 
 
 def category(manifest: dict, v: dict) -> str:
