@@ -533,7 +533,12 @@ def build_variant(spec: QuizSpec, variant: Variant, formats: tuple[str, ...]) ->
     if "ipynb" in formats:   # the exercise notebook: the student writes each step, the checks say which is wrong
         from .writers import notebook
 
+        # the student's copy checks a graded question's matrix for its shape only (no expected value of a
+        # graded question in a file for students); the teacher's copy, next to the answer key, checks every value
+        graded = frozenset(q.matrix for q in spec.questions)
         files[f"{folder}/exercise.ipynb"] = notebook.dumps(
+            notebook.build(sol, answers_hidden=True, student=_student_for(variant), graded=graded)).encode()
+        files[f"{folder}/exercise-key.ipynb"] = notebook.dumps(
             notebook.build(sol, answers_hidden=True, student=_student_for(variant))).encode()
     if not {"html", "pdf", "tex"} & set(formats):
         return {"entry": entry, "files": files}
