@@ -2,8 +2,9 @@
 tolerance, point and mistake feedback equals the manifest's.
 
 - Moodle XML: numerical questions (``<defaultgrade>`` is the mark) and Cloze questions (the mark is the
-  sum of the whole-number sub-question weights), marks in proportion to the points; the answer is the value at the places asked, its tolerance the
-  manifest's plus that rounding; categories split as Moodle splits them; stable idnumbers.
+  sum of the whole-number sub-question weights), marks in proportion to the points; the first right answer is
+  the value at the places asked with the tolerance the rounding leaves, the second the exact value with the
+  spec's tolerance, so full marks go to exactly [exact ± tol]; categories split as Moodle splits them; stable idnumbers.
 - Canvas QTI: the structure QTIMigrationTool reads (a question group of one item per variant for each
   answered cell, ``selection_number`` 1, ``points_per_item``), Canvas's exact answer and margin,
   ``assessment_meta.xml``'s points.
@@ -81,12 +82,28 @@ def _manifest(batch, spec):
 
 
 def _check_answer(value, tol, e, places):
-    """The LMS answer is the manifest's value at the places asked; its tolerance covers the manifest's range."""
+    """The first 100 % answer is the manifest's value at the places asked (the correct answer shown), with the
+    tolerance left after the rounding: its window lies inside the spec's [exact ± tol]."""
     value, tol = Decimal(value), Decimal(tol)
     assert value == rounded(e["expected"], places)
     v, t = Decimal(repr(e["expected"])), Decimal(repr(e["tolerance"]))
-    assert tol == t + abs(v - value)
-    assert value - tol <= v - t and v + t <= value + tol
+    assert tol == t - abs(v - value) >= 0
+    assert v - t <= value - tol and value + tol <= v + t
+
+
+def _check_right(answers, e, places):
+    """The 100 % answers [(value, tolerance)]: the rounded one (unless the rounding leaves no tolerance), then the
+    exact value with the spec's tolerance (one answer when the rounded value is exact)."""
+    v, t = Decimal(repr(e["expected"])), Decimal(repr(e["tolerance"]))
+    r = rounded(e["expected"], places)
+    if r == v:
+        assert [(Decimal(a), Decimal(b)) for a, b in answers] == [(v, t)]
+        return
+    *first, last = answers
+    assert (Decimal(last[0]), Decimal(last[1])) == (v, t)
+    assert len(first) == (1 if abs(v - r) <= t else 0)
+    for a, b in first:
+        _check_answer(a, b, e, places)
 
 
 def _points(man):
@@ -113,9 +130,10 @@ def test_moodle_xml_as_moodle_reads_it(batch, spec):
             ask = q.find("name/text").text.split(" ")[-1]
             e, spec_q, places = cells[(code, qname, ask)]
             answers = q.findall("answer")
-            assert [a.get("fraction") for a in answers] == ["100"] + ["0"] * len(e["mistakes"])
-            _check_answer(answers[0].find("text").text, answers[0].find("tolerance").text, e, places)
-            for a, m in zip(answers[1:], e["mistakes"]):
+            right = [a for a in answers if a.get("fraction") == "100"]
+            assert [a.get("fraction") for a in answers] == ["100"] * len(right) + ["0"] * len(e["mistakes"])
+            _check_right([(a.find("text").text, a.find("tolerance").text) for a in right], e, places)
+            for a, m in zip(answers[len(right):], e["mistakes"]):
                 assert float(a.find("text").text) == m["value"]
                 assert float(a.find("tolerance").text) == e["tolerance"]
                 assert a.find("feedback").get("format") == "html"
@@ -133,9 +151,10 @@ def test_moodle_xml_as_moodle_reads_it(batch, spec):
             for ask, sub in zip(asks, subs):
                 e, spec_q, places = cells[(code, qname, ask)]
                 assert sub["numerical"]
-                (f0, a0, t0, fb0), *wrong = sub["answers"]
-                assert f0 == 1.0 and fb0 == "Correct."
-                _check_answer(a0, t0, e, places)
+                right = [a for a in sub["answers"] if a[0] == 1.0]
+                wrong = sub["answers"][len(right):]
+                assert all(fb == "Correct." for *_, fb in right)
+                _check_right([(a, t) for _, a, t, _ in right], e, places)
                 assert [(f, float(a), float(t)) for f, a, t, _ in wrong] == [
                     (0.0, m["value"], e["tolerance"]) for m in e["mistakes"]]
                 assert [html_text(fb) for *_, fb in wrong] == [m["feedback"] for m in e["mistakes"]]
@@ -224,7 +243,7 @@ def test_qti_as_canvas_reads_it(batch, spec):
             assert cond.find("q:setvar", Q).text == "100" and cond.find("q:setvar", Q).get("varname") == "SCORE"
             got = canvas_numeric(cond.find("q:conditionvar", Q), Q)
             assert got["type"] == "exact_answer"
-            _check_answer(got["exact"], got["margin"], e, places)
+            assert (got["exact"], got["margin"]) == (Decimal(repr(e["expected"])), Decimal(repr(e["tolerance"])))
             lower = Decimal(cond.find("q:conditionvar/q:or/q:and/q:vargte", Q).text)
             assert got["exact"] - lower == got["margin"]
             seen.add((code, qn, ask))
@@ -299,10 +318,11 @@ def test_gift_as_gift_pegjs_reads_it(batch, spec):
         assert p["type"] == "Numerical" and p["stem"]["format"] == "html"
         code, qname, ask = p["title"].split(" ", 2)
         e, q, places = cells[(code, qname, ask)]
-        right, *wrong = p["choices"]
-        assert right["isCorrect"] and right["weight"] is None and right["feedback"]["text"] == "Correct."
-        assert right["text"]["type"] == "range"
-        _check_answer(repr(right["text"]["number"]), repr(right["text"]["range"]), e, places)
+        right = [c for c in p["choices"] if c["weight"] is None]
+        wrong = p["choices"][len(right):]
+        for c in right:
+            assert c["isCorrect"] and c["feedback"]["text"] == "Correct." and c["text"]["type"] == "range"
+        _check_right([(repr(c["text"]["number"]), repr(c["text"]["range"])) for c in right], e, places)
         assert [(w["weight"], w["text"]["number"], w["text"]["range"], w["feedback"]["text"]) for w in wrong] == [
             (0, m["value"], e["tolerance"], m["feedback"]) for m in e["mistakes"]]
         # the matrices' LaTeX row breaks survive: \\ in the parsed text
@@ -333,3 +353,75 @@ def test_idnumbers_stable_when_the_roster_grows(tmp_path):
         ids.append({q.find("idnumber").text for q in ET.parse(out / "moodle.xml").getroot().findall("question")
                     if q.get("type") != "category"})
     assert ids[0] < ids[1]
+
+
+def _first_match(answers, x):
+    """Moodle's numerical grading: the fraction of the first answer with |x − answer| ≤ tolerance (0 if none)."""
+    for frac, a, t in answers:
+        if abs(x - Decimal(a)) <= Decimal(t):
+            return frac
+    return 0
+
+
+def _moodle_xml_answers(path):
+    """{(code, question name, ask): [(fraction, answer, tolerance)]} as Moodle reads moodle.xml."""
+    out = {}
+    for q in ET.parse(path).getroot().findall("question"):
+        if q.get("type") == "numerical":
+            code, qname, ask = q.find("name/text").text.split(" ", 2)
+            out[(code, qname, ask)] = [(float(a.get("fraction")) / 100, a.find("text").text, a.find("tolerance").text)
+                                       for a in q.findall("answer")]
+        elif q.get("type") == "cloze":
+            code, qname, _ = q.find("name/text").text.split(" ", 2)
+            _, subs, stored = moodle_cloze(q.find("questiontext/text").text)
+            asks = re.findall(r"<tr><td>([^<]+)</td><td>\{#\d+\}</td></tr>", stored)
+            for ask, sub in zip(asks, subs):
+                out[(code, qname, ask)] = [(f, a, t) for f, a, t, _ in sub["answers"]]
+    return out
+
+
+def _gift_answers(text):
+    out = {}
+    for p in gift_parse(text):
+        if p["type"] == "Category":
+            continue
+        code, qname, ask = p["title"].split(" ", 2)
+        out[(code, qname, ask)] = [(1.0 if c["weight"] is None else c["weight"] / 100, repr(c["text"]["number"]),
+                                    repr(c["text"]["range"])) for c in p["choices"]]
+    return out
+
+
+def _qti_answers(zbytes):
+    z = zipfile.ZipFile(io.BytesIO(zbytes))
+    (name,) = [n for n in z.namelist() if n.endswith(".xml") and "/" in n and not n.endswith("assessment_meta.xml")]
+    out = {}
+    for item in ET.fromstring(z.read(name)).iter("{%s}item" % Q["q"]):
+        code, qn, ask = item.get("title").split(" ", 2)
+        got = canvas_numeric(item.find("q:resprocessing/q:respcondition/q:conditionvar", Q), Q)
+        assert got["type"] == "exact_answer"
+        out[(code, qn, ask)] = [(1.0, got["exact"], got["margin"])]   # Canvas: within margin of exact
+    return out
+
+
+@needs_node
+def test_every_lms_accepts_exactly_the_spec_window(tmp_path):
+    """Issue 25: for every asked cell of quiz-1 -n 10, Moodle XML, GIFT and Canvas give full marks to exactly
+    [exact − tol, exact + tol]: exact ± 0.999 tol accepted and exact ± 1.001 tol refused, on each side (the
+    rounded value alone with tol + |exact − r| accepted up to tol + 2|exact − r| on one side)."""
+    out = run(PROBLEMS / "quiz-1.toml", count=10, outdir=tmp_path / "q", formats="moodle,qti,gift", jobs=1,
+              quiet=True)[0]
+    man, cells = _manifest(out.parent, out.name)
+    asked_cells = {k: e for k, (e, _, _) in cells.items() if e["expected"] is not None}
+    assert len(asked_cells) == 100
+    readers = {"moodle.xml": _moodle_xml_answers(out / "moodle.xml"),
+               "quiz.gift.txt": _gift_answers((out / "quiz.gift.txt").read_text()),
+               "canvas-qti.zip": _qti_answers((out / "canvas-qti.zip").read_bytes())}
+    for fname, answers in readers.items():
+        assert set(answers) == set(asked_cells), fname
+        for key, e in asked_cells.items():
+            v, t = Decimal(repr(e["expected"])), Decimal(repr(e["tolerance"]))
+            for side in (-1, 1):
+                inside, outside = v + side * Decimal("0.999") * t, v + side * Decimal("1.001") * t
+                assert _first_match(answers[key], inside) == 1.0, (fname, key, inside)
+                assert _first_match(answers[key], outside) != 1.0, (fname, key, outside)
+            assert _first_match(answers[key], v) == 1.0

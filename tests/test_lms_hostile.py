@@ -164,3 +164,59 @@ def test_exports_of_a_manifest_with_a_lone_surrogate_and_nul(out):
     text = gift.export(man)
     assert text.splitlines()[0].startswith("// a\ufffdb\u2400c\u2421d — ")
     text.encode("utf-8")
+
+
+LONG_TITLE = ("&/<" * 67)[:200]   # 200 characters that escape to 467 (&amp; // &lt;)
+HUGE_SEED = 10 ** 100 - 1        # the largest seed a spec may have: 100 digits
+
+
+def _long_spec(tmp_path, seed):
+    spec = tmp_path / "long.toml"
+    body = SPEC.replace(f"title = {json.dumps(TITLE)}", f"title = {json.dumps(LONG_TITLE)}")
+    spec.write_text(body.replace("seed = 7", f"seed = {seed}"), encoding="utf-8")
+    return spec
+
+
+@pytest.mark.parametrize("seed", [7, HUGE_SEED])
+def test_category_names_fit_in_255_characters(tmp_path, seed):
+    """Issue 25: Moodle's category names are varchar(255) after escaping (PostgreSQL refuses a longer one and
+    Moodle imports nothing). A 200-character title of ``&/<`` (and the largest seed) gives a quiz category of at
+    most 255 characters as written, in moodle.xml and GIFT: the title cut between escapes, then ``…``, then the
+    whole seed; the variant level keeps its code."""
+    out = run(_long_spec(tmp_path, seed), count=2, outdir=tmp_path / "out", formats="moodle,gift", jobs=1,
+              quiet=True)[0]
+    man = json.loads((out / "manifest.json").read_text())
+    xml_paths = [q.find("category/text").text for q in ET.parse(out / "moodle.xml").getroot().findall("question")
+                 if q.get("type") == "category"]
+    gift_paths = [moodle_gift_category(ln) for ln in (out / "quiz.gift.txt").read_text().splitlines()
+                  if ln.startswith("$CATEGORY:")]
+    for paths in (xml_paths, gift_paths):
+        assert len(paths) == len(man["variants"])
+        for path, v in zip(paths, man["variants"]):
+            raw = re.split(r"(?<!/)/(?!/)", path)          # the levels as Moodle splits them, still escaped
+            assert len(raw) == 4 and all(len(r) <= 255 for r in raw), [len(r) for r in raw]
+            assert re.fullmatch(r"(&amp;|//|&lt;)+…", raw[2].removesuffix(f" (seed {seed})").strip())
+            levels = moodle_category_levels(path)
+            assert levels[2].endswith(f"… (seed {seed})") and LONG_TITLE.startswith(levels[2].split("…")[0])
+            assert levels[3] == f"Variant {v['variant']}"
+    assert xml_paths == [p.replace("\\\\", "\\") for p in xml_paths]
+
+
+def test_seed_too_large_for_a_category_is_refused(tmp_path):
+    """A seed of more than 100 digits cannot be kept in a 255-character category with the title: refused when
+    the spec is loaded (and as --seed), one line naming the file and field, exit 2."""
+    spec = _long_spec(tmp_path, 10 ** 100)
+    r = subprocess.run([sys.executable, "-m", "worked", "quiz", str(spec), "-n", "1", "-o", str(tmp_path / "o"),
+                        "--format", "moodle"], capture_output=True, text=True)
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert r.stderr.startswith(f"error: {spec}: ") and "100 digits" in r.stderr   # the TOML reader's own limit
+    from worked.errors import WorkedError
+    from worked.quiz import spec_from_dict
+    with pytest.raises(WorkedError, match=r"seed.*at most 100 digits"):
+        spec_from_dict({"seed": 10 ** 100, "family": {}, "questions": []}, "spec.toml")
+    r = subprocess.run([sys.executable, "-m", "worked", "quiz", "problems/quiz-1.toml", "-n", "1", "--seed",
+                        str(10 ** 150), "-o", str(tmp_path / "o"), "--format", "moodle"], capture_output=True, text=True)
+    assert r.returncode == 2 and r.stderr.strip().splitlines() == [
+        "error: --seed: expected a whole number of at most 100 digits (it names the quiz's LMS category, "
+        "at most 255 characters), got a longer one"]
+    assert not (tmp_path / "o").exists()

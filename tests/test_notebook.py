@@ -343,25 +343,72 @@ def test_execute_without_nbclient_is_one_line(cli, tmp_path):
 
 def test_quiz_ipynb_writes_one_exercise_per_variant(tmp_path, kernel):
     """`worked quiz --format ipynb`: variants/<code>/exercise.ipynb, an exercise for that variant's problem,
-    with its code under the title; filled in with the answers it passes every check; same bytes again."""
+    with its code under the title, whose graded matrices are checked for their shape only;
+    exercise-key.ipynb, the teacher's copy, keeps every check. Filled in with the answers, both pass every
+    check; same bytes again."""
     from worked.problem import Problem
-    from worked.quiz import run as quiz
+    from worked.quiz import load_spec, run as quiz
 
     spec = ROOT / "problems" / "quiz-2-causal.toml"
+    graded = {q.matrix for q in load_spec(spec).questions}
     out, entries = quiz(spec, count=2, outdir=tmp_path / "q", formats="ipynb", jobs=1, quiet=True)
     assert len(entries) == 2
     for e in entries:
         path = out / "variants" / e["variant"] / "exercise.ipynb"
         nb = nbformat.read(path, as_version=4)
+        key_nb = nbformat.read(path.with_name("exercise-key.ipynb"), as_version=4)
         nbformat.validate(nb)
         assert f"**Variant:** {e['variant']}" in nb.cells[0].source
         assert not any("@" in c.source for c in nb.cells if c.cell_type == "code")
         sol = worked.solve(Problem.from_dict(e["problem"]))
-        assert [c.source for c in check_cells(nb)] == [c.source for c in check_cells(nbw.build(sol))]
+        assert [c.source for c in check_cells(key_nb)] == [c.source for c in check_cells(nbw.build(sol))]
+        assert [c.source for c in check_cells(nb)] == [c.source for c in check_cells(nbw.build(sol, graded=graded))]
+        shape_only = [c for c in check_cells(nb) if "_key" not in c.source]
+        assert shape_only and all("np.shape(" in c.source for c in shape_only)
     answers = {c.id: c.source for c in nbw.build(sol).cells}
-    for c in nb.cells:
-        if c.source.startswith(nbw.PLACEHOLDER):
-            c.source = answers[c.id]
-    assert all("matches the key" in text_of(c) for c in check_cells(run(nb, kernel)))
+    for book in (nb, key_nb):
+        for c in book.cells:
+            if c.source.startswith(nbw.PLACEHOLDER):
+                c.source = answers[c.id]
+    assert all("matches the key" in text_of(c) for c in check_cells(run(key_nb, kernel)))
+    assert all("matches the key" in text_of(c) or "has the right shape" in text_of(c)
+               for c in check_cells(run(nb, kernel)))
     again, _ = quiz(spec, count=2, outdir=tmp_path / "q2", formats="ipynb", jobs=1, quiet=True)
     assert (again / "variants" / e["variant"] / "exercise.ipynb").read_bytes() == path.read_bytes()
+
+
+STUDENT_FILES = ("exercise.ipynb", "worksheet.html", "worksheet.tex")   # what a student is given
+
+
+def _number_in(text: str, s: str) -> bool:
+    return re.search(r"(?<![\d.])" + re.escape(s) + r"(?![\d])", text) is not None
+
+
+def test_quiz_student_files_hold_no_graded_answer(tmp_path):
+    """Issue 25: no expected value of a graded question in a file for students. For every asked cell of every
+    variant of quiz-1 (ipynb, html, tex), neither its value at the places shown nor its leading digits as the
+    key writes them appear in the variant's worksheet or exercise notebook; the teacher's exercise-key.ipynb
+    has them."""
+    from decimal import ROUND_HALF_UP, Decimal
+
+    from worked.quiz import run as quiz
+
+    out, entries = quiz(ROOT / "problems" / "quiz-1.toml", count=3, outdir=tmp_path / "q", formats="ipynb,html,tex",
+                        jobs=1, quiet=True)
+    for e in entries:
+        folder = out / "variants" / e["variant"]
+        places = worked.problem.Problem.from_dict(e["problem"]).decimals
+        student = {f: (folder / f).read_text(encoding="utf-8") for f in STUDENT_FILES}
+        teacher = (folder / "exercise-key.ipynb").read_text(encoding="utf-8")
+        found_in_key = 0
+        for q in e["questions"]:
+            for c in q["entries"]:
+                if c["expected"] is None or abs(c["expected"]) < 0.5 * 10 ** -places:
+                    continue   # (a 0 at the places shown is in every notebook's "never -0.00")
+                shown = f"{Decimal(repr(c['expected'])).quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP):f}"
+                forms = [shown] + ([repr(c["expected"])[:10]] if len(repr(c["expected"]).lstrip("-")) > 10 else [])
+                for name, text in student.items():
+                    for form in forms:
+                        assert not _number_in(text, form), (e["variant"], name, c["ask"], form)
+                found_in_key += any(form in teacher for form in forms[1:])
+        assert found_in_key   # the teacher's copy checks the values

@@ -55,6 +55,10 @@ TOLERANCE_KEYS = ("abs", "rel")
 FORMATS = ("pdf", "html", "tex", "moodle", "qti", "gift", "ipynb")
 DEFAULT_FORMATS = ("pdf", "html", "moodle", "qti", "gift")
 MAX_VARIANTS = 2000
+# a seed's digits are in the quiz's Moodle category name (varchar(255)), which always keeps them: see
+# worked.lms.quiz_category
+MAX_SEED_DIGITS = 100
+MAX_SEED = 10 ** MAX_SEED_DIGITS - 1
 CODE_ALPHABET = "23456789ABCDEFGHJKMNPQRSTUVWXYZ"  # no 0/O, 1/I/L: easy to read aloud and type
 
 MATRIX_WORDS = {
@@ -153,6 +157,9 @@ def spec_from_dict(data: dict, source: str) -> QuizSpec:
     seed = data.get("seed", 0)
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise err("seed", f"expected a whole number ≥ 0, got {seed!r}")
+    if seed > MAX_SEED:
+        raise err("seed", f"expected a whole number of at most {MAX_SEED_DIGITS} digits (it names the quiz's LMS "
+                          "category, at most 255 characters), got a longer one")
     count = data.get("count")
     if count is not None and (isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_VARIANTS):
         raise err("count", f"expected a whole number from 1 to {MAX_VARIANTS}, got {count!r}")
@@ -526,7 +533,12 @@ def build_variant(spec: QuizSpec, variant: Variant, formats: tuple[str, ...]) ->
     if "ipynb" in formats:   # the exercise notebook: the student writes each step, the checks say which is wrong
         from .writers import notebook
 
+        # the student's copy checks a graded question's matrix for its shape only (no expected value of a
+        # graded question in a file for students); the teacher's copy, next to the answer key, checks every value
+        graded = frozenset(q.matrix for q in spec.questions)
         files[f"{folder}/exercise.ipynb"] = notebook.dumps(
+            notebook.build(sol, answers_hidden=True, student=_student_for(variant), graded=graded)).encode()
+        files[f"{folder}/exercise-key.ipynb"] = notebook.dumps(
             notebook.build(sol, answers_hidden=True, student=_student_for(variant))).encode()
     if not {"html", "pdf", "tex"} & set(formats):
         return {"entry": entry, "files": files}
@@ -898,6 +910,9 @@ def run(spec_path, *, count=None, roster=None, seed=None, outdir=None, formats=N
     if seed is not None:
         if seed < 0:
             raise WorkedError(f"--seed: expected a whole number ≥ 0, got {seed}")
+        if seed > MAX_SEED:
+            raise WorkedError(f"--seed: expected a whole number of at most {MAX_SEED_DIGITS} digits (it names the "
+                              "quiz's LMS category, at most 255 characters), got a longer one")
         spec = replace(spec, seed=seed)
     fmts = parse_formats(formats)
     if count is not None and roster is not None:

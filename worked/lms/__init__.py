@@ -19,9 +19,10 @@ what this module does about it:
 - Moodle category names (:func:`category`): ``/`` separates levels and ``//`` is a literal slash, tags
   are stripped (``PARAM_TEXT``), a line ends a GIFT ``$CATEGORY``: so one line, ``//`` for ``/``, and
   ``<``/``>``/``&`` as HTML references (Moodle prints category names as HTML, so they show as typed).
-- The answer asked for is the value at the places the question asks (:func:`answer`): Moodle and Canvas
-  show it to students as "the correct answer"; its tolerance grows by the rounding, so every answer
-  the manifest accepts is still accepted.
+- Every LMS accepts exactly the spec's [exact − tol, exact + tol] (:func:`window`). Moodle and GIFT: a
+  first 100 % answer at the value at the places asked (:func:`rounded`, what Moodle shows as "the correct
+  answer") with the tolerance left after the rounding, then one at the exact value with tol
+  (:func:`right_answers`). Canvas: an exact answer at the exact value with margin tol.
 - Points: Moodle's Cloze weights are whole numbers (``[0-9]*``): see :func:`worked.lms.moodle.mark_scale`.
   Canvas adds points per item, so an ask worth *P* points over *n* cells gets per-cell points in
   hundredths that add up to *P* exactly (:func:`split_points`).
@@ -33,6 +34,7 @@ from decimal import ROUND_HALF_UP, Decimal
 from html import escape
 
 from .. import eq, printers
+from ..errors import WorkedError
 from ..problem import Problem
 from ..render import view
 
@@ -49,14 +51,29 @@ def dec(x) -> Decimal:
     return Decimal(repr(x)) if isinstance(x, float) else Decimal(x)
 
 
-def answer(e: dict, places: int) -> tuple[Decimal, Decimal]:
-    """(value, tolerance) of a manifest entry as an LMS asks it: the value rounded half-up to *places*
-    (what the question asks for, and what Moodle and Canvas show as the correct answer) and the
-    manifest's tolerance plus that rounding, so that [value ± tolerance] holds the manifest's
-    [expected ± tolerance]."""
-    v = dec(e["expected"])
-    r = v.quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP)
-    return r, dec(e["tolerance"]) + abs(v - r)
+def rounded(e: dict, places: int) -> Decimal:
+    """A manifest entry's value rounded half-up to *places*: what the question asks for, and what Moodle and
+    Canvas show as the correct answer."""
+    return dec(e["expected"]).quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP)
+
+
+def window(e: dict) -> tuple[Decimal, Decimal]:
+    """(exact, tolerance) of a manifest entry: the spec accepts exactly [exact − tolerance, exact + tolerance],
+    the exact value as the manifest writes it (12 significant digits)."""
+    return dec(e["expected"]), dec(e["tolerance"])
+
+
+def right_answers(e: dict, places: int) -> list[tuple[Decimal, Decimal]]:
+    """The 100 % answers (value, tolerance) of a Moodle or GIFT numerical answer, in order, whose windows' union
+    is exactly the spec's [exact ± tol]: first the rounded value *r* with tolerance tol − |exact − r| (when that
+    is not negative; Moodle shows the first 100 % answer as the right one), then the exact value with tol (Moodle
+    takes the first answer that matches, and the first lies inside the second). One answer when r is exact."""
+    v, t = window(e)
+    r = rounded(e, places)
+    if r == v:
+        return [(r, t)]
+    first = [(r, t - abs(v - r))] if t >= abs(v - r) else []
+    return first + [(v, t)]
 
 
 def split_points(points, n: int) -> list[Decimal]:
@@ -115,9 +132,38 @@ def category_part(s: str) -> str:
     return s or "-"
 
 
+CATEGORY_MAX = 255   # Moodle's question_categories.name is varchar(255)
+
+
+def _category_chars(s: str) -> list[str]:
+    """*s* (on one line) as :func:`category_part` writes it, one escaped piece per character: ``&`` → ``&amp;``,
+    ``/`` → ``//``, so a cut between pieces is never inside an escape."""
+    return [escape(c, quote=False).replace("/", "//") for c in s]
+
+
 def quiz_category(manifest: dict) -> str:
-    """The quiz's own category, named with its title and seed (a fresh one for every import of a new seed)."""
-    return category_part(f"{manifest['title']} (seed {manifest['seed']})")
+    """The quiz's own category, named with its title and seed (a fresh one for every import of a new seed), in at
+    most :data:`CATEGORY_MAX` characters as written (escapes counted, ``//`` as two): a title that would not fit
+    is cut on a character boundary, between escapes, and ends with ``…``; the seed is always kept (the spec's
+    seed has at most 100 digits: :data:`worked.quiz.MAX_SEED_DIGITS`)."""
+    tail = f" (seed {manifest['seed']})"
+    title = one_line(manifest["title"])
+    name = category_part(title + tail)
+    if len(name) <= CATEGORY_MAX:
+        return name
+    budget = CATEGORY_MAX - len(tail) - 2   # the ellipsis, and a space that pads a title starting with "/"
+    keep, n = [], 0
+    for piece in _category_chars(title):
+        if n + len(piece) > budget:
+            break
+        keep.append(piece)
+        n += len(piece)
+    cut = title[:len(keep)].rstrip()
+    name = category_part(cut + "…" + tail if cut else tail.lstrip())
+    if len(name) > CATEGORY_MAX:
+        raise WorkedError(f"manifest: seed: expected a whole number of at most 100 digits (the quiz's Moodle "
+                          f"category keeps it, in at most {CATEGORY_MAX} characters), got a longer one")
+    return name
 
 
 def category(manifest: dict, v: dict) -> str:

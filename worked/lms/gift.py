@@ -5,7 +5,8 @@
     // [id:7EQT7Z-q1]
     ::name::[html]text{#=value:tolerance#feedback =%0%wrong:tolerance#feedback}
 
-The correct value at 100 % (at the places asked, see :func:`worked.lms.answer`), known mistakes as 0 %
+The correct value at 100 % (at the places asked with the tolerance left after the rounding, then the exact
+value with the spec's tolerance, so the accepted set is exactly [exact ± tol]: :func:`worked.lms.right_answers`), known mistakes as 0 %
 answers with feedback; the ``// [id:…]`` comment is the question's idnumber in Moodle. Special characters
 ``~ = # { } :`` and the backslash itself are escaped with a backslash (so a LaTeX row break ``\\\\`` is
 written ``\\\\\\\\``); a newline ends a comment or a ``$CATEGORY`` line and a blank line ends a question,
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 from html import escape
 
-from . import answer, asked, category, fmt_num, idnumber, matrix_latex, one_line, places, stem_html
+from . import asked, category, fmt_num, idnumber, matrix_latex, one_line, places, right_answers, stem_html
 
 
 def gift_escape(s: str) -> str:
@@ -55,8 +56,7 @@ def export(manifest: dict) -> str:
                 name = f"{v['variant']} {q['name']} {e['ask']}"
                 part = f" (part of {escape(q['ask'])})" if len(q["entries"]) > 1 else ""
                 text = stem + f"<p>Give <b>{escape(e['ask'])}</b>{part}.</p>"
-                value, tol = answer(e, nplaces)
-                answers = [f"={fmt_num(value)}:{fmt_num(tol)}#Correct."]
+                answers = [f"={fmt_num(value)}:{fmt_num(tol)}#Correct." for value, tol in right_answers(e, nplaces)]
                 for m in e["mistakes"]:
                     fb = gift_html(escape(m["feedback"], quote=False))
                     answers.append(f"=%0%{fmt_num(m['value'])}:{fmt_num(e['tolerance'])}#{fb}")

@@ -8,6 +8,10 @@ mark); Cloze sub-questions ``{w:NUMERICAL:=value:tol#feedback~%0%value:tol#feedb
 question's mark is the sum of the weights *w*, which must be whole numbers (``{([0-9]*):``), and
 ``<defaultgrade>`` is ignored on import.
 
+Right answers (:func:`worked.lms.right_answers`): the value at the places asked with the tolerance left after
+the rounding, then the exact value with the spec's tolerance; Moodle takes the first answer that matches, so
+full marks go to exactly [exact ± tol] and the first is the correct answer Moodle shows.
+
 Marks (:func:`mark_scale`): every question's mark is *K* × its points, *K* the smallest whole number that
 makes every cell's weight whole: 1 when the points allow it (2 points over 2 cells), 6 for quiz-1 (2 points
 over 3 cells, 3 over 6). Moodle scales a quiz's total of marks to its maximum grade, so with the maximum
@@ -24,7 +28,7 @@ from html import escape
 from math import lcm
 from xml.sax.saxutils import escape as xesc
 
-from . import answer, asked, category, clean, dec, fmt_num, idnumber, matrix_latex, one_line, places, stem_html
+from . import asked, category, clean, dec, fmt_num, idnumber, matrix_latex, one_line, places, right_answers, rounded, stem_html
 
 CORRECT = "Correct."
 
@@ -43,8 +47,7 @@ def cloze_text(s: str) -> str:
 
 
 def _cloze(e: dict, weight: int, nplaces: int) -> str:
-    value, tol = answer(e, nplaces)
-    parts = [f"={fmt_num(value)}:{fmt_num(tol)}#{cloze_text(CORRECT)}"]
+    parts = [f"={fmt_num(value)}:{fmt_num(tol)}#{cloze_text(CORRECT)}" for value, tol in right_answers(e, nplaces)]
     for m in e["mistakes"]:
         parts.append(f"%0%{fmt_num(m['value'])}:{fmt_num(e['tolerance'])}#{cloze_text(m['feedback'])}")
     return "{" + f"{weight}:NUMERICAL:" + "~".join(parts) + "}"
@@ -63,14 +66,14 @@ def _answer(fraction: int, value, tol, feedback: str) -> str:
 
 
 def _numerical(name: str, ident: str, text: str, points: Decimal, e: dict, nplaces: int) -> str:
-    value, tol = answer(e, nplaces)
+    value = rounded(e, nplaces)
     out = ['  <question type="numerical">\n',
            f"    <name><text>{xesc(name)}</text></name>\n",
            _text("questiontext", text),
            _text("generalfeedback", f"Expected: {fmt_num(value)} (exact: {escape(e['exact'])})"),
            f"    <defaultgrade>{fmt_num(points)}</defaultgrade>\n    <penalty>0</penalty>\n    <hidden>0</hidden>\n",
            f"    <idnumber>{xesc(ident)}</idnumber>\n",
-           _answer(100, value, tol, CORRECT)]
+           *(_answer(100, a, tol, CORRECT) for a, tol in right_answers(e, nplaces))]
     for m in e["mistakes"]:
         out.append(_answer(0, m["value"], e["tolerance"], m["feedback"]))
     out.append("    <unitgradingtype>0</unitgradingtype>\n    <unitpenalty>0.1</unitpenalty>\n"

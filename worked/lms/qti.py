@@ -14,7 +14,9 @@ Canvas converts the QTI with instructure's QTIMigrationTool and reads the result
   one ``respcondition`` whose ``conditionvar`` is ``<or>`` of ``varequal`` (the answer) and ``vargte``/
   ``varlte`` (answer ∓ tolerance), setting SCORE to 100. Canvas reads it as an ``exact_answer`` with the
   ``varequal`` value and a margin of ``varlte`` minus that value, in decimal arithmetic: both are
-  written as exact decimals (``vargt`` would be read as a precision answer; it is not used).
+  written as exact decimals (``vargt`` would be read as a precision answer; it is not used). The answer is
+  the exact value (12 significant digits) and the margin the spec's tolerance, so Canvas accepts exactly
+  [exact ± tol] (a margin round a rounded value would have to be wider on one side).
 
 Formulas are Canvas equation images (see :func:`equation_image`). The zip is deterministic (fixed
 timestamps, sorted entries, identifiers from SHA-256 of the title, seed and names).
@@ -29,7 +31,7 @@ from html import escape
 from urllib.parse import quote
 from xml.sax.saxutils import escape as xesc, quoteattr
 
-from . import answer, asked, fmt_num, matrix_latex, matrix_mathml, one_line, places, split_points, stem_html
+from . import asked, fmt_num, matrix_latex, matrix_mathml, one_line, split_points, stem_html, window
 
 NS = "http://www.imsglobal.org/xsd/ims_qtiasiv1p2"
 CANVAS_NS = "http://canvas.instructure.com/xsd/cccv1p0"
@@ -118,7 +120,6 @@ def assessment_xml(manifest: dict, ident: str) -> str:
            "    </qtimetadata>\n",
            '    <section ident="root_section">\n']
     stems = {v["variant"]: stem_html(v, equation_image) for v in manifest["variants"]}
-    nplaces = {v["variant"]: places(v) for v in manifest["variants"]}
     for g in groups(manifest):
         out.append(f"      <section ident=\"{_ident(ident, *g['key'])}\" title={quoteattr(g['title'])}>\n"
                    "        <selection_ordering>\n          <selection>\n"
@@ -128,7 +129,7 @@ def assessment_xml(manifest: dict, ident: str) -> str:
         for v, q, e in g["items"]:
             part = f" (part of {escape(q['ask'])})" if len(q["entries"]) > 1 else ""
             text = stems[v["variant"]] + f"<p>Give <b>{escape(e['ask'])}</b>{part}.</p>"
-            value, tol = answer(e, nplaces[v["variant"]])
+            value, tol = window(e)
             title = f"{v['variant']} {q['name']} {e['ask']}"
             out.append(_item(_ident(ident, v["variant"], q["name"], e["ask"]), title, text, g["points"], value, tol))
         out.append("      </section>\n")

@@ -121,7 +121,9 @@ def _show_code(places: int) -> str:
 # ---------------------------------------------------------------- the cells
 
 class _Builder:
-    def __init__(self, sol: Solution, answers_hidden: bool, student: dict | None = None):
+    def __init__(self, sol: Solution, answers_hidden: bool, student: dict | None = None,
+                 graded: frozenset = frozenset()):
+        self.graded = frozenset(graded)
         self.student = {k: str(v) for k, v in (student or {}).items() if k in ("name", "id", "variant") and v not in (None, "")}
         self.sol = sol
         self.p = sol.problem
@@ -141,7 +143,15 @@ class _Builder:
             source = f"{PLACEHOLDER}\n# compute {defines}" + (f", shape {shape}" if shape else "")
         self.code(cid, source)
 
-    def check(self, cid: str, var: str, m: Mat, label: str):
+    def check(self, cid: str, var: str, m: Mat, label: str, matrix: str = ""):
+        if matrix in self.graded:   # a graded question's matrix: its values stay out of the student's file
+            shape = tuple(m.shape)
+            src = ("# graded in the quiz: this check looks at the shape only (your teacher's copy checks the values)\n"
+                   f"assert np.shape({var}) == {shape!r}, {(label + ' should have shape ' + repr(shape) + ', got ')!r}"
+                   f" + str(np.shape({var}))\n"
+                   f"print({'✓ ' + label + ' has the right shape (its values are graded)'!r})")
+            self.code(cid, src)
+            return
         key = f"{var}_key"
         src = ("# the worked key: its exact values, to float precision\n" + _key(key, m) + "\n"
                f"np.testing.assert_allclose({var}, {key}, rtol={RTOL}, atol={ATOL},\n"
@@ -227,7 +237,7 @@ class _Builder:
         m = mats[st.result]
         var, src = self.numpy(st, suf)
         self.step_code(base, src, var, m.shape)
-        self.check(base + "-check", var, m, label)
+        self.check(base + "-check", var, m, label, st.result)
 
     def numpy(self, st, h: str) -> tuple[str, str]:
         """The variable a step defines and its NumPy code, in the page's style."""
@@ -313,7 +323,7 @@ class _Builder:
         self.md("whole-md", _md_keep("\n".join(md)))
         self.step_code("whole", "\n".join(src), "Z, from X and the weight matrices, in one block",
                        self.sol.output.shape)
-        self.check("whole-check", "Z", self.sol.output, "The whole thing in one block")
+        self.check("whole-check", "Z", self.sol.output, "The whole thing in one block", "Z")
 
 
 def _md_keep(text: str) -> str:
@@ -328,10 +338,13 @@ TRAINING_STEPS = frozenset({"loss", "dZ", "dconcat", "dV", "dA", "dS", "dscores"
                             "gradcheck", "W_Q_new", "W_K_new", "W_V_new", "loss_after"})
 
 
-def build(sol: Solution, *, answers_hidden: bool = False, student: dict | None = None) -> "nbformat.NotebookNode":
+def build(sol: Solution, *, answers_hidden: bool = False, student: dict | None = None,
+          graded=frozenset()) -> "nbformat.NotebookNode":
     """The notebook (nbformat v4) for *sol*: the answer notebook, or with *answers_hidden* the exercise.
-    *student* (``{"name", "id", "variant"}``, any of them) is named under the title, as on the sheets."""
-    b = _Builder(sol, answers_hidden, student)
+    *student* (``{"name", "id", "variant"}``, any of them) is named under the title, as on the sheets.
+    *graded* names matrices (keys of ``Solution.matrices()``, e.g. ``"weights"``, ``"head1.scores"``) whose
+    check cells test the shape only, without their values: a quiz's graded questions, in a student's file."""
+    b = _Builder(sol, answers_hidden, student, graded)
     b.intro()
     b.inputs()
     for k, st in enumerate(sol.steps, 1):
