@@ -643,10 +643,9 @@ def solve(problem: Problem, checks: str = "one", display: str | None = None) -> 
     return sol
 
 
-def _cell_name(m: Mat, i: int, j: int) -> str:
-    if m.shape == (1, 1):
-        return printers.text(m.sym)
-    return printers.text(eq.Entry(m.sym, m.rows[i], m.cols[j]))
+def _cell(m: Mat, i: int, j: int):
+    """The tree that names one entry (``Z[cats, 1]``; a 1×1 matrix by its symbol, ``L``)."""
+    return m.sym if m.shape == (1, 1) else eq.Entry(m.sym, m.rows[i], m.cols[j])
 
 
 def _answer_notes(ctx: _Ctx, sol: Solution, first_off: list) -> None:
@@ -659,19 +658,19 @@ def _answer_notes(ctx: _Ctx, sol: Solution, first_off: list) -> None:
         key, i, j = first_off[0]
         m = mats[key]
         shown = F.round_decimal(Fraction(_hand_at(sol.problem, sol.display, key, i, j)), None, ctx.dec)
-        sol.steps[0].notes.append(
+        sol.steps[0].notes_prose.append(_p(
             f"Values are carried to {ctx.P} places in this solution, one more than usual: with {ctx.dec + 2}, the value "
-            f"a hand carries for {_cell_name(m, i, j)} would round to {printers.text(eq.dec(shown))}, while the answer "
-            f"(the true value rounded) is {printers.text(m.fixed(i, j, ctx.dec))}.")
+            "a hand carries for ", _cell(m, i, j), " would round to ", eq.dec(shown), ", while the answer (the true "
+            "value rounded) is ", m.fixed(i, j, ctx.dec), "."))
     for key, m in mats.items():
         step = by_result.get(key)
         if m.hand is None or step is None:
             continue
         for i, j in ((i, j) for i in range(m.shape[0]) for j in range(m.shape[1]) if not _rounds_to_answer(m, i, j, ctx.dec)):
-            step.notes.append(
-                f"{_cell_name(m, i, j)}: the value carried here, {printers.text(m.carried(i, j))}, would round to "
-                f"{printers.text(eq.dec(F.round_decimal(Fraction(m.hand[i][j]), None, ctx.dec)))}, but the true value "
-                f"is {printers.text(eq.dec(m.rounded(i, j, ctx.dec + 4)))}…, so the answer is {printers.text(m.fixed(i, j, ctx.dec))}.")
+            step.notes_prose.append(_p(
+                _cell(m, i, j), ": the value carried here, ", m.carried(i, j), ", would round to ",
+                eq.dec(F.round_decimal(Fraction(m.hand[i][j]), None, ctx.dec)), ", but the true value is ",
+                eq.dec(m.rounded(i, j, ctx.dec + 4)), "…, so the answer is ", m.fixed(i, j, ctx.dec), "."))
 
 
 def _hand_at(problem, display, key, i, j):

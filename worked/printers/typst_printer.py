@@ -82,6 +82,11 @@ class TypstPrinter(Printer):
         return f"frac({self.doprint(n.num)}, {self.doprint(n.den)})"
 
     def _print_Pow(self, n):
+        b = n.base
+        if type(b) is eq.Sym and b.head is not None and b.sub is None:
+            # K⁽¹⁾ᵀ: the head and the power in one superscript (a superscript of a superscript is set too small)
+            bare = eq.Sym(b.name, upright=b.upright, prime=b.prime)
+            return f"{self.doprint(bare)}^(({b.head}) {_INLINE.doprint(n.exp)})"
         return f"{self.wrap(n.base, ATOM)}^({_INLINE.doprint(n.exp)})"
 
     def _print_Sqrt(self, n):
