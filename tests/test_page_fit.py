@@ -141,7 +141,9 @@ def test_training_problem_section_shows_target_and_rate(name, kind):
 
 @pytest.mark.parametrize("name", TRAIN)
 def test_key_glance_lists_the_training_matrices(name):
-    labels = [g["label"] for g in view.build(solution(name), "answer-key")["glance"]]
+    from worked import printers
+
+    labels = [printers.text(g["label"]) for g in view.build(solution(name), "answer-key")["glance"]]
     for want in ("L", "dZ", "dV", "dA", "dS", "dQ", "dK", "dW_Q", "dW_K", "dW_V", "W_Q′", "W_K′", "W_V′", "L′"):
         assert want in labels
 

@@ -952,8 +952,8 @@ class Hand:
         if shift:
             expo = {j: (Irr(F.N.sub(vals[j], vals[low])) if vals[j] != vals[low] else Fraction(0))
                     if isinstance(row[j], Irr) or isinstance(row[low], Irr) else
-                    (self._mark(Fraction(row[j]) - Fraction(row[low]), row[j], row[low]) if j != low else Fraction(0))
-                    for j in js}
+                    (self._mark(Fraction(row[j]) - Fraction(row[low]), row[j], row[low]) if vals[j] != vals[low]
+                     else Fraction(0)) for j in js}
         else:
             expo = {j: row[j] for j in js}
         exps = {j: self._exp(expo[j]) for j in js}

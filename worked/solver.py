@@ -739,9 +739,11 @@ def _train_steps(ctx: _Ctx, problem: Problem, run, nums, hand, heads: list[HeadR
              eq.Mul((eq.num(Fraction(1, 2)), eq.Add(terms))), loss.carried(0, 0)]
     ops = [EQ, _rel(not _has_dec(items[2])), _rel_to(items[2], loss, 0, 0)]
     _answer(ctx, items, ops, loss, 0, 0)
-    steps.append(Step("loss", "Loss: L = ½ Σ (Z − T)²", "How far the output is from the target T: half the sum of the "
-                      "squared differences over every entry (mean squared error without the mean, the usual ½ so that "
-                      f"the gradient is simply Z − T). Z is carried to {P} places.",
+    zt = eq.Add((zsym, eq.Neg(Tsym)))
+    steps.append(Step("loss", _p("Loss: ", _is(Lsym, eq.Mul((eq.num(Fraction(1, 2)), eq.Sum(eq.Pow(zt, eq.num(2)), "i,j"))))),
+                      _p("How far the output is from the target ", Tsym, ": half the sum of the squared differences over "
+                         "every entry (mean squared error without the mean, the usual ½ so that the gradient is simply ",
+                         zt, "). ", zsym, f" is carried to {P} places."),
                       [Line(eq.Rel(tuple(items), tuple(ops)))], result="loss", precision=P))
     # 2. dZ = Z − T
     dZ = M("dZ", eq.Sym("dZ", upright=True), toks, ocols)
@@ -751,9 +753,11 @@ def _train_steps(ctx: _Ctx, problem: Problem, run, nums, hand, heads: list[HeadR
         it = [eq.Entry(dZ.sym, lab[i], str(c + 1)), eq.Add((eq.Entry(zsym, lab[i], str(c + 1)), eq.Neg(eq.Entry(Tsym, lab[i], str(c + 1))))),
               eq.Add((output.carried(i, c), eq.Neg(eq.num(T[i][c])) if T[i][c] >= 0 else eq.num(-T[i][c]))), dZ.carried(i, c)]
         lines.append(Line(eq.Rel(tuple(it), (EQ, _rel(not _has_dec(it[2])), _rel_to(it[2], dZ, i, c)))))
-    steps.append(Step("dZ", "Backward: dZ = ∂L/∂Z = Z − T", "Start the backward pass at the loss: the derivative of "
-                      "½(Z − T)² with respect to each entry of Z is Z − T. Every gradient below is this one passed back "
-                      "through the steps of the forward pass, one product at a time (the chain rule).", lines, result="dZ",
+    steps.append(Step("dZ", _p("Backward: ", _is(dZ.sym, zt)),
+                      _p("Start the backward pass at the loss: the derivative of ",
+                         eq.Mul((eq.num(Fraction(1, 2)), eq.Pow(zt, eq.num(2)))), " with respect to each entry of ", zsym,
+                         " is ", zt, ". Every gradient below is this one passed back through the steps of the forward "
+                         "pass, one product at a time (the chain rule)."), lines, result="dZ",
                       precision=P, shape_eq=eq.Rel((eq.Dims(n, m_out),), ())))
     head_dZ = [dZ]
     if problem.multihead:

@@ -494,18 +494,20 @@ def build(sol, kind: str, student: dict | None = None) -> dict[str, Any]:
                 continue
             m = getattr(h, nm)
             v = mat_view(m, places, rel="=")
-            v["label"] = (label if not p.multihead else f"{label} (head {h.index})")
+            v["label"] = eq.prose(m.sym) if not p.multihead else eq.prose(m.sym, f" (head {h.index})")
             glance.append(v)
     if p.multihead:
         v = mat_view(sol.concat, places, rel="=")
-        v["label"] = "concat"
+        v["label"] = eq.prose(sol.concat.sym)
         glance.append(v)
         v = mat_view(sol.output, places, rel="=")
-        v["label"] = "Z (output)"
+        v["label"] = eq.prose(sol.output.sym, " (output)")
         glance.append(v)
     for key, m in (sol.train or {}).items():
         v = mat_view(m, places, rel="=")
-        v["label"] = m.symbol
+        v["label"] = eq.prose(m.sym)       # the symbol as math (dW_Q, W_Q′), in every format
+        if m.is_scalar:         # L, L′: a number in a box, no row or column label
+            v["rows"], v["cols"] = [""], [""]
         glance.append(v)
     final = mat_view(sol.output, places)
 
