@@ -117,6 +117,21 @@ def _dot_line(ctx: _Ctx, lhs, mid, a, b, R: Mat, i: int, j: int, answer: bool = 
     return Line(eq.Rel(tuple(items), tuple(ops)))
 
 
+def _row_sum_line(label, shown: list, whole: int, P: int, group: str) -> Line:
+    """``Σ_j A[i, j] ≈ 0.2410 + … = 1`` (or ``= 1.0001 ≈ 1``): the sum of a row as shown, and the value the true
+    row sums to exactly (1 for the weights, 0 for the softmax backward)."""
+    row = eq.Add(tuple(shown))
+    total = eq.rational_value(row)
+    items, ops = [label, row], [_rel(not _has_dec(row))]
+    if total == whole:
+        items.append(eq.num(whole))
+        ops.append(EQ)
+    else:
+        items += [F.hand_node(Approx(total), P), eq.num(whole)]
+        ops += [EQ, APPROX]
+    return Line(eq.Rel(tuple(items), tuple(ops)), group)
+
+
 def _answer(ctx: _Ctx, items: list, ops: list, R: Mat, i: int, j: int) -> None:
     """Append R[i, j]'s answer at the problem's places (the true value rounded) to a line that ends with its
     carried value, when it reads differently; not when the carried value rounds to another answer (that
@@ -382,16 +397,7 @@ def _weights_step(ctx: _Ctx, head, scaled: Mat, weights: Mat, rows, hand_rows) -
         if len(js) > 1:
             rs = eq.Sum(eq.Entry(a, ctx.lab[i], "j"), "j")
             if ctx.decimal:
-                ws = tuple(weights.carried(i, j) for j in js)
-                total_w = sum((_value_of(x) for x in ws), Fraction(0))
-                it, op = [rs, eq.Add(ws)], [_rel(all(weights.is_carried_exact(i, j) for j in js))]
-                if total_w == 1:
-                    it.append(eq.num(1))
-                    op.append(EQ)
-                else:
-                    it += [F.hand_node(Approx(total_w), P), eq.num(1)]
-                    op += [EQ, APPROX]
-                lines.append(Line(eq.Rel(tuple(it), tuple(op)), g))
+                lines.append(_row_sum_line(rs, [weights.carried(i, j) for j in js], 1, P, g))
             else:
                 num_sum = eq.Add(tuple(F.node(r.numer[j]) for j in r.js))
                 lines.append(Line(eq.Rel((rs, eq.Frac(num_sum, F.node(r.D)), eq.num(1)), (EQ, EQ)), g))
@@ -838,16 +844,8 @@ def _train_steps(ctx: _Ctx, problem: Problem, run, nums, hand, heads: list[HeadR
                                           prod, dS.carried(i, j)),
                                          (EQ, _rel(not _has_dec(prod)), _rel_to(prod, dS, i, j))), g))
             if len(js) > 1:
-                row = eq.Add(tuple(dS.carried(i, j) for j in js))
-                total = eq.rational_value(row)
-                it, op = [eq.Sum(eq.Entry(dS.sym, lab[i], "j"), "j"), row], [_rel(not _has_dec(row))]
-                if total == 0:
-                    it.append(eq.num(0))
-                    op.append(EQ)
-                else:
-                    it += [F.hand_node(Approx(total), P), eq.num(0)]
-                    op += [EQ, APPROX]
-                lines.append(Line(eq.Rel(tuple(it), tuple(op)), g))
+                lines.append(_row_sum_line(eq.Sum(eq.Entry(dS.sym, lab[i], "j"), "j"),
+                                           [dS.carried(i, j) for j in js], 0, P, g))
         notes = ["Each row of dS adds up to 0: the weights of a row always add up to 1, so moving the scores can only "
                  "shift weight from one token to another."]
         aij, daij, si = eq.Entry(S("A"), "i", "j"), eq.Entry(S("dA"), "i", "j"), eq.Sym("s", sub="i")
