@@ -525,7 +525,7 @@ def hand_pass(problem: Problem, display: str, nums=None):
     """The values a hand carries through *problem* (:class:`worked.attention.Hand`) and the places they are
     carried to: ``decimals + 2``, or one more when at those places some carried value would round to another
     answer than the true value (the solution then says so). Returns ``(places, pass, entries, first)``,
-    *entries* the cells ``(key, i, j)`` whose carried value still rounds to another answer at those places,
+    *entries* the cells ``(key, i, j, carried value)`` whose carried value still rounds to another answer there,
     *first* those at ``decimals + 2``. *nums*: the point :class:`~worked.attention.Interval` pass (the true
     values), when already computed."""
     if nums is None:
@@ -542,7 +542,8 @@ def hand_pass(problem: Problem, display: str, nums=None):
 
 
 def _off_answers(hand, nums, dec: int) -> list:
-    """The cells whose carried value, rounded to *dec* places, is another answer than the true value rounded."""
+    """The cells ``(key, i, j, carried value)`` whose carried value, rounded to *dec* places, is another answer
+    than the true value rounded."""
     off = []
     for key, grid in hand.shown.items():
         true = nums.shown.get(key)
@@ -553,7 +554,7 @@ def _off_answers(hand, nums, dec: int) -> list:
                 if type(h) is not Approx:
                     continue
                 if F.round_decimal(Fraction(h), None, dec) != F.round_decimal(None, true[i][j][0], dec):
-                    off.append((key, i, j))
+                    off.append((key, i, j, h))
     return off
 
 
@@ -661,9 +662,9 @@ def _answer_notes(ctx: _Ctx, sol: Solution, first_off: list) -> None:
     mats = sol.matrices()
     by_result = {s.result: s for s in sol.steps if s.result}
     if first_off and sol.steps:
-        key, i, j = first_off[0]
+        key, i, j, h = first_off[0]
         m = mats[key]
-        shown = F.round_decimal(Fraction(_hand_at(sol.problem, sol.display, key, i, j)), None, ctx.dec)
+        shown = F.round_decimal(Fraction(h), None, ctx.dec)
         sol.steps[0].notes_prose.append(_p(
             f"Values are carried to {ctx.P} places in this solution, one more than usual: with {ctx.dec + 2}, the value "
             "a hand carries for ", _cell(m, i, j), " would round to ", eq.dec(shown), ", while the answer (the true "
@@ -677,11 +678,6 @@ def _answer_notes(ctx: _Ctx, sol: Solution, first_off: list) -> None:
                 _cell(m, i, j), ": the value carried here, ", m.carried(i, j), ", would round to ",
                 eq.dec(F.round_decimal(Fraction(m.hand[i][j]), None, ctx.dec)), ", but the true value is ",
                 eq.dec(m.rounded(i, j, ctx.dec + 4)), "…, so the answer is ", m.fixed(i, j, ctx.dec), "."))
-
-
-def _hand_at(problem, display, key, i, j):
-    """The value carried for one cell at decimals + 2 places (for the note that says why one more is used)."""
-    return forward(problem, Hand(problem, display, problem.decimals + 2)).shown[key][i][j]
 
 
 # ---------------------------------------------------------------- one training step (problems with [train])
