@@ -121,7 +121,8 @@ class HtmlCssPrinter(Printer):
         return f"∑<sub>{_ident(n.index)}</sub>{_NB}{self.doprint(n.body)}"
 
     def _print_Call(self, n):
-        return escape(n.name) + self.paren(", ".join(self.doprint(a) for a in n.args))
+        head = self.doprint(eq.Sym(n.name)) if len(n.name) == 1 else escape(n.name)   # L(…) italic, as L
+        return head + self.paren(", ".join(self.doprint(a) for a in n.args))
 
     def _print_Blank(self, n):
         return ""

@@ -86,7 +86,8 @@ class LatexPrinter(Printer):
         return rf"{{\textstyle\sum_{{{n.index}}}}} {self.doprint(n.body)}"
 
     def _print_Call(self, n):
-        return rf"\operatorname{{{n.name}}}\left(" + r",\ ".join(self.doprint(a) for a in n.args) + r"\right)"
+        head = self.doprint(eq.Sym(n.name)) if len(n.name) == 1 else rf"\operatorname{{{n.name}}}"   # L(…) italic, as L
+        return head + r"\left(" + r",\ ".join(self.doprint(a) for a in n.args) + r"\right)"
 
     def _print_Blank(self, n):
         return ""

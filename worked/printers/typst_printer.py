@@ -102,7 +102,8 @@ class TypstPrinter(Printer):
         return f"scripts(sum)_({n.index}) {self.doprint(n.body)}"
 
     def _print_Call(self, n):
-        return f"op({_str(n.name)})(" + ", ".join(self.doprint(a) for a in n.args) + ")"
+        head = self.doprint(eq.Sym(n.name)) if len(n.name) == 1 else f"op({_str(n.name)})"   # L(…) italic, as L
+        return head + "(" + ", ".join(self.doprint(a) for a in n.args) + ")"
 
     def _print_Blank(self, n):
         return '""'
