@@ -11,6 +11,8 @@ aloud); the layout is plain CSS, in ``templates/sheet/style.css`` (classes ``m-â
 """
 from __future__ import annotations
 
+from fractions import Fraction
+
 from .. import eq
 from .base import ATOM, MUL, Printer, dec_str, escape, rat_str, terminates
 
@@ -112,6 +114,8 @@ class HtmlCssPrinter(Printer):
         return "âˆš" + _span("m-rt", self.doprint(n.arg))
 
     def _print_Exp(self, n):
+        if n.arg == eq.Num(Fraction(1)):     # e^1 is e
+            return "<i>e</i>"
         return f"<i>e</i><sup>{_INLINE.doprint(n.arg)}</sup>"
 
     def _print_Inf(self, n):

@@ -61,7 +61,7 @@ def matrix(m, grid: bool = False) -> TexRaw:
     """
     n, k = m["n_rows"], m["n_cols"]
     tall = m.get("has_math")
-    strut = GRID_CELL[1] if grid else (r"\rule[-2.1ex]{0pt}{5.8ex}" if tall else r"\rule[-.45ex]{0pt}{2.5ex}")
+    strut = GRID_CELL[1] if grid else (r"\rule[-2.5ex]{0pt}{6.6ex}" if tall else r"\rule[-.45ex]{0pt}{2.5ex}")
     hstrut = r"\rule[-.3ex]{0pt}{2ex}"
     cols = [r"\scriptstyle\mathit{" + tex_escape(c) + "}" if _plain(c) else
             r"\scriptstyle\text{" + tex_escape(c) + "}" for c in m["cols"]]
@@ -79,7 +79,8 @@ def matrix(m, grid: bool = False) -> TexRaw:
     else:
         colspec = "c" if tall else "r"
         body = (r"\begin{array}[t]{@{\,}*{%d}{%s}@{\,}}" % (k, colspec) + hstrut + " & ".join(cols) + r"\\"
-                + r"\\".join(strut + r for r in body_rows) + r"\end{array}")
+                # the strut last in its row: before a cell's "-0.51" it would make the minus a binary one ("− 0.51")
+                + r"\\".join(r + strut for r in body_rows) + r"\end{array}")
     labels = (r"\begin{array}[t]{@{}r@{}}" + hstrut + r"\\"
               + r"\\".join(strut + r"\text{\small\itshape " + tex_escape(x) + "}" for x in m["rows"]) + r"\end{array}")
     phantom = r"\begin{array}{@{}c@{}}" + r"\\".join([strut] * n) + r"\end{array}"
