@@ -51,7 +51,7 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
@@ -60,7 +60,7 @@ from .. import __version__, eq, printers
 from ..render import view as V
 from ..errors import WorkedError
 from ..problem import LIMITS, Problem, builtin_path
-from . import jobs
+from . import connections, jobs
 
 log = logging.getLogger("worked.server")
 
@@ -95,6 +95,8 @@ class Config:
     cache_bytes: int = 32 * 2**20   # bytes of answers (JSON, files) kept to answer repeated requests
     check_rate: int = 60            # with no_solutions: checks per client address per minute
     allowed_hosts: list | None = None   # Host header values accepted (None: any; the CLI always sets it)
+    read_timeout: float = 5.0       # seconds a client has to send a whole request, head and body (connections.py)
+    client_connections: int = 256   # connections open at once from one client address (connections.py)
 
     def to_env(self) -> str:
         d = {k: (str(v) if isinstance(v, Path) else v) for k, v in self.__dict__.items()}
@@ -257,10 +259,16 @@ class Variant:
 @dataclass
 class Library:
     """Problem files of a folder by name, and quiz variants by code. Names and codes are keys of a
-    table built from the listing; a name from a request is never joined into a path."""
+    table built from the listing; a name from a request is never joined into a path.
+
+    A file that is a symbolic link to a file outside the folder (``week1.toml -> /home/me/secret.toml``) is
+    not served: the folder is what the teacher chose to publish, and a link could publish anything the server
+    may read. It is left out of the listing, and said in one line of the server's log the first time the
+    folder is listed (when the server starts). A link to a file inside the folder is served as that file."""
 
     root: Path | None
     _cache: dict = field(default_factory=dict)
+    _told: set = field(default_factory=set)
 
     def problems(self) -> dict[str, Path]:
         out: dict[str, Path] = {}
@@ -268,10 +276,19 @@ class Library:
             out["cats-chase-mice"] = builtin_path()
             return out
         for p in sorted(self.root.iterdir()):
-            if p.suffix.lower() in (".toml", ".json") and p.is_file() and NAME_RE.fullmatch(p.stem) \
-                    and p.name != "manifest.json" and not self._is_spec(p):
+            if p.suffix.lower() in (".toml", ".json") and NAME_RE.fullmatch(p.stem) and p.name != "manifest.json" \
+                    and self._inside(p) and p.is_file() and not self._is_spec(p):
                 out.setdefault(p.stem, p)
         return out
+
+    def _inside(self, p: Path) -> bool:
+        """False (and said once in the log) for a symbolic link to a file outside the folder."""
+        if not _links_outside(self.root, p):
+            return True
+        if p.name not in self._told:
+            self._told.add(p.name)
+            log.warning("worked serve: %s", _outside_message(p))
+        return False
 
     def _is_spec(self, p: Path) -> bool:
         try:
@@ -309,7 +326,7 @@ class Library:
         if self.root is None:
             return None
         p = self.root / "manifest.json"
-        return p if p.is_file() else None
+        return p if self._inside(p) and p.is_file() else None
 
     def quiz(self) -> dict | None:
         p = self.manifest_path()
@@ -345,6 +362,18 @@ class Library:
         except OSError:
             return None
         return p if inside and p.is_file() else None
+
+
+def _links_outside(root: Path, p: Path) -> bool:
+    """Is *p* (in folder *root*) a symbolic link, or a chain of them, to something outside *root*?"""
+    try:
+        return p.is_symlink() and not p.resolve().is_relative_to(root.resolve())
+    except (OSError, RuntimeError):     # a loop of links, or unreadable: not served either
+        return True
+
+
+def _outside_message(p: Path) -> str:
+    return f"{p}: not served: it is a link to a file outside the problems folder (copy the file into the folder instead)"
 
 
 def _norm_code(code: str) -> str:
@@ -549,10 +578,15 @@ async def read_json(request: Request, cfg: Config) -> dict:
     if length is not None and (not length.isdigit() or int(length) > cfg.max_body):
         raise ApiError(413, f"request body is larger than {cfg.max_body} bytes")
     body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > cfg.max_body:
-            raise ApiError(413, f"request body is larger than {cfg.max_body} bytes")
+    try:
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > cfg.max_body:
+                raise ApiError(413, f"request body is larger than {cfg.max_body} bytes")
+    except ClientDisconnect:
+        # the client went away, or its body did not arrive within the read deadline (connections.py) and the
+        # connection was closed: nobody is left to answer
+        raise ApiError(400, "the request body did not arrive") from None
     from ..readfile import InputError, loads_json
 
     try:
@@ -778,8 +812,11 @@ def create_app(cfg: Config | None = None) -> Starlette:
     @contextlib.asynccontextmanager
     async def lifespan(app):
         engine.start()      # the workers start while the server begins listening, not on a first request
+        lib.problems()      # a file the folder does not serve (a link outside it) is said now, not on a first request
+        lib.manifest_path()
         try:
-            yield
+            # the ASGI lifespan state: uvicorn hands it to each connection (worked.server.connections.Protocol)
+            yield {connections.STATE_KEY: {"read_timeout": cfg.read_timeout, "per_client": cfg.client_connections}}
         finally:
             engine.stop()
 
