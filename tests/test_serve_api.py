@@ -615,3 +615,20 @@ def test_grid_headings_are_definitions_with_one_equals_sign(c):
             assert by["scaled"]["text"] == "scaled = scores"
         if name == "four-tokens-fractions":
             assert by["scaled"]["text"] == "scaled = scores/2"
+
+
+def test_a_problem_goes_to_its_own_worker_unless_that_one_is_busier():
+    """The quick lane sends a problem to the same worker each time (where its work is kept), spreads different
+    problems over the workers, and gives a job to the least busy worker once its own has more than SLACK jobs
+    more (a class on one problem keeps every worker busy)."""
+    lane = server.Lane("quick", 2, 512, 200)
+    keys = [f"problem {k}" for k in range(40)]
+    homes = [lane.pick(k) for k in keys]
+    assert homes == [lane.pick(k) for k in keys] and set(homes) == {0, 1}
+    home = homes[0]
+    lane.queued[home] = lane.SLACK
+    assert lane.pick(keys[0]) == home
+    lane.queued[home] = lane.SLACK + 1
+    assert lane.pick(keys[0]) == 1 - home
+    lane.queued = [3, 1]
+    assert lane.pick(None) == 1
