@@ -19,8 +19,10 @@ With ``no_solutions=True`` nothing that holds an expected value leaves the serve
 answer-key and notebook downloads answer 403, and check reports keep only verdicts and diagnoses.
 
 Safety: request bodies are limited (``max_body``), problems go through the same validation and
-limits as files, solving, checking and rendering run in worker processes (:class:`Engine`: two bounded
-lanes, a worker killed when its job passes the deadline, 503 with Retry-After when a lane is full),
+limits as files, solving, checking, laying out pages and rendering run in worker processes (:class:`Engine`:
+two bounded lanes, a problem sent to the worker that keeps its work, a worker killed when its job passes the
+deadline, 503 with Retry-After when a lane is full), a request must arrive within ``read_timeout`` and one
+address holds at most ``client_connections`` connections (:mod:`worked.server.connections`),
 the Host header is checked (``allowed_hosts``), names and codes are looked up in a table built from the folder listing (never joined into a path), and the page
 inserts user text with ``textContent`` only (MathML is printed from the equation trees of
 :mod:`worked.eq` by :mod:`worked.printers` and allow-listed).

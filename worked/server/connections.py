@@ -24,10 +24,14 @@ the class ``uvicorn.run(http=...)`` accepts in place of ``"h11"``) with two rule
   ``per_client`` file descriptors, and the others are still served. Behind a reverse proxy every client
   has the proxy's address: raise the limit there (``worked serve --connections-per-client``).
 
-Why this and not another server: an ASGI middleware cannot see a head that never ends (uvicorn calls the
-app only once the head is parsed); hypercorn's ``read_timeout`` is a timeout per read, which a slowloris
-beats by sending a byte in time, and neither hypercorn nor granian limits connections per address. This is
-the one place a connection is seen from its accept on, with uvicorn's parser still doing the parsing.
+Why this and not another server or a middleware: an ASGI middleware cannot see a head that never ends
+(uvicorn calls the app only once the head is parsed), nor a connection that sends nothing. hypercorn 0.18's
+``read_timeout`` (off by default) bounds each read, so a body trickled a byte at a time stays open; granian
+2.8 has a timeout for the head only (``--http1-header-read-timeout``) and a server-wide ``--backpressure``;
+neither limits connections per address. The protocol class is the one place where a connection is seen from
+its accept on, with uvicorn's parser still doing the parsing. What it uses of uvicorn: the class
+``uvicorn.run(http=...)`` takes, its constructor, the asyncio.Protocol methods, its ``on_response_complete``
+hook and its ``conn`` (the h11.Connection); a uvicorn that changed those fails tests/test_serve_robust.py.
 
 The two numbers come from the app: ``create_app`` puts them in its lifespan state (the ASGI lifespan
 ``state``, which uvicorn hands each connection as ``app_state``) under :data:`STATE_KEY`; without it the
