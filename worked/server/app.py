@@ -894,7 +894,7 @@ def _questions_of(v: Variant, problem: Problem, sol=None) -> list:
     return out
 
 
-def _question_list(v: Variant, problem: Problem, sol=None) -> list:
+def question_list(v: Variant, problem: Problem, sol=None) -> list:
     """What the page shows of a variant's questions: name, ask, points and tolerance (no expected values)."""
     out = []
     for q in _questions_of(v, problem, sol):

@@ -181,7 +181,7 @@ def variant_json(problem, variant):
 
 
 def _variant_json(problem, variant):
-    from .app import _question_list, problem_view
+    from .app import question_list, problem_view
 
     return 200, _json({"code": variant.code, "problem": problem.to_dict(), "view": problem_view(problem),
-                       "questions": _question_list(variant, problem, checker(problem).solution)}), JSON
+                       "questions": question_list(variant, problem, checker(problem).solution)}), JSON
