@@ -30,7 +30,6 @@ from ..errors import WorkedError
 PAGE_SIZES = {"a4": "A4", "letter": "letter"}
 
 ASSETS = Path(__file__).with_name("assets")
-FONT_DIR = ASSETS / "fonts"
 # (CSS family, weight, style, file under ASSETS)
 FONT_FACES = tuple(
     [(family, weight, style, f"fonts/texgyre{name}-{face}.otf")
@@ -69,7 +68,7 @@ def _libraries() -> tuple[tuple[str, str], ...]:
 
 
 def _loadable(soname: str) -> bool:
-    """Whether the dynamic loader finds *soname* (loading it runs no function of it)."""
+    """Whether the dynamic loader finds and loads *soname* (none of its functions is called)."""
     try:
         ctypes.CDLL(soname)
     except OSError:
