@@ -1,9 +1,13 @@
 # The two Quick-start commands: `make demo` and `make test`.
-# Each creates or refreshes .venv (an editable install with the test extras).
+# Each creates or refreshes .venv (an editable install with the test extras); `make test` also installs the
+# tests' npm packages (tests/package-lock.json: gift-pegjs, axe-core) into tests/node_modules where npm is
+# installed; where it is not, the tests that need them skip and say so.
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+NPM    := $(shell command -v npm 2>/dev/null)
+NODE_STAMP := tests/node_modules/.installed
 
 .PHONY: demo test bench clean
 
@@ -13,11 +17,16 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q -e '.[test]'
 	touch $(STAMP)
 
+# again whenever the lock file changes; a failed install (no network) leaves the tests to skip, not make to stop
+$(NODE_STAMP): tests/package.json tests/package-lock.json
+	npm ci --prefix tests --no-audit --no-fund --loglevel=error && touch $(NODE_STAMP) \
+	    || echo "note: npm ci --prefix tests failed: the tests that need gift-pegjs or axe-core will not run"
+
 demo: $(STAMP)
 	$(BIN)/worked solve
 	$(BIN)/worked sheet
 
-test: $(STAMP)
+test: $(STAMP) $(if $(NPM),$(NODE_STAMP))
 	$(BIN)/python -m pytest -q
 
 bench: $(STAMP)

@@ -248,3 +248,26 @@ def test_the_scans_see_what_they_look_for(scan, tmp_path, monkeypatch):
     fake.write_text(source, encoding="utf-8")
     monkeypatch.setitem(MODULES, module, fake)
     assert expected <= scan()
+
+
+def test_every_folder_that_ships_is_a_package():
+    """pyproject.toml lists every folder of worked/ as a package (worked/templates is the top-level templates/
+    folder, linked) and each of its files as a module or as package data: a non-editable `pip install .`
+    installs them all, and setuptools has no folder to warn about."""
+    import fnmatch
+    import os
+
+    cfg = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
+    listed, data = set(cfg["packages"]), cfg["package-data"]
+    assert (PKG / "templates").resolve() == ROOT / "templates"
+    seen = set()
+    for here, dirs, files in os.walk(PKG, followlinks=True):
+        dirs[:] = [d for d in dirs if d != "__pycache__"]
+        name = ".".join(Path(here).relative_to(ROOT).parts)
+        seen.add(name)
+        assert name in listed, f"{name}: a folder that is not in pyproject.toml's packages"
+        for f in files:
+            if not f.endswith((".py", ".pyc")):
+                assert any(fnmatch.fnmatch(f, g) for g in data.get(name, [])), f"{here}/{f}: in no package-data"
+    assert listed <= seen, listed - seen
+    assert {"worked.templates.sheet", "worked.render.assets.fonts", "worked.data"} <= seen

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sheet_support import (BAD_LOG, HOSTILE_TITLE, HOSTILE_TOKENS, compile_tex, hostile_problem, needs_pdflatex,
-                           parse_html, pdf_text)
+                           needs_weasyprint, parse_html, pdf_text)
 from worked.render import answer_key_html, answer_key_tex, html_to_pdf, worksheet_html, worksheet_tex
 from worked.render.texesc import tex_escape
 from worked.solver import solve
@@ -49,6 +49,7 @@ def test_hostile_text_compiles_and_prints_literally_in_tex(sol, make):
     assert "50% & $x_1$ #{}~^" in text.replace("˜", "~").replace("ˆ", "^")
 
 
+@needs_weasyprint
 def test_hostile_text_is_literal_in_weasyprint_pdf(sol):
     """The WeasyPrint PDF shows the title and tokens as typed."""
     text = " ".join(pdf_text(html_to_pdf(answer_key_html(sol, for_pdf=True))).split())

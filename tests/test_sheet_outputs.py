@@ -5,7 +5,8 @@ import re
 
 import pytest
 
-from sheet_support import (BAD_LOG, LATEX_LEAK, compile_tex, needs_pdflatex, parse_html, pdf_pages, pdf_text)
+from sheet_support import (BAD_LOG, LATEX_LEAK, compile_tex, needs_pdflatex, needs_weasyprint, parse_html, pdf_pages,
+                           pdf_text)
 from worked.problem import load
 from worked.render import (answer_key_html, answer_key_pdf, answer_key_tex, html_to_pdf, tex_to_pdf, worksheet_html,
                            worksheet_pdf, worksheet_tex)
@@ -93,6 +94,7 @@ def test_worksheet_pdf_has_tasks_and_no_answers(sol):
     assert pdf_pages(data) == 2
 
 
+@needs_weasyprint
 def test_html_to_pdf_refuses_external_resources(caplog):
     """WeasyPrint is given a fetcher that refuses file: and http: URLs (only inline data: assets load)."""
     html = ('<html><body><p>x</p><img src="file:///etc/hostname"><img src="http://127.0.0.1:9/x.png">'
@@ -132,7 +134,7 @@ def test_latex_engine_pdf_text_pages_and_determinism(sol):
 
 
 def test_student_header_is_printed(sol):
-    """A student's name, id and variant code appear in the header of every format."""
+    """A student's name, id and variant code appear in the header of the HTML and LaTeX sheets."""
     st = {"name": "Ada Lovelace", "id": "S-0042", "variant": "Q7-B"}
     html = worksheet_html(sol, student=st)
     assert "Ada Lovelace" in html and "S-0042" in html and "Q7-B" in html
@@ -140,6 +142,12 @@ def test_student_header_is_printed(sol):
 
     tex = worksheet_tex(sol, student=st)
     assert all(tex_escape(v) in tex for v in st.values())
+
+
+@needs_weasyprint
+def test_student_header_is_printed_by_weasyprint(sol):
+    """A student's name and variant code appear in the WeasyPrint PDF."""
+    st = {"name": "Ada Lovelace", "id": "S-0042", "variant": "Q7-B"}
     text = pdf_text(html_to_pdf(worksheet_html(sol, student=st, for_pdf=True)))
     assert "Ada Lovelace" in text and "Q7-B" in text
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from sheet_support import needs_pdflatex
+from sheet_support import needs_pdflatex, needs_weasyprint
 from worked import eq
 from worked.problem import load
 from worked.solver import solve
@@ -58,7 +58,8 @@ def part9():
 
 
 @needs_pdftotext
-@pytest.mark.parametrize("engine", ["weasyprint", pytest.param("latex", marks=needs_pdflatex)])
+@pytest.mark.parametrize("engine", [pytest.param("weasyprint", marks=needs_weasyprint),
+                                    pytest.param("latex", marks=needs_pdflatex)])
 def test_every_decimal_of_the_part9_key_is_text(part9, engine, tmp_path):
     """pdftotext on the Part 9 key finds every decimal the key shows, as a whole number (4.1133, 0.1636,
     the sums 25.1454 in the fractions, the glance tables): formulas are text, not drawings."""
@@ -71,6 +72,7 @@ def test_every_decimal_of_the_part9_key_is_text(part9, engine, tmp_path):
 
 
 @needs_pdftotext
+@needs_weasyprint
 def test_fractions_of_a_long_key_are_text(tmp_path):
     """A key full of exact fractions (four tokens, every check): every decimal is text in the WeasyPrint PDF."""
     from worked.render import answer_key_pdf
@@ -81,6 +83,7 @@ def test_fractions_of_a_long_key_are_text(tmp_path):
     assert wanted <= found, sorted(wanted - found)
 
 
+@needs_weasyprint
 def test_weasyprint_path_imports_no_ziamath():
     """The WeasyPrint PDF is made without ziamath (or any SVG of formulas)."""
     code = ("import sys\nfrom worked.problem import load\nfrom worked.solver import solve\n"

@@ -352,8 +352,8 @@ def _sheet_options(p):
     p.add_argument("--paper", choices=("a4", "letter"), default="a4", help="paper size (default: a4)")
     p.add_argument("--pdf-engine", choices=("typst", "weasyprint", "latex"), default="typst",
                    help="typst (default): tagged PDF/UA with the fonts built into Typst, the same bytes on every "
-                        "machine; weasyprint: the HTML sheet printed (for customised HTML templates); latex: the .tex "
-                        "compiled by pdflatex")
+                        "machine; weasyprint: the HTML sheet printed (for customised HTML templates), in fonts bundled with "
+                        "worked (needs Pango: Debian libpangoft2-1.0-0); latex: the .tex compiled by pdflatex")
     p.add_argument("--template-dir", metavar="DIR",
                    help="folder searched before ours: a template with the same name overrides ours")
     p.add_argument("--force", action="store_true", help="write into an existing folder not made by worked")
@@ -399,7 +399,7 @@ def _quiz_options(p):
     p.add_argument("--force", action="store_true", help="replace DIR even if `worked quiz` did not write it")
     p.add_argument("--pdf-engine", choices=("typst", "weasyprint", "latex"), default="typst",
                    help="typst (default): tagged PDF/UA, fonts built in, same bytes on every machine; weasyprint: the "
-                        "HTML sheets printed; latex: the .tex compiled by pdflatex, one document per run")
+                        "HTML sheets printed in bundled fonts (needs Pango); latex: the .tex compiled by pdflatex, one document per run")
     p.set_defaults(func=cmd_quiz)
 
 

@@ -662,6 +662,4 @@ def report_html(manifest: Manifest, results: list[StudentResult], warnings: list
     )
 
 
-TEMPLATES = Path(__file__).resolve().parents[1] / "templates" / "report"
-if not TEMPLATES.is_dir():  # installed as a wheel: templates/ ships as worked/templates
-    TEMPLATES = Path(__file__).resolve().parent / "templates" / "report"
+TEMPLATES = Path(__file__).resolve().parent / "templates" / "report"   # worked/templates (see pyproject.toml)

@@ -469,7 +469,9 @@ def _questions_html(spec: QuizSpec, questions: list[dict], problem) -> str:
 
     items = []
     for q in questions:
-        items.append(f"<li><b>{escape(q['ask'])}</b> — {escape(describe(q, problem))} "
+        # Kᵀ as K<sup>T</sup>, as the LaTeX sheets do: the fonts WeasyPrint PDFs are set in have no ᵀ (U+1D40)
+        text = escape(describe(q, problem)).replace("ᵀ", "<sup>T</sup>")
+        items.append(f"<li><b>{escape(q['ask'])}</b> — {text} "
                      f"<span class=\"qpts\">({_points_text(q)}, {escape(_tolerance_text(q['tolerance']))})</span></li>")
     intro = escape(spec.instructions) if spec.instructions else _INTRO
     return ('<section class="quiz-questions" style="border:1.5px solid #333;border-radius:4px;padding:6px 12px;'
@@ -725,7 +727,9 @@ def _warm_up(formats: tuple[str, ...], engine: str) -> None:
         for name in ("worksheet.typ", "answer-key.typ"):
             env("typ").get_template(name)
     if "pdf" in formats and engine == "weasyprint":
-        import weasyprint  # noqa: F401
+        from .render.pdf import load_weasyprint
+
+        load_weasyprint()
 
 
 def _pool():
@@ -915,6 +919,10 @@ def run(spec_path, *, count=None, roster=None, seed=None, outdir=None, formats=N
                               "quiz's LMS category, at most 255 characters), got a longer one")
         spec = replace(spec, seed=seed)
     fmts = parse_formats(formats)
+    if pdf_engine == "weasyprint" and "pdf" in fmts:
+        from .render.pdf import require_weasyprint
+
+        require_weasyprint()   # Pango and the bundled fonts: checked before anything runs
     if count is not None and roster is not None:
         raise WorkedError("give either -n COUNT or --roster FILE, not both")
     if count is not None and not 1 <= count <= MAX_VARIANTS:

@@ -111,8 +111,10 @@ def worksheet_typst(solution, *, student: dict | None = None, paper: str = "a4",
 def html_to_pdf(html: str, *, paper: str = "a4") -> bytes:
     """Lay out *html* (from ``..._html(for_pdf=True)``) with WeasyPrint; deterministic bytes.
 
-    No network: the URL fetcher refuses everything except ``data:`` URLs (our own inline assets).
-    ``paper`` ("a4" or "letter") overrides the page size named in the HTML.
+    No network: the URL fetcher refuses everything except ``data:`` URLs (our own inline assets) and the
+    fonts bundled with worked, in which the text is set (``--serif``/``--sans`` of ``style.css``), the same
+    on every machine. ``paper`` ("a4" or "letter") overrides the page size named in the HTML. Raises
+    :class:`worked.errors.WorkedError` saying what to install where Pango is missing.
     """
     from .pdf import html_to_pdf as _h
 

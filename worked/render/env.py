@@ -6,9 +6,8 @@ from pathlib import Path
 
 from ..errors import WorkedError
 
-TEMPLATES = Path(__file__).resolve().parents[2] / "templates" / "sheet"
-if not TEMPLATES.is_dir():  # installed as a wheel: templates/ ships as worked/templates
-    TEMPLATES = Path(__file__).resolve().parents[1] / "templates" / "sheet"
+# worked/templates: in a checkout a symlink to the top-level templates/ folder, installed its copy
+TEMPLATES = Path(__file__).resolve().parents[1] / "templates" / "sheet"
 
 
 def template_dirs(template_dir=None) -> list[str]:

@@ -61,6 +61,10 @@ def write_sheet(sol, outdir, *, formats=("html", "tex", "pdf"), paper="a4", pdf_
         if pdflatex_path() is None:
             raise WorkedError("--pdf-engine latex: pdflatex is not installed (Debian: texlive-latex-base, "
                               "texlive-latex-recommended, texlive-fonts-recommended); use --pdf-engine typst")
+    if "pdf" in formats and pdf_engine == "weasyprint":
+        from .pdf import require_weasyprint
+
+        require_weasyprint()
     folder = target_dir(sol, outdir)
     if folder.exists() and not folder.is_dir():
         raise WorkedError(f"{folder}: exists and is not a folder")
