@@ -6,8 +6,15 @@ aloud); the layout is plain CSS, in ``templates/sheet/style.css`` (classes ``m-�
 * a fraction is an inline block of two stacked spans, the numerator underlined by the bar;
 * powers and indices are ``<sup>``/``<sub>`` (both at once: two stacked spans);
 * a square root is ``√`` followed by its argument under an overline;
-* brackets around something tall (a fraction) are the borders of table cells that stretch
-  to the height of what they enclose.
+* brackets around something tall (a fraction) are drawn by table cells that stretch to the
+  height of what they enclose: square ones as borders, round ones as a parenthesis-shaped
+  background (a curved stroke, thick in the middle, thin at the ends).
+
+Where a displayed formula (``.m.d``) may break onto another line: only before a ``+`` or a binary
+``−`` (a space before the sign, a no-break space after it) and before the ``·`` of a dot product
+(``<wbr>``); never at a relation sign inside a piece (a chain is broken at those by the page, see
+:func:`worked.render.view.chain`), never inside a bracketed vector, a call's arguments or an index.
+Inline formulas (``.m``) never break.
 """
 from __future__ import annotations
 
@@ -17,7 +24,7 @@ from .. import eq
 from .base import ATOM, MUL, Printer, dec_str, escape, rat_str, terminates
 
 
-_NB = "\u00a0"        # a binary operator keeps its left operand: a line may break after it only
+_NB = "\u00a0"        # a binary operator keeps its right operand: a line may break before it only
 _MINUS = "\u2212"
 _OPS = {eq.EQ: "=", eq.APPROX: "≈", eq.TO: "→"}
 _TALL = 'class="m-fr"'   # what makes a printed piece taller than a line (it needs big brackets)
@@ -38,8 +45,9 @@ def _ident(s: str, upright: bool = False) -> str:
 
 
 class HtmlCssPrinter(Printer):
-    PLUS, MINUS, TIMES, JUXTAPOSE, DOT, NEG = _NB + "+ ", _NB + _MINUS + " ", "·", "", "·", _MINUS
-    OPS = {op: f"{_NB}{t} " for op, t in _OPS.items()}
+    PLUS, MINUS, TIMES, JUXTAPOSE, DOT, NEG = " +" + _NB, f" {_MINUS}{_NB}", "·", "", "<wbr>·", _MINUS
+    OPS = {op: f"{_NB}{t}{_NB}" for op, t in _OPS.items()}
+    SEP = "," + _NB     # between a vector's entries, a call's arguments: never a line break
 
     def fence(self, left: str, s: str, right: str, kind: str) -> str:
         """``left s right``; around something tall, brackets drawn by CSS (``kind``: ``rd`` or ``sq``)."""
@@ -50,6 +58,13 @@ class HtmlCssPrinter(Printer):
 
     def paren(self, s):
         return self.fence("(", s, ")", "rd")
+
+    def _print_Rel(self, n):
+        """``a = b``, the sign between no-break spaces (``X =`` before a blank: no space after it)."""
+        parts = [self.doprint(n.items[0])]
+        for op, x in zip(n.ops, n.items[1:]):
+            parts += [self.OPS[op].rstrip(_NB) if type(x) is eq.Blank else self.OPS[op], self.doprint(x)]
+        return self.row(parts)
 
     def label(self, s: str) -> str:
         if s == eq.ALL:
@@ -102,13 +117,15 @@ class HtmlCssPrinter(Printer):
         return f"{self.doprint(n.base)}[:,{self.label(n.col)}]"
 
     def _print_Vec(self, n):
-        return self.fence("[", ", ".join(self.doprint(x) for x in n.items), "]", "sq")
+        return self.fence("[", self.SEP.join(self.doprint(x) for x in n.items), "]", "sq")
 
     def _print_Frac(self, n):
         return self.frac(self.doprint(n.num), self.doprint(n.den))
 
     def _print_Pow(self, n):
-        return f"{self.wrap(n.base, ATOM)}<sup>{_INLINE.doprint(n.exp)}</sup>"
+        base = self.wrap(n.base, ATOM)
+        sup = '<sup class="m-hi">' if _TALL in base else "<sup>"    # raised to the top of a tall base
+        return f"{base}{sup}{_INLINE.doprint(n.exp)}</sup>"
 
     def _print_Sqrt(self, n):
         return "√" + _span("m-rt", self.doprint(n.arg))
@@ -126,7 +143,7 @@ class HtmlCssPrinter(Printer):
 
     def _print_Call(self, n):
         head = self.doprint(eq.Sym(n.name)) if len(n.name) == 1 else escape(n.name)   # L(…) italic, as L
-        return head + self.paren(", ".join(self.doprint(a) for a in n.args))
+        return head + self.paren(self.SEP.join(self.doprint(a) for a in n.args))
 
     def _print_Blank(self, n):
         return ""
@@ -135,12 +152,33 @@ class HtmlCssPrinter(Printer):
         return f"{n.rows}×{n.cols}"
 
     def _print_Prose(self, n):
-        """HTML: the text escaped, each formula a ``role="math"`` span labelled with its spoken form."""
+        """HTML: the text escaped, each formula a ``role="math"`` span labelled with its spoken form.
+
+        A space just before a formula is set in a span of its own (:func:`space_before`)."""
         from . import spoken
 
-        return "".join(escape(x, quote=False) if isinstance(x, str) else
-                       f'<span class="m" role="math" aria-label="{escape(spoken(x))}">{_INLINE.doprint(x)}</span>'
-                       for x in n.parts)
+        out = []
+        for k, x in enumerate(n.parts):
+            if isinstance(x, str):
+                t = escape(x, quote=False)
+                nxt = n.parts[k + 1] if k + 1 < len(n.parts) else None
+                out.append(space_before(t) if nxt is not None and not isinstance(nxt, str) else t)
+            else:
+                out.append(f'<span class="m" role="math" aria-label="{escape(spoken(x))}">{_INLINE.doprint(x)}</span>')
+        return "".join(out)
+
+
+SPACE = '<span class="m-s"> </span>'
+
+
+def space_before(text: str) -> str:
+    """*text* followed by an element: a space at its end set as a span of its own (``SPACE``).
+
+    WeasyPrint (70) breaks a text run that ends in a space before an element after its first word
+    when only that last space overflows the line ("Blend" / "the value rows: … times V."); with the
+    space in a run of its own the line breaks before the element, as it should."""
+    stripped = text.rstrip(" ")
+    return stripped + SPACE if stripped != text and stripped else text
 
 
 class InlineHtmlCssPrinter(HtmlCssPrinter):

@@ -26,9 +26,11 @@ def _math(for_pdf: bool):
         node = getattr(node, "eq", node)   # a Line or a tree
         alt = printers.spoken(node) if alt is None else alt
         if for_pdf:
-            cls = "m d" if display else "m"
-            return Markup(f'<span class="{cls}" role="math" aria-label="{escape(alt)}">'
-                          f'{printers.htmlcss(node)}</span>')
+            body = printers.htmlcss(node)
+            if display:      # an inline table of one cell (its first line is its baseline): style.css
+                return Markup(f'<span class="m d" role="math" aria-label="{escape(alt)}"><span class="m-l">'
+                              f'{body}</span></span>')
+            return Markup(f'<span class="m" role="math" aria-label="{escape(alt)}">{body}</span>')
         return Markup(printers.math_element(printers.mathml(node), display=display, alt=alt))
     return math
 
