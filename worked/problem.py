@@ -21,6 +21,7 @@ LIMITS = {
     "token": 40,           # characters per token
     "file_bytes": 1_000_000,
     "lr": 10,              # largest learning rate ([train] lr)
+    "scaled": 300,         # largest |scaled score| (checked when solving, also after a [train] step)
 }
 
 TOP_KEYS = {"title", "tokens", "X", "W_Q", "W_K", "W_V", "heads", "W_O", "scale", "mask", "decimals", "display", "train"}

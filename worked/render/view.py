@@ -87,7 +87,21 @@ def show_exact(m, places: int, decimal: bool = False) -> bool:
         return False
     if any(getattr(x, "is_Float", False) for row in m.exact for x in row):
         return False
+    if not all(_few_nodes(x, 3 * EXACT_CELL_LIMIT) for row in m.exact for x in row):
+        return False    # a tree that large never prints within the limit (and printing it would take long)
     return all(len(m.exact_text(i, j)) <= EXACT_CELL_LIMIT for i in range(m.shape[0]) for j in range(m.shape[1]))
+
+
+def _few_nodes(x, limit: int) -> bool:
+    """True when the sympy tree of *x* has at most *limit* nodes (counted until the limit is passed, so a
+    huge tree costs no more than a small one). Every node prints as at least a third of a character."""
+    stack, seen = [x], 0
+    while stack:
+        seen += 1
+        if seen > limit:
+            return False
+        stack.extend(getattr(stack.pop(), "args", ()))
+    return True
 
 
 def _packed(lines: list) -> list[list]:
