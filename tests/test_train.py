@@ -391,3 +391,16 @@ def test_update_wrong_sign_is_named_per_matrix(path, which):
     assert [(d["code"], d["matrices"]) for d in rep.diagnoses] == [("update-wrong-sign", keys)]
     assert rep.diagnoses[0]["step"]["id"] == keys[0]
     assert rep.summary()["unexplained"] == 0
+
+
+def test_check_survives_a_mistake_with_no_value_in_the_backward_pass():
+    """A mistake's weights without e^x divide by a row total that may be 0 (no value); the backward pass of that
+    scenario carries "no value" on instead of failing: every answer wrong is a report, not a traceback."""
+    p = worked.Problem([[-1, 1], [1, -1], [0, 1]], [[0, 1], [1, -1]], [[1, -1], [0, 0]], [[1, -1], [-1, 1]],
+                       train={"target": [[0, 1], [1, 0], [0, 1]], "lr": "0.0001"})
+    sol = worked.solve(p)
+    run = forward(p, Float())
+    answers = {k: [[f"{x + 0.37:.2f}" for x in row] for row in m] for k, m in run.shown.items() if k in sol.matrices()}
+    rep = check_answers(p, answers, solution=sol)
+    s = rep.summary()
+    assert s["answered"] > 100 and s["invalid"] == 0 and s["wrong"] >= s["answered"] - 2

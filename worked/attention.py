@@ -158,12 +158,15 @@ class Pass:
 
 
 def forward(problem, backend, *, transform: Transform | None = None, given: dict | None = None,
-            weights: list | None = None, backward: bool = True, check_scaled: Callable | None = None) -> Pass:
+            weights: list | None = None, backward: bool = True, check_scaled: Callable | None = None,
+            points: Pass | None = None) -> Pass:
     """Run the attention forward pass of *problem* with *backend* (see the module docstring); for a problem
     with a ``[train]`` table, then the backward pass too (:func:`backward`) unless *backward* is False.
     *weights*: each head's (W_Q, W_K, W_V) already in the backend's numbers, instead of the problem's.
     *check_scaled*: called as ``check_scaled(head, scaled)`` with each head's scaled scores before any e^x
-    is taken of them (it may raise)."""
+    is taken of them (it may raise). *points*: for a widened :class:`Interval` pass of a ``[train]`` problem,
+    the point pass of the same problem, transform and *given* when it is computed already (the backward pass
+    bands each stage round those points)."""
     t = transform or Transform()
     given = given or {}
     out = Pass()
@@ -241,7 +244,7 @@ def forward(problem, backend, *, transform: Transform | None = None, given: dict
         out.concat = out.shown["concat"]
     out.output = out.shown["Z"]
     if backward and getattr(problem, "train", None) is not None:
-        _backward(problem, backend, out, t, put, X, weights, given, weights_arg)
+        _backward(problem, backend, out, t, put, X, weights, given, weights_arg, points)
     return out
 
 
@@ -269,7 +272,7 @@ def backward(problem, backend, *, transform: Transform | None = None, given: dic
     return forward(problem, backend, transform=transform, given=given)
 
 
-def _backward(problem, backend, out: Pass, t: Transform, put, X, weights, given, weights_given) -> None:
+def _backward(problem, backend, out: Pass, t: Transform, put, X, weights, given, weights_given, points=None) -> None:
     n = problem.n
     tr = problem.train
     b = backend
@@ -287,8 +290,8 @@ def _backward(problem, backend, out: Pass, t: Transform, put, X, weights, given,
     # its own rounding (bands carried through the whole chain would accept nearly anything late in it)
     pts = None
     if getattr(b, "widen", False):
-        pts = forward(problem, Interval(problem, widen=False), transform=t, given=given, weights=None
-                      if weights_given is None else weights_given, backward=True)
+        pts = points if points is not None and weights_given is None else forward(
+            problem, Interval(problem, widen=False), transform=t, given=given, weights=weights_given, backward=True)
 
     gin = getattr(b, "grad_in", None)   # Exact: the forward's values as rationals or INEXACT
 
@@ -827,12 +830,26 @@ class Interval:
         return iv_frac(x)
 
     def dot(self, xs, ys):
-        acc = pt(_ZERO)
+        """Σ x·y: the same operations, in the same order, as summing iv_mul(x, y) with iv_add from (0, 0)
+        (so the same ends), written out: this loop is most of the time of a check."""
+        lo = hi = _ZERO
+        dmul, umul, dadd, uadd = DOWN.multiply, UP.multiply, DOWN.add, UP.add
         for x, y in zip(xs, ys):
             if x is None or y is None:
                 return None
-            acc = iv_add(acc, iv_mul(x, y))
-        return acc
+            (a0, a1), (b0, b1) = x, y
+            if a0 >= 0 and b0 >= 0:             # iv_mul's branches, in its order
+                p0, p1 = dmul(a0, b0), umul(a1, b1)
+            elif a0 >= 0 and b1 <= 0:
+                p0, p1 = dmul(a1, b0), umul(a0, b1)
+            elif a0 < 0 and a1 <= 0 and b0 >= 0:
+                p0, p1 = dmul(a0, b1), umul(a1, b0)
+            elif a0 < 0 and a1 <= 0 and b1 <= 0:
+                p0, p1 = dmul(a1, b1), umul(a0, b0)
+            else:
+                p0, p1 = iv_mul(x, y)
+            lo, hi = dadd(lo, p0), uadd(hi, p1)
+        return (lo, hi)
 
     def factor(self, problem, how):
         if how is None:
@@ -873,17 +890,20 @@ class Interval:
             out.append((lo, hi))
         return out, (E, out)
 
+    # the backward pass's arithmetic: None (no value: a quotient whose divisor may be 0, as a mistake's weights
+    # without e^x can give) stays None in everything computed from it
     def add(self, a, b):
-        return iv_add(a, b)
+        return None if a is None or b is None else iv_add(a, b)
 
     def sub(self, a, b):
-        return (DOWN.subtract(a[0], b[1]), UP.subtract(a[1], b[0]))
+        return None if a is None or b is None else (DOWN.subtract(a[0], b[1]), UP.subtract(a[1], b[0]))
 
     def mul(self, a, b):
-        return iv_mul(a, b)
+        return None if a is None or b is None else iv_mul(a, b)
 
     def total(self, xs):
-        return iv_sum(xs)
+        xs = list(xs)
+        return None if any(x is None for x in xs) else iv_sum(xs)
 
     def no_exp(self, row):
         idx = [j for j, s in enumerate(row) if s is not None]

@@ -614,12 +614,13 @@ def _table(rows, cols, marks, answers) -> list[str]:
 
 # ---------------------------------------------------------------- checking
 
-def _bands(ctx: _Ctx, given=None, transform=None, centre=None) -> dict:
+def _bands(ctx: _Ctx, given=None, transform=None, centre=None, points=None) -> dict:
     """The acceptance band of every matrix under the chosen tolerance, for one scenario: the student's
     *given* entries carried forward, a mistake's *transform*. *centre*: the same scenario's exact values
-    (points), when they are computed already."""
+    (points), when they are computed already; *points* the pass they come from (the banded backward pass of
+    a training problem starts from it)."""
     if ctx.tol.default:
-        return forward(ctx.problem, ctx.banded, transform=transform, given=given).shown
+        return forward(ctx.problem, ctx.banded, transform=transform, given=given, points=points).shown
     if centre is None:
         centre = forward(ctx.problem, ctx.points, transform=transform, given=given).shown
     band = {}
@@ -821,8 +822,9 @@ def check_answers(problem, answers: dict, *, tolerance=None, solution=None, reve
                 bases.append(_given_grids(parsed, before, raw, ctx.h))
             scenarios = []
             for b in bases:
-                centre = forward(problem, ctx.points, transform=transform, given=b).shown
-                scenarios.append((_bands(ctx, b, transform, centre), centre))
+                cpass = forward(problem, ctx.points, transform=transform, given=b)
+                centre = cpass.shown
+                scenarios.append((_bands(ctx, b, transform, centre, cpass), centre))
             for key in targets:
                 if _refuted(key, rank, scenarios[0][1], parsed, verdict, true_band, multihead):
                     continue
