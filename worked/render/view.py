@@ -455,7 +455,18 @@ def problem_page(p, display: str | None = None) -> dict[str, Any]:
 
 
 def build(sol, kind: str, student: dict | None = None) -> dict[str, Any]:
-    """The page model for *kind* ("worksheet" or "answer-key")."""
+    """The page model for *kind* ("worksheet" or "answer-key"). Built once per solution, kind and student and
+    kept with the solution (a sheet renders the same page as HTML, LaTeX and Typst; the renderers only read it)."""
+    stu = {k: str(student.get(k, "")) for k in ("name", "id", "variant") if student.get(k) not in (None, "")} \
+        if student else {}
+    key = (kind, tuple(sorted(stu.items())))
+    memo = sol.__dict__.setdefault("_page_models", {})
+    if key not in memo:
+        memo[key] = _build(sol, kind, student)
+    return memo[key]
+
+
+def _build(sol, kind: str, student: dict | None) -> dict[str, Any]:
     from ..solver import tok_label
 
     p = sol.problem
