@@ -167,3 +167,37 @@ def test_single_problem_from_lists_with_problem_api():
     rep = check_answers(p, {"scores": [[1, 0], [0, 1]], "scaled": [["1/√2", 0], [0, "0.707"]]})
     assert rep.summary() == {"correct": 8, "wrong": 0, "blank": 0, "invalid": 0, "carried_forward": 0, "answered": 8,
                             "explained": 0, "unexplained": 0, "mistakes": []}
+
+
+def test_a_kept_checker_gives_the_reports_of_fresh_checks():
+    """One Checker per problem, used for many students' answers under several tolerances in turn (what the server
+    keeps per problem), gives byte for byte the JSON and text that a fresh check_answers gives each time; with
+    diagnose=False, the same verdicts and carried-forward marks, and no diagnoses."""
+    import random
+
+    from worked.check import Checker
+
+    rng = random.Random(11)
+    for name in ("cats-chase-mice", "two-heads", "causal-mask", "cats-chase-mice-train", "decimal-inputs"):
+        p = load(PROBLEMS / f"{name}.toml")
+        sol = solve(p)
+        key = {k: dec(sol, k, p.decimals) for k in sol.matrices()}
+        students = [key]
+        for n in range(4):
+            a = json.loads(json.dumps(key))
+            for _ in range(n + 1):      # a slip or a whole row wrong, somewhere
+                k = rng.choice(sorted(a))
+                i = rng.randrange(len(a[k]))
+                a[k][i] = [str(rng.randint(-3, 3)) for _ in a[k][i]]
+            students.append(a)
+        checker = Checker(p)
+        for a in students + students[::-1]:
+            for tol in (None, "0.01", "2%"):
+                fresh = check_answers(p, a, tolerance=tol, reveal=True)
+                kept = checker.check(a, tolerance=tol, reveal=True)
+                assert json.dumps(kept.to_dict()) == json.dumps(fresh.to_dict()), (name, tol)
+                assert kept.text() == fresh.text()
+                quick = checker.check(a, tolerance=tol, diagnose=False).to_dict()
+                for m, mq in zip(fresh.to_dict()["matrices"].values(), quick["matrices"].values()):
+                    assert (mq["verdicts"], mq["carried_forward"]) == (m["verdicts"], m["carried_forward"])
+                assert quick["diagnoses"] == []

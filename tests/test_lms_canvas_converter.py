@@ -14,11 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from worked.problem import Problem
 from worked.quiz import run
 
 from conftest import PROBLEMS
-from lms_readers import rounded
 
 TOOL = os.environ.get("WORKED_QTIMIGRATIONTOOL")
 pytestmark = pytest.mark.skipif(not TOOL, reason="set WORKED_QTIMIGRATIONTOOL to a checkout of "
@@ -38,7 +36,8 @@ def _canvas_answers(item: ET.Element) -> list[dict]:
         exact = or_node.find("t:stringMatch/t:baseValue", NS).text
         ops = {c.get("class"): c.find("t:baseValue", NS).text for c in or_node.iter("{%s}customOperator" % NS["t"])}
         assert "vargt" not in ops
-        out.append({"exact": Decimal(exact), "margin": Decimal(ops["varlte"]) - Decimal(exact)})
+        out.append({"exact": Decimal(exact), "margin": Decimal(ops["varlte"]) - Decimal(exact),
+                    "low": Decimal(ops["vargte"]), "high": Decimal(ops["varlte"])})
     return out
 
 
@@ -53,7 +52,7 @@ def test_qtimigrationtool_output_as_canvas_reads_it(tmp_path, spec):
                        cwd=TOOL, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr
     man = json.loads((out / "manifest.json").read_text())
-    cells = {(v["variant"], q["name"], e["ask"]): (e, q, Problem.from_dict(v["problem"]).decimals)
+    cells = {(v["variant"], q["name"], e["ask"]): e
              for v in man["variants"] for q in v["questions"] for e in q["entries"] if e["expected"] is not None}
     (test,) = (dest / "assessmentTests").iterdir()
     troot = ET.parse(test).getroot()
@@ -72,10 +71,13 @@ def test_qtimigrationtool_output_as_canvas_reads_it(tmp_path, spec):
             code, qname, ask = item.get("title").split(" ", 2)
             fields = {f.get("name"): f.get("value") for f in item.iter("{%s}instructureField" % NS["t"])}
             assert fields["question_type"] == "numerical_question" and Decimal(fields["points_possible"]) == ppi
-            e, q, places = cells[(code, qname, ask)]
+            e = cells[(code, qname, ask)]
             (a,) = _canvas_answers(item)
-            assert a["exact"] == rounded(e["expected"], places)
-            assert a["margin"] == Decimal(repr(e["tolerance"])) + abs(Decimal(repr(e["expected"])) - a["exact"])
+            exact, tol = Decimal(repr(e["expected"])), Decimal(repr(e["tolerance"]))
+            # the spec's window as the converter kept it (vargte/varlte), and as Canvas reads it: an exact answer
+            # at the exact value with margin tol, so Canvas accepts exactly [exact − tol, exact + tol]
+            assert (a["low"], a["high"]) == (exact - tol, exact + tol)
+            assert a["exact"] == exact and a["margin"] == tol
             seen.add((code, qname, ask))
         got_points[qname] = got_points.get(qname, 0) + ppi
     assert seen == set(cells) and got_points == points

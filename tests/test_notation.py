@@ -95,7 +95,9 @@ def test_prose_is_printed_by_every_printer():
     assert printers.text(pr) == "the row's sum s_i = Σ_k A[i, k]·dA[i, k] & e^x: e^x"
     tex = printers.latex(pr)
     assert tex.isascii() and r"$s_{i}$" in tex and r"\&" in tex and "$e^{x}$" in tex
-    assert "#{set math.equation(alt: \"s i\"); $s_(i)$}" in printers.typst(pr)
+    # each formula in a box: a line never breaks inside it (LaTeX \mbox, Typst box)
+    assert r"\mbox{$s_{i}$}" in tex
+    assert "#box({set math.equation(alt: \"s i\"); $s_(i)$})" in printers.typst(pr)
     assert 'alttext="e to the x"' in printers.mathml(pr) and "&amp;" in printers.mathml(pr)
     assert 'aria-label="s i"' in printers.htmlcss(pr)
     assert printers.spoken(pr).startswith("the row's sum s i = sum over k of A row i, column k times dA")
@@ -230,3 +232,26 @@ def test_mistake_feedback_holds_its_math_as_trees():
     assert "_ij" not in m.message(p) and "_ij" not in m.answer_feedback
     assert printers.latex(pr).isascii() and r"\_" not in printers.latex(pr)
     assert "√d_k = √4 = 2" in MISTAKES["no-scaling"].message(p)
+
+
+def test_weight_rows_are_numbers_even_with_as_many_tokens_as_rows():
+    """the cat sat: 3 tokens and d_model 3; dW_Q's rows are the rows of W_Q (1, 2, 3), never tokens."""
+    from pathlib import Path
+
+    from worked import printers, problem, solver
+    from worked.render import view
+
+    path = Path(__file__).resolve().parents[1] / "problems" / "causal-mask-train.toml"
+    sol = solver.solve(problem.load(str(path)))
+    assert sol.problem.n == sol.problem.d_model
+    tokens = set(sol.problem.tokens)
+    for kind in ("answer-key", "worksheet"):
+        for s in view.build(sol, kind)["steps"]:
+            if not s["id"].startswith("dW_"):
+                continue
+            names = [printers.text(c["eq"]) for c in s.get("checks", []) if c.get("eq") is not None]
+            names += [printers.text(ln.eq) for st in sol.steps if st.id == s["id"] for ln in st.lines]
+            assert names
+            for t in names:
+                row = t[t.index("[") + 1:t.index(",")]
+                assert row.isdigit() and row not in tokens, t

@@ -214,6 +214,41 @@ def test_no_path_traversal_through_problem_names(tmp_path, name):
         assert r.status_code == 404 and "error" in r.json()
 
 
+def test_links_to_files_outside_the_folder_are_not_served(tmp_path, caplog):
+    """A problem file that is a symbolic link to a file outside the folder (directly, through ``..``, or through
+    a link inside the folder) is neither listed nor served, and the log says so in one line naming it; a link
+    to a file inside the folder is served; a manifest.json linking outside does not make a quiz."""
+    folder = tmp_path / "problems"
+    folder.mkdir()
+    shutil.copy(PART9, folder / "cats-chase-mice.toml")
+    secret = tmp_path / "secret.toml"
+    shutil.copy(PROBLEMS / "no-scaling.toml", secret)
+    (folder / "secret.toml").symlink_to(secret)
+    (folder / "dots.json").symlink_to(Path("..") / "secret.toml")
+    (folder / "hop.toml").symlink_to("secret.toml")                 # a link to a link that leaves the folder
+    (folder / "alias.toml").symlink_to("cats-chase-mice.toml")      # stays inside: served
+    (tmp_path / "manifest.json").write_text(json.dumps({"variants": [
+        {"variant": "K3F9AB", "problem": load(PART9).to_dict(), "questions": []}]}), encoding="utf-8")
+    (folder / "manifest.json").symlink_to(tmp_path / "manifest.json")
+    with caplog.at_level("WARNING", logger="worked.server"):
+        tc = client(problems_dir=folder)
+        info = tc.get("/api/info").json()
+        tc.get("/api/info")
+    assert info["mode"] == "problems"
+    assert sorted(p["name"] for p in info["problems"]) == ["alias", "cats-chase-mice"]
+    assert tc.get("/api/problems/alias").json()["problem"] == load(PART9).to_dict()
+    title = load(PROBLEMS / "no-scaling.toml").title
+    for name in ("secret", "dots", "hop"):
+        for url in (f"/api/problems/{name}", f"/download/problems/{name}/worksheet.tex"):
+            r = tc.get(url)
+            assert r.status_code == 404 and title not in r.text, (url, r.text)
+    assert tc.get("/api/variants/K3F9AB").status_code == 404
+    said = [r.getMessage() for r in caplog.records if "outside the problems folder" in r.getMessage()]
+    assert sorted(m.split(": not served")[0].rsplit("/", 1)[-1] for m in said) == \
+        ["dots.json", "hop.toml", "manifest.json", "secret.toml"]      # each once, though listed twice
+    assert all("\n" not in m for m in said)
+
+
 def make_quiz(tmp_path: Path) -> Path:
     """A quiz folder in the layout `worked quiz` writes (manifest.json with variants), made by hand."""
     quiz = tmp_path / "quiz"
@@ -580,3 +615,20 @@ def test_grid_headings_are_definitions_with_one_equals_sign(c):
             assert by["scaled"]["text"] == "scaled = scores"
         if name == "four-tokens-fractions":
             assert by["scaled"]["text"] == "scaled = scores/2"
+
+
+def test_a_problem_goes_to_its_own_worker_unless_that_one_is_busier():
+    """The quick lane sends a problem to the same worker each time (where its work is kept), spreads different
+    problems over the workers, and gives a job to the least busy worker once its own has more than SLACK jobs
+    more (a class on one problem keeps every worker busy)."""
+    lane = server.Lane("quick", 2, 512, 200)
+    keys = [f"problem {k}" for k in range(40)]
+    homes = [lane.pick(k) for k in keys]
+    assert homes == [lane.pick(k) for k in keys] and set(homes) == {0, 1}
+    home = homes[0]
+    lane.queued[home] = lane.SLACK
+    assert lane.pick(keys[0]) == home
+    lane.queued[home] = lane.SLACK + 1
+    assert lane.pick(keys[0]) == 1 - home
+    lane.queued = [3, 1]
+    assert lane.pick(None) == 1

@@ -16,7 +16,8 @@ def test_serve_help_names_the_options(cli):
     """`worked serve --help` documents host (127.0.0.1 by default), port, problems and no-solutions."""
     code, out, _ = cli("serve", "--help")
     assert code == 0
-    for opt in ("--host", "--port", "--problems", "--no-solutions", "127.0.0.1"):
+    for opt in ("--host", "--port", "--problems", "--no-solutions", "127.0.0.1", "--read-timeout",
+                "--connections-per-client"):
         assert opt in out
 
 
@@ -35,6 +36,14 @@ def test_missing_problems_folder_is_a_one_line_error(cli, tmp_path):
     """--problems naming no folder is refused before anything starts."""
     code, _, err = cli("serve", "--problems", tmp_path / "nope")
     assert code == 2 and "no such folder" in err and err.strip().count("\n") == 0
+
+
+@pytest.mark.parametrize("opt, value, expected", [("--read-timeout", "0", "--read-timeout: expected seconds"),
+                                                   ("--connections-per-client", "0", "--connections-per-client: expected 1")])
+def test_connection_limits_out_of_range_are_one_line_errors(cli, opt, value, expected):
+    """A read deadline or a per-client cap that cannot work is refused before anything starts."""
+    code, _, err = cli("serve", opt, value)
+    assert code == 2 and err.startswith("error: " + expected) and err.strip().count("\n") == 0
 
 
 def test_serve_answers_on_loopback_and_stops(tmp_path):

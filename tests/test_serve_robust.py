@@ -1,7 +1,8 @@
 """`worked serve` under hostile load, on loopback, bounded in count and time: a poisoned or expensive request
-does not delay a probe by more than 1 s, a timed-out request stops using CPU within 1 s, idle connections
-do not lock out a new client, a foreign Host is refused, and --no-solutions ignores the client's tolerance
-and limits checks per client."""
+does not delay a probe by more than 1 s, a timed-out request stops using CPU within 1 s, connections that
+never finish a request (nothing sent, a head or a body cut short, a slowloris) are closed, one address
+cannot hold more than its share of connections or lock out another client, a foreign Host is refused, and
+--no-solutions ignores the client's tolerance and limits checks per client."""
 from __future__ import annotations
 
 import concurrent.futures as cf
@@ -33,13 +34,14 @@ def big_problem() -> dict:
 
 
 class Server:
-    def __init__(self, *args: str):
+    def __init__(self, *args: str, preexec_fn=None):
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             self.port = s.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc = subprocess.Popen([sys.executable, "-m", "worked", "serve", "--port", str(self.port), *args],
-                                     cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                                     cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                     preexec_fn=preexec_fn)
         deadline = time.monotonic() + 30
         while True:
             try:
@@ -92,9 +94,13 @@ class Server:
             self.proc.kill()
 
 
+READ_TIMEOUT = 2      # the module server's --read-timeout
+PER_CLIENT = 64       # and its --connections-per-client
+
+
 @pytest.fixture(scope="module")
 def server():
-    s = Server("--timeout", "3")
+    s = Server("--timeout", "3", "--read-timeout", str(READ_TIMEOUT), "--connections-per-client", str(PER_CLIENT))
     yield s
     s.stop()
 
@@ -140,20 +146,155 @@ def test_a_timed_out_request_stops_using_cpu(server):
     assert used < 0.2, f"the server used {used:.2f} s of CPU in the second after a 504"
 
 
-def test_idle_connections_do_not_lock_out_a_new_client(server):
-    """2,100 idle TCP connections (more than uvicorn's old 2,000 limit_concurrency) and a new client is served."""
+def connect(port: int, source: str = "127.0.0.1") -> socket.socket:
+    s = socket.socket()
+    s.bind((source, 0))
+    s.connect(("127.0.0.1", port))
+    return s
+
+
+def closed(s: socket.socket, wait: float = 0.0) -> bool:
+    """Has the server closed *s* (end of stream or reset, after any bytes it sent)? Waits up to *wait* s."""
+    s.settimeout(wait if wait > 0 else 0.001)
+    try:
+        while s.recv(4096):
+            pass
+        return True
+    except (ConnectionResetError, BrokenPipeError):
+        return True
+    except (socket.timeout, BlockingIOError):
+        return False
+
+
+def wait_all_closed(socks: list, within: float, trickle: bytes | None = None, keep: int = 0) -> list:
+    """Wait until the server has closed every socket (all but *keep* of them), up to *within* s; with *trickle*,
+    send it on each socket still open every 0.5 s meanwhile (a slowloris). Returns the sockets still open."""
+    import selectors
+
+    sel = selectors.DefaultSelector()
+    for s in socks:
+        s.setblocking(False)
+        sel.register(s, selectors.EVENT_READ)
+    left = set(socks)
+    deadline = time.monotonic() + within
+    while len(left) > keep and time.monotonic() < deadline:
+        if trickle is not None:
+            for s in list(left):
+                try:
+                    s.send(trickle)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+        for key, _ in sel.select(0.5):
+            s = key.fileobj
+            try:
+                if s.recv(4096) != b"":
+                    continue
+            except (ConnectionResetError, BrokenPipeError):
+                pass
+            except BlockingIOError:
+                continue
+            left.discard(s)
+            sel.unregister(s)
+    sel.close()
+    return sorted(left, key=id)
+
+
+HEAD = b"POST /api/check HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+
+
+def test_connections_that_never_finish_a_request_are_closed(server):
+    """Connections that send nothing, half a request head, or a body shorter than its Content-Length, and a
+    slowloris (a header line every 0.5 s, and one after a first request answered on the same connection), are
+    all closed within a few seconds of --read-timeout; meanwhile a probe is still served at once."""
     socks = []
     try:
-        for _ in range(2100):
-            s = socket.create_connection(("127.0.0.1", server.port), timeout=5)
-            socks.append(s)
-        time.sleep(0.5)
+        idle = [connect(server.port) for _ in range(10)]
+        half = [connect(server.port) for _ in range(10)]
+        short = [connect(server.port) for _ in range(10)]
+        for s in half:
+            s.sendall(HEAD[:30])
+        for s in short:
+            s.sendall(HEAD + b"Content-Length: 100\r\n\r\n{\"problem\": ")
+        socks = idle + half + short
+        assert probe_time(server) < 1.0, "a probe was slow with unfinished requests open"
+        assert not any(closed(s) for s in socks), "closed before the read timeout"
+        assert wait_all_closed(socks, READ_TIMEOUT + 10) == [], "connections left open after the read timeout"
+
+        loris = [connect(server.port) for _ in range(10)]
+        for s in loris:
+            s.sendall(HEAD)
+        again = connect(server.port)      # a first request answered, then a second one trickled
+        again.sendall(b"GET /api/info HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        again.settimeout(5)
+        assert again.recv(12) == b"HTTP/1.1 200"
+        again.sendall(HEAD)
+        socks = loris + [again]
         t = time.monotonic()
-        r = httpx.get(server.url + "/api/info", timeout=5)
-        assert r.status_code == 200 and time.monotonic() - t < 1.0
+        assert wait_all_closed(socks, READ_TIMEOUT + 10, trickle=b"X-Slow: 1\r\n") == [], "a slowloris stayed open"
+        assert time.monotonic() - t >= READ_TIMEOUT - 0.5
+        assert probe_time(server) < 1.0
     finally:
         for s in socks:
             s.close()
+
+
+def test_one_address_cannot_hold_more_than_its_share_of_connections(server):
+    """With --connections-per-client N, the N+1-th connection open at once from 127.0.0.1 is answered 503 (or
+    closed) at once, while another address (127.0.0.2) is served; closing them frees the address again."""
+    socks = [connect(server.port) for _ in range(PER_CLIENT)]
+    try:
+        time.sleep(0.3)
+        extra = connect(server.port)
+        extra.settimeout(5)
+        try:
+            first = extra.recv(64)
+        except ConnectionResetError:
+            first = b""
+        assert first == b"" or first.startswith(b"HTTP/1.1 503"), first
+        assert closed(extra, wait=5)
+        extra.close()
+        other = httpx.Client(transport=httpx.HTTPTransport(local_address="127.0.0.2"), timeout=5)
+        t = time.monotonic()
+        assert other.get(server.url + "/api/info").status_code == 200 and time.monotonic() - t < 1.0
+        other.close()
+    finally:
+        for s in socks:
+            s.close()
+    time.sleep(0.5)
+    assert httpx.get(server.url + "/api/info", timeout=5).status_code == 200
+
+
+def test_idle_sockets_from_one_client_do_not_lock_out_another_under_a_4096_file_limit():
+    """With the server's open-files limit at 4,096, one client opens 4,200 idle sockets (more than the limit):
+    the flood's sockets beyond the per-address cap are closed as soon as the server accepts them, and another
+    address is then served."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 4400:
+        pytest.skip(f"the test needs 4,400 open files here (hard limit {hard})")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard if hard != resource.RLIM_INFINITY else 8192, hard))
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (4096, 4096))
+
+    # a long read timeout: the 256 idle sockets the cap lets in stay open for the whole test
+    s = Server("--read-timeout", "120", preexec_fn=limit)
+    socks = []
+    try:
+        for _ in range(4200):
+            socks.append(connect(s.port))
+        # the server accepts the flood at its own pace; the sockets over the cap are closed as they are accepted
+        left = wait_all_closed(socks, within=60, keep=256)
+        assert len(left) == 256, f"{len(left)} of the flood's 4,200 sockets are open, expected the cap's 256"
+        other = httpx.Client(transport=httpx.HTTPTransport(local_address="127.0.0.2"), timeout=10)
+        assert other.get(s.url + "/api/info").status_code == 200
+        other.close()
+    finally:
+        for x in socks:
+            x.close()
+        s.stop()
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
 
 
 def test_a_foreign_host_is_refused(server):

@@ -33,6 +33,7 @@ ids and texts are those of :data:`worked.mistakes.MISTAKES`.
 """
 from __future__ import annotations
 
+import json
 import math
 import re
 from dataclasses import dataclass, field
@@ -740,144 +741,219 @@ def check_answers(problem, answers: dict, *, tolerance=None, solution=None, reve
     :class:`Tolerance`. *solution*: a ready ``solve(problem)`` result, to save solving again.
     *reveal*: include the expected values (JSON ``expected``; text lists them for wrong entries).
     Never raises for bad answers: unknown matrices, wrong shapes and unreadable entries are reported
-    in ``errors`` and everything else is still checked.
+    in ``errors`` and everything else is still checked. To check many answers to one problem, keep a
+    :class:`Checker`.
     """
-    if solution is None:
-        from .solver import solve
+    return Checker(problem, solution).check(answers, tolerance=tolerance, reveal=reveal)
 
-        solution = solve(problem)
-    tol = Tolerance.parse(tolerance)
-    ctx = _Ctx(problem, solution, tol)
-    mats = ctx.mats
-    flat, errors = normalize_answers(answers, mats, problem.multihead)
 
-    parsed: dict[str, list] = {}
-    raw: dict[str, list] = {}
-    entry_errors: dict[str, list] = {}
-    for key in mats:  # in the order of the worked steps
-        if key not in flat:
-            continue
+class Checker:
+    """Checks answers to one problem. What depends on the problem alone is worked out once and kept: its
+    solution, the band of every entry under each tolerance, what each mistake gives from the correct
+    values, the early-rounding values and the expected decimals. So checking a class's answers to one
+    problem, or one student checking again, costs only what depends on the answers (reading them, the
+    bands from the student's own earlier answers, the mistakes from those). ``Checker(p).check(a)`` is
+    ``check_answers(p, a)``, the same report."""
+
+    def __init__(self, problem, solution=None):
+        if solution is None:
+            from .solver import solve
+
+            solution = solve(problem)
+        self.problem, self.solution = problem, solution
+        self._ctx: dict = {}          # Tolerance → _Ctx
+        self._true: dict = {}         # Tolerance → the bands of the correct values
+        self._centres: dict = {}      # index into tried → a mistake's values from the correct ones
+        self._mistake_bands: dict = {}  # (Tolerance, index) → their bands
+        self._expected: dict = {}     # matrix → its expected decimals
+        self._early: dict = {}        # (head prefix, matrix) → early-rounding values
+        self._read: tuple | None = None   # the last answers read: (their JSON, what reading them gave)
+        self._tried = None
+
+    def ctx(self, tol: "Tolerance") -> _Ctx:
+        if tol not in self._ctx:
+            self._ctx[tol] = _Ctx(self.problem, self.solution, tol)
+        return self._ctx[tol]
+
+    def _true_band(self, ctx: _Ctx) -> dict:
+        if ctx.tol not in self._true:
+            self._true[ctx.tol] = _bands(ctx)
+        return self._true[ctx.tol]
+
+    def _tried_mistakes(self) -> list:
+        if self._tried is None:
+            self._tried = [(m, t) for m in MISTAKES.values() for t in m.transforms(self.problem)]
+        return self._tried
+
+    def _correct_scenario(self, ctx: _Ctx, k: int, transform) -> tuple:
+        """(bands, values) of mistake *k* made on the correct values (no answers carried)."""
+        cpass = None
+        if k not in self._centres:
+            cpass = forward(self.problem, ctx.points, transform=transform, given=None)
+            self._centres[k] = cpass.shown
+        centre = self._centres[k]
+        if (ctx.tol, k) not in self._mistake_bands:
+            self._mistake_bands[ctx.tol, k] = _bands(ctx, None, transform, centre, cpass)
+        return self._mistake_bands[ctx.tol, k], centre
+
+    def _expected_of(self, key: str) -> list:
+        if key not in self._expected:
+            m, d = self.solution.matrices()[key], self.problem.decimals
+            self._expected[key] = [[m.dec_plain(i, j, d) for j in range(m.shape[1])] for i in range(m.shape[0])]
+        return [list(row) for row in self._expected[key]]
+
+    def early_values(self, ctx: _Ctx, pre: str, base: str) -> list:
+        if (pre, base) not in self._early:
+            self._early[pre, base] = _early_values(ctx, pre, base)
+        return self._early[pre, base]
+
+    def _read_answers(self, answers, mats) -> tuple:
+        """(parsed, raw, entry errors, errors) of *answers*; the last answers read are kept (a variant's
+        questions check the same answers under several tolerances)."""
         try:
-            grid, rr, errs = _read_matrix(key, flat[key], mats[key])
-        except _ShapeError as exc:
-            errors.append({"matrix": key, "entry": None, "message": str(exc)})
-            continue
-        parsed[key], raw[key], entry_errors[key] = grid, rr, errs
-        errors.extend(errs)
-
-    true_band = _bands(ctx)
-    given = _given_grids(parsed, raw=raw, h=ctx.h)
-    ecf_band = _bands(ctx, given)
-
-    # verdicts
-    verdict: dict[str, list] = {}
-    carried: dict[str, list] = {}
-    for key, grid in parsed.items():
-        V, C = [], []
-        for i, row in enumerate(grid):
-            vr, cr = [], []
-            for j, a in enumerate(row):
-                if a is None:
-                    vr.append("blank"), cr.append(False)
-                elif a == "invalid":
-                    vr.append("invalid"), cr.append(False)
-                elif _matches(a, true_band[key][i][j]):
-                    vr.append("correct"), cr.append(False)
-                else:
-                    vr.append("wrong")
-                    cr.append(_matches(a, ecf_band[key][i][j]))
-            V.append(vr)
-            C.append(cr)
-        verdict[key], carried[key] = V, C
-
-    nheads = len(problem.heads)
-    wrong_keys = {k for k, V in verdict.items() if any(v == "wrong" for row in V for v in row)}
-
-    # misconceptions
-    multihead = problem.multihead
-    diag_by_key: dict[str, list[dict]] = {k: [] for k in parsed}
-    candidates = [k for k in parsed if _stage_of(k) in ("scores", "scaled", "weights", "Z", "concat") + TRAIN_STAGES
-                  and any(verdict[k][i][j] == "wrong" and not carried[k][i][j]
-                          for i in range(len(verdict[k])) for j in range(len(verdict[k][0])))]
-    if candidates:
-        tried = [(m, t) for m in MISTAKES.values() for t in m.transforms(problem)]
-        # how many mistakes could explain a matrix: a chance match is that much likelier (a wrong sign in one
-        # matrix's update gives that matrix as the wrong sign in all three does: one explanation, counted once)
-        reach = {k: sum(_mistake_rank(m.stage_of(t), t.heads != "concat") <= _rank(k, multihead)
-                        for m, t in tried if t.update_of is None)
-                 for k in candidates}
-        for mistake, transform in tried:
-            code = mistake.id
-            stage = mistake.stage_of(transform)
-            crosshead = transform.heads != "concat"
-            rank = _mistake_rank(stage, crosshead)
-            targets = [k for k in candidates if _rank(k, multihead) >= rank
-                       # the mistake's own matrix answered right: it is not what went wrong later (a training step)
-                       and not (_split(k)[0] + stage in parsed and _split(k)[0] + stage not in wrong_keys)]
-            if not targets:
-                continue
-            before = {k for k in parsed if _rank(k, multihead) < rank}
-            bases = [None]
-            if any(k in wrong_keys for k in before):
-                bases.append(_given_grids(parsed, before, raw, ctx.h))
-            scenarios = []
-            for b in bases:
-                cpass = forward(problem, ctx.points, transform=transform, given=b)
-                centre = cpass.shown
-                scenarios.append((_bands(ctx, b, transform, centre, cpass), centre))
-            for key in targets:
-                if _refuted(key, rank, scenarios[0][1], parsed, verdict, true_band, multihead):
+            key = json.dumps(answers, sort_keys=True, default=repr)
+        except (TypeError, ValueError, RecursionError):
+            key = None
+        if key is None or self._read is None or self._read[0] != key:
+            flat, errors = normalize_answers(answers, mats, self.problem.multihead)
+            parsed: dict[str, list] = {}
+            raw: dict[str, list] = {}
+            entry_errors: dict[str, list] = {}
+            for k in mats:  # in the order of the worked steps
+                if k not in flat:
                     continue
-                hit = _diagnose(parsed[key], verdict[key], carried[key], true_band[key],
-                                [(band[key], centre[key]) for band, centre in scenarios], reach[key], ctx.h)
-                if hit and not any(d["code"] == code for d in diag_by_key[key]):
-                    diag_by_key[key].append(_diag(ctx, code, key, hit, stage))
+                try:
+                    grid, rr, errs = _read_matrix(k, flat[k], mats[k])
+                except _ShapeError as exc:
+                    errors.append({"matrix": k, "entry": None, "message": str(exc)})
+                    continue
+                parsed[k], raw[k], entry_errors[k] = grid, rr, errs
+                errors.extend(errs)
+            self._read = (key, (parsed, raw, entry_errors, errors))
+        parsed, raw, entry_errors, errors = self._read[1]
+        # the report keeps the lists it is given: a fresh copy for each report
+        return (parsed, {k: [list(r) for r in v] for k, v in raw.items()},
+                {k: list(v) for k, v in entry_errors.items()}, list(errors))
 
-    # early rounding: accepted, but rounded before the end
-    for key in parsed:
-        if _stage_of(key) in ("weights", "Z") and not wrong_keys & ({key} | set(_earlier(key, problem.multihead, nheads))):
-            hit = _early_rounding(ctx, key, parsed[key], verdict[key])
-            if hit:
-                diag_by_key[key].append(_diag(ctx, "early-rounding", key, hit))
+    def check(self, answers: dict, *, tolerance=None, reveal: bool = False, diagnose: bool = True) -> "Report":
+        """The report of :func:`check_answers`. With *diagnose* False, only the verdicts and the error carried
+        forward (no misconceptions, no early rounding): what a question's own tolerance changes."""
+        problem = self.problem
+        tol = Tolerance.parse(tolerance)
+        ctx = self.ctx(tol)
+        mats = ctx.mats
+        parsed, raw, entry_errors, errors = self._read_answers(answers, mats)
 
-    # per-matrix report
-    reports = []
-    for key in parsed:
-        m = mats[key]
-        feeds = [k for k in _earlier(key, problem.multihead, nheads) if k in parsed]
-        feeding_wrong = [k for k in feeds if k in wrong_keys]
-        V, C = verdict[key], carried[key]
-        answered = [(i, j) for i in range(len(V)) for j in range(len(V[0])) if V[i][j] in ("correct", "wrong")]
-        if not feeding_wrong or not answered:
-            consistent = None
-        else:
-            consistent = all(V[i][j] == "wrong" and C[i][j] or
-                             (V[i][j] == "correct" and _matches(parsed[key][i][j], ecf_band[key][i][j]))
-                             for i, j in answered)
-        expected = [[m.dec_plain(i, j, problem.decimals) for j in range(m.shape[1])] for i in range(m.shape[0])]
-        reports.append(MatrixReport(key, m.symbol, ctx.step_of(key), list(m.rows), list(m.cols), V, C,
-                                    raw[key], expected, consistent, feeding_wrong,
-                                    diag_by_key[key], entry_errors[key]))
+        true_band = self._true_band(ctx)
+        given = _given_grids(parsed, raw=raw, h=ctx.h)
+        ecf_band = _bands(ctx, given)
 
-    # all diagnoses, merged by (code, head)
-    merged: dict[tuple, dict] = {}
-    for r in reports:
-        for d in r.diagnoses:
-            k = (d["code"], _split(r.key)[0])
-            if k not in merged:
-                merged[k] = {"code": d["code"], "title": d["title"], "message": d["message"], "step": d["step"],
-                             "matrices": [], "head": d.get("head")}
-            merged[k]["matrices"].append(r.key)
-    # several mistakes can explain the same few entries; keep the ones that explain the most matrices
-    for k, d in list(merged.items()):
-        others = [o for k2, o in merged.items() if k2 != k and k2[1] == k[1] and o["code"] != "early-rounding"]
-        if d["code"] != "early-rounding" and any(set(d["matrices"]) < set(o["matrices"]) for o in others):
-            del merged[k]
-            for r in reports:
-                r.diagnoses = [x for x in r.diagnoses if not (x["code"] == d["code"] and _split(r.key)[0] == k[1])]
-    order = {c: i for i, c in enumerate(MISTAKES)}
-    diagnoses = sorted(merged.values(), key=lambda d: (d["head"] or 0, d["code"] == "early-rounding", order[d["code"]]))
-    return Report(problem.title, problem.decimals, tol, reports, errors, diagnoses, reveal)
+        # verdicts
+        verdict: dict[str, list] = {}
+        carried: dict[str, list] = {}
+        for key, grid in parsed.items():
+            V, C = [], []
+            for i, row in enumerate(grid):
+                vr, cr = [], []
+                for j, a in enumerate(row):
+                    if a is None:
+                        vr.append("blank"), cr.append(False)
+                    elif a == "invalid":
+                        vr.append("invalid"), cr.append(False)
+                    elif _matches(a, true_band[key][i][j]):
+                        vr.append("correct"), cr.append(False)
+                    else:
+                        vr.append("wrong")
+                        cr.append(_matches(a, ecf_band[key][i][j]))
+                V.append(vr)
+                C.append(cr)
+            verdict[key], carried[key] = V, C
+
+        nheads = len(problem.heads)
+        wrong_keys = {k for k, V in verdict.items() if any(v == "wrong" for row in V for v in row)}
+
+        # misconceptions
+        multihead = problem.multihead
+        diag_by_key: dict[str, list[dict]] = {k: [] for k in parsed}
+        candidates = [k for k in parsed if _stage_of(k) in ("scores", "scaled", "weights", "Z", "concat") + TRAIN_STAGES
+                      and any(verdict[k][i][j] == "wrong" and not carried[k][i][j]
+                              for i in range(len(verdict[k])) for j in range(len(verdict[k][0])))]
+        if candidates and diagnose:
+            tried = self._tried_mistakes()
+            # how many mistakes could explain a matrix: a chance match is that much likelier (a wrong sign in one
+            # matrix's update gives that matrix as the wrong sign in all three does: one explanation, counted once)
+            reach = {k: sum(_mistake_rank(m.stage_of(t), t.heads != "concat") <= _rank(k, multihead)
+                            for m, t in tried if t.update_of is None)
+                     for k in candidates}
+            for index, (mistake, transform) in enumerate(tried):
+                code = mistake.id
+                stage = mistake.stage_of(transform)
+                crosshead = transform.heads != "concat"
+                rank = _mistake_rank(stage, crosshead)
+                targets = [k for k in candidates if _rank(k, multihead) >= rank
+                           # the mistake's own matrix answered right: it is not what went wrong later (a training step)
+                           and not (_split(k)[0] + stage in parsed and _split(k)[0] + stage not in wrong_keys)]
+                if not targets:
+                    continue
+                before = {k for k in parsed if _rank(k, multihead) < rank}
+                scenarios = [self._correct_scenario(ctx, index, transform)]
+                if any(k in wrong_keys for k in before):
+                    b = _given_grids(parsed, before, raw, ctx.h)
+                    cpass = forward(problem, ctx.points, transform=transform, given=b)
+                    centre = cpass.shown
+                    scenarios.append((_bands(ctx, b, transform, centre, cpass), centre))
+                for key in targets:
+                    if _refuted(key, rank, scenarios[0][1], parsed, verdict, true_band, multihead):
+                        continue
+                    hit = _diagnose(parsed[key], verdict[key], carried[key], true_band[key],
+                                    [(band[key], centre[key]) for band, centre in scenarios], reach[key], ctx.h)
+                    if hit and not any(d["code"] == code for d in diag_by_key[key]):
+                        diag_by_key[key].append(_diag(ctx, code, key, hit, stage))
+
+        # early rounding: accepted, but rounded before the end
+        for key in parsed if diagnose else ():
+            if _stage_of(key) in ("weights", "Z") and not wrong_keys & ({key} | set(_earlier(key, problem.multihead, nheads))):
+                hit = _early_rounding(ctx, key, parsed[key], verdict[key], self)
+                if hit:
+                    diag_by_key[key].append(_diag(ctx, "early-rounding", key, hit))
+
+        # per-matrix report
+        reports = []
+        for key in parsed:
+            m = mats[key]
+            feeds = [k for k in _earlier(key, problem.multihead, nheads) if k in parsed]
+            feeding_wrong = [k for k in feeds if k in wrong_keys]
+            V, C = verdict[key], carried[key]
+            answered = [(i, j) for i in range(len(V)) for j in range(len(V[0])) if V[i][j] in ("correct", "wrong")]
+            if not feeding_wrong or not answered:
+                consistent = None
+            else:
+                consistent = all(V[i][j] == "wrong" and C[i][j] or
+                                 (V[i][j] == "correct" and _matches(parsed[key][i][j], ecf_band[key][i][j]))
+                                 for i, j in answered)
+            reports.append(MatrixReport(key, m.symbol, ctx.step_of(key), list(m.rows), list(m.cols), V, C,
+                                        raw[key], self._expected_of(key), consistent, feeding_wrong,
+                                        diag_by_key[key], entry_errors[key]))
+
+        # all diagnoses, merged by (code, head)
+        merged: dict[tuple, dict] = {}
+        for r in reports:
+            for d in r.diagnoses:
+                k = (d["code"], _split(r.key)[0])
+                if k not in merged:
+                    merged[k] = {"code": d["code"], "title": d["title"], "message": d["message"], "step": d["step"],
+                                 "matrices": [], "head": d.get("head")}
+                merged[k]["matrices"].append(r.key)
+        # several mistakes can explain the same few entries; keep the ones that explain the most matrices
+        for k, d in list(merged.items()):
+            others = [o for k2, o in merged.items() if k2 != k and k2[1] == k[1] and o["code"] != "early-rounding"]
+            if d["code"] != "early-rounding" and any(set(d["matrices"]) < set(o["matrices"]) for o in others):
+                del merged[k]
+                for r in reports:
+                    r.diagnoses = [x for x in r.diagnoses if not (x["code"] == d["code"] and _split(r.key)[0] == k[1])]
+        order = {c: i for i, c in enumerate(MISTAKES)}
+        diagnoses = sorted(merged.values(), key=lambda d: (d["head"] or 0, d["code"] == "early-rounding", order[d["code"]]))
+        return Report(problem.title, problem.decimals, tol, reports, errors, diagnoses, reveal)
 
 
 EVIDENCE = Decimal("0.01")   # the largest chance that random wrong values match a mistake, for it to be named
@@ -967,7 +1043,7 @@ def _diag(ctx: _Ctx, code: str, key: str, entries, stage: str | None = None) -> 
             "entries": [[i + 1, j + 1] for i, j in entries]}
 
 
-def _early_rounding(ctx: _Ctx, key: str, grid, V):
+def _early_rounding(ctx: _Ctx, key: str, grid, V, checker: "Checker | None" = None):
     """Accepted entries that are not the exact value rounded at the end but are what rounding earlier gives."""
     m = ctx.mats[key]
     slack = CTX.add(CTX.multiply(ctx.h, Decimal("1.000000001")), Decimal("1e-20"))
@@ -982,7 +1058,7 @@ def _early_rounding(ctx: _Ctx, key: str, grid, V):
     if not loose:
         return None
     pre, base = _split(key)
-    cand = _early_values(ctx, pre, base)
+    cand = checker.early_values(ctx, pre, base) if checker is not None else _early_values(ctx, pre, base)
     if all(any(CTX.subtract(grid[i][j][1], c[i][j]).copy_abs() <= slack for c in cand) for i, j in loose):
         return loose
     return None

@@ -213,7 +213,8 @@ def _serve_options(p):
     p.add_argument("--problems", metavar="DIR", default=None,
                    help="folder of problem files offered by name (default: problems/ if it exists, else the "
                         "built-in example); a quiz folder from `worked quiz` (with manifest.json) offers its "
-                        "variants by code instead")
+                        "variants by code instead; a file that is a link to a file outside the folder is not served "
+                        "(the server says so when it starts)")
     p.add_argument("--no-solutions", action="store_true",
                    help="never send solutions, expected values or answer keys (for quizzes): only verdicts and "
                         "diagnoses")
@@ -221,6 +222,12 @@ def _serve_options(p):
     p.add_argument("--timeout", type=float, default=20.0,
                    help="seconds allowed for solving or checking; then the work is stopped and the answer is 504 "
                         "(default: 20)")
+    p.add_argument("--read-timeout", type=float, default=5.0, metavar="S",
+                   help="seconds a client has to send a whole request (head and body); a connection that sends "
+                        "nothing, or too slowly, is then closed (default: 5)")
+    p.add_argument("--connections-per-client", type=int, default=256, metavar="N",
+                   help="connections one client address may hold open at once; more are answered 503 and closed "
+                        "(default: 256; behind a reverse proxy every client has the proxy's address: raise it)")
     p.add_argument("--allowed-host", action="append", default=None, metavar="NAME",
                    help="a Host name the page may be reached by, e.g. the name a reverse proxy forwards "
                         "(repeatable; default: the --host address, and localhost when it is a loopback address; "
@@ -244,16 +251,29 @@ def _allowed_hosts(host: str, extra: list[str] | None) -> list[str] | None:
     return sorted(set(names))
 
 
-def _raise_open_files_limit() -> None:
-    """Idle connections each hold a file descriptor: let the server use all the system allows."""
+def _raise_open_files_limit() -> int | None:
+    """Idle connections each hold a file descriptor: let the server use all the system allows. Returns the
+    limit now in force (None when it cannot be known)."""
     try:
         import resource
 
         soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
         if hard == resource.RLIM_INFINITY or soft < hard:
             resource.setrlimit(resource.RLIMIT_NOFILE, (hard if hard != resource.RLIM_INFINITY else max(soft, 65536), hard))
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        return None if soft == resource.RLIM_INFINITY else soft
     except (ImportError, ValueError, OSError):
-        pass
+        return None
+
+
+def _backlog(open_files: int | None) -> int:
+    """The listen backlog: 511 (nginx's), less under a small open-files limit. asyncio accepts up to this many
+    connections in one pass of its loop, and a connection is looked at (and closed, when its address is over
+    the per-client cap) only two passes later, so about three passes' worth must fit in the open-files limit:
+    else accept() fails with EMFILE, once for each connection left in the pass, each failure a logged error."""
+    if open_files is None:
+        return 511
+    return max(64, min(511, (open_files - 512) // 4))
 
 
 def cmd_serve(args) -> int:
@@ -269,6 +289,10 @@ def cmd_serve(args) -> int:
         raise WorkedError(f"--workers: expected 1 to 64, got {args.workers}")
     if not 0 < args.timeout <= 600:
         raise WorkedError(f"--timeout: expected seconds from 0 to 600, got {args.timeout}")
+    if not 0 < args.read_timeout <= 600:
+        raise WorkedError(f"--read-timeout: expected seconds from 0 to 600, got {args.read_timeout}")
+    if not 1 <= args.connections_per_client <= 100_000:
+        raise WorkedError(f"--connections-per-client: expected 1 to 100000, got {args.connections_per_client}")
     if args.problems is not None:
         root = Path(args.problems)
         if not root.is_dir():
@@ -286,16 +310,19 @@ def cmd_serve(args) -> int:
     import uvicorn
 
     from .server.app import Config, create_app
+    from .server.connections import Protocol
 
     cfg = Config(problems_dir=root.resolve() if root else None, no_solutions=args.no_solutions,
-                 solve_timeout=args.timeout, allowed_hosts=_allowed_hosts(args.host, args.allowed_host))
-    _raise_open_files_limit()
-    # Connections: idle keep-alive connections are closed after 5 s; there is no server-wide connection
-    # cap (uvicorn's limit_concurrency answers 503 to everyone once that many sockets are open, idle or
-    # not); overload is answered per job by the worker lanes (503 with Retry-After). uvicorn has no limit
-    # per client address: put a reverse proxy in front to have one.
+                 solve_timeout=args.timeout, allowed_hosts=_allowed_hosts(args.host, args.allowed_host),
+                 read_timeout=args.read_timeout, client_connections=args.connections_per_client)
+    open_files = _raise_open_files_limit()
+    # Connections: uvicorn's h11 protocol with a read deadline per request and a cap per client address
+    # (worked.server.connections: why that and not another server); idle keep-alive connections are closed
+    # after 5 s. There is no server-wide connection cap (uvicorn's limit_concurrency answers 503 to everyone
+    # once that many sockets are open, idle or not); overload is answered per job by the worker lanes (503
+    # with Retry-After).
     server_opts = dict(host=args.host, port=args.port, log_level="warning", timeout_keep_alive=5,
-                       backlog=4096, h11_max_incomplete_event_size=64 * 1024)
+                       backlog=_backlog(open_files), h11_max_incomplete_event_size=64 * 1024, http=Protocol)
     where = f"http://{'[' + args.host + ']' if ':' in args.host else args.host}:{args.port}/"
     what = f"problems from {root}" if root else "the built-in example"
     print(f"worked serve: {where}  ({what}{', no solutions' if args.no_solutions else ''}); Ctrl+C stops",

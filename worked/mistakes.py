@@ -106,94 +106,131 @@ def _mean_fits(problem) -> bool:
     return len(problem.heads[0].W_V[0]) == len(problem.W_O[0])
 
 
+def _T(x: eq.Node) -> eq.Node:
+    return eq.Pow(x, eq.Sym("T"))
+
+
+def _m(name: str, head: int | None = None) -> eq.Sym:
+    return eq.matrix_sym(name, head)
+
+
+def _is(*items) -> eq.Rel:
+    return eq.Rel(tuple(items), (eq.EQ,) * (len(items) - 1))
+
+
+# the math the explanations name, as trees (the text printer gives the Unicode of before: Q·Kᵀ, √d_k, W − lr·dW)
+_QK, _KQ = eq.Mul((_m("Q"), _T(_m("K")))), eq.Mul((_m("K"), _T(_m("Q"))))
+_AV, _ATV = eq.Mul((_m("A"), _m("V"))), eq.Mul((_T(_m("A")), _m("V")))
+_EX, _SQRT_DK, _DK = eq.Exp(eq.Sym("x")), eq.Sqrt(eq.Sym("d_k")), eq.Sym("d_k")
+_CONCAT = eq.Sym("concat", upright=True)
+_CONCAT_HEADS = eq.Call("concat", (_m("Z", 1), _m("Z", 2)))
+_OUT = _is(_m("Z"), eq.Mul((_CONCAT, _m("W_O"))))
+_LR_DW = eq.Mul((eq.Sym("lr", upright=True), _m("dW")))
+_DESCENT, _ASCENT = eq.Add((_m("W"), eq.Neg(_LR_DW))), eq.Add((_m("W"), _LR_DW))
+_DV, _DV_WRONG = _is(_m("dV"), eq.Mul((_T(_m("A")), _m("dZ")))), _is(_m("dV"), eq.Mul((_m("A"), _m("dZ"))))
+_DK_RULE, _DK_WRONG = (_is(_m("dK"), eq.Mul((_T(_m("dscores")), _m("Q")))),
+                       _is(_m("dK"), eq.Mul((_m("dscores"), _m("Q")))))
+_DSCORES = _is(_m("dscores"), eq.Frac(_m("dS"), _SQRT_DK))
+_I, _J = eq.Sym("i"), eq.Sym("j")
+_P = eq.prose
+
 _ALL = [
     Mistake("no-scaling", "no scaling", "scaled",
-            "The scores were not divided by the scale factor before the softmax: these values are what "
-            "the unscaled scores give.",
-            "This is the value you get without dividing the scores by the scale (√d_k): "
-            "the unscaled score was used.",
+            _P("The scores were not divided by the scale factor before the softmax: these values are what "
+               "the unscaled scores give."),
+            _P("This is the value you get without dividing the scores by the scale (", _SQRT_DK, "): "
+               "the unscaled score was used."),
             lambda p: [Transform(scale="one")] if _scaled(p) else []),
     Mistake("scaled-by-dk", "divided by d_k instead of √d_k", "scaled",
-            "The scores were divided by d_k itself instead of by its square root √d_k.",
-            "This is the value you get by dividing the scores by d_k instead of by its square root √d_k.",
+            _P("The scores were divided by ", _DK, " itself instead of by its square root ", _SQRT_DK, "."),
+            _P("This is the value you get by dividing the scores by ", _DK, " instead of by its square root ",
+               _SQRT_DK, "."),
             lambda p: [Transform(scale="d_k")] if p.scale == "sqrt" and p.d_k != 1 else []),
     Mistake("transposed-scores", "K·Qᵀ instead of Q·Kᵀ", "scores",
-            "The scores were computed as K·Qᵀ, the transpose of Q·Kᵀ: row i must be token i's "
-            "query matched against every key, not its key against every query.",
-            "This is the value you get from K·Qᵀ instead of Q·Kᵀ: the scores are transposed "
-            "(row = query, column = key).",
+            _P("The scores were computed as ", _KQ, ", the transpose of ", _QK, ": row ", _I, " must be token ", _I, "'s "
+               "query matched against every key, not its key against every query."),
+            _P("This is the value you get from ", _KQ, " instead of ", _QK, ": the scores are transposed "
+               "(row = query, column = key)."),
             lambda p: [Transform(scores="KQ")]),
     Mistake("wrong-mask", "causal mask on the wrong entries", "scores",
-            "In a causal problem a token may attend only to itself and earlier tokens: the entries above "
-            "the diagonal are −∞ (weight 0). These values come from masking the wrong triangle, or not "
-            "masking at all.",
-            "This is the value you get with the causal mask on the wrong entries (or none): a token attends "
-            "only to itself and earlier tokens, so the scores above the diagonal are −∞.",
+            _P("In a causal problem a token may attend only to itself and earlier tokens: the entries above "
+               "the diagonal are ", eq.neg_inf(), " (weight 0). These values come from masking the wrong triangle, "
+               "or not masking at all."),
+            _P("This is the value you get with the causal mask on the wrong entries (or none): a token attends "
+               "only to itself and earlier tokens, so the scores above the diagonal are ", eq.neg_inf(), "."),
             lambda p: [Transform(mask="none"), Transform(mask="lower")] if p.mask == "causal" and p.n > 1 else []),
     Mistake("column-softmax", "softmax down the columns", "weights",
-            "The softmax was taken down each column; it belongs along each row, so that every "
-            "token's weights add up to 1.",
-            "This is the value you get by applying the softmax down each column; "
-            "the softmax runs along each row (over the keys, for one query).",
+            _P("The softmax was taken down each column; it belongs along each row, so that every "
+               "token's weights add up to 1."),
+            _P("This is the value you get by applying the softmax down each column; "
+               "the softmax runs along each row (over the keys, for one query)."),
             lambda p: [Transform(softmax="columns")]),
     Mistake("no-exp", "no exponentials", "weights",
-            "Each score was divided by its row's sum without taking e^x first; the softmax divides e^x by the "
-            "row's sum of e^x, which also keeps every weight positive.",
-            "This is the value you get by dividing each scaled score by its row's sum without taking e^x first; "
-            "the softmax divides e^x by the row's sum of e^x.",
+            _P("Each score was divided by its row's sum without taking ", _EX, " first; the softmax divides ", _EX,
+               " by the row's sum of ", _EX, ", which also keeps every weight positive."),
+            _P("This is the value you get by dividing each scaled score by its row's sum without taking ", _EX,
+               " first; the softmax divides ", _EX, " by the row's sum of ", _EX, "."),
             lambda p: [Transform(softmax="no-exp")]),
     Mistake("weights-transposed", "Aᵀ·V instead of A·V", "Z",
-            "Z was computed with the transposed weights (Aᵀ·V): row i of Z must blend the value rows "
-            "with token i's row of A.",
-            "This is the value you get from Aᵀ·V instead of A·V: row i of Z blends the value rows with "
-            "token i's row of A.",
+            _P(_m("Z"), " was computed with the transposed weights (", _ATV, "): row ", _I, " of ", _m("Z"),
+               " must blend the value rows with token ", _I, "'s row of ", _m("A"), "."),
+            _P("This is the value you get from ", _ATV, " instead of ", _AV, ": row ", _I, " of ", _m("Z"),
+               " blends the value rows with token ", _I, "'s row of ", _m("A"), "."),
             lambda p: [Transform(weights="AT")]),
     # ---- mistakes across heads (several heads only): how the heads' Z become the output
     Mistake("heads-swapped", "heads concatenated in the wrong order", "concat",
-            "The heads' outputs were put side by side in the wrong order: concat = [Z₁ | Z₂ | …], head 1 first, "
-            "so that each block of W_O's rows meets its own head.",
-            "This is the value you get by concatenating the heads in the wrong order; "
-            "concat = [Z₁ | Z₂ | …] with head 1 first.",
+            _P("The heads' outputs were put side by side in the wrong order: they go in the order of the heads, ",
+               _CONCAT_HEADS, " for two, head 1 first, so that each block of the rows of ", _m("W_O"), " meets its own head."),
+            _P("This is the value you get by concatenating the heads in the wrong order; they go in the order of "
+               "the heads, ", _CONCAT_HEADS, " for two, head 1 first."),
             lambda p: [Transform(heads="reversed")] if p.multihead and len(p.heads) > 1 else []),
     Mistake("no-W_O", "W_O left out", "Z",
-            "The output was taken to be the concatenated heads themselves; the output projection is still "
-            "to come: Z = concat · W_O.",
-            "This is the value you get by leaving out W_O: the output is concat · W_O, not the concat itself.",
+            _P("The output was taken to be the concatenated heads themselves; the output projection is still "
+               "to come: ", _OUT, "."),
+            _P("This is the value you get by leaving out ", _m("W_O"), ": the output is ",
+               eq.Mul((_CONCAT, _m("W_O"))), ", not the concat itself."),
             lambda p: [Transform(heads="no-W_O")] if p.multihead and _square_W_O(p) else []),
     Mistake("heads-averaged", "heads averaged instead of concatenated", "Z",
-            "The heads' outputs were averaged entry by entry; multi-head attention puts them side by side "
-            "(concat) and mixes them with W_O: Z = concat · W_O.",
-            "This is the value you get by averaging the heads' outputs instead of concatenating them and "
-            "multiplying by W_O.",
+            _P("The heads' outputs were averaged entry by entry; multi-head attention puts them side by side "
+               "(concat) and mixes them with ", _m("W_O"), ": ", _OUT, "."),
+            _P("This is the value you get by averaging the heads' outputs instead of concatenating them and "
+               "multiplying by ", _m("W_O"), "."),
             lambda p: [Transform(heads="mean")] if p.multihead and _mean_fits(p) else []),
     # ---- end of the mistakes across heads
     # ---- the backward pass (problems with a [train] table): the classic slips of one training step
     Mistake("softmax-backward-sum", "softmax backward without the Σ term", "dS",
-            eq.prose("The softmax was treated as if each weight depended only on its own score: dS = dA (the softmax as "
-                     "the identity) or A∘dA (the row's Σ term left out). The softmax couples a row: ", _DS_RULE,
-                     ", so every row of dS adds up to 0."),
-            eq.prose("This is the value you get by treating the softmax as the identity (or leaving out the row's Σ term) "
-                     "on the way back: ", _DS_RULE, "."),
+            _P("The softmax was treated as if each weight depended only on its own score: ", _is(_m("dS"), _m("dA")),
+               " (the softmax as the identity) or ", _is(_entry("dS", "i", "j"),
+                                                        eq.Mul((_entry("A", "i", "j"), _entry("dA", "i", "j")))),
+               " (the row's Σ term left out). The softmax couples a row: ", _DS_RULE,
+               ", so every row of ", _m("dS"), " adds up to 0."),
+            _P("This is the value you get by treating the softmax as the identity (or leaving out the row's Σ term) "
+               "on the way back: ", _DS_RULE, "."),
             lambda p: [Transform(softmax_back="identity"), Transform(softmax_back="no-sum")] if p.train else []),
     Mistake("dV-not-transposed", "dV = A·dZ instead of Aᵀ·dZ", "dV",
-            "dV was computed as A·dZ; Z = A·V gives dV = Aᵀ·dZ: value row j collects column j of A (every token that "
-            "attended to token j), not row j.",
-            "This is the value you get from dV = A·dZ instead of Aᵀ·dZ (the weights not transposed).",
+            _P(_m("dV"), " was computed as ", eq.Mul((_m("A"), _m("dZ"))), "; ", _is(_m("Z"), _AV), " gives ", _DV,
+               ": value row ", _J, " collects column ", _J, " of ", _m("A"), " (every token that attended to token ",
+               _J, "), not row ", _J, "."),
+            _P("This is the value you get from ", _DV_WRONG, " instead of ", eq.Mul((_T(_m("A")), _m("dZ"))),
+               " (the weights not transposed)."),
             lambda p: [Transform(dV="AdZ")] if p.train else []),
     Mistake("no-scaling-backward", "1/√d_k forgotten on the way back", "dscores",
-            "The gradient of the scores was not divided by the scale factor again: the forward pass divided the scores "
-            "by it, so on the way back dscores = dS divided by the same factor.",
-            "This is the value you get when the gradient is not divided by the scale (√d_k) again on the way back.",
+            _P("The gradient of the scores was not divided by the scale factor again: the forward pass divided the "
+               "scores by it, so on the way back ", _DSCORES, "."),
+            _P("This is the value you get when the gradient is not divided by the scale (", _SQRT_DK,
+               ") again on the way back."),
             lambda p: [Transform(back_scale="forgot")] if p.train and _scaled(p) else []),
     Mistake("dK-not-transposed", "dK without the transpose", "dK",
-            "dK was computed as dscores·Q; scores = Q·Kᵀ gives dK = dscoresᵀ·Q: token j's key collects column j of "
-            "dscores (every query matched with it).",
-            "This is the value you get from dK = dscores·Q instead of dscoresᵀ·Q (the transpose left out).",
+            _P(_m("dK"), " was computed as ", eq.Mul((_m("dscores"), _m("Q"))), "; ", _is(_m("scores"), _QK), " gives ",
+               _DK_RULE, ": token ", _J, "'s key collects column ", _J, " of ", _m("dscores"),
+               " (every query matched with it)."),
+            _P("This is the value you get from ", _DK_WRONG, " instead of ", eq.Mul((_T(_m("dscores")), _m("Q"))),
+               " (the transpose left out)."),
             lambda p: [Transform(dK="SQ")] if p.train else []),
     Mistake("update-wrong-sign", "update with the wrong sign", "W_Q_new",
-            "The weights were moved along the gradient (W + lr·dW): gradient descent moves them against it, "
-            "W − lr·dW, which is what lowers the loss.",
-            "This is the value you get from W + lr·dW: the update goes against the gradient, W − lr·dW.",
+            _P("The weights were moved along the gradient (", _ASCENT, "): gradient descent moves them against it, ",
+               _DESCENT, ", which is what lowers the loss."),
+            _P("This is the value you get from ", _ASCENT, ": the update goes against the gradient, ", _DESCENT, "."),
             # in all three matrices, or in one of them alone (W_V′ wrong, W_Q′ and W_K′ right)
             lambda p: [Transform(update="plus")] + [Transform(update="plus", update_of=w) for w in ("W_Q", "W_K", "W_V")]
             if p.train else []),
@@ -201,9 +238,9 @@ _ALL = [
     # not a different pass: accepted answers that differ from the exact values rounded at the end the way
     # values rounded earlier do (worked.check tests the paths of early rounding itself)
     Mistake("early-rounding", "rounded too early", "weights",
-            "Accepted: these answers are within the rounding band, but they differ from the exact values "
-            "rounded at the end, because earlier values were rounded first. Keep more places in "
-            "intermediate values (the worked steps keep 4) and round only the final answer.",
+            _P("Accepted: these answers are within the rounding band, but they differ from the exact values "
+               "rounded at the end, because earlier values were rounded first. Keep more places in "
+               "intermediate values (the worked steps keep 4) and round only the final answer."),
             None, None),
 ]
 

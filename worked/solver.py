@@ -479,8 +479,9 @@ def _z_step(ctx: _Ctx, head, weights: Mat, V: Mat, Z: Mat) -> Step:
 
 def _concat_step(ctx: _Ctx, heads: list[HeadResult], concat: Mat) -> Step:
     h, n, dv = len(heads), concat.shape[0], heads[0].Z.shape[1]
-    why = (f"Put the {h} heads' outputs side by side: row i of the result is token i's row of every head, one after "
-           f"another, so each token now carries what every head found.")
+    i = eq.Sym("i")
+    why = _p(f"Put the {h} heads' outputs side by side: row ", i, " of the result is token ", i, "'s row of every head, "
+             "one after another, so each token now carries what every head found.")
     return Step("concat", _p("Concatenate the heads: ", eq.Call("concat", tuple(ctx.sym("Z", k.index) for k in heads))), why, [], result="concat",
                 shape_eq=eq.Rel((eq.Mul((eq.num(h), eq.Dims(n, dv))), eq.Dims(n, h * dv)), (eq.TO,)))
 
@@ -706,7 +707,10 @@ def _grad_prod_step(ctx: _Ctx, sid: str, head, title: str, why: str, R: Mat, lef
     lines = []
     r, c = R.shape
     for i, j in _entries(ctx.checks, r, c, first):
-        lhs = eq.Entry(R.sym, R.rows[i] if R.rows[i] in ctx.lab else ctx.lab[i] if len(ctx.lab) == r else R.rows[i], R.cols[j])
+        # a row of tokens is named by its token's label; a weight matrix's rows (1, 2, …) by their number, even
+        # where there are as many tokens as rows
+        tokens = list(R.rows) == list(ctx.p.tokens)
+        lhs = eq.Entry(R.sym, ctx.lab[i] if tokens else R.rows[i], R.cols[j])
         lines.append(_dot_line(ctx, lhs, mid(i, j), left(i), right(j), R, i, j))
     return Step(sid, title, why, lines, result=sid, head=head, notes=list(notes), precision=ctx.P,
                 shape_eq=_shapes(*shapes))
@@ -754,7 +758,8 @@ def _train_steps(ctx: _Ctx, problem: Problem, run, nums, hand, heads: list[HeadR
     zt = eq.Add((zsym, eq.Neg(Tsym)))
     steps.append(Step("loss", _p("Loss: ", _is(Lsym, eq.Mul((eq.num(Fraction(1, 2)), eq.Sum(eq.Pow(zt, eq.num(2)), "i,j"))))),
                       _p("How far the output is from the target ", Tsym, ": half the sum of the squared differences over "
-                         "every entry (mean squared error without the mean, the usual ½ so that the gradient is simply ",
+                         "every entry (mean squared error without the mean, the usual ", eq.Frac(eq.num(1), eq.num(2)),
+                         " so that the gradient is simply ",
                          zt, "). ", zsym, f" is carried to {P} places."),
                       [Line(eq.Rel(tuple(items), tuple(ops)))], result="loss", precision=P))
     # 2. dZ = Z − T
@@ -1044,11 +1049,11 @@ def _grad_check_and_update(ctx: _Ctx, problem: Problem, run, nums, hand, mats: d
     else:
         verdict = _p("The loss did not go down: ", lt, " before, ", lat, " after. The learning rate ", _is(lrs, eq.num(lr)),
                      " is too large for this problem: the step overshot. A smaller ", lrs, " (try half) would lower it.")
-    hs_ = [eq.Sym(f"W_{w}") for w in "QKV"]
+    hs_ = [eq.Sym(f"W_{w}", prime=True) for w in "QKV"]
     steps.append(_checked(Step("loss_after", "New loss: a fresh forward pass with the updated weights",
                                _p("Run the forward pass again (", eq.Sym("Q"), ", ", eq.Sym("K"), ", ", eq.Sym("V"),
                                   ", scores, softmax, ", eq.Sym("Z"), ") with the new ", hs_[0], ", ", hs_[1], ", ", hs_[2],
-                                  " (", _is(eq.Sym("W"), eq.Add((eq.Sym("W"), eq.Neg(eq.Mul((lrs, eq.Sym("dW"))))))), f", not rounded); its output ", eq.Sym("Z", prime=True), f", carried to {P} places, and the loss from it:"), zrow + [Line(eq.Rel(tuple(items), tuple(ops)))],
+                                  " (", _is(eq.Sym("W", prime=True), eq.Add((eq.Sym("W"), eq.Neg(eq.Mul((lrs, eq.matrix_sym("dW"))))))), f", not rounded); its output ", eq.Sym("Z", prime=True), f", carried to {P} places, and the loss from it:"), zrow + [Line(eq.Rel(tuple(items), tuple(ops)))],
                                result="loss_after", notes=[verdict], precision=P), "new loss"))
     return steps
 

@@ -146,7 +146,9 @@ class InlineFractions:
     def _print_Frac(self, n):
         top = self.wrap(n.num, MUL)
         den = n.den
-        simple = type(den) in (eq.Sym, eq.Dec) or type(den) is eq.Num and den.value.denominator == 1 and den.value > 0
+        # a name, a decimal, a whole number, a root, a power or an entry needs no parentheses: scores/√d_k, e^x/e^m
+        simple = type(den) in (eq.Sym, eq.Dec, eq.Sqrt, eq.Exp, eq.Pow, eq.Entry, eq.Call) or \
+            type(den) is eq.Num and den.value.denominator == 1 and den.value > 0
         return f"{top}{self.SLASH}{self.doprint(den) if simple else self.paren(self.doprint(den))}"
 
 

@@ -11,6 +11,8 @@ aloud); the layout is plain CSS, in ``templates/sheet/style.css`` (classes ``m-�
 """
 from __future__ import annotations
 
+from fractions import Fraction
+
 from .. import eq
 from .base import ATOM, MUL, Printer, dec_str, escape, rat_str, terminates
 
@@ -112,6 +114,8 @@ class HtmlCssPrinter(Printer):
         return "√" + _span("m-rt", self.doprint(n.arg))
 
     def _print_Exp(self, n):
+        if n.arg == eq.Num(Fraction(1)):     # e^1 is e
+            return "<i>e</i>"
         return f"<i>e</i><sup>{_INLINE.doprint(n.arg)}</sup>"
 
     def _print_Inf(self, n):
@@ -121,7 +125,8 @@ class HtmlCssPrinter(Printer):
         return f"∑<sub>{_ident(n.index)}</sub>{_NB}{self.doprint(n.body)}"
 
     def _print_Call(self, n):
-        return escape(n.name) + self.paren(", ".join(self.doprint(a) for a in n.args))
+        head = self.doprint(eq.Sym(n.name)) if len(n.name) == 1 else escape(n.name)   # L(…) italic, as L
+        return head + self.paren(", ".join(self.doprint(a) for a in n.args))
 
     def _print_Blank(self, n):
         return ""

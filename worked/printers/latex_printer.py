@@ -4,6 +4,8 @@ Only ASCII is written (``\\cdot``, ``-``): pdflatex rejects a Unicode minus or m
 """
 from __future__ import annotations
 
+from fractions import Fraction
+
 from .. import eq
 from .base import ATOM, InlineFractions, Printer, dec_str, rat_str, terminates
 
@@ -77,6 +79,8 @@ class LatexPrinter(Printer):
         return rf"\sqrt{{{self.doprint(n.arg)}}}"
 
     def _print_Exp(self, n):
+        if n.arg == eq.Num(Fraction(1)):     # e^1 is e
+            return "e"
         return f"e^{{{_INLINE.doprint(n.arg)}}}"
 
     def _print_Inf(self, n):
@@ -86,7 +90,8 @@ class LatexPrinter(Printer):
         return rf"{{\textstyle\sum_{{{n.index}}}}} {self.doprint(n.body)}"
 
     def _print_Call(self, n):
-        return rf"\operatorname{{{n.name}}}\left(" + r",\ ".join(self.doprint(a) for a in n.args) + r"\right)"
+        head = self.doprint(eq.Sym(n.name)) if len(n.name) == 1 else rf"\operatorname{{{n.name}}}"   # L(…) italic, as L
+        return head + r"\left(" + r",\ ".join(self.doprint(a) for a in n.args) + r"\right)"
 
     def _print_Blank(self, n):
         return ""
@@ -95,10 +100,11 @@ class LatexPrinter(Printer):
         return rf"{n.rows} \times {n.cols}"
 
     def _print_Prose(self, n):
-        """LaTeX text (ASCII, escaped) with the math inline, quotients on the line: ``the row's sum $s_{i}$``."""
+        """LaTeX text (ASCII, escaped) with the math inline, quotients on the line, each formula in a box so that
+        the line never breaks inside it: ``the row's sum \\mbox{$s_{i}$}``."""
         from .texesc import tex_escape
 
-        return "".join(tex_escape(x) if isinstance(x, str) else f"${_INLINE.doprint(x)}$" for x in n.parts)
+        return "".join(tex_escape(x) if isinstance(x, str) else rf"\mbox{{${_INLINE.doprint(x)}$}}" for x in n.parts)
 
 
 

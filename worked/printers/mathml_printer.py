@@ -1,6 +1,8 @@
 """Presentation MathML (MathML Core) for the HTML pages and the web page."""
 from __future__ import annotations
 
+from fractions import Fraction
+
 from .. import eq
 from .base import ATOM, Printer, dec_str, escape, rat_str, terminates
 
@@ -93,6 +95,8 @@ class MathMLPrinter(Printer):
         return f"<msqrt>{self.doprint(n.arg)}</msqrt>"
 
     def _print_Exp(self, n):
+        if n.arg == eq.Num(Fraction(1)):     # e^1 is e
+            return "<mi>e</mi>"
         return f"<msup><mi>e</mi>{_row(self.doprint(n.arg))}</msup>"
 
     def _print_Inf(self, n):

@@ -1,6 +1,8 @@
 """A spoken form, for alt text and screen readers: ``A row cats, column chase equals … is about 0.6728``."""
 from __future__ import annotations
 
+from fractions import Fraction
+
 from .. import eq
 from .base import Printer, dec_str, rat_str, terminates
 
@@ -75,6 +77,8 @@ class SpokenPrinter(Printer):
         return f"square root of {self.doprint(n.arg)}"
 
     def _print_Exp(self, n):
+        if n.arg == eq.Num(Fraction(1)):     # e^1 is e
+            return "e"
         return f"e to the {self.doprint(n.arg)}"
 
     def _print_Inf(self, n):

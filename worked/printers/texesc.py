@@ -14,7 +14,7 @@ _UNICODE = {
     "→": r"\ensuremath{\to}", "×": r"\ensuremath{\times}", "∞": r"\ensuremath{\infty}", "ᵀ": r"\textsuperscript{T}",
     "…": r"\dots{}", "–": "--", "—": "---", "‘": "`", "’": "'", "“": "``", "”": "''", "\u00a0": r"\nobreakspace{}",
     "≤": r"\ensuremath{\le}", "≥": r"\ensuremath{\ge}", "±": r"\ensuremath{\pm}", "÷": r"\ensuremath{\div}",
-    "✓": r"\ensuremath{\checkmark}", "°": r"\textdegree{}", "⁽": r"\textsuperscript{(}", "⁾": r"\textsuperscript{)}",
+    "✓": r"\ensuremath{\checkmark}", "½": r"\textonehalf{}", "¼": r"\textonequarter{}", "¾": r"\textthreequarters{}", "°": r"\textdegree{}", "⁽": r"\textsuperscript{(}", "⁾": r"\textsuperscript{)}",
 }
 _SUPERSCRIPTS = dict(zip("⁰¹²³⁴⁵⁶⁷⁸⁹", "0123456789"))
 _ACCENTS = {"\u0301": "'", "\u0300": "`", "\u0302": "^", "\u0308": '"', "\u0303": "~", "\u0304": "=",

@@ -1,6 +1,8 @@
 """Unicode text: ``A[cats, chase] = e^(2√2)/(2e^(√2) + e^(2√2)) ≈ 16.9188/25.1454 ≈ 0.6728``."""
 from __future__ import annotations
 
+from fractions import Fraction
+
 from .. import eq
 from .base import ATOM, MUL, Printer, dec_str, rat_str
 
@@ -68,6 +70,8 @@ class TextPrinter(Printer):
         return f"√{s}" if atom else f"√({s})"
 
     def _print_Exp(self, n):
+        if n.arg == eq.Num(Fraction(1)):     # e^1 is e
+            return "e"
         return f"e^{self._exponent(n.arg)}"
 
     def _print_Inf(self, n):

@@ -1,6 +1,8 @@
 """Typst math (the body of ``$ … $``): ``A_("cats", "chase") = frac(e^(2 sqrt(2)), …) approx 0.6728``."""
 from __future__ import annotations
 
+from fractions import Fraction
+
 import string
 
 from .. import eq
@@ -93,6 +95,8 @@ class TypstPrinter(Printer):
         return f"sqrt({self.doprint(n.arg)})"
 
     def _print_Exp(self, n):
+        if n.arg == eq.Num(Fraction(1)):     # e^1 is e
+            return "e"
         return f"e^({_INLINE.doprint(n.arg)})"
 
     def _print_Inf(self, n):
@@ -102,7 +106,8 @@ class TypstPrinter(Printer):
         return f"scripts(sum)_({n.index}) {self.doprint(n.body)}"
 
     def _print_Call(self, n):
-        return f"op({_str(n.name)})(" + ", ".join(self.doprint(a) for a in n.args) + ")"
+        head = self.doprint(eq.Sym(n.name)) if len(n.name) == 1 else f"op({_str(n.name)})"   # L(…) italic, as L
+        return head + "(" + ", ".join(self.doprint(a) for a in n.args) + ")"
 
     def _print_Blank(self, n):
         return '""'
@@ -111,8 +116,8 @@ class TypstPrinter(Printer):
         return f"{n.rows} times {n.cols}"
 
     def _print_Prose(self, n):
-        """Typst markup: the text escaped, each formula inline (quotients on the line, ``a\\/b``) with its
-        spoken form as alt text."""
+        """Typst markup: the text escaped, each formula inline in a box (quotients on the line, ``a\\/b``)
+        with its spoken form as alt text."""
         from . import spoken
 
         out = []
@@ -120,7 +125,8 @@ class TypstPrinter(Printer):
             if isinstance(x, str):
                 out.append(markup(x))
             else:
-                out.append(f"#{{set math.equation(alt: {_str(spoken(x))}); ${_INLINE.doprint(x)}$}}")
+                # in a box: the line never breaks inside a formula ("h = ⏎ 0.1")
+                out.append(f"#box({{set math.equation(alt: {_str(spoken(x))}); ${_INLINE.doprint(x)}$}})")
         return "".join(out)
 
 

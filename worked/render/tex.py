@@ -61,11 +61,14 @@ def matrix(m, grid: bool = False) -> TexRaw:
     """
     n, k = m["n_rows"], m["n_cols"]
     tall = m.get("has_math")
-    strut = GRID_CELL[1] if grid else (r"\rule[-1.4ex]{0pt}{4.2ex}" if tall else r"\rule[-.45ex]{0pt}{2.5ex}")
+    strut = GRID_CELL[1] if grid else (r"\rule[-2.5ex]{0pt}{6.6ex}" if tall else r"\rule[-.45ex]{0pt}{2.5ex}")
     hstrut = r"\rule[-.3ex]{0pt}{2ex}"
     cols = [r"\scriptstyle\mathit{" + tex_escape(c) + "}" if _plain(c) else
             r"\scriptstyle\text{" + tex_escape(c) + "}" for c in m["cols"]]
-    body_rows = [" & ".join(_cell(c, grid) for c in row) for row in m["cells"]]
+    # exact cells in display style: a fraction's numerator and denominator at text size, so an exponent inside
+    # one (1/(2 + e^√2)) is a first-level script, never a script of a script
+    cell_style = r"\displaystyle " if tall and not grid else ""
+    body_rows = [" & ".join(cell_style + _cell(c, grid) for c in row) for row in m["cells"]]
     if grid:
         cell = "w{c}{%s}" % GRID_CELL[0]
         spec = "@{}" + cell + "|" * (k > 1) + "|".join([cell] * (k - 1)) + "@{}"
@@ -76,7 +79,8 @@ def matrix(m, grid: bool = False) -> TexRaw:
     else:
         colspec = "c" if tall else "r"
         body = (r"\begin{array}[t]{@{\,}*{%d}{%s}@{\,}}" % (k, colspec) + hstrut + " & ".join(cols) + r"\\"
-                + r"\\".join(strut + r for r in body_rows) + r"\end{array}")
+                # the strut last in its row: before a cell's "-0.51" it would make the minus a binary one ("− 0.51")
+                + r"\\".join(r + strut for r in body_rows) + r"\end{array}")
     labels = (r"\begin{array}[t]{@{}r@{}}" + hstrut + r"\\"
               + r"\\".join(strut + r"\text{\small\itshape " + tex_escape(x) + "}" for x in m["rows"]) + r"\end{array}")
     phantom = r"\begin{array}{@{}c@{}}" + r"\\".join([strut] * n) + r"\end{array}"

@@ -20,7 +20,7 @@ import string
 from .. import eq, printers
 from ..errors import WorkedError
 from .env import render
-from .view import build, chain
+from .view import TEXT_WIDTH_EM, build, chain, matrix_width_em
 
 PDF_STANDARDS = ["ua-1"]   # tagged PDF/UA-1: needs a title, a language and alt text on every formula
 TIMESTAMP = 0              # 1970-01-01T00:00:00Z in the PDF's dates and XMP metadata
@@ -121,8 +121,13 @@ def matrix(m: dict, grid: bool = False) -> Typ:
     masked = _array(_array("true" if c.get("masked") else "false" for c in row) for row in m["cells"])
     head = "[" + math(m["head"]) + "]" if m.get("head") is not None else "none"
     caption = lit(m["caption"]) if m.get("caption") else "none"
+    # a matrix that surely fits beside its label (the rough width, with room to spare) is kept with it; one that
+    # may not is left to the line breaking, which moves it below its label when it does not fit
+    label = len(printers.text(m["head"])) * 0.5 if m.get("head") is not None else 0.0
+    keep = label + matrix_width_em(m) * (1.6 if m.get("has_math") else 1.0) <= 0.8 * TEXT_WIDTH_EM
     return Typ(f"#wk-matrix(head: {head}, rows: {rows}, cols: {cols}, cells: {cells}, masked: {masked}, "
-               f"caption: {caption}, grid: {'true' if blank else 'false'}, math: {'true' if m.get('has_math') else 'false'})")
+               f"caption: {caption}, grid: {'true' if blank else 'false'}, math: {'true' if m.get('has_math') else 'false'}, "
+               f"keep: {'true' if keep else 'false'})")
 
 
 def heatmap(h: dict) -> Typ:

@@ -212,7 +212,7 @@ def _task_text(step, p, places: int, dec: int) -> eq.Prose:
         return eq.prose("Softmax each row: ", _EX, f" of every scaled score, divide by the row's total. Keep {places} "
                         f"decimal places in intermediate values; give the weights to {dec} places. Each row should add up to 1.")
     if sid == "Z":
-        return eq.prose("Blend the value rows: each row of the output is its row of weights times ", eq.Sym("V"),
+        return eq.prose("Blend the value rows: each row of the output is its row of weights times ", eq.matrix_sym("V", step.head),
                         f". Give entries to {dec} places.")
     if sid == "concat":
         return eq.prose("Put the heads' outputs side by side, one head after another.")
@@ -236,7 +236,8 @@ def _check_prompts(step, lt: list[str], tokens, checks: str = "one") -> list[dic
                 out.append({"rich": eq.prose(f"Row {tok}: write ", _EX, " of each scaled score, the row total, then each weight."),
                             "eq": None})
             else:
-                out.append({"rich": eq.prose(f"Row {tok}: write the output row as a weighted sum of the rows of ", eq.Sym("V"), "."),
+                out.append({"rich": eq.prose(f"Row {tok}: write the output row as a weighted sum of the rows of ",
+                                             eq.matrix_sym("V", step.head), "."),
                             "eq": None})
         if checks == "one" and len(seen) > 1:
             out = out[:1] + [{"rich": eq.prose("(Only the first row is asked for a full check; fill the other rows in the grid.)"),

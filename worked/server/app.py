@@ -19,8 +19,10 @@ With ``no_solutions=True`` nothing that holds an expected value leaves the serve
 answer-key and notebook downloads answer 403, and check reports keep only verdicts and diagnoses.
 
 Safety: request bodies are limited (``max_body``), problems go through the same validation and
-limits as files, solving, checking and rendering run in worker processes (:class:`Engine`: two bounded
-lanes, a worker killed when its job passes the deadline, 503 with Retry-After when a lane is full),
+limits as files, solving, checking, laying out pages and rendering run in worker processes (:class:`Engine`:
+two bounded lanes, a problem sent to the worker that keeps its work, a worker killed when its job passes the
+deadline, 503 with Retry-After when a lane is full), a request must arrive within ``read_timeout`` and one
+address holds at most ``client_connections`` connections (:mod:`worked.server.connections`),
 the Host header is checked (``allowed_hosts``), names and codes are looked up in a table built from the folder listing (never joined into a path), and the page
 inserts user text with ``textContent`` only (MathML is printed from the equation trees of
 :mod:`worked.eq` by :mod:`worked.printers` and allow-listed).
@@ -51,7 +53,7 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
@@ -60,7 +62,7 @@ from .. import __version__, eq, printers
 from ..render import view as V
 from ..errors import WorkedError
 from ..problem import LIMITS, Problem, builtin_path
-from . import jobs
+from . import connections, jobs
 
 log = logging.getLogger("worked.server")
 
@@ -95,6 +97,8 @@ class Config:
     cache_bytes: int = 32 * 2**20   # bytes of answers (JSON, files) kept to answer repeated requests
     check_rate: int = 60            # with no_solutions: checks per client address per minute
     allowed_hosts: list | None = None   # Host header values accepted (None: any; the CLI always sets it)
+    read_timeout: float = 5.0       # seconds a client has to send a whole request, head and body (connections.py)
+    client_connections: int = 256   # connections open at once from one client address (connections.py)
 
     def to_env(self) -> str:
         d = {k: (str(v) if isinstance(v, Path) else v) for k, v in self.__dict__.items()}
@@ -137,17 +141,30 @@ def cost(problem: Problem) -> int:
 # ------------------------------------------------------------------ the worker processes, with deadlines
 
 class Lane:
-    """A pebble process pool with a bounded queue. A job that passes its deadline is cancelled: pebble
-    terminates the worker running it (and starts a new one), so the CPU it used is free again. When
-    ``limit`` jobs are queued or running, a new one is refused with 503 and ``Retry-After``."""
+    """Worker processes with a bounded queue: one pebble process pool of one worker per worker, so a problem can
+    go to the same worker each time (``affinity``: its problem's key), where its work is kept (:func:`jobs.checker`):
+    a class checking one problem, or the checks after the variants' pages were opened, then cost only the
+    answers' work. A job goes to its key's own worker unless that one has :attr:`SLACK` more jobs than the least
+    busy, which then takes it (and keeps that problem's work too): a class on one problem uses every worker.
+    A job without a key goes to the least busy worker.
+
+    A job that passes its deadline is cancelled: pebble terminates the worker running it (and starts a new one),
+    so the CPU it used is free again. When ``limit`` jobs are queued or running, a new one is refused with 503
+    and ``Retry-After``."""
+
+    SLACK = 2
 
     def __init__(self, name: str, workers: int, limit: int, max_tasks: int):
         self.name, self.workers, self.limit, self.max_tasks = name, workers, limit, max_tasks
-        self.pool = None
-        self.pending = 0
+        self.pools: list = []
+        self.queued = [0] * workers    # jobs queued or running, per worker
+
+    @property
+    def pending(self) -> int:
+        return sum(self.queued)
 
     def start(self):
-        if self.pool is None:
+        if not self.pools:
             import multiprocessing
 
             from pebble import ProcessPool
@@ -159,16 +176,25 @@ class Lane:
             ctx = multiprocessing.get_context("forkserver")
             ctx.set_forkserver_preload(["worked.server.warm"])
             # a worker's parent is the forkserver, which exits when this process does (even on kill -9)
-            self.pool = ProcessPool(max_workers=self.workers, max_tasks=self.max_tasks, context=ctx,
-                                    initializer=die_with_parent)
-        return self.pool
+            self.pools = [ProcessPool(max_workers=1, max_tasks=self.max_tasks, context=ctx, initializer=die_with_parent)
+                          for _ in range(self.workers)]
+        return self.pools
 
-    async def run(self, fn: Callable, *args, timeout: float, what: str):
+    def pick(self, affinity: str | None) -> int:
+        least = min(range(self.workers), key=self.queued.__getitem__)
+        if affinity is None:
+            return least
+        home = int(hashlib.sha256(affinity.encode()).hexdigest()[:8], 16) % self.workers
+        return home if self.queued[home] <= self.queued[least] + self.SLACK else least
+
+    async def run(self, fn: Callable, *args, timeout: float, what: str, affinity: str | None = None):
         if self.pending >= self.limit:
             raise ApiError(503, f"the server is busy ({self.pending} {self.name} jobs waiting); try again in a moment",
                            retry_after=max(1, round(timeout / 4)))
-        self.pending += 1
-        fut = self.start().schedule(fn, args=args, timeout=timeout)
+        pools = self.start()
+        k = self.pick(affinity)
+        self.queued[k] += 1
+        fut = pools[k].schedule(fn, args=args, timeout=timeout)
         try:
             return await asyncio.wait_for(asyncio.wrap_future(fut), timeout)
         except (asyncio.TimeoutError, TimeoutError):
@@ -177,13 +203,14 @@ class Lane:
             raise ApiError(500, f"{what} failed: the worker process ended (out of memory?)") from None
         finally:
             fut.cancel()    # a job still queued is dropped, a job still running has its worker killed
-            self.pending -= 1
+            self.queued[k] -= 1
 
     def stop(self):
-        if self.pool is not None:
-            self.pool.stop()
-            self.pool.join(5)
-            self.pool = None
+        for pool in self.pools:
+            pool.stop()
+        for pool in self.pools:
+            pool.join(5)
+        self.pools = []
 
 
 class Engine:
@@ -204,10 +231,14 @@ class Engine:
         return self.quick if problem is not None and cost(problem) <= self.cfg.quick_cost else self.heavy
 
     async def run(self, key: str | None, lane: Lane, fn: Callable, *args, timeout: float | None = None,
-                  what: str = "the request") -> Response:
+                  what: str = "the request", affinity: str | None = None) -> Response:
+        """*affinity*: the key of the problem the job works on (:func:`problem_key`), so it goes to the worker
+        that keeps that problem's work; by default the first argument's, when it is a problem."""
         hit = self.cache.get(key) if key is not None else None
         if hit is None:
-            hit = await lane.run(fn, *args, timeout=timeout or self.cfg.solve_timeout, what=what)
+            if affinity is None and lane.workers > 1 and args and isinstance(args[0], Problem):
+                affinity = problem_key(args[0])
+            hit = await lane.run(fn, *args, timeout=timeout or self.cfg.solve_timeout, what=what, affinity=affinity)
             if key is not None and hit[0] == 200 and len(hit[1]) + 64 <= self.cache.maxsize:
                 self.cache[key] = hit
         status, body, media = hit
@@ -257,10 +288,16 @@ class Variant:
 @dataclass
 class Library:
     """Problem files of a folder by name, and quiz variants by code. Names and codes are keys of a
-    table built from the listing; a name from a request is never joined into a path."""
+    table built from the listing; a name from a request is never joined into a path.
+
+    A file that is a symbolic link to a file outside the folder (``week1.toml -> /home/me/secret.toml``) is
+    not served: the folder is what the teacher chose to publish, and a link could publish anything the server
+    may read. It is left out of the listing, and said in one line of the server's log the first time the
+    folder is listed (when the server starts). A link to a file inside the folder is served as that file."""
 
     root: Path | None
     _cache: dict = field(default_factory=dict)
+    _told: set = field(default_factory=set)
 
     def problems(self) -> dict[str, Path]:
         out: dict[str, Path] = {}
@@ -268,10 +305,19 @@ class Library:
             out["cats-chase-mice"] = builtin_path()
             return out
         for p in sorted(self.root.iterdir()):
-            if p.suffix.lower() in (".toml", ".json") and p.is_file() and NAME_RE.fullmatch(p.stem) \
-                    and p.name != "manifest.json" and not self._is_spec(p):
+            if p.suffix.lower() in (".toml", ".json") and NAME_RE.fullmatch(p.stem) and p.name != "manifest.json" \
+                    and self._inside(p) and p.is_file() and not self._is_spec(p):
                 out.setdefault(p.stem, p)
         return out
+
+    def _inside(self, p: Path) -> bool:
+        """False (and said once in the log) for a symbolic link to a file outside the folder."""
+        if not _links_outside(self.root, p):
+            return True
+        if p.name not in self._told:
+            self._told.add(p.name)
+            log.warning("worked serve: %s", _outside_message(p))
+        return False
 
     def _is_spec(self, p: Path) -> bool:
         try:
@@ -309,7 +355,7 @@ class Library:
         if self.root is None:
             return None
         p = self.root / "manifest.json"
-        return p if p.is_file() else None
+        return p if self._inside(p) and p.is_file() else None
 
     def quiz(self) -> dict | None:
         p = self.manifest_path()
@@ -345,6 +391,18 @@ class Library:
         except OSError:
             return None
         return p if inside and p.is_file() else None
+
+
+def _links_outside(root: Path, p: Path) -> bool:
+    """Is *p* (in folder *root*) a symbolic link, or a chain of them, to something outside *root*?"""
+    try:
+        return p.is_symlink() and not p.resolve().is_relative_to(root.resolve())
+    except (OSError, RuntimeError):     # a loop of links, or unreadable: not served either
+        return True
+
+
+def _outside_message(p: Path) -> str:
+    return f"{p}: not served: it is a link to a file outside the problems folder (copy the file into the folder instead)"
 
 
 def _norm_code(code: str) -> str:
@@ -549,10 +607,15 @@ async def read_json(request: Request, cfg: Config) -> dict:
     if length is not None and (not length.isdigit() or int(length) > cfg.max_body):
         raise ApiError(413, f"request body is larger than {cfg.max_body} bytes")
     body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > cfg.max_body:
-            raise ApiError(413, f"request body is larger than {cfg.max_body} bytes")
+    try:
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > cfg.max_body:
+                raise ApiError(413, f"request body is larger than {cfg.max_body} bytes")
+    except ClientDisconnect:
+        # the client went away, or its body did not arrive within the read deadline (connections.py) and the
+        # connection was closed: nobody is left to answer
+        raise ApiError(400, "the request body did not arrive") from None
     from ..readfile import InputError, loads_json
 
     try:
@@ -612,10 +675,15 @@ def create_app(cfg: Config | None = None) -> Starlette:
             "limits": {k: LIMITS[k] for k in ("tokens", "dim", "heads", "entry", "places", "decimals", "title", "token")},
         })
 
+    # the page of a problem or a variant is laid out (and a variant's questions resolved, which solves it) in a
+    # worker, not on the event loop: a class opening its 200 variants at once kept the loop busy 5 s (27 ms of
+    # CPU each); the worker keeps the problem's work for the checks that follow
     async def get_problem(request: Request):
         name = request.path_params["name"]
         problem = lib.problem(name)
-        return JSONResponse({"name": name, "problem": problem.to_dict(), "view": problem_view(problem)})
+        pkey = problem_key(problem)
+        return await engine.run(_digest("page", name, pkey), engine.lane(problem), jobs.problem_json, name, problem,
+                                what="laying out the problem", affinity=pkey)
 
     async def get_variant(request: Request):
         v = lib.variant(request.path_params["code"])
@@ -623,21 +691,24 @@ def create_app(cfg: Config | None = None) -> Starlette:
             problem = Problem.from_dict(v.problem, source=f"variant {v.code}")
         except WorkedError as exc:
             raise ApiError(422, str(exc)) from None
-        return JSONResponse({"code": v.code, "problem": problem.to_dict(), "view": problem_view(problem),
-                             "questions": _question_list(v, problem)})
+        pkey = problem_key(problem)
+        return await engine.run(_digest("variant-page", v.code, pkey, v.questions), engine.lane(problem),
+                                jobs.variant_json, problem, v, what="laying out the variant", affinity=pkey)
 
     async def view(request: Request):
         problem = _problem_from(await read_json(request, cfg))
-        return await engine.run(_digest("view", problem_key(problem)), engine.lane(problem), jobs.view_json, problem,
-                                what="laying out the problem")
+        pkey = problem_key(problem)
+        return await engine.run(_digest("view", pkey), engine.lane(problem), jobs.view_json, problem,
+                                what="laying out the problem", affinity=pkey)
 
     async def api_solve(request: Request):
         if cfg.no_solutions:
             raise ApiError(403, "solutions are turned off on this server (--no-solutions)")
         problem = _problem_from(await read_json(request, cfg))
         want_view = request.query_params.get("view") in ("1", "true", "yes")
-        return await engine.run(_digest("solve", problem_key(problem), want_view), engine.lane(problem),
-                                jobs.solve_json, problem, want_view, what="solving this problem")
+        pkey = problem_key(problem)
+        return await engine.run(_digest("solve", pkey, want_view), engine.lane(problem),
+                                jobs.solve_json, problem, want_view, what="solving this problem", affinity=pkey)
 
     async def api_check(request: Request):
         data = await read_json(request, cfg)
@@ -667,13 +738,14 @@ def create_app(cfg: Config | None = None) -> Starlette:
                 or isinstance(tolerance, str) and len(tolerance) > 60:
             raise ApiError(400, '"tolerance": expected a number such as 0.01 or a percentage such as "2%"')
         reveal = bool(data.get("reveal")) and not cfg.no_solutions
+        pkey = problem_key(problem)
         if variant is not None:
-            key = _digest("check-variant", variant.code, problem_key(problem), answers, reveal, cfg.no_solutions)
+            key = _digest("check-variant", variant.code, pkey, answers, reveal, cfg.no_solutions)
             return await engine.run(key, engine.lane(problem), jobs.check_variant_json, problem, answers, variant,
-                                    reveal, cfg.no_solutions, what="checking")
-        key = _digest("check", problem_key(problem), answers, str(tolerance), reveal, cfg.no_solutions)
+                                    reveal, cfg.no_solutions, what="checking", affinity=pkey)
+        key = _digest("check", pkey, answers, str(tolerance), reveal, cfg.no_solutions)
         return await engine.run(key, engine.lane(problem), jobs.check_json, problem, answers, tolerance, reveal,
-                                cfg.no_solutions, what="checking")
+                                cfg.no_solutions, what="checking", affinity=pkey)
 
     async def api_new(request: Request):
         data = await read_json(request, cfg)
@@ -778,8 +850,11 @@ def create_app(cfg: Config | None = None) -> Starlette:
     @contextlib.asynccontextmanager
     async def lifespan(app):
         engine.start()      # the workers start while the server begins listening, not on a first request
+        lib.problems()      # a file the folder does not serve (a link outside it) is said now, not on a first request
+        lib.manifest_path()
         try:
-            yield
+            # the ASGI lifespan state: uvicorn hands it to each connection (worked.server.connections.Protocol)
+            yield {connections.STATE_KEY: {"read_timeout": cfg.read_timeout, "per_client": cfg.client_connections}}
         finally:
             engine.stop()
 
@@ -819,10 +894,10 @@ def _questions_of(v: Variant, problem: Problem, sol=None) -> list:
     return out
 
 
-def _question_list(v: Variant, problem: Problem) -> list:
+def _question_list(v: Variant, problem: Problem, sol=None) -> list:
     """What the page shows of a variant's questions: name, ask, points and tolerance (no expected values)."""
     out = []
-    for q in _questions_of(v, problem):
+    for q in _questions_of(v, problem, sol):
         tol = q.tolerance.describe(problem.decimals) if q.tolerance is not None else \
             f"rounding to {problem.decimals} places"
         out.append({"name": q.name, "ask": q.ask, "points": _points(q.points), "tolerance": tol,
@@ -830,18 +905,18 @@ def _question_list(v: Variant, problem: Problem) -> list:
     return out
 
 
-def check_variant(problem, answers, v: Variant, sol, reveal) -> dict:
+def check_variant(problem, answers, v: Variant, checker, reveal) -> dict:
     """Check a variant's answers the way ``worked grade`` marks them: each question's entries with that question's
     tolerance (from the manifest), its points earned for the entries right or carried forward; entries outside
-    the questions, and the diagnoses, with the default band."""
-    from ..check import check_answers
-
-    questions = _questions_of(v, problem, sol)
-    base = check_answers(problem, answers, solution=sol, reveal=reveal)
+    the questions, and the diagnoses, with the default band. *checker*: the problem's
+    :class:`worked.check.Checker`; a question's tolerance changes only verdicts and carried-forward marks, so
+    those are all it is asked for (``diagnose=False``)."""
+    questions = _questions_of(v, problem, checker.solution)
+    base = checker.check(answers, reveal=reveal)
     reports = {None: base}
     for q in questions:
         if q.tolerance not in reports:
-            reports[q.tolerance] = check_answers(problem, answers, tolerance=q.tolerance, solution=sol, reveal=reveal)
+            reports[q.tolerance] = checker.check(answers, tolerance=q.tolerance, reveal=reveal, diagnose=False)
     out = base.to_dict()
     mats = out["matrices"]
     scored = []

@@ -3,12 +3,18 @@
 Each job takes plain data (a :class:`~worked.problem.Problem`, answers, options) and returns
 ``(status, body bytes, media type)``: the JSON of a solution, a check report or a page view, or a rendered
 file. A user's mistake (a WorkedError) is a 4xx body, anything unexpected a generic 500 whose details go
-to the log, never to the client. Nothing here keeps state between jobs: the server caches the bytes it
-sends, bounded by their size; a worker that runs past its deadline is killed, so a 504 means the work has
-stopped.
+to the log, never to the client. The server caches the bytes it sends, bounded by their size; a worker that
+runs past its deadline is killed, so a 504 means the work has stopped.
+
+What a worker keeps between jobs is the work of a problem, which depends on the problem alone: its
+:class:`worked.check.Checker` (the solution, the bands of the correct values, what each mistake gives),
+the last :data:`KEEP` problems it saw. The server sends each problem to the same worker (``Lane``), so a
+class checking one problem, a student checking again, or a check after the variant's page was opened
+(that job solved it) costs only the work of the answers. Nothing of a request's answers is kept.
 """
 from __future__ import annotations
 
+import collections
 import json
 import logging
 from typing import Any
@@ -17,6 +23,25 @@ from ..errors import WorkedError
 
 log = logging.getLogger("worked.server")
 JSON = "application/json"
+KEEP = 128      # problems whose work a worker keeps (a quiz-sized one is about 80 KB)
+
+_checkers: "collections.OrderedDict[str, Any]" = collections.OrderedDict()
+
+
+def checker(problem):
+    """The :class:`~worked.check.Checker` of *problem* (it holds the solution), from this worker's last
+    :data:`KEEP` problems or made now. A problem that cannot be solved raises, and nothing is kept."""
+    from ..check import Checker
+
+    key = json.dumps(problem.to_dict(), sort_keys=True, ensure_ascii=False)
+    hit = _checkers.get(key)
+    if hit is None:
+        hit = _checkers[key] = Checker(problem)
+        while len(_checkers) > KEEP:
+            _checkers.popitem(last=False)
+    else:
+        _checkers.move_to_end(key)
+    return hit
 
 
 _SECRET_KEYS = {"expected", "expected_exact", "expected_value", "solution", "exact", "value"}
@@ -53,10 +78,9 @@ def solve_json(problem, view: bool):
 
 
 def _solve_json(problem, view):
-    from ..solver import solve
     from .app import solution_view
 
-    sol = solve(problem)
+    sol = checker(problem).solution
     out = sol.to_dict()
     if view:
         out = {**out, "view": solution_view(sol)}
@@ -69,9 +93,10 @@ def check_json(problem, answers: dict, tolerance, reveal: bool, redact: bool):
 
 
 def _check_json(problem, answers, tolerance, reveal, redact_):
-    from ..check import Tolerance, check_answers
+    from ..check import Tolerance
+
     tol = Tolerance.parse(tolerance) if tolerance is not None else None
-    report = check_answers(problem, answers, tolerance=tol, reveal=reveal).to_dict()
+    report = checker(problem).check(answers, tolerance=tol, reveal=reveal).to_dict()
     return 200, _json(redact(report) if redact_ else report), JSON
 
 
@@ -106,9 +131,7 @@ def render(problem, document: str, fmt: str, student, paper: str):
 
 
 def _render(problem, document, fmt, student, paper):
-    from ..solver import solve
-
-    sol = solve(problem)
+    sol = checker(problem).solution
     if fmt == "ipynb":
         from ..writers import notebook
 
@@ -134,8 +157,31 @@ def check_variant_json(problem, answers: dict, variant, reveal: bool, redact_: b
 
 
 def _check_variant_json(problem, answers, variant, reveal, redact_):
-    from ..solver import solve
     from .app import check_variant
 
-    report = check_variant(problem, answers, variant, solve(problem), reveal)
+    report = check_variant(problem, answers, variant, checker(problem), reveal)
     return 200, _json(redact(report) if redact_ else report), JSON
+
+
+def problem_json(name: str, problem):
+    """``GET /api/problems/{name}``: the problem of the folder and the page's view of it."""
+    return _guard(_problem_json, name, problem)
+
+
+def _problem_json(name, problem):
+    from .app import problem_view
+
+    return 200, _json({"name": name, "problem": problem.to_dict(), "view": problem_view(problem)}), JSON
+
+
+def variant_json(problem, variant):
+    """``GET /api/variants/{code}``: a quiz variant's problem, the page's view of it and its graded questions
+    (resolved to their cells, which needs its solution: solved here, and kept for the checks that follow)."""
+    return _guard(_variant_json, problem, variant)
+
+
+def _variant_json(problem, variant):
+    from .app import _question_list, problem_view
+
+    return 200, _json({"code": variant.code, "problem": problem.to_dict(), "view": problem_view(problem),
+                       "questions": _question_list(variant, problem, checker(problem).solution)}), JSON

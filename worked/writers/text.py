@@ -52,8 +52,26 @@ def chain_lines(node, indent: str, width: int = 100) -> list[str]:
         elif _width(align) + _width(seg) - 1 <= width:
             out.append(align + seg[1:])
         else:
-            out.append(hang + seg[1:])
+            out += _wrap_terms(hang + seg[1:], hang + "    ", width)
     return out
+
+
+def _wrap_terms(line: str, cont: str, width: int) -> list[str]:
+    """A piece too long for its line broken before its + and − signs (the terms of a sum), each further line
+    at *cont*; a term longer than the line stays whole."""
+    if _width(line) <= width:
+        return [line]
+    cuts = [i for i in range(1, len(line) - 2) if line[i] == " " and line[i + 1] in "+−" and line[i + 2] == " "]
+    out, start = [], 0
+    while True:
+        room = width - (_width(cont) if out else 0)
+        fit = [c for c in cuts if c > start and _width(line[start:c]) <= room]
+        if _width(line[start:]) <= room or not fit:
+            out.append(line[start:])
+            break
+        out.append(line[start:fit[-1]])
+        start = fit[-1] + 1
+    return [out[0]] + [cont + x for x in out[1:]]
 
 
 def render(sol: Solution, width: int = 100) -> str:
