@@ -37,7 +37,7 @@ from . import numfmt as F
 from .attention import Approx, Float, Hand, forward, loss_of
 from .errors import ProblemError, WorkedError
 from .exact import EntryError, to_fraction
-from .problem import LIMITS, Problem
+from .problem import LIMITS, Problem, work_of
 
 # keys of a [family] table / options of `worked new`
 FAMILY_KEYS = ("tokens", "words", "d_model", "d_k", "d_v", "heads", "range", "weight_range", "mask", "scale",
@@ -286,6 +286,19 @@ def check_feasible(fam: Family, prefix: str = "family.") -> None:
         r = getattr(fam, key)
         if r is not None and r[0] == r[1] and not fam.ties:
             raise err(key, f"{r[0]}..{r[1]} has one value: every score in a row would tie (set ties = true or widen it)")
+    w = family_work(fam)
+    if w.worst > LIMITS["work"]:
+        raise err("train" if fam.train else "tokens",
+                  f"{fam.n} tokens, d_model {fam.d_model}, d_k {fam.d_k}, d_v {fam.dv}, {fam.heads} head(s)"
+                  f"{' with a training step' if fam.train else ''} is more work than a command may take (about "
+                  f"{w.worst / 1000:.0f} s, at most {LIMITS['work'] / 1000:.0f} s; see the README's limits): use fewer "
+                  "tokens or smaller widths")
+
+
+def family_work(fam: Family):
+    """The predicted :class:`~worked.problem.Work` of the family's problems (their shape is the family's)."""
+    digits = max(len(str(abs(x))) for r in (fam.range, fam.wrange) for x in r)
+    return work_of(fam.n, fam.d_model, fam.d_k, fam.dv, fam.heads, fam.d_model, fam.train, digits=digits)
 
 
 # ---------------------------------------------------------------- the search
