@@ -61,7 +61,7 @@ from __future__ import annotations
 import math
 from decimal import MAX_EMAX, MIN_EMIN, ROUND_HALF_EVEN, Context, Decimal
 from fractions import Fraction
-from typing import Any, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 from . import numfmt as F
 
@@ -158,10 +158,15 @@ class Pass:
 
 
 def forward(problem, backend, *, transform: Transform | None = None, given: dict | None = None,
-            weights: list | None = None, backward: bool = True) -> Pass:
+            weights: list | None = None, backward: bool = True, check_scaled: Callable | None = None,
+            points: Pass | None = None) -> Pass:
     """Run the attention forward pass of *problem* with *backend* (see the module docstring); for a problem
     with a ``[train]`` table, then the backward pass too (:func:`backward`) unless *backward* is False.
-    *weights*: each head's (W_Q, W_K, W_V) already in the backend's numbers, instead of the problem's."""
+    *weights*: each head's (W_Q, W_K, W_V) already in the backend's numbers, instead of the problem's.
+    *check_scaled*: called as ``check_scaled(head, scaled)`` with each head's scaled scores before any e^x
+    is taken of them (it may raise). *points*: for a widened :class:`Interval` pass of a ``[train]`` problem,
+    the point pass of the same problem, transform and *given* when it is computed already (the backward pass
+    bands each stage round those points)."""
     t = transform or Transform()
     given = given or {}
     out = Pass()
@@ -195,6 +200,8 @@ def forward(problem, backend, *, transform: Transform | None = None, given: dict
         S = put(pre + "scores", [[NEG if (i, j) in masked else raw[i][j] for j in range(n)] for i in range(n)])
         out.factor = backend.factor(problem, t.scale)
         T = put(pre + "scaled", [[backend.scale(s, out.factor) for s in row] for row in S])
+        if check_scaled is not None:
+            check_scaled(h, T)
         states = [None] * n
         if t.softmax == "rows":
             rows = [backend.softmax(row) for row in T]
@@ -237,7 +244,7 @@ def forward(problem, backend, *, transform: Transform | None = None, given: dict
         out.concat = out.shown["concat"]
     out.output = out.shown["Z"]
     if backward and getattr(problem, "train", None) is not None:
-        _backward(problem, backend, out, t, put, X, weights, given, weights_arg)
+        _backward(problem, backend, out, t, put, X, weights, given, weights_arg, points)
     return out
 
 
@@ -265,7 +272,7 @@ def backward(problem, backend, *, transform: Transform | None = None, given: dic
     return forward(problem, backend, transform=transform, given=given)
 
 
-def _backward(problem, backend, out: Pass, t: Transform, put, X, weights, given, weights_given) -> None:
+def _backward(problem, backend, out: Pass, t: Transform, put, X, weights, given, weights_given, points=None) -> None:
     n = problem.n
     tr = problem.train
     b = backend
@@ -283,12 +290,15 @@ def _backward(problem, backend, out: Pass, t: Transform, put, X, weights, given,
     # its own rounding (bands carried through the whole chain would accept nearly anything late in it)
     pts = None
     if getattr(b, "widen", False):
-        pts = forward(problem, Interval(problem, widen=False), transform=t, given=given, weights=None
-                      if weights_given is None else weights_given, backward=True)
+        pts = points if points is not None and weights_given is None else forward(
+            problem, Interval(problem, widen=False), transform=t, given=given, weights=weights_given, backward=True)
+
+    gin = getattr(b, "grad_in", None)   # Exact: the forward's values as rationals or INEXACT
 
     def use(key, grid=None):
         if pts is None:
-            return out.carried[key] if grid is None else grid
+            got = out.carried[key] if grid is None else grid
+            return got if gin is None else [[gin(x) for x in row] for row in got]
         return [[b.shown(x) for x in row] for row in pts.carried[key]]
 
     def step(key, grid, shown=True):
@@ -353,10 +363,55 @@ def _backward(problem, backend, out: Pass, t: Transform, put, X, weights, given,
                                   {k: sh("d" + k) for k in dW}, {k: sh(k + "_new") for k in new}))
     if getattr(b, "closed_form_only", False):
         return          # Exact: the updated weights are transcendental (the solver rounds them, then runs forward)
-    after = forward(problem, b, weights=new_weights, backward=False)
+    try:
+        after = forward(problem, b, weights=new_weights, backward=False,
+                        check_scaled=lambda h, S: _check_after(problem, b, h, S))
+    except _AfterTooLarge as exc:
+        if t == Transform() and not given and weights_given is None:
+            raise exc.error(problem) from None      # the problem's own step: the learning rate is too large
+        # a mistake's update, or a student's own entries carried forward: that step has no new loss a hand
+        # could work out; it is a value no answer matches (never e^x of a score past the limit)
+        out.after = None
+        out.loss_after = put("loss_after", [[b.beyond()]])[0][0]
+        return
     dZ2 = [[sub(z, y) for z, y in zip(zr, yr)] for zr, yr in zip(after.output, T)]
     out.after = after
     out.loss_after = put("loss_after", [[mul(half, total([mul(d, d) for row in dZ2 for d in row]))]])[0][0]
+
+
+class _AfterTooLarge(Exception):
+    """A scaled score of the pass after the update passed the limit (raised before any e^x of it)."""
+
+    def __init__(self, head: int, row: int, size: float):
+        super().__init__(head, row, size)
+        self.head, self.row, self.size = head, row, size
+
+    def error(self, problem):
+        from .errors import ProblemError
+        from .problem import LIMITS, _exact_text
+
+        top = self.size
+        size = "a size beyond any float" if top == math.inf else f"about {top:.3g}" if top >= 1e6 else f"about {top:.0f}"
+        head_txt = f" of head {self.head}" if problem.multihead else ""
+        return ProblemError("train.lr", f"lr = {_exact_text(problem.train.lr)} is too large for this problem: the "
+                            f"step makes a scaled score in row {self.row + 1}{head_txt} reach {size} after the update "
+                            f"(at most {LIMITS['scaled']} in size, as before the step); use a smaller lr",
+                            problem.source)
+
+
+def _check_after(problem, b, head: int, scaled) -> None:
+    """The pass after the update keeps the limit on scaled scores (:data:`worked.problem.LIMITS` ``"scaled"``):
+    a step that makes one larger is the learning rate's doing (raised before any e^x of it)."""
+    from .problem import LIMITS
+
+    top, where = 0.0, None
+    for i, row in enumerate(scaled):
+        for x in row:
+            v = b.magnitude(x)
+            if v is not None and (v != v or v > top):     # NaN: a float overflow, too large
+                top, where = (math.inf if v != v else v), i
+    if top > LIMITS["scaled"]:
+        raise _AfterTooLarge(head, where, top)
 
 
 def loss_of(problem, backend, run: Pass):
@@ -413,8 +468,33 @@ class ExactRow:
         self.total = total          # Σ exps (like terms collected: 2e^(√2))
 
 
+class _Inexact:
+    """The value of a gradient entry that the :class:`Exact` backend does not keep in closed form (see there)."""
+
+    __slots__ = ()
+
+    def __repr__(self):
+        return "INEXACT"
+
+    def __reduce__(self):
+        return "INEXACT"
+
+
+INEXACT = _Inexact()
+
+
+def _zero(x) -> bool:
+    return isinstance(x, Fraction) and not x
+
+
 class Exact:
-    """Exact values: Fractions for the products of the inputs, sympy from the scaling on."""
+    """Exact values: Fractions for the products of the inputs, sympy from the scaling on.
+
+    The backward pass of a ``[train]`` problem is kept exactly only where it is rational: each value is a
+    ``Fraction`` (a masked entry's 0, a row of equal weights, a product with 0) or :data:`INEXACT`, a value with
+    no closed form kept. Its closed form would grow with every stage (about n⁴·d terms for an entry of dW: 9 kB
+    of text for Part 9, 300 kB for six tokens, minutes to build and print), so the solver takes such an
+    entry's value from the 50-digit pass, as it does for the loss after the update."""
 
     def __init__(self):
         import sympy as sp
@@ -432,7 +512,12 @@ class Exact:
     def dot(self, xs, ys):
         if all(isinstance(x, Fraction) for x in xs) and all(isinstance(y, Fraction) for y in ys):
             return sum((x * y for x, y in zip(xs, ys)), Fraction(0))
-        return self.sp.Add(*[self._sym(x) * self._sym(y) for x, y in zip(xs, ys)])
+        pairs = [(x, y) for x, y in zip(xs, ys) if not _zero(x) and not _zero(y)]   # 0·x is 0: nothing to build
+        if any(x is INEXACT or y is INEXACT for x, y in pairs):
+            return INEXACT
+        if all(isinstance(x, Fraction) and isinstance(y, Fraction) for x, y in pairs):
+            return sum((x * y for x, y in pairs), Fraction(0))
+        return self.sp.Add(*[self._sym(x) * self._sym(y) for x, y in pairs])
 
     def factor(self, problem, how):
         kind, v = _divisor(problem, how)
@@ -477,25 +562,43 @@ class Exact:
 
     closed_form_only = True   # the updated weights are transcendental: no fresh forward pass here
 
+    def grad_in(self, x):
+        """A forward value as the backward pass takes it: a Fraction when it is rational, else INEXACT."""
+        if isinstance(x, Fraction) or x is INEXACT:
+            return x
+        if getattr(x, "is_Rational", False):
+            return Fraction(int(x.p), int(x.q))
+        return INEXACT
+
     def add(self, a, b):
         if isinstance(a, Fraction) and isinstance(b, Fraction):
             return a + b
+        if a is INEXACT or b is INEXACT:
+            return INEXACT
         return self._sym(a) + self._sym(b)
 
     def sub(self, a, b):
         if isinstance(a, Fraction) and isinstance(b, Fraction):
             return a - b
+        if a is INEXACT or b is INEXACT:
+            return INEXACT
         return self._sym(a) - self._sym(b)
 
     def mul(self, a, b):
         if isinstance(a, Fraction) and isinstance(b, Fraction):
             return a * b
+        if _zero(a) or _zero(b):
+            return Fraction(0)
+        if a is INEXACT or b is INEXACT:
+            return INEXACT
         return self._sym(a) * self._sym(b)
 
     def total(self, xs):
         xs = list(xs)
         if all(isinstance(x, Fraction) for x in xs):
             return sum(xs, Fraction(0))
+        if any(x is INEXACT for x in xs):
+            return INEXACT
         return self.sp.Add(*[self._sym(x) for x in xs])
 
     def no_exp(self, row):
@@ -518,7 +621,12 @@ class Exact:
         return x
 
     def scale_grad(self, g, factor):
-        """A gradient divided by the factor on the way back (dscores = dS / factor)."""
+        """A gradient divided by the factor on the way back (dscores = dS / factor): rational when both are
+        (or g is 0), INEXACT when g is or the factor is irrational (a nonzero rational over √d_k is irrational)."""
+        if g is INEXACT or _zero(g):
+            return g
+        if isinstance(g, Fraction):
+            return g / F.frac(factor) if F.is_rational(factor) else INEXACT
         return self.scale(g, factor)
 
 
@@ -581,6 +689,14 @@ class Float:
     def scale_grad(self, g, factor):
         return g / factor
 
+    def magnitude(self, x):
+        """|x| (None for −∞, a masked score)."""
+        return None if x == -math.inf else abs(x)
+
+    def beyond(self):
+        """A value no answer matches (the loss after a step that has none a hand could work out)."""
+        return math.inf
+
 
 # ---------------------------------------------------------------- intervals (what `worked check` uses)
 
@@ -640,6 +756,7 @@ def iv_sum(ivs):
 
 
 SLACK = Decimal("1e-30")
+_BEYOND = Decimal("1e100000")
 
 
 def contains(iv, x, slack=SLACK) -> bool:
@@ -698,16 +815,41 @@ class Interval:
     def scale_grad(self, g, factor):
         return self.scale(g, factor)
 
+    def magnitude(self, iv):
+        """The largest |x| in *iv*, as a float (None for −∞, a masked score)."""
+        if iv is None:
+            return None
+        return float(max(iv[0].copy_abs(), iv[1].copy_abs()))
+
+    def beyond(self):
+        """A value no answer matches (the loss after a step that has none a hand could work out): a point far
+        past any answer's size (at most 10¹²), still finite in every context used here."""
+        return (_BEYOND, _BEYOND)
+
     def entry(self, x: Fraction):
         return iv_frac(x)
 
     def dot(self, xs, ys):
-        acc = pt(_ZERO)
+        """Σ x·y: the same operations, in the same order, as summing iv_mul(x, y) with iv_add from (0, 0)
+        (so the same ends), written out: this loop is most of the time of a check."""
+        lo = hi = _ZERO
+        dmul, umul, dadd, uadd = DOWN.multiply, UP.multiply, DOWN.add, UP.add
         for x, y in zip(xs, ys):
             if x is None or y is None:
                 return None
-            acc = iv_add(acc, iv_mul(x, y))
-        return acc
+            (a0, a1), (b0, b1) = x, y
+            if a0 >= 0 and b0 >= 0:             # iv_mul's branches, in its order
+                p0, p1 = dmul(a0, b0), umul(a1, b1)
+            elif a0 >= 0 and b1 <= 0:
+                p0, p1 = dmul(a1, b0), umul(a0, b1)
+            elif a0 < 0 and a1 <= 0 and b0 >= 0:
+                p0, p1 = dmul(a0, b1), umul(a1, b0)
+            elif a0 < 0 and a1 <= 0 and b1 <= 0:
+                p0, p1 = dmul(a1, b1), umul(a0, b0)
+            else:
+                p0, p1 = iv_mul(x, y)
+            lo, hi = dadd(lo, p0), uadd(hi, p1)
+        return (lo, hi)
 
     def factor(self, problem, how):
         if how is None:
@@ -748,17 +890,20 @@ class Interval:
             out.append((lo, hi))
         return out, (E, out)
 
+    # the backward pass's arithmetic: None (no value: a quotient whose divisor may be 0, as a mistake's weights
+    # without e^x can give) stays None in everything computed from it
     def add(self, a, b):
-        return iv_add(a, b)
+        return None if a is None or b is None else iv_add(a, b)
 
     def sub(self, a, b):
-        return (DOWN.subtract(a[0], b[1]), UP.subtract(a[1], b[0]))
+        return None if a is None or b is None else (DOWN.subtract(a[0], b[1]), UP.subtract(a[1], b[0]))
 
     def mul(self, a, b):
-        return iv_mul(a, b)
+        return None if a is None or b is None else iv_mul(a, b)
 
     def total(self, xs):
-        return iv_sum(xs)
+        xs = list(xs)
+        return None if any(x is None for x in xs) else iv_sum(xs)
 
     def no_exp(self, row):
         idx = [j for j, s in enumerate(row) if s is not None]

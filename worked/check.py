@@ -615,12 +615,13 @@ def _table(rows, cols, marks, answers) -> list[str]:
 
 # ---------------------------------------------------------------- checking
 
-def _bands(ctx: _Ctx, given=None, transform=None, centre=None) -> dict:
+def _bands(ctx: _Ctx, given=None, transform=None, centre=None, points=None) -> dict:
     """The acceptance band of every matrix under the chosen tolerance, for one scenario: the student's
     *given* entries carried forward, a mistake's *transform*. *centre*: the same scenario's exact values
-    (points), when they are computed already."""
+    (points), when they are computed already; *points* the pass they come from (the banded backward pass of
+    a training problem starts from it)."""
     if ctx.tol.default:
-        return forward(ctx.problem, ctx.banded, transform=transform, given=given).shown
+        return forward(ctx.problem, ctx.banded, transform=transform, given=given, points=points).shown
     if centre is None:
         centre = forward(ctx.problem, ctx.points, transform=transform, given=given).shown
     band = {}
@@ -786,11 +787,13 @@ class Checker:
 
     def _correct_scenario(self, ctx: _Ctx, k: int, transform) -> tuple:
         """(bands, values) of mistake *k* made on the correct values (no answers carried)."""
+        cpass = None
         if k not in self._centres:
-            self._centres[k] = forward(self.problem, ctx.points, transform=transform, given=None).shown
+            cpass = forward(self.problem, ctx.points, transform=transform, given=None)
+            self._centres[k] = cpass.shown
         centre = self._centres[k]
         if (ctx.tol, k) not in self._mistake_bands:
-            self._mistake_bands[ctx.tol, k] = _bands(ctx, None, transform, centre)
+            self._mistake_bands[ctx.tol, k] = _bands(ctx, None, transform, centre, cpass)
         return self._mistake_bands[ctx.tol, k], centre
 
     def _expected_of(self, key: str) -> list:
@@ -896,8 +899,9 @@ class Checker:
                 scenarios = [self._correct_scenario(ctx, index, transform)]
                 if any(k in wrong_keys for k in before):
                     b = _given_grids(parsed, before, raw, ctx.h)
-                    centre = forward(problem, ctx.points, transform=transform, given=b).shown
-                    scenarios.append((_bands(ctx, b, transform, centre), centre))
+                    cpass = forward(problem, ctx.points, transform=transform, given=b)
+                    centre = cpass.shown
+                    scenarios.append((_bands(ctx, b, transform, centre, cpass), centre))
                 for key in targets:
                     if _refuted(key, rank, scenarios[0][1], parsed, verdict, true_band, multihead):
                         continue

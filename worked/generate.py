@@ -34,10 +34,10 @@ from fractions import Fraction
 from typing import Any
 
 from . import numfmt as F
-from .attention import Approx, Float, Hand, forward
+from .attention import Approx, Float, Hand, forward, loss_of
 from .errors import ProblemError, WorkedError
 from .exact import EntryError, to_fraction
-from .problem import LIMITS, Problem
+from .problem import LIMITS, Problem, work_of
 
 # keys of a [family] table / options of `worked new`
 FAMILY_KEYS = ("tokens", "words", "d_model", "d_k", "d_v", "heads", "range", "weight_range", "mask", "scale",
@@ -286,6 +286,19 @@ def check_feasible(fam: Family, prefix: str = "family.") -> None:
         r = getattr(fam, key)
         if r is not None and r[0] == r[1] and not fam.ties:
             raise err(key, f"{r[0]}..{r[1]} has one value: every score in a row would tie (set ties = true or widen it)")
+    w = family_work(fam)
+    if w.worst > LIMITS["work"]:
+        raise err("train" if fam.train else "tokens",
+                  f"{fam.n} tokens, d_model {fam.d_model}, d_k {fam.d_k}, d_v {fam.dv}, {fam.heads} head(s)"
+                  f"{' with a training step' if fam.train else ''} is more work than a command may take (about "
+                  f"{w.worst / 1000:.0f} s, at most {LIMITS['work'] / 1000:.0f} s; see the README's limits): use fewer "
+                  "tokens or smaller widths")
+
+
+def family_work(fam: Family):
+    """The predicted :class:`~worked.problem.Work` of the family's problems (their shape is the family's)."""
+    digits = max(len(str(abs(x))) for r in (fam.range, fam.wrange) for x in r)
+    return work_of(fam.n, fam.d_model, fam.d_k, fam.dv, fam.heads, fam.d_model, fam.train, digits=digits)
 
 
 # ---------------------------------------------------------------- the search
@@ -494,7 +507,10 @@ def _with_target(fam: Family, p: Problem, rng: random.Random) -> Problem | None:
         for lr in ([fam.lr] if fam.lr is not None else LRS):
             q = _problem(fam, p.X, [(h.W_Q, h.W_K, h.W_V) for h in p.heads], p.W_O, p.title,
                          train={"target": T, "loss": "mse", "lr": lr})
-            run = forward(q, Float())
+            try:
+                run = forward(q, Float())
+            except ProblemError:
+                break       # the step makes a scaled score too large: this target's gradients are not hand-sized
             big = max(abs(x) for k, m in run.shown.items() if k.rpartition(".")[2].startswith("d") for row in m for x in row)
             if big > MAX_GRAD:
                 break
@@ -544,10 +560,9 @@ def _checks_by_hand(q: Problem, run, places: int | None = None) -> bool:
     for h in (Fraction(1, 10), Fraction(1, 20), Fraction(1, 40)):
         ls = []
         for d in (h, -h):
-            ws = [[[list(row) for row in m] for m in (hd.W_Q, hd.W_K, hd.W_V)] for hd in q.heads]
-            ws[0][0][r][c] += d
-            p2 = q.with_weights([tuple(t) for t in ws])
-            ls.append(round(forward(p2, Float()).loss, P))
+            ws = [[[[float(x) for x in row] for row in m] for m in (hd.W_Q, hd.W_K, hd.W_V)] for hd in q.heads]
+            ws[0][0][r][c] = float(q.heads[0].W_Q[r][c] + d)
+            ls.append(round(loss_of(q, Float(), forward(q, Float(), weights=ws, backward=False)), P))
         fd = (ls[0] - ls[1]) / (2 * float(h))
         if abs(fd - g[r][c]) < 0.4 * unit and round(fd / unit) == round(g[r][c] / unit) \
                 and abs(abs(g[r][c] / unit) % 1 - 0.5) > 0.05:

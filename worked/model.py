@@ -11,6 +11,7 @@ from fractions import Fraction
 from typing import Any
 
 import sympy as sp
+from sympy.printing.str import StrPrinter
 
 from . import eq
 from . import numfmt as F
@@ -271,14 +272,36 @@ class Mat:
                                                for row in self.exact for x in row)
         return hit
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, text=str) -> dict[str, Any]:
+        """``{"shape", "exact", "value"}``; *text* writes an exact value (``str``, or one :class:`ExactText`'s
+        ``doprint`` for a whole solution: the same text, faster)."""
         if self.is_scalar:      # a number: {"shape": [], "exact": "…", "value": 2.2437…}
-            return {"shape": [], "exact": str(self.exact[0][0]), "value": self.value(0, 0)}
+            return {"shape": [], "exact": text(self.exact[0][0]), "value": self.value(0, 0)}
         return {
             "shape": list(self.shape),
-            "exact": [[str(x) for x in row] for row in self.exact],
+            "exact": [[text(x) for x in row] for row in self.exact],
             "value": [[self.value(i, j) for j in range(self.shape[1])] for i in range(self.shape[0])],
         }
+
+
+class ExactText(StrPrinter):
+    """sympy's ``str`` of exact values (the same text, the same settings), remembering the text of every compound
+    subexpression it has printed: the entries of a solution share most of theirs (a row's softmax denominator
+    in every weight and output of the row, each head's Z in every entry of the output), so a whole solution
+    prints several times faster. One per solution (nothing is kept between solutions). Floats are not
+    remembered (two of different precision compare equal)."""
+
+    def __init__(self):
+        super().__init__({"order": None})
+        self._memo: dict = {}
+
+    def _print(self, expr, **kwargs) -> str:
+        if kwargs or getattr(expr, "is_Atom", True):
+            return super()._print(expr, **kwargs)
+        got = self._memo.get(expr)
+        if got is None:
+            got = self._memo[expr] = super()._print(expr)
+        return got
 
 
 class Matrices(dict):
@@ -369,6 +392,7 @@ class Solution:
     def to_dict(self) -> dict[str, Any]:
         """The documented JSON form (see README: "JSON format")."""
         p = self.problem
+        text = ExactText().doprint
         return {
             "title": p.title,
             "tokens": list(p.tokens),
@@ -377,14 +401,14 @@ class Solution:
             "mask": p.mask,
             "d_k": p.d_k,
             "display": self.display,
-            "heads": [{k: m.to_dict() for k, m in h.matrices().items()} for h in self.heads],
-            "concat": self.concat.to_dict() if self.concat is not None else None,
-            "Z": self.output.to_dict(),
+            "heads": [{k: m.to_dict(text) for k, m in h.matrices().items()} for h in self.heads],
+            "concat": self.concat.to_dict(text) if self.concat is not None else None,
+            "Z": self.output.to_dict(text),
             "steps": [s.to_dict() for s in self.steps],
-            "train": self._train_dict(),
+            "train": self._train_dict(text),
         }
 
-    def _train_dict(self) -> dict[str, Any] | None:
+    def _train_dict(self, text=str) -> dict[str, Any] | None:
         """The training step (a problem with [train]): its settings and every new matrix by key."""
         t = getattr(self.problem, "train", None)
         if t is None or not self.train:
@@ -394,7 +418,7 @@ class Solution:
             "loss_function": t.loss, "lr": str(sp.Rational(t.lr.numerator, t.lr.denominator)),
             "target": {"shape": [len(tgt), len(tgt[0])], "exact": tgt, "value": [[float(x) for x in row] for row in t.target]},
             "loss": float(self.train["loss"].num[0][0]), "loss_after": float(self.train["loss_after"].num[0][0]),
-            "matrices": {k: m.to_dict() for k, m in self.train.items()},
+            "matrices": {k: m.to_dict(text) for k, m in self.train.items()},
         }
 
     def _repr_html_(self) -> str:  # Jupyter / Colab

@@ -73,6 +73,20 @@ def round_decimal(exact, num, places: int) -> Decimal:
     return d.quantize(q, rounding=ROUND_HALF_UP, context=ctx)
 
 
+def shortest_in(lo: Decimal, hi: Decimal) -> Decimal:
+    """The decimal with the fewest places in [lo, hi] (0 when the interval holds it): a value known only by an
+    enclosure, written with the digits the enclosure fixes."""
+    if lo <= 0 <= hi:
+        return Decimal(0)
+    wide = Context(prec=max(60, lo.adjusted() + 80, hi.adjusted() + 80))
+    for places in range(0, 120):
+        q = Decimal(1).scaleb(-places)
+        c = lo.quantize(q, rounding=ROUND_CEILING, context=wide)
+        if c <= hi:
+            return c
+    return lo
+
+
 def exact_at(exact, places: int) -> bool:
     """True when the decimal shown with *places* places is the exact value (so '=' may be used)."""
     return is_rational(exact) and (frac(exact) * 10**places).denominator == 1

@@ -1,6 +1,7 @@
 """The problem: input matrices and options, held as exact Fractions, validated with clear messages."""
 from __future__ import annotations
 
+import math
 import re
 from fractions import Fraction
 from pathlib import Path
@@ -21,6 +22,8 @@ LIMITS = {
     "token": 40,           # characters per token
     "file_bytes": 1_000_000,
     "lr": 10,              # largest learning rate ([train] lr)
+    "scaled": 300,         # largest |scaled score| (checked when solving, also after a [train] step)
+    "work": 10_000,        # predicted milliseconds of the slowest command on the problem (see work())
 }
 
 TOP_KEYS = {"title", "tokens", "X", "W_Q", "W_K", "W_V", "heads", "W_O", "scale", "mask", "decimals", "display", "train"}
@@ -168,11 +171,13 @@ class Problem:
 
     def __init__(self, X, W_Q=None, W_K=None, W_V=None, *, heads=None, W_O=None, tokens=None,
                  title="", scale="sqrt", mask="none", decimals=2, display="auto", train=None, source=None,
-                 _places_limit=None):
+                 _places_limit=None, _work_limit=True):
         try:
             self._init(X, W_Q, W_K, W_V, heads, W_O, tokens, title, scale, mask, decimals, display, _places_limit)
             width = len(self.W_O[0]) if self.multihead else self.d_v
             object.__setattr__(self, "train", None if train is None else _train(train, self.n, width, _places_limit))
+            if _work_limit:     # off only to measure problems over the limit (benchmarks/bench_train_limits.py --fit)
+                _check_work(self)
         except ProblemError as exc:
             raise (exc.with_source(source) if source else exc) from None
         object.__setattr__(self, "source", source)
@@ -340,7 +345,7 @@ class Problem:
 
     # -- reading
     @classmethod
-    def from_dict(cls, data: dict, source: str | None = None) -> "Problem":
+    def from_dict(cls, data: dict, source: str | None = None, *, _work_limit: bool = True) -> "Problem":
         if not isinstance(data, dict):
             raise ProblemError("", "expected a table of keys (title, tokens, X, W_Q, …)", source)
         unknown = sorted(set(data) - TOP_KEYS)
@@ -351,7 +356,7 @@ class Problem:
             heads=data.get("heads"), W_O=data.get("W_O"), tokens=data.get("tokens"),
             title=data.get("title", ""), scale=data.get("scale", "sqrt"), mask=data.get("mask", "none"),
             decimals=data.get("decimals", 2), display=data.get("display", "auto"), train=data.get("train"), source=source,
-            _places_limit=LIMITS["places"],
+            _places_limit=LIMITS["places"], _work_limit=_work_limit,
         )
 
     @classmethod
@@ -442,6 +447,129 @@ def _exact_text(f: Fraction) -> str:
     """A rational as a string a problem file reads back exactly ("1/10", "0.5", "2")."""
     t = _frac_text(f)
     return str(t)
+
+
+# ---------------------------------------------------------------- the work of a problem
+
+class Work(NamedTuple):
+    """The predicted CPU time, in milliseconds, of each command on a problem, from its shape alone (tokens,
+    d_model, d_k, d_v, heads, the columns of W_O, [train]): ``answer`` is solving it with its JSON or the
+    page's view (``worked solve``, ``/api/solve``), ``check`` solving it and checking an answer to every
+    matrix, every one wrong (``worked check``, ``/api/check``), ``sheet`` its worksheet and key as HTML,
+    LaTeX and PDF (``worked sheet``). Each is an upper bound fitted to measurements on a 2-core laptop
+    (``benchmarks/bench_train_limits.py``); the entries' digits change them little (exact integers, shown
+    with exact forms, are the slowest)."""
+
+    answer: int
+    check: int
+    sheet: int
+
+    @property
+    def worst(self) -> int:
+        return max(self)
+
+    @property
+    def slowest(self) -> str:
+        return max(self._fields, key=lambda f: getattr(self, f))
+
+
+def counts(n: int, d_model: int, d_k: int, d_v: int, heads: int = 1, d_out: int | None = None,
+           train: bool = False, multihead: bool | None = None) -> dict[str, int]:
+    """What the commands' time grows with, counted from the shape: the terms of :data:`_WORK`."""
+    h, dm, dk, dv = heads, d_model, d_k, d_v
+    multi = heads > 1 if multihead is None else multihead
+    do = (d_out if d_out is not None else dm) if multi else dv
+    t = 1 if train else 0
+    # the passes: products of the forward pass, of the backward pass (and the pass after the update), e^x, the
+    # band of each output entry (n² work per entry), the inputs read
+    fops = h * (n * dm * (2 * dk + dv) + n * n * (dk + dv)) + (n * h * dv * do if multi else 0)
+    bops = t * (h * (n * n * (2 * dk + 2 * dv) + 4 * n * n + dm * n * (2 * dk + dv)) + (2 * n * do * h * dv if multi else 0)
+                + fops)
+    inputs = n * dm + h * dm * (2 * dk + dv) + (h * dv * do if multi else 0) + t * n * do
+    mistakes = 8 + 9 * t + 2 * multi                  # the mistakes a check tries (causal), each a point and a banded pass
+    passes = 2 + 2 * mistakes
+    stages = h * (7 + 12 * t) + 2 * multi + 4 * t     # the stages of a pass, the steps of a page (each some fixed work)
+    # what the pages show: every matrix (a training step adds its gradients and new weights)
+    shown = h * (n * (2 * dk + dv) + 3 * n * n + n * dv) + (n * h * dv + n * do if multi else 0)
+    if t:
+        shown += n * do + (n * h * dv if multi else 0) + h * (n * dv + 4 * n * n + 2 * n * dk + 2 * dm * (2 * dk + dv))
+    # the exact forms written out: each weight's row total, each Z entry's sum; with W_O each output entry holds
+    # every head's Z
+    exact = h * n ** 3 + h * n * n * dv
+    return {"a_shown": shown, "a_exact": exact, "a_out": n * do * h * dv * n if multi else 0, "a_ops": fops + bops,
+            "c_ops": passes * (fops + bops), "c_exp": passes * h * n * n * (1 + t),
+            "c_band": passes * h * n ** 3 * dv * (1 + t), "c_in": passes * inputs, "c_shown": shown,
+            "c_stages": passes * stages, "a_stages": stages,
+            "s_shown": shown, "s_in": inputs, "s_exact": exact, "s_stages": stages}
+
+
+ANSWER_TERMS = ("a_shown", "a_exact", "a_out", "a_ops", "a_stages")
+CHECK_TERMS = ("c_ops", "c_exp", "c_band", "c_in", "c_shown", "c_stages")
+SHEET_TERMS = ("s_shown", "s_in", "s_exact", "s_stages")
+
+# milliseconds per unit of each count (fitted to measurements, then raised so that every measured problem is at
+# or below its prediction: `benchmarks/bench_train_limits.py --fit` measures them and prints these)
+_WORK = {"a0": 370.0, "a_shown": 0.0, "a_exact": 0.242, "a_out": 0.396, "a_ops": 0.206, "a_stages": 8.85,
+         "c0": 40.1, "c_ops": 0.0123, "c_exp": 0.354, "c_band": 0.00165, "c_in": 0.0, "c_shown": 0.0, "c_stages": 0.763,
+         "s0": 77.1, "s_shown": 1.53, "s_in": 1.18, "s_exact": 0.64, "s_stages": 61.6}
+
+
+def digits_factor(digits: int) -> float:
+    """How much longer the exact forms and pages get with entries of *digits* digits (numerator and denominator
+    together: 1 for 0, ±1, …, 9; 3 for 4/13; 6 for 999/997): 1.15 per digit more (measured 1.5–1.8 for 6)."""
+    return 1 + 0.15 * (max(digits, 1) - 1)
+
+
+def work_of(n: int, d_model: int, d_k: int, d_v: int, heads: int = 1, d_out: int | None = None,
+            train: bool = False, multihead: bool | None = None, digits: int = 3) -> Work:
+    """The :class:`Work` of a problem of this shape (*d_out*: the columns of W_O; *multihead*: [[heads]] with
+    W_O, by default when heads > 1; *digits*: of its longest entry, see :func:`digits_factor`; 3 when unknown)."""
+    c, C = counts(n, d_model, d_k, d_v, heads, d_out, train, multihead), _WORK
+    f = digits_factor(digits)
+    a, ch, sh = (C[m + "0"] + sum(C[k] * c[k] for k in terms)
+                 for m, terms in (("a", ANSWER_TERMS), ("c", CHECK_TERMS), ("s", SHEET_TERMS)))
+    return Work(math.ceil(a * f), math.ceil(ch), math.ceil(sh * f))
+
+
+def entry_digits(problem: "Problem") -> int:
+    """The digits of the problem's longest input entry (numerator and denominator together)."""
+    mats = [problem.X] + [m for hd in problem.heads for m in hd] + ([problem.W_O] if problem.multihead else [])
+    if problem.train is not None:
+        mats.append(problem.train.target)
+    return max(len(str(abs(x.numerator))) + (len(str(x.denominator)) if x.denominator != 1 else 0)
+               for m in mats for row in m for x in row)
+
+
+def work(problem: "Problem") -> Work:
+    """The :class:`Work` of *problem* (see :func:`work_of`)."""
+    return work_of(problem.n, problem.d_model, problem.d_k, problem.d_v, len(problem.heads),
+                   len(problem.W_O[0]) if problem.multihead else None, problem.train is not None, problem.multihead,
+                   entry_digits(problem))
+
+
+_DOING = {"answer": "solving it (worked solve, /api/solve)", "check": "checking answers to it (worked check, /api/check)",
+          "sheet": "its worksheet and key (worked sheet)"}
+
+
+def _check_work(p: "Problem") -> None:
+    """A ProblemError, before any work, when a command on *p* would take longer than the limit allows."""
+    w = work(p)
+    limit = LIMITS["work"]
+    if w.worst <= limit:
+        return
+    shape = dict(d_model=p.d_model, d_k=p.d_k, d_v=p.d_v, heads=len(p.heads),
+                 d_out=len(p.W_O[0]) if p.multihead else None, multihead=p.multihead, digits=entry_digits(p))
+    train = p.train is not None
+    fits = [k for k in range(p.n - 1, 0, -1) if work_of(k, train=train, **shape).worst <= limit]
+    hint = (f"with these widths{' and heads' if p.multihead else ''} at most {fits[0]} tokens fit" if fits else
+            "use smaller d_model, d_k, d_v" + (" or fewer heads" if p.multihead else ""))
+    about = f"{p.n} tokens, d_model {p.d_model}, d_k {p.d_k}, d_v {p.d_v}" + (f", {len(p.heads)} heads" if p.multihead else "")
+    need = f"{_DOING[w.slowest]} would take about {w.worst / 1000:.0f} s (at most {limit / 1000:.0f} s, predicted from the shape; see the README's limits)"
+    if train and work_of(p.n, **shape).worst <= limit:
+        raise ProblemError("train", f"a training step on {about} is more work than a command may take: {need}; {hint}, "
+                           "or leave out [train]")
+    raise ProblemError("heads" if p.multihead else "X", f"{about}{' with a training step' if train else ''} is more work "
+                       f"than a command may take: {need}; {hint}")
 
 
 def builtin_path() -> Path:

@@ -27,15 +27,15 @@ import sympy as sp
 from . import eq, printers
 from . import numfmt as F
 from .numfmt import N
-from .attention import Approx, Exact, Hand, HeadPass, Interval, forward
+from .attention import INEXACT, Approx, Exact, Hand, HeadPass, Interval, forward
 from .audit import audit_lines
 from .errors import ProblemError
 from .model import HeadResult, Line, Mat, Solution, Step
-from .problem import Problem
+from .problem import LIMITS, Problem
 
 CHECKS = ("one", "row", "all")
 DISPLAYS = ("exact", "decimal")
-MAX_SCALED = 300   # largest |scaled score|: e^300 already has 131 digits
+MAX_SCALED = LIMITS["scaled"]   # largest |scaled score|: e^300 already has 131 digits
 EQ, APPROX = eq.EQ, eq.APPROX
 
 
@@ -515,11 +515,21 @@ def _checked(step: Step, what: str) -> Step:
 def _mat(name, sym, exact, num, rows, cols, masked=frozenset(), hand=None, places: int = 0) -> Mat:
     """A matrix of the Exact pass (Fractions, sympy, −∞) with its 50-digit values from the Interval point pass
     (a rational's own 50-digit decimal, else the lower end of its 50-digit narrow interval) and the values a
-    hand carries (:class:`worked.attention.Hand`, at *places*)."""
-    ex = [[sp.Rational(x.numerator, x.denominator) if isinstance(x, Fraction) else x for x in row] for row in exact]
+    hand carries (:class:`worked.attention.Hand`, at *places*). A gradient entry the Exact pass keeps no closed
+    form of (:data:`worked.attention.INEXACT`) is its 50-digit value, as the loss after the update is."""
+    ex = [[sp.Rational(x.numerator, x.denominator) if isinstance(x, Fraction) else
+           _enclosed(iv) if x is INEXACT else x for x, iv in zip(er, nr)] for er, nr in zip(exact, num)]
     nm = [[F.NEG_INF if iv is None else F.mp(x) if F.is_rational(x) else iv[0] for x, iv in zip(er, nr)]
           for er, nr in zip(ex, num)]
     return Mat(name, sym, ex, nm, rows, cols, masked, hand, places)
+
+
+def _enclosed(iv) -> sp.Float:
+    """A value known by its 50-digit enclosure (lo, hi) as a sympy Float: the shortest decimal in it, with
+    its digits (so an entry that is 0 is 0.0, not a remainder of the 50th digit)."""
+    d = F.shortest_in(*iv)
+    digits = len(d.as_tuple().digits)
+    return sp.Float(str(d), max(digits, 15))
 
 
 def hand_pass(problem: Problem, display: str, nums=None):
@@ -935,10 +945,13 @@ def _grad_check_and_update(ctx: _Ctx, problem: Problem, run, nums, hand, mats: d
     W = [list(map(list, (hd.W_Q, hd.W_K, hd.W_V))) for hd in problem.heads]
 
     def loss_at(delta):
+        # the same problem with one weight moved (not a new Problem: W ± h is no entry of the user's file, and
+        # may pass the limit on entries)
         ws = [[[list(row) for row in m] for m in trip] for trip in W]
         ws[0][0][r][c] += delta
-        q = problem.with_weights([tuple(trip) for trip in ws])
-        return loss_of(q, Interval(q, widen=False), forward(q, Interval(q, widen=False), backward=False))[0]
+        b = Interval(problem, widen=False)
+        ivs = [tuple([[b.entry(x) for x in row] for row in m] for m in trip) for trip in ws]
+        return loss_of(problem, b, forward(problem, b, weights=ivs, backward=False))[0]
 
     chosen = None
     for h in (Fraction(1, 10), Fraction(1, 20), Fraction(1, 40)):
@@ -1019,7 +1032,7 @@ def _grad_check_and_update(ctx: _Ctx, problem: Problem, run, nums, hand, mats: d
     expr = eq.Mul((eq.num(Fraction(1, 2)), eq.Add(terms)))
     shown_after = eq.rational_value(expr)
     hand_after = Approx(F.round_decimal(shown_after, None, P))
-    la = _mat("loss_after", eq.Sym("L", prime=True), [[sp.Float(str(true_after), 50)]], [[(true_after, true_after)]], ["L′"], ["1"],
+    la = _mat("loss_after", eq.Sym("L", prime=True), [[INEXACT]], [[nums.loss_after]], ["L′"], ["1"],
               hand=[[hand_after]], places=P)
     mats["loss_after"] = la
     items = [eq.Sym("L", prime=True), expr, la.carried(0, 0)]

@@ -320,6 +320,8 @@ def from_sympy(expr) -> Node:
         return Exp(Num(Fraction(1)))
     if expr.is_Rational:
         return num(expr)
+    if expr.is_Float:       # a value known to its digits (a gradient entry, the loss after the update)
+        return dec(Decimal(str(expr)))
     if isinstance(expr, sp.exp):
         return Exp(from_sympy(expr.args[0]))
     if expr.is_Add:

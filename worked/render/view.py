@@ -87,7 +87,21 @@ def show_exact(m, places: int, decimal: bool = False) -> bool:
         return False
     if any(getattr(x, "is_Float", False) for row in m.exact for x in row):
         return False
+    if not all(_few_nodes(x, 3 * EXACT_CELL_LIMIT) for row in m.exact for x in row):
+        return False    # a tree that large never prints within the limit (and printing it would take long)
     return all(len(m.exact_text(i, j)) <= EXACT_CELL_LIMIT for i in range(m.shape[0]) for j in range(m.shape[1]))
+
+
+def _few_nodes(x, limit: int) -> bool:
+    """True when the sympy tree of *x* has at most *limit* nodes (counted until the limit is passed, so a
+    huge tree costs no more than a small one). Every node prints as at least a third of a character."""
+    stack, seen = [x], 0
+    while stack:
+        seen += 1
+        if seen > limit:
+            return False
+        stack.extend(getattr(stack.pop(), "args", ()))
+    return True
 
 
 def _packed(lines: list) -> list[list]:
@@ -442,7 +456,18 @@ def problem_page(p, display: str | None = None) -> dict[str, Any]:
 
 
 def build(sol, kind: str, student: dict | None = None) -> dict[str, Any]:
-    """The page model for *kind* ("worksheet" or "answer-key")."""
+    """The page model for *kind* ("worksheet" or "answer-key"). Built once per solution, kind and student and
+    kept with the solution (a sheet renders the same page as HTML, LaTeX and Typst; the renderers only read it)."""
+    stu = {k: str(student.get(k, "")) for k in ("name", "id", "variant") if student.get(k) not in (None, "")} \
+        if student else {}
+    key = (kind, tuple(sorted(stu.items())))
+    memo = sol.__dict__.setdefault("_page_models", {})
+    if key not in memo:
+        memo[key] = _build(sol, kind, student)
+    return memo[key]
+
+
+def _build(sol, kind: str, student: dict | None) -> dict[str, Any]:
     from ..solver import tok_label
 
     p = sol.problem

@@ -61,7 +61,7 @@ from starlette.staticfiles import StaticFiles
 from .. import __version__, eq, printers
 from ..render import view as V
 from ..errors import WorkedError
-from ..problem import LIMITS, Problem, builtin_path
+from ..problem import LIMITS, Problem, builtin_path, work
 from . import connections, jobs
 
 log = logging.getLogger("worked.server")
@@ -90,7 +90,7 @@ class Config:
     max_body: int = 256 * 1024      # bytes in a request body
     quick_workers: int = 2          # worker processes for small problems (cost ≤ quick_cost)
     heavy_workers: int = 1          # worker processes for large problems and rendered files
-    quick_cost: int = 300           # largest cost() on the quick lane (a quiz's problems cost about 70)
+    quick_cost: int = 1100          # largest cost() on the quick lane: predicted ms (Part 9 470, with [train] 1,080)
     quick_queue: int = 512          # quick jobs queued or running before the server answers 503
     heavy_queue: int = 8            # heavy jobs queued or running before the server answers 503
     max_tasks: int = 200            # jobs a worker runs before a fresh one replaces it (bounds its memory)
@@ -133,9 +133,12 @@ def _digest(*parts) -> str:
 
 
 def cost(problem: Problem) -> int:
-    """A rough measure of the work of solving *problem* (heads × n² × (2 d_k + d_model)): quiz-sized
-    problems (3 tokens, d_model 4) cost about 70, the largest allowed about 21,000."""
-    return len(problem.heads) * problem.n * problem.n * (2 * problem.d_k + problem.d_model)
+    """The predicted milliseconds of the slowest request a lane runs for *problem*: solving it (with its JSON
+    and page view) or checking answers to it (:func:`worked.problem.work`, the model the problem's own limit on
+    work uses: it counts tokens, d_model, d_k, d_v, heads, W_O, a [train] step and the entries' digits). Part 9
+    costs 470, with a training step 1,080; the largest problem allowed at most 10,000."""
+    w = work(problem)
+    return max(w.answer, w.check)
 
 
 # ------------------------------------------------------------------ the worker processes, with deadlines
@@ -229,6 +232,18 @@ class Engine:
 
     def lane(self, problem: Problem | None) -> Lane:
         return self.quick if problem is not None and cost(problem) <= self.cfg.quick_cost else self.heavy
+
+    def family_lane(self, family: dict) -> Lane:
+        """The lane for drawing a problem of *family* (the options of ``worked new``): by the cost of the
+        problems it draws (an invalid family goes to the quick lane, whose worker answers its error at once)."""
+        from .. import generate
+
+        try:
+            fam = generate.Family.from_dict(family, source="random problem", prefix="")
+        except (WorkedError, TypeError, ValueError, RecursionError):
+            return self.quick
+        w = generate.family_work(fam)
+        return self.quick if max(w.answer, w.check) <= self.cfg.quick_cost else self.heavy
 
     async def run(self, key: str | None, lane: Lane, fn: Callable, *args, timeout: float | None = None,
                   what: str = "the request", affinity: str | None = None) -> Response:
@@ -757,7 +772,7 @@ def create_app(cfg: Config | None = None) -> Starlette:
             raise ApiError(400, "seed: expected a whole number ≥ 0")
         if not isinstance(family, dict):
             raise ApiError(400, '"family": expected a table of options such as {"tokens": 3, "d_k": 2}')
-        return await engine.run(_digest("new", family, seed), engine.quick, jobs.generate_json, family, seed,
+        return await engine.run(_digest("new", family, seed), engine.family_lane(family), jobs.generate_json, family, seed,
                                 what="drawing a random problem")
 
     async def _document(problem: Problem, document: str, fmt: str, student: dict | None, paper: str = "a4"):
