@@ -388,12 +388,12 @@ class _AfterTooLarge(Exception):
 
     def error(self, problem):
         from .errors import ProblemError
-        from .problem import LIMITS, _exact_text
+        from .problem import LIMITS, exact_text
 
         top = self.size
         size = "a size beyond any float" if top == math.inf else f"about {top:.3g}" if top >= 1e6 else f"about {top:.0f}"
         head_txt = f" of head {self.head}" if problem.multihead else ""
-        return ProblemError("train.lr", f"lr = {_exact_text(problem.train.lr)} is too large for this problem: the "
+        return ProblemError("train.lr", f"lr = {exact_text(problem.train.lr)} is too large for this problem: the "
                             f"step makes a scaled score in row {self.row + 1}{head_txt} reach {size} after the update "
                             f"(at most {LIMITS['scaled']} in size, as before the step); use a smaller lr",
                             problem.source)

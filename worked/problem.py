@@ -399,7 +399,7 @@ class Problem:
         if self.display_option != "auto":
             d["display"] = self.display_option
         if self.train is not None:
-            d["train"] = {"target": mat(self.train.target), "loss": self.train.loss, "lr": _exact_text(self.train.lr)}
+            d["train"] = {"target": mat(self.train.target), "loss": self.train.loss, "lr": exact_text(self.train.lr)}
         return d
 
     def with_weights(self, heads) -> "Problem":
@@ -443,7 +443,7 @@ class Problem:
         return "\n".join(out) + "\n"
 
 
-def _exact_text(f: Fraction) -> str:
+def exact_text(f: Fraction) -> str:
     """A rational as a string a problem file reads back exactly ("1/10", "0.5", "2")."""
     t = _frac_text(f)
     return str(t)
