@@ -10,7 +10,7 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 import worked
 from worked import eq
@@ -47,20 +47,38 @@ def train_problems(draw, max_heads=2):
         width = 2
     T = _mat(draw, n, width)
     kw["train"] = {"target": T, "lr": draw(st.sampled_from(["1/10", "1/20", "0.05"]))}
-    if H == 1:
-        return worked.Problem(X, *heads[0], **kw)
-    return worked.Problem(X, heads=heads, W_O=W_O, **kw)
+    try:
+        if H == 1:
+            return worked.Problem(X, *heads[0], **kw)
+        return worked.Problem(X, heads=heads, W_O=W_O, **kw)
+    except ProblemError as e:      # over the limit on a command's work (README "Limits"): not a problem to draw
+        assume(e.field not in ("train", "X", "heads"))
+        raise
+
+
+def _passes(p, *backends):
+    """The backward passes of *p*, or a rejected draw where the step's update takes a scaled score over the
+    300 limit (one line naming train.lr: tested in test_train_limits.py)."""
+    try:
+        return [backward(p, b) for b in backends]
+    except ProblemError as e:
+        assume(e.field != "train.lr")
+        raise
 
 
 def _perturbed(p, h_idx, w, r, c, delta):
+    """*p* and its weights with one moved by *delta* (passed to the pass, not built into a Problem: a weight
+    ± 10⁻¹² has too many digits for a problem file's limits)."""
     ws = [[[list(row) for row in m] for m in (hd.W_Q, hd.W_K, hd.W_V)] for hd in p.heads]
     ws[h_idx][("W_Q", "W_K", "W_V").index(w)][r][c] += delta
-    return p.with_weights([tuple(t) for t in ws])
+    return p, [tuple(t) for t in ws]
 
 
-def _loss50(q):
+def _loss50(pw):
+    q, ws = pw
     b = Interval(q, widen=False)
-    lo, hi = loss_of(q, b, forward(q, b, backward=False))
+    ws = [tuple([[b.entry(x) for x in row] for row in m] for m in hd) for hd in ws]   # in the backend's numbers
+    lo, hi = loss_of(q, b, forward(q, b, weights=ws, backward=False))
     return CTX.divide(CTX.add(lo, hi), 2)
 
 
@@ -72,7 +90,7 @@ H = Fraction(1, 10**12)
 def test_gradients_match_central_differences_to_1e9(p):
     """Every entry of dW_Q, dW_K, dW_V (every head) against (L(w + h) − L(w − h))/2h with h = 10⁻¹², losses
     from the forward pass alone in 50-digit interval arithmetic (error ~h², far below 1e-9)."""
-    run = backward(p, Interval(p, widen=False))
+    run, = _passes(p, Interval(p, widen=False))
     for hk, g in enumerate(run.grads):
         for w in ("W_Q", "W_K", "W_V"):
             grad = g.dW[w]
@@ -89,7 +107,7 @@ def test_gradients_match_central_differences_to_1e9(p):
 def test_exact_float_and_interval_backends_agree(p):
     """Float agrees with the 50-digit pass everywhere; Exact's forward values to 1e-30, and its backward values,
     rationals where it keeps them (INEXACT otherwise), lie in the 50-digit enclosure: masked entries are exactly 0."""
-    ex, fl, iv = backward(p, Exact()), backward(p, Float()), backward(p, Interval(p, widen=False))
+    ex, fl, iv = _passes(p, Exact(), Float(), Interval(p, widen=False))
     for key, grid in iv.shown.items():
         if key == "loss_after":
             continue   # Exact stops at the update (its new weights are transcendental)
