@@ -96,7 +96,7 @@ def test_exact_pass_is_the_solvers(fam, seed):
     and the keys of Solution.matrices(); its softmax rows hold weight = numer/D."""
     p = generate(fam, seed)
     try:
-        sol = solve(p)
+        sol = solve(p).audit()
     except AuditFailure:
         return
     run_ = forward(p, Exact())

@@ -66,7 +66,7 @@ def problems(draw, multihead=False):
 @functools.lru_cache(maxsize=256)
 def solved(p):
     try:
-        return solve(p)
+        return solve(p).audit()
     except AuditFailure:
         return None
 

@@ -39,7 +39,7 @@ def solved(p: Problem):
     """The core's solution, or None where the core cannot show the softmax of a near-saturated row
     (AuditFailure: reported to the core, not the checker's business)."""
     try:
-        return solve(p)
+        return solve(p).audit()
     except AuditFailure:
         return None
 

@@ -127,6 +127,7 @@ def _num(node):
 
 
 _TWO_NUMBERS = re.compile(r"[\d.]\s+[\d.]")
+_PLAIN_NUMBER = re.compile(r"([-−]?)(\d{1,40}(?:\.\d{1,40})?)")
 _NEG_INF_TEXT = re.compile(r"^\s*[-−]\s*(∞|oo|inf|infinity)\s*$", re.IGNORECASE)
 
 
@@ -166,6 +167,14 @@ def _read(value):
     if _TWO_NUMBERS.search(text):
         raise ExpressionError(f"two numbers side by side in {text!r} (write one number per entry, "
                               "with * between factors)")
+    plain = _PLAIN_NUMBER.fullmatch(text)
+    if plain:                             # a plain decimal (most answers): its value, without the grammar
+        f = exprs.number(plain.group(2))
+        if abs(f) > 10**12:
+            raise ExpressionError(f"number {plain.group(2)} is too large")
+        if plain.group(1):
+            f = -f
+        return sp.Rational(f.numerator, f.denominator), CTX.divide(f.numerator, f.denominator)
     tree = exprs.parse(text)
     num = _num(tree)                      # bounded, cheap: guards the exact evaluation below
     try:

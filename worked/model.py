@@ -16,6 +16,7 @@ from sympy.printing.str import StrPrinter
 from . import eq
 from . import numfmt as F
 from . import printers
+from .printers.base import dec_str
 
 #: the results that are numbers, not matrices (held as 1×1 matrices): shown and written as numbers
 SCALARS = ("loss", "loss_after")
@@ -78,13 +79,69 @@ class Step:
                  shape_eq: Any = None, head: int | None = None, notes: list | None = None, precision: int = 0):
         self.id = id                # "Q", "K", "V", "scores", "scaled", "weights", "Z", "concat", "output"
         self.title_prose = eq.prose(title)   # e.g. "Queries: " Q = X·W_Q
-        self.why_prose = eq.prose(why)       # what is computed and why
-        self.lines = lines
         self.result = result        # key into Solution.matrices() of the matrix this step produces
-        self.shape_eq = shape_eq    # the shapes as a tree: (3×4)·(4×2) → 3×2
         self.head = head            # 1-based head number, None for single-head problems and the final steps
-        self.notes_prose = [eq.prose(x) for x in (notes or ())]   # extra remarks (e.g. about the mask)
-        self.precision = precision  # decimal places used for intermediate values in this step
+        self._make = None
+        self._then: list = []
+        self._fill(why, lines, shape_eq, notes, precision)
+
+    def _fill(self, why, lines, shape_eq, notes, precision) -> None:
+        self._why_prose = eq.prose(why)       # what is computed and why
+        self._lines = lines
+        self._shape_eq = shape_eq    # the shapes as a tree: (3×4)·(4×2) → 3×2
+        self._notes_prose = [eq.prose(x) for x in (notes or ())]   # extra remarks (e.g. about the mask)
+        self._precision = precision  # decimal places used for intermediate values in this step
+
+    @classmethod
+    def shown_later(cls, id: str, title, make, result: str | None = None, head: int | None = None) -> "Step":
+        """A step whose heading (id, title, result, head) is known now and whose body (explanation, lines,
+        notes, shapes, places) is made when first read: ``make()`` returns the whole :class:`Step`. What only
+        reads the headings and the values (checking answers) never builds the lines."""
+        self = cls.__new__(cls)
+        self.id, self.title_prose, self.result, self.head = id, eq.prose(title), result, head
+        self._make, self._then = make, []
+        return self
+
+    def then(self, fn) -> None:
+        """Call ``fn(step)`` once the body is made (now, when it is): the solver audits the lines and adds
+        the notes that depend on the carried places."""
+        if self._make is None:
+            fn(self)
+        else:
+            self._then.append(fn)
+
+    def _body(self) -> None:
+        if self._make is not None:
+            s, self._make = self._make(), None
+            self._fill(s._why_prose, s._lines, s._shape_eq, s._notes_prose, s._precision)
+            for fn in self._then:
+                fn(self)
+            self._then = []
+
+    @property
+    def why_prose(self):
+        self._body()
+        return self._why_prose
+
+    @property
+    def lines(self) -> list[Line]:
+        self._body()
+        return self._lines
+
+    @property
+    def notes_prose(self) -> list:
+        self._body()
+        return self._notes_prose
+
+    @property
+    def shape_eq(self):
+        self._body()
+        return self._shape_eq
+
+    @property
+    def precision(self) -> int:
+        self._body()
+        return self._precision
 
     @property
     def title(self) -> str:
@@ -132,7 +189,7 @@ class Mat:
     ``m[i, j]`` is the exact entry (sympy or −∞); ``np.asarray(m, dtype=float)`` or ``m.to_numpy()``
     gives the values as floats (masked entries −inf)."""
 
-    __slots__ = ("name", "exact", "num", "rows", "cols", "masked", "sym", "_exact_at", "hand", "places")
+    __slots__ = ("name", "exact", "num", "rows", "cols", "masked", "sym", "_exact_at", "_hand", "_places")
 
     def __init__(self, name: str, sym: "eq.Sym", exact, num, rows, cols, masked: frozenset = frozenset(),
                  hand=None, places: int = 0):
@@ -144,8 +201,21 @@ class Mat:
         self.cols = list(cols)
         self.masked = frozenset(masked)
         self._exact_at: dict = {}
-        self.hand = hand            # the values a worked line carries (attention.Hand), or None
-        self.places = places        # the places those are carried to
+        self._hand = hand           # the values a worked line carries (attention.Hand), or None; or a
+        self._places = places       # function giving (those, their places) when first needed (solver)
+
+    @property
+    def hand(self):
+        """The values a worked line carries (:class:`worked.attention.Hand`), or None."""
+        if callable(self._hand):
+            self._hand, self._places = self._hand()
+        return self._hand
+
+    @property
+    def places(self) -> int:
+        """The places :attr:`hand` is carried to."""
+        self.hand
+        return self._places
 
     @property
     def symbol(self) -> str:
@@ -239,7 +309,9 @@ class Mat:
 
     def dec_plain(self, i: int, j: int, places: int) -> str:
         """Like :meth:`dec` with ASCII: ``-2.83``, ``-inf`` (for CSV, LaTeX tables and JSON)."""
-        return self.dec(i, j, places).replace("−", "-").replace("∞", "inf")
+        if self.is_neg_inf(i, j):
+            return "-inf"
+        return dec_str(self.rounded(i, j, places))
 
     def cell(self, i: int, j: int, places: int):
         """What a table cell shows: the exact short form when the whole matrix is exact at *places*
@@ -356,6 +428,13 @@ class Solution:
     @property
     def Z(self) -> Mat:
         return self.output
+
+    def audit(self) -> "Solution":
+        """Build every step's lines now (they are built when first read), so a line that does not hold raises
+        here (:class:`worked.solver.AuditFailure`) rather than where the solution is shown. Returns self."""
+        for s in self.steps:
+            s.lines
+        return self
 
     def __getitem__(self, name: str) -> Mat:
         """A matrix by name: ``sol["weights"]``, ``sol["A"]``, ``sol["head2.scores"]``."""

@@ -350,7 +350,7 @@ def draw_problem(spec: QuizSpec, variant: Variant):
     for attempt in range(8):
         problem = generate(spec.family, variant.seed + attempt, title=title)
         try:
-            return problem, solve(problem), attempt
+            return problem, solve(problem).audit(), attempt
         except AuditFailure as exc:  # pragma: no cover - depends on the solver's auditor
             last = exc
     raise WorkedError(f"variant {variant.code}: the worked solution could not be shown ({last})")

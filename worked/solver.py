@@ -49,14 +49,19 @@ def tok_label(tok: str, i: int) -> str:
 
 
 class _Ctx:
-    def __init__(self, problem: Problem, checks: str, display: str, places: int):
+    def __init__(self, problem: Problem, checks: str, display: str, carry: "_Carry"):
         self.p = problem
         self.checks = checks
         self.lab = [tok_label(t, i) for i, t in enumerate(problem.tokens)]
         self.multi = problem.multihead
         self.dec = problem.decimals
-        self.P = places                    # places for intermediate values (decimals + 2, or + 3: see hand_pass)
+        self.carry = carry
         self.decimal = display == "decimal"
+
+    @property
+    def P(self) -> int:
+        """Places for intermediate values (decimals + 2, or + 3: see :func:`hand_pass`)."""
+        return self.carry.places
 
     def sym(self, base: str, head: int | None, **kw) -> eq.Sym:
         """A per-head symbol: Q, or Q⁽¹⁾ with several heads; ``scaled``/``scores`` upright."""
@@ -190,14 +195,41 @@ def _proj_step(ctx: _Ctx, which: str, head, A, W, R: Mat) -> Step:
         lines.append(_dot_line(ctx, eq.Entry(s, ctx.lab[i], str(j + 1)),
                                eq.Dot(eq.Sym("x", sub=ctx.lab[i]), eq.Col(w, str(j + 1))),
                                A[i], col, R, i, j))
-    what = {"Q": ("queries", "what each token is looking for"),
-            "K": ("keys", "what each token offers to be matched against"),
-            "V": ("values", "what each token passes on when another token attends to it")}[which]
+    what = _PROJ[which]
     why = _p("Multiply ", _X, " by ", w, ": row ", _I, " of ", s, " is token ", _I, "'s row of ", _X, " times ", w,
              f", the {what[0]} ({what[1]}). Each entry is the dot product of a row of ", _X, " with a column of ", w, ".")
-    title = _p(f"{what[0].capitalize()}: ", _is(s, eq.Mul((_X, w))))
-    return Step(which, title, why, lines, result=which, head=head,
+    return Step(which, _title(ctx, which, head), why, lines, result=which, head=head,
                 shape_eq=_shapes(eq.Dims(n, dm), eq.Dims(dm, dk), eq.Dims(n, dk)))
+
+
+_PROJ = {"Q": ("queries", "what each token is looking for"),
+         "K": ("keys", "what each token offers to be matched against"),
+         "V": ("values", "what each token passes on when another token attends to it")}
+
+
+def _title(ctx: _Ctx, sid: str, head):
+    """The title of forward step *sid* (of *head*): known before any line is built, so a reader of the
+    headings alone (the checker) never builds the lines."""
+    sym = lambda base: ctx.sym(base, head)  # noqa: E731
+    if sid in _PROJ:
+        return _p(f"{_PROJ[sid][0].capitalize()}: ", _is(sym(sid), eq.Mul((_X, sym(f"W_{sid}")))))
+    if sid == "scores":
+        qkt = _is(sym("scores"), eq.Mul((sym("Q"), _tr(sym("K")))))
+        return _p("Scores: ", qkt, " with the causal mask" if ctx.p.mask == "causal" else "")
+    if sid == "scaled":
+        s, sc, scale = sym("scaled"), sym("scores"), ctx.p.scale
+        if scale == "none":
+            return _p("Scaling: none (", _is(s, sc), ")")
+        return _p("Scaling: ", _is(s, eq.Frac(sc, eq.Sqrt(eq.Sym("d_k")) if scale == "sqrt" else F.node(ctx.factor))))
+    if sid == "weights":
+        return _p("Attention weights: ", sym("A"), " = softmax of each row")
+    if sid == "Z":
+        return _p("Output: ", _is(sym("Z"), eq.Mul((sym("A"), sym("V")))))
+    if sid == "concat":
+        return _p("Concatenate the heads: ", eq.Call("concat", tuple(ctx.sym("Z", k) for k in range(1, len(ctx.p.heads) + 1))))
+    if sid == "output":
+        return _p("Output projection: ", _is(eq.Sym("Z"), eq.Mul((eq.Sym("concat", upright=True), eq.Sym("W_O")))))
+    raise KeyError(sid)
 
 
 def _t(node) -> str:
@@ -243,7 +275,7 @@ def _scores_step(ctx: _Ctx, head, Q: Mat, K: Mat, raw: Mat, scores: Mat) -> Step
     if causal:
         notes.append("Causal mask: a token may attend only to itself and to earlier tokens, so every score "
                      "above the diagonal (the key of a later token) is set to −∞. After the softmax its weight is exactly 0.")
-    return Step("scores", _p("Scores: ", qkt, " with the causal mask" if causal else ""), why, lines,
+    return Step("scores", _title(ctx, "scores", head), why, lines,
                 result="scores", head=head, notes=notes,
                 shape_eq=_shapes(eq.Dims(n, dk), eq.Dims(dk, n), eq.Dims(n, n)))
 
@@ -257,7 +289,7 @@ def _scale_step(ctx: _Ctx, head, scores: Mat, scaled: Mat, factor, factor_num) -
     lines, notes = [], []
     if p.scale == "none":
         why = 'The problem sets scale = "none": the scores go into the softmax as they are, so the scaled scores equal the scores.'
-        return Step("scaled", _p("Scaling: none (", _is(s, sc), ")"), why, [], result="scaled", head=head)
+        return Step("scaled", _title(ctx, "scaled", head), why, [], result="scaled", head=head)
     fnode = F.node(factor)
     if p.scale == "sqrt":
         dk = p.d_k
@@ -273,10 +305,8 @@ def _scale_step(ctx: _Ctx, head, scores: Mat, scaled: Mat, factor, factor_num) -
         why = _p("Divide every score by ", _is(*items[:2 if fnode == sqrt_dk else 3]),
                  ": with long vectors, dot products grow large and the softmax would give nearly all the weight to one "
                  "token. Scaling keeps the weights calm; the original Transformer does exactly this.")
-        title = _p("Scaling: ", _is(s, eq.Frac(sc, eq.Sqrt(eq.Sym("d_k")))))
     else:
         why = _p("The problem sets ", _is(eq.Sym("scale", upright=True), F.node(p.scale)), ": divide every score by ", fnode, ".")
-        title = _p("Scaling: ", _is(s, eq.Frac(sc, fnode)))
     causal = p.mask == "causal"
     r0 = n - 1 if causal else 0
     best = max(range(r0 + 1 if causal else n), key=lambda j: (float(scores.num[r0][j]), -j))
@@ -297,7 +327,7 @@ def _scale_step(ctx: _Ctx, head, scores: Mat, scaled: Mat, factor, factor_num) -
         lines.append(Line(eq.Rel(tuple(items), tuple(ops))))
     if causal:
         notes.append("Masked entries stay −∞: −∞ divided by a positive number is still −∞.")
-    return Step("scaled", title, why, lines, result="scaled", head=head, notes=notes, precision=P)
+    return Step("scaled", _title(ctx, "scaled", head), why, lines, result="scaled", head=head, notes=notes, precision=P)
 
 
 # ---------------------------------------------------------------- softmax
@@ -420,7 +450,7 @@ def _weights_step(ctx: _Ctx, head, scaled: Mat, weights: Mat, rows, hand_rows) -
     if ctx.p.mask == "causal":
         notes.append(_p("Masked scores are −∞ and ", _is(eq.Exp(eq.neg_inf()), eq.num(0)),
                         ", so a token gives exactly 0 weight to every later token."))
-    return Step("weights", _p("Attention weights: ", a, " = softmax of each row"), why, lines, result="weights",
+    return Step("weights", _title(ctx, "weights", head), why, lines, result="weights",
                 head=head, notes=notes, precision=P)
 
 
@@ -471,7 +501,7 @@ def _z_step(ctx: _Ctx, head, weights: Mat, V: Mat, Z: Mat) -> Step:
     if ctx.p.mask == "causal":
         notes.append("Masked tokens have weight 0 and drop out of the blend.")
     m = weights.shape[0]
-    return Step("Z", _p("Output: ", zav), why, lines, result="Z", head=head, notes=notes, precision=P,
+    return Step("Z", _title(ctx, "Z", head), why, lines, result="Z", head=head, notes=notes, precision=P,
                 shape_eq=_shapes(eq.Dims(m, m), eq.Dims(m, dv), eq.Dims(m, dv)))
 
 
@@ -482,7 +512,7 @@ def _concat_step(ctx: _Ctx, heads: list[HeadResult], concat: Mat) -> Step:
     i = eq.Sym("i")
     why = _p(f"Put the {h} heads' outputs side by side: row ", i, " of the result is token ", i, "'s row of every head, "
              "one after another, so each token now carries what every head found.")
-    return Step("concat", _p("Concatenate the heads: ", eq.Call("concat", tuple(ctx.sym("Z", k.index) for k in heads))), why, [], result="concat",
+    return Step("concat", _title(ctx, "concat", None), why, [], result="concat",
                 shape_eq=eq.Rel((eq.Mul((eq.num(h), eq.Dims(n, dv))), eq.Dims(n, h * dv)), (eq.TO,)))
 
 
@@ -499,7 +529,7 @@ def _output_step(ctx: _Ctx, concat: Mat, Wo, out: Mat) -> Step:
     wo, zcw = eq.Sym("W_O"), _is(eq.Sym("Z"), eq.Mul((eq.Sym("concat", upright=True), eq.Sym("W_O"))))
     why = _p("Project the concatenated heads with ", wo, ": ", zcw, ". Each entry is the dot product of a token's "
              "concatenated row with a column of ", wo, f" (concat values carried to {P} places where they are not exact).")
-    return Step("output", _p("Output projection: ", zcw), why, lines, result="Z", precision=P,
+    return Step("output", _title(ctx, "output", None), why, lines, result="Z", precision=P,
                 shape_eq=_shapes(eq.Dims(n, hd), eq.Dims(hd, m), eq.Dims(n, m)))
 
 
@@ -580,115 +610,168 @@ def _check_size(problem: Problem, run: HeadPass, factor) -> None:
                            "use smaller entries or a larger scale", problem.source)
 
 
+class _Carry:
+    """The values a hand carries and their places (:func:`hand_pass`), worked out when a line first needs them:
+    a solution read only for its values and headings (checking answers) never makes the hand pass."""
+
+    def __init__(self, problem: Problem, display: str, nums):
+        self.problem, self.display, self.nums = problem, display, nums
+        self._got = None
+
+    def _get(self):
+        if self._got is None:
+            self._got = hand_pass(self.problem, self.display, self.nums)
+        return self._got
+
+    @property
+    def places(self) -> int:
+        return self._get()[0]
+
+    @property
+    def run(self):
+        return self._get()[1]
+
+    @property
+    def first_off(self) -> list:
+        return self._get()[3]
+
+    def grid(self, key: str):
+        """A function giving (the carried grid of *key*, the places), for a :class:`Mat`."""
+        return lambda: (self.run.shown[key], self.places)
+
+    def shown(self, head: int, what: str):
+        """Like :meth:`grid` for a grid the pass keeps unrounded (the causal pass's raw scores): as shown."""
+        def get():
+            hb = Hand(self.problem, self.display, self.places)
+            return [[hb.shown(x) for x in row] for row in getattr(self.run.heads[head], what)], self.places
+        return get
+
+
 def solve(problem: Problem, checks: str = "one", display: str | None = None) -> Solution:
     """Solve *problem* exactly and build the worked steps. ``checks`` is "one", "row" or "all";
     ``display`` "exact" or "decimal" (default: the problem's own, see :attr:`Problem.display`).
 
     The values come from the one forward pass (:func:`worked.attention.forward`): exact ones from its
     :class:`~worked.attention.Exact` backend, their 50-digit decimals from its point
-    :class:`~worked.attention.Interval` pass; this module only builds the lines that show them."""
+    :class:`~worked.attention.Interval` pass; this module only builds the lines that show them. The values
+    and every step's heading are there at once; a forward step's lines, and the hand pass they show
+    (:func:`hand_pass`), are built when first read (:meth:`Step.shown_later`), audited then: checking
+    answers reads only the values and the headings. :meth:`Solution.audit` builds and audits them all."""
     if checks not in CHECKS:
         raise ValueError(f"checks must be one of {CHECKS}, got {checks!r}")
     display = display or getattr(problem, "display", "exact")
     if display not in DISPLAYS:
         raise ValueError(f"display must be one of {DISPLAYS}, got {display!r}")
-    toks = list(problem.tokens)
     X = [list(r) for r in problem.X]
+    toks = list(problem.tokens)
     run = forward(problem, Exact())
     for hp in run.heads:
         _check_size(problem, hp, run.factor)
     nums = forward(problem, Interval(problem, widen=False))
-    places, hand, _, first_off = hand_pass(problem, display, nums)
-    ctx = _Ctx(problem, checks, display, places)
+    carry = _Carry(problem, display, nums)
+    ctx = _Ctx(problem, checks, display, carry)
+    ctx.factor = run.factor
     causal = problem.mask == "causal"
-    hs = hand.shown
-    hb = Hand(problem, display, places)
 
-    def M(key, name, sym, exact, num, rows, cols, masked=frozenset(), grid=None):
-        return _mat(name, sym, exact, num, rows, cols, masked, hs[key] if grid is None else grid, places)
+    def M(key, name, sym, exact, num, rows, cols, masked=frozenset(), hand=None):
+        return _mat(name, sym, exact, num, rows, cols, masked, hand)
+
+    def later(sid, hid, make, result=None):
+        return Step.shown_later(sid, _title(ctx, sid, hid), make, result=result or sid, head=hid)
 
     steps: list[Step] = []
     heads: list[HeadResult] = []
-    for hi, (head, hp, hn, hh) in enumerate(zip(problem.heads, run.heads, nums.heads, hand.heads), 1):
+    for hi, (head, hp, hn) in enumerate(zip(problem.heads, run.heads, nums.heads), 1):
         hid = hi if problem.multihead else None
         pre = f"head{hi}." if problem.multihead else ""
+        h0 = hi - 1
         cols_k = [str(c + 1) for c in range(len(hp.Q[0]))]
         cols_v = [str(c + 1) for c in range(len(hp.V[0]))]
-        Q = M(pre + "Q", "Q", ctx.sym("Q", hid), hp.Q, hn.Q, toks, cols_k)
-        K = M(pre + "K", "K", ctx.sym("K", hid), hp.K, hn.K, toks, cols_k)
-        V = M(pre + "V", "V", ctx.sym("V", hid), hp.V, hn.V, toks, cols_v)
+        Q = M(pre + "Q", "Q", ctx.sym("Q", hid), hp.Q, hn.Q, toks, cols_k, hand=carry.grid(pre + "Q"))
+        K = M(pre + "K", "K", ctx.sym("K", hid), hp.K, hn.K, toks, cols_k, hand=carry.grid(pre + "K"))
+        V = M(pre + "V", "V", ctx.sym("V", hid), hp.V, hn.V, toks, cols_v, hand=carry.grid(pre + "V"))
         s_sym = ctx.sym("scores", hid)
         raw = M(pre + "scores", "scores", s_sym, hp.raw_scores, hn.raw_scores, toks, toks,
-                grid=[[hb.shown(x) for x in row] for row in hh.raw_scores])
-        scores = M(pre + "scores", "scores", s_sym, hp.scores, hn.scores, toks, toks, hp.masked)
-        scaled = M(pre + "scaled", "scaled", ctx.sym("scaled", hid), hp.scaled, hn.scaled, toks, toks, hp.masked)
-        weights = M(pre + "weights", "weights", ctx.sym("A", hid), hp.weights, hn.weights, toks, toks, hp.masked)
-        Z = M(pre + "Z", "Z", ctx.sym("Z", hid), hp.Z, hn.Z, toks, cols_v)
+                hand=carry.shown(h0, "raw_scores"))
+        scores = M(pre + "scores", "scores", s_sym, hp.scores, hn.scores, toks, toks, hp.masked,
+                   hand=carry.grid(pre + "scores"))
+        scaled = M(pre + "scaled", "scaled", ctx.sym("scaled", hid), hp.scaled, hn.scaled, toks, toks, hp.masked,
+                   hand=carry.grid(pre + "scaled"))
+        weights = M(pre + "weights", "weights", ctx.sym("A", hid), hp.weights, hn.weights, toks, toks, hp.masked,
+                    hand=carry.grid(pre + "weights"))
+        Z = M(pre + "Z", "Z", ctx.sym("Z", hid), hp.Z, hn.Z, toks, cols_v, hand=carry.grid(pre + "Z"))
         heads.append(HeadResult(hi, Q, K, V, scores, scaled, weights, Z, raw_scores=raw if causal else None))
 
-        head_steps = [
-            _proj_step(ctx, "Q", hid, X, head.W_Q, Q),
-            _proj_step(ctx, "K", hid, X, head.W_K, K),
-            _proj_step(ctx, "V", hid, X, head.W_V, V),
-            _scores_step(ctx, hid, Q, K, raw, scores),
-            _scale_step(ctx, hid, scores, scaled, run.factor, nums.factor[0]),
-            _weights_step(ctx, hid, scaled, weights, hp.softmax, hh.softmax),
-            _z_step(ctx, hid, weights, V, Z),
+        def made(fn, *args):
+            return lambda: fn(ctx, *args)
+
+        steps += [
+            later("Q", hid, made(_proj_step, "Q", hid, X, head.W_Q, Q), pre + "Q"),
+            later("K", hid, made(_proj_step, "K", hid, X, head.W_K, K), pre + "K"),
+            later("V", hid, made(_proj_step, "V", hid, X, head.W_V, V), pre + "V"),
+            later("scores", hid, made(_scores_step, hid, Q, K, raw, scores), pre + "scores"),
+            later("scaled", hid, made(_scale_step, hid, scores, scaled, run.factor, nums.factor[0]), pre + "scaled"),
+            later("weights", hid, (lambda hp=hp, h0=h0, hid=hid, scaled=scaled, weights=weights:
+                                   _weights_step(ctx, hid, scaled, weights, hp.softmax, carry.run.heads[h0].softmax)),
+                  pre + "weights"),
+            later("Z", hid, made(_z_step, hid, weights, V, Z), pre + "Z"),
         ]
-        for s in head_steps:
-            _checked(s, s.title)
-            if problem.multihead and s.result:
-                s.result = f"head{hi}." + s.result
-        steps += head_steps
 
     concat = None
     output = heads[0].Z
     if problem.multihead:
         ccols = [f"{h.index}.{c + 1}" for h in heads for c in range(problem.d_v)]
-        concat = M("concat", "concat", eq.Sym("concat", upright=True), run.concat, nums.concat, toks, ccols)
-        output = M("Z", "Z", eq.Sym("Z"), run.output, nums.output, toks, [str(j + 1) for j in range(len(problem.W_O[0]))])
-        steps.append(_concat_step(ctx, heads, concat))
-        steps.append(_checked(_output_step(ctx, concat, problem.W_O, output), "output projection"))
+        concat = M("concat", "concat", eq.Sym("concat", upright=True), run.concat, nums.concat, toks, ccols,
+                   hand=carry.grid("concat"))
+        output = M("Z", "Z", eq.Sym("Z"), run.output, nums.output, toks, [str(j + 1) for j in range(len(problem.W_O[0]))],
+                   hand=carry.grid("Z"))
+        steps.append(later("concat", None, lambda: _concat_step(ctx, heads, concat)))
+        steps.append(later("output", None, lambda: _output_step(ctx, concat, problem.W_O, output), "Z"))
 
     train = None
     if problem.train is not None:
-        train, tsteps = _train_steps(ctx, problem, run, nums, hand, heads, output, concat)
-        tsteps += _grad_check_and_update(ctx, problem, run, nums, hand, train, train["loss"])
-        steps += [_checked(s, s.title) for s in tsteps]
+        train, tsteps = _train_steps(ctx, problem, run, nums, carry.run, heads, output, concat)
+        tsteps += _grad_check_and_update(ctx, problem, run, nums, carry.run, train, train["loss"])
+        steps += tsteps
 
     sol = Solution(problem, heads, concat, output, steps, checks, run.factor, display, train=train)
-    _answer_notes(ctx, sol, first_off)
+    by_result = {s.result: s for s in steps if s.result}
+    for k, st in enumerate(steps):
+        st.then(lambda st, k=k: _checked(st, st.title))
+        st.then(lambda st, k=k: st.notes_prose.extend(_answer_notes(ctx, sol, st, k == 0, by_result)))
     return sol
+
+
+def _answer_notes(ctx: _Ctx, sol: Solution, step: Step, first: bool, by_result: dict) -> list:
+    """Where the carried places are not the usual ones, and why: one more place for the whole solution
+    (the note of the *first* step), and, for an entry whose carried value still rounds to another answer, the
+    true value that decides it (the note of the step that computes it)."""
+    notes = []
+    first_off = ctx.carry.first_off
+    mats = sol.matrices()
+    if first and first_off:
+        key, i, j, h = first_off[0]
+        m = mats[key]
+        shown = F.round_decimal(Fraction(h), None, ctx.dec)
+        notes.append(_p(
+            f"Values are carried to {ctx.P} places in this solution, one more than usual: with {ctx.dec + 2}, the value "
+            "a hand carries for ", _cell(m, i, j), " would round to ", eq.dec(shown), ", while the answer (the true "
+            "value rounded) is ", m.fixed(i, j, ctx.dec), "."))
+    key = step.result
+    m = mats.get(key) if key else None
+    if m is None or by_result.get(key) is not step or m.hand is None:
+        return notes
+    for i, j in ((i, j) for i in range(m.shape[0]) for j in range(m.shape[1]) if not _rounds_to_answer(m, i, j, ctx.dec)):
+        notes.append(_p(
+            _cell(m, i, j), ": the value carried here, ", m.carried(i, j), ", would round to ",
+            eq.dec(F.round_decimal(Fraction(m.hand[i][j]), None, ctx.dec)), ", but the true value is ",
+            eq.dec(m.rounded(i, j, ctx.dec + 4)), "…, so the answer is ", m.fixed(i, j, ctx.dec), "."))
+    return notes
 
 
 def _cell(m: Mat, i: int, j: int):
     """The tree that names one entry (``Z[cats, 1]``; a 1×1 matrix by its symbol, ``L``)."""
     return m.sym if m.shape == (1, 1) else eq.Entry(m.sym, m.rows[i], m.cols[j])
-
-
-def _answer_notes(ctx: _Ctx, sol: Solution, first_off: list) -> None:
-    """Say where the carried places are not the usual ones, and why: one more place for the whole solution
-    (the first step's note), and, for an entry whose carried value still rounds to another answer, the true
-    value that decides it (the note of the step that computes it)."""
-    mats = sol.matrices()
-    by_result = {s.result: s for s in sol.steps if s.result}
-    if first_off and sol.steps:
-        key, i, j, h = first_off[0]
-        m = mats[key]
-        shown = F.round_decimal(Fraction(h), None, ctx.dec)
-        sol.steps[0].notes_prose.append(_p(
-            f"Values are carried to {ctx.P} places in this solution, one more than usual: with {ctx.dec + 2}, the value "
-            "a hand carries for ", _cell(m, i, j), " would round to ", eq.dec(shown), ", while the answer (the true "
-            "value rounded) is ", m.fixed(i, j, ctx.dec), "."))
-    for key, m in mats.items():
-        step = by_result.get(key)
-        if m.hand is None or step is None:
-            continue
-        for i, j in ((i, j) for i in range(m.shape[0]) for j in range(m.shape[1]) if not _rounds_to_answer(m, i, j, ctx.dec)):
-            step.notes_prose.append(_p(
-                _cell(m, i, j), ": the value carried here, ", m.carried(i, j), ", would round to ",
-                eq.dec(F.round_decimal(Fraction(m.hand[i][j]), None, ctx.dec)), ", but the true value is ",
-                eq.dec(m.rounded(i, j, ctx.dec + 4)), "…, so the answer is ", m.fixed(i, j, ctx.dec), "."))
 
 
 # ---------------------------------------------------------------- one training step (problems with [train])
