@@ -43,7 +43,7 @@ from typing import Any
 
 from decimal import Decimal
 
-from . import exprs
+from . import exprs, stages
 from .attention import NA, Interval, contains, forward, pt
 from .errors import ExpressionError, WorkedError
 from .mistakes import MISTAKES
@@ -55,10 +55,9 @@ LIMIT = Decimal(10) ** 12           # largest |value| an answer entry may have
 PI = Decimal("3.1415926535897932384626433832795028841971693993751")   # π to 50 digits
 MAX_EXP_ARG = 200                   # largest x in e^x inside an answer entry
 
-STAGES = ("Q", "K", "V", "scores", "scaled", "weights", "Z")
+STAGES = tuple(s.id for s in stages.FORWARD)     # a head's: Q … Z (worked.stages)
 # a [train] problem's matrices, in the order of the backward pass (loss, dZ and dconcat are not per head)
-TRAIN_STAGES = ("loss", "dZ", "dconcat", "dV", "dA", "dS", "dscores", "dQ", "dK", "dW_Q", "dW_K", "dW_V",
-                "W_Q_new", "W_K_new", "W_V_new", "loss_after")
+TRAIN_STAGES = stages.TRAIN_IDS
 
 
 # ---------------------------------------------------------------- reading entries

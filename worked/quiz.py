@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from .ask import AskError, Question, parse
+from . import stages
 from .attention import Float, forward
 from .check import Tolerance
 from .errors import ProblemError, WorkedError
@@ -63,13 +64,6 @@ MAX_SEED_DIGITS = 100
 MAX_SEED = 10 ** MAX_SEED_DIGITS - 1
 CODE_ALPHABET = "23456789ABCDEFGHJKMNPQRSTUVWXYZ"  # no 0/O, 1/I/L: easy to read aloud and type
 
-MATRIX_WORDS = {
-    "Q": "the queries Q = X·W_Q", "K": "the keys K = X·W_K", "V": "the values V = X·W_V",
-    "scores": "the scores Q·Kᵀ", "scaled": "the scaled scores (the scores divided by the scale)",
-    "weights": "the attention weights A (softmax of each row of the scaled scores)",
-    "Z": "the output Z", "concat": "the concatenated head outputs",
-}
-
 # ---------------------------------------------------------------- spec
 
 @dataclass(frozen=True)
@@ -87,19 +81,7 @@ class QuizSpec:
 
 def matrix_shapes(fam: Family) -> dict[str, tuple[int, int]]:
     """The shape of every matrix a variant of *fam* has, by key (the training step's too, for a [train] family)."""
-    n, dk, dv = fam.n, fam.d_k, fam.dv
-    one = {"Q": (n, dk), "K": (n, dk), "V": (n, dv), "scores": (n, n), "scaled": (n, n), "weights": (n, n), "Z": (n, dv)}
-    if fam.heads == 1:
-        out = one
-    else:
-        out = {f"head{h}.{k}": s for h in range(1, fam.heads + 1) for k, s in one.items()}
-        out["concat"] = (n, fam.heads * dv)
-        out["Z"] = (n, fam.d_model)
-    if fam.train:   # a training family: the backward pass's matrices too (dW_Q[1,2], dV, loss, …)
-        from .generate import train_shapes
-
-        out.update(train_shapes(fam))
-    return out
+    return stages.matrices(stages.Dims.of_family(fam))
 
 
 def family_question(q: Question, fam: Family) -> Question:
@@ -389,8 +371,7 @@ def expected_answers(spec: QuizSpec, problem, solution) -> list[dict]:
 def describe(q: dict, problem) -> str:
     """Plain words for a question: "scores[2,3]: the scores Q·Kᵀ, row 2 (x2), column 3 (x3)"."""
     base = q["matrix"].split(".")[-1]
-    head = q["matrix"].split(".")[0] if "." in q["matrix"] else None
-    words = MATRIX_WORDS.get(base, base) + (f" of {head.replace('head', 'head ')}" if head else "")
+    words = stages.words(q["matrix"])
     a = parse(q["ask"])
     r, c = a.row, a.col
     toks = problem.tokens
