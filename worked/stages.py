@@ -3,12 +3,15 @@ matrix, ``head2.`` + id per head with several heads), the stages it is computed 
 and the words that name it. What iterates the stages (the quiz's shapes, the checker's order of the stages)
 reads them here instead of listing them again.
 
-The computation of each stage is still :func:`worked.attention.forward`, and its worked step
-:mod:`worked.solver`: moving them here, stage by stage, is the direction of this module.
+A head's stages also carry their forward computation, over any backend of :mod:`worked.attention` (exact,
+float, interval), with the mistakes of :class:`worked.attention.Transform` as alternative forwards:
+:func:`worked.attention.forward` runs them in order, knowing none by name. The heads' combination, the
+backward pass (:func:`worked.attention.backward`) and the worked steps (:mod:`worked.solver`) are still
+written there; moving them here, stage by stage, is the direction of this module.
 """
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, Callable, NamedTuple
 
 
 class Dims(NamedTuple):
@@ -48,19 +51,99 @@ class Stage(NamedTuple):
     words: str              # what it is, in words (the quiz names a question's matrix with them)
     scope: str = "head"     # "head": one per head; "layer": once (after the heads, or without heads)
     several: bool = True    # with scope "layer": whether it exists with one head too
+    forward: Callable | None = None     # forward(head, *inputs) → its matrix (see HeadRun)
 
     def shape(self, d: Dims) -> tuple[int, int]:
         return _SIZE[self.rows](d), _SIZE[self.cols](d)
 
 
+class HeadRun:
+    """What a head's stages share while they run: the backend *b* and its ``matmul``, the problem, the
+    mistake's :class:`~worked.attention.Transform` *t*, the student's *given* entries, the key prefix *pre*
+    (``head2.``), the entries the mask hides; and what the stages leave for the worked solution: the scores
+    before the mask (``raw``), the divisor (``factor``), each softmax row's state (``states``)."""
+
+    def __init__(self, problem, b, t, given: dict, pre: str, head: int, masked: frozenset,
+                 check_scaled: Callable | None, NA: Any):
+        self.problem, self.b, self.t, self.given, self.pre, self.head = problem, b, t, given, pre, head
+        self.masked, self.check_scaled, self.NA = masked, check_scaled, NA
+        self.raw: list = []
+        self.factor: Any = None
+        self.states: list = [None] * problem.n
+
+    def matmul(self, A, B) -> list:
+        cols = list(zip(*B))
+        return [[self.b.dot(r, c) for c in cols] for r in A]
+
+
+def masked_entries(n: int, mask: str, how: str | None) -> frozenset:
+    """The (row, col) the mask hides: the problem's *mask*, or a mistake's (*how*: "none", "lower")."""
+    how = how or ("upper" if mask == "causal" else "none")
+    if how == "none":
+        return frozenset()
+    if how == "upper":
+        return frozenset((i, j) for i in range(n) for j in range(n) if j > i)
+    if how == "lower":
+        return frozenset((i, j) for i in range(n) for j in range(n) if j < i)
+    raise ValueError(f"unknown mask transform {how!r}")
+
+
+def _project(r: HeadRun, X, W):
+    return r.matmul(X, W)
+
+
+def _scores(r: HeadRun, Q, K):
+    """Q·Kᵀ (the mistake: K·Qᵀ), −∞ where the mask hides an entry."""
+    n = len(Q)
+    first, second = (K, Q) if r.t.scores == "KQ" else (Q, K)
+    r.raw = [[r.b.dot(first[i], second[j]) for j in range(n)] for i in range(n)]
+    return [[r.b.NEG_INF if (i, j) in r.masked else r.raw[i][j] for j in range(n)] for i in range(n)]
+
+
+def _scaled(r: HeadRun, S):
+    """The scores over the divisor (√d_k, 1 or the problem's number; the mistakes: 1 or d_k)."""
+    r.factor = r.b.factor(r.problem, r.t.scale)
+    return [[r.b.scale(s, r.factor) for s in row] for row in S]
+
+
+def _weights(r: HeadRun, T):
+    """The softmax of each row (the mistakes: of each column, or each score over its row's sum)."""
+    if r.check_scaled is not None:
+        r.check_scaled(r.head, T)        # before any e^x is taken of them
+    n = len(T)
+    if r.t.softmax == "rows":
+        rows = [r.b.softmax(row) for row in T]
+        r.states = [s for _, s in rows]
+        return [w for w, _ in rows]
+    if r.t.softmax == "columns":
+        cols = [r.b.softmax([T[i][j] for i in range(n)])[0] for j in range(n)]
+        return [[cols[j][i] for j in range(n)] for i in range(n)]
+    if r.t.softmax == "no-exp":
+        return [r.b.no_exp(row) for row in T]
+    raise ValueError(f"unknown softmax transform {r.t.softmax!r}")
+
+
+def _blend(r: HeadRun, A, V):
+    """Z = A·V (the mistake: Aᵀ·V); a row of weights that is the softmax of its scaled row lets Z use its parts."""
+    n = len(A)
+    g = r.given.get(r.pre + "weights")
+    if r.t.weights == "AT":
+        A = [list(c) for c in zip(*A)]
+        mix = [None] * n
+    else:
+        mix = [s if g is None or all(a is r.NA for a in g[i]) else None for i, s in enumerate(r.states)]
+    return [[r.b.mix(mix[i], A[i], [V[j][c] for j in range(n)]) for c in range(len(V[0]))] for i in range(n)]
+
+
 FORWARD = (
-    Stage("Q", ("X", "W_Q"), "n", "d_k", "the queries Q = X·W_Q"),
-    Stage("K", ("X", "W_K"), "n", "d_k", "the keys K = X·W_K"),
-    Stage("V", ("X", "W_V"), "n", "d_v", "the values V = X·W_V"),
-    Stage("scores", ("Q", "K"), "n", "n", "the scores Q·Kᵀ"),
-    Stage("scaled", ("scores",), "n", "n", "the scaled scores (the scores divided by the scale)"),
-    Stage("weights", ("scaled",), "n", "n", "the attention weights A (softmax of each row of the scaled scores)"),
-    Stage("Z", ("weights", "V"), "n", "d_v", "the output Z"),
+    Stage("Q", ("X", "W_Q"), "n", "d_k", "the queries Q = X·W_Q", forward=_project),
+    Stage("K", ("X", "W_K"), "n", "d_k", "the keys K = X·W_K", forward=_project),
+    Stage("V", ("X", "W_V"), "n", "d_v", "the values V = X·W_V", forward=_project),
+    Stage("scores", ("Q", "K"), "n", "n", "the scores Q·Kᵀ", forward=_scores),
+    Stage("scaled", ("scores",), "n", "n", "the scaled scores (the scores divided by the scale)", forward=_scaled),
+    Stage("weights", ("scaled",), "n", "n", "the attention weights A (softmax of each row of the scaled scores)",
+          forward=_weights),
+    Stage("Z", ("weights", "V"), "n", "d_v", "the output Z", forward=_blend),
 )
 COMBINE = (             # several heads: side by side, then W_O
     Stage("concat", ("Z",), "n", "heads·d_v", "the concatenated head outputs", scope="layer", several=False),
