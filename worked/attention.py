@@ -190,29 +190,23 @@ def forward(problem, backend, *, transform: Transform | None = None, given: dict
     weights_arg = weights
     if weights is None:
         weights = [tuple(_inputs(backend, w) for w in (hd.W_Q, hd.W_K, hd.W_V)) for hd in problem.heads]
+    envs: list[dict] = []      # each head's values, as they flowed on
     for h, (W_Q, W_K, W_V) in enumerate(weights, 1):
         pre = f"head{h}." if problem.multihead else ""
         run = stages.HeadRun(problem, backend, t, given, pre, h, masked, check_scaled, NA)
         env = {"X": X, "W_Q": W_Q, "W_K": W_K, "W_V": W_V}
+        envs.append(env)
         for stage in stages.FORWARD:      # Q, K, V, scores, scaled, weights, Z
             env[stage.id] = put(pre + stage.id, stage.forward(run, *(env[k] for k in stage.inputs)))
         out.factor = run.factor
         sh = [out.shown[pre + s.id] for s in stages.FORWARD]
         out.heads.append(HeadPass(sh[0], sh[1], sh[2], run.raw, *sh[3:], masked, run.states))
     if problem.multihead:
-        zs = [out.carried[f"head{h}.Z"] for h in range(1, len(problem.heads) + 1)]
-        if t.heads == "reversed":
-            zs = zs[::-1]
-        concat = put("concat", [[x for Z in zs for x in Z[i]] for i in range(n)], shown=False)
-        if t.heads == "no-W_O":
-            put("Z", concat, shown=False)
-        elif t.heads == "mean":
-            share = [backend.entry(Fraction(1, len(zs)))] * len(zs)
-            put("Z", [[backend.dot([Z[i][c] for Z in zs], share) for c in range(len(zs[0][0]))] for i in range(n)])
-        elif t.heads == "concat" or t.heads == "reversed":
-            put("Z", matmul(concat, _inputs(backend, problem.W_O)))
-        else:
-            raise ValueError(f"unknown heads transform {t.heads!r}")
+        layer = stages.LayerRun(problem, backend, t, envs)
+        env = {"W_O": _inputs(backend, problem.W_O)}
+        for stage in stages.COMBINE:      # concat, Z
+            grid = stage.forward(layer, *(env[k] for k in stage.inputs))
+            env[stage.id] = put(stage.id, grid, shown=not isinstance(grid, stages.AsIs))
         out.concat = out.shown["concat"]
     out.output = out.shown["Z"]
     if backward and getattr(problem, "train", None) is not None:

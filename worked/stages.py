@@ -11,6 +11,7 @@ written there; moving them here, stage by stage, is the direction of this module
 """
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import Any, Callable, NamedTuple
 
 
@@ -145,9 +146,45 @@ FORWARD = (
           forward=_weights),
     Stage("Z", ("weights", "V"), "n", "d_v", "the output Z", forward=_blend),
 )
+class AsIs(list):
+    """A stage's matrix that is other matrices' entries as they were shown (the heads side by side), so the
+    backend does not show (round) them again."""
+
+
+class LayerRun(NamedTuple):
+    """What the stages after the heads share: the backend, the problem, the transform and every head's values
+    (``heads[k][stage id]``, as they flowed on)."""
+
+    problem: Any
+    b: Any
+    t: Any
+    heads: list
+
+
+def _concat(r: LayerRun):
+    """The heads' Z side by side, head 1 first (the mistake: in the reverse order)."""
+    zs = [h["Z"] for h in r.heads][::-1 if r.t.heads == "reversed" else 1]
+    return AsIs([x for Z in zs for x in Z[i]] for i in range(len(zs[0])))
+
+
+def _output(r: LayerRun, concat, W_O):
+    """concat·W_O (the mistakes: W_O left out; the heads' Z averaged)."""
+    if r.t.heads == "no-W_O":
+        return AsIs(concat)
+    if r.t.heads == "mean":
+        zs = [h["Z"] for h in r.heads]
+        share = [r.b.entry(Fraction(1, len(zs)))] * len(zs)
+        return [[r.b.dot([Z[i][c] for Z in zs], share) for c in range(len(zs[0][0]))] for i in range(len(zs[0]))]
+    if r.t.heads in ("concat", "reversed"):
+        cols = list(zip(*W_O))
+        return [[r.b.dot(row, c) for c in cols] for row in concat]
+    raise ValueError(f"unknown heads transform {r.t.heads!r}")
+
+
 COMBINE = (             # several heads: side by side, then W_O
-    Stage("concat", ("Z",), "n", "heads·d_v", "the concatenated head outputs", scope="layer", several=False),
-    Stage("Z", ("concat", "W_O"), "n", "d_out", "the output Z", scope="layer", several=False),
+    Stage("concat", (), "n", "heads·d_v", "the concatenated head outputs", scope="layer", several=False,
+          forward=_concat),
+    Stage("Z", ("concat", "W_O"), "n", "d_out", "the output Z", scope="layer", several=False, forward=_output),
 )
 TRAIN = (               # one training step (a [train] problem): the backward pass and the update
     Stage("loss", ("Z", "T"), "1", "1", "the loss L", scope="layer"),
