@@ -732,9 +732,7 @@ def _earlier(key: str, multihead: bool, nheads: int) -> list[str]:
         for h in range(1, nheads + 1):
             out += [f"head{h}.{b}" for b in reversed(STAGES)]
         return out
-    feeds = {"Q": [], "K": [], "V": [], "scores": ["K", "Q"], "scaled": ["scores", "K", "Q"],
-             "weights": ["scaled", "scores", "K", "Q"], "Z": ["weights", "V", "scaled", "scores", "K", "Q"]}
-    return [pre + b for b in feeds[base]]
+    return [pre + b for b in stages.upstream(base)]
 
 
 def _stage_of(key: str) -> str:

@@ -234,6 +234,19 @@ def matrices(d: Dims) -> dict[str, tuple[int, int]]:
     return out
 
 
+def upstream(sid: str) -> list[str]:
+    """The head stages a head stage is computed from, directly or not: nearest first (by its inputs, then
+    theirs), the later step first among equally near ones. ``upstream("Z")`` is weights, V, scaled, scores, K, Q."""
+    order = [s.id for s in FORWARD]
+    inputs = {s.id: s.inputs for s in FORWARD}
+    out, level = [], [sid]
+    while level:
+        nxt = {k for x in level for k in inputs[x] if k in inputs and k not in out}
+        level = sorted(nxt, key=order.index, reverse=True)
+        out += level
+    return out
+
+
 def words(key: str) -> str:
     """What the matrix of *key* is, in words ("the scores Q·Kᵀ"; a head's: "… of head 2")."""
     pre, _, base = key.rpartition(".")
