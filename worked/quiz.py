@@ -341,7 +341,7 @@ def expected_answers(spec: QuizSpec, problem, solution) -> list[dict]:
             v = M.value(i0, j0)
             e: dict[str, Any] = {"ask": f"{q.matrix}[{i},{j}]", "row": i, "col": j}
             if v is None:
-                e.update(expected=None, exact=None, tolerance=None, mistakes=[])
+                e.update(expected=None, exact=None, answer=None, tolerance=None, mistakes=[])
             else:
                 tol = max(ta, tr * abs(v))
                 mistakes = []
@@ -352,7 +352,8 @@ def expected_answers(spec: QuizSpec, problem, solution) -> list[dict]:
                     if any(abs(w - m["value"]) <= 2 * tol for m in mistakes):
                         continue
                     mistakes.append({"id": mid, "value": _num(w), "feedback": MISTAKES[mid].answer_feedback})
-                e.update(expected=_num(v), exact=M.exact_text(i0, j0), tolerance=_num(tol), mistakes=mistakes)
+                e.update(expected=_num(v), exact=M.exact_text(i0, j0), answer=M.dec_plain(i0, j0, problem.decimals),
+                         tolerance=_num(tol), mistakes=mistakes)
             entries.append(e)
         if q.parsed.one_row and q.parsed.one_col:
             expected, exact = entries[0]["expected"], entries[0]["exact"]
