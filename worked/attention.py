@@ -239,17 +239,8 @@ def backward(problem, backend, *, transform: Transform | None = None, given: dic
 
 
 def _backward(problem, backend, out: Pass, t: Transform, put, X, weights, given, weights_given, points=None) -> None:
-    n = problem.n
     tr = problem.train
     b = backend
-    mul, sub, total = b.mul, b.sub, b.total
-
-    def matmul(A, B):
-        cols = list(zip(*B))
-        return [[b.dot(r, c) for c in cols] for r in A]
-
-    def tp(M):
-        return [list(c) for c in zip(*M)]
 
     # a careful student's rounding: with widen, each stage is computed from the exact values of the matrices it
     # uses (a point pass, with the given entries), each widened by its own rounding once, and then widened for
@@ -271,62 +262,36 @@ def _backward(problem, backend, out: Pass, t: Transform, put, X, weights, given,
         put(key, grid, shown)
         return use(key)
 
-    T = _inputs(b, tr.target)
-    Zc = use("Z")
-    dZ = step("dZ", [[sub(z, y) for z, y in zip(zr, yr)] for zr, yr in zip(Zc, T)])
-    half = b.entry(Fraction(1, 2))
-    out.loss = step("loss", [[mul(half, total([mul(d, d) for row in dZ for d in row]))]])[0][0]
-    out.dZ = out.shown["dZ"]
+    layer = {"Z": use("Z"), "T": _inputs(b, tr.target)}
     if problem.multihead:
-        dcat = step("dconcat", matmul(dZ, tp(_inputs(b, problem.W_O))))
+        layer["W_O"] = _inputs(b, problem.W_O)
+    lrun = stages.BackRun(problem, b, t, out.factor, b.entry(tr.lr))
+    several = problem.multihead
+    for stage in stages.in_order([s for s in stages.TRAIN if s.scope == "layer" and (several or s.several)], layer):
+        layer[stage.id] = step(stage.id, stage.forward(lrun, *(layer[k] for k in stage.inputs)))
+    out.loss, out.dZ = layer["loss"][0][0], out.shown["dZ"]
+    if several:
         out.dconcat = out.shown["dconcat"]
-        dv = problem.d_v
-        head_dZ = [step(f"head{h}.dZ", [row[(h - 1) * dv:h * dv] for row in dcat], shown=False)
+        dv = problem.d_v        # each head's block of dconcat's columns is its dZ
+        head_dZ = [step(f"head{h}.dZ", [row[(h - 1) * dv:h * dv] for row in layer["dconcat"]], shown=False)
                    for h in range(1, len(problem.heads) + 1)]
     else:
-        head_dZ = [dZ]
-    lr = b.entry(tr.lr)
-    factor = out.factor
-    zero = b.entry(Fraction(0))
+        head_dZ = [layer["dZ"]]
+    per_head = [s for s in stages.TRAIN + stages.UPDATE if s.scope == "head"]
     new_weights = []
     for h, (hp, dZh, W) in enumerate(zip(out.heads, head_dZ, weights), 1):
-        pre = f"head{h}." if problem.multihead else ""
-        c = lambda k: use(pre + k)  # noqa: E731
-        A, V, Q, K = c("weights"), c("V"), c("Q"), c("K")
-        masked = hp.masked
-        dV = step(pre + "dV", matmul(A if t.dV == "AdZ" else tp(A), dZh))
-        dA = step(pre + "dA", matmul(dZh, tp(V)))
-        rowsum = [b.carry(total([mul(A[i][k], dA[i][k]) for k in range(n) if (i, k) not in masked])) for i in range(n)]
-        if t.softmax_back == "identity":
-            dS = [[zero if (i, j) in masked else dA[i][j] for j in range(n)] for i in range(n)]
-        elif t.softmax_back == "no-sum":
-            dS = [[zero if (i, j) in masked else mul(A[i][j], dA[i][j]) for j in range(n)] for i in range(n)]
-        elif t.softmax_back == "jacobian":
-            dS = [[zero if (i, j) in masked else mul(A[i][j], sub(dA[i][j], rowsum[i])) for j in range(n)]
-                  for i in range(n)]
-        else:
-            raise ValueError(f"unknown softmax_back transform {t.softmax_back!r}")
-        dS = step(pre + "dS", dS)
-        if t.back_scale == "forgot":
-            dsc = [list(r) for r in dS]
-        else:
-            dsc = [[zero if (i, j) in masked else b.scale_grad(dS[i][j], factor) for j in range(n)] for i in range(n)]
-        dsc = step(pre + "dscores", dsc)
-        dQ = step(pre + "dQ", matmul(dsc, K))
-        dK = step(pre + "dK", matmul(dsc if t.dK == "SQ" else tp(dsc), Q))
-        Xt = tp(X)
-        dW = {"W_Q": step(pre + "dW_Q", matmul(Xt, dQ)), "W_K": step(pre + "dW_K", matmul(Xt, dK)),
-              "W_V": step(pre + "dW_V", matmul(Xt, dV))}
-        new = {}
-        for k, Wk in zip(("W_Q", "W_K", "W_V"), W):
-            moved = [[mul(lr, g) for g in row] for row in dW[k]]
-            upd = b.add if t.update == "plus" and t.update_of in (None, k) else sub
-            new[k] = step(pre + k + "_new", [[upd(w, s) for w, s in zip(wr, sr)] for wr, sr in zip(Wk, moved)])
-        new_weights.append((new["W_Q"], new["W_K"], new["W_V"]))
+        pre = f"head{h}." if several else ""
+        env = {"X": X, "W_Q": W[0], "W_K": W[1], "W_V": W[2], "dZ": dZh,
+               **{k: use(pre + k) for k in ("weights", "V", "Q", "K")}}
+        run = stages.BackRun(problem, b, t, out.factor, lrun.lr, hp.masked)
+        for stage in stages.in_order(per_head, env):
+            env[stage.id] = step(pre + stage.id, stage.forward(run, *(env[k] for k in stage.inputs)))
+        new_weights.append((env["W_Q_new"], env["W_K_new"], env["W_V_new"]))
         sh = lambda k: out.shown[pre + k]  # noqa: E731
-        out.grads.append(HeadGrad(sh("dZ") if problem.multihead else out.shown["dZ"], sh("dV"), sh("dA"), rowsum,
+        out.grads.append(HeadGrad(sh("dZ") if several else out.shown["dZ"], sh("dV"), sh("dA"), run.rowsum,
                                   sh("dS"), sh("dscores"), sh("dQ"), sh("dK"),
-                                  {k: sh("d" + k) for k in dW}, {k: sh(k + "_new") for k in new}))
+                                  {k: sh("d" + k) for k in ("W_Q", "W_K", "W_V")},
+                                  {k: sh(k + "_new") for k in ("W_Q", "W_K", "W_V")}))
     if getattr(b, "closed_form_only", False):
         return          # Exact: the updated weights are transcendental (the solver rounds them, then runs forward)
     try:
@@ -340,9 +305,11 @@ def _backward(problem, backend, out: Pass, t: Transform, put, X, weights, given,
         out.after = None
         out.loss_after = put("loss_after", [[b.beyond()]])[0][0]
         return
-    dZ2 = [[sub(z, y) for z, y in zip(zr, yr)] for zr, yr in zip(after.output, T)]
     out.after = after
-    out.loss_after = put("loss_after", [[mul(half, total([mul(d, d) for row in dZ2 for d in row]))]])[0][0]
+    layer["Z_after"] = after.output
+    for stage in (s for s in stages.UPDATE if s.scope == "layer"):      # the loss after the update
+        layer[stage.id] = put(stage.id, stage.forward(lrun, *(layer[k] for k in stage.inputs)))
+    out.loss_after = layer["loss_after"][0][0]
 
 
 class _AfterTooLarge(Exception):

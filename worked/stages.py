@@ -186,27 +186,126 @@ COMBINE = (             # several heads: side by side, then W_O
           forward=_concat),
     Stage("Z", ("concat", "W_O"), "n", "d_out", "the output Z", scope="layer", several=False, forward=_output),
 )
-TRAIN = (               # one training step (a [train] problem): the backward pass and the update
-    Stage("loss", ("Z", "T"), "1", "1", "the loss L", scope="layer"),
-    Stage("dZ", ("loss",), "n", "d_out", "the gradient of the output dZ", scope="layer"),
+class BackRun:
+    """What a training step's stages share: the backend *b*, the problem, the transform *t* (its backward
+    fields are the backward mistakes), the divisor of the forward pass, the learning rate, and per head the
+    entries the mask hid; the softmax backward leaves each row's Σ_k A_ik·dA_ik in ``rowsum``."""
+
+    def __init__(self, problem, b, t, factor, lr, masked: frozenset = frozenset()):
+        self.problem, self.b, self.t, self.factor, self.lr, self.masked = problem, b, t, factor, lr, masked
+        self.zero = b.entry(Fraction(0))
+        self.rowsum: list = []
+
+    def matmul(self, A, B) -> list:
+        cols = list(zip(*B))
+        return [[self.b.dot(r, c) for c in cols] for r in A]
+
+
+def _tp(M) -> list:
+    return [list(c) for c in zip(*M)]
+
+
+def _d_out(r: BackRun, Z, T):
+    return [[r.b.sub(z, y) for z, y in zip(zr, yr)] for zr, yr in zip(Z, T)]
+
+
+def _loss(r: BackRun, dZ):
+    b = r.b
+    return [[b.mul(b.entry(Fraction(1, 2)), b.total([b.mul(d, d) for row in dZ for d in row]))]]
+
+
+def _d_concat(r: BackRun, dZ, W_O):
+    return r.matmul(dZ, _tp(W_O))
+
+
+def _d_values(r: BackRun, A, dZ):
+    return r.matmul(A if r.t.dV == "AdZ" else _tp(A), dZ)
+
+
+def _d_weights(r: BackRun, dZ, V):
+    return r.matmul(dZ, _tp(V))
+
+
+def _d_softmax(r: BackRun, A, dA):
+    """dS_ij = A_ij·(dA_ij − Σ_k A_ik·dA_ik), 0 where the mask hid the score (the mistakes: dS = dA; the Σ left out)."""
+    b, n, m, masked = r.b, len(A), len(A[0]), r.masked
+    r.rowsum = [b.carry(b.total([b.mul(A[i][k], dA[i][k]) for k in range(m) if (i, k) not in masked])) for i in range(n)]
+    how = r.t.softmax_back
+    if how == "identity":
+        return [[r.zero if (i, j) in masked else dA[i][j] for j in range(m)] for i in range(n)]
+    if how == "no-sum":
+        return [[r.zero if (i, j) in masked else b.mul(A[i][j], dA[i][j]) for j in range(m)] for i in range(n)]
+    if how == "jacobian":
+        return [[r.zero if (i, j) in masked else b.mul(A[i][j], b.sub(dA[i][j], r.rowsum[i])) for j in range(m)]
+                for i in range(n)]
+    raise ValueError(f"unknown softmax_back transform {how!r}")
+
+
+def _d_scores(r: BackRun, dS):
+    """dS over the divisor again (the mistake: the divisor forgotten on the way back)."""
+    if r.t.back_scale == "forgot":
+        return [list(row) for row in dS]
+    return [[r.zero if (i, j) in r.masked else r.b.scale_grad(x, r.factor) for j, x in enumerate(row)]
+            for i, row in enumerate(dS)]
+
+
+def _d_queries(r: BackRun, dsc, K):
+    return r.matmul(dsc, K)
+
+
+def _d_keys(r: BackRun, dsc, Q):
+    return r.matmul(dsc if r.t.dK == "SQ" else _tp(dsc), Q)
+
+
+def _d_weight(r: BackRun, X, d):
+    return r.matmul(_tp(X), d)
+
+
+def _update(w: str):
+    """W′ = W − lr·dW (the mistake: W + lr·dW, in every weight or in *w* alone)."""
+    def new(r: BackRun, W, dW):
+        b = r.b
+        upd = b.add if r.t.update == "plus" and r.t.update_of in (None, w) else b.sub
+        return [[upd(x, b.mul(r.lr, g)) for x, g in zip(wr, gr)] for wr, gr in zip(W, dW)]
+    return new
+
+
+TRAIN = (               # one training step (a [train] problem): the backward pass, in the order of the steps
+    Stage("loss", ("dZ",), "1", "1", "the loss L", scope="layer", forward=_loss),
+    Stage("dZ", ("Z", "T"), "n", "d_out", "the gradient of the output dZ", scope="layer", forward=_d_out),
     Stage("dconcat", ("dZ", "W_O"), "n", "heads·d_v", "the gradient of the concatenated heads", scope="layer",
-          several=False),
-    Stage("dV", ("weights", "dZ"), "n", "d_v", "the gradient dV"),
-    Stage("dA", ("dZ", "V"), "n", "n", "the gradient dA of the weights"),
-    Stage("dS", ("weights", "dA"), "n", "n", "the softmax backward dS"),
-    Stage("dscores", ("dS",), "n", "n", "the gradient of the scores"),
-    Stage("dQ", ("dscores", "K"), "n", "d_k", "the gradient dQ"),
-    Stage("dK", ("dscores", "Q"), "n", "d_k", "the gradient dK"),
-    Stage("dW_Q", ("X", "dQ"), "d_model", "d_k", "the gradient dW_Q"),
-    Stage("dW_K", ("X", "dK"), "d_model", "d_k", "the gradient dW_K"),
-    Stage("dW_V", ("X", "dV"), "d_model", "d_v", "the gradient dW_V"),
+          several=False, forward=_d_concat),
+    Stage("dV", ("weights", "dZ"), "n", "d_v", "the gradient dV", forward=_d_values),
+    Stage("dA", ("dZ", "V"), "n", "n", "the gradient dA of the weights", forward=_d_weights),
+    Stage("dS", ("weights", "dA"), "n", "n", "the softmax backward dS", forward=_d_softmax),
+    Stage("dscores", ("dS",), "n", "n", "the gradient of the scores", forward=_d_scores),
+    Stage("dQ", ("dscores", "K"), "n", "d_k", "the gradient dQ", forward=_d_queries),
+    Stage("dK", ("dscores", "Q"), "n", "d_k", "the gradient dK", forward=_d_keys),
+    Stage("dW_Q", ("X", "dQ"), "d_model", "d_k", "the gradient dW_Q", forward=_d_weight),
+    Stage("dW_K", ("X", "dK"), "d_model", "d_k", "the gradient dW_K", forward=_d_weight),
+    Stage("dW_V", ("X", "dV"), "d_model", "d_v", "the gradient dW_V", forward=_d_weight),
 )
 UPDATE = (              # after every head's gradients: each head's weights updated, then the loss again
-    Stage("W_Q_new", ("W_Q", "dW_Q"), "d_model", "d_k", "the updated W_Q"),
-    Stage("W_K_new", ("W_K", "dW_K"), "d_model", "d_k", "the updated W_K"),
-    Stage("W_V_new", ("W_V", "dW_V"), "d_model", "d_v", "the updated W_V"),
-    Stage("loss_after", ("W_Q_new", "W_K_new", "W_V_new"), "1", "1", "the loss after the update L′", scope="layer"),
+    Stage("W_Q_new", ("W_Q", "dW_Q"), "d_model", "d_k", "the updated W_Q", forward=_update("W_Q")),
+    Stage("W_K_new", ("W_K", "dW_K"), "d_model", "d_k", "the updated W_K", forward=_update("W_K")),
+    Stage("W_V_new", ("W_V", "dW_V"), "d_model", "d_v", "the updated W_V", forward=_update("W_V")),
+    Stage("loss_after", ("Z_after", "T"), "1", "1", "the loss after the update L′", scope="layer",
+          forward=lambda r, Z, T: _loss(r, _d_out(r, Z, T))),      # Z_after: a fresh pass with the new weights
 )
+
+
+def in_order(stages_: tuple, ready) -> list:
+    """*stages_* in the order they can be computed: each after the stages it takes (``ready``: the names known
+    before), else in the order declared (the loss is shown before dZ but computed from it)."""
+    known, todo, out = set(ready), list(stages_), []
+    while todo:
+        s = next(s for s in todo if all(k in known for k in s.inputs))
+        todo.remove(s)
+        out.append(s)
+        known.add(s.id)
+    return out
+
+
 IDS = tuple(dict.fromkeys(s.id for s in FORWARD + COMBINE))       # the forward stages: Q … Z, concat
 TRAIN_IDS = tuple(s.id for s in TRAIN + UPDATE)
 ALL = FORWARD + COMBINE + TRAIN + UPDATE
