@@ -183,7 +183,8 @@ def test_one_prime(solutions):
 def test_quiz_says_scores():
     from worked import quiz
 
-    assert all("S = Q" not in w and "S divided" not in w for w in quiz.MATRIX_WORDS.values())
+    words = [printers.text(quiz.matrix_words(k)) for k in quiz.MATRIX_WORDS]
+    assert all("S = Q" not in w and "S divided" not in w for w in words)
     src = (ROOT / "worked/quiz.py").read_text(encoding="utf-8") + "".join(
         p.read_text(encoding="utf-8") for p in (ROOT / "templates").rglob("*.*"))
     assert "S = Q" not in src
@@ -246,11 +247,11 @@ def test_weight_rows_are_numbers_even_with_as_many_tokens_as_rows():
     assert sol.problem.n == sol.problem.d_model
     tokens = set(sol.problem.tokens)
     for kind in ("answer-key", "worksheet"):
-        for s in view.build(sol, kind)["steps"]:
-            if not s["id"].startswith("dW_"):
+        for s in view.build(sol, kind).steps:
+            if not s.id.startswith("dW_"):
                 continue
-            names = [printers.text(c["eq"]) for c in s.get("checks", []) if c.get("eq") is not None]
-            names += [printers.text(ln.eq) for st in sol.steps if st.id == s["id"] for ln in st.lines]
+            names = [printers.text(c["eq"]) for c in s.checks if c.get("eq") is not None]
+            names += [printers.text(ln.eq) for st in sol.steps if st.id == s.id for ln in st.lines]
             assert names
             for t in names:
                 row = t[t.index("[") + 1:t.index(",")]
