@@ -201,3 +201,27 @@ def test_a_kept_checker_gives_the_reports_of_fresh_checks():
                 for m, mq in zip(fresh.to_dict()["matrices"].values(), quick["matrices"].values()):
                     assert (mq["verdicts"], mq["carried_forward"]) == (m["verdicts"], m["carried_forward"])
                 assert quick["diagnoses"] == []
+
+
+def test_checking_answers_builds_no_worked_line(monkeypatch):
+    """A solution's values and step headings come at once; its lines, and the hand pass they show, only when
+    read: a check (which needs the values and the headings) makes neither, and the report names the steps."""
+    import worked.solver as S
+
+    p = load(PROBLEMS / "cats-chase-mice.toml")
+    right = solve(p)
+    answers = {"scores": dec(right, "scores"), "weights": dec(right, "weights")}
+    answers["weights"][0][0] = "0.99"
+
+    def no_hand_pass(*args, **kwargs):
+        raise AssertionError("the hand pass was made")
+
+    monkeypatch.setattr(S, "hand_pass", no_hand_pass)
+    rep = check_answers(p, answers).to_dict()
+    assert rep["matrices"]["scores"]["verdicts"][0] == ["correct"] * 3
+    assert rep["matrices"]["weights"]["verdicts"][0][0] == "wrong"
+    assert rep["matrices"]["weights"]["step"]["title"] == "Attention weights: A = softmax of each row"
+    sol = S.solve(p)
+    assert [s.title for s in sol.steps] == [s.title for s in right.steps]
+    with pytest.raises(AssertionError, match="hand pass"):
+        sol.steps[0].lines

@@ -368,14 +368,16 @@ def test_worked_new_train_cli(tmp_path):
 
 
 def test_quiz_spec_may_ask_training_matrices():
-    from worked.quiz import parse_ask
+    from worked.ask import AskError, Question
+    from worked.quiz import family_question
 
     fam = Family(train=True)
-    err = lambda m: ValueError(m)  # noqa: E731
-    assert parse_ask("dW_Q[1,2]", fam, err) == ("dW_Q", 1, 2)
-    assert parse_ask("loss", fam, err) == ("loss", None, None)
-    with pytest.raises(ValueError):
-        parse_ask("dW_Q[1,2]", Family(), err)
+    q = family_question(Question("dW_Q[1,2]", 1.0), fam)
+    assert (q.matrix, q.cells, q.shape) == ("dW_Q", [(0, 1)], (1, 1))
+    q = family_question(Question("loss", 1.0), fam)
+    assert (q.matrix, q.cells) == ("loss", [(0, 0)])
+    with pytest.raises(AskError, match="unknown matrix 'dW_Q'"):
+        family_question(Question("dW_Q[1,2]", 1.0), Family())
 
 
 def test_training_quiz_offers_the_backward_mistakes_as_wrong_answers(tmp_path):

@@ -64,6 +64,7 @@ from fractions import Fraction
 from typing import Any, Callable, NamedTuple
 
 from . import numfmt as F
+from . import stages
 
 
 class _NotGiven:
@@ -185,62 +186,27 @@ def forward(problem, backend, *, transform: Transform | None = None, given: dict
         return [[backend.dot(r, c) for c in cols] for r in A]
 
     X = _inputs(backend, problem.X)
-    masked = _masked(n, problem.mask, t.mask)
-    NEG = backend.NEG_INF
+    masked = stages.masked_entries(n, problem.mask, t.mask)
     weights_arg = weights
     if weights is None:
         weights = [tuple(_inputs(backend, w) for w in (hd.W_Q, hd.W_K, hd.W_V)) for hd in problem.heads]
+    envs: list[dict] = []      # each head's values, as they flowed on
     for h, (W_Q, W_K, W_V) in enumerate(weights, 1):
         pre = f"head{h}." if problem.multihead else ""
-        Q = put(pre + "Q", matmul(X, W_Q))
-        K = put(pre + "K", matmul(X, W_K))
-        V = put(pre + "V", matmul(X, W_V))
-        first, second = (K, Q) if t.scores == "KQ" else (Q, K)
-        raw = [[backend.dot(first[i], second[j]) for j in range(n)] for i in range(n)]
-        S = put(pre + "scores", [[NEG if (i, j) in masked else raw[i][j] for j in range(n)] for i in range(n)])
-        out.factor = backend.factor(problem, t.scale)
-        T = put(pre + "scaled", [[backend.scale(s, out.factor) for s in row] for row in S])
-        if check_scaled is not None:
-            check_scaled(h, T)
-        states = [None] * n
-        if t.softmax == "rows":
-            rows = [backend.softmax(row) for row in T]
-            A = [w for w, _ in rows]
-            states = [s for _, s in rows]
-        elif t.softmax == "columns":
-            cols = [backend.softmax([T[i][j] for i in range(n)])[0] for j in range(n)]
-            A = [[cols[j][i] for j in range(n)] for i in range(n)]
-        elif t.softmax == "no-exp":
-            A = [backend.no_exp(row) for row in T]
-        else:
-            raise ValueError(f"unknown softmax transform {t.softmax!r}")
-        A = put(pre + "weights", A)
-        g = given.get(pre + "weights")
-        if t.weights == "AT":
-            A = [list(c) for c in zip(*A)]
-            mix_states = [None] * n
-        else:
-            # a row of weights that is the softmax of the scaled row: Z may use its parts (its e^x)
-            mix_states = [s if g is None or all(a is NA for a in g[i]) else None for i, s in enumerate(states)]
-        put(pre + "Z", [[backend.mix(mix_states[i], A[i], [V[j][c] for j in range(n)]) for c in range(len(V[0]))]
-                        for i in range(n)])
-        out.heads.append(HeadPass(out.shown[pre + "Q"], out.shown[pre + "K"], out.shown[pre + "V"], raw,
-                                  out.shown[pre + "scores"], out.shown[pre + "scaled"], out.shown[pre + "weights"],
-                                  out.shown[pre + "Z"], masked, states))
+        run = stages.HeadRun(problem, backend, t, given, pre, h, masked, check_scaled, NA)
+        env = {"X": X, "W_Q": W_Q, "W_K": W_K, "W_V": W_V}
+        envs.append(env)
+        for stage in stages.FORWARD:      # Q, K, V, scores, scaled, weights, Z
+            env[stage.id] = put(pre + stage.id, stage.forward(run, *(env[k] for k in stage.inputs)))
+        out.factor = run.factor
+        sh = [out.shown[pre + s.id] for s in stages.FORWARD]
+        out.heads.append(HeadPass(sh[0], sh[1], sh[2], run.raw, *sh[3:], masked, run.states))
     if problem.multihead:
-        zs = [out.carried[f"head{h}.Z"] for h in range(1, len(problem.heads) + 1)]
-        if t.heads == "reversed":
-            zs = zs[::-1]
-        concat = put("concat", [[x for Z in zs for x in Z[i]] for i in range(n)], shown=False)
-        if t.heads == "no-W_O":
-            put("Z", concat, shown=False)
-        elif t.heads == "mean":
-            share = [backend.entry(Fraction(1, len(zs)))] * len(zs)
-            put("Z", [[backend.dot([Z[i][c] for Z in zs], share) for c in range(len(zs[0][0]))] for i in range(n)])
-        elif t.heads == "concat" or t.heads == "reversed":
-            put("Z", matmul(concat, _inputs(backend, problem.W_O)))
-        else:
-            raise ValueError(f"unknown heads transform {t.heads!r}")
+        layer = stages.LayerRun(problem, backend, t, envs)
+        env = {"W_O": _inputs(backend, problem.W_O)}
+        for stage in stages.COMBINE:      # concat, Z
+            grid = stage.forward(layer, *(env[k] for k in stage.inputs))
+            env[stage.id] = put(stage.id, grid, shown=not isinstance(grid, stages.AsIs))
         out.concat = out.shown["concat"]
     out.output = out.shown["Z"]
     if backward and getattr(problem, "train", None) is not None:
@@ -423,17 +389,6 @@ def loss_of(problem, backend, run: Pass):
 
 def _inputs(backend, M) -> list:
     return [[backend.entry(x) for x in row] for row in M]
-
-
-def _masked(n: int, mask: str, how: str | None) -> frozenset:
-    how = how or ("upper" if mask == "causal" else "none")
-    if how == "none":
-        return frozenset()
-    if how == "upper":
-        return frozenset((i, j) for i in range(n) for j in range(n) if j > i)
-    if how == "lower":
-        return frozenset((i, j) for i in range(n) for j in range(n) if j < i)
-    raise ValueError(f"unknown mask transform {how!r}")
 
 
 def _divisor(problem, how):

@@ -43,7 +43,7 @@ from typing import Any
 
 from decimal import Decimal
 
-from . import exprs
+from . import exprs, stages
 from .attention import NA, Interval, contains, forward, pt
 from .errors import ExpressionError, WorkedError
 from .mistakes import MISTAKES
@@ -55,10 +55,9 @@ LIMIT = Decimal(10) ** 12           # largest |value| an answer entry may have
 PI = Decimal("3.1415926535897932384626433832795028841971693993751")   # π to 50 digits
 MAX_EXP_ARG = 200                   # largest x in e^x inside an answer entry
 
-STAGES = ("Q", "K", "V", "scores", "scaled", "weights", "Z")
+STAGES = tuple(s.id for s in stages.FORWARD)     # a head's: Q … Z (worked.stages)
 # a [train] problem's matrices, in the order of the backward pass (loss, dZ and dconcat are not per head)
-TRAIN_STAGES = ("loss", "dZ", "dconcat", "dV", "dA", "dS", "dscores", "dQ", "dK", "dW_Q", "dW_K", "dW_V",
-                "W_Q_new", "W_K_new", "W_V_new", "loss_after")
+TRAIN_STAGES = stages.TRAIN_IDS
 
 
 # ---------------------------------------------------------------- reading entries
@@ -733,9 +732,7 @@ def _earlier(key: str, multihead: bool, nheads: int) -> list[str]:
         for h in range(1, nheads + 1):
             out += [f"head{h}.{b}" for b in reversed(STAGES)]
         return out
-    feeds = {"Q": [], "K": [], "V": [], "scores": ["K", "Q"], "scaled": ["scores", "K", "Q"],
-             "weights": ["scaled", "scores", "K", "Q"], "Z": ["weights", "V", "scaled", "scores", "K", "Q"]}
-    return [pre + b for b in feeds[base]]
+    return [pre + b for b in stages.upstream(base)]
 
 
 def _stage_of(key: str) -> str:
@@ -794,15 +791,17 @@ class Checker:
             self._tried = [(m, t) for m in MISTAKES.values() for t in m.transforms(self.problem)]
         return self._tried
 
+    def _correct_centre(self, ctx: _Ctx, k: int, transform) -> dict:
+        """The values of mistake *k* made on the correct values (no answers carried)."""
+        if k not in self._centres:
+            self._centres[k] = forward(self.problem, ctx.points, transform=transform, given=None)
+        return self._centres[k].shown
+
     def _correct_scenario(self, ctx: _Ctx, k: int, transform) -> tuple:
         """(bands, values) of mistake *k* made on the correct values (no answers carried)."""
-        cpass = None
-        if k not in self._centres:
-            cpass = forward(self.problem, ctx.points, transform=transform, given=None)
-            self._centres[k] = cpass.shown
-        centre = self._centres[k]
+        centre = self._correct_centre(ctx, k, transform)
         if (ctx.tol, k) not in self._mistake_bands:
-            self._mistake_bands[ctx.tol, k] = _bands(ctx, None, transform, centre, cpass)
+            self._mistake_bands[ctx.tol, k] = _bands(ctx, None, transform, centre, self._centres[k])
         return self._mistake_bands[ctx.tol, k], centre
 
     def _expected_of(self, key: str) -> list:
@@ -854,8 +853,14 @@ class Checker:
         parsed, raw, entry_errors, errors = self._read_answers(answers, mats)
 
         true_band = self._true_band(ctx)
-        given = _given_grids(parsed, raw=raw, h=ctx.h)
-        ecf_band = _bands(ctx, given)
+        ecf: list = []
+
+        def ecf_band(key):
+            """The bands of the values computed from the student's own earlier entries (error carried forward):
+            only a wrong entry needs them."""
+            if not ecf:
+                ecf.append(_bands(ctx, _given_grids(parsed, raw=raw, h=ctx.h)))
+            return ecf[0][key]
 
         # verdicts
         verdict: dict[str, list] = {}
@@ -873,7 +878,7 @@ class Checker:
                         vr.append("correct"), cr.append(False)
                     else:
                         vr.append("wrong")
-                        cr.append(_matches(a, ecf_band[key][i][j]))
+                        cr.append(_matches(a, ecf_band(key)[i][j]))
                 V.append(vr)
                 C.append(cr)
             verdict[key], carried[key] = V, C
@@ -904,6 +909,11 @@ class Checker:
                            and not (_split(k)[0] + stage in parsed and _split(k)[0] + stage not in wrong_keys)]
                 if not targets:
                     continue
+                # the student's right answers may refute the mistake before its bands are worth computing
+                centre = self._correct_centre(ctx, index, transform)
+                targets = [k for k in targets if not _refuted(k, rank, centre, parsed, verdict, true_band, multihead)]
+                if not targets:
+                    continue
                 before = {k for k in parsed if _rank(k, multihead) < rank}
                 scenarios = [self._correct_scenario(ctx, index, transform)]
                 if any(k in wrong_keys for k in before):
@@ -912,8 +922,6 @@ class Checker:
                     centre = cpass.shown
                     scenarios.append((_bands(ctx, b, transform, centre, cpass), centre))
                 for key in targets:
-                    if _refuted(key, rank, scenarios[0][1], parsed, verdict, true_band, multihead):
-                        continue
                     hit = _diagnose(parsed[key], verdict[key], carried[key], true_band[key],
                                     [(band[key], centre[key]) for band, centre in scenarios], reach[key], ctx.h)
                     if hit and not any(d["code"] == code for d in diag_by_key[key]):
@@ -938,7 +946,7 @@ class Checker:
                 consistent = None
             else:
                 consistent = all(V[i][j] == "wrong" and C[i][j] or
-                                 (V[i][j] == "correct" and _matches(parsed[key][i][j], ecf_band[key][i][j]))
+                                 (V[i][j] == "correct" and _matches(parsed[key][i][j], ecf_band(key)[i][j]))
                                  for i, j in answered)
             reports.append(MatrixReport(key, m.symbol, ctx.step_of(key), list(m.rows), list(m.cols), V, C,
                                         raw[key], self._expected_of(key), consistent, feeding_wrong,

@@ -570,25 +570,6 @@ def _checks_by_hand(q: Problem, run, places: int | None = None) -> bool:
     return False
 
 
-def train_shapes(fam: Family) -> dict[str, tuple[int, int]]:
-    """The shapes of a training family's new matrices, by answer key (``loss``, ``dZ``, ``dW_Q`` …)."""
-    n, dm, dk, dv = fam.n, fam.d_model, fam.d_k, fam.dv
-    out_w = dm if fam.heads > 1 else dv
-    per = {"dV": (n, dv), "dA": (n, n), "dS": (n, n), "dscores": (n, n), "dQ": (n, dk), "dK": (n, dk),
-           "dW_Q": (dm, dk), "dW_K": (dm, dk), "dW_V": (dm, dv), "W_Q_new": (dm, dk), "W_K_new": (dm, dk),
-           "W_V_new": (dm, dv)}
-    out = {"loss": (1, 1), "dZ": (n, out_w)}
-    if fam.heads == 1:
-        out.update(per)
-    else:
-        out["dconcat"] = (n, fam.heads * dv)
-        for h in range(1, fam.heads + 1):
-            out[f"head{h}.dZ"] = (n, dv)
-            out.update({f"head{h}.{k}": s for k, s in per.items()})
-    out["loss_after"] = (1, 1)
-    return out
-
-
 def _problem(fam: Family, X, heads, WO, title, train=None) -> Problem:
     kw = dict(tokens=list(fam.words) if fam.words else None, title=title if title is not None else fam.title,
               scale=fam.scale, mask=fam.mask, decimals=fam.decimals, train=train)

@@ -38,9 +38,10 @@ import io
 import json
 import re
 import statistics
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
+from .ask import AskError, Question
 from .errors import WorkedError
 
 ID_COLUMNS = ("id", "student_id", "student id", "studentid", "id number", "idnumber", "sis id", "sis_user_id",
@@ -50,17 +51,6 @@ NAME_COLUMNS = ("name", "student name", "full name", "fullname")
 
 
 # ---------------------------------------------------------------- manifest
-
-@dataclass
-class Question:
-    ask: str
-    points: float
-    tolerance: object  # None (default) or worked.check.Tolerance
-    matrix: str = ""
-    cells: list = field(default_factory=list)     # [(i, j)], 0-based
-    shape: tuple = (1, 1)                         # how the cells are laid out (rows, cols)
-    name: str = ""                                # the quiz's name of it (q1), a column header too
-
 
 @dataclass
 class Student:
@@ -192,40 +182,12 @@ def load_manifest(quizdir) -> Manifest:
     return Manifest(str(title), questions, students, src)
 
 
-_ASK = re.compile(r"^\s*([A-Za-z][\w.]*)\s*(?:\[\s*([^\],]+?)\s*,\s*([^\],]+?)\s*\])?\s*$")
-
-
 def resolve_question(q: Question, student: Student, src: str):
-    """Fill q.matrix, q.cells and q.shape for this student's problem (indices 1-based or token names)."""
-    from .model import MATRIX_ALIASES
-
-    mats = student.solution.matrices()
-    m = _ASK.match(q.ask)
-    if not m:
-        raise WorkedError(f"{src}: question {q.ask!r}: expected a matrix name with optional [row, column], "
-                          "such as scores[2,3], weights[1,*] or Z")
-    name = m.group(1)
-    head, dot, base = name.rpartition(".")     # "head2.A" → "head2." + "weights"
-    name = head + dot + MATRIX_ALIASES.get(base, base)
-    if name not in mats:
-        raise WorkedError(f"{src}: question {q.ask!r}: unknown matrix {name!r} (expected one of: {', '.join(mats)})")
-    mat = mats[name]
-    r, c = mat.shape
-
-    def index(tok, labels, size, what):
-        if tok is None or tok == "*":
-            return list(range(size))
-        if tok.isdigit() and 1 <= int(tok) <= size:
-            return [int(tok) - 1]
-        if tok in labels:
-            return [labels.index(tok)]
-        raise WorkedError(f"{src}: question {q.ask!r}: {what} {tok!r} is not 1..{size} or a label")
-
-    rows = index(m.group(2), list(mat.rows), r, "row")
-    cols = index(m.group(3), list(mat.cols), c, "column")
-    q.matrix = name
-    q.cells = [(i, j) for i in rows for j in cols]
-    q.shape = (len(rows), len(cols))
+    """Fill q.matrix, q.cells and q.shape for this student's problem (indices 1-based or labels: :mod:`worked.ask`)."""
+    try:
+        q.resolve_in(student.solution.matrices())
+    except AskError as exc:
+        raise WorkedError(f"{src}: question {q.ask!r}: {exc}") from None
 
 
 # ---------------------------------------------------------------- responses
@@ -497,12 +459,8 @@ def grade_student(student: Student, row: Row | None, src: str) -> StudentResult:
     for q in student.questions:
         rep = reports[q.tolerance]
         m = next((mr for mr in rep.matrices if mr.key == q.matrix), None)
-        good = 0
-        if m is not None:
-            good = sum(1 for (i, j) in q.cells if m.verdicts[i][j] == "correct" or m.carried[i][j])
-        frac = good / len(q.cells)
-        fractions[q.ask] = frac
-        scores[q.ask] = round(q.points * frac, 2)
+        good, scores[q.ask] = q.score(*((m.verdicts, m.carried) if m is not None else (None, None)))
+        fractions[q.ask] = good / len(q.cells)
     # misconceptions are about the method, not the grading tolerance: read them with the default band
     if None not in reports:
         reports[None] = check_answers(student.problem, answers, tolerance=None, solution=student.solution)

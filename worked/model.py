@@ -13,7 +13,7 @@ from typing import Any
 import sympy as sp
 from sympy.printing.str import StrPrinter
 
-from . import eq
+from . import eq, stages
 from . import numfmt as F
 from . import printers
 from .printers.base import dec_str
@@ -399,7 +399,7 @@ class HeadResult:
         self.scaled, self.weights, self.Z = scaled, weights, Z
         self.raw_scores = raw_scores  # Q·Kᵀ before the mask (causal problems only)
 
-    NAMES = ("Q", "K", "V", "scores", "scaled", "weights", "Z")
+    NAMES = tuple(s.id for s in stages.FORWARD)   # Q … Z (worked.stages)
 
     def matrices(self) -> dict[str, Mat]:
         return {k: getattr(self, k) for k in self.NAMES}

@@ -44,9 +44,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import eq
+from . import eq, stages
 from . import exporters as E
+from .ask import AskError, Question, parse
 from .attention import Float, forward
+from .check import Tolerance
 from .errors import ProblemError, WorkedError
 from .generate import Family, generate
 from .mistakes import MISTAKES
@@ -63,50 +65,14 @@ MAX_SEED_DIGITS = 100
 MAX_SEED = 10 ** MAX_SEED_DIGITS - 1
 CODE_ALPHABET = "23456789ABCDEFGHJKMNPQRSTUVWXYZ"  # no 0/O, 1/I/L: easy to read aloud and type
 
-def matrix_words(base: str) -> eq.Prose:
-    """What a matrix of the solution is, in words with its math as trees: "the scores Q·Kᵀ"."""
-    S, T = eq.matrix_sym, eq.Sym("T")
-    is_ = lambda a, b: eq.Rel((a, b), (eq.EQ,))  # noqa: E731
-    words = {
-        "Q": ("the queries ", is_(S("Q"), eq.Mul((S("X"), S("W_Q"))))),
-        "K": ("the keys ", is_(S("K"), eq.Mul((S("X"), S("W_K"))))),
-        "V": ("the values ", is_(S("V"), eq.Mul((S("X"), S("W_V"))))),
-        "scores": ("the scores ", eq.Mul((S("Q"), eq.Pow(S("K"), T)))),
-        "scaled": ("the scaled scores (the scores divided by the scale)",),
-        "weights": ("the attention weights ", S("A"), " (softmax of each row of the scaled scores)"),
-        "Z": ("the output ", S("Z")),
-        "concat": ("the concatenated head outputs",),
-    }
-    return eq.prose(*words.get(base, (base,)))
-
-
-MATRIX_WORDS = ("Q", "K", "V", "scores", "scaled", "weights", "Z", "concat")   # the matrices a question may ask for
-
 # ---------------------------------------------------------------- spec
-
-@dataclass(frozen=True)
-class Question:
-    name: str
-    ask: str
-    matrix: str                 # key into Solution.matrices()
-    row: int | None             # 1-based, None = every row
-    col: int | None             # 1-based, None = every column
-    points: float
-    tol_abs: float
-    tol_rel: float
-
-    def cells(self, shape) -> list[tuple[int, int]]:
-        rows = [self.row] if self.row else range(1, shape[0] + 1)
-        cols = [self.col] if self.col else range(1, shape[1] + 1)
-        return [(i, j) for i in rows for j in cols]
-
 
 @dataclass(frozen=True)
 class QuizSpec:
     title: str
     seed: int
     family: Family
-    questions: tuple[Question, ...]
+    questions: tuple[Question, ...]      # resolved against the family's shapes (worked.ask)
     count: int | None = None
     paper: str = "a4"
     instructions: str = ""
@@ -114,46 +80,19 @@ class QuizSpec:
     pdf_engine: str = "typst"   # or "weasyprint" (the HTML sheets printed) or "latex" (pdflatex on the .tex)
 
 
-_ASK = re.compile(r"^\s*(?:(head)(\d+)\.)?([A-Za-z][A-Za-z_]*)\s*(?:\[\s*(\d+|\*)\s*,\s*(\d+|\*)\s*\])?\s*$")
-
-
 def matrix_shapes(fam: Family) -> dict[str, tuple[int, int]]:
-    n, dk, dv = fam.n, fam.d_k, fam.dv
-    one = {"Q": (n, dk), "K": (n, dk), "V": (n, dv), "scores": (n, n), "scaled": (n, n), "weights": (n, n), "Z": (n, dv)}
-    if fam.heads == 1:
-        return one
-    out = {f"head{h}.{k}": s for h in range(1, fam.heads + 1) for k, s in one.items()}
-    out["concat"] = (n, fam.heads * dv)
-    out["Z"] = (n, fam.d_model)
-    return out
+    """The shape of every matrix a variant of *fam* has, by key (the training step's too, for a [train] family)."""
+    return stages.matrices(stages.Dims.of_family(fam))
 
 
-def parse_ask(ask: str, fam: Family, err) -> tuple[str, int | None, int | None]:
-    """``scores[2,3]`` → ("scores", 2, 3); ``weights[1,*]`` → ("weights", 1, None); ``Z`` → ("Z", None, None)."""
-    m = _ASK.match(ask) if isinstance(ask, str) else None
-    shapes = matrix_shapes(fam)
-    if fam.train:   # a training family: the backward pass's matrices too (dW_Q[1,2], dV, loss, …)
-        from .generate import train_shapes
-
-        shapes.update(train_shapes(fam))
-    if not m:
-        raise err(f"cannot read {ask!r}: expected a matrix name with an optional [row,col] (1-based, * for all), "
-                  f"such as scores[2,3], weights[1,*] or Z")
-    head, h, name, r, c = m.groups()
-    key = f"head{h}.{name}" if head else name
-    if key not in shapes:
-        raise err(f"unknown matrix {key!r} (this family has: {', '.join(shapes)})")
-    rows, cols = shapes[key]
-    ri = None if r in (None, "*") else int(r)
-    ci = None if c in (None, "*") else int(c)
-    if ri is not None and not 1 <= ri <= rows:
-        raise err(f"row {ri} is outside {key} ({rows}×{cols}; rows are 1..{rows})")
-    if ci is not None and not 1 <= ci <= cols:
-        raise err(f"column {ci} is outside {key} ({rows}×{cols}; columns are 1..{cols})")
-    if (fam.mask == "causal" and ri is not None and ci is not None and ci > ri
-            and key.split(".")[-1] in ("scores", "scaled")):
-        raise err(f"{ask} is masked by the causal mask (−∞): ask an entry with column ≤ row")
-    return key, ri, ci
+def family_question(q: Question, fam: Family) -> Question:
+    """*q* resolved against the shapes of *fam*'s variants (by numbers: a variant's tokens are drawn); an entry
+    the causal mask hides (−∞) is refused. Raises :class:`worked.ask.AskError`."""
+    q.resolve(matrix_shapes(fam))
+    if (fam.mask == "causal" and q.parsed.one_row and q.parsed.one_col and q.cells[0][1] > q.cells[0][0]
+            and q.matrix.split(".")[-1] in ("scores", "scaled")):
+        raise AskError(f"{q.ask} is masked by the causal mask (−∞): ask an entry with column ≤ row")
+    return q
 
 
 def spec_from_dict(data: dict, source: str) -> QuizSpec:
@@ -206,7 +145,6 @@ def spec_from_dict(data: dict, source: str) -> QuizSpec:
             raise err(f"{where}.{unknown[0]}", f"unknown key (expected some of: {', '.join(QUESTION_KEYS)})")
         if "ask" not in q:
             raise err(f"{where}.ask", 'missing: what is asked, such as "scores[2,3]", "weights[1,*]" or "Z"')
-        key, r, c = parse_ask(q["ask"], fam, lambda m: err(f"{where}.ask", m))
         name = q.get("name", f"q{k}")
         if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_.-]{1,40}", name):
             raise err(f"{where}.name", "expected a short name of letters, digits, _ . - (e.g. q1)")
@@ -229,7 +167,12 @@ def spec_from_dict(data: dict, source: str) -> QuizSpec:
                 raise err(f"{where}.tolerance", f"expected a number ≥ 0 (or {{abs = …, rel = …}}), got {v!r}")
         if ta == 0 and tr == 0:
             raise err(f"{where}.tolerance", "is zero: decimal answers could never match; give e.g. tolerance = 0.01")
-        questions.append(Question(name, q["ask"].strip(), key, r, c, float(points), float(ta), float(tr)))
+        question = Question(q["ask"].strip() if isinstance(q["ask"], str) else q["ask"], float(points),
+                            Tolerance(abs=float(ta), rel=float(tr)), name=name)
+        try:
+            questions.append(family_question(question, fam))
+        except AskError as exc:
+            raise err(f"{where}.ask", str(exc)) from None
     return QuizSpec(title=title, seed=seed, family=fam, questions=tuple(questions), count=count, paper=paper,
                     instructions=instructions, source=source)
 
@@ -393,68 +336,69 @@ def expected_answers(spec: QuizSpec, problem, solution) -> list[dict]:
         M = mats[q.matrix]
         shape = M.shape
         entries = []
-        for i, j in q.cells(shape):
-            v = M.value(i - 1, j - 1)
+        ta, tr = q.tolerance.abs, q.tolerance.rel
+        for i0, j0 in q.cells:
+            i, j = i0 + 1, j0 + 1
+            v = M.value(i0, j0)
             e: dict[str, Any] = {"ask": f"{q.matrix}[{i},{j}]", "row": i, "col": j}
             if v is None:
-                e.update(expected=None, exact=None, tolerance=None, mistakes=[])
+                e.update(expected=None, exact=None, answer=None, tolerance=None, mistakes=[])
             else:
-                tol = max(q.tol_abs, q.tol_rel * abs(v))
+                tol = max(ta, tr * abs(v))
                 mistakes = []
                 for mid, world in worlds:
-                    w = world[q.matrix][i - 1][j - 1]
+                    w = world[q.matrix][i0][j0]
                     if not math.isfinite(w) or abs(w - v) <= 2 * tol:
                         continue
                     if any(abs(w - m["value"]) <= 2 * tol for m in mistakes):
                         continue
                     mistakes.append({"id": mid, "value": _num(w), "feedback": MISTAKES[mid].answer_feedback})
-                e.update(expected=_num(v), exact=M.exact_text(i - 1, j - 1), tolerance=_num(tol), mistakes=mistakes)
+                e.update(expected=_num(v), exact=M.exact_text(i0, j0), answer=M.dec_plain(i0, j0, problem.decimals),
+                         tolerance=_num(tol), mistakes=mistakes)
             entries.append(e)
-        if q.row and q.col:
+        if q.parsed.one_row and q.parsed.one_col:
             expected, exact = entries[0]["expected"], entries[0]["exact"]
-        elif q.row or q.col:
+        elif q.parsed.one_row or q.parsed.one_col:
             expected, exact = [e["expected"] for e in entries], [e["exact"] for e in entries]
         else:
             cols = shape[1]
             expected = [[e["expected"] for e in entries[r * cols:(r + 1) * cols]] for r in range(shape[0])]
             exact = [[e["exact"] for e in entries[r * cols:(r + 1) * cols]] for r in range(shape[0])]
         out.append({"name": q.name, "ask": q.ask, "matrix": q.matrix, "points": q.points,
-                    "tolerance": {"abs": q.tol_abs, "rel": q.tol_rel}, "shape": list(shape),
+                    "tolerance": {"abs": ta, "rel": tr}, "shape": list(shape),
                     "expected": expected, "exact": exact, "entries": entries})
     return out
 
 
 def describe(q: dict, problem) -> eq.Prose:
-    """Words for a question, its math as trees: "the scores Q·Kᵀ: row 2 (x2), column 3 (x3)"."""
+    """Words for a question, its math as trees (the stage's words): "the scores Q·Kᵀ: row 2 (x2), column 3 (x3)"."""
     base = q["matrix"].split(".")[-1]
-    head = q["matrix"].split(".")[0] if "." in q["matrix"] else None
-    m = _ASK.match(q["ask"])
-    r, c = (m.group(4), m.group(5)) if m else (None, None)
+    words = stages.words(q["matrix"])
+    a = parse(q["ask"])
+    r, c = a.row, a.col
     toks = problem.tokens
     square = base in ("scores", "scaled", "weights")
     parts = []
-    if r and r != "*":
+    if r:
         parts.append(f"row {r} ({toks[int(r) - 1]})")
-    if c and c != "*":
+    if c:
         parts.append(f"column {c}" + (f" ({toks[int(c) - 1]})" if square else ""))
-    where = ", ".join(parts) if parts else ("the whole matrix" if not r else "")
-    if r == "*" and c and c != "*":
+    where = ", ".join(parts) if parts else "the whole matrix"
+    if c and not r:
         where = f"column {c}" + (f" ({toks[int(c) - 1]})" if square else "") + ", every row"
-    if c == "*" and r and r != "*":
+    if r and not c:
         where = f"row {r} ({toks[int(r) - 1]}), every column"
-    return eq.prose(matrix_words(base), f" of {head.replace('head', 'head ')}" if head else "", f": {where}")
+    return eq.prose(words, f": {where}")
 
 
 def ask_tree(q: dict):
     """The entry a question names, as a tree: ``weights[1,*]`` → weights[1, ·], ``head2.Z`` → Z⁽²⁾."""
-    m = _ASK.match(q["ask"])
-    base = q["matrix"].split(".")[-1]
-    head = int(m.group(2)) if m and m.group(2) else None
-    sym = eq.matrix_sym(base, head)
-    if not m or m.group(4) is None:
+    a = parse(q["ask"])
+    pre, _, base = a.matrix.rpartition(".")
+    sym = eq.matrix_sym(base, int(pre[4:]) if pre.startswith("head") else None)
+    if a.row is None and a.col is None and "[" not in q["ask"]:
         return sym
-    idx = lambda x: eq.ALL if x == "*" else x  # noqa: E731
-    return eq.Entry(sym, idx(m.group(4)), idx(m.group(5)))
+    return eq.Entry(sym, a.row or eq.ALL, a.col or eq.ALL)
 
 
 # ---------------------------------------------------------------- building one variant (worker)

@@ -892,17 +892,17 @@ def create_app(cfg: Config | None = None) -> Starlette:
 
 
 def _questions_of(v: Variant, problem: Problem, sol=None) -> list:
-    """The variant's questions as :class:`worked.grade.Question`, resolved to their cells (bad ones left out)."""
+    """The variant's questions as :class:`worked.ask.Question`, resolved to their cells (bad ones left out)."""
     from .. import grade
+    from ..ask import Question
     from ..solver import solve
 
-    student = grade.Student(v.code, "", v.code, problem, [], sol or solve(problem))
+    mats = (sol or solve(problem)).matrices()
     out = []
     for q in v.questions:
         try:
             tol = grade.parse_tolerance(q.get("tolerance"), f"variant {v.code}", q["ask"])
-            gq = grade.Question(q["ask"], float(q["points"] or 0), tol, name=q.get("name") or "")
-            grade.resolve_question(gq, student, f"variant {v.code}")
+            gq = Question(q["ask"], float(q["points"] or 0), tol, name=q.get("name") or "").resolve_in(mats)
         except (WorkedError, TypeError, ValueError):
             log.warning("variant %s: question %r left out", v.code, q.get("ask"))
             continue
@@ -938,15 +938,12 @@ def check_variant(problem, answers, v: Variant, checker, reveal) -> dict:
     scored = []
     for q in questions:
         rep = reports[q.tolerance].to_dict()["matrices"].get(q.matrix)
-        good = 0
-        for i, j in q.cells:
-            if rep is None:
-                continue
+        if rep is not None:
             mine = mats[q.matrix]
-            mine["verdicts"][i][j] = rep["verdicts"][i][j]
-            mine["carried_forward"][i][j] = rep["carried_forward"][i][j]
-            good += rep["verdicts"][i][j] == "correct" or rep["carried_forward"][i][j]
-        earned = round(q.points * good / len(q.cells), 2)
+            for i, j in q.cells:
+                mine["verdicts"][i][j] = rep["verdicts"][i][j]
+                mine["carried_forward"][i][j] = rep["carried_forward"][i][j]
+        good, earned = q.score(*((rep["verdicts"], rep["carried_forward"]) if rep is not None else (None, None)))
         scored.append({"name": q.name, "ask": q.ask, "points": _points(q.points), "earned": _points(earned),
                        "entries": len(q.cells), "right": good,
                        "tolerance": (q.tolerance or base.tolerance).to_dict(problem.decimals)["description"]})

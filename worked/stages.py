@@ -1,0 +1,264 @@
+"""The stages of self-attention and of its training step, declared once: each stage's id (the key of its
+matrix, ``head2.`` + id per head with several heads), the stages it is computed from, the shape of its matrix
+and the words that name it. What iterates the stages (the quiz's shapes, the checker's order of the stages)
+reads them here instead of listing them again.
+
+A head's stages also carry their forward computation, over any backend of :mod:`worked.attention` (exact,
+float, interval), with the mistakes of :class:`worked.attention.Transform` as alternative forwards:
+:func:`worked.attention.forward` runs them in order, knowing none by name. The heads' combination, the
+backward pass (:func:`worked.attention.backward`) and the worked steps (:mod:`worked.solver`) are still
+written there; moving them here, stage by stage, is the direction of this module.
+"""
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any, Callable, NamedTuple
+
+from . import eq
+
+
+class Dims(NamedTuple):
+    """The sizes the shapes depend on: tokens, d_model, d_k, d_v, heads, the output's columns, [train]."""
+
+    n: int
+    d_model: int
+    d_k: int
+    d_v: int
+    heads: int
+    d_out: int
+    train: bool
+
+    @classmethod
+    def of_problem(cls, p) -> "Dims":
+        d_out = len(p.W_O[0]) if p.multihead else p.d_v
+        return cls(p.n, p.d_model, p.d_k, p.d_v, len(p.heads) if p.multihead else 1, d_out,
+                   getattr(p, "train", None) is not None)
+
+    @classmethod
+    def of_family(cls, f) -> "Dims":
+        return cls(f.n, f.d_model, f.d_k, f.dv, f.heads, f.d_model if f.heads > 1 else f.dv, bool(f.train))
+
+
+# the sizes a stage's rows and columns have
+_SIZE = {
+    "n": lambda d: d.n, "d_model": lambda d: d.d_model, "d_k": lambda d: d.d_k, "d_v": lambda d: d.d_v,
+    "heads·d_v": lambda d: d.heads * d.d_v, "d_out": lambda d: d.d_out, "1": lambda d: 1,
+}
+
+
+class Stage(NamedTuple):
+    id: str                 # the key of its matrix
+    inputs: tuple           # the stages (or the problem's inputs X, W_Q, …) it is computed from
+    rows: str               # the size of its rows and columns (a key of _SIZE)
+    cols: str
+    words: eq.Prose         # what it is, in words, its math as trees (the quiz names a question's matrix with them)
+    scope: str = "head"     # "head": one per head; "layer": once (after the heads, or without heads)
+    several: bool = True    # with scope "layer": whether it exists with one head too
+    forward: Callable | None = None     # forward(head, *inputs) → its matrix (see HeadRun)
+
+    def shape(self, d: Dims) -> tuple[int, int]:
+        return _SIZE[self.rows](d), _SIZE[self.cols](d)
+
+
+class HeadRun:
+    """What a head's stages share while they run: the backend *b* and its ``matmul``, the problem, the
+    mistake's :class:`~worked.attention.Transform` *t*, the student's *given* entries, the key prefix *pre*
+    (``head2.``), the entries the mask hides; and what the stages leave for the worked solution: the scores
+    before the mask (``raw``), the divisor (``factor``), each softmax row's state (``states``)."""
+
+    def __init__(self, problem, b, t, given: dict, pre: str, head: int, masked: frozenset,
+                 check_scaled: Callable | None, NA: Any):
+        self.problem, self.b, self.t, self.given, self.pre, self.head = problem, b, t, given, pre, head
+        self.masked, self.check_scaled, self.NA = masked, check_scaled, NA
+        self.raw: list = []
+        self.factor: Any = None
+        self.states: list = [None] * problem.n
+
+    def matmul(self, A, B) -> list:
+        cols = list(zip(*B))
+        return [[self.b.dot(r, c) for c in cols] for r in A]
+
+
+def masked_entries(n: int, mask: str, how: str | None) -> frozenset:
+    """The (row, col) the mask hides: the problem's *mask*, or a mistake's (*how*: "none", "lower")."""
+    how = how or ("upper" if mask == "causal" else "none")
+    if how == "none":
+        return frozenset()
+    if how == "upper":
+        return frozenset((i, j) for i in range(n) for j in range(n) if j > i)
+    if how == "lower":
+        return frozenset((i, j) for i in range(n) for j in range(n) if j < i)
+    raise ValueError(f"unknown mask transform {how!r}")
+
+
+def _project(r: HeadRun, X, W):
+    return r.matmul(X, W)
+
+
+def _scores(r: HeadRun, Q, K):
+    """Q·Kᵀ (the mistake: K·Qᵀ), −∞ where the mask hides an entry."""
+    n = len(Q)
+    first, second = (K, Q) if r.t.scores == "KQ" else (Q, K)
+    r.raw = [[r.b.dot(first[i], second[j]) for j in range(n)] for i in range(n)]
+    return [[r.b.NEG_INF if (i, j) in r.masked else r.raw[i][j] for j in range(n)] for i in range(n)]
+
+
+def _scaled(r: HeadRun, S):
+    """The scores over the divisor (√d_k, 1 or the problem's number; the mistakes: 1 or d_k)."""
+    r.factor = r.b.factor(r.problem, r.t.scale)
+    return [[r.b.scale(s, r.factor) for s in row] for row in S]
+
+
+def _weights(r: HeadRun, T):
+    """The softmax of each row (the mistakes: of each column, or each score over its row's sum)."""
+    if r.check_scaled is not None:
+        r.check_scaled(r.head, T)        # before any e^x is taken of them
+    n = len(T)
+    if r.t.softmax == "rows":
+        rows = [r.b.softmax(row) for row in T]
+        r.states = [s for _, s in rows]
+        return [w for w, _ in rows]
+    if r.t.softmax == "columns":
+        cols = [r.b.softmax([T[i][j] for i in range(n)])[0] for j in range(n)]
+        return [[cols[j][i] for j in range(n)] for i in range(n)]
+    if r.t.softmax == "no-exp":
+        return [r.b.no_exp(row) for row in T]
+    raise ValueError(f"unknown softmax transform {r.t.softmax!r}")
+
+
+def _blend(r: HeadRun, A, V):
+    """Z = A·V (the mistake: Aᵀ·V); a row of weights that is the softmax of its scaled row lets Z use its parts."""
+    n = len(A)
+    g = r.given.get(r.pre + "weights")
+    if r.t.weights == "AT":
+        A = [list(c) for c in zip(*A)]
+        mix = [None] * n
+    else:
+        mix = [s if g is None or all(a is r.NA for a in g[i]) else None for i, s in enumerate(r.states)]
+    return [[r.b.mix(mix[i], A[i], [V[j][c] for j in range(n)]) for c in range(len(V[0]))] for i in range(n)]
+
+
+_S = eq.matrix_sym     # a matrix's symbol as the steps write it (scores upright)
+_words = eq.prose
+
+
+def _is(lhs, rhs):
+    return eq.Rel((lhs, rhs), (eq.EQ,))
+
+
+FORWARD = (
+    Stage("Q", ("X", "W_Q"), "n", "d_k", _words("the queries ", _is(_S("Q"), eq.Mul((_S("X"), _S("W_Q"))))), forward=_project),
+    Stage("K", ("X", "W_K"), "n", "d_k", _words("the keys ", _is(_S("K"), eq.Mul((_S("X"), _S("W_K"))))), forward=_project),
+    Stage("V", ("X", "W_V"), "n", "d_v", _words("the values ", _is(_S("V"), eq.Mul((_S("X"), _S("W_V"))))), forward=_project),
+    Stage("scores", ("Q", "K"), "n", "n", _words("the scores ", eq.Mul((_S("Q"), eq.Pow(_S("K"), eq.Sym("T"))))), forward=_scores),
+    Stage("scaled", ("scores",), "n", "n", _words("the scaled scores (the scores divided by the scale)"), forward=_scaled),
+    Stage("weights", ("scaled",), "n", "n", _words("the attention weights ", _S("A"), " (softmax of each row of the scaled scores)"),
+          forward=_weights),
+    Stage("Z", ("weights", "V"), "n", "d_v", _words("the output ", _S("Z")), forward=_blend),
+)
+class AsIs(list):
+    """A stage's matrix that is other matrices' entries as they were shown (the heads side by side), so the
+    backend does not show (round) them again."""
+
+
+class LayerRun(NamedTuple):
+    """What the stages after the heads share: the backend, the problem, the transform and every head's values
+    (``heads[k][stage id]``, as they flowed on)."""
+
+    problem: Any
+    b: Any
+    t: Any
+    heads: list
+
+
+def _concat(r: LayerRun):
+    """The heads' Z side by side, head 1 first (the mistake: in the reverse order)."""
+    zs = [h["Z"] for h in r.heads][::-1 if r.t.heads == "reversed" else 1]
+    return AsIs([x for Z in zs for x in Z[i]] for i in range(len(zs[0])))
+
+
+def _output(r: LayerRun, concat, W_O):
+    """concat·W_O (the mistakes: W_O left out; the heads' Z averaged)."""
+    if r.t.heads == "no-W_O":
+        return AsIs(concat)
+    if r.t.heads == "mean":
+        zs = [h["Z"] for h in r.heads]
+        share = [r.b.entry(Fraction(1, len(zs)))] * len(zs)
+        return [[r.b.dot([Z[i][c] for Z in zs], share) for c in range(len(zs[0][0]))] for i in range(len(zs[0]))]
+    if r.t.heads in ("concat", "reversed"):
+        cols = list(zip(*W_O))
+        return [[r.b.dot(row, c) for c in cols] for row in concat]
+    raise ValueError(f"unknown heads transform {r.t.heads!r}")
+
+
+COMBINE = (             # several heads: side by side, then W_O
+    Stage("concat", (), "n", "heads·d_v", _words("the concatenated head outputs"), scope="layer", several=False,
+          forward=_concat),
+    Stage("Z", ("concat", "W_O"), "n", "d_out", _words("the output ", _S("Z")), scope="layer", several=False, forward=_output),
+)
+TRAIN = (               # one training step (a [train] problem): the backward pass and the update
+    Stage("loss", ("Z", "T"), "1", "1", _words("the loss ", _S("L")), scope="layer"),
+    Stage("dZ", ("loss",), "n", "d_out", _words("the gradient of the output ", _S("dZ")), scope="layer"),
+    Stage("dconcat", ("dZ", "W_O"), "n", "heads·d_v", _words("the gradient of the concatenated heads"), scope="layer",
+          several=False),
+    Stage("dV", ("weights", "dZ"), "n", "d_v", _words("the gradient ", _S("dV"))),
+    Stage("dA", ("dZ", "V"), "n", "n", _words("the gradient ", _S("dA"), " of the weights")),
+    Stage("dS", ("weights", "dA"), "n", "n", _words("the softmax backward ", _S("dS"))),
+    Stage("dscores", ("dS",), "n", "n", _words("the gradient of the scores")),
+    Stage("dQ", ("dscores", "K"), "n", "d_k", _words("the gradient ", _S("dQ"))),
+    Stage("dK", ("dscores", "Q"), "n", "d_k", _words("the gradient ", _S("dK"))),
+    Stage("dW_Q", ("X", "dQ"), "d_model", "d_k", _words("the gradient ", _S("dW_Q"))),
+    Stage("dW_K", ("X", "dK"), "d_model", "d_k", _words("the gradient ", _S("dW_K"))),
+    Stage("dW_V", ("X", "dV"), "d_model", "d_v", _words("the gradient ", _S("dW_V"))),
+)
+UPDATE = (              # after every head's gradients: each head's weights updated, then the loss again
+    Stage("W_Q_new", ("W_Q", "dW_Q"), "d_model", "d_k", _words("the updated ", _S("W_Q"))),
+    Stage("W_K_new", ("W_K", "dW_K"), "d_model", "d_k", _words("the updated ", _S("W_K"))),
+    Stage("W_V_new", ("W_V", "dW_V"), "d_model", "d_v", _words("the updated ", _S("W_V"))),
+    Stage("loss_after", ("W_Q_new", "W_K_new", "W_V_new"), "1", "1", _words("the loss after the update ", eq.Sym("L", prime=True)), scope="layer"),
+)
+IDS = tuple(dict.fromkeys(s.id for s in FORWARD + COMBINE))       # the forward stages: Q … Z, concat
+TRAIN_IDS = tuple(s.id for s in TRAIN + UPDATE)
+ALL = FORWARD + COMBINE + TRAIN + UPDATE
+
+
+def matrices(d: Dims) -> dict[str, tuple[int, int]]:
+    """Every matrix of a problem of these sizes, key → shape, in the order of the steps (the keys of
+    :meth:`worked.model.Solution.matrices`)."""
+    several = d.heads > 1
+    pres = [f"head{h}." for h in range(1, d.heads + 1)] if several else [""]
+    out = {p + s.id: s.shape(d) for p in pres for s in FORWARD}
+    if several:
+        out.update({s.id: s.shape(d) for s in COMBINE})
+    if d.train:
+        for part in (TRAIN, UPDATE):
+            for s in part:
+                if s.scope == "head":
+                    continue
+                if several or s.several:
+                    out[s.id] = s.shape(d)
+                if s.id == "dconcat" and several:     # each head's block of dconcat: its dZ
+                    out.update({p + "dZ": (d.n, d.d_v) for p in pres})
+            out.update({p + s.id: s.shape(d) for p in pres for s in part if s.scope == "head"})
+        out["loss_after"] = out.pop("loss_after")
+    return out
+
+
+def upstream(sid: str) -> list[str]:
+    """The head stages a head stage is computed from, directly or not: nearest first (by its inputs, then
+    theirs), the later step first among equally near ones. ``upstream("Z")`` is weights, V, scaled, scores, K, Q."""
+    order = [s.id for s in FORWARD]
+    inputs = {s.id: s.inputs for s in FORWARD}
+    out, level = [], [sid]
+    while level:
+        nxt = {k for x in level for k in inputs[x] if k in inputs and k not in out}
+        level = sorted(nxt, key=order.index, reverse=True)
+        out += level
+    return out
+
+
+def words(key: str) -> eq.Prose:
+    """What the matrix of *key* is, in words with its math as trees (the scores Q·Kᵀ; a head's: … of head 2)."""
+    pre, _, base = key.rpartition(".")
+    stage = next((s for s in ALL if s.id == base), None)
+    return eq.prose(stage.words if stage is not None else base, f" of {pre.replace('head', 'head ')}" if pre else "")
