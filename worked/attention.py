@@ -59,7 +59,7 @@ Backends (all three have the same methods: NEG_INF, entry, dot, factor, scale, s
 from __future__ import annotations
 
 import math
-from decimal import MAX_EMAX, MIN_EMIN, ROUND_HALF_EVEN, Context, Decimal
+from decimal import MAX_EMAX, MIN_EMIN, ROUND_HALF_UP, Context, Decimal
 from fractions import Fraction
 from typing import Any, Callable, NamedTuple
 
@@ -745,12 +745,12 @@ class Interval:
         else:
             self.exact_factor = iv_frac(v)
         # a careful student may round √d_k (or any scale) to the problem's places, but not below 2
-        fr = self.exact_factor[0].quantize(Decimal(1).scaleb(-max(d, 2)), rounding=ROUND_HALF_EVEN, context=_WIDE)
+        fr = self.exact_factor[0].quantize(Decimal(1).scaleb(-max(d, 2)), rounding=ROUND_HALF_UP, context=_WIDE)
         self._factor_band = (min(self.exact_factor[0], fr), max(self.exact_factor[1], fr))
 
     def round(self, x):
-        """x rounded to the problem's places (to the nearest, ties to even)."""
-        return x.quantize(self.quantum, rounding=ROUND_HALF_EVEN, context=_WIDE)
+        """x rounded to the problem's places, half away from zero (the one rule: :class:`worked.problem.Precision`)."""
+        return x.quantize(self.quantum, rounding=ROUND_HALF_UP, context=_WIDE)
 
     def shown(self, iv, h=None):
         """What a careful student may write for *iv*: ± half a unit of the last place (unless it is exact there)."""
@@ -760,7 +760,7 @@ class Interval:
         lo, hi = iv
         if UP.subtract(hi, lo) < self._tiny:
             scaled = lo.scaleb(self.d, context=_WIDE)
-            if UP.subtract(scaled, scaled.to_integral_value(rounding=ROUND_HALF_EVEN)).copy_abs() < self._near:
+            if UP.subtract(scaled, scaled.to_integral_value(rounding=ROUND_HALF_UP)).copy_abs() < self._near:
                 return iv  # already exact at the problem's places: rounding changes nothing
         return (DOWN.subtract(lo, h), UP.add(hi, h))
 

@@ -484,12 +484,12 @@ class Report:
         # wrong entries that a named mistake explains, and the ones neither a mistake nor an earlier slip does
         s["explained"] = s["unexplained"] = 0
         for m in self.matrices:
-            shown = {(i - 1, j - 1) for d in m.diagnoses if d["code"] != "early-rounding" for i, j in d["entries"]}
+            shown = {(i - 1, j - 1) for d in m.diagnoses if not MISTAKES[d["code"]].accepted for i, j in d["entries"]}
             for i, row in enumerate(m.verdicts):
                 for j, v in enumerate(row):
                     if v == "wrong" and not m.carried[i][j]:
                         s["explained" if (i, j) in shown else "unexplained"] += 1
-        s["mistakes"] = list(dict.fromkeys(d["code"] for d in self.diagnoses if d["code"] != "early-rounding"))
+        s["mistakes"] = list(dict.fromkeys(d["code"] for d in self.diagnoses if not MISTAKES[d["code"]].accepted))
         return s
 
     def summary_line(self) -> str:
@@ -592,7 +592,7 @@ class Report:
                 where = ", ".join(d["matrices"])
                 step = d.get("step")
                 reread = f" Re-read Step {step['number']} ({step['title']})." if step else ""
-                mark = "note" if d["code"] == "early-rounding" else "✗"
+                mark = "note" if MISTAKES[d["code"]].accepted else "✗"
                 out.append(f"{mark} {d['code']} — {d['title']} (in {where}).")
                 out += ["    " + ln for ln in _wrap(d["message"] + reread, 92)]
             out.append("")
@@ -963,13 +963,13 @@ class Checker:
                 merged[k]["matrices"].append(r.key)
         # several mistakes can explain the same few entries; keep the ones that explain the most matrices
         for k, d in list(merged.items()):
-            others = [o for k2, o in merged.items() if k2 != k and k2[1] == k[1] and o["code"] != "early-rounding"]
-            if d["code"] != "early-rounding" and any(set(d["matrices"]) < set(o["matrices"]) for o in others):
+            others = [o for k2, o in merged.items() if k2 != k and k2[1] == k[1] and not MISTAKES[o["code"]].accepted]
+            if not MISTAKES[d["code"]].accepted and any(set(d["matrices"]) < set(o["matrices"]) for o in others):
                 del merged[k]
                 for r in reports:
                     r.diagnoses = [x for x in r.diagnoses if not (x["code"] == d["code"] and _split(r.key)[0] == k[1])]
         order = {c: i for i, c in enumerate(MISTAKES)}
-        diagnoses = sorted(merged.values(), key=lambda d: (d["head"] or 0, d["code"] == "early-rounding", order[d["code"]]))
+        diagnoses = sorted(merged.values(), key=lambda d: (d["head"] or 0, MISTAKES[d["code"]].accepted, order[d["code"]]))
         return Report(problem.title, problem.decimals, tol, reports, errors, diagnoses, reveal)
 
 
@@ -1049,7 +1049,7 @@ def _diag(ctx: _Ctx, code: str, key: str, entries, stage: str | None = None) -> 
     """A diagnosis of *code* on *key*; *stage*: the matrix where it first showed (by default the mistake's)."""
     mistake = MISTAKES[code]
     pre, base = _split(key)
-    step = ctx.step_of(key if code == "early-rounding" else pre + (stage or mistake.stage))
+    step = ctx.step_of(key if mistake.accepted else pre + (stage or mistake.stage))
     msg = mistake.message(ctx.problem)
     if code == "early-rounding" and base == "Z":
         msg += " Here the weights were rounded before Z = A·V."

@@ -556,7 +556,7 @@ def _checks_by_hand(q: Problem, run, places: int | None = None) -> bool:
     1/20 or 1/40) agree with the largest entry of dW_Q to the problem's places? (floats, with a margin)"""
     g = run.grads[0].dW["W_Q"]
     r, c = max(((i, j) for i in range(len(g)) for j in range(len(g[0]))), key=lambda ij: abs(g[ij[0]][ij[1]]))
-    P, unit = places or q.decimals + 2, 10.0 ** -q.decimals
+    P, unit = places or q.precision.carried, 10.0 ** -q.decimals
     for h in (Fraction(1, 10), Fraction(1, 20), Fraction(1, 40)):
         ls = []
         for d in (h, -h):

@@ -593,8 +593,8 @@ def report_html(manifest: Manifest, results: list[StudentResult], warnings: list
                        "right": round(100 * statistics.mean(fr)) if fr else 0,
                        "full": sum(1 for f in fr if f == 1.0)})
     counts = {c: sum(1 for r in responded if c in r.codes) for c in MISTAKES}
-    # the accepted early-rounding note goes last, after the real mistakes
-    mis = [(c, n) for c, n in sorted(counts.items(), key=lambda kv: (kv[0] == "early-rounding", -kv[1],
+    # an accepted note (rounded too early) goes last, after the real mistakes
+    mis = [(c, n) for c, n in sorted(counts.items(), key=lambda kv: (MISTAKES[kv[0]].accepted, -kv[1],
                                                                      list(MISTAKES).index(kv[0]))) if n]
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
                              trim_blocks=True, lstrip_blocks=True)
@@ -608,9 +608,9 @@ def report_html(manifest: Manifest, results: list[StudentResult], warnings: list
         difficulty=Markup(_svg_bars([(q["ask"], q["right"]) for q in qstats], vmax=100, fmt=lambda v: f"{v}%",
                                     title="per-question difficulty: share of entries right")),
         questions=qstats,
-        misconceptions=[{"code": c, "title": MISTAKES[c].title + (" (accepted, pointed out)" if c == "early-rounding" else ""),
+        misconceptions=[{"code": c, "title": MISTAKES[c].title + (" (accepted, pointed out)" if MISTAKES[c].accepted else ""),
                          "count": n} for c, n in mis],
-        mis_chart=Markup(_svg_bars([(c, n, "#8c8c8c") if c == "early-rounding" else (c, n) for c, n in mis], fmt=lambda v: f"{v} student{'s' if v != 1 else ''}", color="#b5562f",
+        mis_chart=Markup(_svg_bars([(c, n, "#8c8c8c") if MISTAKES[c].accepted else (c, n) for c, n in mis], fmt=lambda v: f"{v} student{'s' if v != 1 else ''}", color="#b5562f",
                                    title="misconceptions")) if mis else None,
         asks=[q.ask for q in manifest.questions],
         students=[{"id": r.student.id, "name": r.student.name, "variant": r.student.variant,

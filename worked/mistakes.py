@@ -32,6 +32,7 @@ class Mistake:
     feedback: "str | eq.Prose"        # for a student's check report (prose: its math as trees)
     answer: "str | eq.Prose | None"   # "This is the value you get …": the feedback of a wrong answer in a quiz
     _transforms: Callable | None = None   # problem → the Transforms that apply; None: no transform
+    accepted: bool = False  # not a mistake: answers within the band, pointed out (rounded too early)
 
     def transforms(self, problem) -> list[Transform]:
         return list(self._transforms(problem)) if self._transforms else []
@@ -46,7 +47,7 @@ class Mistake:
     def message_prose(self, problem) -> eq.Prose:
         """The check report's explanation for this problem (the scale named as it is: √d_k = √4 = 2), as
         prose with its math as trees, for a writer that sets math."""
-        fb = eq.prose(self.feedback)
+        fb = eq.prose(self.feedback(problem) if callable(self.feedback) else self.feedback)
         if self.id == "no-scaling" and problem.scale == "sqrt":
             import sympy as sp
 
@@ -238,10 +239,11 @@ _ALL = [
     # not a different pass: accepted answers that differ from the exact values rounded at the end the way
     # values rounded earlier do (worked.check tests the paths of early rounding itself)
     Mistake("early-rounding", "rounded too early", "weights",
-            _P("Accepted: these answers are within the rounding band, but they differ from the exact values "
-               "rounded at the end, because earlier values were rounded first. Keep more places in "
-               "intermediate values (the worked steps keep 4) and round only the final answer."),
-            None, None),
+            lambda p: _P("Accepted: these answers are within the rounding band, but they differ from the exact values "
+                         "rounded at the end, because earlier values were rounded first. Keep more places in "
+                         f"intermediate values (the worked steps keep {p.precision.carried}) and round only the final "
+                         "answer."),
+            None, None, accepted=True),
 ]
 
 MISTAKES: dict[str, Mistake] = {m.id: m for m in _ALL}

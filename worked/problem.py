@@ -142,6 +142,23 @@ def _frac_text(f: Fraction) -> int | str:
     return f"{f.numerator}/{f.denominator}"
 
 
+class Precision(NamedTuple):
+    """How many places a problem's numbers are shown with: ``answer`` places for every answer, ``carried``
+    (answer + 2) for the values a worked line carries on. One rounding rule for all of them: half away from
+    zero, from the exact value (:func:`worked.numfmt.round_decimal`). A solution that needs one more carried
+    place takes :meth:`more` (see :func:`worked.solver.hand_pass`)."""
+
+    answer: int
+    carried: int
+
+    @classmethod
+    def of(cls, decimals: int) -> "Precision":
+        return cls(decimals, decimals + 2)
+
+    def more(self) -> "Precision":
+        return Precision(self.answer, self.carried + 1)
+
+
 class Problem:
     """A self-attention exercise, exact. Build it from lists, Fractions or NumPy arrays.
 
@@ -332,6 +349,11 @@ class Problem:
     @property
     def d_k(self) -> int:
         return len(self.heads[0].W_Q[0])
+
+    @property
+    def precision(self) -> Precision:
+        """The places of its answers and of the values carried in its worked lines."""
+        return Precision.of(self.decimals)
 
     @property
     def d_v(self) -> int:

@@ -573,7 +573,8 @@ def hand_pass(problem: Problem, display: str, nums=None):
         nums = forward(problem, Interval(problem, widen=False))
     dec = problem.decimals
     first = None
-    for places in (dec + 2, dec + 3):
+    pr = problem.precision
+    for places in (pr.carried, pr.more().carried):
         run = forward(problem, Hand(problem, display, places))
         off = _off_answers(run, nums, dec)
         first = off if first is None else first
@@ -754,7 +755,7 @@ def _answer_notes(ctx: _Ctx, sol: Solution, step: Step, first: bool, by_result: 
         m = mats[key]
         shown = F.round_decimal(Fraction(h), None, ctx.dec)
         notes.append(_p(
-            f"Values are carried to {ctx.P} places in this solution, one more than usual: with {ctx.dec + 2}, the value "
+            f"Values are carried to {ctx.P} places in this solution, one more than usual: with {ctx.p.precision.carried}, the value "
             "a hand carries for ", _cell(m, i, j), " would round to ", eq.dec(shown), ", while the answer (the true "
             "value rounded) is ", m.fixed(i, j, ctx.dec), "."))
     key = step.result

@@ -52,8 +52,11 @@ def dec(x) -> Decimal:
 
 
 def rounded(e: dict, places: int) -> Decimal:
-    """A manifest entry's value rounded half-up to *places*: what the question asks for, and what Moodle and
-    Canvas show as the correct answer."""
+    """A manifest entry's answer: its exact value rounded to *places* by the problem's one rule
+    (:class:`worked.problem.Precision`), as the key shows it; what Moodle and Canvas show as the correct answer.
+    A manifest written before entries carried ``answer``: its 12-digit value rounded half away from zero."""
+    if e.get("answer") is not None:
+        return Decimal(e["answer"])
     return dec(e["expected"]).quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP)
 
 

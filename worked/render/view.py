@@ -16,6 +16,7 @@ from typing import Any
 from .. import eq
 from .. import numfmt as F
 from .. import printers
+from ..problem import Precision
 
 SHORT_LINE = 52          # LaTeX characters: shorter lines without fractions are set side by side
 EXACT_CELL_LIMIT = 28    # exact matrix entries longer than this (as text) are not shown as an exact matrix
@@ -188,7 +189,7 @@ def show_exact(m, places: int, decimal: bool = False) -> bool:
     only to 50 digits (the loss after the update) has no exact form to show."""
     if m.exact_at(places):
         return False
-    if decimal and not m.exact_at(places + 2):
+    if decimal and not m.exact_at(Precision.of(places).carried):
         return False
     if any(getattr(x, "is_Float", False) for row in m.exact for x in row):
         return False
@@ -555,7 +556,7 @@ def _problem_fields(p, display: str | None) -> dict[str, Any]:
         training=training(p),
         title=p.title or "Self-attention", tokens=toks,
         facts=facts, facts_rich=facts_rich,
-        given=given(p, places + 2 if display == "decimal" else None),
+        given=given(p, p.precision.carried if display == "decimal" else None),
         legend=[{"index": i + 1, "token": t} for i, t in enumerate(toks)],
         needs_legend=any(lab != t for lab, t in zip(tl, toks)),
         grids=answer_grids(p),
@@ -603,7 +604,7 @@ def build(sol, kind: str, student: dict | None = None, questions: Questions | No
             why_rich=st.why_prose, notes_rich=list(st.notes_prose),
             shape=st.shape_eq, blocks=_blocks(st), mats=views, grid=grid,
             side=_fits_side(st, views),
-            task_rich=_task_text(st, p, st.precision or places + 2, places),
+            task_rich=_task_text(st, p, st.precision or p.precision.carried, places),
             checks=[dict(c, text=printers.text(c["rich"])) for c in _check_prompts(st, tl, toks, sol.checks)],
             checks_word={"one": "Check one", "row": "Check a row", "all": "Check every entry"}[sol.checks],
         ))
