@@ -124,10 +124,10 @@ def stages(k: int = 10) -> None:
         t = time.perf_counter(); p, sol, _ = quiz.draw_problem(spec, v); lap("draw + solve (sympy, exact)", t)
         t = time.perf_counter(); qs = quiz.expected_answers(spec, p, sol); lap("expected answers + mistakes", t)
         st = quiz._student_for(v)
-        extra = {"questions": quiz.questions_data(spec, qs, p)}
+        box = quiz.questions_box(spec, qs, p)
         for d in quiz.DOCS:
-            t = time.perf_counter(); build(sol, d, st); lap("page model (view.build, both)", t)
-            t = time.perf_counter(); src = Y.render_typ(d, sol, student=st, extra=extra); lap("Typst source (Jinja + printers, both)", t)
+            t = time.perf_counter(); page = build(sol, d, st, questions=box); lap("page model (view.build, both)", t)
+            t = time.perf_counter(); src = Y.render_typ(page); lap("Typst source (Jinja + printers, both)", t)
             t = time.perf_counter(); pdf = Y.typ_to_pdf(src); lap(f"Typst compile: {d}", t)
             if i:
                 sheets[d].append(pdf)

@@ -37,12 +37,15 @@ lap("import solver (sympy)")
 sol = solve(load(None))
 lap("solve Part 9")
 from worked.render import html as H, tex as T_, typst as Y
+from worked.render.view import build
 lap("import render (jinja2)")
-html = {k: H.render_html(k, sol) for k in ("worksheet", "answer-key")}
+pages = {k: build(sol, k) for k in ("worksheet", "answer-key")}
+lap("page model (both documents)")
+html = {k: H.render_html(pages[k]) for k in pages}
 lap("HTML with MathML (both documents)")
-tex = {k: T_.render_tex(k, sol) for k in ("worksheet", "answer-key")}
+tex = {k: T_.render_tex(pages[k]) for k in pages}
 lap("LaTeX (both documents)")
-typ = {k: Y.render_typ(k, sol) for k in ("worksheet", "answer-key")}
+typ = {k: Y.render_typ(pages[k]) for k in pages}
 lap("Typst source (both documents)")
 import typst
 Y.compiler()

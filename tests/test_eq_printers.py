@@ -110,7 +110,7 @@ def test_precision_policy_over_500_seeds():
         assert not any("one more than usual" in n or "so the answer is" in n for s in sol.steps for n in s.notes), seed
         if seed % 50 == 0:
             sheet = build(sol, "worksheet")
-            tasks = " ".join(printers.text(s["task_rich"]) for s in sheet["steps"])
+            tasks = " ".join(printers.text(s.task_rich) for s in sheet.steps)
             assert f"Keep {p.decimals + 2} decimal places" in tasks
             assert max((len(m.group(1)) for m in re.finditer(r"\d\.(\d+)", tasks)), default=0) <= p.decimals + 2
 

@@ -263,7 +263,7 @@ def _given(man, code):
     from worked.render import view
 
     v = next(v for v in man["variants"] if v["variant"] == code)
-    return view.problem_page(Problem.from_dict(v["problem"]))["given"]
+    return view.problem_page(Problem.from_dict(v["problem"])).given
 
 
 def _check_equation_images(html, man, code):

@@ -183,7 +183,7 @@ def test_one_prime(solutions):
 def test_quiz_says_scores():
     from worked import stages
 
-    assert all("S = Q" not in s.words and "S divided" not in s.words for s in stages.ALL)
+    assert all("S = Q" not in printers.text(s.words) and "S divided" not in printers.text(s.words) for s in stages.ALL)
     src = (ROOT / "worked/quiz.py").read_text(encoding="utf-8") + "".join(
         p.read_text(encoding="utf-8") for p in (ROOT / "templates").rglob("*.*"))
     assert "S = Q" not in src
@@ -246,11 +246,11 @@ def test_weight_rows_are_numbers_even_with_as_many_tokens_as_rows():
     assert sol.problem.n == sol.problem.d_model
     tokens = set(sol.problem.tokens)
     for kind in ("answer-key", "worksheet"):
-        for s in view.build(sol, kind)["steps"]:
-            if not s["id"].startswith("dW_"):
+        for s in view.build(sol, kind).steps:
+            if not s.id.startswith("dW_"):
                 continue
-            names = [printers.text(c["eq"]) for c in s.get("checks", []) if c.get("eq") is not None]
-            names += [printers.text(ln.eq) for st in sol.steps if st.id == s["id"] for ln in st.lines]
+            names = [printers.text(c["eq"]) for c in s.checks if c.get("eq") is not None]
+            names += [printers.text(ln.eq) for st in sol.steps if st.id == s.id for ln in st.lines]
             assert names
             for t in names:
                 row = t[t.index("[") + 1:t.index(",")]

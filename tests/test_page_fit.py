@@ -106,14 +106,14 @@ def test_training_worksheet_has_every_prompt(name):
     a page (a long task breaks between prompts; none is clipped or set over the footer)."""
     sol = solution(name)
     n = sol.problem.n
-    step = next(s for s in view.build(sol, "worksheet")["steps"] if s["id"] == "dS")
-    asked = [printers.text(c["eq"]) for c in step["checks"] if c.get("eq") is not None]
+    step = next(s for s in view.build(sol, "worksheet").steps if s.id == "dS")
+    asked = [printers.text(c["eq"]) for c in step.checks if c.get("eq") is not None]
     want = {k: sum(a.startswith(k) for a in asked) for k in ("s_", "dS", "Σ")}
     assert want["s_"] == n and want["dS"] >= n * (n + 1) // 2
     if sol.problem.mask == "none":
         assert want == {"s_": n, "dS": n * n, "Σ": n}
     text = pdf_text(pdf(name, "worksheet"))
-    task = text[text.index(f"Task {step['number']} "):text.index(f"Task {step['number'] + 1} ")]
+    task = text[text.index(f"Task {step.number} "):text.index(f"Task {step.number + 1} ")]
     prompts = re.findall(r"Evaluate: (\S+)", task)
     got = {"s_": sum(p.startswith("𝑠") for p in prompts), "dS": sum(p.startswith("dS") for p in prompts),
            "Σ": sum(p.startswith("∑") for p in prompts)}
@@ -127,7 +127,7 @@ def test_training_problem_section_shows_target_and_rate(name, kind):
     """T as a labelled matrix, the learning rate and the loss, in the problem section (page 1)."""
     sol = solution(name)
     doc = view.build(sol, kind)
-    t = doc["training"]
+    t = doc.training
     assert t["target"]["symbol"] == eq.Sym("T")
     assert [[c["text"] for c in row] for row in t["target"]["cells"]] == \
         [[printers.text(eq.num(x)) for x in row] for row in sol.problem.train.target]
@@ -135,7 +135,7 @@ def test_training_problem_section_shows_target_and_rate(name, kind):
     problem = first[first.index("THE PROBLEM"):]
     assert "learning rate" in problem and "lr" in problem
     assert "𝐿 =" in problem and "𝑇 =" in problem          # the loss formula and the labelled target
-    src = Y.render_typ(kind, sol)
+    src = Y.render_typ(view.build(sol, kind))
     assert src.count('#wk-matrix(head: [#eqn("T ') == 1
 
 
@@ -143,7 +143,7 @@ def test_training_problem_section_shows_target_and_rate(name, kind):
 def test_key_glance_lists_the_training_matrices(name):
     from worked import printers
 
-    labels = [printers.text(g["label"]) for g in view.build(solution(name), "answer-key")["glance"]]
+    labels = [printers.text(g["label"]) for g in view.build(solution(name), "answer-key").glance]
     for want in ("L", "dZ", "dV", "dA", "dS", "dQ", "dK", "dW_Q", "dW_K", "dW_V", "W_Q′", "W_K′", "W_V′", "L′"):
         assert want in labels
 
@@ -204,7 +204,7 @@ def test_latex_pages_fit(name, kind, tmp_path):
     from worked.render.pdf import tex_env
     from worked.render.tex import render_tex
 
-    (tmp_path / "s.tex").write_text(render_tex(kind, solution(name)), encoding="ascii")
+    (tmp_path / "s.tex").write_text(render_tex(view.build(solution(name), kind)), encoding="ascii")
     subprocess.run(["pdflatex", "-interaction=batchmode", "-halt-on-error", "s.tex"], cwd=tmp_path,
                    env=tex_env(), capture_output=True, check=True, timeout=300)
     log = (tmp_path / "s.log").read_text(encoding="latin-1")

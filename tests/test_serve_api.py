@@ -531,7 +531,7 @@ def test_fraction_cells_of_the_problem_are_set_as_fractions(c):
     assert x["text"] == "X" and x["rel"] == "="
     p["display"] = "decimal"
     x = c.post("/api/view", json={"problem": p}).json()["view"]["inputs"][0]
-    sheet = view.build(solve(Problem.from_dict(p)), "worksheet")["given"][0]
+    sheet = view.build(solve(Problem.from_dict(p)), "worksheet").given[0]
     assert [[c["text"] for c in row] for row in x["cells"]] == [[c["text"] for c in row] for row in sheet["cells"]]
     assert x["cells"][0][:2] == [{"text": "0.3333"}, {"text": "−0.6667"}]
     assert x["text"] == "X ≈" and x["rel"] == "≈" and "<mo>≈</mo>" in x["mathml"]

@@ -139,7 +139,7 @@ def test_each_task_heading_is_kept_with_its_text_and_first_prompt(name):
     css = html[html.index("<style>"):html.index("</style>")]
     assert re.search(r"\.keep \{[^}]*break-inside: avoid", css)
     steps = list(tree(html).find_all(lambda n: n.tag == "section" and "step" in n.cls))
-    doc_steps = view.build(sol, "worksheet")["steps"]
+    doc_steps = view.build(sol, "worksheet").steps
     assert len(steps) == len(sol.steps) == len(doc_steps)
     for s in steps:
         keep = [c for c in s.children if isinstance(c, Node)][0]
@@ -147,7 +147,7 @@ def test_each_task_heading_is_kept_with_its_text_and_first_prompt(name):
         kinds = [n.tag if n.tag == "h2" else n.cls[0] for n in keep.find_all(
             lambda n: n.tag == "h2" or n.cls[:1] in (["why"], ["check"], ["matrix"]))]
         assert kinds[0] == "h2" and "why" in kinds, kinds
-        assert ("matrix" in kinds) == (doc_steps[steps.index(s)]["grid"] is not None)
+        assert ("matrix" in kinds) == (doc_steps[steps.index(s)].grid is not None)
         checks = list(s.find_all(has_class("check")))
         if checks:
             assert checks[0] in list(keep.find_all(has_class("check")))
@@ -171,16 +171,16 @@ def test_weasyprint_worksheet_prints_each_heading_with_its_first_prompt(name):
             elif ln.startswith("CHECK ONE"):
                 seq.append(("check", None, pno))
     doc = view.build(sol, "worksheet")
-    with_checks = {s["number"] for s in doc["steps"] if any(not c.get("aside") for c in s["checks"])}
-    assert sorted(n for k, n, _ in seq if k == "task") == [s["number"] for s in doc["steps"]]
+    with_checks = {s.number for s in doc.steps if any(not c.get("aside") for c in s.checks)}
+    assert sorted(n for k, n, _ in seq if k == "task") == [s.number for s in doc.steps]
     for i, (kind, num, pno) in enumerate(seq):
         if kind == "task" and num in with_checks:
             nxt = next(x for x in seq[i + 1:] if x[0] == "check")
             assert nxt[2] == pno, f"Task {num} is on page {pno}, its first prompt on page {nxt[2]}"
     lines = [ln.strip() for ln in text.splitlines()]
-    for s in doc["steps"]:
-        first_word = printers.text(s["task_rich"]).split()[0]
-        assert first_word not in lines, f"{first_word!r} alone on a line (task {s['number']})"
+    for s in doc.steps:
+        first_word = printers.text(s.task_rich).split()[0]
+        assert first_word not in lines, f"{first_word!r} alone on a line (task {s.number})"
 
 
 # -- 3, 6, 7. where a displayed formula may break; tall round brackets ------------------------------

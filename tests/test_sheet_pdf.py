@@ -23,7 +23,7 @@ _DECIMAL = re.compile(r"\d+\.\d+")
 def key_decimals(sol) -> set[str]:
     """Every decimal the answer key shows: the rounded values in its worked lines (the trees' Dec nodes)
     and the entries of its matrices and tables, without their signs."""
-    from worked.render.view import build
+    from worked.render.view import Record, build
 
     out: set[str] = set()
 
@@ -33,6 +33,9 @@ def key_decimals(sol) -> set[str]:
         elif isinstance(x, eq.Node):
             for c in x.children():
                 walk(c)
+        elif isinstance(x, Record):
+            for f in x.FIELDS:
+                walk(getattr(x, f))
         elif isinstance(x, dict):
             if isinstance(x.get("text"), str):
                 out.update(_DECIMAL.findall(x["text"]))

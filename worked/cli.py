@@ -5,6 +5,7 @@ import argparse
 import sys
 
 from . import __version__
+from .exporters import PDF_ENGINES, sheet_formats
 
 #: the commands, in the order ``worked --help`` lists them: name → (add_parser's keywords, what adds its options)
 COMMANDS: dict[str, tuple[dict, object]] = {}
@@ -342,15 +343,15 @@ def cmd_serve(args) -> int:
 def _sheet_options(p):
     p.add_argument("problem", nargs="?", help="problem file (.toml or .json); default: the built-in example")
     p.add_argument("-o", "--output", default="output", metavar="DIR", help="output folder (default: output/)")
-    p.add_argument("--format", default="html,tex,pdf", metavar="LIST",
-                   help="comma-separated formats among html, tex, pdf (default: all three)")
+    p.add_argument("--format", default=",".join(sheet_formats()), metavar="LIST",
+                   help=f"comma-separated formats among {', '.join(sheet_formats())} (default: all three)")
     p.add_argument("--checks", choices=("one", "row", "all"), default="one",
                    help="dot-product expansions worked in the key and asked on the worksheet (default: one)")
     p.add_argument("--display", choices=("exact", "decimal"), default=None,
                    help="work the problem with exact forms (√2, e^(√2)) or in decimals (Part 10 style); "
                         "default: the problem's display (decimal when its entries are decimals)")
     p.add_argument("--paper", choices=("a4", "letter"), default="a4", help="paper size (default: a4)")
-    p.add_argument("--pdf-engine", choices=("typst", "weasyprint", "latex"), default="typst",
+    p.add_argument("--pdf-engine", choices=tuple(PDF_ENGINES), default="typst",
                    help="typst (default): tagged PDF/UA with the fonts built into Typst, the same bytes on every "
                         "machine; weasyprint: the HTML sheet printed (for customised HTML templates), in fonts bundled with "
                         "worked (needs Pango: Debian libpangoft2-1.0-0); latex: the .tex compiled by pdflatex")
@@ -397,7 +398,7 @@ def _quiz_options(p):
     p.add_argument("--variant", default=None, metavar="CODE", help="regenerate exactly this variant into DIR/variants/CODE")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--force", action="store_true", help="replace DIR even if `worked quiz` did not write it")
-    p.add_argument("--pdf-engine", choices=("typst", "weasyprint", "latex"), default="typst",
+    p.add_argument("--pdf-engine", choices=tuple(PDF_ENGINES), default="typst",
                    help="typst (default): tagged PDF/UA, fonts built in, same bytes on every machine; weasyprint: the "
                         "HTML sheets printed in bundled fonts (needs Pango); latex: the .tex compiled by pdflatex, one document per run")
     p.set_defaults(func=cmd_quiz)

@@ -44,8 +44,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from . import eq, stages
+from . import exporters as E
 from .ask import AskError, Question, parse
-from . import stages
 from .attention import Float, forward
 from .check import Tolerance
 from .errors import ProblemError, WorkedError
@@ -55,8 +56,8 @@ from .mistakes import MISTAKES
 SPEC_KEYS = ("title", "seed", "count", "paper", "instructions", "family", "questions")
 QUESTION_KEYS = ("ask", "points", "tolerance", "name")
 TOLERANCE_KEYS = ("abs", "rel")
-FORMATS = ("pdf", "html", "tex", "moodle", "qti", "gift", "ipynb")
-DEFAULT_FORMATS = ("pdf", "html", "moodle", "qti", "gift")
+FORMATS = tuple(E.EXPORTERS)                                   # pdf, html, tex, moodle, qti, gift, ipynb
+DEFAULT_FORMATS = tuple(f for f, e in E.EXPORTERS.items() if e.quiz_default)   # pdf, html, moodle, qti, gift
 MAX_VARIANTS = 2000
 # a seed's digits are in the quiz's Moodle category name (varchar(255)), which always keeps them: see
 # worked.lms.quiz_category
@@ -369,8 +370,8 @@ def expected_answers(spec: QuizSpec, problem, solution) -> list[dict]:
     return out
 
 
-def describe(q: dict, problem) -> str:
-    """Plain words for a question: "scores[2,3]: the scores Q·Kᵀ, row 2 (x2), column 3 (x3)"."""
+def describe(q: dict, problem) -> eq.Prose:
+    """Words for a question, its math as trees (the stage's words): "the scores Q·Kᵀ: row 2 (x2), column 3 (x3)"."""
     base = q["matrix"].split(".")[-1]
     words = stages.words(q["matrix"])
     a = parse(q["ask"])
@@ -387,7 +388,17 @@ def describe(q: dict, problem) -> str:
         where = f"column {c}" + (f" ({toks[int(c) - 1]})" if square else "") + ", every row"
     if r and not c:
         where = f"row {r} ({toks[int(r) - 1]}), every column"
-    return f"{words}: {where}"
+    return eq.prose(words, f": {where}")
+
+
+def ask_tree(q: dict):
+    """The entry a question names, as a tree: ``weights[1,*]`` → weights[1, ·], ``head2.Z`` → Z⁽²⁾."""
+    a = parse(q["ask"])
+    pre, _, base = a.matrix.rpartition(".")
+    sym = eq.matrix_sym(base, int(pre[4:]) if pre.startswith("head") else None)
+    if a.row is None and a.col is None and "[" not in q["ask"]:
+        return sym
+    return eq.Entry(sym, a.row or eq.ALL, a.col or eq.ALL)
 
 
 # ---------------------------------------------------------------- building one variant (worker)
@@ -402,7 +413,7 @@ def _student_for(variant: Variant) -> dict:
 
 
 _INTRO = ("Work through the tasks below; these answers are graded. Indices are 1-based: row, then column; "
-          "* means every entry of that row or column.")
+          "· (typed *) means every entry of that row or column.")
 
 
 def _tolerance_text(tol: dict) -> str:
@@ -414,64 +425,17 @@ def _points_text(q: dict) -> str:
     return f"{q['points']:g} pt{'s' if q['points'] != 1 else ''}"
 
 
-def questions_data(spec: QuizSpec, questions: list[dict], problem) -> dict:
-    """The "Graded answers" box as template data (the Typst sheets' ``questions``): plain text, which
-    each template escapes."""
-    return {"intro": spec.instructions or _INTRO,
-            "items": [{"ask": q["ask"], "text": describe(q, problem), "points": _points_text(q),
-                       "tolerance": _tolerance_text(q["tolerance"])} for q in questions]}
+def questions_box(spec: QuizSpec, questions: list[dict], problem):
+    """The "Graded answers" box as page data (:class:`worked.render.view.Questions`), which every sheet
+    template prints: each question's entry and description with their math as trees."""
+    from .render.view import QuestionItem, Questions
 
-
-def _questions_html(spec: QuizSpec, questions: list[dict], problem) -> str:
-    from html import escape
-
-    items = []
-    for q in questions:
-        # Kᵀ as K<sup>T</sup>, as the LaTeX sheets do: the fonts WeasyPrint PDFs are set in have no ᵀ (U+1D40)
-        text = escape(describe(q, problem)).replace("ᵀ", "<sup>T</sup>")
-        items.append(f"<li><b>{escape(q['ask'])}</b> — {text} "
-                     f"<span class=\"qpts\">({_points_text(q)}, {escape(_tolerance_text(q['tolerance']))})</span></li>")
-    intro = escape(spec.instructions) if spec.instructions else _INTRO
-    return ('<section class="quiz-questions" style="border:1.5px solid #333;border-radius:4px;padding:6px 12px;'
-            'margin:8px 0 14px 0;break-inside:avoid"><h2 style="margin:2px 0 4px 0;font-size:1.05em">Graded answers</h2>'
-            f'<p style="margin:2px 0 4px 0">{intro}</p><ol style="margin:2px 0">{"".join(items)}</ol></section>')
-
-
-def _inject(html: str, block: str) -> str:
-    k = html.find("</header>", max(0, html.find("<body")))   # after the head's 180 kB of inline fonts
-    if k < 0:
-        k = html.find("<body")
-        k = html.find(">", k)
-        return html[:k + 1] + block + html[k + 1:]
-    k += len("</header>")
-    return html[:k] + block + html[k:]
-
-
-def _questions_tex(spec: QuizSpec, questions: list[dict], problem) -> str:
-    """The "Graded answers" box of the LaTeX sheets: the same words as the HTML one."""
-    from .render.texesc import tex_escape
-
-    items = "".join(f"\\item \\texttt{{{tex_escape(q['ask'])}}} --- {tex_escape(describe(q, problem))} "
-                    f"({tex_escape(_points_text(q))}, {tex_escape(_tolerance_text(q['tolerance']))})\n"
-                    for q in questions)
-    intro = tex_escape(spec.instructions or _INTRO)
-    return ("\\noindent\\fbox{\\parbox{\\dimexpr\\linewidth-2\\fboxsep-2\\fboxrule}{\\textbf{Graded answers}\\par\n"
-            f"{intro}\n\\begin{{enumerate}}\n{items}\\end{{enumerate}}}}}}\\par\\medskip\n")
+    return Questions(title="Graded answers", intro=spec.instructions or _INTRO, items=[
+        QuestionItem(ask=q["ask"], ask_eq=ask_tree(q), text=describe(q, problem), points=_points_text(q),
+                     tolerance=_tolerance_text(q["tolerance"])) for q in questions])
 
 
 DOCS = ("worksheet", "answer-key")
-
-
-def _tex_with_questions(tex: str, block: str) -> str:
-    """The LaTeX sheet with the "Graded answers" box after the header line with the student's name."""
-    k = tex.find("\\begin{document}")
-    if k < 0:
-        return tex
-    anchor = tex.find("Variant: \\textbf", k)
-    if anchor < 0:
-        anchor = k
-    k2 = tex.find("\n", anchor)
-    return tex[:k2 + 1] + "\\medskip\n" + block + tex[k2 + 1:]
 
 
 def build_variant(spec: QuizSpec, variant: Variant, formats: tuple[str, ...]) -> dict:
@@ -500,35 +464,17 @@ def build_variant(spec: QuizSpec, variant: Variant, formats: tuple[str, ...]) ->
             notebook.build(sol, answers_hidden=True, student=_student_for(variant), graded=graded)).encode()
         files[f"{folder}/exercise-key.ipynb"] = notebook.dumps(
             notebook.build(sol, answers_hidden=True, student=_student_for(variant))).encode()
-    if not {"html", "pdf", "tex"} & set(formats):
+    sheet = [f for f in E.sheet_formats() if f in formats]
+    if not sheet:
         return {"entry": entry, "files": files}
-    from . import render
-    from .render.sheet import document_pdf
+    from .render.view import build
 
     student = _student_for(variant)
-    paper, engine = spec.paper, spec.pdf_engine
-    pdf = "pdf" in formats
-    if "html" in formats or (pdf and engine == "weasyprint"):
-        block = _questions_html(spec, questions, problem)
-        for doc, fn in (("worksheet", render.worksheet_html), ("answer-key", render.answer_key_html)):
-            if "html" in formats:
-                files[f"{folder}/{doc}.html"] = _inject(fn(sol, student=student, paper=paper), block).encode()
-            if pdf and engine == "weasyprint":
-                html = _inject(fn(sol, student=student, for_pdf=True, paper=paper), block)
-                files[f"{folder}/{doc}.pdf"] = render.html_to_pdf(html, paper=paper)
-    if "tex" in formats or (pdf and engine == "latex"):
-        block = _questions_tex(spec, questions, problem)
-        for doc, fn in (("worksheet", render.worksheet_tex), ("answer-key", render.answer_key_tex)):
-            tex = _tex_with_questions(fn(sol, student=student, paper=paper), block)
-            if "tex" in formats:
-                files[f"{folder}/{doc}.tex"] = tex.encode()
-            if pdf and engine == "latex":
-                files[f"{folder}/{doc}.pdf"] = render.tex_to_pdf(tex)
-    if pdf and engine == "typst":
-        extra = {"questions": questions_data(spec, questions, problem)}
-        for doc in DOCS:
-            files[f"{folder}/{doc}.pdf"] = document_pdf(doc, sol, student=student, paper=paper, pdf_engine="typst",
-                                                        extra=extra)
+    box = questions_box(spec, questions, problem)
+    for doc in DOCS:
+        page = build(sol, doc, student, questions=box)
+        for ext, data in E.render_sheet(page, sheet, paper=spec.paper, pdf_engine=spec.pdf_engine).items():
+            files[f"{folder}/{doc}{ext}"] = data
     return {"entry": entry, "files": files}
 
 
@@ -633,8 +579,7 @@ def parse_formats(text: str | None) -> tuple[str, ...]:
     out = []
     for f in text.split(","):
         f = f.strip().lower()
-        if f == "canvas":
-            f = "qti"
+        f = E.ALIASES.get(f, f)
         if f not in FORMATS:
             raise WorkedError(f"--format: unknown format {f!r} (expected some of: {', '.join(FORMATS)})")
         if f not in out:
@@ -671,23 +616,9 @@ def _warm_up(formats: tuple[str, ...], engine: str) -> None:
 
     printers.load_all()
 
-    if "html" in formats or ("pdf" in formats and engine == "weasyprint"):
-        for name in ("worksheet.html", "answer-key.html"):
-            env("html").get_template(name)
-    if "tex" in formats or ("pdf" in formats and engine == "latex"):
-        for name in ("worksheet.tex", "answer-key.tex"):
-            env("tex").get_template(name)
-    if "ipynb" in formats:
-        import nbformat  # noqa: F401  (and its schema validator, once)
-    if "pdf" in formats and engine == "typst":
-        import typst  # noqa: F401
-
-        for name in ("worksheet.typ", "answer-key.typ"):
-            env("typ").get_template(name)
-    if "pdf" in formats and engine == "weasyprint":
-        from .render.pdf import load_weasyprint
-
-        load_weasyprint()
+    for kind in E.warm(formats, engine):
+        for doc in DOCS:
+            env(kind).get_template(f"{doc}.{kind}")
 
 
 def _pool():
@@ -813,18 +744,9 @@ def assemble(spec: QuizSpec, results: list[dict], formats: tuple[str, ...], *, s
     files["manifest.json"] = manifest_json(manifest, [r["files"][f"variants/{e['variant']}/variant.json"]
                                                       for r, e in zip(results, entries)])
     files["manifest.csv"] = manifest_csv(entries).encode()
-    if "moodle" in formats:
-        from .lms import moodle
-
-        files["moodle.xml"] = moodle.export(manifest).encode()
-    if "qti" in formats:
-        from .lms import qti
-
-        files["canvas-qti.zip"] = qti.export(manifest)
-    if "gift" in formats:
-        from .lms import gift
-
-        files["quiz.gift.txt"] = gift.export(manifest).encode()
+    for e in E.of_scope("batch"):     # the LMS exports: Moodle XML, Canvas QTI, GIFT
+        if e.name in formats:
+            files[e.file] = e.write(manifest)
     return files
 
 
@@ -858,10 +780,8 @@ def run(spec_path, *, count=None, roster=None, seed=None, outdir=None, formats=N
     spec = load_spec(spec_path)
     from dataclasses import replace
 
-    from .render.sheet import PDF_ENGINES
-
-    if pdf_engine not in PDF_ENGINES:
-        raise WorkedError(f"--pdf-engine: expected typst, weasyprint or latex, got {pdf_engine!r}")
+    if pdf_engine not in E.PDF_ENGINES:
+        raise WorkedError(f"--pdf-engine: expected {E.words(E.PDF_ENGINES)}, got {pdf_engine!r}")
     if pdf_engine == "latex":
         from .render.pdf import pdflatex_path
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any, Callable, NamedTuple
 
+from . import eq
+
 
 class Dims(NamedTuple):
     """The sizes the shapes depend on: tokens, d_model, d_k, d_v, heads, the output's columns, [train]."""
@@ -49,7 +51,7 @@ class Stage(NamedTuple):
     inputs: tuple           # the stages (or the problem's inputs X, W_Q, …) it is computed from
     rows: str               # the size of its rows and columns (a key of _SIZE)
     cols: str
-    words: str              # what it is, in words (the quiz names a question's matrix with them)
+    words: eq.Prose         # what it is, in words, its math as trees (the quiz names a question's matrix with them)
     scope: str = "head"     # "head": one per head; "layer": once (after the heads, or without heads)
     several: bool = True    # with scope "layer": whether it exists with one head too
     forward: Callable | None = None     # forward(head, *inputs) → its matrix (see HeadRun)
@@ -136,15 +138,23 @@ def _blend(r: HeadRun, A, V):
     return [[r.b.mix(mix[i], A[i], [V[j][c] for j in range(n)]) for c in range(len(V[0]))] for i in range(n)]
 
 
+_S = eq.matrix_sym     # a matrix's symbol as the steps write it (scores upright)
+_words = eq.prose
+
+
+def _is(lhs, rhs):
+    return eq.Rel((lhs, rhs), (eq.EQ,))
+
+
 FORWARD = (
-    Stage("Q", ("X", "W_Q"), "n", "d_k", "the queries Q = X·W_Q", forward=_project),
-    Stage("K", ("X", "W_K"), "n", "d_k", "the keys K = X·W_K", forward=_project),
-    Stage("V", ("X", "W_V"), "n", "d_v", "the values V = X·W_V", forward=_project),
-    Stage("scores", ("Q", "K"), "n", "n", "the scores Q·Kᵀ", forward=_scores),
-    Stage("scaled", ("scores",), "n", "n", "the scaled scores (the scores divided by the scale)", forward=_scaled),
-    Stage("weights", ("scaled",), "n", "n", "the attention weights A (softmax of each row of the scaled scores)",
+    Stage("Q", ("X", "W_Q"), "n", "d_k", _words("the queries ", _is(_S("Q"), eq.Mul((_S("X"), _S("W_Q"))))), forward=_project),
+    Stage("K", ("X", "W_K"), "n", "d_k", _words("the keys ", _is(_S("K"), eq.Mul((_S("X"), _S("W_K"))))), forward=_project),
+    Stage("V", ("X", "W_V"), "n", "d_v", _words("the values ", _is(_S("V"), eq.Mul((_S("X"), _S("W_V"))))), forward=_project),
+    Stage("scores", ("Q", "K"), "n", "n", _words("the scores ", eq.Mul((_S("Q"), eq.Pow(_S("K"), eq.Sym("T"))))), forward=_scores),
+    Stage("scaled", ("scores",), "n", "n", _words("the scaled scores (the scores divided by the scale)"), forward=_scaled),
+    Stage("weights", ("scaled",), "n", "n", _words("the attention weights ", _S("A"), " (softmax of each row of the scaled scores)"),
           forward=_weights),
-    Stage("Z", ("weights", "V"), "n", "d_v", "the output Z", forward=_blend),
+    Stage("Z", ("weights", "V"), "n", "d_v", _words("the output ", _S("Z")), forward=_blend),
 )
 class AsIs(list):
     """A stage's matrix that is other matrices' entries as they were shown (the heads side by side), so the
@@ -182,9 +192,9 @@ def _output(r: LayerRun, concat, W_O):
 
 
 COMBINE = (             # several heads: side by side, then W_O
-    Stage("concat", (), "n", "heads·d_v", "the concatenated head outputs", scope="layer", several=False,
+    Stage("concat", (), "n", "heads·d_v", _words("the concatenated head outputs"), scope="layer", several=False,
           forward=_concat),
-    Stage("Z", ("concat", "W_O"), "n", "d_out", "the output Z", scope="layer", several=False, forward=_output),
+    Stage("Z", ("concat", "W_O"), "n", "d_out", _words("the output ", _S("Z")), scope="layer", several=False, forward=_output),
 )
 class BackRun:
     """What a training step's stages share: the backend *b*, the problem, the transform *t* (its backward
@@ -271,25 +281,25 @@ def _update(w: str):
 
 
 TRAIN = (               # one training step (a [train] problem): the backward pass, in the order of the steps
-    Stage("loss", ("dZ",), "1", "1", "the loss L", scope="layer", forward=_loss),
-    Stage("dZ", ("Z", "T"), "n", "d_out", "the gradient of the output dZ", scope="layer", forward=_d_out),
-    Stage("dconcat", ("dZ", "W_O"), "n", "heads·d_v", "the gradient of the concatenated heads", scope="layer",
+    Stage("loss", ("dZ",), "1", "1", _words("the loss ", _S("L")), scope="layer", forward=_loss),
+    Stage("dZ", ("Z", "T"), "n", "d_out", _words("the gradient of the output ", _S("dZ")), scope="layer", forward=_d_out),
+    Stage("dconcat", ("dZ", "W_O"), "n", "heads·d_v", _words("the gradient of the concatenated heads"), scope="layer",
           several=False, forward=_d_concat),
-    Stage("dV", ("weights", "dZ"), "n", "d_v", "the gradient dV", forward=_d_values),
-    Stage("dA", ("dZ", "V"), "n", "n", "the gradient dA of the weights", forward=_d_weights),
-    Stage("dS", ("weights", "dA"), "n", "n", "the softmax backward dS", forward=_d_softmax),
-    Stage("dscores", ("dS",), "n", "n", "the gradient of the scores", forward=_d_scores),
-    Stage("dQ", ("dscores", "K"), "n", "d_k", "the gradient dQ", forward=_d_queries),
-    Stage("dK", ("dscores", "Q"), "n", "d_k", "the gradient dK", forward=_d_keys),
-    Stage("dW_Q", ("X", "dQ"), "d_model", "d_k", "the gradient dW_Q", forward=_d_weight),
-    Stage("dW_K", ("X", "dK"), "d_model", "d_k", "the gradient dW_K", forward=_d_weight),
-    Stage("dW_V", ("X", "dV"), "d_model", "d_v", "the gradient dW_V", forward=_d_weight),
+    Stage("dV", ("weights", "dZ"), "n", "d_v", _words("the gradient ", _S("dV")), forward=_d_values),
+    Stage("dA", ("dZ", "V"), "n", "n", _words("the gradient ", _S("dA"), " of the weights"), forward=_d_weights),
+    Stage("dS", ("weights", "dA"), "n", "n", _words("the softmax backward ", _S("dS")), forward=_d_softmax),
+    Stage("dscores", ("dS",), "n", "n", _words("the gradient of the scores"), forward=_d_scores),
+    Stage("dQ", ("dscores", "K"), "n", "d_k", _words("the gradient ", _S("dQ")), forward=_d_queries),
+    Stage("dK", ("dscores", "Q"), "n", "d_k", _words("the gradient ", _S("dK")), forward=_d_keys),
+    Stage("dW_Q", ("X", "dQ"), "d_model", "d_k", _words("the gradient ", _S("dW_Q")), forward=_d_weight),
+    Stage("dW_K", ("X", "dK"), "d_model", "d_k", _words("the gradient ", _S("dW_K")), forward=_d_weight),
+    Stage("dW_V", ("X", "dV"), "d_model", "d_v", _words("the gradient ", _S("dW_V")), forward=_d_weight),
 )
 UPDATE = (              # after every head's gradients: each head's weights updated, then the loss again
-    Stage("W_Q_new", ("W_Q", "dW_Q"), "d_model", "d_k", "the updated W_Q", forward=_update("W_Q")),
-    Stage("W_K_new", ("W_K", "dW_K"), "d_model", "d_k", "the updated W_K", forward=_update("W_K")),
-    Stage("W_V_new", ("W_V", "dW_V"), "d_model", "d_v", "the updated W_V", forward=_update("W_V")),
-    Stage("loss_after", ("Z_after", "T"), "1", "1", "the loss after the update L′", scope="layer",
+    Stage("W_Q_new", ("W_Q", "dW_Q"), "d_model", "d_k", _words("the updated ", _S("W_Q")), forward=_update("W_Q")),
+    Stage("W_K_new", ("W_K", "dW_K"), "d_model", "d_k", _words("the updated ", _S("W_K")), forward=_update("W_K")),
+    Stage("W_V_new", ("W_V", "dW_V"), "d_model", "d_v", _words("the updated ", _S("W_V")), forward=_update("W_V")),
+    Stage("loss_after", ("Z_after", "T"), "1", "1", _words("the loss after the update ", eq.Sym("L", prime=True)), scope="layer",
           forward=lambda r, Z, T: _loss(r, _d_out(r, Z, T))),      # Z_after: a fresh pass with the new weights
 )
 
@@ -346,9 +356,8 @@ def upstream(sid: str) -> list[str]:
     return out
 
 
-def words(key: str) -> str:
-    """What the matrix of *key* is, in words ("the scores Q·Kᵀ"; a head's: "… of head 2")."""
+def words(key: str) -> eq.Prose:
+    """What the matrix of *key* is, in words with its math as trees (the scores Q·Kᵀ; a head's: … of head 2)."""
     pre, _, base = key.rpartition(".")
     stage = next((s for s in ALL if s.id == base), None)
-    text = stage.words if stage is not None else base
-    return text + (f" of {pre.replace('head', 'head ')}" if pre else "")
+    return eq.prose(stage.words if stage is not None else base, f" of {pre.replace('head', 'head ')}" if pre else "")

@@ -215,12 +215,12 @@ def stem_html(v: dict, math) -> str:
     """
     problem = Problem.from_dict(v["problem"], source=f"variant {v['variant']}")
     page = view.problem_page(problem)
-    toks = ", ".join(literal(t) for t in page["tokens"])
-    mats = " ".join(math(m) for m in page["given"])
+    toks = ", ".join(literal(t) for t in page.tokens)
+    mats = " ".join(math(m) for m in page.given)
     return (f"<p><b>{escape(variant_label(v))}</b></p>"
             f"<p>Self-attention on the tokens {toks} (one row of X each). Scaling: {escape(view.scale_text(problem))}; "
             f"mask: {escape(view.mask_text(problem))}. Indices are 1-based (row, column). "
-            f"Give decimals to {page['places']} places.</p>"
+            f"Give decimals to {page.places} places.</p>"
             f"<p>{mats}</p>")
 
 

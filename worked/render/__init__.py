@@ -47,10 +47,12 @@ __all__ = [
     "DOCUMENTS", "FORMATS", "PAPERS", "PDF_ENGINES",
 ]
 
+from .. import exporters as _exporters
+
 DOCUMENTS = ("worksheet", "answer-key")
-FORMATS = ("html", "tex", "pdf")
+FORMATS = _exporters.sheet_formats()          # html, tex, pdf (the sheet formats of worked.exporters)
 PAPERS = ("a4", "letter")
-PDF_ENGINES = ("typst", "weasyprint", "latex")
+PDF_ENGINES = tuple(_exporters.PDF_ENGINES)   # typst, weasyprint, latex
 
 
 def answer_key_html(solution, *, student: dict | None = None, for_pdf: bool = False,
@@ -62,50 +64,54 @@ def answer_key_html(solution, *, student: dict | None = None, for_pdf: bool = Fa
     (WeasyPrint cannot draw MathML); feed that string to :func:`html_to_pdf`.
     """
     from .html import render_html
+    from .view import build
 
-    return render_html("answer-key", solution, student=student, for_pdf=for_pdf,
-                       template_dir=template_dir, paper=paper)
+    return render_html(build(solution, "answer-key", student), for_pdf=for_pdf, template_dir=template_dir, paper=paper)
 
 
 def worksheet_html(solution, *, student: dict | None = None, for_pdf: bool = False,
                    template_dir: str | Path | None = None, paper: str = "a4") -> str:
     """The student worksheet as one self-contained HTML page (see :func:`answer_key_html`)."""
     from .html import render_html
+    from .view import build
 
-    return render_html("worksheet", solution, student=student, for_pdf=for_pdf,
-                       template_dir=template_dir, paper=paper)
+    return render_html(build(solution, "worksheet", student), for_pdf=for_pdf, template_dir=template_dir, paper=paper)
 
 
 def answer_key_tex(solution, *, student: dict | None = None, paper: str = "a4",
                    template_dir: str | Path | None = None) -> str:
     """The answer key as a LaTeX document (amsmath; compiles with pdflatex). ASCII only."""
     from .tex import render_tex
+    from .view import build
 
-    return render_tex("answer-key", solution, student=student, paper=paper, template_dir=template_dir)
+    return render_tex(build(solution, "answer-key", student), paper=paper, template_dir=template_dir)
 
 
 def worksheet_tex(solution, *, student: dict | None = None, paper: str = "a4",
                   template_dir: str | Path | None = None) -> str:
     """The student worksheet as a LaTeX document (amsmath; compiles with pdflatex). ASCII only."""
     from .tex import render_tex
+    from .view import build
 
-    return render_tex("worksheet", solution, student=student, paper=paper, template_dir=template_dir)
+    return render_tex(build(solution, "worksheet", student), paper=paper, template_dir=template_dir)
 
 
 def answer_key_typst(solution, *, student: dict | None = None, paper: str = "a4",
                      template_dir: str | Path | None = None) -> str:
     """The answer key as Typst source (what the default PDF engine compiles)."""
     from .typst import render_typ
+    from .view import build
 
-    return render_typ("answer-key", solution, student=student, paper=paper, template_dir=template_dir)
+    return render_typ(build(solution, "answer-key", student), paper=paper, template_dir=template_dir)
 
 
 def worksheet_typst(solution, *, student: dict | None = None, paper: str = "a4",
                     template_dir: str | Path | None = None) -> str:
     """The student worksheet as Typst source."""
     from .typst import render_typ
+    from .view import build
 
-    return render_typ("worksheet", solution, student=student, paper=paper, template_dir=template_dir)
+    return render_typ(build(solution, "worksheet", student), paper=paper, template_dir=template_dir)
 
 
 def html_to_pdf(html: str, *, paper: str = "a4") -> bytes:

@@ -13,7 +13,6 @@ from markupsafe import Markup, escape
 
 from .. import eq, printers
 from .env import render
-from .view import build
 from .view import chain as view_chain
 
 
@@ -74,12 +73,12 @@ def _font_url():
     return Markup(url) if str(escape(url)) == url else url
 
 
-def render_html(kind: str, sol, *, student=None, for_pdf: bool = False, template_dir=None, paper: str = "a4") -> str:
+def render_html(page, *, for_pdf: bool = False, template_dir=None, paper: str = "a4") -> str:
+    """The page (a :class:`worked.render.view.Page`) through ``<kind>.html``."""
     from .fonts import FAMILY
 
-    doc = build(sol, kind, student)
-    name = f"{kind}.html"
+    name = f"{page.kind}.html"
     math = _math(for_pdf)
-    ctx = dict(doc=doc, for_pdf=for_pdf, paper=paper, math=math, chain=_chain(math), rich=_rich(for_pdf),
+    ctx = dict(doc=page, for_pdf=for_pdf, paper=paper, math=math, chain=_chain(math), rich=_rich(for_pdf),
                math_font_family=FAMILY, math_font_url=(None if for_pdf else _font_url()))
     return render("html", name, template_dir, **ctx)

@@ -11,7 +11,6 @@ import re
 from .. import eq, printers
 from .env import render
 from .texesc import TexRaw, tex_escape
-from .view import build
 from .view import chain as view_chain
 
 _ASCII = re.compile(r"[\x20-\x7e\n]*")
@@ -109,9 +108,9 @@ def gray(g: int) -> str:
     return f"{g / 255:.3f}"
 
 
-def render_tex(kind: str, sol, *, student=None, paper: str = "a4", template_dir=None) -> str:
-    doc = build(sol, kind, student)
-    out = render("tex", f"{kind}.tex", template_dir, doc=doc, paper=paper, m=math, chain=chain, rich=rich_tex,
+def render_tex(page, *, paper: str = "a4", template_dir=None) -> str:
+    """The page (a :class:`worked.render.view.Page`) through ``<kind>.tex``."""
+    out = render("tex", f"{page.kind}.tex", template_dir, doc=page, paper=paper, m=math, chain=chain, rich=rich_tex,
                  matrix=matrix, gray=gray, esc=tex_escape, raw=TexRaw)
     bad = next((c for c in out if ord(c) > 126 or (ord(c) < 32 and c not in "\n\t")), None)
     if bad is not None:  # only a template could do this: escaping makes data ASCII

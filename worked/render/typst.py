@@ -20,7 +20,7 @@ import string
 from .. import eq, printers
 from ..errors import WorkedError
 from .env import render
-from .view import TEXT_WIDTH_EM, build, chain, matrix_width_em
+from .view import TEXT_WIDTH_EM, chain, matrix_width_em
 
 PDF_STANDARDS = ["ua-1"]   # tagged PDF/UA-1: needs a title, a language and alt text on every formula
 TIMESTAMP = 0              # 1970-01-01T00:00:00Z in the PDF's dates and XMP metadata
@@ -143,15 +143,10 @@ def glance(g: dict) -> Typ:
                f"cols: {_array(lit(c) for c in g['cols'])}, cells: {cells})")
 
 
-def render_typ(kind: str, sol, *, student=None, paper: str = "a4", template_dir=None, extra=None) -> str:
-    """The Typst source of *kind* ("worksheet" or "answer-key").
-
-    *extra* is more template data: ``questions`` (the quiz's graded questions: ``intro`` and
-    ``items`` of ``ask``, ``text``, ``points``), printed after the header.
-    """
-    doc = build(sol, kind, student)
-    return render("typ", f"{kind}.typ", template_dir, doc=doc, paper=paper, m=math, rich=rich, row=row, piece=piece,
-                  matrix=matrix, heatmap=heatmap, glance=glance, esc=esc, lit=lit, raw=Typ, **(extra or {}))
+def render_typ(page, *, paper: str = "a4", template_dir=None) -> str:
+    """The Typst source of the page (a :class:`worked.render.view.Page`), through ``<kind>.typ``."""
+    return render("typ", f"{page.kind}.typ", template_dir, doc=page, paper=paper, m=math, rich=rich, row=row,
+                  piece=piece, matrix=matrix, heatmap=heatmap, glance=glance, esc=esc, lit=lit, raw=Typ)
 
 
 @functools.lru_cache(maxsize=1)
@@ -184,6 +179,5 @@ def typ_to_pdf(source: str, name: str = "document.typ", *, root=None, standards:
         raise WorkedError(f"{name}: Typst error{at}: {getattr(exc, 'message', None) or exc}") from None
 
 
-def render_pdf(kind: str, sol, *, student=None, paper: str = "a4", template_dir=None, extra=None) -> bytes:
-    return typ_to_pdf(render_typ(kind, sol, student=student, paper=paper, template_dir=template_dir, extra=extra),
-                      f"{kind}.typ")
+def render_pdf(page, *, paper: str = "a4", template_dir=None) -> bytes:
+    return typ_to_pdf(render_typ(page, paper=paper, template_dir=template_dir), f"{page.kind}.typ")

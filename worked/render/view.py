@@ -1,6 +1,9 @@
 """The format-free page model: what is on a worksheet and an answer key, built from a Solution.
 
-Templates (HTML and LaTeX) read these plain dicts and lists. Every formula is a tree
+A page is a :class:`Page` (its problem part a :class:`ProblemPage`, its steps :class:`Step`, the quiz's
+graded-answers box :class:`Questions`): records with fixed fields, built once by the caller
+(:func:`build`) and handed to every renderer (HTML, LaTeX, Typst); nothing is kept on the solution.
+Templates read their fields; the matrices and cells inside them are plain dicts. Every formula is a tree
 (:mod:`worked.eq`) that the writer's ``math()`` prints for its format; every piece of prose with math
 in it (``*_rich``) is a :class:`worked.eq.Prose`, text and trees, that the writer's ``rich()`` prints
 with its format's printer (the text is escaped, the math set as math). Cells of tables carry a Unicode ``text``, an ASCII ``tex``
@@ -17,6 +20,108 @@ from ..problem import Precision
 
 SHORT_LINE = 52          # LaTeX characters: shorter lines without fractions are set side by side
 EXACT_CELL_LIMIT = 28    # exact matrix entries longer than this (as text) are not shown as an exact matrix
+
+
+class Record:
+    """A record of the page model: the fields its class annotates (slots), given by keyword, read as
+    attributes (templates too). Plain classes, not dataclasses: :mod:`worked.writers.text` imports this
+    module on every ``worked solve`` (see :mod:`worked.model`)."""
+    __slots__ = ()
+    FIELDS: tuple[str, ...] = ()
+
+    def __init_subclass__(cls, **kw):
+        super().__init_subclass__(**kw)
+        cls.FIELDS = tuple(f for k in reversed(cls.__mro__) for f in k.__dict__.get("__slots__", ()))
+
+    def __init__(self, **fields):
+        missing = [f for f in self.FIELDS if f not in fields]
+        extra = [f for f in fields if f not in self.FIELDS]
+        if missing or extra:
+            raise TypeError(f"{type(self).__name__}: missing {missing}, unknown {extra}")
+        for f in self.FIELDS:
+            setattr(self, f, fields[f])
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(" + ", ".join(f"{f}={getattr(self, f)!r}" for f in self.FIELDS) + ")"
+
+
+class QuestionItem(Record):
+    """One graded question of a quiz sheet: what is asked as typed (``weights[1,*]``), the entry it names
+    as a tree (``ask_eq``: weights[1, ·]), its description as prose (``text``, its math as trees:
+    ``the scores Q·Kᵀ: row 2 (x2), column 3 (x3)``), its points and tolerance in words."""
+    ask: str
+    ask_eq: Any
+    text: eq.Prose
+    points: str
+    tolerance: str
+    __slots__ = ("ask", "ask_eq", "text", "points", "tolerance")
+
+
+class Questions(Record):
+    """The quiz's "Graded answers" box: a heading, a sentence (``intro``, text) and the questions."""
+    title: str
+    intro: str
+    items: list
+    __slots__ = ("title", "intro", "items")
+
+
+class ProblemPage(Record):
+    """The problem part of a page (no solution needed): see :func:`problem_page`."""
+    training: dict | None
+    title: str
+    tokens: list
+    facts: list
+    facts_rich: list
+    given: list
+    legend: list
+    needs_legend: bool
+    grids: list
+    places: int
+    n: int
+    multihead: bool
+    causal: bool
+    big: bool
+    __slots__ = ("training", "title", "tokens", "facts", "facts_rich", "given", "legend", "needs_legend", "grids",
+                 "places", "n", "multihead", "causal", "big")
+
+
+class Step(Record):
+    """One step of the worked solution as the page shows it (the key's lines, the worksheet's task)."""
+    number: int
+    id: str
+    head: int | None
+    title: str
+    title_rich: eq.Prose
+    why: str
+    notes: list
+    result: str | None
+    why_rich: eq.Prose
+    notes_rich: list
+    shape: Any
+    blocks: list
+    mats: list
+    grid: dict | None
+    side: bool
+    task_rich: eq.Prose
+    checks: list
+    checks_word: str
+    __slots__ = ("number", "id", "head", "title", "title_rich", "why", "notes", "result", "why_rich", "notes_rich",
+                 "shape", "blocks", "mats", "grid", "side", "task_rich", "checks", "checks_word")
+
+
+class Page(ProblemPage):
+    """A worksheet or an answer key: the problem part, then the steps, heatmaps, answers at a glance and the
+    final output; ``student`` (name, id, variant) or None; ``questions`` (the quiz's box) or None."""
+    kind: str
+    is_key: bool
+    student: dict | None
+    doc_label: str
+    steps: list
+    heatmaps: list
+    glance: list
+    final: dict
+    questions: Questions | None
+    __slots__ = ("kind", "is_key", "student", "doc_label", "steps", "heatmaps", "glance", "final", "questions")
 
 
 def _cell(node, math: bool = False, masked: bool = False) -> dict:
@@ -425,10 +530,14 @@ def training(p) -> dict | None:
             "text": "one step of gradient descent on the loss, from the output Z towards the target T"}
 
 
-def problem_page(p, display: str | None = None) -> dict[str, Any]:
+def problem_page(p, display: str | None = None) -> ProblemPage:
     """The problem part of the page model (no solution needed): title, facts, the given matrices, the
     token legend and the empty answer grids. *display* "decimal" shows given entries with more than
     ``decimals + 2`` places rounded (default: the problem's own display)."""
+    return ProblemPage(**_problem_fields(p, display))
+
+
+def _problem_fields(p, display: str | None) -> dict[str, Any]:
     from ..solver import tok_label
 
     places = p.decimals
@@ -443,32 +552,23 @@ def problem_page(p, display: str | None = None) -> dict[str, Any]:
         ("Scaling", eq.prose(scale_prose(p), f"; mask: {mask_text(p)}; answers to {places} decimal places")),
     ]
     facts = [(a, printers.text(b)) for a, b in facts_rich]
-    return {
-        "training": training(p),
-        "title": p.title or "Self-attention", "tokens": toks,
-        "facts": facts, "facts_rich": facts_rich,
-        "given": given(p, p.precision.carried if display == "decimal" else None),
-        "legend": [{"index": i + 1, "token": t} for i, t in enumerate(toks)],
-        "needs_legend": any(lab != t for lab, t in zip(tl, toks)),
-        "grids": answer_grids(p),
-        "places": places, "n": p.n, "multihead": p.multihead, "causal": p.mask == "causal",
-        "big": p.n > 5 or p.d_model > 6,
-    }
+    return dict(
+        training=training(p),
+        title=p.title or "Self-attention", tokens=toks,
+        facts=facts, facts_rich=facts_rich,
+        given=given(p, p.precision.carried if display == "decimal" else None),
+        legend=[{"index": i + 1, "token": t} for i, t in enumerate(toks)],
+        needs_legend=any(lab != t for lab, t in zip(tl, toks)),
+        grids=answer_grids(p),
+        places=places, n=p.n, multihead=p.multihead, causal=p.mask == "causal",
+        big=p.n > 5 or p.d_model > 6,
+    )
 
 
-def build(sol, kind: str, student: dict | None = None) -> dict[str, Any]:
-    """The page model for *kind* ("worksheet" or "answer-key"). Built once per solution, kind and student and
-    kept with the solution (a sheet renders the same page as HTML, LaTeX and Typst; the renderers only read it)."""
-    stu = {k: str(student.get(k, "")) for k in ("name", "id", "variant") if student.get(k) not in (None, "")} \
-        if student else {}
-    key = (kind, tuple(sorted(stu.items())))
-    memo = sol.__dict__.setdefault("_page_models", {})
-    if key not in memo:
-        memo[key] = _build(sol, kind, student)
-    return memo[key]
-
-
-def _build(sol, kind: str, student: dict | None) -> dict[str, Any]:
+def build(sol, kind: str, student: dict | None = None, questions: Questions | None = None) -> Page:
+    """The page model for *kind* ("worksheet" or "answer-key"), for the *student* (a dict with any of
+    name, id, variant) and with the quiz's graded-answers box *questions*. The caller builds it once and
+    hands it to each renderer (a sheet renders the same page as HTML, LaTeX and Typst)."""
     from ..solver import tok_label
 
     p = sol.problem
@@ -476,7 +576,7 @@ def _build(sol, kind: str, student: dict | None) -> dict[str, Any]:
     toks = list(p.tokens)
     mats = sol.matrices()
     tl = [tok_label(t, i) for i, t in enumerate(toks)]
-    page = problem_page(p, sol.display)
+    page = _problem_fields(p, sol.display)
 
     # -- the steps
     steps = []
@@ -498,16 +598,16 @@ def _build(sol, kind: str, student: dict | None) -> dict[str, Any]:
             grid = matrix(res.sym, [""] * r if res.is_scalar else res.rows, [""] * c if res.is_scalar else res.cols,
                           blank, name=res.name)
             grid["blank"] = True
-        steps.append({
-            "number": k, "id": st.id, "head": st.head, "title": st.title, "title_rich": st.title_prose,
-            "why": st.why, "notes": list(st.notes), "result": st.result,
-            "why_rich": st.why_prose, "notes_rich": list(st.notes_prose),
-            "shape": st.shape_eq, "blocks": _blocks(st), "mats": views, "grid": grid,
-            "side": _fits_side(st, views),
-            "task_rich": _task_text(st, p, st.precision or p.precision.carried, places),
-            "checks": [dict(c, text=printers.text(c["rich"])) for c in _check_prompts(st, tl, toks, sol.checks)],
-            "checks_word": {"one": "Check one", "row": "Check a row", "all": "Check every entry"}[sol.checks],
-        })
+        steps.append(Step(
+            number=k, id=st.id, head=st.head, title=st.title, title_rich=st.title_prose,
+            why=st.why, notes=list(st.notes), result=st.result,
+            why_rich=st.why_prose, notes_rich=list(st.notes_prose),
+            shape=st.shape_eq, blocks=_blocks(st), mats=views, grid=grid,
+            side=_fits_side(st, views),
+            task_rich=_task_text(st, p, st.precision or p.precision.carried, places),
+            checks=[dict(c, text=printers.text(c["rich"])) for c in _check_prompts(st, tl, toks, sol.checks)],
+            checks_word={"one": "Check one", "row": "Check a row", "all": "Check every entry"}[sol.checks],
+        ))
 
     # -- heatmaps and answers at a glance
     heat = []
@@ -541,9 +641,9 @@ def _build(sol, kind: str, student: dict | None) -> dict[str, Any]:
     stu = None
     if student:
         stu = {k: str(student.get(k, "")) for k in ("name", "id", "variant") if student.get(k) not in (None, "")}
-    return {
+    return Page(
         **page,
-        "kind": kind, "is_key": kind == "answer-key", "student": stu,
-        "doc_label": "Answer key" if kind == "answer-key" else "Worksheet",
-        "steps": steps, "heatmaps": heat, "glance": glance, "final": final,
-    }
+        kind=kind, is_key=kind == "answer-key", student=stu,
+        doc_label="Answer key" if kind == "answer-key" else "Worksheet",
+        steps=steps, heatmaps=heat, glance=glance, final=final, questions=questions,
+    )

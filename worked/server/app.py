@@ -61,6 +61,7 @@ from starlette.staticfiles import StaticFiles
 from .. import __version__, eq, printers
 from ..render import view as V
 from ..errors import WorkedError
+from ..exporters import EXPORTERS, of_scope, words
 from ..problem import LIMITS, Problem, builtin_path, work
 from . import connections, jobs
 
@@ -71,8 +72,8 @@ NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,79}")
 CODE_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,39}")
 DOCUMENTS = ("worksheet", "answer-key")
 NOTEBOOKS = ("notebook", "exercise")      # as .ipynb: with the answers, or the exercise (checks kept)
-NOTEBOOK_TYPE = "application/x-ipynb+json"
-FORMATS = {"pdf": "application/pdf", "html": "text/html; charset=utf-8", "tex": "application/x-tex; charset=utf-8"}
+NOTEBOOK_TYPE = EXPORTERS["ipynb"].media_type
+FORMATS = {e.name: e.media_type for e in of_scope("sheet")}   # pdf, html, tex: a sheet's formats and media types
 
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; "
        "font-src 'self' data:; connect-src 'self'; frame-src 'self' blob: about:; object-src 'none'; "
@@ -568,24 +569,24 @@ def problem_view(problem: Problem) -> dict:
     MathML."""
     page = V.problem_page(problem)
     inputs = []
-    for g in page["given"]:
+    for g in page.given:
         # the symbol alone over exact entries (X); "X ≈" over entries shown rounded
         head = {**_heading(g["symbol"]), "rel": eq.EQ} if g["rel"] == eq.EQ else mat_heading(g)
         inputs.append({"key": g["key"], "rows": g["rows"], "cols": g["cols"],
                        "cells": [[_cell(c) for c in row] for row in g["cells"]], "note": g["note"],
                        **head, "shape": g["shape"], "matrix": _bracketed(g)})
     grids = [{"key": g["key"], "label": g["label"], "rows": g["rows"], "cols": g["cols"], "masked": g["masked"],
-              "hint": g["hint"], **_heading(g["eq"])} for g in page["grids"]]
+              "hint": g["hint"], **_heading(g["eq"])} for g in page.grids]
     # the page model's facts, with scaling and mask on rows of their own and how answers may be typed
-    said = dict(page["facts"])
+    said = dict(page.facts)
     facts = [{"label": "Tokens", "text": said["Tokens"]}, {"label": "Sizes", "text": said["Sizes"]},
              {"label": "Scaling", "text": V.scale_text(problem)}, {"label": "Mask", "text": V.mask_text(problem)},
-             {"label": "Answers", "text": f"decimals to {page['places']} places, or exact forms like {ANSWERS_FORMS}"}]
+             {"label": "Answers", "text": f"decimals to {page.places} places, or exact forms like {ANSWERS_FORMS}"}]
     return {
-        "title": page["title"],
-        "tokens": page["tokens"],
-        "decimals": page["places"],
-        "multihead": page["multihead"],
+        "title": page.title,
+        "tokens": page.tokens,
+        "decimals": page.places,
+        "multihead": page.multihead,
         "facts": facts,
         "inputs": inputs,
         "grids": grids,
@@ -598,17 +599,17 @@ def solution_view(sol) -> dict:
     page = V.build(sol, "answer-key")
     steps = []
     mats = {}
-    for s in page["steps"]:
+    for s in page.steps:
         lines = [{"text": printers.text(ln), "mathml": _math(ln, True), "group": b["label"]}
-                 for b in s["blocks"] for ln in b["lines"]]
-        steps.append({"id": s["id"], "head": s["head"], "title": s["title"], "why": s["why"], "notes": s["notes"],
-                      "shape": printers.text(s["shape"]) if s["shape"] is not None else None,
-                      "result": s["result"], "lines": lines})
-        if s["result"] and s["mats"]:
-            shown = _matrix(s["mats"][-1])
-            if len(s["mats"]) > 1:
-                shown["exact"] = _matrix(s["mats"][0])
-            mats[s["result"]] = shown
+                 for b in s.blocks for ln in b["lines"]]
+        steps.append({"id": s.id, "head": s.head, "title": s.title, "why": s.why, "notes": s.notes,
+                      "shape": printers.text(s.shape) if s.shape is not None else None,
+                      "result": s.result, "lines": lines})
+        if s.result and s.mats:
+            shown = _matrix(s.mats[-1])
+            if len(s.mats) > 1:
+                shown["exact"] = _matrix(s.mats[0])
+            mats[s.result] = shown
     return {"steps": steps, "matrices": mats}
 
 
@@ -788,7 +789,7 @@ def create_app(cfg: Config | None = None) -> Starlette:
             if document not in DOCUMENTS:
                 raise ApiError(404, f"no document {document[:40]!r}: expected worksheet or answer-key (or problem as toml)")
             if fmt not in FORMATS:
-                raise ApiError(404, f"no format {fmt[:20]!r}: expected pdf, html or tex")
+                raise ApiError(404, f"no format {fmt[:20]!r}: expected {words(FORMATS)}")
             if paper not in ("a4", "letter"):
                 raise ApiError(400, f"no paper size {paper[:20]!r}: expected a4 or letter")
             if document == "answer-key" and cfg.no_solutions:

@@ -131,23 +131,17 @@ def render(problem, document: str, fmt: str, student, paper: str):
 
 
 def _render(problem, document, fmt, student, paper):
+    from ..exporters import EXPORTERS
+    from ..render.view import build
+
     sol = checker(problem).solution
     if fmt == "ipynb":
         from ..writers import notebook
 
         nb = notebook.build(sol, answers_hidden=document == "exercise", student=student)
-        return 200, notebook.dumps(nb).encode("utf-8"), "application/x-ipynb+json"
-    from .. import render as R
-    from .app import FORMATS
-
-    if fmt == "html":
-        fn = R.worksheet_html if document == "worksheet" else R.answer_key_html
-        return 200, fn(sol, student=student, paper=paper).encode("utf-8"), FORMATS[fmt]
-    if fmt == "tex":
-        fn = R.worksheet_tex if document == "worksheet" else R.answer_key_tex
-        return 200, fn(sol, student=student, paper=paper).encode("utf-8"), FORMATS[fmt]
-    fn = R.worksheet_pdf if document == "worksheet" else R.answer_key_pdf
-    return 200, fn(sol, student=student, paper=paper), FORMATS[fmt]
+        return 200, notebook.dumps(nb).encode("utf-8"), EXPORTERS["ipynb"].media_type
+    e = EXPORTERS[fmt]
+    return 200, e.write(build(sol, document, student), paper=paper), e.media_type
 
 
 def check_variant_json(problem, answers: dict, variant, reveal: bool, redact_: bool):

@@ -161,12 +161,12 @@ class _Builder:
 
     # -- the page's opening
     def intro(self):
-        from ..render.view import build as page_model
+        from ..render.view import problem_page
 
         p = self.p
-        page = page_model(self.sol, "answer-key")
+        page = problem_page(p, self.sol.display)
         title = p.title or "Self-attention"
-        facts = "\n".join(f"* **{_md(a)}:** {_rich_md(b)}" for a, b in page["facts_rich"])
+        facts = "\n".join(f"* **{_md(a)}:** {_rich_md(b)}" for a, b in page.facts_rich)
         text = [f"# {_md(title)}", ""]
         if self.student:
             words = {"name": "Name", "id": "Id", "variant": "Variant"}
