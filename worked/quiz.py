@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from . import printers
 from .attention import Float, forward
 from .errors import ProblemError, WorkedError
 from .generate import Family, generate
@@ -394,7 +395,7 @@ def expected_answers(spec: QuizSpec, problem, solution) -> list[dict]:
                     if any(abs(w - m["value"]) <= 2 * tol for m in mistakes):
                         continue
                     mistakes.append({"id": mid, "value": _num(w), "feedback": MISTAKES[mid].answer_feedback})
-                e.update(expected=_num(v), exact=M.exact_text(i - 1, j - 1), tolerance=_num(tol), mistakes=mistakes)
+                e.update(expected=_num(v), exact=printers.text(M.exact_node(i - 1, j - 1)), tolerance=_num(tol), mistakes=mistakes)
             entries.append(e)
         if q.row and q.col:
             expected, exact = entries[0]["expected"], entries[0]["exact"]
@@ -708,7 +709,7 @@ def _warm_up(formats: tuple[str, ...], engine: str) -> None:
     printers. No Typst compiler is made here: each process makes its own (see worked.render.typst)."""
     import sympy.tensor.tensor  # noqa: F401
 
-    from . import printers, render, solver  # noqa: F401
+    from . import render, solver  # noqa: F401
     from .render.env import env
 
     printers.load_all()
