@@ -280,6 +280,24 @@ def test_the_graph_counts_imports_in_functions(tmp_path, monkeypatch):
     assert "worked.render.view" in import_graph()["worked.numfmt"]
 
 
+#: the core modules that know no format: they hold and compute trees and numbers, and each consumer prints them
+FORMAT_FREE = ("worked.model", "worked.numfmt", "worked.solver")
+
+
+def printer_imports() -> set[tuple[str, str]]:
+    """(module, printer module) for every import of :mod:`worked.printers` (or one of its modules, or sympy's
+    printers) by a module of :data:`FORMAT_FREE`, inside functions too."""
+    return {(m, t) for m in FORMAT_FREE for _, t, _ in _imports(m)
+            if t == "worked.printers" or t.startswith(("worked.printers.", "sympy.printing"))}
+
+
+def test_the_model_numfmt_and_the_solver_import_no_printer():
+    """A new format is a printer and a writer: the model, the number formatting and the solver import no printer
+    (the model's lines, titles and symbols are trees; numfmt writes only the plain digits the printers use)."""
+    found = printer_imports()
+    assert not found, "printers imported by format-free modules: " + "; ".join(f"{m} imports {t}" for m, t in sorted(found))
+
+
 def test_no_module_reads_another_module_s_private_names():
     found = private_reads()
     new = sorted(found - PRIVATE_NAMES_TO_FIX)
@@ -329,7 +347,7 @@ def test_every_library_imported_is_declared():
     assert not any(name.lower() in declared for name in UNDECLARED_TO_FIX), "declared now: empty UNDECLARED_TO_FIX"
 
 
-@pytest.mark.parametrize("scan", [private_reads, core_imports_of_consumers])
+@pytest.mark.parametrize("scan", [private_reads, core_imports_of_consumers, printer_imports])
 def test_the_scans_see_what_they_look_for(scan, tmp_path, monkeypatch):
     """The scanners find a planted violation (a check that cannot fail checks nothing)."""
     plant = {
@@ -337,6 +355,8 @@ def test_the_scans_see_what_they_look_for(scan, tmp_path, monkeypatch):
                         {("worked.lms.gift", "worked.render.view._cell"), ("worked.lms.gift", "worked.numfmt._x")}),
         core_imports_of_consumers: ("worked.numfmt", "def f():\n    from .render import view\n",
                                     {("worked.numfmt", "worked.render.view")}),
+        printer_imports: ("worked.model", "from . import printers\ndef f():\n    from .printers.base import Printer\n",
+                          {("worked.model", "worked.printers"), ("worked.model", "worked.printers.base")}),
     }[scan]
     module, source, expected = plant
     fake = tmp_path / "fake.py"
