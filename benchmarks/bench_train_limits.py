@@ -181,7 +181,7 @@ import worked
 from worked.attention import forward, Float
 from worked.check import check_answers
 from worked.render.sheet import write_sheet
-from worked.server.app import solution_view
+from worked.server.views import solution_view
 p = worked.Problem.from_dict(json.load(open(sys.argv[1])), source="problem", _work_limit=False)
 out = {}
 def clock(name, fn):

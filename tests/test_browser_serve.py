@@ -19,6 +19,7 @@ if not CHROMIUM.exists():
     pytest.skip("Debian's Chromium (/usr/bin/chromium) is not installed; .ci/run installs it", allow_module_level=True)
 playwright_api = pytest.importorskip("playwright.sync_api", reason="the playwright Python package is not installed")
 
+from worked import printers  # noqa: E402
 from worked.problem import load  # noqa: E402
 from worked.solver import solve  # noqa: E402
 
@@ -98,7 +99,7 @@ def no_scaling_answers() -> dict[str, list[list[str]]]:
     sol = solve(load(PART9))
     mats = sol.matrices()
     d = sol.decimals
-    ans = {k: [[mats[k].show(i, j, d) for j in range(mats[k].shape[1])] for i in range(mats[k].shape[0])]
+    ans = {k: [[printers.text(mats[k].cell(i, j, d)) for j in range(mats[k].shape[1])] for i in range(mats[k].shape[0])]
            for k in ("Q", "K", "V", "scores")}
     scores = [[mats["scores"].value(i, j) for j in range(3)] for i in range(3)]
     ans["scaled"] = [row[:] for row in ans["scores"]]

@@ -6,6 +6,7 @@ import json
 import numpy as np
 import pytest
 
+from worked import printers
 from worked.check import Tolerance, check_answers, parse_answers_text, read_answers
 from worked.errors import WorkedError
 from worked.problem import Problem, load
@@ -116,7 +117,7 @@ def test_several_heads_flat_and_nested_keys_agree():
     assert flat.to_dict() == nested.to_dict()
     (d,) = flat.diagnoses
     step = [s for s in sol.steps if s.result == "head2.scaled"][0]
-    assert d["code"] == "no-scaling" and d["head"] == 2 and d["step"]["title"] == step.title
+    assert d["code"] == "no-scaling" and d["head"] == 2 and d["step"]["title"] == printers.text(step.title_prose)
     bare = check_answers(p, {"Q": dec(sol, "head1.Q")}, solution=sol)
     assert "several heads" in bare.errors[0]["message"]
 
@@ -222,6 +223,6 @@ def test_checking_answers_builds_no_worked_line(monkeypatch):
     assert rep["matrices"]["weights"]["verdicts"][0][0] == "wrong"
     assert rep["matrices"]["weights"]["step"]["title"] == "Attention weights: A = softmax of each row"
     sol = S.solve(p)
-    assert [s.title for s in sol.steps] == [s.title for s in right.steps]
+    assert [s.title_prose for s in sol.steps] == [s.title_prose for s in right.steps]
     with pytest.raises(AssertionError, match="hand pass"):
         sol.steps[0].lines

@@ -12,6 +12,7 @@ import numpy as np
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from worked import printers
 from worked.check import check_answers
 from worked.problem import Problem
 from worked.solver import AuditFailure, solve
@@ -186,5 +187,5 @@ def test_diagnosis_names_step_to_reread():
     (d,) = report.diagnoses
     number = [i for i, s in enumerate(sol.steps, 1) if s.result == "scaled"][0]
     assert d["code"] == "no-scaling"
-    assert d["step"]["number"] == number and d["step"]["title"] == sol.steps[number - 1].title
+    assert d["step"]["number"] == number and d["step"]["title"] == printers.text(sol.steps[number - 1].title_prose)
     assert f"Step {number}" in report.text()

@@ -1,6 +1,8 @@
 """The package's layout shows its architecture (issue 11, item 7):
 
 - every module imports on its own, first, in a fresh interpreter (no circular imports, whatever the order);
+- the import graph, imports inside functions counted, has no cycle (an import moved into a function to dodge a
+  cycle is still one);
 - no module reads another module's private (underscore) names;
 - dependencies point one way: the core (problem → solution → printers) imports no consumer of it;
 - every library the package imports is one it declares.
@@ -31,12 +33,14 @@ CONSUMERS = ("render", "writers", "server", "lms", "quiz", "check", "grade", "cl
 # (importing module, what it reads). The lead empties these lists after merging; a fixed entry that
 # is still listed fails test_allow_lists_hold_only_live_violations, so the lists only shrink.
 PRIVATE_NAMES_TO_FIX: set[tuple[str, str]] = set()
-# Kept on purpose: a Solution's two display conveniences for Jupyter and the REPL import their writer inside
-# the method, at call time (as pandas' DataFrame.plot imports matplotlib); no module-level import of the
-# core names a consumer.
+# Kept on purpose: a Solution's three conveniences of the Python API (README: "Python API") import their writer
+# inside the method, at call time (as pandas' DataFrame.plot imports matplotlib); no module-level import of the
+# core names a consumer, the model prints nothing itself, and these writers import nothing that imports the
+# model (test_the_import_graph_has_no_cycle holds them to it).
 CORE_IMPORTS_OF_CONSUMERS_TO_FIX: set[tuple[str, str]] = {
-    ("worked.model", "worked.render"),          # Solution._repr_html_ renders the key
+    ("worked.model", "worked.render"),          # Solution._repr_html_ renders the key (Jupyter, Colab)
     ("worked.model", "worked.writers.text"),    # Solution.text() writes the text
+    ("worked.model", "worked.writers.json"),    # Solution.to_dict() writes the JSON form
 }
 # Libraries imported directly but only installed as another dependency's dependency (sympy → mpmath,
 # jinja2 → markupsafe, weasyprint → fonttools): pyproject.toml should name them.
@@ -150,6 +154,73 @@ def private_reads() -> set[tuple[str, str]]:
     return found
 
 
+def import_graph() -> dict[str, set[str]]:
+    """Module → the package's modules it imports, anywhere in its source (inside functions too)."""
+    return {m: {t for _, t, _ in _imports(m) if t in MODULES and t != m} for m in MODULES}
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The cycles of *graph*: each strongly connected component of more than one module, as one cycle through it
+    (``[a, b, …, a]``), found without recursion (Tarjan's algorithm, iteratively)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    comps = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on.add(root)
+        while work:
+            v, it = work[-1]
+            w = next(it, None)
+            if w is not None:
+                if w not in index:
+                    index[w] = low[w] = len(index)
+                    stack.append(w)
+                    on.add(w)
+                    work.append((w, iter(sorted(graph[w]))))
+                elif w in on:
+                    low[v] = min(low[v], index[w])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                comp = []
+                while True:
+                    w = stack.pop()
+                    on.discard(w)
+                    comp.append(w)
+                    if w == v:
+                        break
+                if len(comp) > 1:
+                    comps.append(set(comp))
+    return [_cycle_in(graph, comp) for comp in comps]
+
+
+def _cycle_in(graph: dict[str, set[str]], comp: set[str]) -> list[str]:
+    """One cycle through the strongly connected *comp*: from its first module, a shortest way back to it."""
+    start = min(comp)
+    prev = {start: None}
+    queue = [start]
+    while queue:
+        v = queue.pop(0)
+        for w in sorted(graph[v] & comp):
+            if w == start:
+                path = [v]
+                while prev[path[-1]] is not None:
+                    path.append(prev[path[-1]])
+                return path[::-1] + [start]
+            if w not in prev:
+                prev[w] = v
+                queue.append(w)
+    raise AssertionError(f"not strongly connected: {sorted(comp)}")
+
+
 def _layer(module: str, names) -> bool:
     parts = module.split(".")
     return len(parts) > 1 and parts[1] in names
@@ -184,6 +255,48 @@ def test_every_module_imports_first_in_a_fresh_interpreter():
         failed = [(n, err) for n, code, err in pool.map(run, IMPORTABLE) if code]
     assert len(IMPORTABLE) > 30
     assert not failed, failed
+
+
+def test_the_import_graph_has_no_cycle():
+    """No module imports, even inside a function, a module that imports it back, directly or through others: each
+    layer (core, page model, writers, server) uses the ones below it only. A function-level import stays only
+    to put off a heavy library (sympy's printers, WeasyPrint, Typst) until it is needed, never to dodge a cycle."""
+    cycles = import_cycles(import_graph())
+    assert not cycles, "import cycles: " + "; ".join(" → ".join(c) for c in cycles)
+
+
+def test_the_cycle_finder_finds_cycles():
+    """The cycle finder sees a cycle through a function-level import, and a longer one (a check that cannot fail
+    checks nothing)."""
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": set(), "e": {"f"}, "f": {"e"}, "g": {"a"}}
+    found = import_cycles(graph)
+    assert sorted(found) == [["a", "b", "c", "a"], ["e", "f", "e"]]
+    assert import_cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_the_graph_counts_imports_in_functions(tmp_path, monkeypatch):
+    fake = tmp_path / "fake.py"
+    fake.write_text("def f():\n    from .render import view\n", encoding="utf-8")
+    monkeypatch.setitem(MODULES, "worked.numfmt", fake)
+    assert "worked.render.view" in import_graph()["worked.numfmt"]
+
+
+#: the core modules that know no format: they hold and compute trees and numbers, and each consumer prints them
+FORMAT_FREE = ("worked.model", "worked.numfmt", "worked.solver")
+
+
+def printer_imports() -> set[tuple[str, str]]:
+    """(module, printer module) for every import of :mod:`worked.printers` (or one of its modules, or sympy's
+    printers) by a module of :data:`FORMAT_FREE`, inside functions too."""
+    return {(m, t) for m in FORMAT_FREE for _, t, _ in _imports(m)
+            if t == "worked.printers" or t.startswith(("worked.printers.", "sympy.printing"))}
+
+
+def test_the_model_numfmt_and_the_solver_import_no_printer():
+    """A new format is a printer and a writer: the model, the number formatting and the solver import no printer
+    (the model's lines, titles and symbols are trees; numfmt writes only the plain digits the printers use)."""
+    found = printer_imports()
+    assert not found, "printers imported by format-free modules: " + "; ".join(f"{m} imports {t}" for m, t in sorted(found))
 
 
 def test_no_module_reads_another_module_s_private_names():
@@ -235,7 +348,7 @@ def test_every_library_imported_is_declared():
     assert not any(name.lower() in declared for name in UNDECLARED_TO_FIX), "declared now: empty UNDECLARED_TO_FIX"
 
 
-@pytest.mark.parametrize("scan", [private_reads, core_imports_of_consumers])
+@pytest.mark.parametrize("scan", [private_reads, core_imports_of_consumers, printer_imports])
 def test_the_scans_see_what_they_look_for(scan, tmp_path, monkeypatch):
     """The scanners find a planted violation (a check that cannot fail checks nothing)."""
     plant = {
@@ -243,6 +356,8 @@ def test_the_scans_see_what_they_look_for(scan, tmp_path, monkeypatch):
                         {("worked.lms.gift", "worked.render.view._cell"), ("worked.lms.gift", "worked.numfmt._x")}),
         core_imports_of_consumers: ("worked.numfmt", "def f():\n    from .render import view\n",
                                     {("worked.numfmt", "worked.render.view")}),
+        printer_imports: ("worked.model", "from . import printers\ndef f():\n    from .printers.base import Printer\n",
+                          {("worked.model", "worked.printers"), ("worked.model", "worked.printers.base")}),
     }[scan]
     module, source, expected = plant
     fake = tmp_path / "fake.py"

@@ -17,9 +17,11 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     from starlette.testclient import TestClient
 
+from worked import printers
 from worked.problem import Problem, load
 from worked.server import app as server
-from worked.server.app import Config, create_app, safe_mathml
+from worked.server.app import Config, create_app
+from worked.server.views import safe_mathml
 from worked.solver import solve
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -98,11 +100,11 @@ def test_solve_view_adds_mathml_for_every_step_line(c, part9_dict):
     steps = data["view"]["steps"]
     assert [s["id"] for s in steps] == [s.id for s in sol.steps]
     for got, step in zip(steps, sol.steps):
-        assert [ln["text"] for ln in got["lines"]] == [ln.text for ln in step.lines]
+        assert [ln["text"] for ln in got["lines"]] == [printers.text(ln.eq) for ln in step.lines]
         for ln_json, ln in zip(got["lines"], step.lines):
-            assert ln_json["mathml"] == printers.math_element(ln.mathml, display=True, alt=ln.spoken)
+            assert ln_json["mathml"] == printers.math_element(printers.mathml(ln.eq), display=True, alt=printers.spoken(ln.eq))
             assert safe_mathml(ln_json["mathml"]) == ln_json["mathml"]
-    assert data["view"]["matrices"]["scaled"]["cells"][0][1] == {"text": sol.matrices()["scaled"].show(0, 1, 2)}
+    assert data["view"]["matrices"]["scaled"]["cells"][0][1] == {"text": printers.text(sol.matrices()["scaled"].cell(0, 1, 2))}
     # as on the printed key, a rounded matrix whose exact entries are short comes with its exact form too
     exact = data["view"]["matrices"]["scaled"]["exact"]
     assert exact["heading"]["text"] == "scaled =" and exact["caption"] == "exact"
@@ -127,7 +129,7 @@ def test_check_accepts_exact_forms(c, part9_dict):
     """Entries like 2√2 and 3*sqrt(2)/2 are read exactly and marked correct."""
     sol = solve(load(PART9))
     m = sol.matrices()["scaled"]
-    answers = {"scaled": [[m.exact_text(i, j) for j in range(3)] for i in range(3)]}
+    answers = {"scaled": [[printers.text(m.exact_node(i, j)) for j in range(3)] for i in range(3)]}
     assert any("√" in x for row in answers["scaled"] for x in row)
     rep = c.post("/api/check", json={"problem": part9_dict, "answers": answers}).json()
     assert rep["matrices"]["scaled"]["verdicts"] == [["correct"] * 3] * 3
@@ -579,12 +581,12 @@ def test_matrices_of_rounded_values_say_approximately(c):
             h = view["matrices"][key]["heading"]
             exact = m.exact_at(places)
             rel = "=" if exact else "≈"
-            assert h["rel"] == rel and h["text"] == f"{m.symbol} {rel}", (path.stem, key, h)
+            assert h["rel"] == rel and h["text"] == f"{printers.text(m.sym)} {rel}", (path.stem, key, h)
             assert f"<mo>{rel}</mo>" in h["mathml"] and f"<mo>{'≈' if exact else '='}</mo>" not in h["mathml"]
             assert ("is about" if not exact else "equals") in h["mathml"]  # the alt text says it too
             cells = view["matrices"][key]["cells"]
             assert [[x["text"] for x in row] for row in cells] == [
-                [m.show(i, j, places) for j in range(m.shape[1])] for i in range(m.shape[0])]
+                [printers.text(m.cell(i, j, places)) for j in range(m.shape[1])] for i in range(m.shape[0])]
         keys = {k.rpartition(".")[2]: view["matrices"][k]["heading"]["rel"] for k in sol.matrices()}
         assert keys["scaled"] == keys["weights"] == keys["Z"] == "≈"   # √d_k = √2: all rounded
         if problem.multihead:

@@ -71,4 +71,4 @@ def test_every_line_of_every_problem_prints_the_text_printer_s_numbers():
         for st in sol.steps:
             for ln in st.lines:
                 apart = re.sub(r"<[^>]+>", " ", printers.htmlcss(ln.eq))   # a numerator and its denominator
-                assert nums.findall(apart) == nums.findall(unicodedata.normalize("NFKC", printers.text(ln.eq))), ln.text
+                assert nums.findall(apart) == nums.findall(unicodedata.normalize("NFKC", printers.text(ln.eq))), printers.text(ln.eq)

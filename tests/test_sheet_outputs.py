@@ -7,6 +7,7 @@ import pytest
 
 from sheet_support import (BAD_LOG, LATEX_LEAK, compile_tex, needs_pdflatex, needs_weasyprint, parse_html, pdf_pages,
                            pdf_text)
+from worked import printers
 from worked.problem import load
 from worked.render import (answer_key_html, answer_key_pdf, answer_key_tex, html_to_pdf, tex_to_pdf, worksheet_html,
                            worksheet_pdf, worksheet_tex)
@@ -29,7 +30,7 @@ def _glance_values(sol):
     out = []
     for m in (sol.heads[0].weights, sol.output):
         r, c = m.shape
-        out += [m.show(i, j, places) for i in range(r) for j in range(c)]
+        out += [printers.text(m.cell(i, j, places)) for i in range(r) for j in range(c)]
     return out
 
 

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 import worked
-from worked import eq
+from worked import eq, printers
 from worked.attention import INEXACT, Exact, Float, Interval, Transform, backward, forward, loss_of
 from worked.audit import audit
 from worked.check import check_answers
@@ -158,7 +158,7 @@ def test_exact_backward_keeps_rationals_and_builds_no_closed_forms():
     # dA[chase, chase] is 0 (its unsimplified closed form was): the enclosure holds 0, and 0 is written, not a
     # remainder at the 48th digit
     assert causal.to_dict()["train"]["matrices"]["dA"]["exact"][1][1] == "0.0"
-    assert causal.matrices()["dA"].exact_text(1, 1) == "0.0"
+    assert printers.text(causal.matrices()["dA"].exact_node(1, 1)) == "0.0"
 
 
 def test_against_pytorch_autograd():
@@ -246,8 +246,8 @@ def test_part9_training_key_lines():
                 "W_Q_new", "W_K_new", "W_V_new", "loss_after"):
         assert sid in ids
     m = sol.matrices()
-    assert m["loss"].dec(0, 0, 4) == "2.2438" and m["loss_after"].dec(0, 0, 4) == "0.7978"
-    assert m["dW_Q"].dec(0, 0, 2) == "0.54" and m["dV"].dec(1, 1, 4) == "1.4902"
+    assert printers.text(m["loss"].fixed(0, 0, 4)) == "2.2438" and printers.text(m["loss_after"].fixed(0, 0, 4)) == "0.7978"
+    assert printers.text(m["dW_Q"].fixed(0, 0, 2)) == "0.54" and printers.text(m["dV"].fixed(1, 1, 4)) == "1.4902"
     text = sol.text()
     assert "s_cats = Σ_k A[cats, k]·dA[cats, k] ≈ 0.1636·0.6544 + 0.6728·3.3456 + 0.1636·1.1636 ≈ 2.5483" in text
     assert "(2.2978 − 2.1906)/(2·0.1) = 0.536 ≈ 0.54" in text
@@ -265,7 +265,7 @@ def test_causal_training_problem_explains_the_masked_zero_gradient():
     dS = sol.matrices()["dS"]
     assert all(dS.exact[i][j] == 0 for i in range(3) for j in range(3) if j > i)
     step = next(s for s in sol.steps if s.id == "dS")
-    assert any("exactly 0 gradient" in n for n in step.notes)
+    assert any("exactly 0 gradient" in n for n in map(printers.text, step.notes_prose))
 
 
 def test_multihead_goes_through_W_O_first():
@@ -341,11 +341,11 @@ def test_precision_policy_over_generated_training_problems():
             limit = p.decimals + (3 if fam.heads > 1 else 2)
             for s in sol.steps:
                 for ln in s.lines:
-                    assert _places(ln.eq) <= limit, (seed, s.id, ln.text)
+                    assert _places(ln.eq) <= limit, (seed, s.id, printers.text(ln.eq))
             m = sol.matrices()
             assert m["loss_after"].num[0][0] < m["loss"].num[0][0], seed
             g = next(s for s in sol.steps if s.id == "gradcheck")
-            assert g.notes[0].startswith("The two agree"), (seed, g.notes[0])
+            assert printers.text(g.notes_prose[0]).startswith("The two agree"), (seed, g.notes_prose[0])
             big = max(abs(float(x)) for k, mat in m.items() if k.rpartition(".")[2].startswith("d")
                       for row in mat.num for x in row)
             assert big <= 10

@@ -15,7 +15,7 @@ import pytest
 from pypdf import PdfReader
 
 from sheet_support import HOSTILE_TITLE, PROBLEMS, hostile_problem
-from worked import eq
+from worked import eq, printers
 from worked.errors import WorkedError
 from worked.problem import load
 from worked.render import answer_key_pdf, answer_key_typst, worksheet_pdf, write_sheet
@@ -117,7 +117,7 @@ def test_key_text_has_every_value_of_the_key(sol, key):
             shown += _decimals(ln.eq)
     for m in (sol.heads[0].weights, sol.output, sol.heads[0].scaled):
         r, c = m.shape
-        shown += [m.show(i, j, sol.decimals) for i in range(r) for j in range(c)]
+        shown += [printers.text(m.cell(i, j, sol.decimals)) for i in range(r) for j in range(c)]
     shown = sorted(set(s.replace("−", "-") for s in shown))
     assert "4.1133" in shown and len(shown) > 20
     missing = [v for v in shown if v not in text]

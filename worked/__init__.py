@@ -5,7 +5,8 @@ so ``import worked`` stays cheap:
 
     >>> import worked
     >>> sol = worked.solve(worked.Problem.from_file("problems/cats-chase-mice.toml"))
-    >>> sol.Z.dec(0, 0, 2)
+    >>> from worked import printers
+    >>> printers.text(sol.Z.fixed(0, 0, 2))      # the entry to 2 places, as the text printer writes it
     '0.49'
 """
 from __future__ import annotations

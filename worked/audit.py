@@ -131,9 +131,21 @@ def audit_lines(lines) -> list[str]:
     return out
 
 
+def failure(what, lines) -> str | None:
+    """The first problem with *lines* as one message, ``"<what>: shown arithmetic does not hold: <line>: <problem>"``
+    (*what* is text, or prose such as a step's title), or None when every line holds."""
+    problems = audit_lines(lines)
+    if not problems:
+        return None
+    return f"{printers.text(eq.prose(what))}: shown arithmetic does not hold: {problems[0]}"
+
+
 def audit(solution) -> list[str]:
     """Every problem found in a solution's displayed lines, as 'step title: line: problem'."""
     out = []
     for step in solution.steps:
-        out.extend(f"{step.title}: {p}" for p in audit_lines(step.lines))
+        problems = audit_lines(step.lines)
+        if problems:
+            title = printers.text(step.title_prose)
+            out.extend(f"{title}: {p}" for p in problems)
     return out

@@ -43,7 +43,7 @@ from typing import Any
 
 from decimal import Decimal
 
-from . import exprs, stages
+from . import exprs, printers, stages
 from .attention import NA, Interval, contains, forward, pt
 from .errors import ExpressionError, WorkedError
 from .mistakes import MISTAKES
@@ -305,7 +305,7 @@ class _Ctx:
         if not hit:
             return None
         num, st = hit
-        return {"number": num, "id": st.id, "title": st.title, "head": st.head}
+        return {"number": num, "id": st.id, "title": printers.text(st.title_prose), "head": st.head}
 
 
 def _split(key: str) -> tuple[str, str]:
@@ -948,7 +948,7 @@ class Checker:
                 consistent = all(V[i][j] == "wrong" and C[i][j] or
                                  (V[i][j] == "correct" and _matches(parsed[key][i][j], ecf_band(key)[i][j]))
                                  for i, j in answered)
-            reports.append(MatrixReport(key, m.symbol, ctx.step_of(key), list(m.rows), list(m.cols), V, C,
+            reports.append(MatrixReport(key, printers.text(m.sym), ctx.step_of(key), list(m.rows), list(m.cols), V, C,
                                         raw[key], self._expected_of(key), consistent, feeding_wrong,
                                         diag_by_key[key], entry_errors[key]))
 

@@ -43,13 +43,17 @@ def cmd_solve(args) -> int:
     if args.format == "json":
         import json
 
-        out = json.dumps(sol.to_dict(), indent=2, ensure_ascii=False) + "\n"
+        from .writers import json as json_writer
+
+        out = json.dumps(json_writer.solution(sol), indent=2, ensure_ascii=False) + "\n"
     elif args.format == "markdown":
         from .writers import markdown
 
         out = markdown.render(sol)
     else:
-        out = sol.text()
+        from .writers import text
+
+        out = text.render(sol)
     sys.stdout.write(out)
     return 0
 

@@ -1,6 +1,11 @@
 """The solution model: exact matrices and ordered display steps. It knows no output format.
 
-Writers (text, Markdown, JSON, HTML, LaTeX, PDF) read a :class:`Solution`; nothing here renders.
+Writers (text, Markdown, JSON, HTML, LaTeX, PDF) read a :class:`Solution`; nothing here renders or prints:
+the lines, titles and symbols are trees (:mod:`worked.eq`), numbers are exact, and each consumer calls the
+printer of its format (:mod:`worked.printers`), so a new format never means editing this module. Three
+conveniences of the Python API hand the solution to a writer at call time (:meth:`Solution.to_dict`,
+:meth:`Solution.text`, :meth:`Solution._repr_html_` for Jupyter); those writers import nothing of the core's
+solution side, so no import cycle comes of it (tests/test_layout.py checks both).
 The records here, in :mod:`worked.problem` and in :mod:`worked.attention` are plain classes (or
 NamedTuples), not dataclasses: every ``worked solve`` imports them, and a dataclass writes and compiles
 its methods at import (≈ 0.5 ms each, a fifth of what the core adds to sympy's start-up).
@@ -11,12 +16,9 @@ from fractions import Fraction
 from typing import Any
 
 import sympy as sp
-from sympy.printing.str import StrPrinter
 
 from . import eq, stages
 from . import numfmt as F
-from . import printers
-from .printers.base import dec_str
 
 #: the results that are numbers, not matrices (held as 1×1 matrices): shown and written as numbers
 SCALARS = ("loss", "loss_after")
@@ -44,36 +46,16 @@ class Line:
         return hash((self.eq, self.group))
 
     def __repr__(self):
-        return f"Line({self.text!r}" + (f", group={self.group!r})" if self.group is not None else ")")
-
-    @property
-    def text(self) -> str:
-        return printers.text(self.eq)
-
-    @property
-    def latex(self) -> str:
-        return printers.latex(self.eq)
-
-    @property
-    def mathml(self) -> str:
-        return printers.mathml(self.eq)
-
-    @property
-    def typst(self) -> str:
-        return printers.typst(self.eq)
-
-    @property
-    def spoken(self) -> str:
-        return printers.spoken(self.eq)
+        return f"Line({self.eq!r}" + (f", group={self.group!r})" if self.group is not None else ")")
 
 
 class Step:
     """One worked step: its title, why it is done, its displayed lines, and the matrix it produces.
 
     The title, the explanation and the notes are prose with their math as trees (:class:`worked.eq.Prose`;
-    a plain string is prose without math): ``title_prose``, ``why_prose``, ``notes_prose`` for the
-    page writers, which print the math with their format's printer; ``title``, ``why`` and ``notes``
-    are the same as Unicode text (the text printer), for the terminal and JSON."""
+    a plain string is prose without math): ``title_prose``, ``why_prose``, ``notes_prose``, and the shapes
+    ``shape_eq``; each writer prints them with its format's printer (``printers.text(step.title_prose)`` for
+    the terminal and JSON)."""
 
     def __init__(self, id: str, title, why, lines: list[Line], result: str | None = None,
                  shape_eq: Any = None, head: int | None = None, notes: list | None = None, precision: int = 0):
@@ -143,44 +125,8 @@ class Step:
         self._body()
         return self._precision
 
-    @property
-    def title(self) -> str:
-        """``"Queries: Q = X·W_Q"``"""
-        return printers.text(self.title_prose)
-
-    @property
-    def why(self) -> str:
-        return printers.text(self.why_prose)
-
-    @property
-    def notes(self) -> list[str]:
-        return [printers.text(x) for x in self.notes_prose]
-
     def __repr__(self):
-        return f"Step({self.id!r}, {self.title!r}, {len(self.lines)} lines)"
-
-    @property
-    def shape(self) -> str | None:
-        """``"(3×4)·(4×2) → 3×2"``"""
-        return printers.text(self.shape_eq) if self.shape_eq is not None else None
-
-    @property
-    def shape_latex(self) -> str | None:
-        return printers.latex(self.shape_eq) if self.shape_eq is not None else None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "head": self.head,
-            "title": self.title,
-            "why": self.why,
-            "notes": list(self.notes),
-            "shape": self.shape,
-            "result": self.result,
-            "text": [ln.text for ln in self.lines],
-            "latex": [ln.latex for ln in self.lines],
-            "groups": [ln.group for ln in self.lines],
-        }
+        return f"Step({self.id!r}" + (f", head={self.head}" if self.head is not None else "") + f", {len(self.lines)} lines)"
 
 
 class Mat:
@@ -216,16 +162,6 @@ class Mat:
         """The places :attr:`hand` is carried to."""
         self.hand
         return self._places
-
-    @property
-    def symbol(self) -> str:
-        """``"Q"`` or ``"Q⁽¹⁾"``"""
-        return printers.text(self.sym)
-
-    @property
-    def symbol_latex(self) -> str:
-        """``"Q"`` or ``"Q^{(1)}"``"""
-        return printers.latex(self.sym)
 
     def __repr__(self) -> str:
         return f"Mat({self.name!r}, {self.shape[0]}×{self.shape[1]})"
@@ -301,17 +237,11 @@ class Mat:
     def exact_node(self, i: int, j: int):
         return F.node(self.exact[i][j])
 
-    def dec(self, i: int, j: int, places: int) -> str:
-        """The entry as shown to *places* decimals (Unicode minus; ``−∞`` when masked)."""
-        if self.is_neg_inf(i, j):
-            return "−∞"
-        return printers.text(eq.dec(self.rounded(i, j, places)))
-
     def dec_plain(self, i: int, j: int, places: int) -> str:
-        """Like :meth:`dec` with ASCII: ``-2.83``, ``-inf`` (for CSV, LaTeX tables and JSON)."""
+        """The entry to *places* decimals in ASCII: ``-2.83``, ``-inf`` (for CSV, LaTeX tables and JSON)."""
         if self.is_neg_inf(i, j):
             return "-inf"
-        return dec_str(self.rounded(i, j, places))
+        return F.dec_str(self.rounded(i, j, places))
 
     def cell(self, i: int, j: int, places: int):
         """What a table cell shows: the exact short form when the whole matrix is exact at *places*
@@ -321,12 +251,6 @@ class Mat:
         if self.exact_at(places):
             return eq.num(F.frac(self.exact[i][j]))
         return eq.dec(self.rounded(i, j, places))
-
-    def show(self, i: int, j: int, places: int) -> str:
-        return printers.text(self.cell(i, j, places))
-
-    def exact_text(self, i: int, j: int) -> str:
-        return F.text(self.exact[i][j])
 
     @property
     def is_scalar(self) -> bool:
@@ -343,37 +267,6 @@ class Mat:
             hit = self._exact_at[places] = all(x == sp.S.NegativeInfinity or F.exact_at(x, places)
                                                for row in self.exact for x in row)
         return hit
-
-    def to_dict(self, text=str) -> dict[str, Any]:
-        """``{"shape", "exact", "value"}``; *text* writes an exact value (``str``, or one :class:`ExactText`'s
-        ``doprint`` for a whole solution: the same text, faster)."""
-        if self.is_scalar:      # a number: {"shape": [], "exact": "…", "value": 2.2437…}
-            return {"shape": [], "exact": text(self.exact[0][0]), "value": self.value(0, 0)}
-        return {
-            "shape": list(self.shape),
-            "exact": [[text(x) for x in row] for row in self.exact],
-            "value": [[self.value(i, j) for j in range(self.shape[1])] for i in range(self.shape[0])],
-        }
-
-
-class ExactText(StrPrinter):
-    """sympy's ``str`` of exact values (the same text, the same settings), remembering the text of every compound
-    subexpression it has printed: the entries of a solution share most of theirs (a row's softmax denominator
-    in every weight and output of the row, each head's Z in every entry of the output), so a whole solution
-    prints several times faster. One per solution (nothing is kept between solutions). Floats are not
-    remembered (two of different precision compare equal)."""
-
-    def __init__(self):
-        super().__init__({"order": None})
-        self._memo: dict = {}
-
-    def _print(self, expr, **kwargs) -> str:
-        if kwargs or getattr(expr, "is_Atom", True):
-            return super()._print(expr, **kwargs)
-        got = self._memo.get(expr)
-        if got is None:
-            got = self._memo[expr] = super()._print(expr)
-        return got
 
 
 class Matrices(dict):
@@ -469,36 +362,10 @@ class Solution:
         return Matrices(out)
 
     def to_dict(self) -> dict[str, Any]:
-        """The documented JSON form (see README: "JSON format")."""
-        p = self.problem
-        text = ExactText().doprint
-        return {
-            "title": p.title,
-            "tokens": list(p.tokens),
-            "decimals": p.decimals,
-            "scale": p.scale if isinstance(p.scale, str) else str(p.scale),
-            "mask": p.mask,
-            "d_k": p.d_k,
-            "display": self.display,
-            "heads": [{k: m.to_dict(text) for k, m in h.matrices().items()} for h in self.heads],
-            "concat": self.concat.to_dict(text) if self.concat is not None else None,
-            "Z": self.output.to_dict(text),
-            "steps": [s.to_dict() for s in self.steps],
-            "train": self._train_dict(text),
-        }
+        """The documented JSON form (see README: "JSON format"), written by :mod:`worked.writers.json`."""
+        from .writers import json
 
-    def _train_dict(self, text=str) -> dict[str, Any] | None:
-        """The training step (a problem with [train]): its settings and every new matrix by key."""
-        t = getattr(self.problem, "train", None)
-        if t is None or not self.train:
-            return None
-        tgt = [[str(sp.Rational(x.numerator, x.denominator)) for x in row] for row in t.target]
-        return {
-            "loss_function": t.loss, "lr": str(sp.Rational(t.lr.numerator, t.lr.denominator)),
-            "target": {"shape": [len(tgt), len(tgt[0])], "exact": tgt, "value": [[float(x) for x in row] for row in t.target]},
-            "loss": float(self.train["loss"].num[0][0]), "loss_after": float(self.train["loss_after"].num[0][0]),
-            "matrices": {k: m.to_dict(text) for k, m in self.train.items()},
-        }
+        return json.solution(self)
 
     def _repr_html_(self) -> str:  # Jupyter / Colab
         try:
@@ -510,6 +377,7 @@ class Solution:
         return answer_key_html(self)
 
     def text(self) -> str:
+        """The worked solution as plain text (:func:`worked.writers.text.render`)."""
         from .writers import text as tw
 
         return tw.render(self)

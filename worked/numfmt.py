@@ -4,14 +4,16 @@ Rounding is half away from zero: exactly for rationals, from 50 significant digi
 (computed in this module's own decimal contexts, so nobody else's precision is touched: :data:`CTX`
 rounds to the nearest; :data:`DOWN` and :data:`UP` round toward −∞ and +∞, for the ends of the
 intervals of :class:`worked.attention.Interval`). Exact
-values print through the equation tree (:func:`worked.eq.from_sympy` and :mod:`worked.printers`).
+values become trees here (:func:`node`, :func:`worked.eq.from_sympy`) and each format's printer
+(:mod:`worked.printers`) writes them; this module imports no printer. The plain digits of a shown number
+(:func:`rat_str`, :func:`dec_str`, :func:`number_text`) are written here, and the printers use them.
 """
 from __future__ import annotations
 
 from decimal import MAX_EMAX, MIN_EMIN, ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_UP, Context, Decimal
 from fractions import Fraction
 
-from . import eq, printers
+from . import eq
 
 MINUS = "−"
 
@@ -96,15 +98,6 @@ def terminating(f: Fraction, max_places: int) -> bool:
     return (f * 10**max_places).denominator == 1
 
 
-def dec_str(exact, num, places: int) -> str:
-    """The decimal shown for a value, e.g. ``"2.83"`` (Unicode minus; never ``−0.00``)."""
-    return printers.text(eq.dec(round_decimal(exact, num, places)))
-
-
-def dec_plain(exact, num, places: int) -> str:
-    return dec_str(exact, num, places).replace(MINUS, "-")
-
-
 def node(exact):
     """The tree of an exact value (a Fraction, an int or a sympy value)."""
     if isinstance(exact, (Fraction, int)):
@@ -120,16 +113,35 @@ def hand_node(h: Fraction, places: int):
     return eq.dec(Decimal(h.numerator * 10**places // h.denominator).scaleb(-places))
 
 
-def text(exact) -> str:
-    """One-line Unicode text of an exact value: ``2√2``, ``e^(√2)/(2 + e^(√2))``, ``1/3``, ``−∞``."""
-    return printers.text(node(exact))
+def terminates(f: Fraction) -> bool:
+    """True when *f* is a decimal with at most 6 places (shown as a decimal, not a fraction)."""
+    d = f.denominator
+    for p in (2, 5):
+        while d % p == 0:
+            d //= p
+    return d == 1 and f.denominator <= 10**6
 
 
-def latex(exact) -> str:
-    return printers.latex(node(exact))
+def rat_str(f: Fraction) -> str:
+    """``3``, ``0.43`` or ``1/3`` (ASCII minus)."""
+    if f.denominator == 1:
+        return str(f.numerator)
+    if terminates(f):
+        return format(Decimal(f.numerator) / Decimal(f.denominator), "f")
+    return f"{f.numerator}/{f.denominator}"
 
 
-def num_text(f) -> str:
-    """A rational in text: ``3``, ``0.43``, ``1/2``, with − for negatives."""
-    return printers.text(eq.num(frac(f)))
+def dec_str(d) -> str:
+    """A shown decimal, ASCII minus, never ``-0.00``."""
+    s = f"{d:f}"
+    return s.lstrip("-") if d == 0 else s
 
+
+def number_text(n) -> str:
+    """A shown number (an :class:`worked.eq.Num` or :class:`worked.eq.Dec`) as Unicode text, as the text printer
+    writes it: ``0.4908``, ``−1/3`` (for a number that prose names in words, not as math)."""
+    if type(n) is eq.Num:
+        return rat_str(n.value).replace("-", MINUS)
+    if type(n) is eq.Dec:
+        return dec_str(n.value).replace("-", MINUS)
+    raise TypeError(f"not a shown number: {n!r}")

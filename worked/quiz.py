@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import eq, stages
+from . import eq, printers, stages
 from . import exporters as E
 from .ask import AskError, Question, parse
 from .attention import Float, forward
@@ -353,8 +353,8 @@ def expected_answers(spec: QuizSpec, problem, solution) -> list[dict]:
                     if any(abs(w - m["value"]) <= 2 * tol for m in mistakes):
                         continue
                     mistakes.append({"id": mid, "value": _num(w), "feedback": MISTAKES[mid].answer_feedback})
-                e.update(expected=_num(v), exact=M.exact_text(i0, j0), answer=M.dec_plain(i0, j0, problem.decimals),
-                         tolerance=_num(tol), mistakes=mistakes)
+                e.update(expected=_num(v), exact=printers.text(M.exact_node(i0, j0)),
+                         answer=M.dec_plain(i0, j0, problem.decimals), tolerance=_num(tol), mistakes=mistakes)
             entries.append(e)
         if q.parsed.one_row and q.parsed.one_col:
             expected, exact = entries[0]["expected"], entries[0]["exact"]
@@ -611,7 +611,7 @@ def _warm_up(formats: tuple[str, ...], engine: str) -> None:
     printers. No Typst compiler is made here: each process makes its own (see worked.render.typst)."""
     import sympy.tensor.tensor  # noqa: F401
 
-    from . import printers, render, solver  # noqa: F401
+    from . import render, solver  # noqa: F401
     from .render.env import env
 
     printers.load_all()

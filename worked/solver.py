@@ -19,16 +19,15 @@ show decimals instead of exact forms such as ``e^(√2)/(2 + e^(√2))``; the va
 """
 from __future__ import annotations
 
-import re
 from fractions import Fraction
 
 import sympy as sp
 
-from . import eq, printers
+from . import eq
 from . import numfmt as F
 from .numfmt import N
 from .attention import INEXACT, Approx, Exact, Hand, HeadPass, Interval, forward
-from .audit import audit_lines
+from .audit import failure as audit_failure
 from .errors import ProblemError
 from .model import HeadResult, Line, Mat, Solution, Step
 from .problem import LIMITS, Problem
@@ -43,16 +42,11 @@ class AuditFailure(RuntimeError):
     """Internal error: a step could not be shown with lines that hold. Never a user error."""
 
 
-def tok_label(tok: str, i: int) -> str:
-    """How a token names a row in a formula: the token when it is a plain word, else its number."""
-    return tok if re.fullmatch(r"[A-Za-z][A-Za-z0-9]{0,19}", tok) else str(i + 1)
-
-
 class _Ctx:
     def __init__(self, problem: Problem, checks: str, display: str, carry: "_Carry"):
         self.p = problem
         self.checks = checks
-        self.lab = [tok_label(t, i) for i, t in enumerate(problem.tokens)]
+        self.lab = [eq.tok_label(t, i) for i, t in enumerate(problem.tokens)]
         self.multi = problem.multihead
         self.dec = problem.decimals
         self.carry = carry
@@ -230,12 +224,6 @@ def _title(ctx: _Ctx, sid: str, head):
     if sid == "output":
         return _p("Output projection: ", _is(eq.Sym("Z"), eq.Mul((eq.Sym("concat", upright=True), eq.Sym("W_O")))))
     raise KeyError(sid)
-
-
-def _t(node) -> str:
-    from . import printers
-
-    return printers.text(node)
 
 
 # prose with its math as trees (titles, explanations, notes): see worked.eq.Prose
@@ -535,10 +523,11 @@ def _output_step(ctx: _Ctx, concat: Mat, Wo, out: Mat) -> Step:
 
 # ---------------------------------------------------------------- driver
 
-def _checked(step: Step, what: str) -> Step:
-    problems = audit_lines(step.lines)
-    if problems:
-        raise AuditFailure(f"{what}: shown arithmetic does not hold: {problems[0]}")
+def _checked(step: Step, what) -> Step:
+    """*step*, when its lines hold; else :class:`AuditFailure` naming *what* (text, or prose such as its title)."""
+    msg = audit_failure(what, step.lines)
+    if msg:
+        raise AuditFailure(msg)
     return step
 
 
@@ -738,7 +727,7 @@ def solve(problem: Problem, checks: str = "one", display: str | None = None) -> 
     sol = Solution(problem, heads, concat, output, steps, checks, run.factor, display, train=train)
     by_result = {s.result: s for s in steps if s.result}
     for k, st in enumerate(steps):
-        st.then(lambda st, k=k: _checked(st, st.title))
+        st.then(lambda st, k=k: _checked(st, st.title_prose))
         st.then(lambda st, k=k: st.notes_prose.extend(_answer_notes(ctx, sol, st, k == 0, by_result)))
     return sol
 
@@ -1005,7 +994,7 @@ def _train_steps(ctx: _Ctx, problem: Problem, run, nums, hand, heads: list[HeadR
                 lambda r, c, w=w: eq.Dot(eq.Col(eq.Sym("X"), str(r + 1)), eq.Col(S("d" + w), str(c + 1))), _pick(dW),
                 (eq.Dims(dm, n), eq.Dims(n, len(cols)), eq.Dims(dm, len(cols)))))
         for s in hsteps:
-            _checked(s, s.title)
+            _checked(s, s.title_prose)
             if problem.multihead:
                 s.result = pre + s.result
         steps += hsteps
@@ -1064,11 +1053,11 @@ def _grad_check_and_update(ctx: _Ctx, problem: Problem, run, nums, hand, mats: d
     lines.append(Line(eq.Rel(tuple(it), tuple(op))))
     dent = eq.Entry(dsym, str(r + 1), str(c + 1))
     if ok:
-        verdict = (f"The two agree to {dec} places ({printers.text(qn)} from the loss, {printers.text(dWq.carried(r, c))} from the "
+        verdict = (f"The two agree to {dec} places ({F.number_text(qn)} from the loss, {F.number_text(dWq.carried(r, c))} from the "
                    f"backward pass): the backward pass is right for this entry.")
     else:
-        verdict = _p("With ", _is(_h, eq.num(h)), f" the difference quotient ({printers.text(qn)}) and the backward pass "
-                     f"({printers.text(dWq.carried(r, c))}) still differ at {dec} places: the loss curves too much here for "
+        verdict = _p("With ", _is(_h, eq.num(h)), f" the difference quotient ({F.number_text(qn)}) and the backward pass "
+                     f"({F.number_text(dWq.carried(r, c))}) still differ at {dec} places: the loss curves too much here for "
                      f"a hand check with {P}-place losses (a smaller ", _h, " needs more places).")
     why = _p("Check one gradient entry numerically, the way a program's gradients are tested: nudge that one weight up and "
              "down by ", _is(_h, eq.num(h)), ", run the forward pass twice, and divide the change in the loss by ",
@@ -1103,7 +1092,7 @@ def _grad_check_and_update(ctx: _Ctx, problem: Problem, run, nums, hand, mats: d
             st = Step(w + "_new", _p("Update: ", _is(new.sym, eq.Add((ctx.sym(w, hh), eq.Neg(eq.Mul((lrs, ctx.sym("d" + w, hh)))))))),
                       _p("One step of gradient descent with ", _is(lrs, eq.num(lr)), ": move every weight against its "
                          "gradient, a little (", lrs, f" times the gradient). The new weights are carried to {P} places."), lines, result=key, head=hh, precision=P)
-            steps.append(_checked(st, st.title))
+            steps.append(_checked(st, st.title_prose))
     # the fresh forward pass, with the updated weights W − lr·dW (exact; 50-digit values): its output Z′ is shown
     # (rounded), and L′ is worked from that Z′ as shown
     after = nums.after.output

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 from decimal import Decimal
 from fractions import Fraction
 
@@ -294,6 +295,12 @@ def matrix_sym(base: str, head: int | None = None, **kw) -> Sym:
     """A matrix's symbol as the steps write it: ``Q``, ``Q⁽¹⁾`` (*head* only with several heads),
     ``W_Q⁽¹⁾``; names of several letters (``scores``, ``scaled``, ``concat``, ``dW_Q``) are set upright."""
     return Sym(base, head=head, upright=len(base.partition("_")[0]) > 1, **kw)
+
+
+def tok_label(tok: str, i: int) -> str:
+    """How a token names a row in a formula (``Q[cats, 1]``, ``x_cats``): the token when it is a plain word, else
+    its number (1-based)."""
+    return tok if re.fullmatch(r"[A-Za-z][A-Za-z0-9]{0,19}", tok) else str(i + 1)
 
 
 def neg_inf() -> Neg:

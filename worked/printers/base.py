@@ -5,9 +5,9 @@ so no printer can write ``e^x/3e^x`` for ``e^x/(3e^x)``.
 """
 from __future__ import annotations
 
-from fractions import Fraction
 
 from .. import eq
+from ..numfmt import terminates
 
 #: labels that are index letters (italic math), not tokens (text): A[i, j], Σ_k A[i, k]
 INDEX_LETTERS = ("i", "j", "k", "i,j")
@@ -150,29 +150,3 @@ class InlineFractions:
         simple = type(den) in (eq.Sym, eq.Dec, eq.Sqrt, eq.Exp, eq.Pow, eq.Entry, eq.Call) or \
             type(den) is eq.Num and den.value.denominator == 1 and den.value > 0
         return f"{top}{self.SLASH}{self.doprint(den) if simple else self.paren(self.doprint(den))}"
-
-
-def terminates(f: Fraction) -> bool:
-    """True when *f* is a decimal with at most 6 places (shown as a decimal, not a fraction)."""
-    d = f.denominator
-    for p in (2, 5):
-        while d % p == 0:
-            d //= p
-    return d == 1 and f.denominator <= 10**6
-
-
-def rat_str(f: Fraction) -> str:
-    """``3``, ``0.43`` or ``1/3`` (ASCII minus)."""
-    if f.denominator == 1:
-        return str(f.numerator)
-    if terminates(f):
-        from decimal import Decimal
-
-        return format(Decimal(f.numerator) / Decimal(f.denominator), "f")
-    return f"{f.numerator}/{f.denominator}"
-
-
-def dec_str(d) -> str:
-    """A shown decimal, ASCII minus, never ``-0.00``."""
-    s = f"{d:f}"
-    return s.lstrip("-") if d == 0 else s

@@ -21,7 +21,8 @@ from __future__ import annotations
 from fractions import Fraction
 
 from .. import eq
-from .base import ATOM, MUL, Printer, dec_str, escape, rat_str, terminates
+from ..numfmt import dec_str, rat_str, terminates
+from .base import ATOM, MUL, Printer, escape
 
 
 _NB = "\u00a0"        # a binary operator keeps its right operand: a line may break before it only

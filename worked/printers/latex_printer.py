@@ -7,7 +7,8 @@ from __future__ import annotations
 from fractions import Fraction
 
 from .. import eq
-from .base import ATOM, InlineFractions, Printer, dec_str, rat_str, terminates
+from ..numfmt import dec_str, rat_str, terminates
+from .base import ATOM, InlineFractions, Printer
 
 _OPS = {eq.EQ: "=", eq.APPROX: r"\approx", eq.TO: r"\to"}
 

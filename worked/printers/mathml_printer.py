@@ -4,7 +4,8 @@ from __future__ import annotations
 from fractions import Fraction
 
 from .. import eq
-from .base import ATOM, Printer, dec_str, escape, rat_str, terminates
+from ..numfmt import dec_str, rat_str, terminates
+from .base import ATOM, Printer, escape
 
 
 _OPS = {eq.EQ: "=", eq.APPROX: "≈", eq.TO: "→"}

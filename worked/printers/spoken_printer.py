@@ -4,7 +4,8 @@ from __future__ import annotations
 from fractions import Fraction
 
 from .. import eq
-from .base import Printer, dec_str, rat_str, terminates
+from ..numfmt import dec_str, rat_str, terminates
+from .base import Printer
 
 _OPS = {eq.EQ: "equals", eq.APPROX: "is about", eq.TO: "gives"}
 

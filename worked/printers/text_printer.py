@@ -4,7 +4,8 @@ from __future__ import annotations
 from fractions import Fraction
 
 from .. import eq
-from .base import ATOM, MUL, Printer, dec_str, rat_str
+from ..numfmt import dec_str, rat_str
+from .base import ATOM, MUL, Printer
 
 MINUS = "−"
 _LETTERS = frozenset(eq.Sym(c) for c in "xm")   # exponents written without brackets: e^x, e^m

@@ -6,7 +6,8 @@ from fractions import Fraction
 import string
 
 from .. import eq
-from .base import ATOM, InlineFractions, Printer, dec_str, rat_str, terminates
+from ..numfmt import dec_str, rat_str, terminates
+from .base import ATOM, InlineFractions, Printer
 
 _OPS = {eq.EQ: "=", eq.APPROX: "approx", eq.TO: "->"}
 

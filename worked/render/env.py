@@ -5,6 +5,8 @@ import functools
 from pathlib import Path
 
 from ..errors import WorkedError
+from .texesc import finalize as tex_finalize
+from .typesc import finalize as typ_finalize
 
 # worked/templates: in a checkout a symlink to the top-level templates/ folder, installed its copy
 TEMPLATES = Path(__file__).resolve().parents[1] / "templates" / "sheet"
@@ -61,14 +63,10 @@ def _env(kind: str, dirs: tuple[str, ...]):
         return jinja2.Environment(loader=loader, autoescape=True, trim_blocks=True, lstrip_blocks=True,
                                   keep_trailing_newline=True, bytecode_cache=cache)
     if kind == "typ":
-        from .typst import finalize as typ_finalize
-
         return jinja2.Environment(loader=loader, autoescape=False, finalize=typ_finalize, trim_blocks=True,
                                   lstrip_blocks=True, keep_trailing_newline=True, bytecode_cache=cache)
-    from .texesc import finalize
-
     return jinja2.Environment(
-        loader=loader, autoescape=False, finalize=finalize, bytecode_cache=cache,
+        loader=loader, autoescape=False, finalize=tex_finalize, bytecode_cache=cache,
         block_start_string="((*", block_end_string="*))",
         variable_start_string="(((", variable_end_string=")))",
         comment_start_string="((#", comment_end_string="#))",

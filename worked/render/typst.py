@@ -15,40 +15,15 @@ from __future__ import annotations
 
 import functools
 import re
-import string
 
 from .. import eq, printers
 from ..errors import WorkedError
 from .env import render
+from .typesc import Typ, esc, lit
 from .view import TEXT_WIDTH_EM, chain, matrix_width_em
 
 PDF_STANDARDS = ["ua-1"]   # tagged PDF/UA-1: needs a title, a language and alt text on every formula
 TIMESTAMP = 0              # 1970-01-01T00:00:00Z in the PDF's dates and XMP metadata
-
-_MARKUP = str.maketrans({c: "\\" + c for c in string.punctuation})
-
-
-class Typ(str):
-    """Typst source that we wrote: printed by templates as it is."""
-
-
-def esc(s) -> Typ:
-    """Text as Typst markup: every ASCII punctuation character escaped (``\\#``, ``\\/``…), so
-    nothing in a title or token can start a function, a comment, a list or a URL."""
-    return Typ(str(s).translate(_MARKUP).replace("\n", " "))
-
-
-def lit(s) -> Typ:
-    """A Typst string literal (for code: ``title: "…"``, alt text)."""
-    return Typ('"' + str(s).replace("\\", "\\\\").replace('"', '\\"').replace("\n", " ") + '"')
-
-
-def finalize(v):
-    """What a ``{{ … }}`` of a .typ template writes: Typst markup as it is, anything else escaped."""
-    if v is None:
-        return ""
-    return v if isinstance(v, Typ) else esc(v)
-
 
 def math(node, block: bool = False) -> Typ:
     """A formula (a tree or a Line) as ``#eqn(alt, $…$)`` in the text, or with *block* as a

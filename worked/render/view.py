@@ -195,7 +195,7 @@ def show_exact(m, places: int, decimal: bool = False) -> bool:
         return False
     if not all(_few_nodes(x, 3 * EXACT_CELL_LIMIT) for row in m.exact for x in row):
         return False    # a tree that large never prints within the limit (and printing it would take long)
-    return all(len(m.exact_text(i, j)) <= EXACT_CELL_LIMIT for i in range(m.shape[0]) for j in range(m.shape[1]))
+    return all(len(printers.text(m.exact_node(i, j))) <= EXACT_CELL_LIMIT for i in range(m.shape[0]) for j in range(m.shape[1]))
 
 
 def _few_nodes(x, limit: int) -> bool:
@@ -265,7 +265,7 @@ def _fits_side(step, views) -> bool:
     """Set the result matrix beside the step's formulas when both fit on the line."""
     if step.id not in ("Q", "K", "V", "scores", "scaled", "concat", "output") or len(views) != 1:
         return False
-    widest = max((len(ln.text) for ln in step.lines), default=0) * 0.46 + 1.0
+    widest = max((len(printers.text(ln.eq)) for ln in step.lines), default=0) * 0.46 + 1.0
     return widest + matrix_width_em(views[0]) <= TEXT_WIDTH_EM
 
 
@@ -287,11 +287,12 @@ def heatmap(m, places: int, title: str) -> dict:
         for j in range(c):
             v = m.value(i, j)
             masked = m.is_masked(i, j)
-            cell = {"text": m.dec(i, j, places), "tex": m.dec_plain(i, j, places), "masked": masked}
+            text = "−∞" if m.is_neg_inf(i, j) else printers.text(m.fixed(i, j, places))
+            cell = {"text": text, "tex": m.dec_plain(i, j, places), "masked": masked}
             cell.update(shade(0.0 if masked else v))
             row.append(cell)
         cells.append(row)
-    return {"title": title, "rows": list(m.rows), "cols": list(m.cols), "cells": cells, "symbol": m.symbol_latex}
+    return {"title": title, "rows": list(m.rows), "cols": list(m.cols), "cells": cells, "symbol": printers.latex(m.sym)}
 
 
 _X, _I, _J, _EX = eq.Sym("X"), eq.Sym("i"), eq.Sym("j"), eq.Exp(eq.Sym("x"))
@@ -538,11 +539,9 @@ def problem_page(p, display: str | None = None) -> ProblemPage:
 
 
 def _problem_fields(p, display: str | None) -> dict[str, Any]:
-    from ..solver import tok_label
-
     places = p.decimals
     toks = list(p.tokens)
-    tl = [tok_label(t, i) for i, t in enumerate(toks)]
+    tl = [eq.tok_label(t, i) for i, t in enumerate(toks)]
     display = display or getattr(p, "display", "exact")
     size = lambda name, v: eq.Rel((eq.Sym(name), eq.num(v)), (eq.EQ,))  # noqa: E731
     facts_rich = [
@@ -569,13 +568,11 @@ def build(sol, kind: str, student: dict | None = None, questions: Questions | No
     """The page model for *kind* ("worksheet" or "answer-key"), for the *student* (a dict with any of
     name, id, variant) and with the quiz's graded-answers box *questions*. The caller builds it once and
     hands it to each renderer (a sheet renders the same page as HTML, LaTeX and Typst)."""
-    from ..solver import tok_label
-
     p = sol.problem
     places = p.decimals
     toks = list(p.tokens)
     mats = sol.matrices()
-    tl = [tok_label(t, i) for i, t in enumerate(toks)]
+    tl = [eq.tok_label(t, i) for i, t in enumerate(toks)]
     page = _problem_fields(p, sol.display)
 
     # -- the steps
@@ -599,8 +596,8 @@ def build(sol, kind: str, student: dict | None = None, questions: Questions | No
                           blank, name=res.name)
             grid["blank"] = True
         steps.append(Step(
-            number=k, id=st.id, head=st.head, title=st.title, title_rich=st.title_prose,
-            why=st.why, notes=list(st.notes), result=st.result,
+            number=k, id=st.id, head=st.head, title=printers.text(st.title_prose), title_rich=st.title_prose,
+            why=printers.text(st.why_prose), notes=[printers.text(x) for x in st.notes_prose], result=st.result,
             why_rich=st.why_prose, notes_rich=list(st.notes_prose),
             shape=st.shape_eq, blocks=_blocks(st), mats=views, grid=grid,
             side=_fits_side(st, views),

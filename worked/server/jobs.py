@@ -1,4 +1,5 @@
-"""The server's work, as functions run in worker processes (:class:`worked.server.app.Engine`).
+"""The server's work, as functions run in worker processes (:class:`worked.server.app.Engine`); what they compute for
+the page is in :mod:`worked.server.views`.
 
 Each job takes plain data (a :class:`~worked.problem.Problem`, answers, options) and returns
 ``(status, body bytes, media type)``: the JSON of a solution, a check report or a page view, or a rendered
@@ -20,9 +21,11 @@ import logging
 from typing import Any
 
 from ..errors import WorkedError
+from . import views
 
 log = logging.getLogger("worked.server")
 JSON = "application/json"
+#: the documents' media types by format
 KEEP = 128      # problems whose work a worker keeps (a quiz-sized one is about 80 KB)
 
 _checkers: "collections.OrderedDict[str, Any]" = collections.OrderedDict()
@@ -78,12 +81,12 @@ def solve_json(problem, view: bool):
 
 
 def _solve_json(problem, view):
-    from .app import solution_view
+    from ..writers import json as json_writer
 
     sol = checker(problem).solution
-    out = sol.to_dict()
+    out = json_writer.solution(sol)
     if view:
-        out = {**out, "view": solution_view(sol)}
+        out = {**out, "view": views.solution_view(sol)}
     return 200, _json(out), JSON
 
 
@@ -106,9 +109,7 @@ def view_json(problem):
 
 
 def _view_json(problem):
-    from .app import problem_view
-
-    return 200, _json({"problem": problem.to_dict(), "view": problem_view(problem)}), JSON
+    return 200, _json({"problem": problem.to_dict(), "view": views.problem_view(problem)}), JSON
 
 
 def generate_json(family: dict, seed: int):
@@ -118,11 +119,9 @@ def generate_json(family: dict, seed: int):
 
 def _generate_json(family, seed):
     from .. import generate
-    from .app import problem_view
-
     fam = generate.Family.from_dict(family, source="random problem", prefix="")
     problem = generate.generate(fam, seed)
-    return 200, _json({"problem": problem.to_dict(), "view": problem_view(problem)}), JSON
+    return 200, _json({"problem": problem.to_dict(), "view": views.problem_view(problem)}), JSON
 
 
 def render(problem, document: str, fmt: str, student, paper: str):
@@ -146,14 +145,12 @@ def _render(problem, document, fmt, student, paper):
 
 def check_variant_json(problem, answers: dict, variant, reveal: bool, redact_: bool):
     """A quiz variant's answers checked the way ``worked grade`` marks them (each question with its own
-    tolerance and points, from the manifest): :func:`worked.server.app.check_variant`."""
+    tolerance and points, from the manifest): :func:`worked.server.views.check_variant`."""
     return _guard(_check_variant_json, problem, answers, variant, reveal, redact_)
 
 
 def _check_variant_json(problem, answers, variant, reveal, redact_):
-    from .app import check_variant
-
-    report = check_variant(problem, answers, variant, checker(problem), reveal)
+    report = views.check_variant(problem, answers, variant, checker(problem), reveal)
     return 200, _json(redact(report) if redact_ else report), JSON
 
 
@@ -163,9 +160,7 @@ def problem_json(name: str, problem):
 
 
 def _problem_json(name, problem):
-    from .app import problem_view
-
-    return 200, _json({"name": name, "problem": problem.to_dict(), "view": problem_view(problem)}), JSON
+    return 200, _json({"name": name, "problem": problem.to_dict(), "view": views.problem_view(problem)}), JSON
 
 
 def variant_json(problem, variant):
@@ -175,7 +170,5 @@ def variant_json(problem, variant):
 
 
 def _variant_json(problem, variant):
-    from .app import question_list, problem_view
-
-    return 200, _json({"code": variant.code, "problem": problem.to_dict(), "view": problem_view(problem),
-                       "questions": question_list(variant, problem, checker(problem).solution)}), JSON
+    return 200, _json({"code": variant.code, "problem": problem.to_dict(), "view": views.problem_view(problem),
+                       "questions": views.question_list(variant, problem, checker(problem).solution)}), JSON

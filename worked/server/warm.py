@@ -8,9 +8,10 @@ from .. import printers
 from ..check import check_answers
 from ..problem import load
 from ..solver import solve
+from ..writers import json as json_writer
 from . import app, jobs  # noqa: F401 - what the jobs import
 
 printers.load_all()   # the page's MathML and spoken forms, the JSON's LaTeX
 _example = load()
-solve(_example).to_dict()
+json_writer.solution(solve(_example))
 check_answers(_example, {"Q": [["1", "0"], ["0", "1"], ["1", "0"]]}).to_dict()

@@ -1,6 +1,7 @@
 """Markdown: headings, prose, equations as $$…$$ LaTeX (GitHub and Jupyter render them), matrices as tables."""
 from __future__ import annotations
 
+from .. import printers
 from ..model import Mat, Solution
 from ..render import view
 
@@ -13,7 +14,7 @@ def table(m: Mat, places: int, exact: bool = False) -> list[str]:
     r, c = m.shape
     out = ["| | " + " | ".join(_cell(x) for x in m.cols) + " |", "|---|" + "---:|" * c]
     for i in range(r):
-        cells = [(m.exact_text(i, j) if exact else m.show(i, j, places)) for j in range(c)]
+        cells = [printers.text(m.exact_node(i, j) if exact else m.cell(i, j, places)) for j in range(c)]
         out.append(f"| **{_cell(m.rows[i])}** | " + " | ".join(_cell(x) for x in cells) + " |")
     return out
 
@@ -27,26 +28,27 @@ def render(sol: Solution) -> str:
     out.append("")
     mats = sol.matrices()
     for k, step in enumerate(sol.steps, 1):
-        out += [f"## Step {k}. {_cell(step.title)}", "", _cell(step.why), ""]
-        if step.shape_latex:
-            out += [f"Shapes: ${step.shape_latex}$", ""]
-        for note in step.notes:
-            out += [f"> {_cell(note)}", ""]
+        out += [f"## Step {k}. {_cell(printers.text(step.title_prose))}", "", _cell(printers.text(step.why_prose)), ""]
+        if step.shape_eq is not None:
+            out += [f"Shapes: ${printers.latex(step.shape_eq)}$", ""]
+        for note in step.notes_prose:
+            out += [f"> {_cell(printers.text(note))}", ""]
         group = None
         for line in step.lines:
             if line.group and line.group != group:
                 out += [f"**{_cell(line.group)}**", ""]
             group = line.group
-            out += ["$$", line.latex, "$$", ""]
+            out += ["$$", printers.latex(line.eq), "$$", ""]
         if step.result and mats[step.result].is_scalar:     # a number (the loss), not a 1×1 table
             m = mats[step.result]
             rel = "=" if m.exact_at(places) else r"\approx"
-            out += [f"${m.symbol_latex} {rel} {m.dec_plain(0, 0, places)}$", ""]
+            out += [f"${printers.latex(m.sym)} {rel} {m.dec_plain(0, 0, places)}$", ""]
         elif step.result:
             m = mats[step.result]
             if view.show_exact(m, places, sol.display == "decimal"):   # the page model's rule: rounding enters and every entry is short
-                out += [f"{_cell(m.symbol)}, exact:", ""] + table(m, places, exact=True) + [""]
-                out += [f"{_cell(m.symbol)}, to {places} places:", ""]
+                sym = _cell(printers.text(m.sym))
+                out += [f"{sym}, exact:", ""] + table(m, places, exact=True) + [""]
+                out += [f"{sym}, to {places} places:", ""]
             out += table(m, places) + [""]
     out += ["## Answer", ""] + table(sol.output, places) + [""]
     return "\n".join(out)

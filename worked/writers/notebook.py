@@ -26,6 +26,7 @@ from pathlib import Path
 import nbformat
 from nbformat import v4
 
+from .. import eq, printers
 from ..errors import WorkedError
 from ..model import Mat, Solution
 
@@ -50,8 +51,6 @@ def _md(text: str) -> str:
 def _rich_md(prose) -> str:
     """Prose (a :class:`worked.eq.Prose`, or plain text) as Markdown: the text escaped, the math inline
     ``$…$`` from the LaTeX printer (Jupyter's MathJax sets it)."""
-    from .. import eq, printers
-
     return "".join(_md(x) if isinstance(x, str) else f"${printers.latex(x)}$" for x in eq.prose(prose).parts)
 
 
@@ -227,10 +226,10 @@ class _Builder:
         mats = self.sol.matrices()
         suf = str(st.head) if st.head is not None else ""
         base = f"step{k:02d}-{st.id}" + (f"-head{suf}" if suf else "")
-        label = f"Step {k} ({st.title})"
+        label = f"Step {k} ({printers.text(st.title_prose)})"
         md = [f"## Step {k}: {_rich_md(st.title_prose)}", "", _rich_md(st.why_prose)]
-        if st.shape_latex:
-            md += ["", f"Shapes: ${st.shape_latex}$"]
+        if st.shape_eq is not None:
+            md += ["", f"Shapes: ${printers.latex(st.shape_eq)}$"]
         for note in st.notes_prose:
             md += ["", "> " + _rich_md(note)]
         self.md(base + "-md", "\n".join(md))

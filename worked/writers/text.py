@@ -1,10 +1,14 @@
-"""Plain text for a terminal: aligned, labelled matrices and the worked lines (Unicode √ · ≈ Kᵀ)."""
+"""Plain text for a terminal: aligned, labelled matrices and the worked lines (Unicode √ · ≈ Kᵀ).
+
+:meth:`worked.model.Solution.text` calls :func:`render` at call time, so this module imports nothing of the
+model or the solver (it reads a solution, :class:`worked.model.Solution`, and its matrices,
+:class:`worked.model.Mat`, through their attributes)."""
 from __future__ import annotations
 
 import textwrap
 import unicodedata
 
-from ..model import Mat, Solution
+from .. import printers
 from ..render import view
 
 
@@ -20,10 +24,10 @@ def _pad(s: str, w: int, right: bool = True) -> str:
     return gap + s if right else s + gap
 
 
-def matrix_lines(m: Mat, places: int, exact: bool = False, indent: str = "  ") -> list[str]:
+def matrix_lines(m, places: int, exact: bool = False, indent: str = "  ") -> list[str]:
     """A labelled, aligned matrix: token row labels, column labels above, brackets around each row."""
     r, c = m.shape
-    cells = [[(m.exact_text(i, j) if exact else m.show(i, j, places)) for j in range(c)] for i in range(r)]
+    cells = [[printers.text(m.exact_node(i, j) if exact else m.cell(i, j, places)) for j in range(c)] for i in range(r)]
     widths = [max([_width(m.cols[j])] + [_width(cells[i][j]) for i in range(r)]) for j in range(c)]
     lw = max(_width(x) for x in m.rows)
     head = indent + " " * lw + "   " + "  ".join(_pad(m.cols[j], widths[j]) for j in range(c))
@@ -40,8 +44,6 @@ def chain_lines(node, indent: str, width: int = 100) -> list[str]:
     """A relation chain on as few lines of at most *width* columns as it takes: broken at its relation
     signs (=, ≈), each further line aligned under the first sign; a continuation too long for that
     hangs four columns in from *indent* instead. A piece longer than the line stays whole."""
-    from .. import printers
-
     head, segs = view.chain(node)
     first = indent + printers.text(head)
     out = [first]
@@ -74,7 +76,7 @@ def _wrap_terms(line: str, cont: str, width: int) -> list[str]:
     return [out[0]] + [cont + x for x in out[1:]]
 
 
-def render(sol: Solution, width: int = 100) -> str:
+def render(sol, width: int = 100) -> str:
     p = sol.problem
     places = p.decimals
     out: list[str] = []
@@ -86,13 +88,13 @@ def render(sol: Solution, width: int = 100) -> str:
     out.append("")
     mats = sol.matrices()
     for k, step in enumerate(sol.steps, 1):
-        head = f"Step {k}. {step.title}"
+        head = f"Step {k}. {printers.text(step.title_prose)}"
         out += [head, "-" * _width(head)]
-        out += textwrap.wrap(step.why, width)
-        if step.shape:
-            out.append(f"shapes: {step.shape}")
-        for note in step.notes:
-            out += textwrap.wrap("Note: " + note, width)
+        out += textwrap.wrap(printers.text(step.why_prose), width)
+        if step.shape_eq is not None:
+            out.append(f"shapes: {printers.text(step.shape_eq)}")
+        for note in step.notes_prose:
+            out += textwrap.wrap("Note: " + printers.text(note), width)
         group = None
         for line in step.lines:
             if line.group != group and line.group:
@@ -101,16 +103,17 @@ def render(sol: Solution, width: int = 100) -> str:
             out += chain_lines(line.eq, "    " if line.group else "  ", width)
         if step.result and mats[step.result].is_scalar:     # a number: L ≈ 2.24
             m = mats[step.result]
-            out.append(f"  {m.symbol} {'=' if m.exact_at(places) else '≈'} {m.show(0, 0, places)}")
+            out.append(f"  {printers.text(m.sym)} {'=' if m.exact_at(places) else '≈'} {printers.text(m.cell(0, 0, places))}")
         elif step.result:
             m = mats[step.result]
+            sym = printers.text(m.sym)
             exact = view.show_exact(m, places, sol.display == "decimal")
             if exact:
-                out.append(f"  {m.symbol} (exact):")
+                out.append(f"  {sym} (exact):")
                 out += matrix_lines(m, places, exact=True, indent="    ")
-                out.append(f"  {m.symbol} ≈ (to {places} places):")
+                out.append(f"  {sym} ≈ (to {places} places):")
             else:
-                out.append(f"  {m.symbol} {'=' if m.exact_at(places) else '≈'}" + ("" if m.exact_at(places) else f" (to {places} places)"))
+                out.append(f"  {sym} {'=' if m.exact_at(places) else '≈'}" + ("" if m.exact_at(places) else f" (to {places} places)"))
             out += matrix_lines(m, places, indent="    ")
         out.append("")
     out.append(f"Answer: Z ({'exact' if sol.output.exact_at(places) else f'to {places} places'})")

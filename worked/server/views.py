@@ -1,0 +1,244 @@
+"""What the server's jobs compute from a problem, for the web page (:mod:`worked.server.jobs` calls these in the
+workers; :mod:`worked.server.app` only routes): the page's views of a problem and of its solution, every formula
+printed as text and allow-listed MathML; a quiz variant's questions; and its answers checked the way ``worked
+grade`` marks them. A variant is :class:`worked.server.app.Variant` (read through its attributes: ``code``,
+``questions``). This module imports neither the app nor the jobs, so neither import cycles through it.
+"""
+from __future__ import annotations
+
+import functools
+import logging
+import re
+import xml.etree.ElementTree as ET
+from typing import Any
+
+from .. import eq, printers
+from ..errors import WorkedError
+from ..problem import Problem
+from ..render import view as V
+
+log = logging.getLogger("worked.server")
+
+
+# Every formula on the page is a tree of worked.eq printed by worked.printers.mathml inside
+# printers.math_element; the allow-list is exactly what those two write, and nothing else passes.
+_MATHML_TAGS = {"math", "mrow", "mi", "mn", "mo", "mtext", "mspace", "msub", "msup", "msubsup", "mfrac", "msqrt",
+                "mtable", "mtr", "mtd"}   # (the bracketed matrices of worked.lms.matrix_mathml)
+_MATHML_ATTRS = {"math": {"display", "alttext"}, "mspace": {"width"}}   # (xmlns is the namespace, not an attribute)
+_NS = "{http://www.w3.org/1998/Math/MathML}"
+_WIDTH_RE = re.compile(r"\d{1,2}(\.\d{1,3})?em")
+
+
+def safe_mathml(markup: str) -> str | None:
+    """*markup* if it is one well-formed ``<math>`` element (MathML namespace, or none) made only of the elements and
+    attributes our MathML printer writes, with no DTD, comment or processing instruction; else None."""
+    if not isinstance(markup, str) or "<!" in markup or "<?" in markup:
+        return None
+    try:
+        root = ET.fromstring(markup)
+    except ET.ParseError:
+        return None
+    if root.tag not in (_NS + "math", "math"):
+        return None
+    for el in root.iter():
+        tag = el.tag[len(_NS):] if el.tag.startswith(_NS) else el.tag
+        if tag not in _MATHML_TAGS or (tag == "math" and el is not root):
+            return None
+        allowed = _MATHML_ATTRS.get(tag, ())
+        for a, v in el.attrib.items():
+            if a not in allowed or (a == "display" and v not in ("block", "inline")) \
+                    or (a == "width" and not _WIDTH_RE.fullmatch(v)):
+                return None
+    return markup
+
+
+@functools.lru_cache(maxsize=8192)
+def _math(node, display: bool = False, alt: str | None = None) -> str | None:
+    """A ``<math>`` element for a tree: ``printers.mathml`` with ``printers.spoken`` as its alt text (unless
+    *alt* is given), allow-listed. None if it cannot be printed; the page then shows the text."""
+    try:
+        body = printers.mathml(node)
+        alt = printers.spoken(node) if alt is None else alt
+    except Exception:  # noqa: BLE001 - a printer bug must not take the page down: the text is shown
+        log.warning("no MathML for %r", node, exc_info=True)
+        return None
+    out = safe_mathml(printers.math_element(body, display=display, alt=alt))
+    if out is None:
+        log.warning("MathML for %r is not on the allow-list", node)
+    return out
+
+
+def _bracketed(m: dict) -> str | None:
+    """A given matrix as one bracketed MathML matrix (``X = [ … ]``, :func:`worked.lms.matrix_mathml`), allow-listed."""
+    from ..lms import matrix_mathml
+
+    try:
+        return safe_mathml(matrix_mathml(m))
+    except Exception:  # noqa: BLE001 - a printer bug must not take the page down: the table is shown
+        log.warning("no bracketed MathML for %s", m.get("key"), exc_info=True)
+        return None
+
+
+def _cell(cell: dict) -> dict:
+    """A matrix cell of the page model: its text always; MathML too when the model sets it as math
+    (1/3 is set stacked; 2, −0.5, 0.16 and −∞ read as well in text)."""
+    out: dict[str, Any] = {"text": cell["text"]}
+    if cell.get("eq") is not None:
+        out["mathml"] = _math(cell["eq"])
+    return out
+
+
+def _heading(node) -> dict:
+    return {"text": printers.text(node), "mathml": _math(node)}
+
+
+def mat_heading(m: dict) -> dict:
+    """The heading over a matrix of the page model: ``Z =`` when every entry is exact as shown, ``Z ≈``
+    when rounding enters (its alt text says "equals" or "is about", not "… blank")."""
+    rel = m["rel"]
+    alt = f"{printers.spoken(m['symbol'])} {'equals' if rel == eq.EQ else 'is about'}"
+    return {"rel": rel, "text": printers.text(m["head"]).rstrip(), "mathml": _math(m["head"], False, alt)}
+
+
+def _matrix(m: dict) -> dict:
+    return {"rows": list(m["rows"]), "cols": list(m["cols"]), "heading": mat_heading(m), "caption": m["caption"],
+            "cells": [[_cell(c) for c in row] for row in m["cells"]]}
+
+
+ANSWERS_FORMS = "2√2, 1/3, e^2/(1+e^2)"
+
+
+def problem_view(problem: Problem) -> dict:
+    """What the page shows of a problem and its empty answer grids (no solution values): the problem
+    part of the page model (:func:`worked.render.view.problem_page`) with its trees printed as text and
+    MathML."""
+    page = V.problem_page(problem)
+    inputs = []
+    for g in page.given:
+        # the symbol alone over exact entries (X); "X ≈" over entries shown rounded
+        head = {**_heading(g["symbol"]), "rel": eq.EQ} if g["rel"] == eq.EQ else mat_heading(g)
+        inputs.append({"key": g["key"], "rows": g["rows"], "cols": g["cols"],
+                       "cells": [[_cell(c) for c in row] for row in g["cells"]], "note": g["note"],
+                       **head, "shape": g["shape"], "matrix": _bracketed(g)})
+    grids = [{"key": g["key"], "label": g["label"], "rows": g["rows"], "cols": g["cols"], "masked": g["masked"],
+              "hint": g["hint"], **_heading(g["eq"])} for g in page.grids]
+    # the page model's facts, with scaling and mask on rows of their own and how answers may be typed
+    said = dict(page.facts)
+    facts = [{"label": "Tokens", "text": said["Tokens"]}, {"label": "Sizes", "text": said["Sizes"]},
+             {"label": "Scaling", "text": V.scale_text(problem)}, {"label": "Mask", "text": V.mask_text(problem)},
+             {"label": "Answers", "text": f"decimals to {page.places} places, or exact forms like {ANSWERS_FORMS}"}]
+    return {
+        "title": page.title,
+        "tokens": page.tokens,
+        "decimals": page.places,
+        "multihead": page.multihead,
+        "facts": facts,
+        "inputs": inputs,
+        "grids": grids,
+    }
+
+
+def solution_view(sol) -> dict:
+    """The steps of the answer key's page model (:func:`worked.render.view.build`) for ``/api/solve?view=1``:
+    every line's text and MathML, and each result matrix as shown (``exact`` too when the key shows it)."""
+    page = V.build(sol, "answer-key")
+    steps = []
+    mats = {}
+    for s in page.steps:
+        lines = [{"text": printers.text(ln), "mathml": _math(ln, True), "group": b["label"]}
+                 for b in s.blocks for ln in b["lines"]]
+        steps.append({"id": s["id"], "head": s["head"], "title": s["title"], "why": s["why"], "notes": s["notes"],
+                      "shape": printers.text(s.shape) if s.shape is not None else None,
+                      "result": s.result, "lines": lines})
+        if s.result and s.mats:
+            shown = _matrix(s.mats[-1])
+            if len(s.mats) > 1:
+                shown["exact"] = _matrix(s.mats[0])
+            mats[s.result] = shown
+    return {"steps": steps, "matrices": mats}
+
+
+# ------------------------------------------------------------------ quiz variants
+
+def points(v) -> float | int | None:
+    """A number of points as JSON writes it: ``2`` for 2.0, ``0.5``; None when *v* is not a number."""
+    try:
+        f = float(str(v))
+    except ValueError:
+        return None
+    return int(f) if f.is_integer() else f
+
+
+def _questions_of(v, problem: Problem, sol=None) -> list:
+    """The variant's questions as :class:`worked.ask.Question`, resolved to their cells (bad ones left out)."""
+    from .. import grade
+    from ..ask import Question
+    from ..solver import solve
+
+    mats = (sol or solve(problem)).matrices()
+    out = []
+    for q in v.questions:
+        try:
+            tol = grade.parse_tolerance(q.get("tolerance"), f"variant {v.code}", q["ask"])
+            gq = Question(q["ask"], float(q["points"] or 0), tol, name=q.get("name") or "").resolve_in(mats)
+        except (WorkedError, TypeError, ValueError):
+            log.warning("variant %s: question %r left out", v.code, q.get("ask"))
+            continue
+        out.append(gq)
+    return out
+
+
+def question_list(v, problem: Problem, sol=None) -> list:
+    """What the page shows of a variant's questions: name, ask, points and tolerance (no expected values)."""
+    out = []
+    for q in _questions_of(v, problem, sol):
+        tol = q.tolerance.describe(problem.decimals) if q.tolerance is not None else \
+            f"rounding to {problem.decimals} places"
+        out.append({"name": q.name, "ask": q.ask, "points": points(q.points), "tolerance": tol,
+                    "matrix": q.matrix, "cells": [[i, j] for i, j in q.cells]})
+    return out
+
+
+def check_variant(problem, answers, v, checker, reveal) -> dict:
+    """Check a variant's answers the way ``worked grade`` marks them: each question's entries with that question's
+    tolerance (from the manifest), its points earned for the entries right or carried forward; entries outside
+    the questions, and the diagnoses, with the default band. *checker*: the problem's
+    :class:`worked.check.Checker`; a question's tolerance changes only verdicts and carried-forward marks, so
+    those are all it is asked for (``diagnose=False``)."""
+    questions = _questions_of(v, problem, checker.solution)
+    base = checker.check(answers, reveal=reveal)
+    reports = {None: base}
+    for q in questions:
+        if q.tolerance not in reports:
+            reports[q.tolerance] = checker.check(answers, tolerance=q.tolerance, reveal=reveal, diagnose=False)
+    out = base.to_dict()
+    mats = out["matrices"]
+    scored = []
+    for q in questions:
+        rep = reports[q.tolerance].to_dict()["matrices"].get(q.matrix)
+        if rep is not None:
+            mine = mats[q.matrix]
+            for i, j in q.cells:
+                mine["verdicts"][i][j] = rep["verdicts"][i][j]
+                mine["carried_forward"][i][j] = rep["carried_forward"][i][j]
+        good, earned = q.score(*((rep["verdicts"], rep["carried_forward"]) if rep is not None else (None, None)))
+        scored.append({"name": q.name, "ask": q.ask, "points": points(q.points), "earned": points(earned),
+                       "entries": len(q.cells), "right": good,
+                       "tolerance": (q.tolerance or base.tolerance).to_dict(problem.decimals)["description"]})
+    changed = False
+    for m in mats.values():
+        counts = {k: sum(v == k for row in m["verdicts"] for v in row) for k in ("correct", "wrong", "blank", "invalid")}
+        counts["carried_forward"] = sum(c for row in m["carried_forward"] for c in row)
+        changed |= counts != m["counts"]
+        m["counts"] = counts
+    if changed:   # the questions' tolerances moved some verdicts: count again
+        s = out["summary"]
+        for k in ("correct", "wrong", "blank", "invalid", "carried_forward"):
+            s[k] = sum(m["counts"][k] for m in mats.values())
+        s["answered"] = s["correct"] + s["wrong"]
+        out["summary_text"] = None
+    out["questions"] = scored
+    out["score"] = {"earned": points(round(sum(q["earned"] for q in scored), 2)),
+                    "points": points(sum(q.points for q in questions))}
+    out["variant"] = v.code
+    return out

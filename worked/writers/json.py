@@ -1,0 +1,97 @@
+"""The JSON form of a solution (``worked solve --format json``, the web API, ``Solution.to_dict()``; see README:
+"JSON format"): every matrix exact (sympy's string form) and as floats, every step's prose and lines printed
+as Unicode text and its lines as LaTeX.
+
+This writer reads the solution through its attributes only and imports nothing of :mod:`worked.model` or
+:mod:`worked.solver` (the model's ``to_dict`` calls it at call time, with no import cycle).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import sympy as sp
+from sympy.printing.str import StrPrinter
+
+from .. import printers
+
+
+class ExactText(StrPrinter):
+    """sympy's ``str`` of exact values (the same text, the same settings), remembering the text of every compound
+    subexpression it has printed: the entries of a solution share most of theirs (a row's softmax denominator
+    in every weight and output of the row, each head's Z in every entry of the output), so a whole solution
+    prints several times faster. One per solution (nothing is kept between solutions). Floats are not
+    remembered (two of different precision compare equal)."""
+
+    def __init__(self):
+        super().__init__({"order": None})
+        self._memo: dict = {}
+
+    def _print(self, expr, **kwargs) -> str:
+        if kwargs or getattr(expr, "is_Atom", True):
+            return super()._print(expr, **kwargs)
+        got = self._memo.get(expr)
+        if got is None:
+            got = self._memo[expr] = super()._print(expr)
+        return got
+
+
+def matrix(m, text=str) -> dict[str, Any]:
+    """A matrix (:class:`worked.model.Mat`) as ``{"shape", "exact", "value"}``; *text* writes an exact value
+    (``str``, or one :class:`ExactText`'s ``doprint`` for a whole solution: the same text, faster)."""
+    if m.is_scalar:      # a number: {"shape": [], "exact": "…", "value": 2.2437…}
+        return {"shape": [], "exact": text(m.exact[0][0]), "value": m.value(0, 0)}
+    return {
+        "shape": list(m.shape),
+        "exact": [[text(x) for x in row] for row in m.exact],
+        "value": [[m.value(i, j) for j in range(m.shape[1])] for i in range(m.shape[0])],
+    }
+
+
+def step(st) -> dict[str, Any]:
+    """A step (:class:`worked.model.Step`): its prose and shapes as text, its lines as text and as LaTeX."""
+    return {
+        "id": st.id,
+        "head": st.head,
+        "title": printers.text(st.title_prose),
+        "why": printers.text(st.why_prose),
+        "notes": [printers.text(x) for x in st.notes_prose],
+        "shape": printers.text(st.shape_eq) if st.shape_eq is not None else None,
+        "result": st.result,
+        "text": [printers.text(ln.eq) for ln in st.lines],
+        "latex": [printers.latex(ln.eq) for ln in st.lines],
+        "groups": [ln.group for ln in st.lines],
+    }
+
+
+def solution(sol) -> dict[str, Any]:
+    """The documented JSON form of a :class:`worked.model.Solution`."""
+    p = sol.problem
+    text = ExactText().doprint
+    return {
+        "title": p.title,
+        "tokens": list(p.tokens),
+        "decimals": p.decimals,
+        "scale": p.scale if isinstance(p.scale, str) else str(p.scale),
+        "mask": p.mask,
+        "d_k": p.d_k,
+        "display": sol.display,
+        "heads": [{k: matrix(m, text) for k, m in h.matrices().items()} for h in sol.heads],
+        "concat": matrix(sol.concat, text) if sol.concat is not None else None,
+        "Z": matrix(sol.output, text),
+        "steps": [step(s) for s in sol.steps],
+        "train": train(sol, text),
+    }
+
+
+def train(sol, text=str) -> dict[str, Any] | None:
+    """The training step (a problem with [train]): its settings and every new matrix by key."""
+    t = getattr(sol.problem, "train", None)
+    if t is None or not sol.train:
+        return None
+    tgt = [[str(sp.Rational(x.numerator, x.denominator)) for x in row] for row in t.target]
+    return {
+        "loss_function": t.loss, "lr": str(sp.Rational(t.lr.numerator, t.lr.denominator)),
+        "target": {"shape": [len(tgt), len(tgt[0])], "exact": tgt, "value": [[float(x) for x in row] for row in t.target]},
+        "loss": float(sol.train["loss"].num[0][0]), "loss_after": float(sol.train["loss_after"].num[0][0]),
+        "matrices": {k: matrix(m, text) for k, m in sol.train.items()},
+    }
