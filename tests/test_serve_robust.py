@@ -96,12 +96,14 @@ class Server:
 
 
 READ_TIMEOUT = 2      # the module server's --read-timeout
+TIMEOUT = 0.5         # its --timeout: below what big_problem() takes on any machine (1.3-1.8 s of CPU here), far above
+                      # a small check (20 ms)
 PER_CLIENT = 64       # and its --connections-per-client
 
 
 @pytest.fixture(scope="module")
 def server():
-    s = Server("--timeout", "3", "--read-timeout", str(READ_TIMEOUT), "--connections-per-client", str(PER_CLIENT))
+    s = Server("--timeout", str(TIMEOUT), "--read-timeout", str(READ_TIMEOUT), "--connections-per-client", str(PER_CLIENT))
     yield s
     s.stop()
 
@@ -139,7 +141,7 @@ def test_a_timed_out_request_stops_using_cpu(server):
     r = server.post("/api/solve", {"problem": {**big_problem(), "decimals": 2}})
     took = time.monotonic() - t
     assert r.status_code == 504 and "stopped" in r.json()["error"], r.text
-    assert took < 3 + 1.5
+    assert took < TIMEOUT + 1.5
     time.sleep(1.0)
     c0 = server.cpu_seconds()
     time.sleep(1.0)
@@ -306,7 +308,7 @@ def test_a_foreign_host_is_refused(server):
 
 def test_a_full_lane_answers_503_with_retry_after():
     """More maximal solves than the heavy lane holds: the extra ones get 503 with Retry-After at once."""
-    s = Server("--timeout", "2")
+    s = Server("--timeout", str(TIMEOUT))
     try:
         with cf.ThreadPoolExecutor(12) as ex:
             futs = [ex.submit(s.post, "/api/solve", {"problem": {**big_problem(), "decimals": 1 + k % 5, "title": str(k)}})

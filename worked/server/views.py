@@ -147,7 +147,7 @@ def solution_view(sol) -> dict:
     for s in page.steps:
         lines = [{"text": printers.text(ln), "mathml": _math(ln, True), "group": b["label"]}
                  for b in s.blocks for ln in b["lines"]]
-        steps.append({"id": s["id"], "head": s["head"], "title": s["title"], "why": s["why"], "notes": s["notes"],
+        steps.append({"id": s.id, "head": s.head, "title": s.title, "why": s.why, "notes": s.notes,
                       "shape": printers.text(s.shape) if s.shape is not None else None,
                       "result": s.result, "lines": lines})
         if s.result and s.mats:
