@@ -55,6 +55,7 @@ class Stage(NamedTuple):
     scope: str = "head"     # "head": one per head; "layer": once (after the heads, or without heads)
     several: bool = True    # with scope "layer": whether it exists with one head too
     forward: Callable | None = None     # forward(head, *inputs) → its matrix (see HeadRun)
+    grid: "Grid | None" = None          # its answer grid on the worksheet and the web page
 
     def shape(self, d: Dims) -> tuple[int, int]:
         return _SIZE[self.rows](d), _SIZE[self.cols](d)
@@ -146,15 +147,78 @@ def _is(lhs, rhs):
     return eq.Rel((lhs, rhs), (eq.EQ,))
 
 
+class Grid(NamedTuple):
+    """A stage's answer grid: its *label*, the *symbol* on the left of its definition (None: the definition is
+    written alone), the right side of its definition ``definition(S, problem)`` (*S*: a base name → that head's
+    symbol), its *hint* ``hint(problem)`` (prose, or None), and whether the causal mask hides entries of it."""
+
+    label: str
+    symbol: str | None
+    definition: Callable
+    hint: Callable | None = None
+    masked: bool = False
+
+
+def scale_prose(p) -> eq.Prose:
+    """The scaling rule in words, its math as trees: ``divide the scores by √d_k = √4 = 2`` (the root
+    simplified when it is simpler: √4 = 2, √8 = 2√2)."""
+    if p.scale == "sqrt":
+        import sympy as sp
+
+        root = eq.Sqrt(eq.num(p.d_k))
+        simple = eq.from_sympy(sp.sqrt(sp.Integer(p.d_k)))
+        chain = (eq.Sqrt(eq.Sym("d_k")), root) + ((simple,) if simple != root else ())
+        return eq.prose("divide the scores by ", eq.Rel(chain, (eq.EQ,) * (len(chain) - 1)))
+    if p.scale == "none":
+        return eq.prose("none (the scores go into the softmax unscaled)")
+    return eq.prose("divide the scores by ", eq.num(p.scale))
+
+
+def scaled_def(p, scores):
+    """The right side of ``scaled = …``: scores/√d_k, scores/2, or the scores themselves."""
+    if p.scale == "sqrt":
+        return eq.Frac(scores, eq.Sqrt(eq.Sym("d_k")))
+    if p.scale == "none":
+        return scores
+    return eq.Frac(scores, eq.num(p.scale))
+
+
+def _causal(p, text: str, otherwise=None):
+    return text if p.mask == "causal" else otherwise
+
+
+_X = eq.Sym("X")
+_GRIDS = {
+    "Q": Grid("Queries Q", "Q", lambda S, p: eq.Mul((_X, S("W_Q")))),
+    "K": Grid("Keys K", "K", lambda S, p: eq.Mul((_X, S("W_K")))),
+    "V": Grid("Values V", "V", lambda S, p: eq.Mul((_X, S("W_V")))),
+    "scores": Grid("Scores", "scores", lambda S, p: eq.Mul((S("Q"), eq.Pow(S("K"), eq.Sym("T")))),
+                   lambda p: _causal(p, "masked entries are −∞ (type -inf)"), masked=True),
+    "scaled": Grid("Scaled scores", "scaled", lambda S, p: scaled_def(p, S("scores")),
+                   lambda p: eq.prose(scale_prose(p), _causal(p, "; masked entries stay −∞", "")), masked=True),
+    "weights": Grid("Attention weights", "A", lambda S, p: eq.Call("softmax", (S("scaled"),)),
+                    lambda p: "softmax of each row" + _causal(p, "; masked entries get weight 0", ""), masked=True),
+    "Z": Grid("Output Z", "Z", lambda S, p: eq.Mul((S("A"), S("V")))),
+    "concat": Grid("Concatenated heads", None,
+                   lambda S, p: eq.Call("concat", tuple(_S("Z", h) for h in range(1, len(p.heads) + 1)))),
+    "output": Grid("Output Z", "Z", lambda S, p: eq.Mul((_S("concat"), eq.Sym("W_O")))),
+}
+
+
 FORWARD = (
-    Stage("Q", ("X", "W_Q"), "n", "d_k", _words("the queries ", _is(_S("Q"), eq.Mul((_S("X"), _S("W_Q"))))), forward=_project),
-    Stage("K", ("X", "W_K"), "n", "d_k", _words("the keys ", _is(_S("K"), eq.Mul((_S("X"), _S("W_K"))))), forward=_project),
-    Stage("V", ("X", "W_V"), "n", "d_v", _words("the values ", _is(_S("V"), eq.Mul((_S("X"), _S("W_V"))))), forward=_project),
-    Stage("scores", ("Q", "K"), "n", "n", _words("the scores ", eq.Mul((_S("Q"), eq.Pow(_S("K"), eq.Sym("T"))))), forward=_scores),
-    Stage("scaled", ("scores",), "n", "n", _words("the scaled scores (the scores divided by the scale)"), forward=_scaled),
+    Stage("Q", ("X", "W_Q"), "n", "d_k", _words("the queries ", _is(_S("Q"), eq.Mul((_S("X"), _S("W_Q"))))), forward=_project,
+          grid=_GRIDS["Q"]),
+    Stage("K", ("X", "W_K"), "n", "d_k", _words("the keys ", _is(_S("K"), eq.Mul((_S("X"), _S("W_K"))))), forward=_project,
+          grid=_GRIDS["K"]),
+    Stage("V", ("X", "W_V"), "n", "d_v", _words("the values ", _is(_S("V"), eq.Mul((_S("X"), _S("W_V"))))), forward=_project,
+          grid=_GRIDS["V"]),
+    Stage("scores", ("Q", "K"), "n", "n", _words("the scores ", eq.Mul((_S("Q"), eq.Pow(_S("K"), eq.Sym("T"))))), forward=_scores,
+          grid=_GRIDS["scores"]),
+    Stage("scaled", ("scores",), "n", "n", _words("the scaled scores (the scores divided by the scale)"), forward=_scaled,
+          grid=_GRIDS["scaled"]),
     Stage("weights", ("scaled",), "n", "n", _words("the attention weights ", _S("A"), " (softmax of each row of the scaled scores)"),
-          forward=_weights),
-    Stage("Z", ("weights", "V"), "n", "d_v", _words("the output ", _S("Z")), forward=_blend),
+          forward=_weights, grid=_GRIDS["weights"]),
+    Stage("Z", ("weights", "V"), "n", "d_v", _words("the output ", _S("Z")), forward=_blend, grid=_GRIDS["Z"]),
 )
 class AsIs(list):
     """A stage's matrix that is other matrices' entries as they were shown (the heads side by side), so the
@@ -193,9 +257,12 @@ def _output(r: LayerRun, concat, W_O):
 
 COMBINE = (             # several heads: side by side, then W_O
     Stage("concat", (), "n", "heads·d_v", _words("the concatenated head outputs"), scope="layer", several=False,
-          forward=_concat),
-    Stage("Z", ("concat", "W_O"), "n", "d_out", _words("the output ", _S("Z")), scope="layer", several=False, forward=_output),
+          forward=_concat, grid=_GRIDS["concat"]),
+    Stage("Z", ("concat", "W_O"), "n", "d_out", _words("the output ", _S("Z")), scope="layer", several=False, forward=_output,
+          grid=_GRIDS["output"]),
 )
+
+
 class BackRun:
     """What a training step's stages share: the backend *b*, the problem, the transform *t* (its backward
     fields are the backward mistakes), the divisor of the forward pass, the learning rate, and per head the

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import eq
+from .. import eq, stages
 from .. import numfmt as F
 from .. import printers
 from ..problem import Precision
@@ -364,19 +364,7 @@ def _check_prompts(step, lt: list[str], tokens, checks: str = "one") -> list[dic
 head_sym = eq.matrix_sym   # a matrix's symbol as the steps write it (Q, Q⁽¹⁾, W_Q⁽¹⁾, scores upright)
 
 
-def scale_prose(p) -> eq.Prose:
-    """The scaling rule in words, its math as trees: ``divide the scores by √d_k = √4 = 2`` (the root
-    simplified when it is simpler: √4 = 2, √8 = 2√2)."""
-    if p.scale == "sqrt":
-        import sympy as sp
-
-        root = eq.Sqrt(eq.num(p.d_k))
-        simple = eq.from_sympy(sp.sqrt(sp.Integer(p.d_k)))
-        chain = (eq.Sqrt(eq.Sym("d_k")), root) + ((simple,) if simple != root else ())
-        return eq.prose("divide the scores by ", eq.Rel(chain, (eq.EQ,) * (len(chain) - 1)))
-    if p.scale == "none":
-        return eq.prose("none (the scores go into the softmax unscaled)")
-    return eq.prose("divide the scores by ", eq.num(p.scale))
+scale_prose = stages.scale_prose     # the scaling rule in words (the scaling stage's)
 
 
 def scale_text(p) -> str:
@@ -388,13 +376,7 @@ def mask_text(p) -> str:
     return "causal: each token attends only to itself and earlier tokens" if p.mask == "causal" else "none"
 
 
-def _scaled_def(p, scores: eq.Sym):
-    """The right side of ``scaled = …``: scores/√d_k, scores/2, or the scores themselves."""
-    if p.scale == "sqrt":
-        return eq.Frac(scores, eq.Sqrt(eq.Sym("d_k")))
-    if p.scale == "none":
-        return scores
-    return eq.Frac(scores, eq.num(p.scale))
+
 
 
 def given(p, places: int | None = None) -> list[dict]:
@@ -428,30 +410,31 @@ def answer_grids(p) -> list[dict]:
     heads = range(1, len(p.heads) + 1) if p.multihead else [None]
     X, T = eq.Sym("X"), eq.Sym("T")
     is_ = lambda lhs, rhs: eq.Rel((lhs, rhs), (eq.EQ,))  # noqa: E731
+    dims = stages.Dims.of_problem(p)
+    labels = lambda size, k: toks if size == "n" else nums(k)  # noqa: E731
+
+    def grid(stage, S, pre="", hx=""):
+        g = stage.grid
+        rhs = g.definition(S, p)
+        rows, cols = stage.shape(dims)
+        out = dict(key=pre + stage.id, label=g.label + hx, eq=rhs if g.symbol is None else is_(S(g.symbol), rhs),
+                   rows=labels(stage.rows, rows), cols=labels(stage.cols, cols))
+        if g.masked:
+            out["masked"] = masked
+        hint = g.hint(p) if g.hint else None
+        if hint is not None:
+            out["hint"] = printers.text(eq.prose(hint))
+        elif g.hint:
+            out["hint"] = None
+        return out
+
     grids = []
     for h in heads:
         pre = f"head{h}." if h else ""
         hx = f" (head {h})" if h else ""
-        S = lambda b: head_sym(b, h)  # noqa: E731
-        grids += [
-            dict(key=pre + "Q", label=f"Queries Q{hx}", eq=is_(S("Q"), eq.Mul((X, S("W_Q")))), rows=toks, cols=nums(p.d_k)),
-            dict(key=pre + "K", label=f"Keys K{hx}", eq=is_(S("K"), eq.Mul((X, S("W_K")))), rows=toks, cols=nums(p.d_k)),
-            dict(key=pre + "V", label=f"Values V{hx}", eq=is_(S("V"), eq.Mul((X, S("W_V")))), rows=toks, cols=nums(p.d_v)),
-            dict(key=pre + "scores", label=f"Scores{hx}", eq=is_(S("scores"), eq.Mul((S("Q"), eq.Pow(S("K"), T)))),
-                 rows=toks, cols=toks, masked=masked, hint="masked entries are −∞ (type -inf)" if causal else None),
-            dict(key=pre + "scaled", label=f"Scaled scores{hx}", eq=is_(S("scaled"), _scaled_def(p, S("scores"))),
-                 rows=toks, cols=toks, masked=masked,
-                 hint=scale_text(p) + ("; masked entries stay −∞" if causal else "")),
-            dict(key=pre + "weights", label=f"Attention weights{hx}", eq=is_(S("A"), eq.Call("softmax", (S("scaled"),))),
-                 rows=toks, cols=toks, masked=masked,
-                 hint="softmax of each row" + ("; masked entries get weight 0" if causal else "")),
-            dict(key=pre + "Z", label=f"Output Z{hx}", eq=is_(S("Z"), eq.Mul((S("A"), S("V")))), rows=toks, cols=nums(p.d_v)),
-        ]
+        grids += [grid(s, lambda b, h=h: head_sym(b, h), pre, hx) for s in stages.FORWARD]
     if p.multihead:
-        grids.append(dict(key="concat", label="Concatenated heads", rows=toks, cols=nums(len(p.heads) * p.d_v),
-                          eq=eq.Call("concat", tuple(head_sym("Z", h) for h in heads))))
-        grids.append(dict(key="Z", label="Output Z", eq=is_(eq.Sym("Z"), eq.Mul((head_sym("concat"), eq.Sym("W_O")))),
-                          rows=toks, cols=nums(len(p.W_O[0]))))
+        grids += [grid(s, head_sym) for s in stages.COMBINE]
     if getattr(p, "train", None) is not None:
         grids += _training_grids(p, heads, toks, nums, is_)
     for g in grids:
@@ -492,7 +475,7 @@ def _training_grids(p, heads, toks, nums, is_) -> list[dict]:
                  hint="each row adds up to 0" + ("; masked entries get zero gradient" if zero else ""),
                  eq=is_(eq.Entry(S("dS"), i, j), dS_def)),
             dict(key=pre + "dscores", label=f"Gradient of the scores{hx}", rows=toks, cols=toks, hint=zero,
-                 eq=is_(S("dscores"), _scaled_def(p, S("dS")))),
+                 eq=is_(S("dscores"), stages.scaled_def(p, S("dS")))),
             dict(key=pre + "dQ", label=f"Gradient dQ{hx}", rows=toks, cols=nums(p.d_k),
                  eq=is_(S("dQ"), eq.Mul((S("dscores"), S("K"))))),
             dict(key=pre + "dK", label=f"Gradient dK{hx}", rows=toks, cols=nums(p.d_k),
