@@ -148,15 +148,19 @@ def _is(lhs, rhs):
 
 
 class Grid(NamedTuple):
-    """A stage's answer grid: its *label*, the *symbol* on the left of its definition (None: the definition is
-    written alone), the right side of its definition ``definition(S, problem)`` (*S*: a base name → that head's
-    symbol), its *hint* ``hint(problem)`` (prose, or None), and whether the causal mask hides entries of it."""
+    """A stage's answer grid: its *label*, the left side of its definition (a base name, whose symbol *S* gives,
+    a function of *S*, or None: the definition is written alone), the right side ``definition(S, problem)``
+    (*S*: a base name → that head's symbol), its *hint* ``hint(problem)`` (prose, or None), and whether the
+    causal mask hides entries of it."""
 
     label: str
-    symbol: str | None
+    symbol: "str | Callable | None"
     definition: Callable
     hint: Callable | None = None
     masked: bool = False
+
+    def lhs(self, S):
+        return S(self.symbol) if isinstance(self.symbol, str) else self.symbol(S)
 
 
 def scale_prose(p) -> eq.Prose:
@@ -202,6 +206,56 @@ _GRIDS = {
     "concat": Grid("Concatenated heads", None,
                    lambda S, p: eq.Call("concat", tuple(_S("Z", h) for h in range(1, len(p.heads) + 1)))),
     "output": Grid("Output Z", "Z", lambda S, p: eq.Mul((_S("concat"), eq.Sym("W_O")))),
+}
+
+
+def _half_sum_sq(z):
+    """½ Σ_{i,j} (z − T)²"""
+    return eq.Mul((eq.Frac(eq.num(1), eq.num(2)),
+                   eq.Sum(eq.Pow(eq.Add((z, eq.Neg(eq.Sym("T")))), eq.num(2)), "i,j")))
+
+
+def _tr(x):
+    return eq.Pow(x, eq.Sym("T"))
+
+
+def _zero(p):
+    return _causal(p, "masked entries get zero gradient")
+
+
+def _dS_entry(S):
+    return eq.Entry(S("dS"), "i", "j")
+
+
+def _dS_def(S, p):
+    """A_ij·(dA_ij − Σ_k A_ik·dA_ik)"""
+    i, j, k = "i", "j", "k"
+    return eq.Mul((eq.Entry(S("A"), i, j), eq.Add((eq.Entry(S("dA"), i, j), eq.Neg(eq.Sum(
+        eq.Mul((eq.Entry(S("A"), i, k), eq.Entry(S("dA"), i, k))), k))))))
+
+
+def _new_grid(w: str) -> Grid:
+    return Grid(f"Updated W_{w}", lambda S: S(f"W_{w}", prime=True),
+                lambda S, p: eq.Add((S(f"W_{w}"), eq.Neg(eq.Mul((eq.Sym("lr", upright=True), S(f"dW_{w}")))))))
+
+
+_TRAIN_GRIDS = {
+    "loss": Grid("Loss L", lambda S: eq.Sym("L"), lambda S, p: _half_sum_sq(eq.Sym("Z"))),
+    "dZ": Grid("Gradient dZ", lambda S: _S("dZ"), lambda S, p: eq.Add((eq.Sym("Z"), eq.Neg(eq.Sym("T"))))),
+    "dconcat": Grid("Gradient dconcat", lambda S: _S("dconcat"), lambda S, p: eq.Mul((_S("dZ"), _tr(eq.Sym("W_O"))))),
+    "dV": Grid("Gradient dV", "dV", lambda S, p: eq.Mul((_tr(S("A")), S("dZ")))),
+    "dA": Grid("Gradient dA", "dA", lambda S, p: eq.Mul((S("dZ"), _tr(S("V")))), _zero),
+    "dS": Grid("Softmax backward dS", _dS_entry, _dS_def,
+               lambda p: "each row adds up to 0" + _causal(p, "; masked entries get zero gradient", "")),
+    "dscores": Grid("Gradient of the scores", "dscores", lambda S, p: scaled_def(p, S("dS")), _zero),
+    "dQ": Grid("Gradient dQ", "dQ", lambda S, p: eq.Mul((S("dscores"), S("K")))),
+    "dK": Grid("Gradient dK", "dK", lambda S, p: eq.Mul((_tr(S("dscores")), S("Q")))),
+    "dW_Q": Grid("Gradient dW_Q", "dW_Q", lambda S, p: eq.Mul((_tr(_X), S("dQ")))),
+    "dW_K": Grid("Gradient dW_K", "dW_K", lambda S, p: eq.Mul((_tr(_X), S("dK")))),
+    "dW_V": Grid("Gradient dW_V", "dW_V", lambda S, p: eq.Mul((_tr(_X), S("dV")))),
+    "W_Q_new": _new_grid("Q"), "W_K_new": _new_grid("K"), "W_V_new": _new_grid("V"),
+    "loss_after": Grid("Loss after the update L′", lambda S: eq.Sym("L", prime=True),
+                       lambda S, p: _half_sum_sq(eq.Sym("Z", prime=True))),
 }
 
 
@@ -347,26 +401,31 @@ def _update(w: str):
     return new
 
 
+def _trained(sid: str, *args, **kw) -> Stage:
+    """A stage of the training step, with its answer grid."""
+    return Stage(sid, *args, grid=_TRAIN_GRIDS[sid], **kw)
+
+
 TRAIN = (               # one training step (a [train] problem): the backward pass, in the order of the steps
-    Stage("loss", ("dZ",), "1", "1", _words("the loss ", _S("L")), scope="layer", forward=_loss),
-    Stage("dZ", ("Z", "T"), "n", "d_out", _words("the gradient of the output ", _S("dZ")), scope="layer", forward=_d_out),
-    Stage("dconcat", ("dZ", "W_O"), "n", "heads·d_v", _words("the gradient of the concatenated heads"), scope="layer",
+    _trained("loss", ("dZ",), "1", "1", _words("the loss ", _S("L")), scope="layer", forward=_loss),
+    _trained("dZ", ("Z", "T"), "n", "d_out", _words("the gradient of the output ", _S("dZ")), scope="layer", forward=_d_out),
+    _trained("dconcat", ("dZ", "W_O"), "n", "heads·d_v", _words("the gradient of the concatenated heads"), scope="layer",
           several=False, forward=_d_concat),
-    Stage("dV", ("weights", "dZ"), "n", "d_v", _words("the gradient ", _S("dV")), forward=_d_values),
-    Stage("dA", ("dZ", "V"), "n", "n", _words("the gradient ", _S("dA"), " of the weights"), forward=_d_weights),
-    Stage("dS", ("weights", "dA"), "n", "n", _words("the softmax backward ", _S("dS")), forward=_d_softmax),
-    Stage("dscores", ("dS",), "n", "n", _words("the gradient of the scores"), forward=_d_scores),
-    Stage("dQ", ("dscores", "K"), "n", "d_k", _words("the gradient ", _S("dQ")), forward=_d_queries),
-    Stage("dK", ("dscores", "Q"), "n", "d_k", _words("the gradient ", _S("dK")), forward=_d_keys),
-    Stage("dW_Q", ("X", "dQ"), "d_model", "d_k", _words("the gradient ", _S("dW_Q")), forward=_d_weight),
-    Stage("dW_K", ("X", "dK"), "d_model", "d_k", _words("the gradient ", _S("dW_K")), forward=_d_weight),
-    Stage("dW_V", ("X", "dV"), "d_model", "d_v", _words("the gradient ", _S("dW_V")), forward=_d_weight),
+    _trained("dV", ("weights", "dZ"), "n", "d_v", _words("the gradient ", _S("dV")), forward=_d_values),
+    _trained("dA", ("dZ", "V"), "n", "n", _words("the gradient ", _S("dA"), " of the weights"), forward=_d_weights),
+    _trained("dS", ("weights", "dA"), "n", "n", _words("the softmax backward ", _S("dS")), forward=_d_softmax),
+    _trained("dscores", ("dS",), "n", "n", _words("the gradient of the scores"), forward=_d_scores),
+    _trained("dQ", ("dscores", "K"), "n", "d_k", _words("the gradient ", _S("dQ")), forward=_d_queries),
+    _trained("dK", ("dscores", "Q"), "n", "d_k", _words("the gradient ", _S("dK")), forward=_d_keys),
+    _trained("dW_Q", ("X", "dQ"), "d_model", "d_k", _words("the gradient ", _S("dW_Q")), forward=_d_weight),
+    _trained("dW_K", ("X", "dK"), "d_model", "d_k", _words("the gradient ", _S("dW_K")), forward=_d_weight),
+    _trained("dW_V", ("X", "dV"), "d_model", "d_v", _words("the gradient ", _S("dW_V")), forward=_d_weight),
 )
 UPDATE = (              # after every head's gradients: each head's weights updated, then the loss again
-    Stage("W_Q_new", ("W_Q", "dW_Q"), "d_model", "d_k", _words("the updated ", _S("W_Q")), forward=_update("W_Q")),
-    Stage("W_K_new", ("W_K", "dW_K"), "d_model", "d_k", _words("the updated ", _S("W_K")), forward=_update("W_K")),
-    Stage("W_V_new", ("W_V", "dW_V"), "d_model", "d_v", _words("the updated ", _S("W_V")), forward=_update("W_V")),
-    Stage("loss_after", ("Z_after", "T"), "1", "1", _words("the loss after the update ", eq.Sym("L", prime=True)), scope="layer",
+    _trained("W_Q_new", ("W_Q", "dW_Q"), "d_model", "d_k", _words("the updated ", _S("W_Q")), forward=_update("W_Q")),
+    _trained("W_K_new", ("W_K", "dW_K"), "d_model", "d_k", _words("the updated ", _S("W_K")), forward=_update("W_K")),
+    _trained("W_V_new", ("W_V", "dW_V"), "d_model", "d_v", _words("the updated ", _S("W_V")), forward=_update("W_V")),
+    _trained("loss_after", ("Z_after", "T"), "1", "1", _words("the loss after the update ", eq.Sym("L", prime=True)), scope="layer",
           forward=lambda r, Z, T: _loss(r, _d_out(r, Z, T))),      # Z_after: a fresh pass with the new weights
 )
 

@@ -411,13 +411,13 @@ def answer_grids(p) -> list[dict]:
     X, T = eq.Sym("X"), eq.Sym("T")
     is_ = lambda lhs, rhs: eq.Rel((lhs, rhs), (eq.EQ,))  # noqa: E731
     dims = stages.Dims.of_problem(p)
-    labels = lambda size, k: toks if size == "n" else nums(k)  # noqa: E731
+    labels = lambda size, k: toks if size == "n" else [""] if size == "1" else nums(k)  # noqa: E731
 
     def grid(stage, S, pre="", hx=""):
         g = stage.grid
         rhs = g.definition(S, p)
         rows, cols = stage.shape(dims)
-        out = dict(key=pre + stage.id, label=g.label + hx, eq=rhs if g.symbol is None else is_(S(g.symbol), rhs),
+        out = dict(key=pre + stage.id, label=g.label + hx, eq=rhs if g.symbol is None else is_(g.lhs(S), rhs),
                    rows=labels(stage.rows, rows), cols=labels(stage.cols, cols))
         if g.masked:
             out["masked"] = masked
@@ -429,68 +429,24 @@ def answer_grids(p) -> list[dict]:
         return out
 
     grids = []
+    syms = {h: (lambda b, h=h, **kw: head_sym(b, h, **kw)) for h in heads}
     for h in heads:
         pre = f"head{h}." if h else ""
         hx = f" (head {h})" if h else ""
-        grids += [grid(s, lambda b, h=h: head_sym(b, h), pre, hx) for s in stages.FORWARD]
+        grids += [grid(s, syms[h], pre, hx) for s in stages.FORWARD]
     if p.multihead:
         grids += [grid(s, head_sym) for s in stages.COMBINE]
-    if getattr(p, "train", None) is not None:
-        grids += _training_grids(p, heads, toks, nums, is_)
+    if getattr(p, "train", None) is not None:     # the loss and dZ (dconcat), each head's gradients and updates, L′
+        layer = lambda part: [grid(s, head_sym) for s in part if s.scope == "layer" and (p.multihead or s.several)]  # noqa: E731
+        grids += layer(stages.TRAIN)
+        for h in heads:
+            pre = f"head{h}." if h else ""
+            hx = f" (head {h})" if h else ""
+            grids += [grid(s, syms[h], pre, hx) for s in stages.TRAIN + stages.UPDATE if s.scope == "head"]
+        grids += layer(stages.UPDATE)
     for g in grids:
         g.setdefault("masked", [])
         g.setdefault("hint", None)
-    return grids
-
-
-def _training_grids(p, heads, toks, nums, is_) -> list[dict]:
-    """The matrices of one training step (a ``[train]`` problem), with the keys of an answers file:
-    ``loss``, ``dZ`` (``dconcat`` with several heads), each head's ``dV`` … ``dW_V`` and updated weights
-    ``W_Q_new`` …, then ``loss_after``."""
-    X, T, Z, L = eq.Sym("X"), eq.Sym("T"), eq.Sym("Z"), eq.Sym("L")
-    tr = lambda s: eq.Pow(s, eq.Sym("T"))  # noqa: E731  (transpose)
-    out_cols = nums(len(p.W_O[0]) if p.multihead else p.d_v)
-    zero = "masked entries get zero gradient" if p.mask == "causal" else None
-    grids = [
-        dict(key="loss", label="Loss L", rows=[""], cols=[""],
-             eq=is_(L, eq.Mul((eq.Frac(eq.num(1), eq.num(2)), eq.Sum(eq.Pow(eq.Add((Z, eq.Neg(T))), eq.num(2)), "i,j"))))),
-        dict(key="dZ", label="Gradient dZ", rows=toks, cols=out_cols, eq=is_(head_sym("dZ"), eq.Add((Z, eq.Neg(T))))),
-    ]
-    if p.multihead:
-        grids.append(dict(key="dconcat", label="Gradient dconcat", rows=toks, cols=nums(len(p.heads) * p.d_v),
-                          eq=is_(head_sym("dconcat"), eq.Mul((head_sym("dZ"), tr(eq.Sym("W_O")))))))
-    for h in heads:
-        pre = f"head{h}." if h else ""
-        hx = f" (head {h})" if h else ""
-        S = lambda b: head_sym(b, h)  # noqa: E731
-        i, j, k = "i", "j", "k"
-        dS_def = eq.Mul((eq.Entry(S("A"), i, j), eq.Add((eq.Entry(S("dA"), i, j), eq.Neg(eq.Sum(
-            eq.Mul((eq.Entry(S("A"), i, k), eq.Entry(S("dA"), i, k))), k))))))
-        grids += [
-            dict(key=pre + "dV", label=f"Gradient dV{hx}", rows=toks, cols=nums(p.d_v),
-                 eq=is_(S("dV"), eq.Mul((tr(S("A")), S("dZ"))))),
-            dict(key=pre + "dA", label=f"Gradient dA{hx}", rows=toks, cols=toks, hint=zero,
-                 eq=is_(S("dA"), eq.Mul((S("dZ"), tr(S("V")))))),
-            dict(key=pre + "dS", label=f"Softmax backward dS{hx}", rows=toks, cols=toks,
-                 hint="each row adds up to 0" + ("; masked entries get zero gradient" if zero else ""),
-                 eq=is_(eq.Entry(S("dS"), i, j), dS_def)),
-            dict(key=pre + "dscores", label=f"Gradient of the scores{hx}", rows=toks, cols=toks, hint=zero,
-                 eq=is_(S("dscores"), stages.scaled_def(p, S("dS")))),
-            dict(key=pre + "dQ", label=f"Gradient dQ{hx}", rows=toks, cols=nums(p.d_k),
-                 eq=is_(S("dQ"), eq.Mul((S("dscores"), S("K"))))),
-            dict(key=pre + "dK", label=f"Gradient dK{hx}", rows=toks, cols=nums(p.d_k),
-                 eq=is_(S("dK"), eq.Mul((tr(S("dscores")), S("Q"))))),
-        ]
-        for w, src, width in (("Q", "dQ", p.d_k), ("K", "dK", p.d_k), ("V", "dV", p.d_v)):
-            grids.append(dict(key=f"{pre}dW_{w}", label=f"Gradient dW_{w}{hx}", rows=nums(p.d_model), cols=nums(width),
-                              eq=is_(S(f"dW_{w}"), eq.Mul((tr(X), S(src))))))
-        for w, width in (("Q", p.d_k), ("K", p.d_k), ("V", p.d_v)):
-            grids.append(dict(key=f"{pre}W_{w}_new", label=f"Updated W_{w}{hx}", rows=nums(p.d_model), cols=nums(width),
-                              eq=is_(head_sym(f"W_{w}", h, prime=True), eq.Add((S(f"W_{w}"), eq.Neg(eq.Mul((eq.Sym("lr", upright=True),
-                                                                                       S(f"dW_{w}")))))))))
-    grids.append(dict(key="loss_after", label="Loss after the update L′", rows=[""], cols=[""],
-                      eq=is_(eq.Sym("L", prime=True), eq.Mul((eq.Frac(eq.num(1), eq.num(2)), eq.Sum(eq.Pow(eq.Add((eq.Sym("Z", prime=True), eq.Neg(T))),
-                                                                                          eq.num(2)), "i,j"))))))
     return grids
 
 
