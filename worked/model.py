@@ -100,30 +100,18 @@ class Step:
                 fn(self)
             self._then = []
 
-    @property
-    def why_prose(self):
-        self._body()
-        return self._why_prose
+    def _made(name: str, doc: str):
+        def get(self):
+            self._body()
+            return getattr(self, name)
+        return property(get, doc=doc)
 
-    @property
-    def lines(self) -> list[Line]:
-        self._body()
-        return self._lines
-
-    @property
-    def notes_prose(self) -> list:
-        self._body()
-        return self._notes_prose
-
-    @property
-    def shape_eq(self):
-        self._body()
-        return self._shape_eq
-
-    @property
-    def precision(self) -> int:
-        self._body()
-        return self._precision
+    why_prose = _made("_why_prose", "What is computed and why (prose).")
+    lines = _made("_lines", "The displayed lines (list of Line).")
+    notes_prose = _made("_notes_prose", "Extra remarks (list of prose).")
+    shape_eq = _made("_shape_eq", "The shapes as a tree, or None.")
+    precision = _made("_precision", "Decimal places of the intermediate values in this step.")
+    del _made
 
     def __repr__(self):
         return f"Step({self.id!r}" + (f", head={self.head}" if self.head is not None else "") + f", {len(self.lines)} lines)"

@@ -664,7 +664,11 @@ def solve(problem: Problem, checks: str = "one", display: str | None = None) -> 
     causal = problem.mask == "causal"
 
     def M(key, name, sym, exact, num, rows, cols, masked=frozenset(), hand=None):
-        return _mat(name, sym, exact, num, rows, cols, masked, hand)
+        """The matrix *key*, its carried values from the hand pass when first needed."""
+        return _mat(name, sym, exact, num, rows, cols, masked, hand or carry.grid(key))
+
+    def made(fn, *args):
+        return lambda: fn(ctx, *args)
 
     def later(sid, hid, make, result=None):
         return Step.shown_later(sid, _title(ctx, sid, hid), make, result=result or sid, head=hid)
@@ -677,23 +681,17 @@ def solve(problem: Problem, checks: str = "one", display: str | None = None) -> 
         h0 = hi - 1
         cols_k = [str(c + 1) for c in range(len(hp.Q[0]))]
         cols_v = [str(c + 1) for c in range(len(hp.V[0]))]
-        Q = M(pre + "Q", "Q", ctx.sym("Q", hid), hp.Q, hn.Q, toks, cols_k, hand=carry.grid(pre + "Q"))
-        K = M(pre + "K", "K", ctx.sym("K", hid), hp.K, hn.K, toks, cols_k, hand=carry.grid(pre + "K"))
-        V = M(pre + "V", "V", ctx.sym("V", hid), hp.V, hn.V, toks, cols_v, hand=carry.grid(pre + "V"))
+        Q = M(pre + "Q", "Q", ctx.sym("Q", hid), hp.Q, hn.Q, toks, cols_k)
+        K = M(pre + "K", "K", ctx.sym("K", hid), hp.K, hn.K, toks, cols_k)
+        V = M(pre + "V", "V", ctx.sym("V", hid), hp.V, hn.V, toks, cols_v)
         s_sym = ctx.sym("scores", hid)
         raw = M(pre + "scores", "scores", s_sym, hp.raw_scores, hn.raw_scores, toks, toks,
                 hand=carry.shown(h0, "raw_scores"))
-        scores = M(pre + "scores", "scores", s_sym, hp.scores, hn.scores, toks, toks, hp.masked,
-                   hand=carry.grid(pre + "scores"))
-        scaled = M(pre + "scaled", "scaled", ctx.sym("scaled", hid), hp.scaled, hn.scaled, toks, toks, hp.masked,
-                   hand=carry.grid(pre + "scaled"))
-        weights = M(pre + "weights", "weights", ctx.sym("A", hid), hp.weights, hn.weights, toks, toks, hp.masked,
-                    hand=carry.grid(pre + "weights"))
-        Z = M(pre + "Z", "Z", ctx.sym("Z", hid), hp.Z, hn.Z, toks, cols_v, hand=carry.grid(pre + "Z"))
+        scores = M(pre + "scores", "scores", s_sym, hp.scores, hn.scores, toks, toks, hp.masked)
+        scaled = M(pre + "scaled", "scaled", ctx.sym("scaled", hid), hp.scaled, hn.scaled, toks, toks, hp.masked)
+        weights = M(pre + "weights", "weights", ctx.sym("A", hid), hp.weights, hn.weights, toks, toks, hp.masked)
+        Z = M(pre + "Z", "Z", ctx.sym("Z", hid), hp.Z, hn.Z, toks, cols_v)
         heads.append(HeadResult(hi, Q, K, V, scores, scaled, weights, Z, raw_scores=raw if causal else None))
-
-        def made(fn, *args):
-            return lambda: fn(ctx, *args)
 
         steps += [
             later("Q", hid, made(_proj_step, "Q", hid, X, head.W_Q, Q), pre + "Q"),
@@ -711,10 +709,8 @@ def solve(problem: Problem, checks: str = "one", display: str | None = None) -> 
     output = heads[0].Z
     if problem.multihead:
         ccols = [f"{h.index}.{c + 1}" for h in heads for c in range(problem.d_v)]
-        concat = M("concat", "concat", eq.Sym("concat", upright=True), run.concat, nums.concat, toks, ccols,
-                   hand=carry.grid("concat"))
-        output = M("Z", "Z", eq.Sym("Z"), run.output, nums.output, toks, [str(j + 1) for j in range(len(problem.W_O[0]))],
-                   hand=carry.grid("Z"))
+        concat = M("concat", "concat", eq.Sym("concat", upright=True), run.concat, nums.concat, toks, ccols)
+        output = M("Z", "Z", eq.Sym("Z"), run.output, nums.output, toks, [str(j + 1) for j in range(len(problem.W_O[0]))])
         steps.append(later("concat", None, lambda: _concat_step(ctx, heads, concat)))
         steps.append(later("output", None, lambda: _output_step(ctx, concat, problem.W_O, output), "Z"))
 
@@ -727,7 +723,7 @@ def solve(problem: Problem, checks: str = "one", display: str | None = None) -> 
     sol = Solution(problem, heads, concat, output, steps, checks, run.factor, display, train=train)
     by_result = {s.result: s for s in steps if s.result}
     for k, st in enumerate(steps):
-        st.then(lambda st, k=k: _checked(st, st.title_prose))
+        st.then(lambda st: _checked(st, st.title_prose))
         st.then(lambda st, k=k: st.notes_prose.extend(_answer_notes(ctx, sol, st, k == 0, by_result)))
     return sol
 
