@@ -92,6 +92,8 @@ class Transform(NamedTuple):
     softmax: str = "rows"
     weights: str = "A"
     heads: str = "concat"
+    sides: str | None = None        # cross-attention: "kv-dec" (keys and values from the decoder side X) or
+                                    # "q-enc" (the queries from the encoder side X_enc); see stages.sides
     # the backward pass (problems with a [train] table; see :func:`backward`)
     softmax_back: str = "jacobian"   # "identity" (dS = dA) or "no-sum" (dS = A∘dA: the Σ term left out)
     dV: str = "ATdZ"                 # "AdZ": dV = A·dZ
@@ -186,7 +188,10 @@ def forward(problem, backend, *, transform: Transform | None = None, given: dict
         return [[backend.dot(r, c) for c in cols] for r in A]
 
     X = _inputs(backend, problem.X)
-    masked = stages.masked_entries(n, problem.mask, t.mask)
+    X_enc = _inputs(backend, problem.X_enc) if problem.cross else X
+    arch = stages.of(problem)
+    inputs = stages.sides(t, {"X": X, "X_enc": X_enc})
+    masked = stages.masked_entries(len(inputs["X"]), problem.mask, t.mask, len(inputs["X_enc" if problem.cross else "X"]))
     weights_arg = weights
     if weights is None:
         weights = [tuple(_inputs(backend, w) for w in (hd.W_Q, hd.W_K, hd.W_V)) for hd in problem.heads]
@@ -194,23 +199,23 @@ def forward(problem, backend, *, transform: Transform | None = None, given: dict
     for h, (W_Q, W_K, W_V) in enumerate(weights, 1):
         pre = f"head{h}." if problem.multihead else ""
         run = stages.HeadRun(problem, backend, t, given, pre, h, masked, check_scaled, NA)
-        env = {"X": X, "W_Q": W_Q, "W_K": W_K, "W_V": W_V}
+        env = {**inputs, "W_Q": W_Q, "W_K": W_K, "W_V": W_V}
         envs.append(env)
-        for stage in stages.FORWARD:      # Q, K, V, scores, scaled, weights, Z
+        for stage in arch.forward:      # Q, K, V, scores, scaled, weights, Z
             env[stage.id] = put(pre + stage.id, stage.forward(run, *(env[k] for k in stage.inputs)))
         out.factor = run.factor
-        sh = [out.shown[pre + s.id] for s in stages.FORWARD]
+        sh = [out.shown[pre + s.id] for s in arch.forward]
         out.heads.append(HeadPass(sh[0], sh[1], sh[2], run.raw, *sh[3:], masked, run.states))
     if problem.multihead:
         layer = stages.LayerRun(problem, backend, t, envs)
         env = {"W_O": _inputs(backend, problem.W_O)}
-        for stage in stages.COMBINE:      # concat, Z
+        for stage in arch.combine:      # concat, Z
             grid = stage.forward(layer, *(env[k] for k in stage.inputs))
             env[stage.id] = put(stage.id, grid, shown=not isinstance(grid, stages.AsIs))
         out.concat = out.shown["concat"]
     out.output = out.shown["Z"]
     if backward and getattr(problem, "train", None) is not None:
-        _backward(problem, backend, out, t, put, X, weights, given, weights_arg, points)
+        _backward(problem, backend, out, t, put, inputs, weights, given, weights_arg, points)
     return out
 
 
@@ -238,9 +243,10 @@ def backward(problem, backend, *, transform: Transform | None = None, given: dic
     return forward(problem, backend, transform=transform, given=given)
 
 
-def _backward(problem, backend, out: Pass, t: Transform, put, X, weights, given, weights_given, points=None) -> None:
+def _backward(problem, backend, out: Pass, t: Transform, put, inputs, weights, given, weights_given, points=None) -> None:
     tr = problem.train
     b = backend
+    arch = stages.of(problem)
 
     # a careful student's rounding: with widen, each stage is computed from the exact values of the matrices it
     # uses (a point pass, with the given entries), each widened by its own rounding once, and then widened for
@@ -267,7 +273,7 @@ def _backward(problem, backend, out: Pass, t: Transform, put, X, weights, given,
         layer["W_O"] = _inputs(b, problem.W_O)
     lrun = stages.BackRun(problem, b, t, out.factor, b.entry(tr.lr))
     several = problem.multihead
-    for stage in stages.in_order([s for s in stages.TRAIN if s.scope == "layer" and (several or s.several)], layer):
+    for stage in stages.in_order([s for s in arch.train if s.scope == "layer" and (several or s.several)], layer):
         layer[stage.id] = step(stage.id, stage.forward(lrun, *(layer[k] for k in stage.inputs)))
     out.loss, out.dZ = layer["loss"][0][0], out.shown["dZ"]
     if several:
@@ -277,11 +283,11 @@ def _backward(problem, backend, out: Pass, t: Transform, put, X, weights, given,
                    for h in range(1, len(problem.heads) + 1)]
     else:
         head_dZ = [layer["dZ"]]
-    per_head = [s for s in stages.TRAIN + stages.UPDATE if s.scope == "head"]
+    per_head = [s for s in arch.train + arch.update if s.scope == "head"]
     new_weights = []
     for h, (hp, dZh, W) in enumerate(zip(out.heads, head_dZ, weights), 1):
         pre = f"head{h}." if several else ""
-        env = {"X": X, "W_Q": W[0], "W_K": W[1], "W_V": W[2], "dZ": dZh,
+        env = {**inputs, "W_Q": W[0], "W_K": W[1], "W_V": W[2], "dZ": dZh,
                **{k: use(pre + k) for k in ("weights", "V", "Q", "K")}}
         run = stages.BackRun(problem, b, t, out.factor, lrun.lr, hp.masked)
         for stage in stages.in_order(per_head, env):
@@ -307,7 +313,7 @@ def _backward(problem, backend, out: Pass, t: Transform, put, X, weights, given,
         return
     out.after = after
     layer["Z_after"] = after.output
-    for stage in (s for s in stages.UPDATE if s.scope == "layer"):      # the loss after the update
+    for stage in (s for s in arch.update if s.scope == "layer"):      # the loss after the update
         layer[stage.id] = put(stage.id, stage.forward(lrun, *(layer[k] for k in stage.inputs)))
     out.loss_after = layer["loss_after"][0][0]
 

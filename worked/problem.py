@@ -26,7 +26,9 @@ LIMITS = {
     "work": 10_000,        # predicted milliseconds of the slowest command on the problem (see work())
 }
 
-TOP_KEYS = {"title", "tokens", "X", "W_Q", "W_K", "W_V", "heads", "W_O", "scale", "mask", "decimals", "display", "train"}
+TOP_KEYS = {"title", "attention", "tokens", "X", "tokens_enc", "X_enc", "W_Q", "W_K", "W_V", "heads", "W_O", "scale",
+            "mask", "decimals", "display", "train"}
+ATTENTIONS = ("self", "cross")   # queries, keys and values from X; or queries from X, keys and values from X_enc
 TRAIN_KEYS = {"target", "loss", "lr"}
 LOSSES = ("mse",)
 DISPLAYS = ("auto", "exact", "decimal")
@@ -142,6 +144,22 @@ def _frac_text(f: Fraction) -> int | str:
     return f"{f.numerator}/{f.denominator}"
 
 
+def _tokens(key: str, tokens, n: int, of: str, default: str = "x") -> tuple[str, ...]:
+    """The labels of the rows of *of* (``x1``, ``x2``, … when there are none; the encoder's ``e1``, …)."""
+    if tokens is None:
+        return tuple(f"{default}{i}" for i in range(1, n + 1))
+    if not isinstance(tokens, (list, tuple)) or not all(isinstance(t, str) for t in tokens):
+        raise ProblemError(key, f"expected a list of strings, one per row of {of}")
+    if len(tokens) != n:
+        raise ProblemError(key, f"expected {n} tokens ({of} has {n} rows), got {len(tokens)}")
+    for t in tokens:
+        if not t.strip():
+            raise ProblemError(key, "a token is empty")
+        if len(t) > LIMITS["token"]:
+            raise ProblemError(key, f"token {t[:20]!r}… is longer than {LIMITS['token']} characters")
+    return tuple(tokens)
+
+
 class Precision(NamedTuple):
     """How many places a problem's numbers are shown with: ``answer`` places for every answer, ``carried``
     (answer + 2) for the values a worked line carries on. One rounding rule for all of them: half away from
@@ -180,17 +198,21 @@ class Problem:
     display_option: str            # as given: "auto", "exact" or "decimal"
     display: str                   # how the solution is worked: "exact" or "decimal" (auto: decimal inputs)
     train: Train | None            # the [train] table: one gradient step (None: forward pass only)
+    attention: str                 # "self" or "cross" (queries from X, keys and values from X_enc)
+    X_enc: Matrix | None           # cross-attention: the encoder side (None for self-attention)
+    tokens_enc: tuple[str, ...] | None
     source: str | None             # the file it was read from (not part of its value)
 
     #: what two problems are equal by (the file a problem came from is not part of its value)
     VALUE = ("X", "heads", "W_O", "tokens", "title", "scale", "mask", "decimals", "multihead", "display_option",
-             "display", "train")
+             "display", "train", "attention", "X_enc", "tokens_enc")
 
     def __init__(self, X, W_Q=None, W_K=None, W_V=None, *, heads=None, W_O=None, tokens=None,
                  title="", scale="sqrt", mask="none", decimals=2, display="auto", train=None, source=None,
-                 _places_limit=None, _work_limit=True):
+                 attention="self", X_enc=None, tokens_enc=None, _places_limit=None, _work_limit=True):
         try:
-            self._init(X, W_Q, W_K, W_V, heads, W_O, tokens, title, scale, mask, decimals, display, _places_limit)
+            self._init(X, W_Q, W_K, W_V, heads, W_O, tokens, title, scale, mask, decimals, display, _places_limit,
+                       attention, X_enc, tokens_enc)
             width = len(self.W_O[0]) if self.multihead else self.d_v
             object.__setattr__(self, "train", None if train is None else _train(train, self.n, width, _places_limit))
             if _work_limit:     # off only to measure problems over the limit (benchmarks/bench_train_limits.py --fit)
@@ -216,16 +238,39 @@ class Problem:
         return f"<Problem{' ' + repr(self.title) if self.title else ''}: {what}; .to_toml() writes it>"
 
     # -- construction and validation
-    def _init(self, X, W_Q, W_K, W_V, heads, W_O, tokens, title, scale, mask, decimals, display, places):
+    def _init(self, X, W_Q, W_K, W_V, heads, W_O, tokens, title, scale, mask, decimals, display, places,
+              attention="self", X_enc=None, tokens_enc=None):
         s = lambda k, v: object.__setattr__(self, k, v)  # noqa: E731
+        if attention not in ATTENTIONS:
+            raise ProblemError("attention", f'expected "self" or "cross", got {shown(attention)}')
+        cross = attention == "cross"
         if X is None:
-            raise ProblemError("X", "missing: the input matrix X (one row per token) is required")
+            raise ProblemError("X", "missing: the input matrix X (one row per token"
+                               + (" of the decoder side" if cross else "") + ") is required")
         seen: list = []   # entries written as decimals (not integers)
         Xm = _matrix("X", X, places, seen)
         n, d_model = _shape(Xm)
         if n > LIMITS["tokens"]:
             raise ProblemError("X", f"{n} tokens is more than a hand exercise allows (at most {LIMITS['tokens']})")
         _check_dim("X", d_model, "d_model (columns of X)")
+        Xe = None
+        if not cross:
+            for k, v in (("X_enc", X_enc), ("tokens_enc", tokens_enc)):
+                if v is not None:
+                    raise ProblemError(k, f'{k} is only used with attention = "cross" (keys and values from the encoder side)')
+        else:
+            if X_enc is None:
+                raise ProblemError("X_enc", 'missing: with attention = "cross", the encoder side X_enc (one row per '
+                                   "encoder token; keys and values come from it) is required")
+            Xe = _matrix("X_enc", X_enc, places, seen)
+            if len(Xe) > LIMITS["tokens"]:
+                raise ProblemError("X_enc", f"{len(Xe)} tokens is more than a hand exercise allows (at most {LIMITS['tokens']})")
+            if len(Xe[0]) != d_model:
+                raise ProblemError("X_enc", f"expected {d_model} columns like X (the encoder and the decoder side share "
+                                   f"d_model), got {len(Xe[0])}")
+            if mask == "causal":
+                raise ProblemError("mask", 'a causal mask is not used with attention = "cross": every decoder token may '
+                                   'attend to every encoder token (use mask = "none")')
 
         multihead = heads is not None
         if multihead:
@@ -285,19 +330,8 @@ class Problem:
                 raise ProblemError("W_O", f"expected {need} rows ({len(built)} heads × d_v = {len(built[0].W_V[0])}), got {len(Wo)}")
             _check_dim("W_O", len(Wo[0]), "the number of columns")
 
-        if tokens is None:
-            toks = tuple(f"x{i}" for i in range(1, n + 1))
-        else:
-            if not isinstance(tokens, (list, tuple)) or not all(isinstance(t, str) for t in tokens):
-                raise ProblemError("tokens", "expected a list of strings, one per row of X")
-            if len(tokens) != n:
-                raise ProblemError("tokens", f"expected {n} tokens (X has {n} rows), got {len(tokens)}")
-            for t in tokens:
-                if not t.strip():
-                    raise ProblemError("tokens", "a token is empty")
-                if len(t) > LIMITS["token"]:
-                    raise ProblemError("tokens", f"token {t[:20]!r}… is longer than {LIMITS['token']} characters")
-            toks = tuple(tokens)
+        toks = _tokens("tokens", tokens, n, "X")
+        toks_enc = _tokens("tokens_enc", tokens_enc, len(Xe), "X_enc", "e") if cross else None
 
         if not isinstance(title, str):
             raise ProblemError("title", f"expected a string, got {shown(title)}")
@@ -336,11 +370,33 @@ class Problem:
         s("multihead", multihead)
         s("display_option", display)
         s("display", display if display != "auto" else ("decimal" if seen else "exact"))
+        s("attention", attention)
+        s("X_enc", Xe)
+        s("tokens_enc", toks_enc)
 
     # -- shapes
     @property
     def n(self) -> int:
+        """The tokens of X: the queries' side (the decoder's, in cross-attention)."""
         return len(self.X)
+
+    @property
+    def cross(self) -> bool:
+        return self.attention == "cross"
+
+    @property
+    def n_kv(self) -> int:
+        """The tokens the keys and values come from: X_enc's in cross-attention, else X's."""
+        return len(self.X_kv)
+
+    @property
+    def X_kv(self) -> Matrix:
+        """The input the keys and values are computed from: X_enc in cross-attention, else X."""
+        return self.X_enc if self.cross else self.X
+
+    @property
+    def tokens_kv(self) -> tuple[str, ...]:
+        return self.tokens_enc if self.cross else self.tokens
 
     @property
     def d_model(self) -> int:
@@ -378,6 +434,7 @@ class Problem:
             heads=data.get("heads"), W_O=data.get("W_O"), tokens=data.get("tokens"),
             title=data.get("title", ""), scale=data.get("scale", "sqrt"), mask=data.get("mask", "none"),
             decimals=data.get("decimals", 2), display=data.get("display", "auto"), train=data.get("train"), source=source,
+            attention=data.get("attention", "self"), X_enc=data.get("X_enc"), tokens_enc=data.get("tokens_enc"),
             _places_limit=LIMITS["places"], _work_limit=_work_limit,
         )
 
@@ -409,6 +466,9 @@ class Problem:
         """The problem with the same keys as a problem file (exact entries: ints, decimal or fraction strings)."""
         mat = lambda m: [[_frac_text(x) for x in row] for row in m]  # noqa: E731
         d: dict[str, Any] = {"title": self.title, "tokens": list(self.tokens), "X": mat(self.X)}
+        if self.cross:
+            d = {"title": self.title, "attention": "cross", "tokens": list(self.tokens), "X": mat(self.X),
+                 "tokens_enc": list(self.tokens_enc), "X_enc": mat(self.X_enc)}
         if self.multihead:
             d["heads"] = [{"W_Q": mat(h.W_Q), "W_K": mat(h.W_K), "W_V": mat(h.W_V)} for h in self.heads]
             d["W_O"] = mat(self.W_O)
@@ -427,7 +487,8 @@ class Problem:
     def with_weights(self, heads) -> "Problem":
         """The same problem with other (exact) weights for each head: *heads* a list of (W_Q, W_K, W_V)."""
         kw = dict(tokens=self.tokens, title=self.title, scale=self.scale, mask=self.mask, decimals=self.decimals,
-                  display=self.display_option, train=self.train, source=self.source)
+                  display=self.display_option, train=self.train, source=self.source, attention=self.attention,
+                  X_enc=self.X_enc, tokens_enc=self.tokens_enc)
         if self.multihead:
             return Problem(self.X, heads=list(heads), W_O=self.W_O, **kw)
         return Problem(self.X, *heads[0], **kw)
@@ -442,13 +503,19 @@ class Problem:
         row = lambda r: "[" + ", ".join(q(x) for x in r) + "]"  # noqa: E731
         mat = lambda m: "[" + ", ".join(row(r) for r in m) + "]"  # noqa: E731
         out.append(f"title = {q(d['title'])}")
+        if "attention" in d:
+            out.append(f"attention = {q(d['attention'])}")
         out.append("tokens = [" + ", ".join(q(t) for t in d["tokens"]) + "]")
+        if "tokens_enc" in d:
+            out.append("tokens_enc = [" + ", ".join(q(t) for t in d["tokens_enc"]) + "]")
         out.append(f"scale = {q(d['scale'])}")
         out.append(f"mask = {q(d['mask'])}")
         out.append(f"decimals = {d['decimals']}")
         if "display" in d:
             out.append(f"display = {q(d['display'])}")
         out.append(f"X = {mat(d['X'])}")
+        if "X_enc" in d:
+            out.append(f"X_enc = {mat(d['X_enc'])}")
         if "heads" in d:
             out.append(f"W_O = {mat(d['W_O'])}")
             for h in d["heads"]:
@@ -555,7 +622,7 @@ def work_of(n: int, d_model: int, d_k: int, d_v: int, heads: int = 1, d_out: int
 
 def entry_digits(problem: "Problem") -> int:
     """The digits of the problem's longest input entry (numerator and denominator together)."""
-    mats = [problem.X] + [m for hd in problem.heads for m in hd] + ([problem.W_O] if problem.multihead else [])
+    mats = [problem.X] + ([problem.X_enc] if problem.cross else []) + [m for hd in problem.heads for m in hd] + ([problem.W_O] if problem.multihead else [])
     if problem.train is not None:
         mats.append(problem.train.target)
     return max(len(str(abs(x.numerator))) + (len(str(x.denominator)) if x.denominator != 1 else 0)
@@ -564,7 +631,7 @@ def entry_digits(problem: "Problem") -> int:
 
 def work(problem: "Problem") -> Work:
     """The :class:`Work` of *problem* (see :func:`work_of`)."""
-    return work_of(problem.n, problem.d_model, problem.d_k, problem.d_v, len(problem.heads),
+    return work_of(max(problem.n, problem.n_kv), problem.d_model, problem.d_k, problem.d_v, len(problem.heads),
                    len(problem.W_O[0]) if problem.multihead else None, problem.train is not None, problem.multihead,
                    entry_digits(problem))
 

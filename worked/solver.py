@@ -47,6 +47,9 @@ class _Ctx:
         self.p = problem
         self.checks = checks
         self.lab = [eq.tok_label(t, i) for i, t in enumerate(problem.tokens)]
+        # the rows the keys and values come from (the encoder side's tokens in cross-attention)
+        self.lab_kv = [eq.tok_label(t, i) for i, t in enumerate(problem.tokens_kv)] if problem.cross else self.lab
+        self.toks_kv = list(problem.tokens_kv)
         self.multi = problem.multihead
         self.dec = problem.decimals
         self.carry = carry
@@ -56,6 +59,12 @@ class _Ctx:
     def P(self) -> int:
         """Places for intermediate values (decimals + 2, or + 3: see :func:`hand_pass`)."""
         return self.carry.places
+
+    def side(self, which: str):
+        """(the input's symbol, the labels of its rows, the words of its side) of the product *which* (Q, K, V)."""
+        if self.p.cross and which in ("K", "V"):
+            return _XE, self.lab_kv, "encoder token"
+        return _X, self.lab, "decoder token" if self.p.cross else "token"
 
     def sym(self, base: str, head: int | None, **kw) -> eq.Sym:
         """A per-head symbol: Q, or Q⁽¹⁾ with several heads; ``scaled``/``scores`` upright."""
@@ -183,15 +192,20 @@ def _proj_step(ctx: _Ctx, which: str, head, A, W, R: Mat) -> Step:
     n, dm, dk = len(A), len(W), len(W[0])
     s = ctx.sym(which, head)
     w = ctx.sym(f"W_{which}", head)
+    Xs, lab, who = ctx.side(which)
     lines = []
     for i, j in _entries(ctx.checks, n, dk, (0, 0)):
         col = [W[t][j] for t in range(dm)]
-        lines.append(_dot_line(ctx, eq.Entry(s, ctx.lab[i], str(j + 1)),
-                               eq.Dot(eq.Sym("x", sub=ctx.lab[i]), eq.Col(w, str(j + 1))),
+        lines.append(_dot_line(ctx, eq.Entry(s, lab[i], str(j + 1)),
+                               eq.Dot(eq.Sym("x", sub=lab[i]), eq.Col(w, str(j + 1))),
                                A[i], col, R, i, j))
     what = _PROJ[which]
-    why = _p("Multiply ", _X, " by ", w, ": row ", _I, " of ", s, " is token ", _I, "'s row of ", _X, " times ", w,
-             f", the {what[0]} ({what[1]}). Each entry is the dot product of a row of ", _X, " with a column of ", w, ".")
+    why = _p("Multiply ", Xs, " by ", w, ": row ", _I, " of ", s, f" is {who} ", _I, "'s row of ", Xs, " times ", w,
+             f", the {what[0]} ({what[1]}). Each entry is the dot product of a row of ", Xs, " with a column of ", w, ".")
+    if ctx.p.cross:
+        why = eq.prose(why, " Cross-attention: the queries come from the decoder side ", _X, ", the keys and values from "
+                       "the encoder side ", _XE, "." if which == "Q" else
+                       f", so {s.name} has one row per encoder token.")
     return Step(which, _title(ctx, which, head), why, lines, result=which, head=head,
                 shape_eq=_shapes(eq.Dims(n, dm), eq.Dims(dm, dk), eq.Dims(n, dk)))
 
@@ -206,7 +220,7 @@ def _title(ctx: _Ctx, sid: str, head):
     headings alone (the checker) never builds the lines."""
     sym = lambda base: ctx.sym(base, head)  # noqa: E731
     if sid in _PROJ:
-        return _p(f"{_PROJ[sid][0].capitalize()}: ", _is(sym(sid), eq.Mul((_X, sym(f"W_{sid}")))))
+        return _p(f"{_PROJ[sid][0].capitalize()}: ", _is(sym(sid), eq.Mul((ctx.side(sid)[0], sym(f"W_{sid}")))))
     if sid == "scores":
         qkt = _is(sym("scores"), eq.Mul((sym("Q"), _tr(sym("K")))))
         return _p("Scores: ", qkt, " with the causal mask" if ctx.p.mask == "causal" else "")
@@ -229,6 +243,7 @@ def _title(ctx: _Ctx, sid: str, head):
 # prose with its math as trees (titles, explanations, notes): see worked.eq.Prose
 _p = eq.prose
 _X, _I, _J, _h = eq.Sym("X"), eq.Sym("i"), eq.Sym("j"), eq.Sym("h")
+_XE = eq.Sym("X_enc")
 
 
 def _is(*items, op: str = EQ) -> eq.Rel:
@@ -243,29 +258,36 @@ def _tr(x) -> eq.Pow:
 
 def _scores_step(ctx: _Ctx, head, Q: Mat, K: Mat, raw: Mat, scores: Mat) -> Step:
     n, dk = Q.shape
+    m = K.shape[0]
     Sf = raw.num
     s = ctx.sym("scores", head)
     causal = ctx.p.mask == "causal"
     r0 = n - 1 if causal else 0
-    best = max(range(r0 + 1 if causal else n), key=lambda j: (Sf[r0][j], -j))
+    best = max(range(r0 + 1 if causal else m), key=lambda j: (Sf[r0][j], -j))
     lines = []
-    for i, j in _entries(ctx.checks, n, n, (r0, best)):
-        lines.append(_dot_line(ctx, eq.Entry(s, ctx.lab[i], ctx.lab[j]),
-                               eq.Dot(ctx.sym("q", head, sub=ctx.lab[i]), ctx.sym("k", head, sub=ctx.lab[j])),
+    for i, j in _entries(ctx.checks, n, m, (r0, best)):
+        lines.append(_dot_line(ctx, eq.Entry(s, ctx.lab[i], ctx.lab_kv[j]),
+                               eq.Dot(ctx.sym("q", head, sub=ctx.lab[i]), ctx.sym("k", head, sub=ctx.lab_kv[j])),
                                [Q.carried(i, t) for t in range(dk)], [K.carried(j, t) for t in range(dk)], raw, i, j))
     qkt = _is(s, eq.Mul((ctx.sym("Q", head), _tr(ctx.sym("K", head)))))
-    why = _p("Match every query with every key: ", qkt, ". Row ", _I, ", column ", _J, " is the dot product of token ",
-             _I, "'s query with token ", _J, "'s key; the bigger it is, the more token ", _I, " will attend to token ", _J, ".")
+    if ctx.p.cross:
+        why = _p("Match every decoder query with every encoder key: ", qkt, ". Row ", _I, ", column ", _J, " is the dot "
+                 "product of decoder token ", _I, "'s query with encoder token ", _J, "'s key; the bigger it is, the more "
+                 "decoder token ", _I, " will attend to encoder token ", _J, f". The scores are {n} × {m}: one row per "
+                 "decoder token, one column per encoder token.")
+    else:
+        why = _p("Match every query with every key: ", qkt, ". Row ", _I, ", column ", _J, " is the dot product of token ",
+                 _I, "'s query with token ", _J, "'s key; the bigger it is, the more token ", _I, " will attend to token ", _J, ".")
     notes = []
-    if ctx.checks == "one" and n > 1:
+    if ctx.checks == "one" and m > 1:
         notes.append(f"The entry expanded is the largest score in the row of “{ctx.p.tokens[r0]}”: "
-                     f"“{ctx.p.tokens[r0]}” will attend most to “{ctx.p.tokens[best]}”.")
+                     f"“{ctx.p.tokens[r0]}” will attend most to “{ctx.toks_kv[best]}”.")
     if causal:
         notes.append("Causal mask: a token may attend only to itself and to earlier tokens, so every score "
                      "above the diagonal (the key of a later token) is set to −∞. After the softmax its weight is exactly 0.")
     return Step("scores", _title(ctx, "scores", head), why, lines,
                 result="scores", head=head, notes=notes,
-                shape_eq=_shapes(eq.Dims(n, dk), eq.Dims(dk, n), eq.Dims(n, n)))
+                shape_eq=_shapes(eq.Dims(n, dk), eq.Dims(dk, m), eq.Dims(n, m)))
 
 
 # ---------------------------------------------------------------- scaling
@@ -297,10 +319,11 @@ def _scale_step(ctx: _Ctx, head, scores: Mat, scaled: Mat, factor, factor_num) -
         why = _p("The problem sets ", _is(eq.Sym("scale", upright=True), F.node(p.scale)), ": divide every score by ", fnode, ".")
     causal = p.mask == "causal"
     r0 = n - 1 if causal else 0
-    best = max(range(r0 + 1 if causal else n), key=lambda j: (float(scores.num[r0][j]), -j))
-    for i, j in _entries(ctx.checks, n, n, (r0, best), allowed=lambda i, j: not scaled.is_masked(i, j)):
+    m = scores.shape[1]
+    best = max(range(r0 + 1 if causal else m), key=lambda j: (float(scores.num[r0][j]), -j))
+    for i, j in _entries(ctx.checks, n, m, (r0, best), allowed=lambda i, j: not scaled.is_masked(i, j)):
         v = scaled.exact[i][j]
-        lhs = eq.Entry(s, ctx.lab[i], ctx.lab[j])
+        lhs = eq.Entry(s, ctx.lab[i], ctx.lab_kv[j])
         carried = scores.carried(i, j)
         items, ops = [lhs, eq.Frac(carried, fnode)], [_rel(scores.is_carried_exact(i, j))]
         h = scaled.hand[i][j]
@@ -324,7 +347,7 @@ def _weights_step(ctx: _Ctx, head, scaled: Mat, weights: Mat, rows, hand_rows) -
     """*rows*: the Exact pass's softmax of each row (:class:`worked.attention.ExactRow`, for the exact forms);
     *hand_rows*: the same rows as a hand works them (:class:`worked.attention.HandRow`: the exponents, each
     e^x as carried and their total), which every decimal in the lines comes from."""
-    n, P = scaled.shape[0], ctx.P
+    (n, m), P = scaled.shape, ctx.P
     a = ctx.sym("A", head)
     sc = ctx.sym("scaled", head)
     lines: list[Line] = []
@@ -334,10 +357,10 @@ def _weights_step(ctx: _Ctx, head, scaled: Mat, weights: Mat, rows, hand_rows) -
         js = hr.js
         g = f"row {ctx.p.tokens[i]}"
         # 1. the row of scaled scores, as carried
-        xs = [scaled.carried(i, j) for j in range(n)]      # the exponents as the lines show them
+        xs = [scaled.carried(i, j) for j in range(m)]      # the exponents as the lines show them
         items, ops = [eq.Entry(sc, ctx.lab[i], eq.ALL), eq.Vec(tuple(xs))], [EQ]
         if not ctx.decimal:
-            dec_row = [xs[j] if scaled.is_neg_inf(i, j) else scaled.node(i, j, P) for j in range(n)]
+            dec_row = [xs[j] if scaled.is_neg_inf(i, j) else scaled.node(i, j, P) for j in range(m)]
             if dec_row != xs:
                 items.append(eq.Vec(tuple(dec_row)))
                 ops.append(APPROX)
@@ -350,7 +373,7 @@ def _weights_step(ctx: _Ctx, head, scaled: Mat, weights: Mat, rows, hand_rows) -
         if hr.shift:
             shifted_rows.append(ctx.p.tokens[i])
         e_shown = {}
-        for j in range(n):
+        for j in range(m):
             if j not in js:
                 lines.append(Line(eq.Rel((eq.Exp(eq.neg_inf()), eq.num(0)), (EQ,)), g))
                 continue
@@ -382,8 +405,8 @@ def _weights_step(ctx: _Ctx, head, scaled: Mat, weights: Mat, rows, hand_rows) -
                                      (_rel(not rounded), EQ)), g))
         # 4. each weight: exact, simplified, the quotient of the shown values, and that quotient as carried
         den_full = None if ctx.decimal else F.node(r.total)   # like terms collected: 2e^(√2)
-        for j in range(n):
-            lhs = eq.Entry(a, ctx.lab[i], ctx.lab[j])
+        for j in range(m):
+            lhs = eq.Entry(a, ctx.lab[i], ctx.lab_kv[j])
             if j not in js:
                 lines.append(Line(eq.Rel((lhs, eq.Frac(eq.Exp(eq.neg_inf()), total_node), eq.num(0)), (EQ, EQ)), g))
                 continue
@@ -445,7 +468,8 @@ def _weights_step(ctx: _Ctx, head, scaled: Mat, weights: Mat, rows, hand_rows) -
 # ---------------------------------------------------------------- Z = A·V
 
 def _z_step(ctx: _Ctx, head, weights: Mat, V: Mat, Z: Mat) -> Step:
-    n, dv = V.shape
+    m, dv = V.shape
+    n = weights.shape[0]
     P = ctx.P
     z, a, v = ctx.sym("z", head), ctx.sym("A", head), ctx.sym("v", head)
     Zs, As, Vs = ctx.sym("Z", head), ctx.sym("A", head), ctx.sym("V", head)
@@ -453,7 +477,7 @@ def _z_step(ctx: _Ctx, head, weights: Mat, V: Mat, Z: Mat) -> Step:
     if ctx.decimal:
         # Part 10 style: one entry at a time, a row of A times a column of V
         for i, c in _entries(ctx.checks, n, dv, (n - 1 if n > 1 else 0, 0)):
-            js = [j for j in range(n) if weights.exact[i][j] != 0]
+            js = [j for j in range(m) if weights.exact[i][j] != 0]
             lines.append(_dot_line(ctx, eq.Entry(Zs, ctx.lab[i], str(c + 1)),
                                    eq.Dot(eq.Entry(As, ctx.lab[i], eq.ALL), eq.Col(Vs, str(c + 1))),
                                    [weights.carried(i, j) for j in js], [V.carried(j, c) for j in js], Z, i, c,
@@ -461,10 +485,10 @@ def _z_step(ctx: _Ctx, head, weights: Mat, V: Mat, Z: Mat) -> Step:
     else:
         for i in range(n):
             g = f"row {ctx.p.tokens[i]}"
-            js = [j for j in range(n) if weights.exact[i][j] != 0]
+            js = [j for j in range(m) if weights.exact[i][j] != 0]
             wn = {j: weights.carried(i, j) for j in js}
             vrow = {j: eq.Vec(tuple(V.carried(j, c) for c in range(dv))) for j in js}
-            named = eq.Add(tuple(eq.Mul((eq.Entry(a, ctx.lab[i], ctx.lab[j]), eq.Sym("v", sub=ctx.lab[j], head=v.head)))
+            named = eq.Add(tuple(eq.Mul((eq.Entry(a, ctx.lab[i], ctx.lab_kv[j]), eq.Sym("v", sub=ctx.lab_kv[j], head=v.head)))
                                  for j in js))
             zi = eq.Sym("z", sub=ctx.lab[i], head=z.head)
             lines.append(Line(eq.Rel((zi, named), (EQ,)), g))
@@ -488,9 +512,8 @@ def _z_step(ctx: _Ctx, head, weights: Mat, V: Mat, Z: Mat) -> Step:
     notes = []
     if ctx.p.mask == "causal":
         notes.append("Masked tokens have weight 0 and drop out of the blend.")
-    m = weights.shape[0]
     return Step("Z", _title(ctx, "Z", head), why, lines, result="Z", head=head, notes=notes, precision=P,
-                shape_eq=_shapes(eq.Dims(m, m), eq.Dims(m, dv), eq.Dims(m, dv)))
+                shape_eq=_shapes(eq.Dims(n, m), eq.Dims(m, dv), eq.Dims(n, dv)))
 
 
 # ---------------------------------------------------------------- heads: concat and W_O
@@ -653,7 +676,8 @@ def solve(problem: Problem, checks: str = "one", display: str | None = None) -> 
     if display not in DISPLAYS:
         raise ValueError(f"display must be one of {DISPLAYS}, got {display!r}")
     X = [list(r) for r in problem.X]
-    toks = list(problem.tokens)
+    X_kv = [list(r) for r in problem.X_kv]
+    toks, toks_kv = list(problem.tokens), list(problem.tokens_kv)
     run = forward(problem, Exact())
     for hp in run.heads:
         _check_size(problem, hp, run.factor)
@@ -682,21 +706,21 @@ def solve(problem: Problem, checks: str = "one", display: str | None = None) -> 
         cols_k = [str(c + 1) for c in range(len(hp.Q[0]))]
         cols_v = [str(c + 1) for c in range(len(hp.V[0]))]
         Q = M(pre + "Q", "Q", ctx.sym("Q", hid), hp.Q, hn.Q, toks, cols_k)
-        K = M(pre + "K", "K", ctx.sym("K", hid), hp.K, hn.K, toks, cols_k)
-        V = M(pre + "V", "V", ctx.sym("V", hid), hp.V, hn.V, toks, cols_v)
+        K = M(pre + "K", "K", ctx.sym("K", hid), hp.K, hn.K, toks_kv, cols_k)
+        V = M(pre + "V", "V", ctx.sym("V", hid), hp.V, hn.V, toks_kv, cols_v)
         s_sym = ctx.sym("scores", hid)
-        raw = M(pre + "scores", "scores", s_sym, hp.raw_scores, hn.raw_scores, toks, toks,
+        raw = M(pre + "scores", "scores", s_sym, hp.raw_scores, hn.raw_scores, toks, toks_kv,
                 hand=carry.shown(h0, "raw_scores"))
-        scores = M(pre + "scores", "scores", s_sym, hp.scores, hn.scores, toks, toks, hp.masked)
-        scaled = M(pre + "scaled", "scaled", ctx.sym("scaled", hid), hp.scaled, hn.scaled, toks, toks, hp.masked)
-        weights = M(pre + "weights", "weights", ctx.sym("A", hid), hp.weights, hn.weights, toks, toks, hp.masked)
+        scores = M(pre + "scores", "scores", s_sym, hp.scores, hn.scores, toks, toks_kv, hp.masked)
+        scaled = M(pre + "scaled", "scaled", ctx.sym("scaled", hid), hp.scaled, hn.scaled, toks, toks_kv, hp.masked)
+        weights = M(pre + "weights", "weights", ctx.sym("A", hid), hp.weights, hn.weights, toks, toks_kv, hp.masked)
         Z = M(pre + "Z", "Z", ctx.sym("Z", hid), hp.Z, hn.Z, toks, cols_v)
         heads.append(HeadResult(hi, Q, K, V, scores, scaled, weights, Z, raw_scores=raw if causal else None))
 
         steps += [
             later("Q", hid, made(_proj_step, "Q", hid, X, head.W_Q, Q), pre + "Q"),
-            later("K", hid, made(_proj_step, "K", hid, X, head.W_K, K), pre + "K"),
-            later("V", hid, made(_proj_step, "V", hid, X, head.W_V, V), pre + "V"),
+            later("K", hid, made(_proj_step, "K", hid, X_kv, head.W_K, K), pre + "K"),
+            later("V", hid, made(_proj_step, "V", hid, X_kv, head.W_V, V), pre + "V"),
             later("scores", hid, made(_scores_step, hid, Q, K, raw, scores), pre + "scores"),
             later("scaled", hid, made(_scale_step, hid, scores, scaled, run.factor, nums.factor[0]), pre + "scaled"),
             later("weights", hid, (lambda hp=hp, h0=h0, hid=hid, scaled=scaled, weights=weights:
@@ -778,8 +802,8 @@ def _grad_prod_step(ctx: _Ctx, sid: str, head, title: str, why: str, R: Mat, lef
     for i, j in _entries(ctx.checks, r, c, first):
         # a row of tokens is named by its token's label; a weight matrix's rows (1, 2, …) by their number, even
         # where there are as many tokens as rows
-        tokens = list(R.rows) == list(ctx.p.tokens)
-        lhs = eq.Entry(R.sym, ctx.lab[i] if tokens else R.rows[i], R.cols[j])
+        lab = ctx.lab if list(R.rows) == list(ctx.p.tokens) else ctx.lab_kv if list(R.rows) == ctx.toks_kv else R.rows
+        lhs = eq.Entry(R.sym, lab[i], R.cols[j])
         lines.append(_dot_line(ctx, lhs, mid(i, j), left(i), right(j), R, i, j))
     return Step(sid, title, why, lines, result=sid, head=head, notes=list(notes), precision=ctx.P,
                 shape_eq=_shapes(*shapes))
@@ -798,9 +822,9 @@ def _rel_to(node, R: Mat, i: int, j: int) -> str:
 def _train_steps(ctx: _Ctx, problem: Problem, run, nums, hand, heads: list[HeadResult], output: Mat, concat):
     """The training steps and matrices (a dict by key, as in :meth:`Solution.matrices`)."""
     P, dec = ctx.P, ctx.dec
-    n = problem.n
-    toks = list(problem.tokens)
-    lab = ctx.lab
+    n, m = problem.n, problem.n_kv
+    toks, toks_kv = list(problem.tokens), ctx.toks_kv
+    lab, lab_kv = ctx.lab, ctx.lab_kv
     tr = problem.train
     mats: dict[str, Mat] = {}
     steps: list[Step] = []
@@ -866,7 +890,6 @@ def _train_steps(ctx: _Ctx, problem: Problem, run, nums, hand, heads: list[HeadR
         for h in range(1, len(problem.heads) + 1):
             key = f"head{h}.dZ"
             head_dZ.append(M(key, ctx.sym("dZ", h), toks, [str(c + 1) for c in range(dv)]))
-    X = problem.X
     dm = problem.d_model
     drows = [str(r + 1) for r in range(dm)]
     for hr, dZh, hp, (hk, head) in zip(heads, head_dZ, run.heads, enumerate(problem.heads, 1)):
@@ -879,7 +902,7 @@ def _train_steps(ctx: _Ctx, problem: Problem, run, nums, hand, heads: list[HeadR
         masked = hp.masked
         hsteps = []
         # dV = Aᵀ·dZ
-        dV = M(pre + "dV", S("dV"), toks, vc)
+        dV = M(pre + "dV", S("dV"), toks_kv, vc)
         hsteps.append(_grad_prod_step(
             ctx, "dV", hid, _p("Backward: ", _is(S("dV"), eq.Mul((_tr(S("A")), S("dZ"))))),
             _p(_is(S("Z"), eq.Mul((S("A"), S("V")))), ", so the gradient of ", S("V"), " is ", _tr(S("A")), " times ", S("dZ"),
@@ -887,25 +910,25 @@ def _train_steps(ctx: _Ctx, problem: Problem, run, nums, hand, heads: list[HeadR
                ", so it collects ", eq.Sum(eq.Mul((eq.Entry(S("A"), "i", "j"), eq.Entry(S("dZ"), "i", eq.ALL))), "i"),
                " (column ", _J, " of ", S("A"), ", not row ", _J, ")."), dV,
             lambda j: _node_list(A, P, [(i, j) for i in range(n)]), lambda c: _node_list(dZh, P, [(i, c) for i in range(n)]),
-            lambda j, c: eq.Dot(eq.Col(S("A"), lab[j]), eq.Col(S("dZ"), str(c + 1))), _pick(dV),
-            (eq.Dims(n, n), eq.Dims(n, dv), eq.Dims(n, dv))))
+            lambda j, c: eq.Dot(eq.Col(S("A"), lab_kv[j]), eq.Col(S("dZ"), str(c + 1))), _pick(dV),
+            (eq.Dims(m, n), eq.Dims(n, dv), eq.Dims(m, dv))))
         # dA = dZ·Vᵀ
-        dA = M(pre + "dA", S("dA"), toks, toks, masked)
+        dA = M(pre + "dA", S("dA"), toks, toks_kv, masked)
         hsteps.append(_grad_prod_step(
             ctx, "dA", hid, _p("Backward: ", _is(S("dA"), eq.Mul((S("dZ"), _tr(S("V")))))),
             _p(_is(S("Z"), eq.Mul((S("A"), S("V")))), ", so the gradient of the weights is ", S("dZ"), " times ", _tr(S("V")),
                ": entry (", _I, ", ", _J, ") is token ", _I, "'s output gradient · token ", _J, "'s value row."), dA,
             lambda i: _node_list(dZh, P, [(i, c) for c in range(dv)]), lambda j: _node_list(V, P, [(j, c) for c in range(dv)]),
-            lambda i, j: eq.Dot(eq.Entry(S("dZ"), lab[i], eq.ALL), eq.Entry(S("V"), lab[j], eq.ALL)), _pick(dA),
-            (eq.Dims(n, dv), eq.Dims(dv, n), eq.Dims(n, n)),
+            lambda i, j: eq.Dot(eq.Entry(S("dZ"), lab[i], eq.ALL), eq.Entry(S("V"), lab_kv[j], eq.ALL)), _pick(dA),
+            (eq.Dims(n, dv), eq.Dims(dv, m), eq.Dims(n, m)),
             notes=["A masked weight is 0 whatever dA says: its gradient stops at the softmax (next step)."] if masked else ()))
         # the softmax backward, row by row
-        dS = M(pre + "dS", S("dS"), toks, toks, masked)
+        dS = M(pre + "dS", S("dS"), toks, toks_kv, masked)
         rs = hand.grads[hk - 1].rowsum
         lines = []
         for i in range(n):
             g = f"row {toks[i]}"
-            js = [j for j in range(n) if (i, j) not in masked]
+            js = [j for j in range(m) if (i, j) not in masked]
             an = [A.carried(i, j) for j in js]
             dn = [dA.carried(i, j) for j in js]
             s_node = F.hand_node(rs[i], P)
@@ -914,13 +937,13 @@ def _train_steps(ctx: _Ctx, problem: Problem, run, nums, hand, heads: list[HeadR
             lines.append(Line(eq.Rel((s_lab, eq.Sum(eq.Mul((eq.Entry(S("A"), lab[i], "k"), eq.Entry(S("dA"), lab[i], "k"))), "k"),
                                       s_sum, s_node),
                                      (EQ, _rel(not any(map(_has_dec, an + dn))), _rel(eq.rational_value(s_sum) == rs[i]))), g))
-            for j in range(n):
-                lhs = eq.Entry(dS.sym, lab[i], lab[j])
+            for j in range(m):
+                lhs = eq.Entry(dS.sym, lab[i], lab_kv[j])
                 if (i, j) in masked:
                     lines.append(Line(eq.Rel((lhs, eq.num(0)), (EQ,)), g))
                     continue
                 prod = eq.Mul((A.carried(i, j), eq.Add((dA.carried(i, j), eq.Neg(s_node)))))
-                lines.append(Line(eq.Rel((lhs, eq.Mul((eq.Entry(S("A"), lab[i], lab[j]), eq.Add((eq.Entry(S("dA"), lab[i], lab[j]), eq.Neg(s_lab))))),
+                lines.append(Line(eq.Rel((lhs, eq.Mul((eq.Entry(S("A"), lab[i], lab_kv[j]), eq.Add((eq.Entry(S("dA"), lab[i], lab_kv[j]), eq.Neg(s_lab))))),
                                           prod, dS.carried(i, j)),
                                          (EQ, _rel(not _has_dec(prod)), _rel_to(prod, dS, i, j))), g))
             if len(js) > 1:
@@ -941,7 +964,7 @@ def _train_steps(ctx: _Ctx, problem: Problem, run, nums, hand, heads: list[HeadR
                               "). First the row's sum ", si, ", then each entry."), lines, result="dS", head=hid,
                            notes=notes, precision=P))
         # the scaling
-        dsc = M(pre + "dscores", S("dscores"), toks, toks, masked)
+        dsc = M(pre + "dscores", S("dscores"), toks, toks_kv, masked)
         fnode = F.node(run.factor)
         if problem.scale == "none":
             hsteps.append(Step("dscores", _p("Scaling backward: none (", _is(S("dscores"), S("dS")), ")"),
@@ -950,8 +973,8 @@ def _train_steps(ctx: _Ctx, problem: Problem, run, nums, hand, heads: list[HeadR
         else:
             i0, j0 = _pick(dsc, lambda i, j: (i, j) not in masked)
             lines = []
-            for i, j in _entries(ctx.checks, n, n, (i0, j0), allowed=lambda i, j: (i, j) not in masked):
-                it = [eq.Entry(dsc.sym, lab[i], lab[j]), eq.Frac(eq.Entry(dS.sym, lab[i], lab[j]), fnode),
+            for i, j in _entries(ctx.checks, n, m, (i0, j0), allowed=lambda i, j: (i, j) not in masked):
+                it = [eq.Entry(dsc.sym, lab[i], lab_kv[j]), eq.Frac(eq.Entry(dS.sym, lab[i], lab_kv[j]), fnode),
                       eq.Frac(dS.carried(i, j), fnode), dsc.carried(i, j)]
                 lines.append(Line(eq.Rel(tuple(it), (EQ, _rel(not _has_dec(it[2])), _rel_to(it[2], dsc, i, j)))))
             hsteps.append(Step("dscores", _p("Scaling backward: ", _is(S("dscores"), eq.Frac(S("dS"), fnode))),
@@ -965,30 +988,33 @@ def _train_steps(ctx: _Ctx, problem: Problem, run, nums, hand, heads: list[HeadR
             ctx, "dQ", hid, _p("Backward: ", _is(S("dQ"), eq.Mul((S("dscores"), S("K"))))),
             _p(_is(S("scores"), eq.Mul((S("Q"), _tr(S("K"))))), ", so the gradient of the queries is ", S("dscores"), " times ",
                S("K"), ": token ", _I, "'s query moves along the keys it was matched with, each by that score's gradient."), dQ,
-            lambda i: _node_list(dsc, P, [(i, j) for j in range(n)]), lambda c: _node_list(K, P, [(j, c) for j in range(n)]),
+            lambda i: _node_list(dsc, P, [(i, j) for j in range(m)]), lambda c: _node_list(K, P, [(j, c) for j in range(m)]),
             lambda i, c: eq.Dot(eq.Entry(S("dscores"), lab[i], eq.ALL), eq.Col(S("K"), str(c + 1))), _pick(dQ),
-            (eq.Dims(n, n), eq.Dims(n, dk), eq.Dims(n, dk))))
-        dK = M(pre + "dK", S("dK"), toks, kc)
+            (eq.Dims(n, m), eq.Dims(m, dk), eq.Dims(n, dk))))
+        dK = M(pre + "dK", S("dK"), toks_kv, kc)
         hsteps.append(_grad_prod_step(
             ctx, "dK", hid, _p("Backward: ", _is(S("dK"), eq.Mul((_tr(S("dscores")), S("Q"))))),
             _p(_is(S("scores"), eq.Mul((S("Q"), _tr(S("K"))))), ", so the gradient of the keys is ", _tr(S("dscores")),
                " times ", S("Q"), ": token ", _J, "'s key collects column ", _J, " of ", S("dscores"),
                " (every query that was matched with it), not row ", _J, "."), dK,
             lambda j: _node_list(dsc, P, [(i, j) for i in range(n)]), lambda c: _node_list(Q, P, [(i, c) for i in range(n)]),
-            lambda j, c: eq.Dot(eq.Col(S("dscores"), lab[j]), eq.Col(S("Q"), str(c + 1))), _pick(dK),
-            (eq.Dims(n, n), eq.Dims(n, dk), eq.Dims(n, dk))))
+            lambda j, c: eq.Dot(eq.Col(S("dscores"), lab_kv[j]), eq.Col(S("Q"), str(c + 1))), _pick(dK),
+            (eq.Dims(m, n), eq.Dims(n, dk), eq.Dims(m, dk))))
         # dW = Xᵀ·d(…)
         for w, g, cols in (("Q", dQ, kc), ("K", dK, kc), ("V", dV, vc)):
             key = f"dW_{w}"
             dW = M(pre + key, S(key), drows, cols)
+            Xs, _lab, who = ctx.side(w)
+            X = problem.X_kv if Xs is _XE else problem.X
+            k = len(X)
             hsteps.append(_grad_prod_step(
-                ctx, key, hid, _p("Backward: ", _is(S(key), eq.Mul((_tr(_X), S("d" + w))))),
-                _p(_is(S(w), eq.Mul((_X, S("W_" + w)))), ", so the gradient of ", S("W_" + w), " is ", _tr(_X), " times ",
-                   S("d" + w), ": row ", eq.Sym("r"), " of ", S("W_" + w), " collects column ", eq.Sym("r"), " of ", _X,
-                   " (every token's ", eq.Sym("r"), "-th input) times ", S("d" + w), "."), dW,
-                lambda r: [X[i][r] for i in range(n)], lambda c, g=g: _node_list(g, P, [(i, c) for i in range(n)]),
-                lambda r, c, w=w: eq.Dot(eq.Col(eq.Sym("X"), str(r + 1)), eq.Col(S("d" + w), str(c + 1))), _pick(dW),
-                (eq.Dims(dm, n), eq.Dims(n, len(cols)), eq.Dims(dm, len(cols)))))
+                ctx, key, hid, _p("Backward: ", _is(S(key), eq.Mul((_tr(Xs), S("d" + w))))),
+                _p(_is(S(w), eq.Mul((Xs, S("W_" + w)))), ", so the gradient of ", S("W_" + w), " is ", _tr(Xs), " times ",
+                   S("d" + w), ": row ", eq.Sym("r"), " of ", S("W_" + w), " collects column ", eq.Sym("r"), " of ", Xs,
+                   f" (every {who}'s ", eq.Sym("r"), "-th input) times ", S("d" + w), "."), dW,
+                lambda r, X=X, k=k: [X[i][r] for i in range(k)], lambda c, g=g, k=k: _node_list(g, P, [(i, c) for i in range(k)]),
+                lambda r, c, w=w, Xs=Xs: eq.Dot(eq.Col(Xs, str(r + 1)), eq.Col(S("d" + w), str(c + 1))), _pick(dW),
+                (eq.Dims(dm, k), eq.Dims(k, len(cols)), eq.Dims(dm, len(cols)))))
         for s in hsteps:
             _checked(s, s.title_prose)
             if problem.multihead:

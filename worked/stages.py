@@ -18,7 +18,8 @@ from . import eq
 
 
 class Dims(NamedTuple):
-    """The sizes the shapes depend on: tokens, d_model, d_k, d_v, heads, the output's columns, [train]."""
+    """The sizes the shapes depend on: tokens, d_model, d_k, d_v, heads, the output's columns, [train], and
+    the tokens the keys and values come from (*n_kv*: the encoder's in cross-attention, else *n*), *cross*."""
 
     n: int
     d_model: int
@@ -27,21 +28,25 @@ class Dims(NamedTuple):
     heads: int
     d_out: int
     train: bool
+    n_kv: int = 0
+    cross: bool = False
 
     @classmethod
     def of_problem(cls, p) -> "Dims":
         d_out = len(p.W_O[0]) if p.multihead else p.d_v
         return cls(p.n, p.d_model, p.d_k, p.d_v, len(p.heads) if p.multihead else 1, d_out,
-                   getattr(p, "train", None) is not None)
+                   getattr(p, "train", None) is not None, p.n_kv, p.cross)
 
     @classmethod
     def of_family(cls, f) -> "Dims":
-        return cls(f.n, f.d_model, f.d_k, f.dv, f.heads, f.d_model if f.heads > 1 else f.dv, bool(f.train))
+        cross = getattr(f, "attention", "self") == "cross"
+        return cls(f.n, f.d_model, f.d_k, f.dv, f.heads, f.d_model if f.heads > 1 else f.dv, bool(f.train),
+                   f.n_enc if cross else f.n, cross)
 
 
 # the sizes a stage's rows and columns have
 _SIZE = {
-    "n": lambda d: d.n, "d_model": lambda d: d.d_model, "d_k": lambda d: d.d_k, "d_v": lambda d: d.d_v,
+    "n": lambda d: d.n, "n_kv": lambda d: d.n_kv or d.n, "d_model": lambda d: d.d_model, "d_k": lambda d: d.d_k, "d_v": lambda d: d.d_v,
     "heads·d_v": lambda d: d.heads * d.d_v, "d_out": lambda d: d.d_out, "1": lambda d: 1,
 }
 
@@ -80,16 +85,30 @@ class HeadRun:
         return [[self.b.dot(r, c) for c in cols] for r in A]
 
 
-def masked_entries(n: int, mask: str, how: str | None) -> frozenset:
-    """The (row, col) the mask hides: the problem's *mask*, or a mistake's (*how*: "none", "lower")."""
+def masked_entries(n: int, mask: str, how: str | None, m: int | None = None) -> frozenset:
+    """The (row, col) of an n × m score matrix the mask hides: the problem's *mask*, or a mistake's (*how*:
+    "none", "lower", "upper": a causal mask where there is none, as on cross-attention)."""
     how = how or ("upper" if mask == "causal" else "none")
+    m = n if m is None else m
     if how == "none":
         return frozenset()
     if how == "upper":
-        return frozenset((i, j) for i in range(n) for j in range(n) if j > i)
+        return frozenset((i, j) for i in range(n) for j in range(m) if j > i)
     if how == "lower":
-        return frozenset((i, j) for i in range(n) for j in range(n) if j < i)
+        return frozenset((i, j) for i in range(n) for j in range(m) if j < i)
     raise ValueError(f"unknown mask transform {how!r}")
+
+
+def sides(t, env: dict) -> dict:
+    """The inputs as a mistake binds them (*t*'s ``sides``): the keys and values taken from the decoder side
+    (X_enc read as X), or the queries from the encoder side (X read as X_enc); else as they are."""
+    if t.sides == "kv-dec":
+        return {**env, "X_enc": env["X"]}
+    if t.sides == "q-enc":
+        return {**env, "X": env["X_enc"]}
+    if t.sides is not None:
+        raise ValueError(f"unknown sides transform {t.sides!r}")
+    return env
 
 
 def _project(r: HeadRun, X, W):
@@ -98,10 +117,10 @@ def _project(r: HeadRun, X, W):
 
 def _scores(r: HeadRun, Q, K):
     """Q·Kᵀ (the mistake: K·Qᵀ), −∞ where the mask hides an entry."""
-    n = len(Q)
     first, second = (K, Q) if r.t.scores == "KQ" else (Q, K)
-    r.raw = [[r.b.dot(first[i], second[j]) for j in range(n)] for i in range(n)]
-    return [[r.b.NEG_INF if (i, j) in r.masked else r.raw[i][j] for j in range(n)] for i in range(n)]
+    n, m = len(first), len(second)
+    r.raw = [[r.b.dot(first[i], second[j]) for j in range(m)] for i in range(n)]
+    return [[r.b.NEG_INF if (i, j) in r.masked else r.raw[i][j] for j in range(m)] for i in range(n)]
 
 
 def _scaled(r: HeadRun, S):
@@ -114,14 +133,14 @@ def _weights(r: HeadRun, T):
     """The softmax of each row (the mistakes: of each column, or each score over its row's sum)."""
     if r.check_scaled is not None:
         r.check_scaled(r.head, T)        # before any e^x is taken of them
-    n = len(T)
+    n, m = len(T), len(T[0])
     if r.t.softmax == "rows":
         rows = [r.b.softmax(row) for row in T]
         r.states = [s for _, s in rows]
         return [w for w, _ in rows]
     if r.t.softmax == "columns":
-        cols = [r.b.softmax([T[i][j] for i in range(n)])[0] for j in range(n)]
-        return [[cols[j][i] for j in range(n)] for i in range(n)]
+        cols = [r.b.softmax([T[i][j] for i in range(n)])[0] for j in range(m)]
+        return [[cols[j][i] for j in range(m)] for i in range(n)]
     if r.t.softmax == "no-exp":
         return [r.b.no_exp(row) for row in T]
     raise ValueError(f"unknown softmax transform {r.t.softmax!r}")
@@ -129,14 +148,14 @@ def _weights(r: HeadRun, T):
 
 def _blend(r: HeadRun, A, V):
     """Z = A·V (the mistake: Aᵀ·V); a row of weights that is the softmax of its scaled row lets Z use its parts."""
-    n = len(A)
     g = r.given.get(r.pre + "weights")
     if r.t.weights == "AT":
         A = [list(c) for c in zip(*A)]
-        mix = [None] * n
+        mix = [None] * len(A)
     else:
-        mix = [s if g is None or all(a is r.NA for a in g[i]) else None for i, s in enumerate(r.states)]
-    return [[r.b.mix(mix[i], A[i], [V[j][c] for j in range(n)]) for c in range(len(V[0]))] for i in range(n)]
+        states = r.states if len(r.states) == len(A) else [None] * len(A)
+        mix = [s if g is None or all(a is r.NA for a in g[i]) else None for i, s in enumerate(states)]
+    return [[r.b.mix(mix[i], A[i], [V[j][c] for j in range(len(V))]) for c in range(len(V[0]))] for i in range(len(A))]
 
 
 _S = eq.matrix_sym     # a matrix's symbol as the steps write it (scores upright)
@@ -262,18 +281,35 @@ _TRAIN_GRIDS = {
 FORWARD = (
     Stage("Q", ("X", "W_Q"), "n", "d_k", _words("the queries ", _is(_S("Q"), eq.Mul((_S("X"), _S("W_Q"))))), forward=_project,
           grid=_GRIDS["Q"]),
-    Stage("K", ("X", "W_K"), "n", "d_k", _words("the keys ", _is(_S("K"), eq.Mul((_S("X"), _S("W_K"))))), forward=_project,
+    Stage("K", ("X", "W_K"), "n_kv", "d_k", _words("the keys ", _is(_S("K"), eq.Mul((_S("X"), _S("W_K"))))), forward=_project,
           grid=_GRIDS["K"]),
-    Stage("V", ("X", "W_V"), "n", "d_v", _words("the values ", _is(_S("V"), eq.Mul((_S("X"), _S("W_V"))))), forward=_project,
+    Stage("V", ("X", "W_V"), "n_kv", "d_v", _words("the values ", _is(_S("V"), eq.Mul((_S("X"), _S("W_V"))))), forward=_project,
           grid=_GRIDS["V"]),
-    Stage("scores", ("Q", "K"), "n", "n", _words("the scores ", eq.Mul((_S("Q"), eq.Pow(_S("K"), eq.Sym("T"))))), forward=_scores,
+    Stage("scores", ("Q", "K"), "n", "n_kv", _words("the scores ", eq.Mul((_S("Q"), eq.Pow(_S("K"), eq.Sym("T"))))), forward=_scores,
           grid=_GRIDS["scores"]),
-    Stage("scaled", ("scores",), "n", "n", _words("the scaled scores (the scores divided by the scale)"), forward=_scaled,
+    Stage("scaled", ("scores",), "n", "n_kv", _words("the scaled scores (the scores divided by the scale)"), forward=_scaled,
           grid=_GRIDS["scaled"]),
-    Stage("weights", ("scaled",), "n", "n", _words("the attention weights ", _S("A"), " (softmax of each row of the scaled scores)"),
+    Stage("weights", ("scaled",), "n", "n_kv", _words("the attention weights ", _S("A"), " (softmax of each row of the scaled scores)"),
           forward=_weights, grid=_GRIDS["weights"]),
     Stage("Z", ("weights", "V"), "n", "d_v", _words("the output ", _S("Z")), forward=_blend, grid=_GRIDS["Z"]),
 )
+# ---- cross-attention (Vaswani et al. 2017, §3.2.3): the queries from the decoder side X, the keys and values
+# from the encoder side X_enc; the scores are n × n_enc (one row per decoder token, one column per encoder token)
+_XE = eq.Sym("X_enc")
+_CROSS_GRIDS = {
+    "K": Grid("Keys K (from the encoder side)", "K", lambda S, p: eq.Mul((_XE, S("W_K")))),
+    "V": Grid("Values V (from the encoder side)", "V", lambda S, p: eq.Mul((_XE, S("W_V")))),
+}
+_FWD = {s.id: s for s in FORWARD}
+CROSS_FORWARD = (
+    _FWD["Q"]._replace(words=_words("the queries ", _is(_S("Q"), eq.Mul((_S("X"), _S("W_Q")))), " (from the decoder side)")),
+    Stage("K", ("X_enc", "W_K"), "n_kv", "d_k", _words("the keys ", _is(_S("K"), eq.Mul((_XE, _S("W_K")))),
+                                                        " (from the encoder side)"), forward=_project, grid=_CROSS_GRIDS["K"]),
+    Stage("V", ("X_enc", "W_V"), "n_kv", "d_v", _words("the values ", _is(_S("V"), eq.Mul((_XE, _S("W_V")))),
+                                                        " (from the encoder side)"), forward=_project, grid=_CROSS_GRIDS["V"]),
+) + FORWARD[3:]
+
+
 class AsIs(list):
     """A stage's matrix that is other matrices' entries as they were shown (the heads side by side), so the
     backend does not show (round) them again."""
@@ -411,12 +447,12 @@ TRAIN = (               # one training step (a [train] problem): the backward pa
     _trained("dZ", ("Z", "T"), "n", "d_out", _words("the gradient of the output ", _S("dZ")), scope="layer", forward=_d_out),
     _trained("dconcat", ("dZ", "W_O"), "n", "heads·d_v", _words("the gradient of the concatenated heads"), scope="layer",
           several=False, forward=_d_concat),
-    _trained("dV", ("weights", "dZ"), "n", "d_v", _words("the gradient ", _S("dV")), forward=_d_values),
-    _trained("dA", ("dZ", "V"), "n", "n", _words("the gradient ", _S("dA"), " of the weights"), forward=_d_weights),
-    _trained("dS", ("weights", "dA"), "n", "n", _words("the softmax backward ", _S("dS")), forward=_d_softmax),
-    _trained("dscores", ("dS",), "n", "n", _words("the gradient of the scores"), forward=_d_scores),
+    _trained("dV", ("weights", "dZ"), "n_kv", "d_v", _words("the gradient ", _S("dV")), forward=_d_values),
+    _trained("dA", ("dZ", "V"), "n", "n_kv", _words("the gradient ", _S("dA"), " of the weights"), forward=_d_weights),
+    _trained("dS", ("weights", "dA"), "n", "n_kv", _words("the softmax backward ", _S("dS")), forward=_d_softmax),
+    _trained("dscores", ("dS",), "n", "n_kv", _words("the gradient of the scores"), forward=_d_scores),
     _trained("dQ", ("dscores", "K"), "n", "d_k", _words("the gradient ", _S("dQ")), forward=_d_queries),
-    _trained("dK", ("dscores", "Q"), "n", "d_k", _words("the gradient ", _S("dK")), forward=_d_keys),
+    _trained("dK", ("dscores", "Q"), "n_kv", "d_k", _words("the gradient ", _S("dK")), forward=_d_keys),
     _trained("dW_Q", ("X", "dQ"), "d_model", "d_k", _words("the gradient ", _S("dW_Q")), forward=_d_weight),
     _trained("dW_K", ("X", "dK"), "d_model", "d_k", _words("the gradient ", _S("dW_K")), forward=_d_weight),
     _trained("dW_V", ("X", "dV"), "d_model", "d_v", _words("the gradient ", _S("dW_V")), forward=_d_weight),
@@ -428,6 +464,41 @@ UPDATE = (              # after every head's gradients: each head's weights upda
     _trained("loss_after", ("Z_after", "T"), "1", "1", _words("the loss after the update ", eq.Sym("L", prime=True)), scope="layer",
           forward=lambda r, Z, T: _loss(r, _d_out(r, Z, T))),      # Z_after: a fresh pass with the new weights
 )
+
+
+_TR = {s.id: s for s in TRAIN}
+_CROSS_DW = {"dW_K": Grid("Gradient dW_K", "dW_K", lambda S, p: eq.Mul((_tr(_XE), S("dK")))),
+             "dW_V": Grid("Gradient dW_V", "dW_V", lambda S, p: eq.Mul((_tr(_XE), S("dV"))))}
+CROSS_TRAIN = tuple(s._replace(inputs=("X_enc",) + s.inputs[1:], grid=_CROSS_DW[s.id]) if s.id in _CROSS_DW else s
+                    for s in TRAIN)
+
+
+class Arch(NamedTuple):
+    """An architecture: its stages, in the order of the steps (each part iterated by the solver, the checker,
+    the pages and the quiz): a head's forward stages, the heads' combination, a training step's backward stages
+    and its update. *inputs*: the problem's matrices the stages start from, with the words that say where each
+    comes from."""
+
+    name: str
+    forward: tuple
+    combine: tuple
+    train: tuple
+    update: tuple
+    inputs: tuple
+
+
+SELF = Arch("self", FORWARD, COMBINE, TRAIN, UPDATE, (("X", "the input, one row per token"),))
+CROSS = Arch("cross", CROSS_FORWARD, COMBINE, CROSS_TRAIN, UPDATE,
+             (("X", "the decoder side, one row per decoder token: the queries come from it"),
+              ("X_enc", "the encoder side, one row per encoder token: the keys and values come from it")))
+ARCHS = {a.name: a for a in (SELF, CROSS)}
+
+
+def of(p) -> Arch:
+    """The architecture of a problem (or of a :class:`Dims`, or a quiz family)."""
+    if isinstance(p, Dims):
+        return CROSS if p.cross else SELF
+    return ARCHS[getattr(p, "attention", "self")]
 
 
 def in_order(stages_: tuple, ready) -> list:
@@ -451,12 +522,13 @@ def matrices(d: Dims) -> dict[str, tuple[int, int]]:
     """Every matrix of a problem of these sizes, key → shape, in the order of the steps (the keys of
     :meth:`worked.model.Solution.matrices`)."""
     several = d.heads > 1
+    a = of(d)
     pres = [f"head{h}." for h in range(1, d.heads + 1)] if several else [""]
-    out = {p + s.id: s.shape(d) for p in pres for s in FORWARD}
+    out = {p + s.id: s.shape(d) for p in pres for s in a.forward}
     if several:
-        out.update({s.id: s.shape(d) for s in COMBINE})
+        out.update({s.id: s.shape(d) for s in a.combine})
     if d.train:
-        for part in (TRAIN, UPDATE):
+        for part in (a.train, a.update):
             for s in part:
                 if s.scope == "head":
                     continue
@@ -482,8 +554,8 @@ def upstream(sid: str) -> list[str]:
     return out
 
 
-def words(key: str) -> eq.Prose:
+def words(key: str, arch: Arch = SELF) -> eq.Prose:
     """What the matrix of *key* is, in words with its math as trees (the scores Q·Kᵀ; a head's: … of head 2)."""
     pre, _, base = key.rpartition(".")
-    stage = next((s for s in ALL if s.id == base), None)
+    stage = next((s for s in arch.forward + arch.combine + arch.train + arch.update if s.id == base), None)
     return eq.prose(stage.words if stage is not None else base, f" of {pre.replace('head', 'head ')}" if pre else "")

@@ -296,6 +296,7 @@ def heatmap(m, places: int, title: str) -> dict:
 
 
 _X, _I, _J, _EX = eq.Sym("X"), eq.Sym("i"), eq.Sym("j"), eq.Exp(eq.Sym("x"))
+_XE = eq.Sym("X_enc")
 
 
 def _task_text(step, p, places: int, dec: int) -> eq.Prose:
@@ -303,11 +304,14 @@ def _task_text(step, p, places: int, dec: int) -> eq.Prose:
     sid = step.id
     if sid in ("Q", "K", "V"):
         what = {"Q": "queries", "K": "keys", "V": "values"}[sid]
-        return eq.prose(f"Compute the {what}: multiply ", _X, " by the weight matrix. Each entry is a row of ", _X,
+        X = _XE if p.cross and sid != "Q" else _X
+        side = (" (the encoder side)" if sid != "Q" else " (the decoder side)") if p.cross else ""
+        return eq.prose(f"Compute the {what}: multiply ", X, side, " by the weight matrix. Each entry is a row of ", X,
                         " times a column of the weight matrix.")
     if sid == "scores":
-        t = eq.prose("Compute the scores: every query times every key (row ", _I, ", column ", _J, " = token ", _I,
-                     "'s query · token ", _J, "'s key).")
+        who = ("decoder token ", "encoder token ") if p.cross else ("token ", "token ")
+        t = eq.prose("Compute the scores: every query times every key (row ", _I, ", column ", _J, " = ", who[0], _I,
+                     "'s query · ", who[1], _J, "'s key).")
         if p.mask == "causal":
             t = eq.prose(t, " Causal mask: a token may not look at later tokens, so write −∞ above the diagonal.")
         return t
@@ -385,7 +389,11 @@ def given(p, places: int | None = None) -> list[dict]:
     With *places* (decimal display) entries with more places are shown rounded, headed ``≈``."""
     toks = list(p.tokens)
     nums = lambda k: [str(j) for j in range(1, k + 1)]  # noqa: E731
-    out = [dict(input_matrix("X", eq.Sym("X"), p.X, toks, nums(p.d_model), places), key="X", note="one row per token")]
+    out = [dict(input_matrix("X", eq.Sym("X"), p.X, toks, nums(p.d_model), places), key="X",
+                note="the decoder side, one row per decoder token: the queries come from it" if p.cross else "one row per token")]
+    if p.cross:
+        out.append(dict(input_matrix("X_enc", _XE, p.X_enc, list(p.tokens_enc), nums(p.d_model), places), key="X_enc",
+                        note="the encoder side, one row per encoder token: the keys and values come from it"))
     for h, head in enumerate(p.heads, 1):
         hd = h if p.multihead else None
         for nm, w in (("Q", head.W_Q), ("K", head.W_K), ("V", head.W_V)):
@@ -403,15 +411,15 @@ def answer_grids(p) -> list[dict]:
     """The matrices a student fills in, in the order and with the keys of an answers file (``Q`` … ``Z``,
     or ``head1.Q`` … ``concat``, ``Z``): a ``label``, the defining formula ``eq`` (one ``=``, no value),
     row and column labels, the ``masked`` cells [i, j] and a ``hint``. No values of the solution."""
-    toks = list(p.tokens)
+    toks, toks_kv = list(p.tokens), list(p.tokens_kv)
     nums = lambda k: [str(j) for j in range(1, k + 1)]  # noqa: E731
-    causal = p.mask == "causal"
-    masked = [[i, j] for i in range(p.n) for j in range(p.n) if j > i] if causal else []
+    masked = sorted([i, j] for i, j in stages.masked_entries(p.n, p.mask, None, p.n_kv))
     heads = range(1, len(p.heads) + 1) if p.multihead else [None]
     X, T = eq.Sym("X"), eq.Sym("T")
     is_ = lambda lhs, rhs: eq.Rel((lhs, rhs), (eq.EQ,))  # noqa: E731
     dims = stages.Dims.of_problem(p)
-    labels = lambda size, k: toks if size == "n" else [""] if size == "1" else nums(k)  # noqa: E731
+    arch = stages.of(p)
+    labels = lambda size, k: toks if size == "n" else toks_kv if size == "n_kv" else [""] if size == "1" else nums(k)  # noqa: E731
 
     def grid(stage, S, pre="", hx=""):
         g = stage.grid
@@ -433,17 +441,17 @@ def answer_grids(p) -> list[dict]:
     for h in heads:
         pre = f"head{h}." if h else ""
         hx = f" (head {h})" if h else ""
-        grids += [grid(s, syms[h], pre, hx) for s in stages.FORWARD]
+        grids += [grid(s, syms[h], pre, hx) for s in arch.forward]
     if p.multihead:
-        grids += [grid(s, head_sym) for s in stages.COMBINE]
+        grids += [grid(s, head_sym) for s in arch.combine]
     if getattr(p, "train", None) is not None:     # the loss and dZ (dconcat), each head's gradients and updates, L′
         layer = lambda part: [grid(s, head_sym) for s in part if s.scope == "layer" and (p.multihead or s.several)]  # noqa: E731
-        grids += layer(stages.TRAIN)
+        grids += layer(arch.train)
         for h in heads:
             pre = f"head{h}." if h else ""
             hx = f" (head {h})" if h else ""
-            grids += [grid(s, syms[h], pre, hx) for s in stages.TRAIN + stages.UPDATE if s.scope == "head"]
-        grids += layer(stages.UPDATE)
+            grids += [grid(s, syms[h], pre, hx) for s in arch.train + arch.update if s.scope == "head"]
+        grids += layer(arch.update)
     for g in grids:
         g.setdefault("masked", [])
         g.setdefault("hint", None)
@@ -483,20 +491,36 @@ def _problem_fields(p, display: str | None) -> dict[str, Any]:
     tl = [eq.tok_label(t, i) for i, t in enumerate(toks)]
     display = display or getattr(p, "display", "exact")
     size = lambda name, v: eq.Rel((eq.Sym(name), eq.num(v)), (eq.EQ,))  # noqa: E731
-    facts_rich = [
-        ("Tokens", eq.prose(", ".join(toks))),
-        ("Sizes", eq.prose(size("n", p.n), " tokens, ", size("d_model", p.d_model), ", ", size("d_k", p.d_k), ", ",
-                           size("d_v", p.d_v), f", {len(p.heads)} heads" if p.multihead else "")),
+    if p.cross:
+        toks_enc = list(p.tokens_enc)
+        facts_rich = [
+            ("Attention", eq.prose("cross-attention: the queries from the decoder side ", _X, ", the keys and values from "
+                                   "the encoder side ", _XE)),
+            ("Decoder tokens", eq.prose(", ".join(toks))),
+            ("Encoder tokens", eq.prose(", ".join(toks_enc))),
+            ("Sizes", eq.prose(size("n", p.n), " decoder tokens, ", size("n_enc", p.n_kv), " encoder tokens, ",
+                               size("d_model", p.d_model), ", ", size("d_k", p.d_k), ", ", size("d_v", p.d_v),
+                               f", {len(p.heads)} heads" if p.multihead else "")),
+        ]
+    else:
+        facts_rich = [
+            ("Tokens", eq.prose(", ".join(toks))),
+            ("Sizes", eq.prose(size("n", p.n), " tokens, ", size("d_model", p.d_model), ", ", size("d_k", p.d_k), ", ",
+                               size("d_v", p.d_v), f", {len(p.heads)} heads" if p.multihead else "")),
+        ]
+    facts_rich += [
         ("Scaling", eq.prose(scale_prose(p), f"; mask: {mask_text(p)}; answers to {places} decimal places")),
     ]
     facts = [(a, printers.text(b)) for a, b in facts_rich]
     return dict(
         training=training(p),
-        title=p.title or "Self-attention", tokens=toks,
+        title=p.title or ("Cross-attention" if p.cross else "Self-attention"), tokens=toks,
         facts=facts, facts_rich=facts_rich,
         given=given(p, p.precision.carried if display == "decimal" else None),
-        legend=[{"index": i + 1, "token": t} for i, t in enumerate(toks)],
-        needs_legend=any(lab != t for lab, t in zip(tl, toks)),
+        legend=[{"index": i + 1, "token": t} for i, t in enumerate(toks)]
+        + ([{"index": i + 1, "token": f"{t} (encoder)"} for i, t in enumerate(p.tokens_enc)] if p.cross else []),
+        needs_legend=any(lab != t for lab, t in zip(tl, toks))
+        or p.cross and any(eq.tok_label(t, i) != t for i, t in enumerate(p.tokens_enc)),
         grids=answer_grids(p),
         places=places, n=p.n, multihead=p.multihead, causal=p.mask == "causal",
         big=p.n > 5 or p.d_model > 6,

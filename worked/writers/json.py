@@ -69,7 +69,9 @@ def solution(sol) -> dict[str, Any]:
     text = ExactText().doprint
     return {
         "title": p.title,
+        "attention": p.attention,
         "tokens": list(p.tokens),
+        "tokens_enc": list(p.tokens_enc) if p.cross else None,
         "decimals": p.decimals,
         "scale": p.scale if isinstance(p.scale, str) else str(p.scale),
         "mask": p.mask,

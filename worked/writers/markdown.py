@@ -22,8 +22,12 @@ def table(m: Mat, places: int, exact: bool = False) -> list[str]:
 def render(sol: Solution) -> str:
     p = sol.problem
     places = p.decimals
-    out = [f"# {_cell(p.title or 'Self-attention')}", ""]
-    out.append(f"Tokens: {', '.join(_cell(t) for t in p.tokens)}; n = {p.n}, d_model = {p.d_model}, d_k = {p.d_k}"
+    out = [f"# {_cell(p.title or ('Cross-attention' if p.cross else 'Self-attention'))}", ""]
+    if p.cross:
+        out.append("Cross-attention: the queries from the decoder side X, the keys and values from the encoder side "
+                   f"X_enc. Encoder tokens: {', '.join(_cell(t) for t in p.tokens_enc)}; n_enc = {p.n_kv}.")
+        out.append("")
+    out.append(f"{'Decoder tokens' if p.cross else 'Tokens'}: {', '.join(_cell(t) for t in p.tokens)}; n = {p.n}, d_model = {p.d_model}, d_k = {p.d_k}"
                + (f", {len(p.heads)} heads" if p.multihead else "") + f"; mask: {p.mask}.")
     out.append("")
     mats = sol.matrices()

@@ -80,9 +80,13 @@ def render(sol, width: int = 100) -> str:
     p = sol.problem
     places = p.decimals
     out: list[str] = []
-    title = p.title or "Self-attention"
+    title = p.title or ("Cross-attention" if p.cross else "Self-attention")
     out += [title, "=" * _width(title), ""]
-    out.append(f"tokens: {', '.join(p.tokens)}    n = {p.n}, d_model = {p.d_model}, d_k = {p.d_k}, d_v = {p.d_v}"
+    if p.cross:
+        out.append("cross-attention: the queries from the decoder side X, the keys and values from the encoder side X_enc")
+        out.append(f"decoder tokens: {', '.join(p.tokens)}    encoder tokens: {', '.join(p.tokens_enc)}")
+    out.append(f"{'' if p.cross else 'tokens: ' + ', '.join(p.tokens) + '    '}n = {p.n}"
+               + (f", n_enc = {p.n_kv}" if p.cross else "") + f", d_model = {p.d_model}, d_k = {p.d_k}, d_v = {p.d_v}"
                + (f", heads = {len(p.heads)}" if p.multihead else ""))
     out.append(f"scale: {view.scale_text(p)}    mask: {p.mask}    decimals shown: {places}")
     out.append("")
