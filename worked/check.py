@@ -833,7 +833,7 @@ class Checker:
                 try:
                     grid, rr, errs = _read_matrix(k, flat[k], mats[k])
                 except _ShapeError as exc:
-                    errors.append({"matrix": k, "entry": None, "message": str(exc)})
+                    errors.append({"matrix": k, "entry": None, "message": str(exc) + _side_hint(self.problem, k, flat[k])})
                     continue
                 parsed[k], raw[k], entry_errors[k] = grid, rr, errs
                 errors.extend(errs)
@@ -889,7 +889,7 @@ class Checker:
         # misconceptions
         multihead = problem.multihead
         diag_by_key: dict[str, list[dict]] = {k: [] for k in parsed}
-        candidates = [k for k in parsed if _stage_of(k) in ("scores", "scaled", "weights", "Z", "concat") + TRAIN_STAGES
+        candidates = [k for k in parsed if _stage_of(k) in STAGES + ("concat",) + TRAIN_STAGES
                       and any(verdict[k][i][j] == "wrong" and not carried[k][i][j]
                               for i in range(len(verdict[k])) for j in range(len(verdict[k][0])))]
         if candidates and diagnose:
@@ -911,7 +911,10 @@ class Checker:
                     continue
                 # the student's right answers may refute the mistake before its bands are worth computing
                 centre = self._correct_centre(ctx, index, transform)
-                targets = [k for k in targets if not _refuted(k, rank, centre, parsed, verdict, true_band, multihead)]
+                # a mistake that changes a matrix's shape (cross-attention's keys from the decoder side, with fewer
+                # decoder tokens) is compared in the matrices it leaves their shape: the shape error names it
+                targets = [k for k in targets if _same_shape(centre[k], true_band[k])
+                           and not _refuted(k, rank, centre, parsed, verdict, true_band, multihead)]
                 if not targets:
                     continue
                 before = {k for k in parsed if _rank(k, multihead) < rank}
@@ -1028,13 +1031,34 @@ def _refuted(key, rank, centre, parsed, verdict, true_band, multihead) -> bool:
     pre = _split(key)[0]
     for k in parsed:
         between = _rank(k, multihead) < _rank(key, multihead) and _rank(k, multihead) >= rank
-        if not between or (_split(k)[0] != pre and not (key == "Z" and k == "concat")):
+        if not between or (_split(k)[0] != pre and not (key == "Z" and k == "concat")) or not _same_shape(centre[k], true_band[k]):
             continue
         V = verdict[k]
         if any(V[i][j] == "correct" and _changes(centre[k][i][j], true_band[k][i][j])
                for i in range(len(V)) for j in range(len(V[0]))):
             return True
     return False
+
+
+def _side_hint(problem, key: str, rows) -> str:
+    """Cross-attention: what a shape of the decoder side's token count, where the encoder side's belongs, says."""
+    if not problem.cross or problem.n == problem.n_kv or not isinstance(rows, (list, tuple)):
+        return ""
+    base = _split(key)[1]
+    if base in ("Q", "dQ") and len(rows) == problem.n_kv:
+        return (f" ({base} has one row per decoder token: Q = X·W_Q in cross-attention; {problem.n_kv} rows are the "
+                "encoder side's tokens) [queries-from-encoder]")
+    if base in ("K", "V", "dK", "dV") and len(rows) == problem.n:
+        return (f" ({base} has one row per encoder token: {base[-1]} = X_enc·W_{base[-1]} in cross-attention; "
+                f"{problem.n} rows are the decoder side's tokens) [kv-from-decoder]")
+    if base in ("scores", "scaled", "weights", "dA", "dS", "dscores") and rows and isinstance(rows[0], (list, tuple)) \
+            and len(rows[0]) == problem.n:
+        return f" (one column per encoder token: {problem.n_kv} in cross-attention, not the decoder side's {problem.n})"
+    return ""
+
+
+def _same_shape(a, b) -> bool:
+    return len(a) == len(b) and len(a[0]) == len(b[0])
 
 
 def _changes(centre, band) -> bool:

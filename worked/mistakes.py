@@ -133,6 +133,7 @@ _DK_RULE, _DK_WRONG = (_is(_m("dK"), eq.Mul((_T(_m("dscores")), _m("Q")))),
                        _is(_m("dK"), eq.Mul((_m("dscores"), _m("Q")))))
 _DSCORES = _is(_m("dscores"), eq.Frac(_m("dS"), _SQRT_DK))
 _I, _J = eq.Sym("i"), eq.Sym("j")
+_XE = eq.Sym("X_enc")
 _P = eq.prose
 
 _ALL = [
@@ -152,7 +153,7 @@ _ALL = [
                "query matched against every key, not its key against every query."),
             _P("This is the value you get from ", _KQ, " instead of ", _QK, ": the scores are transposed "
                "(row = query, column = key)."),
-            lambda p: [Transform(scores="KQ")]),
+            lambda p: [Transform(scores="KQ")] if p.n == p.n_kv else []),
     Mistake("wrong-mask", "causal mask on the wrong entries", "scores",
             _P("In a causal problem a token may attend only to itself and earlier tokens: the entries above "
                "the diagonal are ", eq.neg_inf(), " (weight 0). These values come from masking the wrong triangle, "
@@ -177,7 +178,30 @@ _ALL = [
                " must blend the value rows with token ", _I, "'s row of ", _m("A"), "."),
             _P("This is the value you get from ", _ATV, " instead of ", _AV, ": row ", _I, " of ", _m("Z"),
                " blends the value rows with token ", _I, "'s row of ", _m("A"), "."),
-            lambda p: [Transform(weights="AT")]),
+            lambda p: [Transform(weights="AT")] if p.n == p.n_kv else []),
+    # ---- cross-attention: which side each matrix comes from
+    Mistake("kv-from-decoder", "keys and values from the decoder side", "K",
+            _P("The keys and values were computed from the decoder side ", _m("X"), "; in cross-attention they come "
+               "from the encoder side: ", _is(_m("K"), eq.Mul((_XE, _m("W_K")))), " and ",
+               _is(_m("V"), eq.Mul((_XE, _m("W_V")))), ", one row per encoder token (only the queries come from ",
+               _m("X"), ")."),
+            _P("This is the value you get by computing the keys and values from the decoder side ", _m("X"),
+               " instead of the encoder side ", _XE, "."),
+            lambda p: [Transform(sides="kv-dec")] if p.cross else []),
+    Mistake("queries-from-encoder", "queries from the encoder side", "Q",
+            _P("The queries were computed from the encoder side ", _XE, "; in cross-attention they come from the "
+               "decoder side: ", _is(_m("Q"), eq.Mul((_m("X"), _m("W_Q")))), ", one row per decoder token (the keys "
+               "and values come from ", _XE, ")."),
+            _P("This is the value you get by computing the queries from the encoder side ", _XE, " instead of the "
+               "decoder side ", _m("X"), "."),
+            lambda p: [Transform(sides="q-enc")] if p.cross else []),
+    Mistake("causal-mask-on-cross", "a causal mask on cross-attention", "scores",
+            _P("A causal mask was applied to cross-attention. The mask keeps a decoder token from seeing later "
+               "decoder tokens in self-attention; in cross-attention every decoder token may attend to every encoder "
+               "token, so no score is ", eq.neg_inf(), "."),
+            _P("This is the value you get by masking the cross-attention scores as if they were causal; cross-attention "
+               "masks nothing: every decoder token sees the whole encoder side."),
+            lambda p: [Transform(mask="upper")] if p.cross and p.n_kv > 1 else []),
     # ---- mistakes across heads (several heads only): how the heads' Z become the output
     Mistake("heads-swapped", "heads concatenated in the wrong order", "concat",
             _P("The heads' outputs were put side by side in the wrong order: they go in the order of the heads, ",

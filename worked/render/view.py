@@ -81,8 +81,9 @@ class ProblemPage(Record):
     multihead: bool
     causal: bool
     big: bool
+    kicker: str              # the running head: "Self-attention, worked by hand", or the architecture's name
     __slots__ = ("training", "title", "tokens", "facts", "facts_rich", "given", "legend", "needs_legend", "grids",
-                 "places", "n", "multihead", "causal", "big")
+                 "places", "n", "multihead", "causal", "big", "kicker")
 
 
 class Step(Record):
@@ -524,6 +525,7 @@ def _problem_fields(p, display: str | None) -> dict[str, Any]:
         grids=answer_grids(p),
         places=places, n=p.n, multihead=p.multihead, causal=p.mask == "causal",
         big=p.n > 5 or p.d_model > 6,
+        kicker=("Cross-attention" if p.cross else "Self-attention") + ", worked by hand",
     )
 
 
