@@ -229,14 +229,16 @@ def test_given_entries_are_carried_forward():
 
 def _problems():
     return [load(str(PROBLEMS / name)) for name in
-            ("cats-chase-mice.toml", "causal-mask.toml", "two-heads.toml", "no-scaling.toml", "four-tokens-fractions.toml")]
+            ("cats-chase-mice.toml", "causal-mask.toml", "two-heads.toml", "no-scaling.toml", "four-tokens-fractions.toml",
+             "cross-attention.toml")]
 
 
 def test_every_mistake_has_a_transform_or_is_early_rounding():
     """Each mistake has an id, a title, a stage, a check text and, except early-rounding (which is not a
     different pass), quiz feedback ending with its id and a transform on some shipped problem."""
     forward_pass = ["no-scaling", "scaled-by-dk", "transposed-scores", "wrong-mask", "column-softmax",
-                    "no-exp", "weights-transposed", "heads-swapped", "no-W_O", "heads-averaged", "early-rounding"]
+                    "no-exp", "weights-transposed", "kv-from-decoder", "queries-from-encoder", "causal-mask-on-cross",
+                    "heads-swapped", "no-W_O", "heads-averaged", "early-rounding"]
     assert [m for m in MISTAKES if m in forward_pass] == forward_pass
     backward = ["softmax-backward-sum", "dV-not-transposed", "no-scaling-backward", "dK-not-transposed",
                 "update-wrong-sign"]   # a [train] problem's: tests/test_train.py
@@ -260,7 +262,8 @@ def test_each_mistake_changes_its_stage_and_nothing_before():
     """On every shipped problem where it applies, a mistake's transform leaves the stages before its own as
     they are and changes its own stage (wrong-mask and weights-transposed: their first changed matrix)."""
     first = {"no-scaling": "scaled", "scaled-by-dk": "scaled", "transposed-scores": "scores", "wrong-mask": "scores",
-             "column-softmax": "weights", "no-exp": "weights", "weights-transposed": "Z"}
+             "column-softmax": "weights", "no-exp": "weights", "weights-transposed": "Z",
+             "kv-from-decoder": "K", "queries-from-encoder": "Q", "causal-mask-on-cross": "scores"}
     for p in _problems():
         right = forward(p, Exact()).matrices()
         for mid, stage in first.items():

@@ -152,3 +152,62 @@ def test_sides_mistakes_on_equal_sides_and_shape_hints():
     q = load(CROSS)
     errors = check_answers(q, _answers(q, Transform(sides="kv-dec"), ["K"])).to_dict()["errors"]
     assert len(errors) == 1 and "one row per encoder token" in errors[0]["message"] and "kv-from-decoder" in errors[0]["message"]
+
+
+def test_new_draws_good_cross_problems(tmp_path, cli):
+    from worked.generate import Family, generate, violations
+
+    fam = Family.from_dict({"attention": "cross", "tokens": 2, "tokens_enc": 3, "d_model": 3})
+    for seed in range(4):
+        p = generate(fam, seed)
+        assert p.cross and (p.n, p.n_kv) == (2, 3) and violations(fam, p) == []
+        assert generate(fam, seed) == p            # the same seed, the same problem
+    out = tmp_path / "p.toml"
+    code, _, err = cli("new", "--attention", "cross", "--tokens", "the,cat", "--tokens-enc", "le,chat,noir",
+                       "--seed", "3", "-o", str(out))
+    assert code == 0, err
+    p = load(str(out))
+    assert p.tokens == ("the", "cat") and p.tokens_enc == ("le", "chat", "noir")
+    assert "--attention cross --tokens-enc le,chat,noir --seed 3" in out.read_text()
+    code, _, err = cli("new", "--attention", "cross", "--mask", "causal")
+    assert code == 2 and err.count("\n") == 1 and "causal mask is not used" in err
+
+
+def test_quiz_of_cross_variants_names_encoder_rows(tmp_path):
+    import json
+
+    from worked.quiz import run
+
+    run("problems/quiz-3-cross.toml", count=2, outdir=tmp_path, formats="html,moodle", jobs=1, quiet=True)
+    man = json.loads((tmp_path / "manifest.json").read_text())
+    for v in man["variants"]:
+        p = Problem.from_dict(v["problem"])
+        assert p.cross and (p.n, p.n_kv) == (2, 3)
+        k = next(q for q in v["questions"] if q["ask"] == "K[3,*]")
+        assert [e["ask"] for e in k["entries"]] == ["K[3,1]", "K[3,2]"]
+        z = next(q for q in v["questions"] if q["ask"] == "Z")
+        assert any(m["id"] == "kv-from-decoder" for e in z["entries"] for m in e["mistakes"])
+    html = next(tmp_path.glob("variants/*/worksheet.html")).read_text()
+    assert "row 3 (e3)" in html and "Cross-attention, worked by hand" in html
+
+
+def test_server_serves_and_checks_a_cross_problem():
+    pytest.importorskip("starlette")
+    pytest.importorskip("httpx")
+    import warnings
+    from pathlib import Path
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from starlette.testclient import TestClient
+    from worked.server.app import Config, create_app
+
+    c = TestClient(create_app(Config(problems_dir=Path("problems"))), raise_server_exceptions=False)
+    data = c.get("/api/problems/cross-attention").json()
+    assert data["problem"] == load(CROSS).to_dict()
+    grids = {g["key"]: g for g in data["view"]["grids"]}
+    assert grids["scores"]["rows"] == ["<s>", "the", "cat"] and grids["scores"]["cols"] == ["le", "chat", "noir", "dort"]
+    p = load(CROSS)
+    r = c.post("/api/check", json={"problem": p.to_dict(), "answers": _answers(p, Transform(mask="upper"),
+                                                                            ["scores", "scaled", "weights", "Z"])})
+    assert r.status_code == 200 and [d["code"] for d in r.json()["diagnoses"]] == ["causal-mask-on-cross"]

@@ -111,6 +111,11 @@ def _new_options(p):
     p.add_argument("--weight-range", default=None, metavar="LO..HI",
                    help="entries of W_Q, W_K, W_V, W_O when different from --range (e.g. 0..1)")
     p.add_argument("--mask", choices=("none", "causal"), default=None, help="default none")
+    p.add_argument("--attention", choices=("self", "cross"), default=None,
+                   help="cross: queries from X, keys and values from an encoder side X_enc (default self)")
+    p.add_argument("--tokens-enc", default=None, metavar="N|WORDS", dest="tokens_enc",
+                   help="with --attention cross: the encoder side's tokens, a count or comma-separated words "
+                        "(default: as many as --tokens)")
     p.add_argument("--scale", default=None, metavar="sqrt|none|NUMBER", help="divide the scores by √d_k (default), 1, or NUMBER")
     p.add_argument("--decimals", type=int, default=None, help="decimal places shown (default 2)")
     p.add_argument("--max-weight", type=float, default=None, metavar="W", help="largest weight allowed per row (default 0.9)")

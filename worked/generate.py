@@ -40,7 +40,7 @@ from .exact import EntryError, to_fraction
 from .problem import LIMITS, Problem, work_of
 
 # keys of a [family] table / options of `worked new`
-FAMILY_KEYS = ("tokens", "words", "d_model", "d_k", "d_v", "heads", "range", "weight_range", "mask", "scale",
+FAMILY_KEYS = ("attention", "tokens", "words", "tokens_enc", "words_enc", "d_model", "d_k", "d_v", "heads", "range", "weight_range", "mask", "scale",
                "decimals", "max_weight", "min_weight", "max_score", "ties", "title", "train", "lr")
 
 MAX_ENTRY = 99          # |entry| bound for generated problems (hand exercises)
@@ -70,12 +70,22 @@ class Family:
     title: str = ""
     train: bool = False             # add a [train] table: an integer target T near Z, MSE, learning rate lr
     lr: Fraction | None = None      # None: the largest of 1/10, 1/20, 1/50, 1/100 that lowers the loss
+    attention: str = "self"         # "cross": queries from X, keys and values from an encoder side X_enc
+    tokens_enc: int | None = None   # cross: the encoder side's tokens (default: as many as the decoder's)
+    words_enc: tuple[str, ...] | None = None
     source: str | None = field(default=None, compare=False)
 
     # -- derived
     @property
     def n(self) -> int:
         return len(self.words) if self.words else self.tokens
+
+    @property
+    def n_enc(self) -> int:
+        """The tokens the keys and values come from (the encoder side's in cross-attention)."""
+        if self.attention != "cross":
+            return self.n
+        return len(self.words_enc) if self.words_enc else self.tokens_enc or self.n
 
     @property
     def dv(self) -> int:
@@ -105,7 +115,7 @@ class Family:
             if f.name == "source":
                 continue
             v = getattr(self, f.name)
-            if f.name == "tokens" and self.words:
+            if f.name == "tokens" and self.words or f.name == "tokens_enc" and self.words_enc:
                 continue
             if f.name in ("tokens", "d_model", "d_k", "range", "mask") or v != getattr(base, f.name):
                 if isinstance(v, tuple):
@@ -160,6 +170,26 @@ class Family:
             if data["mask"] not in ("none", "causal"):
                 raise err("mask", f'expected "none" or "causal", got {data["mask"]!r}')
             kw["mask"] = data["mask"]
+        if "attention" in data:
+            if data["attention"] not in ("self", "cross"):
+                raise err("attention", f'expected "self" or "cross", got {data["attention"]!r}')
+            kw["attention"] = data["attention"]
+        cross = kw.get("attention") == "cross"
+        for key in ("tokens_enc", "words_enc"):
+            if key in data and not cross:
+                raise err(key, f'{key} is only used with attention = "cross" (the encoder side)')
+        if "tokens_enc" in data:
+            v = data["tokens_enc"]
+            if isinstance(v, list):
+                kw["words_enc"] = _words(v, err, "tokens_enc")
+            else:
+                kw["tokens_enc"] = whole("tokens_enc", 2, LIMITS["tokens"])
+        if "words_enc" in data:
+            kw["words_enc"] = _words(data["words_enc"], err, "words_enc")
+            kw.pop("tokens_enc", None)
+        if cross and kw.get("mask") == "causal":
+            raise err("mask", 'a causal mask is not used with attention = "cross": every decoder token may attend to '
+                      'every encoder token (use mask = "none")')
         if "scale" in data:
             kw["scale"] = parse_scale(data["scale"], lambda m: err("scale", m))
         if "decimals" in data:
@@ -260,7 +290,7 @@ def parse_scale(v, err):
 def _row_sizes(fam: Family) -> list[int]:
     """How many weights each row of the softmax has (the causal mask leaves row i with i)."""
     n = fam.n
-    return [i + 1 for i in range(n)] if fam.mask == "causal" else [n] * n
+    return [i + 1 for i in range(n)] if fam.mask == "causal" else [fam.n_enc] * n
 
 
 def check_feasible(fam: Family, prefix: str = "family.") -> None:
@@ -298,7 +328,7 @@ def check_feasible(fam: Family, prefix: str = "family.") -> None:
 def family_work(fam: Family):
     """The predicted :class:`~worked.problem.Work` of the family's problems (their shape is the family's)."""
     digits = max(len(str(abs(x))) for r in (fam.range, fam.wrange) for x in r)
-    return work_of(fam.n, fam.d_model, fam.d_k, fam.dv, fam.heads, fam.d_model, fam.train, digits=digits)
+    return work_of(max(fam.n, fam.n_enc), fam.d_model, fam.d_k, fam.dv, fam.heads, fam.d_model, fam.train, digits=digits)
 
 
 # ---------------------------------------------------------------- the search
@@ -350,12 +380,13 @@ def _logs(fam: Family) -> tuple[float, float]:
 class _Search:
     """X, W_Q, W_K with Q, K and the integer scores kept up to date one entry change at a time."""
 
-    def __init__(self, fam: Family, X, WQs, WKs):
+    def __init__(self, fam: Family, X, WQs, WKs, Xk=None):
         self.fam, self.X, self.WQ, self.WK = fam, X, WQs, WKs
+        self.Xk = X if Xk is None else Xk      # the keys' side: X_enc in cross-attention
         self.lmax, self.lmin = _logs(fam)
         self.causal = fam.mask == "causal"
         self.Q = [_matmul(X, w) for w in WQs]
-        self.K = [_matmul(X, w) for w in WKs]
+        self.K = [_matmul(self.Xk, w) for w in WKs]
         self.S = [_matmul(q, list(zip(*k))) for q, k in zip(self.Q, self.K)]
         self._pens: dict[tuple[int, ...], float] = {}
         self.pen = [[self._pen(h, i) for i in range(len(X))] for h in range(len(WQs))]
@@ -377,8 +408,24 @@ class _Search:
         return round(sum(sum(p) for p in self.pen), 9)
 
     def change(self, which: str, h: int, r: int, c: int, d: int) -> None:
-        """Add *d* to entry (r, c) of X (which="X"), W_Q or W_K of head h, updating Q, K and the scores."""
-        X, n = self.X, len(self.X)
+        """Add *d* to entry (r, c) of X (which="X"), of X_enc ("E": cross-attention), W_Q or W_K of head h,
+        updating Q, K and the scores."""
+        X, n, Xk, m = self.X, len(self.X), self.Xk, len(self.Xk)
+        if which in ("X", "E") and Xk is not X:      # cross-attention: X moves the queries, X_enc the keys
+            M = X if which == "X" else Xk
+            M[r][c] += d
+            for g in range(len(self.WQ)):
+                Q, K, S = self.Q[g], self.K[g], self.S[g]
+                if which == "X":
+                    Q[r] = [a + d * b for a, b in zip(Q[r], self.WQ[g][c])]
+                    S[r] = [sum(map(mul, Q[r], k)) for k in K]
+                    self.pen[g][r] = self._pen(g, r)
+                else:
+                    K[r] = [a + d * b for a, b in zip(K[r], self.WK[g][c])]
+                    for i in range(n):
+                        S[i][r] = sum(map(mul, Q[i], K[r]))
+                    self.pen[g] = [self._pen(g, i) for i in range(n)]
+            return
         if which == "X":
             X[r][c] += d
             for g in range(len(self.WQ)):
@@ -402,8 +449,8 @@ class _Search:
                     self.pen[h][i] = self._pen(h, i)
         else:
             self.WK[h][r][c] += d
-            for j in range(n):
-                f = d * X[j][r]
+            for j in range(m):
+                f = d * Xk[j][r]
                 if f:
                     K[j][c] += f
                     for i in range(n):
@@ -427,14 +474,17 @@ def generate(fam: Family, seed: int, *, title: str | None = None) -> Problem:
     steps = 0
     while steps < MAX_STEPS:
         X = _draw_matrix(rng, n, dm, xlo, xhi)
+        Xe = _draw_matrix(rng, fam.n_enc, dm, xlo, xhi) if fam.attention == "cross" else None
         WQs, WKs = [], []
         for _ in range(H):
             # start sparse: small scores, so the search starts near an unsaturated softmax
             WQs.append(_draw_matrix(rng, dm, dk, wlo, whi, sparse=True))
             WKs.append(_draw_matrix(rng, dm, dk, wlo, whi, sparse=True))
-        st = _Search(fam, X, WQs, WKs)
+        st = _Search(fam, X, WQs, WKs, Xe)
         # every changeable cell: (which, head, row, col, lo, hi)
         cells = [("X", 0, i, j, xlo, xhi) for i in range(n) for j in range(dm)]
+        if Xe is not None:
+            cells += [("E", 0, i, j, xlo, xhi) for i in range(fam.n_enc) for j in range(dm)]
         cells += [(w, h, i, j, wlo, whi) for h in range(H) for w in ("Q", "K") for i in range(dm) for j in range(dk)]
         bad = st.total()
         stale = 0
@@ -442,7 +492,7 @@ def generate(fam: Family, seed: int, *, title: str | None = None) -> Problem:
             steps += 1
             stale += 1
             which, h, i, j, lo, hi = cells[rng.randrange(len(cells))]
-            m = X if which == "X" else (WQs if which == "Q" else WKs)[h]
+            m = X if which == "X" else Xe if which == "E" else (WQs if which == "Q" else WKs)[h]
             old = m[i][j]
             if rng.randrange(2):  # a small step (keeps what is good about the current draw)
                 new = old + (1 if rng.randrange(2) else -1)
@@ -466,7 +516,7 @@ def generate(fam: Family, seed: int, *, title: str | None = None) -> Problem:
                 st.change(which, h, i, j, old - new)
         if bad == 0:
             heads = [(WQs[h], WKs[h], WV[h]) for h in range(H)]
-            p = _problem(fam, X, heads, WO, title)
+            p = _problem(fam, X, heads, WO, title, X_enc=Xe)
             if not fam.train:
                 if _by_hand(p):
                     return p
@@ -506,7 +556,7 @@ def _with_target(fam: Family, p: Problem, rng: random.Random) -> Problem | None:
             continue
         for lr in ([fam.lr] if fam.lr is not None else LRS):
             q = _problem(fam, p.X, [(h.W_Q, h.W_K, h.W_V) for h in p.heads], p.W_O, p.title,
-                         train={"target": T, "loss": "mse", "lr": lr})
+                         train={"target": T, "loss": "mse", "lr": lr}, X_enc=p.X_enc)
             try:
                 run = forward(q, Float())
             except ProblemError:
@@ -570,9 +620,11 @@ def _checks_by_hand(q: Problem, run, places: int | None = None) -> bool:
     return False
 
 
-def _problem(fam: Family, X, heads, WO, title, train=None) -> Problem:
+def _problem(fam: Family, X, heads, WO, title, train=None, X_enc=None) -> Problem:
     kw = dict(tokens=list(fam.words) if fam.words else None, title=title if title is not None else fam.title,
               scale=fam.scale, mask=fam.mask, decimals=fam.decimals, train=train)
+    if fam.attention == "cross":
+        kw.update(attention="cross", X_enc=X_enc, tokens_enc=list(fam.words_enc) if fam.words_enc else None)
     if fam.heads == 1:
         WQ, WK, WV = heads[0]
         return Problem(X, WQ, WK, WV, **kw)
@@ -588,14 +640,16 @@ def violations(fam: Family, problem: Problem) -> list[str]:
     wlo, whi = fam.wrange
     if any(not lo <= x <= hi or x.denominator != 1 for row in problem.X for x in row):
         out.append("X entry outside range")
-    mats = [("X", problem.X)] + [(f"head{h}.{k}", getattr(hd, k)) for h, hd in enumerate(problem.heads, 1)
+    if problem.cross and any(not lo <= x <= hi or x.denominator != 1 for row in problem.X_enc for x in row):
+        out.append("X_enc entry outside range")
+    mats = [("X", problem.X)] + ([("X_enc", problem.X_enc)] if problem.cross else []) + [(f"head{h}.{k}", getattr(hd, k)) for h, hd in enumerate(problem.heads, 1)
                                   for k in ("W_Q", "W_K", "W_V")]
     if problem.W_O is not None:
         mats.append(("W_O", problem.W_O))
     for name, m in mats:
         if any(not any(row) for row in m):
             out.append(f"{name} has an all-zero row")
-        if name != "X" and any(not wlo <= x <= whi for row in m for x in row):
+        if not name.startswith("X") and any(not wlo <= x <= whi for row in m for x in row):
             out.append(f"{name} entry outside weight range")
     if _softmax_broken(fam, problem):
         out.append("softmax rule broken")
@@ -607,7 +661,7 @@ def _softmax_broken(fam: Family, problem: Problem, eps: float = 1e-9) -> bool:
     *eps* (relative for the weights), as in the search, which compares its violations rounded to 1e-9."""
     for hp in forward(problem, Float()).heads:
         for i in range(problem.n):
-            live = [j for j in range(problem.n) if (i, j) not in hp.masked]
+            live = [j for j in range(problem.n_kv) if (i, j) not in hp.masked]
             if len(live) < 2:
                 continue   # the causal mask's first row: weight 1 by definition
             scores = [hp.raw_scores[i][j] for j in live]
@@ -630,8 +684,8 @@ def header_comment(fam: Family, seed: int) -> str:
             continue
         if k in ("range", "weight_range"):
             v = f"{v[0]}..{v[1]}"
-        elif k == "words":
-            k, v = "tokens", ",".join(v)
+        elif k in ("words", "words_enc"):
+            k, v = "tokens" if k == "words" else "tokens_enc", ",".join(v)
         elif isinstance(v, bool):
             if v:
                 opts.append(f"--{k.replace('_', '-')}")
@@ -653,7 +707,10 @@ def family_from_args(args, source: str = "option") -> Family:
             d["tokens"] = int(t)
         else:
             d["words"] = [w.strip() for w in t.split(",")]
-    for key in ("d_model", "d_k", "d_v", "heads", "range", "weight_range", "mask", "scale", "decimals",
+    if getattr(args, "tokens_enc", None) is not None:
+        t = args.tokens_enc.strip()
+        d["tokens_enc" if t.isdigit() else "words_enc"] = int(t) if t.isdigit() else [w.strip() for w in t.split(",")]
+    for key in ("attention", "d_model", "d_k", "d_v", "heads", "range", "weight_range", "mask", "scale", "decimals",
                 "max_weight", "min_weight", "max_score", "title"):
         v = getattr(args, key, None)
         if v is not None:

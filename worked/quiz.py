@@ -347,7 +347,10 @@ def expected_answers(spec: QuizSpec, problem, solution) -> list[dict]:
                 tol = max(ta, tr * abs(v))
                 mistakes = []
                 for mid, world in worlds:
-                    w = world[q.matrix][i0][j0]
+                    got = world[q.matrix]
+                    if (len(got), len(got[0])) != shape:
+                        continue    # a mistake that changes the matrix's shape (keys from the decoder side)
+                    w = got[i0][j0]
                     if not math.isfinite(w) or abs(w - v) <= 2 * tol:
                         continue
                     if any(abs(w - m["value"]) <= 2 * tol for m in mistakes):
@@ -371,23 +374,29 @@ def expected_answers(spec: QuizSpec, problem, solution) -> list[dict]:
 
 
 def describe(q: dict, problem) -> eq.Prose:
-    """Words for a question, its math as trees (the stage's words): "the scores Q·Kᵀ: row 2 (x2), column 3 (x3)"."""
+    """Words for a question, its math as trees (the stage's words): "the scores Q·Kᵀ: row 2 (x2), column 3 (x3)";
+    a row or column of tokens is named by its token (the encoder side's, for cross-attention's keys' rows)."""
     base = q["matrix"].split(".")[-1]
-    words = stages.words(q["matrix"])
+    arch = stages.of(problem)
+    words = stages.words(q["matrix"], arch)
+    stage = next((s for s in arch.forward + arch.combine + arch.train + arch.update if s.id == base), None)
+    names = {"n": problem.tokens, "n_kv": problem.tokens_kv}
+    rows_t = names.get(stage.rows) if stage else None
+    cols_t = names.get(stage.cols) if stage else None
     a = parse(q["ask"])
     r, c = a.row, a.col
-    toks = problem.tokens
-    square = base in ("scores", "scaled", "weights")
+    rname = lambda: f" ({rows_t[int(r) - 1]})" if rows_t else ""  # noqa: E731
+    cname = lambda: f" ({cols_t[int(c) - 1]})" if cols_t else ""  # noqa: E731
     parts = []
     if r:
-        parts.append(f"row {r} ({toks[int(r) - 1]})")
+        parts.append(f"row {r}{rname()}")
     if c:
-        parts.append(f"column {c}" + (f" ({toks[int(c) - 1]})" if square else ""))
+        parts.append(f"column {c}{cname()}")
     where = ", ".join(parts) if parts else "the whole matrix"
     if c and not r:
-        where = f"column {c}" + (f" ({toks[int(c) - 1]})" if square else "") + ", every row"
+        where = f"column {c}{cname()}, every row"
     if r and not c:
-        where = f"row {r} ({toks[int(r) - 1]}), every column"
+        where = f"row {r}{rname()}, every column"
     return eq.prose(words, f": {where}")
 
 

@@ -123,8 +123,7 @@ def problem_view(problem: Problem) -> dict:
     grids = [{"key": g["key"], "label": g["label"], "rows": g["rows"], "cols": g["cols"], "masked": g["masked"],
               "hint": g["hint"], **_heading(g["eq"])} for g in page.grids]
     # the page model's facts, with scaling and mask on rows of their own and how answers may be typed
-    said = dict(page.facts)
-    facts = [{"label": "Tokens", "text": said["Tokens"]}, {"label": "Sizes", "text": said["Sizes"]},
+    facts = [{"label": label, "text": text} for label, text in page.facts if label != "Scaling"] + [
              {"label": "Scaling", "text": V.scale_text(problem)}, {"label": "Mask", "text": V.mask_text(problem)},
              {"label": "Answers", "text": f"decimals to {page.places} places, or exact forms like {ANSWERS_FORMS}"}]
     return {

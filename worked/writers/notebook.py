@@ -198,6 +198,13 @@ class _Builder:
         self.code("inputs", f"{words}\nn, d_model, d_k = {p.n}, {p.d_model}, {p.d_k}   "
                   "# words, size of each word's row of X, size of a query or key\n"
                   + _input("X", p.X) + '\nprint("X shape:", X.shape)\nshow(X)')
+        if p.cross:
+            self.md("inputs-enc-md", "## The encoder side X_enc\n\n"
+                    "Cross-attention: the words above are the decoder's, and ask the questions (the queries come from "
+                    "X). The encoder's words answer them: the keys and values come from X_enc, one row per encoder word.")
+            self.code("inputs-enc", "words_enc = [" + ", ".join(repr(t) for t in p.tokens_enc) + "]\n"
+                      f"n_enc = {p.n_kv}   # encoder words\n" + _input("X_enc", p.X_enc)
+                      + '\nprint("X_enc shape:", X_enc.shape)\nshow(X_enc)')
         text = ("## The weight matrices\n\n"
                 "W_Q, W_K and W_V create the queries, keys and values. In a real Transformer they are learned "
                 "during training; here they are the problem's numbers. Each has one row per column of X: "
@@ -246,7 +253,8 @@ class _Builder:
             what = {"Q": "queries: what each word is looking for", "K": "keys:    what each word can offer",
                     "V": "values:  what each word passes on"}[st.id]
             v = st.id + h
-            return v, f"{v} = X @ W_{st.id}{h}     # {what}\n" + show(v)
+            X = "X_enc" if p.cross and st.id != "Q" else "X"
+            return v, f"{v} = {X} @ W_{st.id}{h}     # {what}\n" + show(v)
         if st.id == "scores":
             v = "scores" + h
             if p.mask == "causal":
@@ -294,7 +302,11 @@ class _Builder:
         if p.mask == "causal":
             src.append("mask = np.triu(np.ones((n, n), dtype=bool), k=1)   # later words are hidden")
         src.append("")
-        body = ["Q, K, V = X @ W_Q, X @ W_K, X @ W_V       # queries, keys, values",
+        if p.cross:
+            src.insert(-1, _input("X_enc", p.X_enc))
+        Xkv = "X_enc" if p.cross else "X"
+        body = [f"Q, K, V = X @ W_Q, {Xkv} @ W_K, {Xkv} @ W_V       # queries, keys, values"
+                + (" (keys and values from the encoder side)" if p.cross else ""),
                 "scores = Q @ K.T" + (f" / {div}" if div else "") + "            # how well each query matches each key"]
         if p.mask == "causal":
             body.append("scores = np.where(mask, -np.inf, scores)   # no looking ahead")
