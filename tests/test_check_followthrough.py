@@ -25,16 +25,17 @@ SETTINGS = settings(max_examples=40, deadline=None,
 SINGLE = [m for m in MISTAKES if m in ("no-scaling", "scaled-by-dk", "transposed-scores", "wrong-mask",
                                        "column-softmax", "no-exp", "weights-transposed")]
 CROSS = ["heads-swapped", "no-W_O", "heads-averaged"]
+SIDES = ["kv-from-decoder", "queries-from-encoder", "causal-mask-on-cross"]   # cross-attention: tests/test_cross.py
 
 
 def test_every_transform_mistake_is_tried_here():
     """Each mistake with a transform (early-rounding has none) is covered by one of the tests below."""
-    assert {m.id for m in MISTAKES.values() if m.id != "early-rounding"} <= set(SINGLE) | set(CROSS) | BACKWARD
+    assert {m.id for m in MISTAKES.values() if m.id != "early-rounding"} <= set(SINGLE) | set(CROSS) | set(SIDES) | BACKWARD
 
 
 # mistakes of the backward pass (another part of the registry) are not forward-pass slips
 BACKWARD = {m.id for m in MISTAKES.values() if getattr(m, "stage", "") not in
-            ("scores", "scaled", "weights", "Z", "concat")}
+            ("Q", "K", "V", "scores", "scaled", "weights", "Z", "concat")}
 
 
 def _mat(draw, r, c, lo=-1, hi=2):

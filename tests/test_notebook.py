@@ -153,6 +153,8 @@ def _printed_tables(sol, nb):
     """(cell id, printed table, the key's table) for every cell that prints a table."""
     p, mats = sol.problem, sol.matrices()
     want = {"inputs": p.X, "weights": p.heads[0].W_Q, "whole": sol.output}
+    if p.cross:
+        want["inputs-enc"] = p.X_enc
     for k, st in enumerate(sol.steps, 1):
         if st.id not in nbw.TRAINING_STEPS:
             want[f"step{k:02d}-{st.id}" + (f"-head{st.head}" if st.head is not None else "")] = mats[st.result]

@@ -65,8 +65,8 @@ def test_every_line_of_every_problem_prints_the_text_printer_s_numbers():
 
     nums = re.compile(r"\d+(?:\.\d+)?")
     for path in sorted((Path(__file__).resolve().parents[1] / "problems").glob("*.toml")):
-        if "X" not in path.read_text(encoding="utf-8"):
-            continue
+        if "[family]" in path.read_text(encoding="utf-8"):
+            continue    # a quiz spec
         sol = solve(load(str(path)), checks="row")
         for st in sol.steps:
             for ln in st.lines:

@@ -83,7 +83,7 @@ def render(sol, width: int = 100) -> str:
     title = p.title or ("Cross-attention" if p.cross else "Self-attention")
     out += [title, "=" * _width(title), ""]
     if p.cross:
-        out.append("cross-attention: the queries from the decoder side X, the keys and values from the encoder side X_enc")
+        out.append("cross-attention: queries from the decoder side X, keys and values from the encoder side X_enc")
         out.append(f"decoder tokens: {', '.join(p.tokens)}    encoder tokens: {', '.join(p.tokens_enc)}")
     out.append(f"{'' if p.cross else 'tokens: ' + ', '.join(p.tokens) + '    '}n = {p.n}"
                + (f", n_enc = {p.n_kv}" if p.cross else "") + f", d_model = {p.d_model}, d_k = {p.d_k}, d_v = {p.d_v}"
