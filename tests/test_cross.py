@@ -211,3 +211,11 @@ def test_server_serves_and_checks_a_cross_problem():
     r = c.post("/api/check", json={"problem": p.to_dict(), "answers": _answers(p, Transform(mask="upper"),
                                                                             ["scores", "scaled", "weights", "Z"])})
     assert r.status_code == 200 and [d["code"] for d in r.json()["diagnoses"]] == ["causal-mask-on-cross"]
+
+
+def test_the_encoder_side_s_column_is_not_set_in_its_subscript():
+    from worked import eq, printers
+
+    col = eq.Col(eq.Sym("X_enc"), "1")
+    assert printers.typst(col) == 'X_"enc" [":", 1]'           # the index after the subscript, not in it
+    assert printers.latex(col) == r"X_{\mathrm{enc}}[:,1]" and printers.text(col) == "X_enc[:, 1]"

@@ -73,7 +73,8 @@ class TypstPrinter(Printer):
         """The symbol before ``[…]``: a quoted name takes the bracket right after it (``"dS"[i, j]``: a
         space would set a gap), a letter after a space (``W_Q [1, 1]``: the index is not the subscript's)."""
         s = self.doprint(base)
-        return s if s.endswith('"') else s + " "
+        quoted_sub = type(base) is eq.Sym and "_" in base.name and base.head is None and base.sub is None
+        return s if s.endswith('"') and not quoted_sub else s + " "     # X_"enc" [":", 1]: not the subscript's
 
     def _print_Col(self, n):
         return f'{self._before_index(n.base)}[":", {self.label(n.col)}]'
