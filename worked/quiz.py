@@ -379,7 +379,7 @@ def describe(q: dict, problem) -> eq.Prose:
     base = q["matrix"].split(".")[-1]
     arch = stages.of(problem)
     words = stages.words(q["matrix"], arch)
-    stage = next((s for s in arch.forward + arch.combine + arch.train + arch.update if s.id == base), None)
+    stage = arch.stage(base)
     names = {"n": problem.tokens, "n_kv": problem.tokens_kv}
     rows_t = names.get(stage.rows) if stage else None
     cols_t = names.get(stage.cols) if stage else None

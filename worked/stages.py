@@ -138,6 +138,7 @@ def _weights(r: HeadRun, T):
         rows = [r.b.softmax(row) for row in T]
         r.states = [s for _, s in rows]
         return [w for w, _ in rows]
+    r.states = [None] * n       # no softmax state of a row to reuse (the mistakes below)
     if r.t.softmax == "columns":
         cols = [r.b.softmax([T[i][j] for i in range(n)])[0] for j in range(m)]
         return [[cols[j][i] for j in range(m)] for i in range(n)]
@@ -153,8 +154,7 @@ def _blend(r: HeadRun, A, V):
         A = [list(c) for c in zip(*A)]
         mix = [None] * len(A)
     else:
-        states = r.states if len(r.states) == len(A) else [None] * len(A)
-        mix = [s if g is None or all(a is r.NA for a in g[i]) else None for i, s in enumerate(states)]
+        mix = [s if g is None or all(a is r.NA for a in g[i]) else None for i, s in enumerate(r.states)]
     return [[r.b.mix(mix[i], A[i], [V[j][c] for j in range(len(V))]) for c in range(len(V[0]))] for i in range(len(A))]
 
 
@@ -486,6 +486,10 @@ class Arch(NamedTuple):
     update: tuple
     inputs: tuple
 
+    def stage(self, sid: str) -> "Stage | None":
+        """The stage of id *sid* (a head's forward stage before the layer's of the same id), or None."""
+        return next((s for s in self.forward + self.combine + self.train + self.update if s.id == sid), None)
+
 
 SELF = Arch("self", FORWARD, COMBINE, TRAIN, UPDATE, (("X", "the input, one row per token"),))
 CROSS = Arch("cross", CROSS_FORWARD, COMBINE, CROSS_TRAIN, UPDATE,
@@ -557,5 +561,5 @@ def upstream(sid: str) -> list[str]:
 def words(key: str, arch: Arch = SELF) -> eq.Prose:
     """What the matrix of *key* is, in words with its math as trees (the scores Q·Kᵀ; a head's: … of head 2)."""
     pre, _, base = key.rpartition(".")
-    stage = next((s for s in arch.forward + arch.combine + arch.train + arch.update if s.id == base), None)
+    stage = arch.stage(base)
     return eq.prose(stage.words if stage is not None else base, f" of {pre.replace('head', 'head ')}" if pre else "")
