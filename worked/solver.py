@@ -23,7 +23,7 @@ from fractions import Fraction
 
 import sympy as sp
 
-from . import eq
+from . import eq, lines, stages
 from . import numfmt as F
 from .numfmt import N
 from .attention import INEXACT, Approx, Exact, Hand, HeadPass, Interval, forward
@@ -42,509 +42,74 @@ class AuditFailure(RuntimeError):
     """Internal error: a step could not be shown with lines that hold. Never a user error."""
 
 
-class _Ctx:
-    def __init__(self, problem: Problem, checks: str, display: str, carry: "_Carry"):
-        self.p = problem
-        self.checks = checks
-        self.lab = [eq.tok_label(t, i) for i, t in enumerate(problem.tokens)]
-        # the rows the keys and values come from (the encoder side's tokens in cross-attention)
-        self.lab_kv = [eq.tok_label(t, i) for i, t in enumerate(problem.tokens_kv)] if problem.cross else self.lab
-        self.toks_kv = list(problem.tokens_kv)
-        self.multi = problem.multihead
-        self.dec = problem.decimals
-        self.carry = carry
-        self.decimal = display == "decimal"
 
-    @property
-    def P(self) -> int:
-        """Places for intermediate values (decimals + 2, or + 3: see :func:`hand_pass`)."""
-        return self.carry.places
-
+class _Ctx(lines.Ctx):
     def side(self, which: str):
         """(the input's symbol, the labels of its rows, the words of its side) of the product *which* (Q, K, V)."""
         if self.p.cross and which in ("K", "V"):
             return _XE, self.lab_kv, "encoder token"
         return _X, self.lab, "decoder token" if self.p.cross else "token"
 
-    def sym(self, base: str, head: int | None, **kw) -> eq.Sym:
-        """A per-head symbol: Q, or Q⁽¹⁾ with several heads; ``scaled``/``scores`` upright."""
-        return eq.matrix_sym(base, head if self.multi else None, **kw)
+
+_rel, _entries, _has_dec, _shapes, _answer = lines.rel, lines.entries, lines.has_dec, lines.shapes, lines.answer
+_rounds_to_answer, _value_of, _is, _tr, _p = lines.rounds_to_answer, lines.value_of, lines.is_, lines.tr, lines.p
+_X, _I, _J, _h, _XE = lines.X, lines.I, lines.J, lines.H, lines.XE
 
 
-def _rel(a_exact: bool) -> str:
-    return EQ if a_exact else APPROX
+def _dot_line(*a, **kw) -> Line:
+    return Line(*lines.dot_line(*a, **kw))
 
 
-def _entries(checks: str, rows: int, cols: int, first: tuple[int, int], allowed=None):
-    if checks == "one":
-        out = [first]
-    elif checks == "row":
-        out = [(first[0], j) for j in range(cols)]
-    else:
-        out = [(i, j) for i in range(rows) for j in range(cols)]
-    return [e for e in out if allowed is None or allowed(*e)]
+def _row_sum_line(*a) -> Line:
+    return Line(*lines.row_sum_line(*a))
 
 
-def _shown_input(ctx: "_Ctx", x: Fraction):
-    """An input (or an exact product of inputs) in a worked line: exact, or in decimal display rounded
-    to the carried places when it has more. Returns (node, exact)."""
-    if not ctx.decimal or F.terminating(x, ctx.P):
-        return eq.num(x), True
-    return eq.dec(F.round_decimal(x, None, ctx.P)), False
+class HeadView:
+    """What a stage's step reads (:class:`worked.lines.Shown`): the matrices of its head (or of the layer after
+    the heads) by stage id (``mat``), the problem's inputs by name (``input``: X, X_enc, W_Q, …, W_O), the head
+    (``head``: its number, or None), the Exact pass's head (``exact``) and the hand pass's (``hand``, made when
+    first read), and the scores before the mask (``raw``)."""
+
+    def __init__(self, ctx, head, index: int | None, mats: dict, inputs: dict, exact=None, raw=None):
+        self.ctx, self.head, self.index, self.mats, self.inputs, self.exact, self.raw = ctx, head, index, mats, inputs, exact, raw
+
+    def mat(self, sid: str) -> Mat:
+        return self.mats[sid]
+
+    def input(self, name: str):
+        return self.inputs[name]
+
+    @property
+    def hand(self):
+        return self.ctx.carry.run.heads[self.index]
 
 
-def _has_dec(node) -> bool:
-    """True when a tree holds a rounded decimal (so it only approximates what it stands for)."""
-    if type(node) is eq.Dec:
-        return True
-    if isinstance(node, (eq.Num, eq.Sym, eq.Inf, eq.Dims)):
-        return False
-    return any(_has_dec(x) for x in node.children())
+def _labels(size: str, ctx, problem) -> list:
+    """The labels of a matrix's rows or columns of *size* (a key of the stages' sizes): tokens, or numbers."""
+    if size == "n":
+        return list(problem.tokens)
+    if size == "n_kv":
+        return list(problem.tokens_kv)
+    if size == "heads·d_v":
+        return [f"{h}.{c + 1}" for h in range(1, len(problem.heads) + 1) for c in range(problem.d_v)]
+    n = {"d_k": problem.d_k, "d_v": problem.d_v, "d_model": problem.d_model, "1": 1,
+         "d_out": len(problem.W_O[0]) if problem.multihead else problem.d_v}[size]
+    return [str(c + 1) for c in range(n)]
 
 
-def _shapes(*dims) -> eq.Rel:
-    *ins, out = dims
-    left = ins[0] if len(ins) == 1 else eq.Mul(tuple(ins))
-    return eq.Rel((left, out), (eq.TO,))
+def _shown_later(ctx, stage, view: HeadView, key: str) -> Step:
+    """*stage*'s worked step (its :class:`worked.lines.Shown`) for the matrix *key*: its heading now, its body
+    when first read."""
+    shown = stage.step
+    sid = shown.id or stage.id
+    title = shown.title(ctx, stage, view.head)
 
+    def make():
+        b = shown.body(ctx, stage, view)
+        return Step(sid, title, b.why, [Line(*x) for x in b.lines], result=key, shape_eq=b.shape_eq, head=view.head,
+                    notes=b.notes, precision=b.precision)
+    return Step.shown_later(sid, title, make, result=key, head=view.head)
 
-# ---------------------------------------------------------------- the product steps (Q, K, V, scores, output)
-
-def _dot_line(ctx: _Ctx, lhs, mid, a, b, R: Mat, i: int, j: int, answer: bool = False) -> Line:
-    """``lhs = mid = [a]·[b] = a1·b1 + … = result``: *a*, *b* Fractions (inputs) or already-shown nodes; the
-    result is R[i, j] as carried: the dot product of the numbers shown, rounded (:class:`attention.Hand`).
-    With *answer*, the answer at the problem's places follows (when it reads differently)."""
-    a_nodes, a_exact = _vec_nodes(ctx, a)
-    b_nodes, b_exact = _vec_nodes(ctx, b)
-    items = [lhs, mid, eq.Dot(eq.Vec(tuple(a_nodes)), eq.Vec(tuple(b_nodes))),
-             eq.Add(tuple(eq.Mul((x, y)) for x, y in zip(a_nodes, b_nodes))), R.carried(i, j)]
-    shown = sum((_value_of(x) * _value_of(y) for x, y in zip(a_nodes, b_nodes)), Fraction(0))
-    ops = [EQ, _rel(a_exact and b_exact), EQ, _rel(shown == R.hand[i][j])]
-    if answer:
-        _answer(ctx, items, ops, R, i, j)
-    return Line(eq.Rel(tuple(items), tuple(ops)))
-
-
-def _row_sum_line(label, shown: list, whole: int, P: int, group: str) -> Line:
-    """``Σ_j A[i, j] ≈ 0.2410 + … = 1`` (or ``= 1.0001 ≈ 1``): the sum of a row as shown, and the value the true
-    row sums to exactly (1 for the weights, 0 for the softmax backward)."""
-    row = eq.Add(tuple(shown))
-    total = eq.rational_value(row)
-    items, ops = [label, row], [_rel(not _has_dec(row))]
-    if total == whole:
-        items.append(eq.num(whole))
-        ops.append(EQ)
-    else:
-        items += [F.hand_node(Approx(total), P), eq.num(whole)]
-        ops += [EQ, APPROX]
-    return Line(eq.Rel(tuple(items), tuple(ops)), group)
-
-
-def _answer(ctx: _Ctx, items: list, ops: list, R: Mat, i: int, j: int) -> None:
-    """Append R[i, j]'s answer at the problem's places (the true value rounded) to a line that ends with its
-    carried value, when it reads differently; not when the carried value rounds to another answer (that
-    entry's note then says why: see :func:`_answer_notes`)."""
-    fin = R.fixed(i, j, ctx.dec)
-    last = _value_of(items[-1])
-    if last is not None and Fraction(fin.value) == last:
-        return
-    if not _rounds_to_answer(R, i, j, ctx.dec):
-        return
-    items.append(fin)
-    ops.append(_rel(ops[-1] == EQ and F.exact_at(R.exact[i][j], ctx.dec) and R.is_carried_exact(i, j)))
-
-
-def _rounds_to_answer(R: Mat, i: int, j: int, dec: int) -> bool:
-    """Does the carried value of R[i, j], rounded to *dec* places, give the answer (the true value rounded)?"""
-    h = R.hand[i][j]
-    if h is None or not isinstance(h, Fraction) or R.is_carried_exact(i, j):
-        return True
-    return F.round_decimal(Fraction(h), None, dec) == R.rounded(i, j, dec)
-
-
-def _vec_nodes(ctx: _Ctx, xs):
-    out, exact = [], True
-    for x in xs:
-        if isinstance(x, eq.Node):
-            out.append(x)
-            exact &= type(x) in (eq.Num,)
-        elif ctx.decimal:
-            n, ok = _shown_input(ctx, x)
-            out.append(n)
-            exact &= ok
-        else:
-            out.append(eq.num(x))
-    return out, exact
-
-
-def _value_of(node):
-    """The exact value a Num or Dec node shows, as a Fraction (None for anything else)."""
-    t = type(node)
-    if t is eq.Num:
-        return node.value
-    if t is eq.Dec:
-        return Fraction(node.value)
-    return None
-
-
-def _proj_step(ctx: _Ctx, which: str, head, A, W, R: Mat) -> Step:
-    """Q, K or V = X·W: shapes, and 'Check one' expansions."""
-    n, dm, dk = len(A), len(W), len(W[0])
-    s = ctx.sym(which, head)
-    w = ctx.sym(f"W_{which}", head)
-    Xs, lab, who = ctx.side(which)
-    lines = []
-    for i, j in _entries(ctx.checks, n, dk, (0, 0)):
-        col = [W[t][j] for t in range(dm)]
-        lines.append(_dot_line(ctx, eq.Entry(s, lab[i], str(j + 1)),
-                               eq.Dot(eq.Sym("x", sub=lab[i]), eq.Col(w, str(j + 1))),
-                               A[i], col, R, i, j))
-    what = _PROJ[which]
-    why = _p("Multiply ", Xs, " by ", w, ": row ", _I, " of ", s, f" is {who} ", _I, "'s row of ", Xs, " times ", w,
-             f", the {what[0]} ({what[1]}). Each entry is the dot product of a row of ", Xs, " with a column of ", w, ".")
-    if ctx.p.cross:
-        why = eq.prose(why, " Cross-attention: the queries come from the decoder side ", _X, ", the keys and values from "
-                       "the encoder side ", _XE, "." if which == "Q" else
-                       f", so {s.name} has one row per encoder token.")
-    return Step(which, _title(ctx, which, head), why, lines, result=which, head=head,
-                shape_eq=_shapes(eq.Dims(n, dm), eq.Dims(dm, dk), eq.Dims(n, dk)))
-
-
-_PROJ = {"Q": ("queries", "what each token is looking for"),
-         "K": ("keys", "what each token offers to be matched against"),
-         "V": ("values", "what each token passes on when another token attends to it")}
-
-
-def _title(ctx: _Ctx, sid: str, head):
-    """The title of forward step *sid* (of *head*): known before any line is built, so a reader of the
-    headings alone (the checker) never builds the lines."""
-    sym = lambda base: ctx.sym(base, head)  # noqa: E731
-    if sid in _PROJ:
-        return _p(f"{_PROJ[sid][0].capitalize()}: ", _is(sym(sid), eq.Mul((ctx.side(sid)[0], sym(f"W_{sid}")))))
-    if sid == "scores":
-        qkt = _is(sym("scores"), eq.Mul((sym("Q"), _tr(sym("K")))))
-        return _p("Scores: ", qkt, " with the causal mask" if ctx.p.mask == "causal" else "")
-    if sid == "scaled":
-        s, sc, scale = sym("scaled"), sym("scores"), ctx.p.scale
-        if scale == "none":
-            return _p("Scaling: none (", _is(s, sc), ")")
-        return _p("Scaling: ", _is(s, eq.Frac(sc, eq.Sqrt(eq.Sym("d_k")) if scale == "sqrt" else F.node(ctx.factor))))
-    if sid == "weights":
-        return _p("Attention weights: ", sym("A"), " = softmax of each row")
-    if sid == "Z":
-        return _p("Output: ", _is(sym("Z"), eq.Mul((sym("A"), sym("V")))))
-    if sid == "concat":
-        return _p("Concatenate the heads: ", eq.Call("concat", tuple(ctx.sym("Z", k) for k in range(1, len(ctx.p.heads) + 1))))
-    if sid == "output":
-        return _p("Output projection: ", _is(eq.Sym("Z"), eq.Mul((eq.Sym("concat", upright=True), eq.Sym("W_O")))))
-    raise KeyError(sid)
-
-
-# prose with its math as trees (titles, explanations, notes): see worked.eq.Prose
-_p = eq.prose
-_X, _I, _J, _h = eq.Sym("X"), eq.Sym("i"), eq.Sym("j"), eq.Sym("h")
-_XE = eq.Sym("X_enc")
-
-
-def _is(*items, op: str = EQ) -> eq.Rel:
-    """``a = b (= c …)``, a formula inside prose."""
-    return eq.Rel(tuple(items), (op,) * (len(items) - 1))
-
-
-def _tr(x) -> eq.Pow:
-    """xᵀ"""
-    return eq.Pow(x, eq.Sym("T"))
-
-
-def _scores_step(ctx: _Ctx, head, Q: Mat, K: Mat, raw: Mat, scores: Mat) -> Step:
-    n, dk = Q.shape
-    m = K.shape[0]
-    Sf = raw.num
-    s = ctx.sym("scores", head)
-    causal = ctx.p.mask == "causal"
-    r0 = n - 1 if causal else 0
-    best = max(range(r0 + 1 if causal else m), key=lambda j: (Sf[r0][j], -j))
-    lines = []
-    for i, j in _entries(ctx.checks, n, m, (r0, best)):
-        lines.append(_dot_line(ctx, eq.Entry(s, ctx.lab[i], ctx.lab_kv[j]),
-                               eq.Dot(ctx.sym("q", head, sub=ctx.lab[i]), ctx.sym("k", head, sub=ctx.lab_kv[j])),
-                               [Q.carried(i, t) for t in range(dk)], [K.carried(j, t) for t in range(dk)], raw, i, j))
-    qkt = _is(s, eq.Mul((ctx.sym("Q", head), _tr(ctx.sym("K", head)))))
-    if ctx.p.cross:
-        why = _p("Match every decoder query with every encoder key: ", qkt, ". Row ", _I, ", column ", _J, " is the dot "
-                 "product of decoder token ", _I, "'s query with encoder token ", _J, "'s key; the bigger it is, the more "
-                 "decoder token ", _I, " will attend to encoder token ", _J, f". The scores are {n} × {m}: one row per "
-                 "decoder token, one column per encoder token.")
-    else:
-        why = _p("Match every query with every key: ", qkt, ". Row ", _I, ", column ", _J, " is the dot product of token ",
-                 _I, "'s query with token ", _J, "'s key; the bigger it is, the more token ", _I, " will attend to token ", _J, ".")
-    notes = []
-    if ctx.checks == "one" and m > 1:
-        notes.append(f"The entry expanded is the largest score in the row of “{ctx.p.tokens[r0]}”: "
-                     f"“{ctx.p.tokens[r0]}” will attend most to “{ctx.toks_kv[best]}”.")
-    if causal:
-        notes.append("Causal mask: a token may attend only to itself and to earlier tokens, so every score "
-                     "above the diagonal (the key of a later token) is set to −∞. After the softmax its weight is exactly 0.")
-    return Step("scores", _title(ctx, "scores", head), why, lines,
-                result="scores", head=head, notes=notes,
-                shape_eq=_shapes(eq.Dims(n, dk), eq.Dims(dk, m), eq.Dims(n, m)))
-
-
-# ---------------------------------------------------------------- scaling
-
-def _scale_step(ctx: _Ctx, head, scores: Mat, scaled: Mat, factor, factor_num) -> Step:
-    p, n, P = ctx.p, scores.shape[0], ctx.P
-    s = ctx.sym("scaled", head)
-    sc = ctx.sym("scores", head)
-    lines, notes = [], []
-    if p.scale == "none":
-        why = 'The problem sets scale = "none": the scores go into the softmax as they are, so the scaled scores equal the scores.'
-        return Step("scaled", _title(ctx, "scaled", head), why, [], result="scaled", head=head)
-    fnode = F.node(factor)
-    if p.scale == "sqrt":
-        dk = p.d_k
-        sqrt_dk = eq.Sqrt(eq.num(dk))
-        items, ops = [eq.Sqrt(eq.Sym("d_k")), sqrt_dk], [EQ]
-        if fnode != sqrt_dk:
-            items.append(fnode)
-            ops.append(EQ)
-        if not factor.is_Integer:
-            items.append(eq.dec(F.round_decimal(factor, factor_num, P)))
-            ops.append(APPROX)
-        lines.append(Line(eq.Rel(tuple(items), tuple(ops))))
-        why = _p("Divide every score by ", _is(*items[:2 if fnode == sqrt_dk else 3]),
-                 ": with long vectors, dot products grow large and the softmax would give nearly all the weight to one "
-                 "token. Scaling keeps the weights calm; the original Transformer does exactly this.")
-    else:
-        why = _p("The problem sets ", _is(eq.Sym("scale", upright=True), F.node(p.scale)), ": divide every score by ", fnode, ".")
-    causal = p.mask == "causal"
-    r0 = n - 1 if causal else 0
-    m = scores.shape[1]
-    best = max(range(r0 + 1 if causal else m), key=lambda j: (float(scores.num[r0][j]), -j))
-    for i, j in _entries(ctx.checks, n, m, (r0, best), allowed=lambda i, j: not scaled.is_masked(i, j)):
-        v = scaled.exact[i][j]
-        lhs = eq.Entry(s, ctx.lab[i], ctx.lab_kv[j])
-        carried = scores.carried(i, j)
-        items, ops = [lhs, eq.Frac(carried, fnode)], [_rel(scores.is_carried_exact(i, j))]
-        h = scaled.hand[i][j]
-        if isinstance(h, Fraction):          # a number: exact (2/2 = 1), or the quotient of the shown numbers, rounded
-            items.append(scaled.carried(i, j))
-            ops.append(_rel(type(h) is Fraction))
-        else:                                # exact display: the exact form (√2) is carried, its decimal shown
-            items.append(F.node(v))
-            ops.append(EQ)
-            items.append(scaled.node(i, j, P))
-            ops.append(APPROX)
-        lines.append(Line(eq.Rel(tuple(items), tuple(ops))))
-    if causal:
-        notes.append("Masked entries stay −∞: −∞ divided by a positive number is still −∞.")
-    return Step("scaled", _title(ctx, "scaled", head), why, lines, result="scaled", head=head, notes=notes, precision=P)
-
-
-# ---------------------------------------------------------------- softmax
-
-def _weights_step(ctx: _Ctx, head, scaled: Mat, weights: Mat, rows, hand_rows) -> Step:
-    """*rows*: the Exact pass's softmax of each row (:class:`worked.attention.ExactRow`, for the exact forms);
-    *hand_rows*: the same rows as a hand works them (:class:`worked.attention.HandRow`: the exponents, each
-    e^x as carried and their total), which every decimal in the lines comes from."""
-    (n, m), P = scaled.shape, ctx.P
-    a = ctx.sym("A", head)
-    sc = ctx.sym("scaled", head)
-    lines: list[Line] = []
-    shifted_rows: list[str] = []
-    for i in range(n):
-        r, hr = rows[i], hand_rows[i]
-        js = hr.js
-        g = f"row {ctx.p.tokens[i]}"
-        # 1. the row of scaled scores, as carried
-        xs = [scaled.carried(i, j) for j in range(m)]      # the exponents as the lines show them
-        items, ops = [eq.Entry(sc, ctx.lab[i], eq.ALL), eq.Vec(tuple(xs))], [EQ]
-        if not ctx.decimal:
-            dec_row = [xs[j] if scaled.is_neg_inf(i, j) else scaled.node(i, j, P) for j in range(m)]
-            if dec_row != xs:
-                items.append(eq.Vec(tuple(dec_row)))
-                ops.append(APPROX)
-        else:
-            ops = [_rel(all(scaled.is_carried_exact(i, j) for j in js))]
-        lines.append(Line(eq.Rel(tuple(items), tuple(ops)), g))
-        # 2. every e^x with its value (of x − m, m the row's smallest score, when e^x itself would be too small
-        #    or too large to carry at P places: e^(x − m) gives the same weights)
-        m_idx = hr.low
-        if hr.shift:
-            shifted_rows.append(ctx.p.tokens[i])
-        e_shown = {}
-        for j in range(m):
-            if j not in js:
-                lines.append(Line(eq.Rel((eq.Exp(eq.neg_inf()), eq.num(0)), (EQ,)), g))
-                continue
-            e = hr.exps[j]
-            e_shown[j] = F.hand_node(e, P)
-            x = xs[j]
-            items, ops = [], []
-            if hr.shift:
-                items.append(eq.Exp(eq.Add((x, eq.Neg(xs[m_idx])))))
-                d = hr.exponent[j]
-                if isinstance(d, Fraction):          # the difference of two numbers shown, exactly
-                    x = F.hand_node(d, P)
-                elif m_idx == r.low:                 # exact display: the exact difference (√2/2)
-                    x = F.node(r.shifted[j])
-                else:
-                    x = F.node(scaled.exact[i][j] - scaled.exact[i][m_idx])
-                ops.append(EQ)
-            items += [eq.Exp(x), e_shown[j]]
-            ops.append(_rel(type(e) is Fraction))
-            lines.append(Line(eq.Rel(tuple(items), tuple(ops)), g))
-        # 3. the row total, the sum of the values as shown
-        total_nodes = tuple(e_shown[j] for j in js)
-        rounded = sum(type(x) is eq.Dec for x in total_nodes)
-        total_node = F.hand_node(hr.total, P)
-        if rounded:
-            total_node = eq.dec(total_node.value, ulps=rounded)
-        if len(js) > 1:
-            lines.append(Line(eq.Rel((eq.Sym("sum", upright=True), eq.Add(total_nodes), total_node),
-                                     (_rel(not rounded), EQ)), g))
-        # 4. each weight: exact, simplified, the quotient of the shown values, and that quotient as carried
-        den_full = None if ctx.decimal else F.node(r.total)   # like terms collected: 2e^(√2)
-        for j in range(m):
-            lhs = eq.Entry(a, ctx.lab[i], ctx.lab_kv[j])
-            if j not in js:
-                lines.append(Line(eq.Rel((lhs, eq.Frac(eq.Exp(eq.neg_inf()), total_node), eq.num(0)), (EQ, EQ)), g))
-                continue
-            items, ops = [lhs], []
-            if not ctx.decimal:
-                full = eq.Frac(eq.Exp(ex_j := F.node(scaled.exact[i][j])), den_full if len(js) > 1 else eq.Exp(ex_j))
-                items.append(full)
-                ops.append(EQ)
-                simple = F.node(weights.exact[i][j])
-                if simple != full:
-                    items.append(simple)
-                    ops.append(EQ)
-            h = weights.hand[i][j]
-            if len(js) > 1:
-                quotient = Fraction(hr.exps[j]) / Fraction(hr.total)
-                items.append(eq.Frac(e_shown[j], total_node))
-                ops.append(_rel(not rounded))
-                # the quotient as carried (exact display: a weight carried exactly, such as 1/3, shows its decimal)
-                wn = eq.dec(F.round_decimal(quotient, None, P)) if type(h) is Fraction and not ctx.decimal \
-                    else weights.carried(i, j)
-                if wn != items[-1]:
-                    items.append(wn)
-                    ops.append(_rel(_value_of(wn) == quotient))
-            elif ctx.decimal:
-                items.append(weights.carried(i, j))
-                ops.append(EQ)
-            lines.append(Line(eq.Rel(tuple(items), tuple(ops)), g))
-        # 5. the row sums to 1
-        if len(js) > 1:
-            rs = eq.Sum(eq.Entry(a, ctx.lab[i], "j"), "j")
-            if ctx.decimal:
-                lines.append(_row_sum_line(rs, [weights.carried(i, j) for j in js], 1, P, g))
-            else:
-                num_sum = eq.Add(tuple(F.node(r.numer[j]) for j in r.js))
-                lines.append(Line(eq.Rel((rs, eq.Frac(num_sum, F.node(r.D)), eq.num(1)), (EQ, EQ)), g))
-    ex_, em_ = eq.Exp(eq.Sym("x")), eq.Exp(eq.Sym("m"))
-    if ctx.decimal:
-        why = _p("Softmax each row: take ", ex_, " of every scaled score (always positive), then divide by the row's total, "
-                 f"so the weights are positive and add up to 1. Values are carried to {P} places, so each line can be checked by hand.")
-    else:
-        why = _p("Softmax each row: take ", ex_, " of every scaled score (always positive), then divide by the row's total, "
-                 "so the weights are positive and add up to 1. Top and bottom of each fraction are divided by e to the row's "
-                 f"smallest score, which gives the simpler exact form. Values are carried to {P} places, so each line can be "
-                 "checked by hand.")
-    notes = []
-    if shifted_rows:
-        notes.append(_p("In the row" + ("s " if len(shifted_rows) > 1 else " ") + ", ".join(f"“{t}”" for t in shifted_rows)
-                        + ", ", ex_, " is taken of each score minus the row's smallest score ", eq.Sym("m"), ": ",
-                        _is(eq.Exp(eq.Add((eq.Sym("x"), eq.Neg(eq.Sym("m"))))), eq.Frac(ex_, em_)),
-                        ", so top and bottom of every weight are divided by the same ", em_,
-                        " and the weights do not change, while the numbers stay easy to carry."))
-    if ctx.p.mask == "causal":
-        notes.append(_p("Masked scores are −∞ and ", _is(eq.Exp(eq.neg_inf()), eq.num(0)),
-                        ", so a token gives exactly 0 weight to every later token."))
-    return Step("weights", _title(ctx, "weights", head), why, lines, result="weights",
-                head=head, notes=notes, precision=P)
-
-
-# ---------------------------------------------------------------- Z = A·V
-
-def _z_step(ctx: _Ctx, head, weights: Mat, V: Mat, Z: Mat) -> Step:
-    m, dv = V.shape
-    n = weights.shape[0]
-    P = ctx.P
-    z, a, v = ctx.sym("z", head), ctx.sym("A", head), ctx.sym("v", head)
-    Zs, As, Vs = ctx.sym("Z", head), ctx.sym("A", head), ctx.sym("V", head)
-    lines = []
-    if ctx.decimal:
-        # Part 10 style: one entry at a time, a row of A times a column of V
-        for i, c in _entries(ctx.checks, n, dv, (n - 1 if n > 1 else 0, 0)):
-            js = [j for j in range(m) if weights.exact[i][j] != 0]
-            lines.append(_dot_line(ctx, eq.Entry(Zs, ctx.lab[i], str(c + 1)),
-                                   eq.Dot(eq.Entry(As, ctx.lab[i], eq.ALL), eq.Col(Vs, str(c + 1))),
-                                   [weights.carried(i, j) for j in js], [V.carried(j, c) for j in js], Z, i, c,
-                                   answer=True))
-    else:
-        for i in range(n):
-            g = f"row {ctx.p.tokens[i]}"
-            js = [j for j in range(m) if weights.exact[i][j] != 0]
-            wn = {j: weights.carried(i, j) for j in js}
-            vrow = {j: eq.Vec(tuple(V.carried(j, c) for c in range(dv))) for j in js}
-            named = eq.Add(tuple(eq.Mul((eq.Entry(a, ctx.lab[i], ctx.lab_kv[j]), eq.Sym("v", sub=ctx.lab_kv[j], head=v.head)))
-                                 for j in js))
-            zi = eq.Sym("z", sub=ctx.lab[i], head=z.head)
-            lines.append(Line(eq.Rel((zi, named), (EQ,)), g))
-            terms = eq.Add(tuple(eq.Mul((wn[j], vrow[j])) for j in js))
-            exact_in = all(weights.is_carried_exact(i, j) and all(V.is_carried_exact(j, c) for c in range(dv)) for j in js)
-            mid = eq.Vec(tuple(Z.carried(i, c) for c in range(dv)))
-            shown = [sum((_value_of(wn[j]) * _value_of(vrow[j].items[c]) for j in js), Fraction(0)) for c in range(dv)]
-            items = [zi, terms, mid]
-            ops = [_rel(exact_in), _rel(all(shown[c] == Z.hand[i][c] for c in range(dv)))]
-            if all(_rounds_to_answer(Z, i, c, ctx.dec) for c in range(dv)):
-                fin = eq.Vec(tuple(Z.fixed(i, c, ctx.dec) for c in range(dv)))
-                if [Fraction(x.value) for x in fin.items] != [_value_of(x) for x in mid.items] or \
-                        _has_dec(mid) and ctx.P != ctx.dec:
-                    items.append(fin)
-                    ops.append(_rel(ops[-1] == EQ and all(F.exact_at(Z.exact[i][c], ctx.dec) and Z.is_carried_exact(i, c)
-                                                          for c in range(dv))))
-            lines.append(Line(eq.Rel(tuple(items), tuple(ops)), g))
-    zav = _is(Zs, eq.Mul((As, Vs)))
-    why = _p("Blend the values: ", zav, ". Each token's new vector is a weighted blend of every token's value row, "
-             "using its own row of ", As, f" as the recipe. Weights and values are carried to {P} places.")
-    notes = []
-    if ctx.p.mask == "causal":
-        notes.append("Masked tokens have weight 0 and drop out of the blend.")
-    return Step("Z", _title(ctx, "Z", head), why, lines, result="Z", head=head, notes=notes, precision=P,
-                shape_eq=_shapes(eq.Dims(n, m), eq.Dims(m, dv), eq.Dims(n, dv)))
-
-
-# ---------------------------------------------------------------- heads: concat and W_O
-
-def _concat_step(ctx: _Ctx, heads: list[HeadResult], concat: Mat) -> Step:
-    h, n, dv = len(heads), concat.shape[0], heads[0].Z.shape[1]
-    i = eq.Sym("i")
-    why = _p(f"Put the {h} heads' outputs side by side: row ", i, " of the result is token ", i, "'s row of every head, "
-             "one after another, so each token now carries what every head found.")
-    return Step("concat", _title(ctx, "concat", None), why, [], result="concat",
-                shape_eq=eq.Rel((eq.Mul((eq.num(h), eq.Dims(n, dv))), eq.Dims(n, h * dv)), (eq.TO,)))
-
-
-def _output_step(ctx: _Ctx, concat: Mat, Wo, out: Mat) -> Step:
-    n, hd = concat.shape
-    m = len(Wo[0])
-    P = ctx.P
-    lines = []
-    for i, j in _entries(ctx.checks, n, m, (0, 0)):
-        lines.append(_dot_line(ctx, eq.Entry(eq.Sym("Z"), ctx.lab[i], str(j + 1)),
-                               eq.Dot(eq.Sym("concat", sub=ctx.lab[i], upright=True), eq.Col(eq.Sym("W_O"), str(j + 1))),
-                               [concat.carried(i, k) for k in range(hd)], [Wo[t][j] for t in range(hd)], out, i, j,
-                               answer=True))
-    wo, zcw = eq.Sym("W_O"), _is(eq.Sym("Z"), eq.Mul((eq.Sym("concat", upright=True), eq.Sym("W_O"))))
-    why = _p("Project the concatenated heads with ", wo, ": ", zcw, ". Each entry is the dot product of a token's "
-             "concatenated row with a column of ", wo, f" (concat values carried to {P} places where they are not exact).")
-    return Step("output", _title(ctx, "output", None), why, lines, result="Z", precision=P,
-                shape_eq=_shapes(eq.Dims(n, hd), eq.Dims(hd, m), eq.Dims(n, m)))
-
-
-# ---------------------------------------------------------------- driver
 
 def _checked(step: Step, what) -> Step:
     """*step*, when its lines hold; else :class:`AuditFailure` naming *what* (text, or prose such as its title)."""
@@ -666,7 +231,8 @@ def solve(problem: Problem, checks: str = "one", display: str | None = None) -> 
 
     The values come from the one forward pass (:func:`worked.attention.forward`): exact ones from its
     :class:`~worked.attention.Exact` backend, their 50-digit decimals from its point
-    :class:`~worked.attention.Interval` pass; this module only builds the lines that show them. The values
+    :class:`~worked.attention.Interval` pass; this module only builds the lines that show them, walking the
+    stages of the problem's architecture (:func:`worked.stages.of`), each with its declared step. The values
     and every step's heading are there at once; a forward step's lines, and the hand pass they show
     (:func:`hand_pass`), are built when first read (:meth:`Step.shown_later`), audited then: checking
     answers reads only the values and the headings. :meth:`Solution.audit` builds and audits them all."""
@@ -675,68 +241,46 @@ def solve(problem: Problem, checks: str = "one", display: str | None = None) -> 
     display = display or getattr(problem, "display", "exact")
     if display not in DISPLAYS:
         raise ValueError(f"display must be one of {DISPLAYS}, got {display!r}")
-    X = [list(r) for r in problem.X]
-    X_kv = [list(r) for r in problem.X_kv]
+    arch = stages.of(problem)
     toks, toks_kv = list(problem.tokens), list(problem.tokens_kv)
     run = forward(problem, Exact())
     for hp in run.heads:
         _check_size(problem, hp, run.factor)
     nums = forward(problem, Interval(problem, widen=False))
     carry = _Carry(problem, display, nums)
-    ctx = _Ctx(problem, checks, display, carry)
-    ctx.factor = run.factor
+    ctx = _Ctx(problem, checks, display, carry, run, nums)
     causal = problem.mask == "causal"
+    given = {"X": [list(r) for r in problem.X], "X_enc": [list(r) for r in problem.X_kv]}
+    if problem.multihead:
+        given["W_O"] = problem.W_O
 
-    def M(key, name, sym, exact, num, rows, cols, masked=frozenset(), hand=None):
-        """The matrix *key*, its carried values from the hand pass when first needed."""
-        return _mat(name, sym, exact, num, rows, cols, masked, hand or carry.grid(key))
-
-    def made(fn, *args):
-        return lambda: fn(ctx, *args)
-
-    def later(sid, hid, make, result=None):
-        return Step.shown_later(sid, _title(ctx, sid, hid), make, result=result or sid, head=hid)
+    def M(stage, key, hid, masked=frozenset()):
+        """The matrix *key* of *stage*, its carried values from the hand pass when first needed."""
+        sym = ctx.sym(stage.grid.symbol, hid) if isinstance(stage.grid.symbol, str) else ctx.sym(stage.id, hid)
+        return _mat(stage.id, sym, run.shown[key], nums.shown[key], _labels(stage.rows, ctx, problem),
+                    _labels(stage.cols, ctx, problem), masked if stage.grid.masked else frozenset(), carry.grid(key))
 
     steps: list[Step] = []
     heads: list[HeadResult] = []
-    for hi, (head, hp, hn) in enumerate(zip(problem.heads, run.heads, nums.heads), 1):
+    for hi, (head, hp) in enumerate(zip(problem.heads, run.heads), 1):
         hid = hi if problem.multihead else None
         pre = f"head{hi}." if problem.multihead else ""
         h0 = hi - 1
-        cols_k = [str(c + 1) for c in range(len(hp.Q[0]))]
-        cols_v = [str(c + 1) for c in range(len(hp.V[0]))]
-        Q = M(pre + "Q", "Q", ctx.sym("Q", hid), hp.Q, hn.Q, toks, cols_k)
-        K = M(pre + "K", "K", ctx.sym("K", hid), hp.K, hn.K, toks_kv, cols_k)
-        V = M(pre + "V", "V", ctx.sym("V", hid), hp.V, hn.V, toks_kv, cols_v)
-        s_sym = ctx.sym("scores", hid)
-        raw = M(pre + "scores", "scores", s_sym, hp.raw_scores, hn.raw_scores, toks, toks_kv,
-                hand=carry.shown(h0, "raw_scores"))
-        scores = M(pre + "scores", "scores", s_sym, hp.scores, hn.scores, toks, toks_kv, hp.masked)
-        scaled = M(pre + "scaled", "scaled", ctx.sym("scaled", hid), hp.scaled, hn.scaled, toks, toks_kv, hp.masked)
-        weights = M(pre + "weights", "weights", ctx.sym("A", hid), hp.weights, hn.weights, toks, toks_kv, hp.masked)
-        Z = M(pre + "Z", "Z", ctx.sym("Z", hid), hp.Z, hn.Z, toks, cols_v)
-        heads.append(HeadResult(hi, Q, K, V, scores, scaled, weights, Z, raw_scores=raw if causal else None))
-
-        steps += [
-            later("Q", hid, made(_proj_step, "Q", hid, X, head.W_Q, Q), pre + "Q"),
-            later("K", hid, made(_proj_step, "K", hid, X_kv, head.W_K, K), pre + "K"),
-            later("V", hid, made(_proj_step, "V", hid, X_kv, head.W_V, V), pre + "V"),
-            later("scores", hid, made(_scores_step, hid, Q, K, raw, scores), pre + "scores"),
-            later("scaled", hid, made(_scale_step, hid, scores, scaled, run.factor, nums.factor[0]), pre + "scaled"),
-            later("weights", hid, (lambda hp=hp, h0=h0, hid=hid, scaled=scaled, weights=weights:
-                                   _weights_step(ctx, hid, scaled, weights, hp.softmax, carry.run.heads[h0].softmax)),
-                  pre + "weights"),
-            later("Z", hid, made(_z_step, hid, weights, V, Z), pre + "Z"),
-        ]
+        mats = {s.id: M(s, pre + s.id, hid, hp.masked) for s in arch.forward}
+        # the scores before the mask (what the scores stage leaves for the worked lines)
+        raw = _mat("scores", mats["scores"].sym, hp.raw_scores, nums.heads[h0].raw_scores, toks, toks_kv,
+                   hand=carry.shown(h0, "raw_scores"))
+        heads.append(HeadResult(hi, **mats, raw_scores=raw if causal else None))
+        view = HeadView(ctx, hid, h0, mats, {**given, "W_Q": head.W_Q, "W_K": head.W_K, "W_V": head.W_V}, hp, raw)
+        steps += [_shown_later(ctx, s, view, pre + s.id) for s in arch.forward]
 
     concat = None
     output = heads[0].Z
     if problem.multihead:
-        ccols = [f"{h.index}.{c + 1}" for h in heads for c in range(problem.d_v)]
-        concat = M("concat", "concat", eq.Sym("concat", upright=True), run.concat, nums.concat, toks, ccols)
-        output = M("Z", "Z", eq.Sym("Z"), run.output, nums.output, toks, [str(j + 1) for j in range(len(problem.W_O[0]))])
-        steps.append(later("concat", None, lambda: _concat_step(ctx, heads, concat)))
-        steps.append(later("output", None, lambda: _output_step(ctx, concat, problem.W_O, output), "Z"))
+        layer = {s.id: M(s, s.id, None) for s in arch.combine}
+        view = HeadView(ctx, None, None, layer, given)
+        steps += [_shown_later(ctx, s, view, s.id) for s in arch.combine]
+        concat, output = layer["concat"], layer["Z"]
 
     train = None
     if problem.train is not None:

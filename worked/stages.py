@@ -15,6 +15,9 @@ from fractions import Fraction
 from typing import Any, Callable, NamedTuple
 
 from . import eq
+from .lines import Shown
+from .steps import attention as shown_attention
+from .steps import heads as shown_heads
 
 
 class Dims(NamedTuple):
@@ -61,6 +64,7 @@ class Stage(NamedTuple):
     several: bool = True    # with scope "layer": whether it exists with one head too
     forward: Callable | None = None     # forward(head, *inputs) → its matrix (see HeadRun)
     grid: "Grid | None" = None          # its answer grid on the worksheet and the web page
+    step: "Shown | None" = None         # its worked step: title, lines, notes, shapes, NumPy code (worked.steps)
 
     def shape(self, d: Dims) -> tuple[int, int]:
         return _SIZE[self.rows](d), _SIZE[self.cols](d)
@@ -280,18 +284,19 @@ _TRAIN_GRIDS = {
 
 FORWARD = (
     Stage("Q", ("X", "W_Q"), "n", "d_k", _words("the queries ", _is(_S("Q"), eq.Mul((_S("X"), _S("W_Q"))))), forward=_project,
-          grid=_GRIDS["Q"]),
+          grid=_GRIDS["Q"], step=shown_attention.QUERIES),
     Stage("K", ("X", "W_K"), "n_kv", "d_k", _words("the keys ", _is(_S("K"), eq.Mul((_S("X"), _S("W_K"))))), forward=_project,
-          grid=_GRIDS["K"]),
+          grid=_GRIDS["K"], step=shown_attention.KEYS),
     Stage("V", ("X", "W_V"), "n_kv", "d_v", _words("the values ", _is(_S("V"), eq.Mul((_S("X"), _S("W_V"))))), forward=_project,
-          grid=_GRIDS["V"]),
+          grid=_GRIDS["V"], step=shown_attention.VALUES),
     Stage("scores", ("Q", "K"), "n", "n_kv", _words("the scores ", eq.Mul((_S("Q"), eq.Pow(_S("K"), eq.Sym("T"))))), forward=_scores,
-          grid=_GRIDS["scores"]),
+          grid=_GRIDS["scores"], step=shown_attention.SCORES),
     Stage("scaled", ("scores",), "n", "n_kv", _words("the scaled scores (the scores divided by the scale)"), forward=_scaled,
-          grid=_GRIDS["scaled"]),
+          grid=_GRIDS["scaled"], step=shown_attention.SCALED),
     Stage("weights", ("scaled",), "n", "n_kv", _words("the attention weights ", _S("A"), " (softmax of each row of the scaled scores)"),
-          forward=_weights, grid=_GRIDS["weights"]),
-    Stage("Z", ("weights", "V"), "n", "d_v", _words("the output ", _S("Z")), forward=_blend, grid=_GRIDS["Z"]),
+          forward=_weights, grid=_GRIDS["weights"], step=shown_attention.WEIGHTS),
+    Stage("Z", ("weights", "V"), "n", "d_v", _words("the output ", _S("Z")), forward=_blend, grid=_GRIDS["Z"],
+          step=shown_attention.Z),
 )
 # ---- cross-attention (Vaswani et al. 2017, §3.2.3): the queries from the decoder side X, the keys and values
 # from the encoder side X_enc; the scores are n × n_enc (one row per decoder token, one column per encoder token)
@@ -304,9 +309,11 @@ _FWD = {s.id: s for s in FORWARD}
 CROSS_FORWARD = (
     _FWD["Q"]._replace(words=_words("the queries ", _is(_S("Q"), eq.Mul((_S("X"), _S("W_Q")))), " (from the decoder side)")),
     Stage("K", ("X_enc", "W_K"), "n_kv", "d_k", _words("the keys ", _is(_S("K"), eq.Mul((_XE, _S("W_K")))),
-                                                        " (from the encoder side)"), forward=_project, grid=_CROSS_GRIDS["K"]),
+                                                        " (from the encoder side)"), forward=_project, grid=_CROSS_GRIDS["K"],
+          step=shown_attention.KEYS),
     Stage("V", ("X_enc", "W_V"), "n_kv", "d_v", _words("the values ", _is(_S("V"), eq.Mul((_XE, _S("W_V")))),
-                                                        " (from the encoder side)"), forward=_project, grid=_CROSS_GRIDS["V"]),
+                                                        " (from the encoder side)"), forward=_project, grid=_CROSS_GRIDS["V"],
+          step=shown_attention.VALUES),
 ) + FORWARD[3:]
 
 
@@ -347,9 +354,9 @@ def _output(r: LayerRun, concat, W_O):
 
 COMBINE = (             # several heads: side by side, then W_O
     Stage("concat", (), "n", "heads·d_v", _words("the concatenated head outputs"), scope="layer", several=False,
-          forward=_concat, grid=_GRIDS["concat"]),
+          forward=_concat, grid=_GRIDS["concat"], step=shown_heads.CONCAT),
     Stage("Z", ("concat", "W_O"), "n", "d_out", _words("the output ", _S("Z")), scope="layer", several=False, forward=_output,
-          grid=_GRIDS["output"]),
+          grid=_GRIDS["output"], step=shown_heads.OUTPUT),
 )
 
 
