@@ -26,7 +26,7 @@ from pathlib import Path
 import nbformat
 from nbformat import v4
 
-from .. import eq, printers
+from .. import eq, printers, stages
 from ..errors import WorkedError
 from ..model import Mat, Solution
 
@@ -128,7 +128,8 @@ class _Builder:
         self.p = sol.problem
         self.hidden = answers_hidden
         self.cells: list = []
-        self.softmax_defined = False
+        self.defined: set = set()      # what a step's code defined already (the softmax)
+        self.stages = _coded(self.p)
 
     def md(self, cid: str, text: str):
         self.cells.append(v4.new_markdown_cell(text, id=cid))
@@ -246,46 +247,14 @@ class _Builder:
         self.check(base + "-check", var, m, label, st.result)
 
     def numpy(self, st, h: str) -> tuple[str, str]:
-        """The variable a step defines and its NumPy code, in the page's style."""
-        p = self.p
-        show = lambda v: f'print("{v} shape:", {v}.shape)\nshow({v})'  # noqa: E731
-        if st.id in ("Q", "K", "V"):
-            what = {"Q": "queries: what each word is looking for", "K": "keys:    what each word can offer",
-                    "V": "values:  what each word passes on"}[st.id]
-            v = st.id + h
-            X = "X_enc" if p.cross and st.id != "Q" else "X"
-            return v, f"{v} = {X} @ W_{st.id}{h}     # {what}\n" + show(v)
-        if st.id == "scores":
-            v = "scores" + h
-            if p.mask == "causal":
-                src = (f"{v} = Q{h} @ K{h}.T        # K.T means \"K transposed\": rows turned into columns\n"
-                       f"{v} = np.where(mask, -np.inf, {v})   # a word may not look at later words\n")
-            else:
-                src = f"{v} = Q{h} @ K{h}.T        # K.T means \"K transposed\": rows turned into columns\n"
-            return v, src + show(v)
-        if st.id == "scaled":
-            v, div = "scaled" + h, _scale_code(p)
-            if div is None:
-                return v, f"{v} = scores{h}           # scale = \"none\": the scores go into the softmax as they are\n" + show(v)
-            return v, f"{v} = scores{h} / {div}           # calm the numbers down\n" + show(v)
-        if st.id == "weights":
-            v = "A" + h
-            src = ""
-            if not self.softmax_defined:
-                self.softmax_defined = True
-                src = ('def softmax(z):                         # turn each row into a "pie"\n'
-                       "    e = np.exp(z)\n"
-                       "    return e / e.sum(axis=1, keepdims=True)\n\n")
-            return v, src + f"{v} = softmax(scaled{h})\n" + show(v) + f'\nprint("row sums:", {v}.sum(axis=1))'
-        if st.id == "Z":
-            v = "Z" + h
-            return v, f"{v} = A{h} @ V{h}\n" + show(v)
-        if st.id == "concat":
-            zs = ", ".join(f"Z{i}" for i in range(1, len(p.heads) + 1))
-            return "concat", f"concat = np.hstack([{zs}])   # the heads' outputs side by side\n" + show("concat")
-        if st.id == "output":
-            return "Z", "Z = concat @ W_O\n" + show("Z")
-        raise ValueError(f"no NumPy code for the step {st.id!r}")
+        """The variable a step defines and its NumPy code, in the page's style: the code its stage declares
+        (:attr:`worked.lines.Shown.numpy`)."""
+        stage = self.stages[st.id]
+        return stage.step.numpy(self, stage, h)
+
+    def scale_code(self) -> str | None:
+        """The divisor of the scores as NumPy code (None: not divided)."""
+        return _scale_code(self.p)
 
     # -- the whole thing in one block
     def one_block(self):
@@ -349,6 +318,13 @@ TRAINING_STEPS = frozenset({"loss", "dZ", "dconcat", "dV", "dA", "dS", "dscores"
                             "gradcheck", "W_Q_new", "W_K_new", "W_V_new", "loss_after"})
 
 
+def _coded(problem) -> dict:
+    """The stages of *problem*'s architecture that declare NumPy code, by the id of their step."""
+    a = stages.of(problem)
+    return {s.step.id or s.id: s for part in (a.forward, a.combine, a.train, a.update) for s in part
+            if s.step is not None and s.step.numpy is not None}
+
+
 def build(sol: Solution, *, answers_hidden: bool = False, student: dict | None = None,
           graded=frozenset()) -> "nbformat.NotebookNode":
     """The notebook (nbformat v4) for *sol*: the answer notebook, or with *answers_hidden* the exercise.
@@ -359,7 +335,7 @@ def build(sol: Solution, *, answers_hidden: bool = False, student: dict | None =
     b.intro()
     b.inputs()
     for k, st in enumerate(sol.steps, 1):
-        if st.id not in TRAINING_STEPS:
+        if st.id in b.stages:
             b.step(k, st)
     b.one_block()
     nb = v4.new_notebook(cells=b.cells, metadata={"kernelspec": dict(KERNELSPEC), "language_info": dict(LANGUAGE_INFO)})
