@@ -33,6 +33,7 @@ class Body(NamedTuple):
     notes: list = []
     shape_eq: Any = None
     precision: int = 0
+    audit_name: str | None = None     # what a failed audit names (else the step's title)
 
 
 class Shown(NamedTuple):
@@ -46,15 +47,17 @@ class Shown(NamedTuple):
     body: Any
     numpy: Any = None
     id: str | None = None
+    values: Any = None      # values(ctx, stage, view) → (50-digit values, values a hand carries) of a matrix
+    #                         the Exact pass has no closed form of (the loss after the update)
 
 
 class Ctx:
     """A solution being shown: the problem *p*, the checks ("one", "row", "all"), the row labels of the tokens
     (``lab``) and of the tokens the keys and values come from (``lab_kv``), whether several heads, the answer's
     places, the hand pass (*carry*, its places ``P``), decimal display; the Exact and point passes (``run``,
-    ``nums``) and the divisor of the scores (``factor``, ``factor_num``)."""
+    ``nums``), the divisor of the scores (``factor``, ``factor_num``), and the training step's matrices."""
 
-    def __init__(self, problem, checks: str, display: str, carry, run=None, nums=None):
+    def __init__(self, problem, checks: str, display: str, carry, run=None, nums=None, approx=Fraction):
         self.p = problem
         self.checks = checks
         self.lab = [eq.tok_label(t, i) for i, t in enumerate(problem.tokens)]
@@ -68,6 +71,12 @@ class Ctx:
         self.run, self.nums = run, nums
         self.factor = run.factor if run is not None else None
         self.factor_num = nums.factor[0] if nums is not None else None
+        self.approx = approx    # marks a value a hand computed from rounded numbers (worked.attention.Approx)
+        self.train_mats: dict = {}      # a training step's matrices by key, as they are made
+
+    def train_mat(self, sid: str, head):
+        """The training step's matrix *sid* of *head* (its key ``head1.`` + sid with several heads)."""
+        return self.train_mats[(f"head{head}." if self.multi else "") + sid]
 
     @property
     def P(self) -> int:

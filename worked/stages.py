@@ -18,6 +18,7 @@ from . import eq
 from .lines import Shown
 from .steps import attention as shown_attention
 from .steps import heads as shown_heads
+from .steps import train as shown_train
 
 
 class Dims(NamedTuple):
@@ -450,26 +451,26 @@ def _trained(sid: str, *args, **kw) -> Stage:
 
 
 TRAIN = (               # one training step (a [train] problem): the backward pass, in the order of the steps
-    _trained("loss", ("dZ",), "1", "1", _words("the loss ", _S("L")), scope="layer", forward=_loss),
-    _trained("dZ", ("Z", "T"), "n", "d_out", _words("the gradient of the output ", _S("dZ")), scope="layer", forward=_d_out),
+    _trained("loss", ("dZ",), "1", "1", _words("the loss ", _S("L")), scope="layer", forward=_loss, step=shown_train.LOSS),
+    _trained("dZ", ("Z", "T"), "n", "d_out", _words("the gradient of the output ", _S("dZ")), scope="layer", forward=_d_out, step=shown_train.DZ),
     _trained("dconcat", ("dZ", "W_O"), "n", "heads·d_v", _words("the gradient of the concatenated heads"), scope="layer",
-          several=False, forward=_d_concat),
-    _trained("dV", ("weights", "dZ"), "n_kv", "d_v", _words("the gradient ", _S("dV")), forward=_d_values),
-    _trained("dA", ("dZ", "V"), "n", "n_kv", _words("the gradient ", _S("dA"), " of the weights"), forward=_d_weights),
-    _trained("dS", ("weights", "dA"), "n", "n_kv", _words("the softmax backward ", _S("dS")), forward=_d_softmax),
-    _trained("dscores", ("dS",), "n", "n_kv", _words("the gradient of the scores"), forward=_d_scores),
-    _trained("dQ", ("dscores", "K"), "n", "d_k", _words("the gradient ", _S("dQ")), forward=_d_queries),
-    _trained("dK", ("dscores", "Q"), "n_kv", "d_k", _words("the gradient ", _S("dK")), forward=_d_keys),
-    _trained("dW_Q", ("X", "dQ"), "d_model", "d_k", _words("the gradient ", _S("dW_Q")), forward=_d_weight),
-    _trained("dW_K", ("X", "dK"), "d_model", "d_k", _words("the gradient ", _S("dW_K")), forward=_d_weight),
-    _trained("dW_V", ("X", "dV"), "d_model", "d_v", _words("the gradient ", _S("dW_V")), forward=_d_weight),
+          several=False, forward=_d_concat, step=shown_train.DCONCAT),
+    _trained("dV", ("weights", "dZ"), "n_kv", "d_v", _words("the gradient ", _S("dV")), forward=_d_values, step=shown_train.DV),
+    _trained("dA", ("dZ", "V"), "n", "n_kv", _words("the gradient ", _S("dA"), " of the weights"), forward=_d_weights, step=shown_train.DA),
+    _trained("dS", ("weights", "dA"), "n", "n_kv", _words("the softmax backward ", _S("dS")), forward=_d_softmax, step=shown_train.DS),
+    _trained("dscores", ("dS",), "n", "n_kv", _words("the gradient of the scores"), forward=_d_scores, step=shown_train.DSCORES),
+    _trained("dQ", ("dscores", "K"), "n", "d_k", _words("the gradient ", _S("dQ")), forward=_d_queries, step=shown_train.DQ),
+    _trained("dK", ("dscores", "Q"), "n_kv", "d_k", _words("the gradient ", _S("dK")), forward=_d_keys, step=shown_train.DK),
+    _trained("dW_Q", ("X", "dQ"), "d_model", "d_k", _words("the gradient ", _S("dW_Q")), forward=_d_weight, step=shown_train.DW_Q),
+    _trained("dW_K", ("X", "dK"), "d_model", "d_k", _words("the gradient ", _S("dW_K")), forward=_d_weight, step=shown_train.DW_K),
+    _trained("dW_V", ("X", "dV"), "d_model", "d_v", _words("the gradient ", _S("dW_V")), forward=_d_weight, step=shown_train.DW_V),
 )
 UPDATE = (              # after every head's gradients: each head's weights updated, then the loss again
-    _trained("W_Q_new", ("W_Q", "dW_Q"), "d_model", "d_k", _words("the updated ", _S("W_Q")), forward=_update("W_Q")),
-    _trained("W_K_new", ("W_K", "dW_K"), "d_model", "d_k", _words("the updated ", _S("W_K")), forward=_update("W_K")),
-    _trained("W_V_new", ("W_V", "dW_V"), "d_model", "d_v", _words("the updated ", _S("W_V")), forward=_update("W_V")),
+    _trained("W_Q_new", ("W_Q", "dW_Q"), "d_model", "d_k", _words("the updated ", _S("W_Q")), forward=_update("W_Q"), step=shown_train.W_Q_NEW),
+    _trained("W_K_new", ("W_K", "dW_K"), "d_model", "d_k", _words("the updated ", _S("W_K")), forward=_update("W_K"), step=shown_train.W_K_NEW),
+    _trained("W_V_new", ("W_V", "dW_V"), "d_model", "d_v", _words("the updated ", _S("W_V")), forward=_update("W_V"), step=shown_train.W_V_NEW),
     _trained("loss_after", ("Z_after", "T"), "1", "1", _words("the loss after the update ", eq.Sym("L", prime=True)), scope="layer",
-          forward=lambda r, Z, T: _loss(r, _d_out(r, Z, T))),      # Z_after: a fresh pass with the new weights
+          forward=lambda r, Z, T: _loss(r, _d_out(r, Z, T)), step=shown_train.LOSS_AFTER),      # Z_after: a fresh pass with the new weights
 )
 
 
@@ -492,16 +493,19 @@ class Arch(NamedTuple):
     train: tuple
     update: tuple
     inputs: tuple
+    checks: tuple = ()      # steps of their own between the training step and the update (the gradient check)
 
     def stage(self, sid: str) -> "Stage | None":
         """The stage of id *sid* (a head's forward stage before the layer's of the same id), or None."""
         return next((s for s in self.forward + self.combine + self.train + self.update if s.id == sid), None)
 
 
-SELF = Arch("self", FORWARD, COMBINE, TRAIN, UPDATE, (("X", "the input, one row per token"),))
+SELF = Arch("self", FORWARD, COMBINE, TRAIN, UPDATE, (("X", "the input, one row per token"),),
+            checks=(shown_train.GRADCHECK,))
 CROSS = Arch("cross", CROSS_FORWARD, COMBINE, CROSS_TRAIN, UPDATE,
              (("X", "the decoder side, one row per decoder token: the queries come from it"),
-              ("X_enc", "the encoder side, one row per encoder token: the keys and values come from it")))
+              ("X_enc", "the encoder side, one row per encoder token: the keys and values come from it")),
+             checks=(shown_train.GRADCHECK,))
 ARCHS = {a.name: a for a in (SELF, CROSS)}
 
 
