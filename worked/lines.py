@@ -186,7 +186,7 @@ def row_sum_line(label, shown: list, whole: int, P: int, group: str) -> tuple:
 def answer(ctx: Ctx, items: list, ops: list, R, i: int, j: int) -> None:
     """Append R[i, j]'s answer at the problem's places (the true value rounded) to a line that ends with its
     carried value, when it reads differently; not when the carried value rounds to another answer (that
-    entry's note then says why: see :func:`worked.solver.answer_notes`)."""
+    entry's note then says why: the solver's notes on the answers)."""
     fin = R.fixed(i, j, ctx.dec)
     last = value_of(items[-1])
     if last is not None and Fraction(fin.value) == last:

@@ -35,15 +35,10 @@ from .problem import LIMITS, Problem
 CHECKS = ("one", "row", "all")
 DISPLAYS = ("exact", "decimal")
 MAX_SCALED = LIMITS["scaled"]   # largest |scaled score|: e^300 already has 131 digits
-EQ, APPROX = eq.EQ, eq.APPROX
 
 
 class AuditFailure(RuntimeError):
     """Internal error: a step could not be shown with lines that hold. Never a user error."""
-
-
-
-_rounds_to_answer, _p = lines.rounds_to_answer, lines.p
 
 
 class View:
@@ -74,7 +69,7 @@ class View:
         return self.ctx.carry.run.grads[self.index]
 
 
-def _labels(size: str, ctx, problem) -> list:
+def _labels(size: str, problem) -> list:
     """The labels of a matrix's rows or columns of *size* (a key of the stages' sizes): tokens, or numbers."""
     if size == "n":
         return list(problem.tokens)
@@ -84,7 +79,7 @@ def _labels(size: str, ctx, problem) -> list:
         return ["1"]
     if size == "heads·d_v":
         return [f"{h}.{c + 1}" for h in range(1, len(problem.heads) + 1) for c in range(problem.d_v)]
-    n = {"d_k": problem.d_k, "d_v": problem.d_v, "d_model": problem.d_model, "1": 1,
+    n = {"d_k": problem.d_k, "d_v": problem.d_v, "d_model": problem.d_model,
          "d_out": len(problem.W_O[0]) if problem.multihead else problem.d_v}[size]
     return [str(c + 1) for c in range(n)]
 
@@ -271,8 +266,8 @@ def solve(problem: Problem, checks: str = "one", display: str | None = None) -> 
 
     def M(stage, key, hid, masked=frozenset()):
         """The matrix *key* of *stage*, its carried values from the hand pass when first needed."""
-        return _mat(stage.id, _symbol(ctx, stage, hid), run.shown[key], nums.shown[key], _labels(stage.rows, ctx, problem),
-                    _labels(stage.cols, ctx, problem), masked if _masked(stage) else frozenset(), carry.grid(key))
+        return _mat(stage.id, _symbol(ctx, stage, hid), run.shown[key], nums.shown[key], _labels(stage.rows, problem),
+                    _labels(stage.cols, problem), masked if _masked(stage) else frozenset(), carry.grid(key))
 
     steps: list[Step] = []
     heads: list[HeadResult] = []
@@ -321,7 +316,7 @@ def _answer_notes(ctx: lines.Ctx, sol: Solution, step: Step, first: bool, by_res
         key, i, j, h = first_off[0]
         m = mats[key]
         shown = F.round_decimal(Fraction(h), None, ctx.dec)
-        notes.append(_p(
+        notes.append(lines.p(
             f"Values are carried to {ctx.P} places in this solution, one more than usual: with {ctx.p.precision.carried}, the value "
             "a hand carries for ", _cell(m, i, j), " would round to ", eq.dec(shown), ", while the answer (the true "
             "value rounded) is ", m.fixed(i, j, ctx.dec), "."))
@@ -329,8 +324,8 @@ def _answer_notes(ctx: lines.Ctx, sol: Solution, step: Step, first: bool, by_res
     m = mats.get(key) if key else None
     if m is None or by_result.get(key) is not step or m.hand is None:
         return notes
-    for i, j in ((i, j) for i in range(m.shape[0]) for j in range(m.shape[1]) if not _rounds_to_answer(m, i, j, ctx.dec)):
-        notes.append(_p(
+    for i, j in ((i, j) for i in range(m.shape[0]) for j in range(m.shape[1]) if not lines.rounds_to_answer(m, i, j, ctx.dec)):
+        notes.append(lines.p(
             _cell(m, i, j), ": the value carried here, ", m.carried(i, j), ", would round to ",
             eq.dec(F.round_decimal(Fraction(m.hand[i][j]), None, ctx.dec)), ", but the true value is ",
             eq.dec(m.rounded(i, j, ctx.dec + 4)), "…, so the answer is ", m.fixed(i, j, ctx.dec), "."))
@@ -373,13 +368,13 @@ def _training(ctx, arch, heads: list[HeadResult], given: dict, forward_layer: di
 
     def make(stage, key, hid, masked, view):
         sym = _symbol(ctx, stage, hid)
-        rows = [sym.name + "′" * bool(sym.prime)] if stage.rows == "1" else _labels(stage.rows, ctx, problem)   # L, L′
+        rows = [sym.name + "′" * bool(sym.prime)] if stage.rows == "1" else _labels(stage.rows, problem)   # L, L′
         if stage.step.values is not None:       # a matrix the Exact pass has no closed form of
             num, carried = stage.step.values(ctx, stage, view)
             exact = [[INEXACT for _ in row] for row in num]
         else:
             exact, num, carried = run.shown[key], nums.shown[key], hand.shown[key]
-        m = mats[key] = _mat(stage.id, sym, exact, num, rows, _labels(stage.cols, ctx, problem),
+        m = mats[key] = _mat(stage.id, sym, exact, num, rows, _labels(stage.cols, problem),
                              masked if _masked(stage) else frozenset(), carried, P)
         return m
 
@@ -405,7 +400,7 @@ def _training(ctx, arch, heads: list[HeadResult], given: dict, forward_layer: di
                         if key in keys and key not in mats:
                             rows, cols = keys[key]
                             v.mats[s.id] = mats[key] = _mat(s.id, ctx.sym(s.id, h0 + 1), run.shown[key], nums.shown[key],
-                                                            _labels(s.rows, ctx, problem), [str(c + 1) for c in range(cols)],
+                                                            _labels(s.rows, problem), [str(c + 1) for c in range(cols)],
                                                             frozenset(), hand.shown[key], P)
                 if not several:
                     for v in views:

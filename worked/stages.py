@@ -1,13 +1,15 @@
 """The stages of self-attention and of its training step, declared once: each stage's id (the key of its
 matrix, ``head2.`` + id per head with several heads), the stages it is computed from, the shape of its matrix
-and the words that name it. What iterates the stages (the quiz's shapes, the checker's order of the stages)
-reads them here instead of listing them again.
+and the words that name it, its computation, its answer grid and its worked step. What iterates the stages
+(the solver, the notebook, the quiz's shapes, the checker's order of the stages) reads them here instead of
+listing them again.
 
-A head's stages also carry their forward computation, over any backend of :mod:`worked.attention` (exact,
-float, interval), with the mistakes of :class:`worked.attention.Transform` as alternative forwards:
-:func:`worked.attention.forward` runs them in order, knowing none by name. The heads' combination, the
-backward pass (:func:`worked.attention.backward`) and the worked steps (:mod:`worked.solver`) are still
-written there; moving them here, stage by stage, is the direction of this module.
+A stage's computation runs over any backend of :mod:`worked.attention` (exact, float, interval), with the
+mistakes of :class:`worked.attention.Transform` as alternative forwards: :func:`worked.attention.forward` and
+:func:`worked.attention.backward` run them in order, knowing none by name. Its worked step (``step``: a
+:class:`worked.lines.Shown`: title, lines, notes, shapes, NumPy code) is built in :mod:`worked.steps`
+(``attention``: Q … Z, ``heads``: concat and W_O, ``train``: the training step); :func:`worked.solver.solve`
+and the notebook walk the stages and make each stage's matrix and step, naming none.
 """
 from __future__ import annotations
 

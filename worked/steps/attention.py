@@ -1,7 +1,8 @@
 """A head's steps: the projections Q, K, V (of the input a stage's declaration names: X, or X_enc in
 cross-attention), the scores, their scaling, the softmax and Z = A·V. Each stage's step is a :class:`Shown`:
 its title ``title(ctx, stage, head)``, its body ``body(ctx, stage, view)`` (*view*: the head's matrices and
-inputs, see :class:`worked.solver.HeadView`) and its NumPy code ``numpy(nb, stage, h)`` (*nb*: the notebook being written, *h* the head's suffix)."""
+inputs, see :class:`worked.solver.View`) and its NumPy code ``numpy(nb, stage, h)`` (*nb*: the notebook being
+written, *h* the head's suffix)."""
 from __future__ import annotations
 
 from fractions import Fraction

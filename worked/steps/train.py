@@ -43,8 +43,11 @@ def _loss(ctx, stage, v) -> Body:
     return Body(why, [line(eq.Rel(tuple(items), tuple(ops)))], precision=P)
 
 
-LOSS = Shown(lambda ctx, stage, head: p("Loss: ", is_(_L, eq.Mul((_HALF, eq.Sum(eq.Pow(eq.Add((_Zs, eq.Neg(_T))), eq.num(2)), "i,j"))))),
-             _loss)
+def _loss_title(ctx, stage, head):
+    return p("Loss: ", is_(_L, eq.Mul((_HALF, eq.Sum(eq.Pow(eq.Add((_Zs, eq.Neg(_T))), eq.num(2)), "i,j")))))
+
+
+LOSS = Shown(_loss_title, _loss)
 
 
 def _dz(ctx, stage, v) -> Body:
@@ -249,7 +252,8 @@ def weight_grad(w: str) -> Shown:
     """dW_w = (the input the stage takes)ᵀ·dw: the gradient of the weights of the projection *w* (Q, K, V)."""
 
     def title(ctx, stage, head):
-        return p("Backward: ", is_(ctx.sym(stage.id, head), eq.Mul((tr(eq.Sym(stage.inputs[0])), ctx.sym(stage.inputs[1], head)))))
+        source, grad = stage.inputs
+        return p("Backward: ", is_(ctx.sym(stage.id, head), eq.Mul((tr(eq.Sym(source)), ctx.sym(grad, head)))))
 
     def body(ctx, stage, v) -> Body:
         S = lambda b: ctx.sym(b, v.head)  # noqa: E731
@@ -353,7 +357,8 @@ def update(w: str) -> Shown:
 
     def title(ctx, stage, head):
         lrs = eq.Sym("lr", upright=True)
-        return p("Update: ", is_(ctx.sym(w, head, prime=True), eq.Add((ctx.sym(w, head), eq.Neg(eq.Mul((lrs, ctx.sym("d" + w, head))))))))
+        step = eq.Neg(eq.Mul((lrs, ctx.sym("d" + w, head))))
+        return p("Update: ", is_(ctx.sym(w, head, prime=True), eq.Add((ctx.sym(w, head), step))))
 
     def body(ctx, stage, v) -> Body:
         hh, P, lr = v.head, ctx.P, ctx.p.train.lr
