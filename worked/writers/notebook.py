@@ -313,9 +313,10 @@ def _md_keep(text: str) -> str:
     return re.sub(r"\bW_([QKVO])(\d?)\b", lambda m: f"$W_{m.group(1)}$" + m.group(2), text)
 
 
-# a [train] problem's steps (worked.solver): not in the notebook yet, which walks the forward pass
-TRAINING_STEPS = frozenset({"loss", "dZ", "dconcat", "dV", "dA", "dS", "dscores", "dQ", "dK", "dW_Q", "dW_K", "dW_V",
-                            "gradcheck", "W_Q_new", "W_K_new", "W_V_new", "loss_after"})
+# a [train] problem's steps (worked.solver): not in the notebook yet, which walks the forward pass (their stages
+# declare no NumPy code)
+TRAINING_STEPS = frozenset([s.step.id or s.id for a in stages.ARCHS.values() for s in a.train + a.update]
+                           + [c.id for a in stages.ARCHS.values() for c in a.checks])
 
 
 def _coded(problem) -> dict:
