@@ -65,6 +65,7 @@ from typing import Any, Callable, NamedTuple
 
 from . import numfmt as F
 from . import stages
+from .slips import Transform  # noqa: F401  (a mistake's change to the pass: declared with the mistakes)
 
 
 class _NotGiven:
@@ -74,34 +75,6 @@ class _NotGiven:
 
 NA = _NotGiven()   # in *given*: this entry was not given (compute it)
 
-
-class Transform(NamedTuple):
-    """A change to the correct pass at one or more stages (the default changes nothing).
-
-    scores: "QK" (Q·Kᵀ) or "KQ" (K·Qᵀ); mask: None (the problem's), "none" (nothing masked) or
-    "lower" (the entries below the diagonal); scale: None (the problem's factor), "one" (not divided) or
-    "d_k" (divided by d_k); softmax: "rows", "columns" or "no-exp" (each score over its row's sum, no
-    e^x); weights: "A" or "AT" (Z = Aᵀ·V). With several heads, heads: "concat" (side by side, head 1 first),
-    "reversed" (the heads side by side in the reverse order), "no-W_O" (the output is the concat, W_O left out)
-    or "mean" (the output is the heads' Z averaged, entry by entry).
-    """
-
-    scores: str = "QK"
-    mask: str | None = None
-    scale: str | None = None
-    softmax: str = "rows"
-    weights: str = "A"
-    heads: str = "concat"
-    sides: str | None = None        # cross-attention: "kv-dec" (keys and values from the decoder side X) or
-                                    # "q-enc" (the queries from the encoder side X_enc); see stages.sides
-    # the backward pass (problems with a [train] table; see :func:`backward`)
-    softmax_back: str = "jacobian"   # "identity" (dS = dA) or "no-sum" (dS = A∘dA: the Σ term left out)
-    dV: str = "ATdZ"                 # "AdZ": dV = A·dZ
-    back_scale: str = "divide"       # "forgot": dscores = dS (the 1/√d_k forgotten on the way back)
-    dK: str = "STQ"                  # "SQ": dK = dscores·Q (no transpose)
-    update: str = "minus"            # "plus": W + lr·dW
-    update_of: str | None = None     # "W_Q", "W_K" or "W_V": the update's sign applies to that matrix only
-                                     # (the others are updated W − lr·dW); None: to all three
 
 
 class HeadPass:

@@ -43,7 +43,7 @@ from typing import Any
 
 from decimal import Decimal
 
-from . import exprs, printers, stages
+from . import exprs, mistakes, printers, stages
 from .attention import NA, Interval, contains, forward, pt
 from .errors import ExpressionError, WorkedError
 from .mistakes import MISTAKES
@@ -788,7 +788,8 @@ class Checker:
 
     def _tried_mistakes(self) -> list:
         if self._tried is None:
-            self._tried = [(m, t) for m in MISTAKES.values() for t in m.transforms(self.problem)]
+            arch = stages.of(self.problem)      # the mistakes its stages declare
+            self._tried = [(m, t) for m in mistakes.of(arch) for t in m.transforms(self.problem)]
         return self._tried
 
     def _correct_centre(self, ctx: _Ctx, k: int, transform) -> dict:
@@ -896,13 +897,13 @@ class Checker:
             tried = self._tried_mistakes()
             # how many mistakes could explain a matrix: a chance match is that much likelier (a wrong sign in one
             # matrix's update gives that matrix as the wrong sign in all three does: one explanation, counted once)
-            reach = {k: sum(_mistake_rank(m.stage_of(t), t.heads != "concat") <= _rank(k, multihead)
+            reach = {k: sum(_mistake_rank(m.stage_of(t), t.across_heads) <= _rank(k, multihead)
                             for m, t in tried if t.update_of is None)
                      for k in candidates}
             for index, (mistake, transform) in enumerate(tried):
                 code = mistake.id
                 stage = mistake.stage_of(transform)
-                crosshead = transform.heads != "concat"
+                crosshead = transform.across_heads
                 rank = _mistake_rank(stage, crosshead)
                 targets = [k for k in candidates if _rank(k, multihead) >= rank
                            # the mistake's own matrix answered right: it is not what went wrong later (a training step)

@@ -15,6 +15,7 @@ from fractions import Fraction
 from typing import Any, Callable, NamedTuple
 
 from . import eq
+from . import slips
 
 
 class Dims(NamedTuple):
@@ -61,6 +62,8 @@ class Stage(NamedTuple):
     several: bool = True    # with scope "layer": whether it exists with one head too
     forward: Callable | None = None     # forward(head, *inputs) → its matrix (see HeadRun)
     grid: "Grid | None" = None          # its answer grid on the worksheet and the web page
+    mistakes: tuple = ()                # its known mistakes (worked.slips): alternative forwards, as Transforms
+    may_be_inf: bool = False            # its entries may be −∞ (where the mask hides a score)
 
     def shape(self, d: Dims) -> tuple[int, int]:
         return _SIZE[self.rows](d), _SIZE[self.cols](d)
@@ -286,12 +289,14 @@ FORWARD = (
     Stage("V", ("X", "W_V"), "n_kv", "d_v", _words("the values ", _is(_S("V"), eq.Mul((_S("X"), _S("W_V"))))), forward=_project,
           grid=_GRIDS["V"]),
     Stage("scores", ("Q", "K"), "n", "n_kv", _words("the scores ", eq.Mul((_S("Q"), eq.Pow(_S("K"), eq.Sym("T"))))), forward=_scores,
-          grid=_GRIDS["scores"]),
+          grid=_GRIDS["scores"], mistakes=(slips.TRANSPOSED_SCORES, slips.WRONG_MASK, slips.CAUSAL_MASK_ON_CROSS),
+          may_be_inf=True),
     Stage("scaled", ("scores",), "n", "n_kv", _words("the scaled scores (the scores divided by the scale)"), forward=_scaled,
-          grid=_GRIDS["scaled"]),
+          grid=_GRIDS["scaled"], mistakes=(slips.NO_SCALING, slips.SCALED_BY_DK), may_be_inf=True),
     Stage("weights", ("scaled",), "n", "n_kv", _words("the attention weights ", _S("A"), " (softmax of each row of the scaled scores)"),
-          forward=_weights, grid=_GRIDS["weights"]),
-    Stage("Z", ("weights", "V"), "n", "d_v", _words("the output ", _S("Z")), forward=_blend, grid=_GRIDS["Z"]),
+          forward=_weights, grid=_GRIDS["weights"], mistakes=(slips.COLUMN_SOFTMAX, slips.NO_EXP, slips.EARLY_ROUNDING)),
+    Stage("Z", ("weights", "V"), "n", "d_v", _words("the output ", _S("Z")), forward=_blend, grid=_GRIDS["Z"],
+          mistakes=(slips.WEIGHTS_TRANSPOSED,)),
 )
 # ---- cross-attention (Vaswani et al. 2017, §3.2.3): the queries from the decoder side X, the keys and values
 # from the encoder side X_enc; the scores are n × n_enc (one row per decoder token, one column per encoder token)
@@ -302,9 +307,11 @@ _CROSS_GRIDS = {
 }
 _FWD = {s.id: s for s in FORWARD}
 CROSS_FORWARD = (
-    _FWD["Q"]._replace(words=_words("the queries ", _is(_S("Q"), eq.Mul((_S("X"), _S("W_Q")))), " (from the decoder side)")),
+    _FWD["Q"]._replace(words=_words("the queries ", _is(_S("Q"), eq.Mul((_S("X"), _S("W_Q")))), " (from the decoder side)"),
+                       mistakes=(slips.QUERIES_FROM_ENCODER,)),
     Stage("K", ("X_enc", "W_K"), "n_kv", "d_k", _words("the keys ", _is(_S("K"), eq.Mul((_XE, _S("W_K")))),
-                                                        " (from the encoder side)"), forward=_project, grid=_CROSS_GRIDS["K"]),
+                                                        " (from the encoder side)"), forward=_project, grid=_CROSS_GRIDS["K"],
+          mistakes=(slips.KV_FROM_DECODER,)),
     Stage("V", ("X_enc", "W_V"), "n_kv", "d_v", _words("the values ", _is(_S("V"), eq.Mul((_XE, _S("W_V")))),
                                                         " (from the encoder side)"), forward=_project, grid=_CROSS_GRIDS["V"]),
 ) + FORWARD[3:]
@@ -347,9 +354,9 @@ def _output(r: LayerRun, concat, W_O):
 
 COMBINE = (             # several heads: side by side, then W_O
     Stage("concat", (), "n", "heads·d_v", _words("the concatenated head outputs"), scope="layer", several=False,
-          forward=_concat, grid=_GRIDS["concat"]),
+          forward=_concat, grid=_GRIDS["concat"], mistakes=(slips.HEADS_SWAPPED,)),
     Stage("Z", ("concat", "W_O"), "n", "d_out", _words("the output ", _S("Z")), scope="layer", several=False, forward=_output,
-          grid=_GRIDS["output"]),
+          grid=_GRIDS["output"], mistakes=(slips.NO_W_O, slips.HEADS_AVERAGED)),
 )
 
 
@@ -447,18 +454,23 @@ TRAIN = (               # one training step (a [train] problem): the backward pa
     _trained("dZ", ("Z", "T"), "n", "d_out", _words("the gradient of the output ", _S("dZ")), scope="layer", forward=_d_out),
     _trained("dconcat", ("dZ", "W_O"), "n", "heads·d_v", _words("the gradient of the concatenated heads"), scope="layer",
           several=False, forward=_d_concat),
-    _trained("dV", ("weights", "dZ"), "n_kv", "d_v", _words("the gradient ", _S("dV")), forward=_d_values),
+    _trained("dV", ("weights", "dZ"), "n_kv", "d_v", _words("the gradient ", _S("dV")), forward=_d_values,
+             mistakes=(slips.DV_NOT_TRANSPOSED,)),
     _trained("dA", ("dZ", "V"), "n", "n_kv", _words("the gradient ", _S("dA"), " of the weights"), forward=_d_weights),
-    _trained("dS", ("weights", "dA"), "n", "n_kv", _words("the softmax backward ", _S("dS")), forward=_d_softmax),
-    _trained("dscores", ("dS",), "n", "n_kv", _words("the gradient of the scores"), forward=_d_scores),
+    _trained("dS", ("weights", "dA"), "n", "n_kv", _words("the softmax backward ", _S("dS")), forward=_d_softmax,
+             mistakes=(slips.SOFTMAX_BACKWARD_SUM,)),
+    _trained("dscores", ("dS",), "n", "n_kv", _words("the gradient of the scores"), forward=_d_scores,
+             mistakes=(slips.NO_SCALING_BACKWARD,)),
     _trained("dQ", ("dscores", "K"), "n", "d_k", _words("the gradient ", _S("dQ")), forward=_d_queries),
-    _trained("dK", ("dscores", "Q"), "n_kv", "d_k", _words("the gradient ", _S("dK")), forward=_d_keys),
+    _trained("dK", ("dscores", "Q"), "n_kv", "d_k", _words("the gradient ", _S("dK")), forward=_d_keys,
+             mistakes=(slips.DK_NOT_TRANSPOSED,)),
     _trained("dW_Q", ("X", "dQ"), "d_model", "d_k", _words("the gradient ", _S("dW_Q")), forward=_d_weight),
     _trained("dW_K", ("X", "dK"), "d_model", "d_k", _words("the gradient ", _S("dW_K")), forward=_d_weight),
     _trained("dW_V", ("X", "dV"), "d_model", "d_v", _words("the gradient ", _S("dW_V")), forward=_d_weight),
 )
 UPDATE = (              # after every head's gradients: each head's weights updated, then the loss again
-    _trained("W_Q_new", ("W_Q", "dW_Q"), "d_model", "d_k", _words("the updated ", _S("W_Q")), forward=_update("W_Q")),
+    _trained("W_Q_new", ("W_Q", "dW_Q"), "d_model", "d_k", _words("the updated ", _S("W_Q")), forward=_update("W_Q"),
+             mistakes=(slips.UPDATE_WRONG_SIGN,)),
     _trained("W_K_new", ("W_K", "dW_K"), "d_model", "d_k", _words("the updated ", _S("W_K")), forward=_update("W_K")),
     _trained("W_V_new", ("W_V", "dW_V"), "d_model", "d_v", _words("the updated ", _S("W_V")), forward=_update("W_V")),
     _trained("loss_after", ("Z_after", "T"), "1", "1", _words("the loss after the update ", eq.Sym("L", prime=True)), scope="layer",
