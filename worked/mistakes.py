@@ -33,7 +33,7 @@ def _owners() -> dict[str, tuple]:
     out: dict[str, tuple] = {}
     for arch in stages.ARCHS.values():
         updates = tuple((s.inputs[0], s.id) for s in arch.update if s.scope == "head")
-        for s in arch.forward + arch.combine + arch.train + arch.update:
+        for s in stages.every(arch):
             for m in s.mistakes:
                 if out.setdefault(m.id, (s, updates))[0] is not s and out[m.id][0].id != s.id:
                     raise ValueError(f"mistake {m.id!r} is declared by two stages: {out[m.id][0].id}, {s.id}")
@@ -47,5 +47,5 @@ MISTAKES: dict[str, Mistake] = {m.id: dataclasses.replace(m, stage=_OWNERS[m.id]
 
 def of(arch: "stages.Arch") -> list[Mistake]:
     """The mistakes *arch*'s stages declare, in the order of :data:`MISTAKES`."""
-    ids = {m.id for s in arch.forward + arch.combine + arch.train + arch.update for m in s.mistakes}
+    ids = {m.id for s in stages.every(arch) for m in s.mistakes}
     return [m for m in MISTAKES.values() if m.id in ids]

@@ -64,6 +64,8 @@ class Stage(NamedTuple):
     grid: "Grid | None" = None          # its answer grid on the worksheet and the web page
     mistakes: tuple = ()                # its known mistakes (worked.slips): alternative forwards, as Transforms
     may_be_inf: bool = False            # its entries may be −∞ (where the mask hides a score)
+    rounded_early: tuple = ()           # a softmax's: what rounding before it shows (its input and its e^x rounded
+                                        # to the problem's places), in its own matrix, then in the stage that takes it
 
     def shape(self, d: Dims) -> tuple[int, int]:
         return _SIZE[self.rows](d), _SIZE[self.cols](d)
@@ -294,7 +296,9 @@ FORWARD = (
     Stage("scaled", ("scores",), "n", "n_kv", _words("the scaled scores (the scores divided by the scale)"), forward=_scaled,
           grid=_GRIDS["scaled"], mistakes=(slips.NO_SCALING, slips.SCALED_BY_DK), may_be_inf=True),
     Stage("weights", ("scaled",), "n", "n_kv", _words("the attention weights ", _S("A"), " (softmax of each row of the scaled scores)"),
-          forward=_weights, grid=_GRIDS["weights"], mistakes=(slips.COLUMN_SOFTMAX, slips.NO_EXP, slips.EARLY_ROUNDING)),
+          forward=_weights, grid=_GRIDS["weights"], mistakes=(slips.COLUMN_SOFTMAX, slips.NO_EXP, slips.EARLY_ROUNDING),
+          rounded_early=("Here the scaled scores (or the e^x values) were rounded before the softmax.",
+                         "Here the weights were rounded before Z = A·V.")),
     Stage("Z", ("weights", "V"), "n", "d_v", _words("the output ", _S("Z")), forward=_blend, grid=_GRIDS["Z"],
           mistakes=(slips.WEIGHTS_TRANSPOSED,)),
 )
@@ -575,3 +579,11 @@ def words(key: str, arch: Arch = SELF) -> eq.Prose:
     pre, _, base = key.rpartition(".")
     stage = arch.stage(base)
     return eq.prose(stage.words if stage is not None else base, f" of {pre.replace('head', 'head ')}" if pre else "")
+
+
+def every(arch: "Arch | None" = None) -> tuple:
+    """Every stage of *arch* in the order of the steps (a head's, the heads' combination, the training step,
+    the update); with no *arch*, of every architecture (a stage shared by several once)."""
+    if arch is not None:
+        return arch.forward + arch.combine + arch.train + arch.update
+    return tuple(dict.fromkeys(s for a in ARCHS.values() for s in every(a)))
