@@ -21,9 +21,10 @@ from . import eq, stages
 from . import numfmt as F
 
 #: the results that are numbers, not matrices (held as 1×1 matrices): shown and written as numbers
-SCALARS = ("loss", "loss_after")
+SCALARS = tuple(s.id for s in stages.every() if (s.rows, s.cols) == ("1", "1"))
 
-MATRIX_ALIASES = {"A": "weights", "attention": "weights", "scaled_scores": "scaled", "output": "Z"}
+#: other names of a matrix (an answers file's, a question's) → its key (the stages' ``aliases``)
+MATRIX_ALIASES = {a: s.id for s in stages.every() for a in s.aliases}
 
 
 class Line:
@@ -343,8 +344,8 @@ class Solution:
             for h in self.heads:
                 for k, m in h.matrices().items():
                     out[f"head{h.index}.{k}"] = m
-            out["concat"] = self.concat
-            out["Z"] = self.output
+            # the heads' combination: the solver's concat and output, in the order of the combine stages
+            out.update(zip((s.id for s in stages.of(self.problem).combine), (self.concat, self.output)))
         if self.train:
             out.update(self.train)
         return Matrices(out)

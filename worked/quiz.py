@@ -80,6 +80,12 @@ class QuizSpec:
     pdf_engine: str = "typst"   # or "weasyprint" (the HTML sheets printed) or "latex" (pdflatex on the .tex)
 
 
+def _may_be_inf(key: str, fam: Family) -> bool:
+    """May an entry of the matrix of *key* be −∞ (a score the mask hides)? Its stage says."""
+    stage = stages.of(stages.Dims.of_family(fam)).stage(key.rpartition(".")[2])
+    return stage is not None and stage.may_be_inf
+
+
 def matrix_shapes(fam: Family) -> dict[str, tuple[int, int]]:
     """The shape of every matrix a variant of *fam* has, by key (the training step's too, for a [train] family)."""
     return stages.matrices(stages.Dims.of_family(fam))
@@ -90,7 +96,7 @@ def family_question(q: Question, fam: Family) -> Question:
     the causal mask hides (−∞) is refused. Raises :class:`worked.ask.AskError`."""
     q.resolve(matrix_shapes(fam))
     if (fam.mask == "causal" and q.parsed.one_row and q.parsed.one_col and q.cells[0][1] > q.cells[0][0]
-            and q.matrix.split(".")[-1] in ("scores", "scaled")):
+            and _may_be_inf(q.matrix, fam)):
         raise AskError(f"{q.ask} is masked by the causal mask (−∞): ask an entry with column ≤ row")
     return q
 

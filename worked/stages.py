@@ -66,6 +66,7 @@ class Stage(NamedTuple):
     may_be_inf: bool = False            # its entries may be −∞ (where the mask hides a score)
     rounded_early: tuple = ()           # a softmax's: what rounding before it shows (its input and its e^x rounded
                                         # to the problem's places), in its own matrix, then in the stage that takes it
+    aliases: tuple = ()                 # other names an answers file or a question may give its matrix (A[2,2])
 
     def shape(self, d: Dims) -> tuple[int, int]:
         return _SIZE[self.rows](d), _SIZE[self.cols](d)
@@ -294,11 +295,13 @@ FORWARD = (
           grid=_GRIDS["scores"], mistakes=(slips.TRANSPOSED_SCORES, slips.WRONG_MASK, slips.CAUSAL_MASK_ON_CROSS),
           may_be_inf=True),
     Stage("scaled", ("scores",), "n", "n_kv", _words("the scaled scores (the scores divided by the scale)"), forward=_scaled,
-          grid=_GRIDS["scaled"], mistakes=(slips.NO_SCALING, slips.SCALED_BY_DK), may_be_inf=True),
+          grid=_GRIDS["scaled"], mistakes=(slips.NO_SCALING, slips.SCALED_BY_DK), may_be_inf=True,
+          aliases=("scaled_scores",)),
     Stage("weights", ("scaled",), "n", "n_kv", _words("the attention weights ", _S("A"), " (softmax of each row of the scaled scores)"),
           forward=_weights, grid=_GRIDS["weights"], mistakes=(slips.COLUMN_SOFTMAX, slips.NO_EXP, slips.EARLY_ROUNDING),
           rounded_early=("Here the scaled scores (or the e^x values) were rounded before the softmax.",
-                         "Here the weights were rounded before Z = A·V.")),
+                         "Here the weights were rounded before Z = A·V."),
+          aliases=("A", "attention")),
     Stage("Z", ("weights", "V"), "n", "d_v", _words("the output ", _S("Z")), forward=_blend, grid=_GRIDS["Z"],
           mistakes=(slips.WEIGHTS_TRANSPOSED,)),
 )
@@ -360,7 +363,7 @@ COMBINE = (             # several heads: side by side, then W_O
     Stage("concat", (), "n", "heads·d_v", _words("the concatenated head outputs"), scope="layer", several=False,
           forward=_concat, grid=_GRIDS["concat"], mistakes=(slips.HEADS_SWAPPED,)),
     Stage("Z", ("concat", "W_O"), "n", "d_out", _words("the output ", _S("Z")), scope="layer", several=False, forward=_output,
-          grid=_GRIDS["output"], mistakes=(slips.NO_W_O, slips.HEADS_AVERAGED)),
+          grid=_GRIDS["output"], mistakes=(slips.NO_W_O, slips.HEADS_AVERAGED), aliases=("output",)),
 )
 
 
