@@ -67,6 +67,8 @@ class Stage(NamedTuple):
     rounded_early: tuple = ()           # a softmax's: what rounding before it shows (its input and its e^x rounded
                                         # to the problem's places), in its own matrix, then in the stage that takes it
     aliases: tuple = ()                 # other names an answers file or a question may give its matrix (A[2,2])
+    by_head: str | None = None          # with several heads, its columns, head by head, are each head's matrix
+                                        # of this id (the gradient of the concat: each head's dZ)
 
     def shape(self, d: Dims) -> tuple[int, int]:
         return _SIZE[self.rows](d), _SIZE[self.cols](d)
@@ -460,7 +462,7 @@ TRAIN = (               # one training step (a [train] problem): the backward pa
     _trained("loss", ("dZ",), "1", "1", _words("the loss ", _S("L")), scope="layer", forward=_loss),
     _trained("dZ", ("Z", "T"), "n", "d_out", _words("the gradient of the output ", _S("dZ")), scope="layer", forward=_d_out),
     _trained("dconcat", ("dZ", "W_O"), "n", "heads·d_v", _words("the gradient of the concatenated heads"), scope="layer",
-          several=False, forward=_d_concat),
+          several=False, forward=_d_concat, by_head="dZ"),
     _trained("dV", ("weights", "dZ"), "n_kv", "d_v", _words("the gradient ", _S("dV")), forward=_d_values,
              mistakes=(slips.DV_NOT_TRANSPOSED,)),
     _trained("dA", ("dZ", "V"), "n", "n_kv", _words("the gradient ", _S("dA"), " of the weights"), forward=_d_weights),
