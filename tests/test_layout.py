@@ -406,6 +406,7 @@ STAGE_IDS_ALLOWED = {
     ("worked/generate.py", "K"): "the search's cells of W_K",
     ("worked/generate.py", "loss"): "the [train] table's field naming the loss function (loss = \"mse\")",
     ("worked/server/warm.py", "Q"): "the answers of the server's warm-up check (an example request)",
+    ("worked/render/view.py", "loss"): "the page model's key of the loss formula (the templates' doc.training.loss)",
 }
 #: calls whose string argument is math notation in an equation tree (eq.Sym("Q")), not a stage id
 MATH_CALLS = {"Sym", "matrix_sym", "head_sym"}

@@ -185,6 +185,12 @@ class Grid(NamedTuple):
     definition: Callable
     hint: Callable | None = None
     masked: bool = False
+    # what the worksheet asks of its step (worked.render.view reads them)
+    task: Callable | None = None        # task(p, head, places, decimals) → prose; None: the step's own why
+    beside: bool = False                # its matrix fits beside the step's formulas
+    dot_check: bool = False             # an entry is checked by expanding it as a dot product
+    row_check: Callable | None = None   # row_check(token, head) → prose: a row is checked at a time
+    glance: Callable | None = None      # glance(p) → whether the answers at a glance show it (None: always)
 
     def lhs(self, S):
         return S(self.symbol) if isinstance(self.symbol, str) else self.symbol(S)
@@ -220,19 +226,38 @@ def _causal(p, text: str, otherwise=None):
 
 _X = eq.Sym("X")
 _GRIDS = {
-    "Q": Grid("Queries Q", "Q", lambda S, p: eq.Mul((_X, S("W_Q")))),
-    "K": Grid("Keys K", "K", lambda S, p: eq.Mul((_X, S("W_K")))),
-    "V": Grid("Values V", "V", lambda S, p: eq.Mul((_X, S("W_V")))),
+    "Q": Grid("Queries Q", "Q", lambda S, p: eq.Mul((_X, S("W_Q"))),
+              task=lambda p, *_: _project_task("queries", _X, " (the decoder side)" if p.cross else ""),
+              beside=True, dot_check=True),
+    "K": Grid("Keys K", "K", lambda S, p: eq.Mul((_X, S("W_K"))),
+              task=lambda p, *_: _project_task("keys", _X, ""), beside=True, dot_check=True),
+    "V": Grid("Values V", "V", lambda S, p: eq.Mul((_X, S("W_V"))),
+              task=lambda p, *_: _project_task("values", _X, ""), beside=True, dot_check=True),
     "scores": Grid("Scores", "scores", lambda S, p: eq.Mul((S("Q"), eq.Pow(S("K"), eq.Sym("T")))),
-                   lambda p: _causal(p, "masked entries are −∞ (type -inf)"), masked=True),
+                   lambda p: _causal(p, "masked entries are −∞ (type -inf)"), masked=True,
+                   task=lambda p, *_: _scores_task(p), beside=True, dot_check=True),
     "scaled": Grid("Scaled scores", "scaled", lambda S, p: scaled_def(p, S("scores")),
-                   lambda p: eq.prose(scale_prose(p), _causal(p, "; masked entries stay −∞", "")), masked=True),
+                   lambda p: eq.prose(scale_prose(p), _causal(p, "; masked entries stay −∞", "")), masked=True,
+                   task=lambda p, h, places, dec: _scaled_task(p, dec), beside=True,
+                   glance=lambda p: p.scale != "none"),
     "weights": Grid("Attention weights", "A", lambda S, p: eq.Call("softmax", (S("scaled"),)),
-                    lambda p: "softmax of each row" + _causal(p, "; masked entries get weight 0", ""), masked=True),
-    "Z": Grid("Output Z", "Z", lambda S, p: eq.Mul((S("A"), S("V")))),
+                    lambda p: "softmax of each row" + _causal(p, "; masked entries get weight 0", ""), masked=True,
+                    task=lambda p, h, places, dec: _weights_task(places, dec),
+                    row_check=lambda tok, h: eq.prose(f"Row {tok}: write ", _EX, " of each scaled score, the row total, "
+                                                      "then each weight.")),
+    "Z": Grid("Output Z", "Z", lambda S, p: eq.Mul((S("A"), S("V"))),
+              task=lambda p, h, places, dec: eq.prose("Blend the value rows: each row of the output is its row of weights "
+                                                      "times ", _S("V", h), f". Give entries to {dec} places."),
+              dot_check=True,
+              row_check=lambda tok, h: eq.prose(f"Row {tok}: write the output row as a weighted sum of the rows of ",
+                                                _S("V", h), ".")),
     "concat": Grid("Concatenated heads", None,
-                   lambda S, p: eq.Call("concat", tuple(_S("Z", h) for h in range(1, len(p.heads) + 1)))),
-    "output": Grid("Output Z", "Z", lambda S, p: eq.Mul((_S("concat"), eq.Sym("W_O")))),
+                   lambda S, p: eq.Call("concat", tuple(_S("Z", h) for h in range(1, len(p.heads) + 1))),
+                   task=lambda *_: eq.prose("Put the heads' outputs side by side, one head after another."), beside=True),
+    "output": Grid("Output Z", "Z", lambda S, p: eq.Mul((_S("concat"), eq.Sym("W_O"))),
+                   task=lambda p, h, places, dec: eq.prose("Multiply the concatenated heads by ", eq.Sym("W_O"),
+                                                           f". Give entries to {dec} places."),
+                   beside=True, dot_check=True),
 }
 
 
@@ -311,8 +336,10 @@ FORWARD = (
 # from the encoder side X_enc; the scores are n × n_enc (one row per decoder token, one column per encoder token)
 _XE = eq.Sym("X_enc")
 _CROSS_GRIDS = {
-    "K": Grid("Keys K (from the encoder side)", "K", lambda S, p: eq.Mul((_XE, S("W_K")))),
-    "V": Grid("Values V (from the encoder side)", "V", lambda S, p: eq.Mul((_XE, S("W_V")))),
+    "K": Grid("Keys K (from the encoder side)", "K", lambda S, p: eq.Mul((_XE, S("W_K"))),
+              task=lambda p, *_: _project_task("keys", _XE, " (the encoder side)"), beside=True, dot_check=True),
+    "V": Grid("Values V (from the encoder side)", "V", lambda S, p: eq.Mul((_XE, S("W_V"))),
+              task=lambda p, *_: _project_task("values", _XE, " (the encoder side)"), beside=True, dot_check=True),
 }
 _FWD = {s.id: s for s in FORWARD}
 CROSS_FORWARD = (
@@ -592,3 +619,33 @@ def every(arch: "Arch | None" = None) -> tuple:
     if arch is not None:
         return arch.forward + arch.combine + arch.train + arch.update
     return tuple(dict.fromkeys(s for a in ARCHS.values() for s in every(a)))
+
+
+# ---- what the worksheet asks of a step (the grids' tasks)
+_EX = eq.Exp(eq.Sym("x"))
+
+
+def _project_task(what: str, X, side: str) -> eq.Prose:
+    return eq.prose(f"Compute the {what}: multiply ", X, side, " by the weight matrix. Each entry is a row of ", X,
+                    " times a column of the weight matrix.")
+
+
+def _scores_task(p) -> eq.Prose:
+    who = ("decoder token ", "encoder token ") if p.cross else ("token ", "token ")
+    i, j = eq.Sym("i"), eq.Sym("j")
+    t = eq.prose("Compute the scores: every query times every key (row ", i, ", column ", j, " = ", who[0], i,
+                 "'s query · ", who[1], j, "'s key).")
+    if p.mask == "causal":
+        t = eq.prose(t, " Causal mask: a token may not look at later tokens, so write −∞ above the diagonal.")
+    return t
+
+
+def _scaled_task(p, dec: int) -> eq.Prose:
+    if p.scale == "none":
+        return eq.prose("This problem uses no scaling: the scaled scores are the scores. Copy them, or skip this task.")
+    return eq.prose(f"Divide every score by the scale factor. Give each entry to {dec} decimal places.")
+
+
+def _weights_task(places: int, dec: int) -> eq.Prose:
+    return eq.prose("Softmax each row: ", _EX, f" of every scaled score, divide by the row's total. Keep {places} "
+                    f"decimal places in intermediate values; give the weights to {dec} places. Each row should add up to 1.")
