@@ -271,20 +271,29 @@ class Matrices(dict):
 
 
 class HeadResult:
-    """One head's matrices, exact (:class:`Mat`)."""
-
-    def __init__(self, index: int, Q: Mat, K: Mat, V: Mat, scores: Mat, scaled: Mat, weights: Mat, Z: Mat,
-                 raw_scores: Mat | None = None):
-        self.index = index          # 1-based
-        self.Q, self.K, self.V = Q, K, V
-        self.scores = scores        # Q·Kᵀ, with −∞ where masked
-        self.scaled, self.weights, self.Z = scaled, weights, Z
-        self.raw_scores = raw_scores  # Q·Kᵀ before the mask (causal problems only)
+    """One head's matrices, exact (:class:`Mat`), one per stage of a head in their order (:data:`NAMES`), by
+    stage id as attributes too: ``h.weights`` (the scores with −∞ where masked, …)."""
 
     NAMES = tuple(s.id for s in stages.FORWARD)   # Q … Z (worked.stages)
 
+    def __init__(self, index: int, *matrices: Mat, raw_scores: Mat | None = None):
+        if len(matrices) != len(self.NAMES):
+            raise TypeError(f"HeadResult takes one matrix per stage of a head ({', '.join(self.NAMES)}), "
+                            f"got {len(matrices)}")
+        self.index = index          # 1-based
+        self._mats = dict(zip(self.NAMES, matrices))
+        self.raw_scores = raw_scores  # the scores before the mask (causal problems only)
+
+    def __getattr__(self, name: str) -> Mat:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        try:
+            return self._mats[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
     def matrices(self) -> dict[str, Mat]:
-        return {k: getattr(self, k) for k in self.NAMES}
+        return dict(self._mats)
 
 
 class Solution:

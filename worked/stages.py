@@ -191,6 +191,7 @@ class Grid(NamedTuple):
     dot_check: bool = False             # an entry is checked by expanding it as a dot product
     row_check: Callable | None = None   # row_check(token, head) → prose: a row is checked at a time
     glance: Callable | None = None      # glance(p) → whether the answers at a glance show it (None: always)
+    heatmap: bool = False               # the answer key draws it as a heatmap (weights in [0, 1])
 
     def lhs(self, S):
         return S(self.symbol) if isinstance(self.symbol, str) else self.symbol(S)
@@ -244,7 +245,7 @@ _GRIDS = {
                     lambda p: "softmax of each row" + _causal(p, "; masked entries get weight 0", ""), masked=True,
                     task=lambda p, h, places, dec: _weights_task(places, dec),
                     row_check=lambda tok, h: eq.prose(f"Row {tok}: write ", _EX, " of each scaled score, the row total, "
-                                                      "then each weight.")),
+                                                      "then each weight."), heatmap=True),
     "Z": Grid("Output Z", "Z", lambda S, p: eq.Mul((S("A"), S("V"))),
               task=lambda p, h, places, dec: eq.prose("Blend the value rows: each row of the output is its row of weights "
                                                       "times ", _S("V", h), f". Give entries to {dec} places."),

@@ -560,7 +560,7 @@ def build(sol, kind: str, student: dict | None = None, questions: Questions | No
     glance = []
     for h in sol.heads:
         suffix = f" (head {h.index})" if p.multihead else ""
-        heat.append(heatmap(h.weights, places, "Attention weights" + suffix))
+        heat += [heatmap(getattr(h, s.id), places, s.grid.label + suffix) for s in stages.of(p).forward if s.grid.heatmap]
         for stage in stages.of(p).forward:
             if stage.grid.glance is not None and not stage.grid.glance(p):
                 continue
