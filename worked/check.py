@@ -340,7 +340,7 @@ def normalize_answers(answers: dict, matrices: dict, multihead: bool) -> tuple[d
         k = pre + base
         if k not in matrices:
             names = ", ".join(matrices)
-            hint = " (this problem has several heads: use head1.Q, …, concat, Z)" if multihead and pre == "" and base in STAGES[:-1] else ""
+            hint = " (this problem has several heads: use head1.Q, …, concat, Z)" if multihead and pre == "" and base in STAGES and base not in LAYER else ""
             errors.append({"matrix": key, "entry": None,
                            "message": f"{key}: unknown matrix{hint}; expected some of: {names}"})
             return

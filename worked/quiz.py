@@ -52,6 +52,7 @@ from .check import Tolerance
 from .errors import ProblemError, WorkedError
 from .generate import Family, generate
 from .mistakes import MISTAKES
+from .mistakes import of as mistakes_of      # the mistakes an architecture's stages declare
 
 SPEC_KEYS = ("title", "seed", "count", "paper", "instructions", "family", "questions")
 QUESTION_KEYS = ("ask", "points", "tolerance", "name")
@@ -325,7 +326,7 @@ def mistake_worlds(problem) -> list[tuple[str, dict[str, list[list[float]]]]]:
     mask is two). A masked score is -inf. A wrong sign in one matrix's update alone (which the checker tries, to
     name it) gives that matrix as the wrong sign in all three does: not a world of its own."""
     return [(m.id, forward(problem, Float(), transform=t).matrices())
-            for m in MISTAKES.values() if m.answer for t in m.transforms(problem) if t.update_of is None]
+            for m in mistakes_of(stages.of(problem)) if m.answer for t in m.transforms(problem) if t.update_of is None]
 
 
 def _num(x: float) -> float:
