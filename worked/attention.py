@@ -208,7 +208,9 @@ def forward(problem, backend, *, transform: Transform | None = None, given: dict
             out.values[stage.id] = out.shown[stage.id]
             last = stage.id
     out.output = out.shown[last]        # the last stage's: the output
-    if backward and getattr(problem, "train", None) is not None:
+    # a mistake that changes the output's shape (the queries from the encoder side: a row per encoder token) has
+    # no training step: its output cannot be compared with the target
+    if backward and getattr(problem, "train", None) is not None and len(out.output) == len(problem.train.target):
         _backward(problem, backend, out, t, put, inputs, weights, given, weights_arg, points, last)
     return out
 

@@ -920,7 +920,7 @@ class Checker:
                 centre = self._correct_centre(ctx, index, transform)
                 # a mistake that changes a matrix's shape (cross-attention's keys from the decoder side, with fewer
                 # decoder tokens) is compared in the matrices it leaves their shape: the shape error names it
-                targets = [k for k in targets if _same_shape(centre[k], true_band[k])
+                targets = [k for k in targets if k in centre and _same_shape(centre[k], true_band[k])
                            and not _refuted(k, rank, centre, parsed, verdict, true_band, multihead)]
                 if not targets:
                     continue
@@ -1038,7 +1038,7 @@ def _refuted(key, rank, centre, parsed, verdict, true_band, multihead) -> bool:
     pre = _split(key)[0]
     for k in parsed:
         between = _rank(k, multihead) < _rank(key, multihead) and _rank(k, multihead) >= rank
-        if not between or _split(k)[0] != pre or not _same_shape(centre[k], true_band[k]):
+        if not between or _split(k)[0] != pre or k not in centre or not _same_shape(centre[k], true_band[k]):
             continue
         V = verdict[k]
         if any(V[i][j] == "correct" and _changes(centre[k][i][j], true_band[k][i][j])

@@ -354,8 +354,8 @@ def expected_answers(spec: QuizSpec, problem, solution) -> list[dict]:
                 tol = max(ta, tr * abs(v))
                 mistakes = []
                 for mid, world in worlds:
-                    got = world[q.matrix]
-                    if (len(got), len(got[0])) != shape:
+                    got = world.get(q.matrix)
+                    if got is None or (len(got), len(got[0])) != shape:
                         continue    # a mistake that changes the matrix's shape (keys from the decoder side)
                     w = got[i0][j0]
                     if not math.isfinite(w) or abs(w - v) <= 2 * tol:
