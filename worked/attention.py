@@ -279,15 +279,17 @@ def _backward(problem, backend, out: Pass, t: Transform, put, inputs, weights, g
     # with several heads, a layer matrix whose columns are the heads' own (dconcat: each head's dZ), split
     split = next((s for s in arch.train if several and s.by_head and s.id in layer), None)
     updates = [s for s in arch.update if s.scope == "head"]     # each of a head's weights (s.inputs: W, dW) updated
+    own = [{} for _ in out.heads]      # each head's block of the split's columns, every head's first
+    if split is not None:
+        dv = problem.d_v
+        for h, blocks in enumerate(own, 1):
+            blocks[split.by_head] = step(f"head{h}.{split.by_head}",
+                                         [row[(h - 1) * dv:h * dv] for row in layer[split.id]], shown=False)
     new_weights = []
     for h, (hp, W) in enumerate(zip(out.heads, weights), 1):
         pre = f"head{h}." if several else ""
-        env = {**inputs, "W_Q": W[0], "W_K": W[1], "W_V": W[2], **{k: layer[k] for k in heads_in},
+        env = {**inputs, "W_Q": W[0], "W_K": W[1], "W_V": W[2], **{k: layer[k] for k in heads_in}, **own[h - 1],
                **{k: use(pre + k) for k in sorted({k for s in per_head for k in s.inputs if k in forward_ids})}}
-        if split is not None:
-            dv = problem.d_v        # each head's block of the columns
-            env[split.by_head] = step(pre + split.by_head, [row[(h - 1) * dv:h * dv] for row in layer[split.id]],
-                                      shown=False)
         run = stages.BackRun(problem, b, t, out.factor, lrun.lr, hp.masked)
         for stage in stages.in_order(per_head, env):
             env[stage.id] = step(pre + stage.id, stage.forward(run, *(env[k] for k in stage.inputs)))
