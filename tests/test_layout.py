@@ -388,3 +388,98 @@ def test_every_folder_that_ships_is_a_package():
     assert listed <= seen, listed - seen
     assert {"worked.templates.sheet", "worked.render.assets.fonts", "worked.data"} <= seen
 
+
+
+# ------------------------------------------------------------------ stage ids live in the stage definitions only
+
+#: the modules that declare the stages (their ids, computations, grids, words) and the stages' mistakes
+#: and their worked steps (worked/steps/: titles, lines, NumPy code)
+STAGE_DEFINITIONS = ("worked/stages.py", "worked/slips.py", "worked/steps/attention.py", "worked/steps/heads.py",
+                     "worked/steps/train.py")
+#: string literals equal to a stage id that are not one: (file, literal) → what the literal is
+STAGE_IDS_ALLOWED = {
+    ("worked/problem.py", "loss"): "the [train] table's field naming the loss function (loss = \"mse\")",
+    ("worked/problem.py", "scaled"): "LIMITS' key of the largest |scaled score| (solver.py reads it by that key)",
+    ("worked/attention.py", "scaled"): "LIMITS' key of the largest |scaled score|, checked after the update",
+    ("worked/grade.py", "scores"): "the class report template's points of a student per question",
+    ("worked/generate.py", "Q"): "the search's cells of W_Q (which weight matrix a drawn entry belongs to)",
+    ("worked/generate.py", "K"): "the search's cells of W_K",
+    ("worked/generate.py", "loss"): "the [train] table's field naming the loss function (loss = \"mse\")",
+    ("worked/server/warm.py", "Q"): "the answers of the server's warm-up check (an example request)",
+    ("worked/render/view.py", "loss"): "the page model's key of the loss formula (the templates' doc.training.loss)",
+}
+#: calls whose string argument is math notation in an equation tree (eq.Sym("Q")), not a stage id
+MATH_CALLS = {"Sym", "matrix_sym", "head_sym"}
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+                out.add(id(first.value))
+    return out
+
+
+def stage_id_literals(modules: dict | None = None) -> set[tuple[str, str, int]]:
+    """(file, literal, line) for every string constant equal to a stage id of :mod:`worked.stages` (of every
+    architecture) outside the stage definitions: docstrings and math symbols (:data:`MATH_CALLS`) do not count."""
+    from worked import stages
+
+    ids = {s.id for s in stages.every()}
+    found = set()
+    for path in (modules or MODULES).values():
+        rel = path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else path.name
+        if rel in STAGE_DEFINITIONS:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        skip = _docstrings(tree)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                f = node.func
+                if (f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", None)) in MATH_CALLS:
+                    skip.update(id(a) for a in node.args)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and node.value in ids and id(node) not in skip:
+                found.add((rel, node.value, node.lineno))
+    return found
+
+
+def test_stage_ids_live_in_the_stage_definitions_only():
+    """The solver, checker, grader, quiz, LMS exports, page model, server and notebook iterate the stages and
+    hold no code for any particular one: a stage id ("scores", "weights", "dS" …) written as a string outside
+    the stage definitions is a consumer that knows a stage by name (issue 26). Adding a stage is then its
+    declaration and its words, no edit in the consumers."""
+    found = {(f, lit, line) for f, lit, line in stage_id_literals() if (f, lit) not in STAGE_IDS_ALLOWED}
+    assert not found, "stage ids named outside the stage definitions (read what the stage declares instead): " \
+        + "; ".join(f"{f}:{line} {lit!r}" for f, lit, line in sorted(found))
+
+
+def test_the_stage_id_allow_list_holds_only_live_entries():
+    """An allowed literal that is gone must leave the list, and the files being moved must still exist."""
+    live = {(f, lit) for f, lit, _ in stage_id_literals()}
+    assert set(STAGE_IDS_ALLOWED) <= live, sorted(set(STAGE_IDS_ALLOWED) - live)
+    assert all((ROOT / f).exists() for f in STAGE_DEFINITIONS)
+
+
+def test_the_stage_id_scan_sees_what_it_looks_for(tmp_path):
+    """The scan finds a planted stage id, and skips docstrings and math symbols."""
+    fake = tmp_path / "fake.py"
+    fake.write_text('"""The scores."""\nfrom . import eq\n\n\ndef f(run):\n    """weights"""\n'
+                    '    return run["weights"], eq.Sym("Q"), eq.matrix_sym("dS", 2), {"scaled": 1}\n', encoding="utf-8")
+    assert {(lit, line) for _, lit, line in stage_id_literals({"worked.fake": fake})} == {("weights", 7), ("scaled", 7)}
+
+
+def test_every_mistake_is_declared_by_its_stage():
+    """Each mistake of :mod:`worked.slips` is listed by one stage (its owner, the matrix where it first shows),
+    and the registry holds them all, in the order of ``slips.ALL``."""
+    from worked import slips, stages
+    from worked.mistakes import MISTAKES
+
+    owners = {}
+    for s in stages.every():
+        for m in s.mistakes:
+            owners.setdefault(m.id, set()).add(s.id)
+    assert list(MISTAKES) == [m.id for m in slips.ALL]
+    assert all(len(owners[m]) == 1 and MISTAKES[m].stage in owners[m] for m in MISTAKES), owners

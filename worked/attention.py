@@ -65,6 +65,7 @@ from typing import Any, Callable, NamedTuple
 
 from . import numfmt as F
 from . import stages
+from .slips import Transform  # noqa: F401  (a mistake's change to the pass: declared with the mistakes)
 
 
 class _NotGiven:
@@ -75,89 +76,81 @@ class _NotGiven:
 NA = _NotGiven()   # in *given*: this entry was not given (compute it)
 
 
-class Transform(NamedTuple):
-    """A change to the correct pass at one or more stages (the default changes nothing).
 
-    scores: "QK" (Q·Kᵀ) or "KQ" (K·Qᵀ); mask: None (the problem's), "none" (nothing masked) or
-    "lower" (the entries below the diagonal); scale: None (the problem's factor), "one" (not divided) or
-    "d_k" (divided by d_k); softmax: "rows", "columns" or "no-exp" (each score over its row's sum, no
-    e^x); weights: "A" or "AT" (Z = Aᵀ·V). With several heads, heads: "concat" (side by side, head 1 first),
-    "reversed" (the heads side by side in the reverse order), "no-W_O" (the output is the concat, W_O left out)
-    or "mean" (the output is the heads' Z averaged, entry by entry).
-    """
+class _Values:
+    """Matrices by stage id, also as attributes (``hp.values["weights"]`` is ``hp.weights``)."""
 
-    scores: str = "QK"
-    mask: str | None = None
-    scale: str | None = None
-    softmax: str = "rows"
-    weights: str = "A"
-    heads: str = "concat"
-    sides: str | None = None        # cross-attention: "kv-dec" (keys and values from the decoder side X) or
-                                    # "q-enc" (the queries from the encoder side X_enc); see stages.sides
-    # the backward pass (problems with a [train] table; see :func:`backward`)
-    softmax_back: str = "jacobian"   # "identity" (dS = dA) or "no-sum" (dS = A∘dA: the Σ term left out)
-    dV: str = "ATdZ"                 # "AdZ": dV = A·dZ
-    back_scale: str = "divide"       # "forgot": dscores = dS (the 1/√d_k forgotten on the way back)
-    dK: str = "STQ"                  # "SQ": dK = dscores·Q (no transpose)
-    update: str = "minus"            # "plus": W + lr·dW
-    update_of: str | None = None     # "W_Q", "W_K" or "W_V": the update's sign applies to that matrix only
-                                     # (the others are updated W − lr·dW); None: to all three
+    __slots__ = ()
+
+    def __getattr__(self, name):
+        if name.startswith("_") or name == "values":
+            raise AttributeError(name)
+        try:
+            return self.values[name]
+        except KeyError:
+            raise AttributeError(name) from None
 
 
-class HeadPass:
-    """One head's matrices, as computed (``Pass.matrices`` has the same under their keys)."""
+class HeadPass(_Values):
+    """One head's matrices, as computed, by the id of the stage (``Pass.matrices`` has the same under their
+    keys): ``hp.values["scores"]`` or ``hp.scores``; and what the stages leave for the worked steps."""
 
-    __slots__ = ("Q", "K", "V", "raw_scores", "scores", "scaled", "weights", "Z", "masked", "softmax")
+    __slots__ = ("values", "raw_scores", "masked", "softmax")
 
-    def __init__(self, Q: list, K: list, V: list, raw_scores: list, scores: list, scaled: list, weights: list,
-                 Z: list, masked: frozenset, softmax: list):
-        self.Q, self.K, self.V = Q, K, V
+    def __init__(self, values: dict, raw_scores: list, masked: frozenset, softmax: list):
+        self.values = values            # stage id → its matrix (Q … Z)
         self.raw_scores = raw_scores    # the products before the mask (Q·Kᵀ, or K·Qᵀ under that transform)
-        self.scores, self.scaled, self.weights, self.Z = scores, scaled, weights, Z
         self.masked = masked            # (row, col) of the entries the mask hid
         self.softmax = softmax          # per row, the backend's softmax state (Exact: ExactRow), or None
 
 
-class HeadGrad:
-    """One head's gradients (the backward pass), as computed; ``Pass.matrices`` has them under their keys."""
+class HeadGrad(_Values):
+    """One head's gradients (the backward pass), as computed, by the id of the stage (``g.dS``: the gradient of
+    the scaled scores, ``g.dscores``: of the scores), with the head's gradient of its output it starts from
+    (``g.dZ``); ``Pass.matrices`` has them under their keys."""
 
-    __slots__ = ("dZ", "dV", "dA", "rowsum", "dS", "dscores", "dQ", "dK", "dW", "new")
+    __slots__ = ("values", "rowsum", "dW", "new")
 
-    def __init__(self, dZ: list, dV: list, dA: list, rowsum: list, dS: list, dscores: list, dQ: list, dK: list,
-                 dW: dict, new: dict):
-        self.dZ, self.dV, self.dA = dZ, dV, dA
+    def __init__(self, values: dict, rowsum: list, dW: dict, new: dict):
+        self.values = values            # stage id → its matrix
         self.rowsum = rowsum            # per row i: Σ_k A_ik·dA_ik (the softmax backward's Σ term)
-        self.dS = dS                    # the gradient of the scaled scores (the softmax backward)
-        self.dscores = dscores          # the gradient of the scores (dS divided by the factor again)
-        self.dQ, self.dK = dQ, dK
         self.dW = dW                    # "W_Q", "W_K", "W_V" → gradient
         self.new = new                  # "W_Q", "W_K", "W_V" → W − lr·dW
 
 
-class Pass:
-    """The result of :func:`forward`: filled in stage by stage."""
+class Pass(_Values):
+    """The result of :func:`forward`: filled in stage by stage. The matrices after the heads (their
+    combination, the training step's loss, dZ, …) by stage id in ``values`` and as attributes (``run.concat``,
+    ``run.loss``: a number for a 1×1 stage; None where the problem has no such stage)."""
 
-    __slots__ = ("heads", "concat", "output", "factor", "shown", "carried",
-                 "loss", "dZ", "dconcat", "grads", "after", "loss_after")
+    __slots__ = ("heads", "output", "factor", "shown", "carried", "grads", "after", "values")
 
     def __init__(self):
         self.heads: list[HeadPass] = []
-        self.concat: list | None = None
         self.output: list | None = None     # the final Z (after W_O with several heads)
         self.factor: Any = None             # the divisor of the scores (after the transform)
         self.shown: dict[str, list] = {}
         self.carried: dict[str, list] = {}
-        # the backward pass, for a problem with a [train] table (None otherwise)
-        self.loss: Any = None               # L = ½ Σ (Z − T)²
-        self.dZ: list | None = None         # ∂L/∂Z = Z − T (the final Z)
-        self.dconcat: list | None = None    # dZ·W_Oᵀ (several heads)
+        self.values: dict[str, Any] = {}    # the layer's stages (after the heads) → matrix, or number (1×1)
+        # the backward pass, for a problem with a [train] table (empty otherwise)
         self.grads: list[HeadGrad] = []
         self.after: Pass | None = None      # the fresh forward pass with the updated weights (not for Exact)
-        self.loss_after: Any = None
+
+    def __getattr__(self, name):
+        if name in _LAYER:
+            return self.values.get(name)
+        return super().__getattr__(name)
 
     def matrices(self) -> dict[str, list]:
         """Every matrix by the keys of ``Solution.matrices()``, in step order."""
         return self.shown
+
+
+_LAYER = {s.id for s in stages.every() if s.scope == "layer"}      # the stages after (or without) the heads
+
+
+def _scalar(stage) -> bool:
+    return (stage.rows, stage.cols) == ("1", "1")
 
 
 def forward(problem, backend, *, transform: Transform | None = None, given: dict | None = None,
@@ -203,19 +196,22 @@ def forward(problem, backend, *, transform: Transform | None = None, given: dict
         envs.append(env)
         for stage in arch.forward:      # Q, K, V, scores, scaled, weights, Z
             env[stage.id] = put(pre + stage.id, stage.forward(run, *(env[k] for k in stage.inputs)))
+            last = pre + stage.id
         out.factor = run.factor
-        sh = [out.shown[pre + s.id] for s in arch.forward]
-        out.heads.append(HeadPass(sh[0], sh[1], sh[2], run.raw, *sh[3:], masked, run.states))
+        out.heads.append(HeadPass({s.id: out.shown[pre + s.id] for s in arch.forward}, run.raw, masked, run.states))
     if problem.multihead:
         layer = stages.LayerRun(problem, backend, t, envs)
         env = {"W_O": _inputs(backend, problem.W_O)}
         for stage in arch.combine:      # concat, Z
             grid = stage.forward(layer, *(env[k] for k in stage.inputs))
             env[stage.id] = put(stage.id, grid, shown=not isinstance(grid, stages.AsIs))
-        out.concat = out.shown["concat"]
-    out.output = out.shown["Z"]
-    if backward and getattr(problem, "train", None) is not None:
-        _backward(problem, backend, out, t, put, inputs, weights, given, weights_arg, points)
+            out.values[stage.id] = out.shown[stage.id]
+            last = stage.id
+    out.output = out.shown[last]        # the last stage's: the output
+    # a mistake that changes the output's shape (the queries from the encoder side: a row per encoder token) has
+    # no training step: its output cannot be compared with the target
+    if backward and getattr(problem, "train", None) is not None and len(out.output) == len(problem.train.target):
+        _backward(problem, backend, out, t, put, inputs, weights, given, weights_arg, points, last)
     return out
 
 
@@ -243,7 +239,8 @@ def backward(problem, backend, *, transform: Transform | None = None, given: dic
     return forward(problem, backend, transform=transform, given=given)
 
 
-def _backward(problem, backend, out: Pass, t: Transform, put, inputs, weights, given, weights_given, points=None) -> None:
+def _backward(problem, backend, out: Pass, t: Transform, put, inputs, weights, given, weights_given, points=None,
+              out_key: str = "") -> None:
     tr = problem.train
     b = backend
     arch = stages.of(problem)
@@ -268,36 +265,40 @@ def _backward(problem, backend, out: Pass, t: Transform, put, inputs, weights, g
         put(key, grid, shown)
         return use(key)
 
-    layer = {"Z": use("Z"), "T": _inputs(b, tr.target)}
+    layer = {out_key: use(out_key), "T": _inputs(b, tr.target)}     # the output (its key is its stage's id), the target
     if problem.multihead:
         layer["W_O"] = _inputs(b, problem.W_O)
     lrun = stages.BackRun(problem, b, t, out.factor, b.entry(tr.lr))
     several = problem.multihead
     for stage in stages.in_order([s for s in arch.train if s.scope == "layer" and (several or s.several)], layer):
         layer[stage.id] = step(stage.id, stage.forward(lrun, *(layer[k] for k in stage.inputs)))
-    out.loss, out.dZ = layer["loss"][0][0], out.shown["dZ"]
-    if several:
-        out.dconcat = out.shown["dconcat"]
-        dv = problem.d_v        # each head's block of dconcat's columns is its dZ
-        head_dZ = [step(f"head{h}.dZ", [row[(h - 1) * dv:h * dv] for row in layer["dconcat"]], shown=False)
-                   for h in range(1, len(problem.heads) + 1)]
-    else:
-        head_dZ = [layer["dZ"]]
+        out.values[stage.id] = layer[stage.id][0][0] if _scalar(stage) else out.shown[stage.id]
     per_head = [s for s in arch.train + arch.update if s.scope == "head"]
+    forward_ids = {s.id for s in arch.forward}
+    heads_in = {k for s in per_head for k in s.inputs if k in layer}     # what the heads take from the layer: dZ
+    # with several heads, a layer matrix whose columns are the heads' own (dconcat: each head's dZ), split
+    split = next((s for s in arch.train if several and s.by_head and s.id in layer), None)
+    updates = [s for s in arch.update if s.scope == "head"]     # each of a head's weights (s.inputs: W, dW) updated
+    own = [{} for _ in out.heads]      # each head's block of the split's columns, every head's first
+    if split is not None:
+        dv = problem.d_v
+        for h, blocks in enumerate(own, 1):
+            blocks[split.by_head] = step(f"head{h}.{split.by_head}",
+                                         [row[(h - 1) * dv:h * dv] for row in layer[split.id]], shown=False)
     new_weights = []
-    for h, (hp, dZh, W) in enumerate(zip(out.heads, head_dZ, weights), 1):
+    for h, (hp, W) in enumerate(zip(out.heads, weights), 1):
         pre = f"head{h}." if several else ""
-        env = {**inputs, "W_Q": W[0], "W_K": W[1], "W_V": W[2], "dZ": dZh,
-               **{k: use(pre + k) for k in ("weights", "V", "Q", "K")}}
+        env = {**inputs, "W_Q": W[0], "W_K": W[1], "W_V": W[2], **{k: layer[k] for k in heads_in}, **own[h - 1],
+               **{k: use(pre + k) for k in sorted({k for s in per_head for k in s.inputs if k in forward_ids})}}
         run = stages.BackRun(problem, b, t, out.factor, lrun.lr, hp.masked)
         for stage in stages.in_order(per_head, env):
             env[stage.id] = step(pre + stage.id, stage.forward(run, *(env[k] for k in stage.inputs)))
-        new_weights.append((env["W_Q_new"], env["W_K_new"], env["W_V_new"]))
-        sh = lambda k: out.shown[pre + k]  # noqa: E731
-        out.grads.append(HeadGrad(sh("dZ") if several else out.shown["dZ"], sh("dV"), sh("dA"), run.rowsum,
-                                  sh("dS"), sh("dscores"), sh("dQ"), sh("dK"),
-                                  {k: sh("d" + k) for k in ("W_Q", "W_K", "W_V")},
-                                  {k: sh(k + "_new") for k in ("W_Q", "W_K", "W_V")}))
+        new = {s.inputs[0]: env[s.id] for s in updates}
+        new_weights.append((new["W_Q"], new["W_K"], new["W_V"]))
+        sh = lambda k: out.shown[pre + k] if pre + k in out.shown else out.shown[k]  # noqa: E731
+        out.grads.append(HeadGrad({k: sh(k) for k in sorted(heads_in) + [s.id for s in per_head]}, run.rowsum,
+                                  {s.inputs[0]: sh(s.inputs[1]) for s in updates},
+                                  {s.inputs[0]: sh(s.id) for s in updates}))
     if getattr(b, "closed_form_only", False):
         return          # Exact: the updated weights are transcendental (the solver rounds them, then runs forward)
     try:
@@ -309,13 +310,14 @@ def _backward(problem, backend, out: Pass, t: Transform, put, inputs, weights, g
         # a mistake's update, or a student's own entries carried forward: that step has no new loss a hand
         # could work out; it is a value no answer matches (never e^x of a score past the limit)
         out.after = None
-        out.loss_after = put("loss_after", [[b.beyond()]])[0][0]
+        for stage in (s for s in arch.update if s.scope == "layer"):
+            out.values[stage.id] = put(stage.id, [[b.beyond()]])[0][0]
         return
     out.after = after
     layer["Z_after"] = after.output
     for stage in (s for s in arch.update if s.scope == "layer"):      # the loss after the update
         layer[stage.id] = put(stage.id, stage.forward(lrun, *(layer[k] for k in stage.inputs)))
-    out.loss_after = layer["loss_after"][0][0]
+        out.values[stage.id] = layer[stage.id][0][0] if _scalar(stage) else out.shown[stage.id]
 
 
 class _AfterTooLarge(Exception):

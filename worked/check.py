@@ -43,7 +43,7 @@ from typing import Any
 
 from decimal import Decimal
 
-from . import exprs, printers, stages
+from . import exprs, mistakes, printers, stages
 from .attention import NA, Interval, contains, forward, pt
 from .errors import ExpressionError, WorkedError
 from .mistakes import MISTAKES
@@ -56,8 +56,15 @@ PI = Decimal("3.1415926535897932384626433832795028841971693993751")   # π to 50
 MAX_EXP_ARG = 200                   # largest x in e^x inside an answer entry
 
 STAGES = tuple(s.id for s in stages.FORWARD)     # a head's: Q … Z (worked.stages)
+LAYER = tuple(s.id for s in stages.COMBINE)      # several heads: their combination, then the output
 # a [train] problem's matrices, in the order of the backward pass (loss, dZ and dconcat are not per head)
 TRAIN_STAGES = stages.TRAIN_IDS
+TRAIN_LAYER = {s.id for s in stages.TRAIN + stages.UPDATE if s.scope == "layer"}
+MAY_BE_INF = {s.id for s in stages.every() if s.may_be_inf}     # the matrices whose entries may be −∞
+# a softmax whose input may be rounded early (worked.stages: rounded_early), and the head stages that take it:
+# the matrix's id → (the softmax stage, whether the matrix is the softmax's own)
+EARLY = {**{t.id: (s, False) for s in stages.FORWARD if s.rounded_early for t in stages.FORWARD if s.id in t.inputs},
+         **{s.id: (s, True) for s in stages.FORWARD if s.rounded_early}}
 
 
 # ---------------------------------------------------------------- reading entries
@@ -333,7 +340,7 @@ def normalize_answers(answers: dict, matrices: dict, multihead: bool) -> tuple[d
         k = pre + base
         if k not in matrices:
             names = ", ".join(matrices)
-            hint = " (this problem has several heads: use head1.Q, …, concat, Z)" if multihead and pre == "" and base in STAGES[:-1] else ""
+            hint = " (this problem has several heads: use head1.Q, …, concat, Z)" if multihead and pre == "" and base in STAGES and base not in LAYER else ""
             errors.append({"matrix": key, "entry": None,
                            "message": f"{key}: unknown matrix{hint}; expected some of: {names}"})
             return
@@ -385,7 +392,7 @@ def _read_matrix(key, rows, mat):
             rr.append(_raw_text(v))
             try:
                 val = _read(v)
-                if val is not None and val[1] is None and mat.name not in ("scores", "scaled"):
+                if val is not None and val[1] is None and mat.name not in MAY_BE_INF:
                     raise ExpressionError("−∞ is only an answer for masked scores")
                 g.append(val)
             except ExpressionError as exc:
@@ -698,23 +705,22 @@ def _given_grids(parsed: dict, keys=None, raw=None, h=None) -> dict:
 def _rank(key: str, multihead: bool) -> int:
     """The order of the stages: a head's Q … Z, then concat, then the output Z (several heads), then
     the training step's matrices in the order of the backward pass."""
-    if key == "concat":
-        return len(STAGES)
-    if multihead and key == "Z":
-        return len(STAGES) + 1
-    return _stage_rank(_stage_of(key))
+    pre, base = _split(key)
+    if multihead and not pre and base in LAYER:
+        return len(STAGES) + LAYER.index(base)
+    return _stage_rank(base)
 
 
 def _stage_rank(stage: str) -> int:
     if stage in TRAIN_STAGES:
-        return len(STAGES) + 2 + TRAIN_STAGES.index(stage)
+        return len(STAGES) + len(LAYER) + TRAIN_STAGES.index(stage)
     return STAGES.index(stage)
 
 
 def _mistake_rank(stage: str, crosshead: bool) -> int:
     """The rank of the matrix where a mistake (made at *stage*) first shows."""
     if crosshead:
-        return len(STAGES) if stage == "concat" else len(STAGES) + 1
+        return len(STAGES) + LAYER.index(stage)
     return _stage_rank(stage)
 
 
@@ -725,10 +731,10 @@ def _earlier(key: str, multihead: bool, nheads: int) -> list[str]:
         heads = [f"head{h}." for h in range(1, nheads + 1)] if multihead else [""]
         out = []
         for b in reversed(TRAIN_STAGES[:TRAIN_STAGES.index(base)]):
-            out += [b] if b in ("loss", "dZ", "dconcat") and multihead else [p + b for p in heads]
-        return out + (["Z", "concat"] if multihead else []) + [p + b for p in heads for b in reversed(STAGES)]
-    if base == "concat" or (multihead and key == "Z"):
-        out = ["concat"] if key == "Z" else []
+            out += [b] if b in TRAIN_LAYER and multihead else [p + b for p in heads]
+        return out + (list(reversed(LAYER)) if multihead else []) + [p + b for p in heads for b in reversed(STAGES)]
+    if multihead and not pre and base in LAYER:
+        out = list(reversed(LAYER[:LAYER.index(base)]))
         for h in range(1, nheads + 1):
             out += [f"head{h}.{b}" for b in reversed(STAGES)]
         return out
@@ -788,7 +794,8 @@ class Checker:
 
     def _tried_mistakes(self) -> list:
         if self._tried is None:
-            self._tried = [(m, t) for m in MISTAKES.values() for t in m.transforms(self.problem)]
+            arch = stages.of(self.problem)      # the mistakes its stages declare
+            self._tried = [(m, t) for m in mistakes.of(arch) for t in m.transforms(self.problem)]
         return self._tried
 
     def _correct_centre(self, ctx: _Ctx, k: int, transform) -> dict:
@@ -889,20 +896,20 @@ class Checker:
         # misconceptions
         multihead = problem.multihead
         diag_by_key: dict[str, list[dict]] = {k: [] for k in parsed}
-        candidates = [k for k in parsed if _stage_of(k) in STAGES + ("concat",) + TRAIN_STAGES
+        candidates = [k for k in parsed if _stage_of(k) in STAGES + LAYER + TRAIN_STAGES
                       and any(verdict[k][i][j] == "wrong" and not carried[k][i][j]
                               for i in range(len(verdict[k])) for j in range(len(verdict[k][0])))]
         if candidates and diagnose:
             tried = self._tried_mistakes()
             # how many mistakes could explain a matrix: a chance match is that much likelier (a wrong sign in one
             # matrix's update gives that matrix as the wrong sign in all three does: one explanation, counted once)
-            reach = {k: sum(_mistake_rank(m.stage_of(t), t.heads != "concat") <= _rank(k, multihead)
+            reach = {k: sum(_mistake_rank(m.stage_of(t), t.across_heads) <= _rank(k, multihead)
                             for m, t in tried if t.update_of is None)
                      for k in candidates}
             for index, (mistake, transform) in enumerate(tried):
                 code = mistake.id
                 stage = mistake.stage_of(transform)
-                crosshead = transform.heads != "concat"
+                crosshead = transform.across_heads
                 rank = _mistake_rank(stage, crosshead)
                 targets = [k for k in candidates if _rank(k, multihead) >= rank
                            # the mistake's own matrix answered right: it is not what went wrong later (a training step)
@@ -913,7 +920,7 @@ class Checker:
                 centre = self._correct_centre(ctx, index, transform)
                 # a mistake that changes a matrix's shape (cross-attention's keys from the decoder side, with fewer
                 # decoder tokens) is compared in the matrices it leaves their shape: the shape error names it
-                targets = [k for k in targets if _same_shape(centre[k], true_band[k])
+                targets = [k for k in targets if k in centre and _same_shape(centre[k], true_band[k])
                            and not _refuted(k, rank, centre, parsed, verdict, true_band, multihead)]
                 if not targets:
                     continue
@@ -932,7 +939,7 @@ class Checker:
 
         # early rounding: accepted, but rounded before the end
         for key in parsed if diagnose else ():
-            if _stage_of(key) in ("weights", "Z") and not wrong_keys & ({key} | set(_earlier(key, problem.multihead, nheads))):
+            if _stage_of(key) in EARLY and not wrong_keys & ({key} | set(_earlier(key, problem.multihead, nheads))):
                 hit = _early_rounding(ctx, key, parsed[key], verdict[key], self)
                 if hit:
                     diag_by_key[key].append(_diag(ctx, "early-rounding", key, hit))
@@ -1031,7 +1038,7 @@ def _refuted(key, rank, centre, parsed, verdict, true_band, multihead) -> bool:
     pre = _split(key)[0]
     for k in parsed:
         between = _rank(k, multihead) < _rank(key, multihead) and _rank(k, multihead) >= rank
-        if not between or (_split(k)[0] != pre and not (key == "Z" and k == "concat")) or not _same_shape(centre[k], true_band[k]):
+        if not between or _split(k)[0] != pre or k not in centre or not _same_shape(centre[k], true_band[k]):
             continue
         V = verdict[k]
         if any(V[i][j] == "correct" and _changes(centre[k][i][j], true_band[k][i][j])
@@ -1041,18 +1048,26 @@ def _refuted(key, rank, centre, parsed, verdict, true_band, multihead) -> bool:
 
 
 def _side_hint(problem, key: str, rows) -> str:
-    """Cross-attention: what a shape of the decoder side's token count, where the encoder side's belongs, says."""
+    """Cross-attention: what a shape of the decoder side's token count, where the encoder side's belongs, says
+    (a stage of a projection's shape has one row per token of the side it is projected from; one whose columns
+    are the encoder side's tokens, one column per encoder token)."""
     if not problem.cross or problem.n == problem.n_kv or not isinstance(rows, (list, tuple)):
         return ""
+    arch = stages.of(problem)
     base = _split(key)[1]
-    if base in ("Q", "dQ") and len(rows) == problem.n_kv:
-        return (f" ({base} has one row per decoder token: Q = X·W_Q in cross-attention; {problem.n_kv} rows are the "
-                "encoder side's tokens) [queries-from-encoder]")
-    if base in ("K", "V", "dK", "dV") and len(rows) == problem.n:
-        return (f" ({base} has one row per encoder token: {base[-1]} = X_enc·W_{base[-1]} in cross-attention; "
-                f"{problem.n} rows are the decoder side's tokens) [kv-from-decoder]")
-    if base in ("scores", "scaled", "weights", "dA", "dS", "dscores") and rows and isinstance(rows[0], (list, tuple)) \
-            and len(rows[0]) == problem.n:
+    stage = arch.stage(base)
+    if stage is None:
+        return ""
+    sides = {k for k, _ in arch.inputs}
+    proj = next((s for s in arch.forward if s.inputs[0] in sides and (s.rows, s.cols) == (stage.rows, stage.cols)), None)
+    if proj is not None:
+        own, other = (problem.n, problem.n_kv) if proj.rows == "n" else (problem.n_kv, problem.n)
+        if len(rows) == other:
+            where, there = ("decoder", "encoder") if proj.rows == "n" else ("encoder", "decoder")
+            code = next(m.id for s in arch.forward if s.inputs[0] == proj.inputs[0] for m in s.mistakes)
+            return (f" ({base} has one row per {where} token: {proj.id} = {proj.inputs[0]}·{proj.inputs[1]} in "
+                    f"cross-attention; {other} rows are the {there} side's tokens) [{code}]")
+    if stage.cols == "n_kv" and rows and isinstance(rows[0], (list, tuple)) and len(rows[0]) == problem.n:
         return f" (one column per encoder token: {problem.n_kv} in cross-attention, not the decoder side's {problem.n})"
     return ""
 
@@ -1075,10 +1090,9 @@ def _diag(ctx: _Ctx, code: str, key: str, entries, stage: str | None = None) -> 
     pre, base = _split(key)
     step = ctx.step_of(key if mistake.accepted else pre + (stage or mistake.stage))
     msg = mistake.message(ctx.problem)
-    if code == "early-rounding" and base == "Z":
-        msg += " Here the weights were rounded before Z = A·V."
-    elif code == "early-rounding":
-        msg += " Here the scaled scores (or the e^x values) were rounded before the softmax."
+    if mistake.accepted and base in EARLY:        # rounded too early: where
+        soft, own = EARLY[base]
+        msg += " " + soft.rounded_early[0 if own else 1]
     head = int(pre[4:-1]) if pre else None
     return {"code": code, "title": mistake.title, "message": msg, "step": step, "head": head,
             "entries": [[i + 1, j + 1] for i, j in entries]}
@@ -1121,12 +1135,14 @@ def _early_values(ctx: _Ctx, pre: str, base: str) -> list:
     def values(grid):
         return [[x[0] for x in row] for row in grid]
 
-    T_r = {pre + "scaled": rounded(exact[pre + "scaled"])}
-    weights = [exact[pre + "weights"]] + [forward(p, backend, given=given).shown[pre + "weights"]
-                                          for backend, given in ((points, T_r), (early_e, T_r), (early_e, None))]
-    if base == "weights":
-        return [values(A) for A in weights[1:]]
-    return [values(forward(p, points, given={pre + "weights": rounded(A)}).shown[pre + "Z"]) for A in weights]
+    soft, own = EARLY[base]             # the softmax (its input rounded, its e^x rounded), or the stage after it
+    A, (T,) = pre + soft.id, soft.inputs
+    T_r = {pre + T: rounded(exact[pre + T])}
+    weights = [exact[A]] + [forward(p, backend, given=given).shown[A]
+                            for backend, given in ((points, T_r), (early_e, T_r), (early_e, None))]
+    if own:
+        return [values(w) for w in weights[1:]]
+    return [values(forward(p, points, given={A: rounded(w)}).shown[pre + base]) for w in weights]
 
 
 # ---------------------------------------------------------------- answers files

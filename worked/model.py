@@ -21,9 +21,10 @@ from . import eq, stages
 from . import numfmt as F
 
 #: the results that are numbers, not matrices (held as 1×1 matrices): shown and written as numbers
-SCALARS = ("loss", "loss_after")
+SCALARS = tuple(s.id for s in stages.every() if (s.rows, s.cols) == ("1", "1"))
 
-MATRIX_ALIASES = {"A": "weights", "attention": "weights", "scaled_scores": "scaled", "output": "Z"}
+#: other names of a matrix (an answers file's, a question's) → its key (the stages' ``aliases``)
+MATRIX_ALIASES = {a: s.id for s in stages.every() for a in s.aliases}
 
 
 class Line:
@@ -270,20 +271,29 @@ class Matrices(dict):
 
 
 class HeadResult:
-    """One head's matrices, exact (:class:`Mat`)."""
-
-    def __init__(self, index: int, Q: Mat, K: Mat, V: Mat, scores: Mat, scaled: Mat, weights: Mat, Z: Mat,
-                 raw_scores: Mat | None = None):
-        self.index = index          # 1-based
-        self.Q, self.K, self.V = Q, K, V
-        self.scores = scores        # Q·Kᵀ, with −∞ where masked
-        self.scaled, self.weights, self.Z = scaled, weights, Z
-        self.raw_scores = raw_scores  # Q·Kᵀ before the mask (causal problems only)
+    """One head's matrices, exact (:class:`Mat`), one per stage of a head in their order (:data:`NAMES`), by
+    stage id as attributes too: ``h.weights`` (the scores with −∞ where masked, …)."""
 
     NAMES = tuple(s.id for s in stages.FORWARD)   # Q … Z (worked.stages)
 
+    def __init__(self, index: int, matrices: dict[str, Mat], raw_scores: Mat | None = None):
+        if list(matrices) != list(self.NAMES):
+            raise TypeError(f"HeadResult takes one matrix per stage of a head ({', '.join(self.NAMES)}), "
+                            f"got {', '.join(matrices)}")
+        self.index = index          # 1-based
+        self._mats = dict(matrices)
+        self.raw_scores = raw_scores  # the scores before the mask (causal problems only)
+
+    def __getattr__(self, name: str) -> Mat:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        try:
+            return self._mats[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
     def matrices(self) -> dict[str, Mat]:
-        return {k: getattr(self, k) for k in self.NAMES}
+        return dict(self._mats)
 
 
 class Solution:
@@ -343,8 +353,8 @@ class Solution:
             for h in self.heads:
                 for k, m in h.matrices().items():
                     out[f"head{h.index}.{k}"] = m
-            out["concat"] = self.concat
-            out["Z"] = self.output
+            # the heads' combination: the solver's concat and output, in the order of the combine stages
+            out.update(zip((s.id for s in stages.of(self.problem).combine), (self.concat, self.output)))
         if self.train:
             out.update(self.train)
         return Matrices(out)

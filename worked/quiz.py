@@ -52,6 +52,7 @@ from .check import Tolerance
 from .errors import ProblemError, WorkedError
 from .generate import Family, generate
 from .mistakes import MISTAKES
+from .mistakes import of as mistakes_of      # the mistakes an architecture's stages declare
 
 SPEC_KEYS = ("title", "seed", "count", "paper", "instructions", "family", "questions")
 QUESTION_KEYS = ("ask", "points", "tolerance", "name")
@@ -80,6 +81,12 @@ class QuizSpec:
     pdf_engine: str = "typst"   # or "weasyprint" (the HTML sheets printed) or "latex" (pdflatex on the .tex)
 
 
+def _may_be_inf(key: str, fam: Family) -> bool:
+    """May an entry of the matrix of *key* be −∞ (a score the mask hides)? Its stage says."""
+    stage = stages.of(stages.Dims.of_family(fam)).stage(key.rpartition(".")[2])
+    return stage is not None and stage.may_be_inf
+
+
 def matrix_shapes(fam: Family) -> dict[str, tuple[int, int]]:
     """The shape of every matrix a variant of *fam* has, by key (the training step's too, for a [train] family)."""
     return stages.matrices(stages.Dims.of_family(fam))
@@ -90,7 +97,7 @@ def family_question(q: Question, fam: Family) -> Question:
     the causal mask hides (−∞) is refused. Raises :class:`worked.ask.AskError`."""
     q.resolve(matrix_shapes(fam))
     if (fam.mask == "causal" and q.parsed.one_row and q.parsed.one_col and q.cells[0][1] > q.cells[0][0]
-            and q.matrix.split(".")[-1] in ("scores", "scaled")):
+            and _may_be_inf(q.matrix, fam)):
         raise AskError(f"{q.ask} is masked by the causal mask (−∞): ask an entry with column ≤ row")
     return q
 
@@ -319,7 +326,7 @@ def mistake_worlds(problem) -> list[tuple[str, dict[str, list[list[float]]]]]:
     mask is two). A masked score is -inf. A wrong sign in one matrix's update alone (which the checker tries, to
     name it) gives that matrix as the wrong sign in all three does: not a world of its own."""
     return [(m.id, forward(problem, Float(), transform=t).matrices())
-            for m in MISTAKES.values() if m.answer for t in m.transforms(problem) if t.update_of is None]
+            for m in mistakes_of(stages.of(problem)) if m.answer for t in m.transforms(problem) if t.update_of is None]
 
 
 def _num(x: float) -> float:
@@ -347,8 +354,8 @@ def expected_answers(spec: QuizSpec, problem, solution) -> list[dict]:
                 tol = max(ta, tr * abs(v))
                 mistakes = []
                 for mid, world in worlds:
-                    got = world[q.matrix]
-                    if (len(got), len(got[0])) != shape:
+                    got = world.get(q.matrix)
+                    if got is None or (len(got), len(got[0])) != shape:
                         continue    # a mistake that changes the matrix's shape (keys from the decoder side)
                     w = got[i0][j0]
                     if not math.isfinite(w) or abs(w - v) <= 2 * tol:

@@ -279,7 +279,7 @@ def solve(problem: Problem, checks: str = "one", display: str | None = None) -> 
         # the scores before the mask (what the scores stage leaves for the worked lines)
         raw = _mat("scores", mats["scores"].sym, hp.raw_scores, nums.heads[h0].raw_scores, toks, toks_kv,
                    hand=carry.shown(h0, "raw_scores"))
-        heads.append(HeadResult(hi, **mats, raw_scores=raw if causal else None))
+        heads.append(HeadResult(hi, mats, raw_scores=raw if causal else None))
         view = View(ctx, hid, h0, mats, {**given, "W_Q": head.W_Q, "W_K": head.W_K, "W_V": head.W_V}, exact=hp, raw=raw,
                     masked=hp.masked)
         steps += [_shown_later(ctx, s, view, pre + s.id) for s in arch.forward]

@@ -21,6 +21,7 @@ from .lines import Shown
 from .steps import attention as shown_attention
 from .steps import heads as shown_heads
 from .steps import train as shown_train
+from . import slips
 
 
 class Dims(NamedTuple):
@@ -68,6 +69,13 @@ class Stage(NamedTuple):
     forward: Callable | None = None     # forward(head, *inputs) → its matrix (see HeadRun)
     grid: "Grid | None" = None          # its answer grid on the worksheet and the web page
     step: "Shown | None" = None         # its worked step: title, lines, notes, shapes, NumPy code (worked.steps)
+    mistakes: tuple = ()                # its known mistakes (worked.slips): alternative forwards, as Transforms
+    may_be_inf: bool = False            # its entries may be −∞ (where the mask hides a score)
+    rounded_early: tuple = ()           # a softmax's: what rounding before it shows (its input and its e^x rounded
+                                        # to the problem's places), in its own matrix, then in the stage that takes it
+    aliases: tuple = ()                 # other names an answers file or a question may give its matrix (A[2,2])
+    by_head: str | None = None          # with several heads, its columns, head by head, are each head's matrix
+                                        # of this id (the gradient of the concat: each head's dZ)
 
     def shape(self, d: Dims) -> tuple[int, int]:
         return _SIZE[self.rows](d), _SIZE[self.cols](d)
@@ -184,6 +192,13 @@ class Grid(NamedTuple):
     definition: Callable
     hint: Callable | None = None
     masked: bool = False
+    # what the worksheet asks of its step (worked.render.view reads them)
+    task: Callable | None = None        # task(p, head, places, decimals) → prose; None: the step's own why
+    beside: bool = False                # its matrix fits beside the step's formulas
+    dot_check: bool = False             # an entry is checked by expanding it as a dot product
+    row_check: Callable | None = None   # row_check(token, head) → prose: a row is checked at a time
+    glance: Callable | None = None      # glance(p) → whether the answers at a glance show it (None: always)
+    heatmap: bool = False               # the answer key draws it as a heatmap (weights in [0, 1])
 
     def lhs(self, S):
         return S(self.symbol) if isinstance(self.symbol, str) else self.symbol(S)
@@ -219,19 +234,38 @@ def _causal(p, text: str, otherwise=None):
 
 _X = eq.Sym("X")
 _GRIDS = {
-    "Q": Grid("Queries Q", "Q", lambda S, p: eq.Mul((_X, S("W_Q")))),
-    "K": Grid("Keys K", "K", lambda S, p: eq.Mul((_X, S("W_K")))),
-    "V": Grid("Values V", "V", lambda S, p: eq.Mul((_X, S("W_V")))),
+    "Q": Grid("Queries Q", "Q", lambda S, p: eq.Mul((_X, S("W_Q"))),
+              task=lambda p, *_: _project_task("queries", _X, " (the decoder side)" if p.cross else ""),
+              beside=True, dot_check=True),
+    "K": Grid("Keys K", "K", lambda S, p: eq.Mul((_X, S("W_K"))),
+              task=lambda p, *_: _project_task("keys", _X, ""), beside=True, dot_check=True),
+    "V": Grid("Values V", "V", lambda S, p: eq.Mul((_X, S("W_V"))),
+              task=lambda p, *_: _project_task("values", _X, ""), beside=True, dot_check=True),
     "scores": Grid("Scores", "scores", lambda S, p: eq.Mul((S("Q"), eq.Pow(S("K"), eq.Sym("T")))),
-                   lambda p: _causal(p, "masked entries are −∞ (type -inf)"), masked=True),
+                   lambda p: _causal(p, "masked entries are −∞ (type -inf)"), masked=True,
+                   task=lambda p, *_: _scores_task(p), beside=True, dot_check=True),
     "scaled": Grid("Scaled scores", "scaled", lambda S, p: scaled_def(p, S("scores")),
-                   lambda p: eq.prose(scale_prose(p), _causal(p, "; masked entries stay −∞", "")), masked=True),
+                   lambda p: eq.prose(scale_prose(p), _causal(p, "; masked entries stay −∞", "")), masked=True,
+                   task=lambda p, h, places, dec: _scaled_task(p, dec), beside=True,
+                   glance=lambda p: p.scale != "none"),
     "weights": Grid("Attention weights", "A", lambda S, p: eq.Call("softmax", (S("scaled"),)),
-                    lambda p: "softmax of each row" + _causal(p, "; masked entries get weight 0", ""), masked=True),
-    "Z": Grid("Output Z", "Z", lambda S, p: eq.Mul((S("A"), S("V")))),
+                    lambda p: "softmax of each row" + _causal(p, "; masked entries get weight 0", ""), masked=True,
+                    task=lambda p, h, places, dec: _weights_task(places, dec),
+                    row_check=lambda tok, h: eq.prose(f"Row {tok}: write ", _EX, " of each scaled score, the row total, "
+                                                      "then each weight."), heatmap=True),
+    "Z": Grid("Output Z", "Z", lambda S, p: eq.Mul((S("A"), S("V"))),
+              task=lambda p, h, places, dec: eq.prose("Blend the value rows: each row of the output is its row of weights "
+                                                      "times ", _S("V", h), f". Give entries to {dec} places."),
+              dot_check=True,
+              row_check=lambda tok, h: eq.prose(f"Row {tok}: write the output row as a weighted sum of the rows of ",
+                                                _S("V", h), ".")),
     "concat": Grid("Concatenated heads", None,
-                   lambda S, p: eq.Call("concat", tuple(_S("Z", h) for h in range(1, len(p.heads) + 1)))),
-    "output": Grid("Output Z", "Z", lambda S, p: eq.Mul((_S("concat"), eq.Sym("W_O")))),
+                   lambda S, p: eq.Call("concat", tuple(_S("Z", h) for h in range(1, len(p.heads) + 1))),
+                   task=lambda *_: eq.prose("Put the heads' outputs side by side, one head after another."), beside=True),
+    "output": Grid("Output Z", "Z", lambda S, p: eq.Mul((_S("concat"), eq.Sym("W_O"))),
+                   task=lambda p, h, places, dec: eq.prose("Multiply the concatenated heads by ", eq.Sym("W_O"),
+                                                           f". Give entries to {dec} places."),
+                   beside=True, dot_check=True),
 }
 
 
@@ -293,27 +327,35 @@ FORWARD = (
     Stage("V", ("X", "W_V"), "n_kv", "d_v", _words("the values ", _is(_S("V"), eq.Mul((_S("X"), _S("W_V"))))), forward=_project,
           grid=_GRIDS["V"], step=shown_attention.VALUES),
     Stage("scores", ("Q", "K"), "n", "n_kv", _words("the scores ", eq.Mul((_S("Q"), eq.Pow(_S("K"), eq.Sym("T"))))), forward=_scores,
-          grid=_GRIDS["scores"], step=shown_attention.SCORES),
+          grid=_GRIDS["scores"], mistakes=(slips.TRANSPOSED_SCORES, slips.WRONG_MASK, slips.CAUSAL_MASK_ON_CROSS),
+          may_be_inf=True, step=shown_attention.SCORES),
     Stage("scaled", ("scores",), "n", "n_kv", _words("the scaled scores (the scores divided by the scale)"), forward=_scaled,
-          grid=_GRIDS["scaled"], step=shown_attention.SCALED),
+          grid=_GRIDS["scaled"], mistakes=(slips.NO_SCALING, slips.SCALED_BY_DK), may_be_inf=True,
+          aliases=("scaled_scores",), step=shown_attention.SCALED),
     Stage("weights", ("scaled",), "n", "n_kv", _words("the attention weights ", _S("A"), " (softmax of each row of the scaled scores)"),
-          forward=_weights, grid=_GRIDS["weights"], step=shown_attention.WEIGHTS),
+          forward=_weights, grid=_GRIDS["weights"], mistakes=(slips.COLUMN_SOFTMAX, slips.NO_EXP, slips.EARLY_ROUNDING),
+          rounded_early=("Here the scaled scores (or the e^x values) were rounded before the softmax.",
+                         "Here the weights were rounded before Z = A·V."),
+          aliases=("A", "attention"), step=shown_attention.WEIGHTS),
     Stage("Z", ("weights", "V"), "n", "d_v", _words("the output ", _S("Z")), forward=_blend, grid=_GRIDS["Z"],
-          step=shown_attention.Z),
+          mistakes=(slips.WEIGHTS_TRANSPOSED,), step=shown_attention.Z),
 )
 # ---- cross-attention (Vaswani et al. 2017, §3.2.3): the queries from the decoder side X, the keys and values
 # from the encoder side X_enc; the scores are n × n_enc (one row per decoder token, one column per encoder token)
 _XE = eq.Sym("X_enc")
 _CROSS_GRIDS = {
-    "K": Grid("Keys K (from the encoder side)", "K", lambda S, p: eq.Mul((_XE, S("W_K")))),
-    "V": Grid("Values V (from the encoder side)", "V", lambda S, p: eq.Mul((_XE, S("W_V")))),
+    "K": Grid("Keys K (from the encoder side)", "K", lambda S, p: eq.Mul((_XE, S("W_K"))),
+              task=lambda p, *_: _project_task("keys", _XE, " (the encoder side)"), beside=True, dot_check=True),
+    "V": Grid("Values V (from the encoder side)", "V", lambda S, p: eq.Mul((_XE, S("W_V"))),
+              task=lambda p, *_: _project_task("values", _XE, " (the encoder side)"), beside=True, dot_check=True),
 }
 _FWD = {s.id: s for s in FORWARD}
 CROSS_FORWARD = (
-    _FWD["Q"]._replace(words=_words("the queries ", _is(_S("Q"), eq.Mul((_S("X"), _S("W_Q")))), " (from the decoder side)")),
+    _FWD["Q"]._replace(words=_words("the queries ", _is(_S("Q"), eq.Mul((_S("X"), _S("W_Q")))), " (from the decoder side)"),
+                       mistakes=(slips.QUERIES_FROM_ENCODER,)),
     Stage("K", ("X_enc", "W_K"), "n_kv", "d_k", _words("the keys ", _is(_S("K"), eq.Mul((_XE, _S("W_K")))),
                                                         " (from the encoder side)"), forward=_project, grid=_CROSS_GRIDS["K"],
-          step=shown_attention.KEYS),
+          mistakes=(slips.KV_FROM_DECODER,), step=shown_attention.KEYS),
     Stage("V", ("X_enc", "W_V"), "n_kv", "d_v", _words("the values ", _is(_S("V"), eq.Mul((_XE, _S("W_V")))),
                                                         " (from the encoder side)"), forward=_project, grid=_CROSS_GRIDS["V"],
           step=shown_attention.VALUES),
@@ -357,9 +399,9 @@ def _output(r: LayerRun, concat, W_O):
 
 COMBINE = (             # several heads: side by side, then W_O
     Stage("concat", (), "n", "heads·d_v", _words("the concatenated head outputs"), scope="layer", several=False,
-          forward=_concat, grid=_GRIDS["concat"], step=shown_heads.CONCAT),
+          forward=_concat, grid=_GRIDS["concat"], mistakes=(slips.HEADS_SWAPPED,), step=shown_heads.CONCAT),
     Stage("Z", ("concat", "W_O"), "n", "d_out", _words("the output ", _S("Z")), scope="layer", several=False, forward=_output,
-          grid=_GRIDS["output"], step=shown_heads.OUTPUT),
+          grid=_GRIDS["output"], mistakes=(slips.NO_W_O, slips.HEADS_AVERAGED), aliases=("output",), step=shown_heads.OUTPUT),
 )
 
 
@@ -456,19 +498,24 @@ TRAIN = (               # one training step (a [train] problem): the backward pa
     _trained("loss", ("dZ",), "1", "1", _words("the loss ", _S("L")), scope="layer", forward=_loss, step=shown_train.LOSS),
     _trained("dZ", ("Z", "T"), "n", "d_out", _words("the gradient of the output ", _S("dZ")), scope="layer", forward=_d_out, step=shown_train.DZ),
     _trained("dconcat", ("dZ", "W_O"), "n", "heads·d_v", _words("the gradient of the concatenated heads"), scope="layer",
-          several=False, forward=_d_concat, step=shown_train.DCONCAT),
-    _trained("dV", ("weights", "dZ"), "n_kv", "d_v", _words("the gradient ", _S("dV")), forward=_d_values, step=shown_train.DV),
+          several=False, forward=_d_concat, by_head="dZ", step=shown_train.DCONCAT),
+    _trained("dV", ("weights", "dZ"), "n_kv", "d_v", _words("the gradient ", _S("dV")), forward=_d_values,
+             mistakes=(slips.DV_NOT_TRANSPOSED,), step=shown_train.DV),
     _trained("dA", ("dZ", "V"), "n", "n_kv", _words("the gradient ", _S("dA"), " of the weights"), forward=_d_weights, step=shown_train.DA),
-    _trained("dS", ("weights", "dA"), "n", "n_kv", _words("the softmax backward ", _S("dS")), forward=_d_softmax, step=shown_train.DS),
-    _trained("dscores", ("dS",), "n", "n_kv", _words("the gradient of the scores"), forward=_d_scores, step=shown_train.DSCORES),
+    _trained("dS", ("weights", "dA"), "n", "n_kv", _words("the softmax backward ", _S("dS")), forward=_d_softmax,
+             mistakes=(slips.SOFTMAX_BACKWARD_SUM,), step=shown_train.DS),
+    _trained("dscores", ("dS",), "n", "n_kv", _words("the gradient of the scores"), forward=_d_scores,
+             mistakes=(slips.NO_SCALING_BACKWARD,), step=shown_train.DSCORES),
     _trained("dQ", ("dscores", "K"), "n", "d_k", _words("the gradient ", _S("dQ")), forward=_d_queries, step=shown_train.DQ),
-    _trained("dK", ("dscores", "Q"), "n_kv", "d_k", _words("the gradient ", _S("dK")), forward=_d_keys, step=shown_train.DK),
+    _trained("dK", ("dscores", "Q"), "n_kv", "d_k", _words("the gradient ", _S("dK")), forward=_d_keys,
+             mistakes=(slips.DK_NOT_TRANSPOSED,), step=shown_train.DK),
     _trained("dW_Q", ("X", "dQ"), "d_model", "d_k", _words("the gradient ", _S("dW_Q")), forward=_d_weight, step=shown_train.DW_Q),
     _trained("dW_K", ("X", "dK"), "d_model", "d_k", _words("the gradient ", _S("dW_K")), forward=_d_weight, step=shown_train.DW_K),
     _trained("dW_V", ("X", "dV"), "d_model", "d_v", _words("the gradient ", _S("dW_V")), forward=_d_weight, step=shown_train.DW_V),
 )
 UPDATE = (              # after every head's gradients: each head's weights updated, then the loss again
-    _trained("W_Q_new", ("W_Q", "dW_Q"), "d_model", "d_k", _words("the updated ", _S("W_Q")), forward=_update("W_Q"), step=shown_train.W_Q_NEW),
+    _trained("W_Q_new", ("W_Q", "dW_Q"), "d_model", "d_k", _words("the updated ", _S("W_Q")), forward=_update("W_Q"),
+             mistakes=(slips.UPDATE_WRONG_SIGN,), step=shown_train.W_Q_NEW),
     _trained("W_K_new", ("W_K", "dW_K"), "d_model", "d_k", _words("the updated ", _S("W_K")), forward=_update("W_K"), step=shown_train.W_K_NEW),
     _trained("W_V_new", ("W_V", "dW_V"), "d_model", "d_v", _words("the updated ", _S("W_V")), forward=_update("W_V"), step=shown_train.W_V_NEW),
     _trained("loss_after", ("Z_after", "T"), "1", "1", _words("the loss after the update ", eq.Sym("L", prime=True)), scope="layer",
@@ -576,3 +623,41 @@ def words(key: str, arch: Arch = SELF) -> eq.Prose:
     pre, _, base = key.rpartition(".")
     stage = arch.stage(base)
     return eq.prose(stage.words if stage is not None else base, f" of {pre.replace('head', 'head ')}" if pre else "")
+
+
+def every(arch: "Arch | None" = None) -> tuple:
+    """Every stage of *arch* in the order of the steps (a head's, the heads' combination, the training step,
+    the update); with no *arch*, of every architecture (a stage shared by several once)."""
+    if arch is not None:
+        return arch.forward + arch.combine + arch.train + arch.update
+    return tuple(dict.fromkeys(s for a in ARCHS.values() for s in every(a)))
+
+
+# ---- what the worksheet asks of a step (the grids' tasks)
+_EX = eq.Exp(eq.Sym("x"))
+
+
+def _project_task(what: str, X, side: str) -> eq.Prose:
+    return eq.prose(f"Compute the {what}: multiply ", X, side, " by the weight matrix. Each entry is a row of ", X,
+                    " times a column of the weight matrix.")
+
+
+def _scores_task(p) -> eq.Prose:
+    who = ("decoder token ", "encoder token ") if p.cross else ("token ", "token ")
+    i, j = eq.Sym("i"), eq.Sym("j")
+    t = eq.prose("Compute the scores: every query times every key (row ", i, ", column ", j, " = ", who[0], i,
+                 "'s query · ", who[1], j, "'s key).")
+    if p.mask == "causal":
+        t = eq.prose(t, " Causal mask: a token may not look at later tokens, so write −∞ above the diagonal.")
+    return t
+
+
+def _scaled_task(p, dec: int) -> eq.Prose:
+    if p.scale == "none":
+        return eq.prose("This problem uses no scaling: the scaled scores are the scores. Copy them, or skip this task.")
+    return eq.prose(f"Divide every score by the scale factor. Give each entry to {dec} decimal places.")
+
+
+def _weights_task(places: int, dec: int) -> eq.Prose:
+    return eq.prose("Softmax each row: ", _EX, f" of every scaled score, divide by the row's total. Keep {places} "
+                    f"decimal places in intermediate values; give the weights to {dec} places. Each row should add up to 1.")

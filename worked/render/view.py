@@ -262,9 +262,22 @@ def matrix_width_em(m: dict) -> float:
     return 3.0 + lab + cols + 1.0
 
 
-def _fits_side(step, views) -> bool:
+def _grid_of(step, p) -> "stages.Grid | None":
+    """The answer grid of the stage a step computes (by its result's key: ``head2.scores``; the output ``Z`` of
+    several heads is the combination's), or None."""
+    if not step.result:
+        return None
+    arch = stages.of(p)
+    pre, _, base = step.result.rpartition(".")
+    parts = arch.combine + arch.train + arch.update if p.multihead and not pre else arch.forward + arch.train + arch.update
+    stage = next((s for s in parts if s.id == base), None)
+    return stage.grid if stage is not None else None
+
+
+def _fits_side(step, views, p) -> bool:
     """Set the result matrix beside the step's formulas when both fit on the line."""
-    if step.id not in ("Q", "K", "V", "scores", "scaled", "concat", "output") or len(views) != 1:
+    g = _grid_of(step, p)
+    if g is None or not g.beside or len(views) != 1:
         return False
     widest = max((len(printers.text(ln.eq)) for ln in step.lines), default=0) * 0.46 + 1.0
     return widest + matrix_width_em(views[0]) <= TEXT_WIDTH_EM
@@ -296,61 +309,30 @@ def heatmap(m, places: int, title: str) -> dict:
     return {"title": title, "rows": list(m.rows), "cols": list(m.cols), "cells": cells, "symbol": printers.latex(m.sym)}
 
 
-_X, _I, _J, _EX = eq.Sym("X"), eq.Sym("i"), eq.Sym("j"), eq.Exp(eq.Sym("x"))
+_X = eq.Sym("X")
 _XE = eq.Sym("X_enc")
 
 
 def _task_text(step, p, places: int, dec: int) -> eq.Prose:
-    """What a worksheet task asks, as prose (its math as trees)."""
-    sid = step.id
-    if sid in ("Q", "K", "V"):
-        what = {"Q": "queries", "K": "keys", "V": "values"}[sid]
-        X = _XE if p.cross and sid != "Q" else _X
-        side = (" (the encoder side)" if sid != "Q" else " (the decoder side)") if p.cross else ""
-        return eq.prose(f"Compute the {what}: multiply ", X, side, " by the weight matrix. Each entry is a row of ", X,
-                        " times a column of the weight matrix.")
-    if sid == "scores":
-        who = ("decoder token ", "encoder token ") if p.cross else ("token ", "token ")
-        t = eq.prose("Compute the scores: every query times every key (row ", _I, ", column ", _J, " = ", who[0], _I,
-                     "'s query · ", who[1], _J, "'s key).")
-        if p.mask == "causal":
-            t = eq.prose(t, " Causal mask: a token may not look at later tokens, so write −∞ above the diagonal.")
-        return t
-    if sid == "scaled":
-        if p.scale == "none":
-            return eq.prose("This problem uses no scaling: the scaled scores are the scores. Copy them, or skip this task.")
-        return eq.prose(f"Divide every score by the scale factor. Give each entry to {dec} decimal places.")
-    if sid == "weights":
-        return eq.prose("Softmax each row: ", _EX, f" of every scaled score, divide by the row's total. Keep {places} "
-                        f"decimal places in intermediate values; give the weights to {dec} places. Each row should add up to 1.")
-    if sid == "Z":
-        return eq.prose("Blend the value rows: each row of the output is its row of weights times ", eq.matrix_sym("V", step.head),
-                        f". Give entries to {dec} places.")
-    if sid == "concat":
-        return eq.prose("Put the heads' outputs side by side, one head after another.")
-    if sid == "output":
-        return eq.prose("Multiply the concatenated heads by ", eq.Sym("W_O"), f". Give entries to {dec} places.")
-    return step.why_prose
+    """What a worksheet task asks, as prose (its math as trees): its stage's grid's task, else the step's why."""
+    g = _grid_of(step, p)
+    if g is None or g.task is None:
+        return step.why_prose
+    return g.task(p, step.head, places, dec)
 
 
-def _check_prompts(step, lt: list[str], tokens, checks: str = "one") -> list[dict]:
+def _check_prompts(step, lt: list[str], tokens, checks: str = "one", p=None) -> list[dict]:
     """What the worksheet asks the student to expand ("Check one" style), from the key's lines."""
-    sid = step.id
+    g = _grid_of(step, p) if p is not None else None
     out = []
-    if sid in ("weights", "Z"):
+    if g is not None and g.row_check is not None:
         seen = []
         for ln in step.lines:
             if ln.group and ln.group not in seen:
                 seen.append(ln.group)
-        for g in seen:
-            tok = g[4:] if g.startswith("row ") else g
-            if sid == "weights":
-                out.append({"rich": eq.prose(f"Row {tok}: write ", _EX, " of each scaled score, the row total, then each weight."),
-                            "eq": None})
-            else:
-                out.append({"rich": eq.prose(f"Row {tok}: write the output row as a weighted sum of the rows of ",
-                                             eq.matrix_sym("V", step.head), "."),
-                            "eq": None})
+        for grp in seen:
+            tok = grp[4:] if grp.startswith("row ") else grp
+            out.append({"rich": g.row_check(tok, step.head), "eq": None})
         if checks == "one" and len(seen) > 1:
             out = out[:1] + [{"rich": eq.prose("(Only the first row is asked for a full check; fill the other rows in the grid.)"),
                               "eq": None, "aside": True}]
@@ -358,7 +340,7 @@ def _check_prompts(step, lt: list[str], tokens, checks: str = "one") -> list[dic
             return out
     for ln in step.lines:
         items = ln.eq.items
-        if sid in ("Q", "K", "V", "scores", "output", "Z") and len(items) > 2 and type(items[1]) is eq.Dot:
+        if g is not None and g.dot_check and len(items) > 2 and type(items[1]) is eq.Dot:
             out.append({"rich": eq.prose("Expand as a dot product and evaluate:"),
                         "eq": eq.Rel((items[0], items[1], eq.Blank()), (eq.EQ, eq.EQ))})
         elif len(items) > 1 and type(items[0]) is not eq.Sqrt:
@@ -397,9 +379,9 @@ def given(p, places: int | None = None) -> list[dict]:
                         note="the encoder side, one row per encoder token: the keys and values come from it"))
     for h, head in enumerate(p.heads, 1):
         hd = h if p.multihead else None
-        for nm, w in (("Q", head.W_Q), ("K", head.W_K), ("V", head.W_V)):
-            g = input_matrix(f"W_{nm}{hd or ''}", head_sym(f"W_{nm}", hd), w, nums(p.d_model), nums(len(w[0])), places)
-            out.append(dict(g, key=(f"head{h}." if p.multihead else "") + f"W_{nm}", note=None))
+        for nm, w in (("W_Q", head.W_Q), ("W_K", head.W_K), ("W_V", head.W_V)):
+            g = input_matrix(f"{nm}{hd or ''}", head_sym(nm, hd), w, nums(p.d_model), nums(len(w[0])), places)
+            out.append(dict(g, key=(f"head{h}." if p.multihead else "") + nm, note=None))
     if p.multihead:
         g = input_matrix("W_O", eq.Sym("W_O"), p.W_O, nums(len(p.W_O)), nums(len(p.W_O[0])), places)
         out.append(dict(g, key="W_O", note="output projection"))
@@ -459,10 +441,12 @@ def answer_grids(p) -> list[dict]:
     return grids
 
 
-def loss_def(z: str = "Z", lhs: str = "L"):
-    """The loss as a tree: ``L = ½ Σ_{i,j} (Z − T)²``."""
-    return eq.Rel((eq.Sym(lhs), eq.Mul((eq.Frac(eq.num(1), eq.num(2)), eq.Sum(eq.Pow(eq.Add((eq.Sym(z), eq.Neg(eq.Sym("T")))),
-                                                                                 eq.num(2)), "i,j")))), (eq.EQ,))
+def loss_def(p=None):
+    """The loss as a tree: ``L = ½ Σ_{i,j} (Z − T)²``: the definition of the training step's number (its 1×1
+    stage) on its answer grid."""
+    arch = stages.of(p) if p is not None else stages.SELF
+    g = next(s for s in arch.train if (s.rows, s.cols) == ("1", "1")).grid
+    return eq.Rel((g.lhs(head_sym), g.definition(head_sym, p)), (eq.EQ,))
 
 
 def training(p) -> dict | None:
@@ -475,7 +459,7 @@ def training(p) -> dict | None:
     cols = [str(j) for j in range(1, len(t.target[0]) + 1)]
     target = dict(input_matrix("T", eq.Sym("T"), t.target, toks, cols), key="train.target", note="the target")
     return {"target": target, "lr": eq.Rel((eq.Sym("lr", upright=True), eq.num(t.lr)), (eq.EQ,)),
-            "loss": loss_def(), "loss_name": t.loss,
+            "loss": loss_def(p), "loss_name": t.loss,
             "text": "one step of gradient descent on the loss, from the output Z towards the target T"}
 
 
@@ -565,9 +549,9 @@ def build(sol, kind: str, student: dict | None = None, questions: Questions | No
             why=printers.text(st.why_prose), notes=[printers.text(x) for x in st.notes_prose], result=st.result,
             why_rich=st.why_prose, notes_rich=list(st.notes_prose),
             shape=st.shape_eq, blocks=_blocks(st), mats=views, grid=grid,
-            side=_fits_side(st, views),
+            side=_fits_side(st, views, p),
             task_rich=_task_text(st, p, st.precision or p.precision.carried, places),
-            checks=[dict(c, text=printers.text(c["rich"])) for c in _check_prompts(st, tl, toks, sol.checks)],
+            checks=[dict(c, text=printers.text(c["rich"])) for c in _check_prompts(st, tl, toks, sol.checks, p)],
             checks_word={"one": "Check one", "row": "Check a row", "all": "Check every entry"}[sol.checks],
         ))
 
@@ -576,12 +560,11 @@ def build(sol, kind: str, student: dict | None = None, questions: Questions | No
     glance = []
     for h in sol.heads:
         suffix = f" (head {h.index})" if p.multihead else ""
-        heat.append(heatmap(h.weights, places, "Attention weights" + suffix))
-        for nm, label in (("Q", "Q"), ("K", "K"), ("V", "V"), ("scores", "scores"), ("scaled", "scaled"),
-                          ("weights", "A"), ("Z", "Z")):
-            if p.scale == "none" and nm == "scaled":
+        heat += [heatmap(getattr(h, s.id), places, s.grid.label + suffix) for s in stages.of(p).forward if s.grid.heatmap]
+        for stage in stages.of(p).forward:
+            if stage.grid.glance is not None and not stage.grid.glance(p):
                 continue
-            m = getattr(h, nm)
+            m = getattr(h, stage.id)
             v = mat_view(m, places, rel="=")
             v["label"] = eq.prose(m.sym) if not p.multihead else eq.prose(m.sym, f" (head {h.index})")
             glance.append(v)

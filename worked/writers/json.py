@@ -12,7 +12,7 @@ from typing import Any
 import sympy as sp
 from sympy.printing.str import StrPrinter
 
-from .. import printers
+from .. import printers, stages
 
 
 class ExactText(StrPrinter):
@@ -78,8 +78,9 @@ def solution(sol) -> dict[str, Any]:
         "d_k": p.d_k,
         "display": sol.display,
         "heads": [{k: matrix(m, text) for k, m in h.matrices().items()} for h in sol.heads],
-        "concat": matrix(sol.concat, text) if sol.concat is not None else None,
-        "Z": matrix(sol.output, text),
+        # the heads' combination (concat: None with one head) and the output
+        **{s.id: matrix(m, text) if m is not None else None
+           for s, m in zip(stages.of(p).combine, (sol.concat, sol.output))},
         "steps": [step(s) for s in sol.steps],
         "train": train(sol, text),
     }
@@ -94,6 +95,6 @@ def train(sol, text=str) -> dict[str, Any] | None:
     return {
         "loss_function": t.loss, "lr": str(sp.Rational(t.lr.numerator, t.lr.denominator)),
         "target": {"shape": [len(tgt), len(tgt[0])], "exact": tgt, "value": [[float(x) for x in row] for row in t.target]},
-        "loss": float(sol.train["loss"].num[0][0]), "loss_after": float(sol.train["loss_after"].num[0][0]),
+        **{k: float(m.num[0][0]) for k, m in sol.train.items() if m.is_scalar},     # the loss, before and after
         "matrices": {k: matrix(m, text) for k, m in sol.train.items()},
     }
