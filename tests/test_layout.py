@@ -401,6 +401,8 @@ STAGE_IDS_ALLOWED = {
     ("worked/problem.py", "loss"): "the [train] table's field naming the loss function (loss = \"mse\")",
     ("worked/problem.py", "scaled"): "LIMITS' key of the largest |scaled score| (solver.py reads it by that key)",
     ("worked/attention.py", "scaled"): "LIMITS' key of the largest |scaled score|, checked after the update",
+    ("worked/solver.py", "scaled"): "LIMITS' key of the largest |scaled score|, checked before any e^x",
+    ("worked/writers/notebook.py", "weights"): "the id of the notebook cell of the weight matrices W_Q, W_K, W_V",
     ("worked/grade.py", "scores"): "the class report template's points of a student per question",
     ("worked/generate.py", "Q"): "the search's cells of W_Q (which weight matrix a drawn entry belongs to)",
     ("worked/generate.py", "K"): "the search's cells of W_K",

@@ -187,13 +187,14 @@ def _off_answers(hand, nums, dec: int) -> list:
     return off
 
 
-def _check_size(problem: Problem, run: HeadPass, factor) -> None:
-    """A ProblemError when a scaled score is too large for a hand exercise (before any e^x is evaluated)."""
-    top = max((abs(x) for i, row in enumerate(run.scores) for j, x in enumerate(row) if (i, j) not in run.masked),
+def _check_size(problem: Problem, run: HeadPass, factor, masked_at: str) -> None:
+    """A ProblemError when a scaled score is too large for a hand exercise (before any e^x is evaluated): the
+    scores are the matrix of the stage the mask enters at (*masked_at*)."""
+    top = max((abs(x) for i, row in enumerate(run.raw_scores) for j, x in enumerate(row) if (i, j) not in run.masked),
               default=Fraction(0))
     if top * top > MAX_SCALED**2 * F.frac(factor**2):     # |scaled| = top/factor, compared in rationals
         big = float(sp.Rational(top.numerator, top.denominator) / factor)
-        raise ProblemError("scores", f"a scaled score of about {big:.0f} is too large for a hand exercise "
+        raise ProblemError(masked_at, f"a scaled score of about {big:.0f} is too large for a hand exercise "
                            f"(e^x would have {int(big / 2.302585) + 1} digits; at most {MAX_SCALED} in size): "
                            "use smaller entries or a larger scale", problem.source)
 
@@ -254,8 +255,11 @@ def solve(problem: Problem, checks: str = "one", display: str | None = None) -> 
     arch = stages.of(problem)
     toks, toks_kv = list(problem.tokens), list(problem.tokens_kv)
     run = forward(problem, Exact())
+    # the stage the mask enters at (the scores: the first whose entries may be −∞); its matrix before the mask
+    # is what its worked lines show
+    masked_at = next(s.id for s in arch.forward if s.may_be_inf)
     for hp in run.heads:
-        _check_size(problem, hp, run.factor)
+        _check_size(problem, hp, run.factor, masked_at)
     nums = forward(problem, Interval(problem, widen=False))
     carry = _Carry(problem, display, nums)
     ctx = lines.Ctx(problem, checks, display, carry, run, nums, Approx)
@@ -277,25 +281,29 @@ def solve(problem: Problem, checks: str = "one", display: str | None = None) -> 
         h0 = hi - 1
         mats = {s.id: M(s, pre + s.id, hid, hp.masked) for s in arch.forward}
         # the scores before the mask (what the scores stage leaves for the worked lines)
-        raw = _mat("scores", mats["scores"].sym, hp.raw_scores, nums.heads[h0].raw_scores, toks, toks_kv,
+        raw = _mat(masked_at, mats[masked_at].sym, hp.raw_scores, nums.heads[h0].raw_scores, toks, toks_kv,
                    hand=carry.shown(h0, "raw_scores"))
         heads.append(HeadResult(hi, mats, raw_scores=raw if causal else None))
         view = View(ctx, hid, h0, mats, {**given, "W_Q": head.W_Q, "W_K": head.W_K, "W_V": head.W_V}, exact=hp, raw=raw,
                     masked=hp.masked)
         steps += [_shown_later(ctx, s, view, pre + s.id) for s in arch.forward]
 
+    # the heads' combination: its first stage side by side (concat), its last the layer's output; with one head
+    # the output is the head's last stage (Z)
+    out_id = arch.combine[-1].id
+    layer = {out_id: heads[0].matrices()[arch.forward[-1].id]}
     concat = None
-    output = heads[0].Z
     if problem.multihead:
         layer = {s.id: M(s, s.id, None) for s in arch.combine}
         view = View(ctx, None, None, layer, given)
         steps += [_shown_later(ctx, s, view, s.id) for s in arch.combine]
-        concat, output = layer["concat"], layer["Z"]
+        concat = layer[arch.combine[0].id]
+    output = layer[out_id]
 
     train = None
     if problem.train is not None:
         train = ctx.train_mats
-        steps += _training(ctx, arch, heads, given, {"Z": output, "concat": concat})
+        steps += _training(ctx, arch, heads, given, layer)
 
     sol = Solution(problem, heads, concat, output, steps, checks, run.factor, display, train=train)
     by_result = {s.result: s for s in steps if s.result}

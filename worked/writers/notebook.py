@@ -303,7 +303,8 @@ class _Builder:
         self.md("whole-md", _md_keep("\n".join(md)))
         self.step_code("whole", "\n".join(src), "Z, from X and the weight matrices, in one block",
                        self.sol.output.shape)
-        self.check("whole-check", "Z", self.sol.output, "The whole thing in one block", "Z")
+        out = self.sol.output.name      # the layer's output (Z)
+        self.check("whole-check", out, self.sol.output, "The whole thing in one block", out)
 
 
 def _md_keep(text: str) -> str:
