@@ -424,8 +424,13 @@ class Problem:
     # -- reading
     @classmethod
     def from_dict(cls, data: dict, source: str | None = None, *, _work_limit: bool = True) -> "Problem":
+        """The problem of a problem file's table; with ``[[blocks]]``, a :class:`worked.chain.Chain` of them."""
         if not isinstance(data, dict):
             raise ProblemError("", "expected a table of keys (title, tokens, X, W_Q, …)", source)
+        if "blocks" in data:        # chained blocks ([[blocks]]): a worked.chain.Chain of problems
+            from .chain import Chain
+
+            return Chain.from_dict(data, source=source)
         unknown = sorted(set(data) - TOP_KEYS)
         if unknown:
             raise ProblemError(unknown[0], f"unknown key (expected some of: {', '.join(sorted(TOP_KEYS))})", source)

@@ -672,6 +672,8 @@ def solve(problem: Problem, checks: str = "one", display: str | None = None) -> 
     answers reads only the values and the headings. :meth:`Solution.audit` builds and audits them all."""
     if checks not in CHECKS:
         raise ValueError(f"checks must be one of {CHECKS}, got {checks!r}")
+    if not isinstance(problem, Problem) and hasattr(problem, "solve_blocks"):   # [[blocks]] (worked.chain.Chain)
+        return problem.solve_blocks(solve, checks=checks, display=display)
     display = display or getattr(problem, "display", "exact")
     if display not in DISPLAYS:
         raise ValueError(f"display must be one of {DISPLAYS}, got {display!r}")
