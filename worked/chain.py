@@ -165,6 +165,14 @@ class Chain:
         display = self.display_option if self.display_option != "auto" else "decimal"
         return self._build(k, X, None, None, None, None, display)
 
+    def block_problems(self) -> list[Problem]:
+        """Every block's problem for its shapes and weights (block 1's is the true one; a later block's X is
+        zeros of its shape: its values come from the block before's answer)."""
+        return [self._build(k, *self._shape_args(k)) for k in range(1, len(self.blocks) + 1)]
+
+    block_name = staticmethod(block_name)
+    block_title = staticmethod(block_title)
+
     # -- what commands read of a problem
     @property
     def n(self) -> int:

@@ -27,11 +27,13 @@ def render_chain(sol) -> str:
            f"{len(sol.blocks)} blocks in a chain: each block's X is the output Z of the block before, rounded to "
            f"{places} places as the key shows it. Tokens: {', '.join(_cell(t) for t in c.tokens)}"
            + (f"; encoder tokens: {', '.join(_cell(t) for t in c.tokens_enc)}" if c.cross else "") + ".", ""]
+    first = 1
     for k, (b, head) in enumerate(zip(sol.blocks, sol.titles()), 1):
         out += [f"## {_cell(head)}", ""]
         if k > 1:
             out += [_cell(sol.carried_text(k)), ""] + table(sol.blocks[k - 2].output, places) + [""]
-        out += _body(b, "###", f"Z of block {k}")
+        out += _body(b, "###", f"Z of block {k}", first)
+        first += len(b.steps)
     out += ["## Answer", ""] + table(sol.output, places) + [""]
     return "\n".join(out)
 
@@ -46,7 +48,7 @@ def render(sol: Solution) -> str:
     return "\n".join(out)
 
 
-def _body(sol: Solution, h: str, answer: str | None = None) -> list[str]:
+def _body(sol: Solution, h: str, answer: str | None = None, first: int = 1) -> list[str]:
     p = sol.problem
     places = p.decimals
     out = []
@@ -58,7 +60,7 @@ def _body(sol: Solution, h: str, answer: str | None = None) -> list[str]:
                + (f", {len(p.heads)} heads" if p.multihead else "") + f"; mask: {p.mask}.")
     out.append("")
     mats = sol.matrices()
-    for k, step in enumerate(sol.steps, 1):
+    for k, step in enumerate(sol.steps, first):
         out += [f"{h} Step {k}. {_cell(printers.text(step.title_prose))}", "", _cell(printers.text(step.why_prose)), ""]
         if step.shape_eq is not None:
             out += [f"Shapes: ${printers.latex(step.shape_eq)}$", ""]

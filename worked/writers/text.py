@@ -92,12 +92,14 @@ def render_chain(sol, width: int = 100) -> str:
     out.append(f"tokens: {', '.join(c.tokens)}" + (f"    encoder tokens: {', '.join(c.tokens_enc)}" if c.cross else ""))
     out.append(f"scale: {view.scale_text(sol.blocks[0].problem)}    decimals shown: {places}")
     out.append("")
+    first = 1
     for k, (b, head) in enumerate(zip(sol.blocks, sol.titles()), 1):
         out += [head, "#" * _width(head), ""]
         if k > 1:
             out += textwrap.wrap(sol.carried_text(k), width)
             out += matrix_lines(sol.blocks[k - 2].output, places) + [""]
-        out += _body(b, width, f"Z of block {k}") + [""]
+        out += _body(b, width, f"Z of block {k}", first) + [""]
+        first += len(b.steps)
     return "\n".join(out) + "\n"
 
 
@@ -109,7 +111,7 @@ def render(sol, width: int = 100) -> str:
     return "\n".join([title, "=" * _width(title), ""] + _body(sol, width)) + "\n"
 
 
-def _body(sol, width: int, answer: str = "Z") -> list[str]:
+def _body(sol, width: int, answer: str = "Z", first: int = 1) -> list[str]:
     p = sol.problem
     places = p.decimals
     out: list[str] = []
@@ -122,7 +124,7 @@ def _body(sol, width: int, answer: str = "Z") -> list[str]:
     out.append(f"scale: {view.scale_text(p)}    mask: {p.mask}    decimals shown: {places}")
     out.append("")
     mats = sol.matrices()
-    for k, step in enumerate(sol.steps, 1):
+    for k, step in enumerate(sol.steps, first):
         head = f"Step {k}. {printers.text(step.title_prose)}"
         out += [head, "-" * _width(head)]
         out += textwrap.wrap(printers.text(step.why_prose), width)
