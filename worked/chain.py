@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 
 from .errors import ProblemError
 from .model import Matrices, Mat
-from .problem import LIMITS, Problem, _frac_text, _matrix, _shape, _tokens
+from .problem import LIMITS, Problem, _frac_text, _matrix, _tokens, work
 
 #: what a problem with [[blocks]] may have at its top level (the rest goes in each block)
 CHAIN_TOP_KEYS = {"title", "tokens", "X", "tokens_enc", "X_enc", "scale", "decimals", "display", "blocks"}
@@ -134,6 +134,10 @@ class Chain:
             prev = self._build(k, zeros, None, None, None, places, display)
             width = _out_width(prev)
         self.first = first
+        w = work(self)
+        if w.worst > LIMITS["work"]:
+            raise ProblemError("blocks", f"{len(specs)} blocks are more work than a command may take (about "
+                               f"{w.worst / 1000:.0f} s, at most {LIMITS['work'] / 1000:.0f} s): use fewer or smaller blocks")
 
     def _build(self, k: int, X, X_enc, tokens, tokens_enc, places, display) -> Problem:
         b = self.blocks[k - 1]

@@ -635,7 +635,9 @@ def entry_digits(problem: "Problem") -> int:
 
 
 def work(problem: "Problem") -> Work:
-    """The :class:`Work` of *problem* (see :func:`work_of`)."""
+    """The :class:`Work` of *problem* (see :func:`work_of`); of a chain of blocks, the sum of its blocks'."""
+    if hasattr(problem, "block_problems"):
+        return Work(*(sum(w) for w in zip(*(work(p) for p in problem.block_problems()))))
     return work_of(max(problem.n, problem.n_kv), problem.d_model, problem.d_k, problem.d_v, len(problem.heads),
                    len(problem.W_O[0]) if problem.multihead else None, problem.train is not None, problem.multihead,
                    entry_digits(problem))
