@@ -755,7 +755,7 @@ def check_answers(problem, answers: dict, *, tolerance=None, solution=None, reve
 
 def checker(problem, solution=None) -> "Checker | ChainChecker":
     """The checker of *problem*: a :class:`Checker`, or for a chain of blocks ([[blocks]]) a :class:`ChainChecker`."""
-    if hasattr(problem, "solve_blocks"):
+    if hasattr(problem, "block_problems"):
         return ChainChecker(problem, solution)
     return Checker(problem, solution)
 

@@ -621,7 +621,7 @@ def build(sol, kind: str, student: dict | None = None, questions: Questions | No
 
 def _is_chain(x) -> bool:
     """A chain of blocks (:class:`worked.chain.Chain`) or its solution: the blocks are in ``blocks``."""
-    return hasattr(x, "solve_blocks") or isinstance(getattr(x, "blocks", None), list)
+    return hasattr(x, "block_problems") or isinstance(getattr(x, "blocks", None), list)
 
 
 def _chain_fields(c, problems: list, display: str | None) -> dict[str, Any]:
