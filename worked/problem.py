@@ -706,6 +706,14 @@ class Chain:
         return self.X_enc is not None
 
     @property
+    def multihead(self) -> bool:
+        """True when some block has several heads."""
+        return any(b.heads is not None for b in self.blocks)
+
+    #: a chain has no training step ([train] is refused with [[blocks]])
+    train = None
+
+    @property
     def precision(self):
         return self.first.precision
 
