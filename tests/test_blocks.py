@@ -307,3 +307,10 @@ def test_the_notebook_runs_block_after_block():
     assert "X = carry(Z)" in src["block2-inputs"] and "def carry(" in src["block1-import"]
     out = "".join(o.get("text", "") for o in next(c for c in nb.cells if c.id == "block2-inputs").outputs)
     assert "1.34" in out and "1.58" in out
+
+
+@pytest.mark.parametrize("which", ["decoder-layer", "two-head-chain"])
+def test_to_dict_and_to_toml_read_back(which):
+    chain = load(DECODER) if which == "decoder-layer" else Problem.from_dict(TWO_HEAD_CHAIN)
+    assert Problem.from_dict(chain.to_dict()) == chain
+    assert Problem.from_text(chain.to_toml()) == chain

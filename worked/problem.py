@@ -769,6 +769,33 @@ class Chain:
         d["blocks"] = blocks
         return d
 
+    def to_toml(self) -> str:
+        """The chain as a TOML problem file (``Chain.from_dict`` of its table reads it back)."""
+        import json
+
+        d = self.to_dict()
+        q = lambda v: json.dumps(v, ensure_ascii=False) if isinstance(v, str) else str(v)  # noqa: E731
+        row = lambda r: "[" + ", ".join(q(x) for x in r) + "]"  # noqa: E731
+        mat = lambda m: "[" + ", ".join(row(r) for r in m) + "]"  # noqa: E731
+        out = [f"title = {q(d['title'])}", "tokens = " + row(d["tokens"])]
+        if "tokens_enc" in d:
+            out.append("tokens_enc = " + row(d["tokens_enc"]))
+        out += [f"scale = {q(d['scale'])}", f"decimals = {d['decimals']}"]
+        if "display" in d:
+            out.append(f"display = {q(d['display'])}")
+        out.append(f"X = {mat(d['X'])}")
+        if "X_enc" in d:
+            out.append(f"X_enc = {mat(d['X_enc'])}")
+        for b in d["blocks"]:
+            out += ["", "[[blocks]]", f"attention = {q(b['attention'])}", f"mask = {q(b['mask'])}"]
+            if "heads" in b:
+                out.append(f"W_O = {mat(b['W_O'])}")
+                for h in b["heads"]:
+                    out += ["", "[[blocks.heads]]"] + [f"{k} = {mat(h[k])}" for k in ("W_Q", "W_K", "W_V")]
+            else:
+                out += [f"{k} = {mat(b[k])}" for k in ("W_Q", "W_K", "W_V")]
+        return "\n".join(out) + "\n"
+
     def _shape_args(self, k: int):
         if k == 1:
             return self.X, self.X_enc, self.tokens, self.tokens_enc, None, self.display_option
