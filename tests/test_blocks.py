@@ -279,6 +279,9 @@ def test_server_check_is_the_cli_check(cli, tmp_path, decoder):
     c = TestClient(create_app(Config(problems_dir=ROOT / "problems")), raise_server_exceptions=False)
     data = c.get("/api/problems/decoder-layer").json()
     assert [g["key"] for g in data["view"]["grids"]] == [k for k in decoder.matrices() if k != "Z"]
+    assert [i["key"] for i in data["view"]["inputs"]] == ["X", "X_enc"] + [f"block{k}.W_{w}" for k in (1, 2)
+                                                                            for w in "QKV"]
+    assert data["view"]["inputs"][-1]["note"] == "block 2"
     a = _answers(decoder)
     a["block2.Q"][0][0] = "7"
     r = c.post("/api/check", json={"problem": data["problem"], "answers": a})

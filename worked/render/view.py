@@ -625,8 +625,9 @@ def _is_chain(x) -> bool:
 
 
 def _chain_fields(c, problems: list, display: str | None) -> dict[str, Any]:
-    """The problem part of a chain's page: the shared facts and inputs (X, X_enc) and every block's answer grids
-    (keys ``block1.Q`` …); each block's own weights are given where the block starts (:func:`block_given`)."""
+    """The problem part of a chain's page: the shared facts and inputs (X, X_enc), then every block's weights (keys
+    ``block1.W_Q`` …) and every block's answer grids (keys ``block1.Q`` …). A sheet gives each block's weights where
+    the block starts instead (:func:`block_given`)."""
     first = problems[0]
     page = _problem_fields(first, display)
     places = c.decimals
@@ -650,6 +651,9 @@ def _chain_fields(c, problems: list, display: str | None) -> dict[str, Any]:
         given_top += [g for g in _problem_fields(cross[0], display)["given"] if g["key"] == "X_enc"]
         page["legend"] = page["legend"] + [{"index": i + 1, "token": f"{t} (encoder)"} for i, t in enumerate(c.tokens_enc)]
         page["needs_legend"] = page["needs_legend"] or any(eq.tok_label(t, i) != t for i, t in enumerate(c.tokens_enc))
+    for k, p in enumerate(problems, 1):       # every block's weights, named by block (block1.W_Q): the web page
+        given_top += [dict(g, note=f"block {k}" + (f", {g['note']}" if g["note"] else ""))
+                      for g in block_given(c, p, k, False, display)]
     grids = []
     for k, p in enumerate(problems, 1):
         for g in answer_grids(p):
@@ -708,5 +712,6 @@ def _chain_page(sol, kind: str, student, questions) -> Page:
         for g in pg.glance:
             glance.append(dict(g, label=eq.prose(f"Block {k}: ", g["label"])))
     last = pages[-1]
+    fields["given"] = [g for g in fields["given"] if g["key"] in ("X", "X_enc")]   # the blocks' own: where they start
     return Page(**fields, kind=kind, is_key=is_key, student=last.student, doc_label=last.doc_label, steps=steps,
                 heatmaps=heat, glance=glance, final=last.final, questions=questions)
