@@ -1182,20 +1182,28 @@ class ChainChecker:
         self._checkers = [Checker(b.problem, b) for b in solution.blocks]
         self._own: dict = {}          # (block, its X) → the Checker of the block worked from the student's X
 
-    def _split(self, answers) -> tuple[list[dict], list[dict]]:
+    def _split(self, answers) -> tuple[list[dict], list[dict], str | None]:
+        """The answers by block (a list of each block's answers), the errors of keys that name no block, and the
+        name a top-level ``Z`` (the last block's output, reported under that name) was given by, or None."""
         n = len(self.solution.blocks)
+        alias = None
         parts: list[dict] = [{} for _ in range(n)]
         errors: list[dict] = []
         if not isinstance(answers, dict):
             return parts, [{"matrix": None, "entry": None, "message": "expected a table of matrices, such as "
-                            "block1.scaled = [[...], ...]"}]
+                            "block1.scaled = [[...], ...]"}], None
         for key, value in answers.items():
             key = str(key).strip()
             if key.startswith("_"):
                 continue
             m = _BLOCK_KEY.fullmatch(key) or re.fullmatch(r"block(\d+)()", key)
             if key in ("Z", "output"):
+                if any(str(o).strip() in (f"block{n}.Z", f"block{n}.output") for o in answers) or \
+                        isinstance(answers.get(f"block{n}"), dict) and "Z" in answers[f"block{n}"]:
+                    errors.append({"matrix": key, "entry": None, "message": f"{key}: given twice (also as block{n}.Z)"})
+                    continue
                 k, rest = n, "Z"
+                alias = key
             elif m and 1 <= int(m.group(1)) <= n:
                 k, rest = int(m.group(1)), m.group(2)
             else:
@@ -1209,7 +1217,7 @@ class ChainChecker:
                     parts[k - 1][k2] = value[k2]
             else:
                 errors.append({"matrix": key, "entry": None, "message": f"{key}: expected a table of that block's matrices"})
-        return parts, errors
+        return parts, errors, alias
 
     def _own_X(self, k: int, given: dict):
         """Block *k*'s X from the student's own output of block k−1 (every entry readable), rounded to the
@@ -1252,7 +1260,7 @@ class ChainChecker:
 
     def check(self, answers: dict, *, tolerance=None, reveal: bool = False, diagnose: bool = True) -> "Report":
         tol = Tolerance.parse(tolerance)
-        parts, errors = self._split(answers)
+        parts, errors, alias = self._split(answers)
         matrices, diagnoses = [], []
         first = 0
         for k, (ch, given) in enumerate(zip(self._checkers, parts), 1):
@@ -1290,6 +1298,10 @@ class ChainChecker:
                     m.step = dict(m.step, number=m.step["number"] + first, block=k)
             for e in rep.errors:
                 _prefix_error(e, pre)
+            if k == len(self._checkers) and alias:     # answered as "Z": reported as "Z"
+                for m in rep.matrices:
+                    if m.key == pre + "Z":
+                        m.key = "Z"
             for d in rep_diag:
                 d = dict(d, matrices=[pre + x for x in d.get("matrices", [])], block=k)
                 if d.get("step"):
