@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from decimal import ROUND_HALF_UP, Decimal
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -317,3 +318,50 @@ def test_to_dict_and_to_toml_read_back(which):
     chain = load(DECODER) if which == "decoder-layer" else Problem.from_dict(TWO_HEAD_CHAIN)
     assert Problem.from_dict(chain.to_dict()) == chain
     assert Problem.from_text(chain.to_toml()) == chain
+
+
+QUIZ = ROOT / "problems" / "quiz-4-decoder.toml"
+
+
+def test_a_quiz_draws_chains_block_by_block_and_grades_them(tmp_path, cli):
+    """[family] blocks = ["self-causal", "cross"]: each variant a chain whose block 2 starts from block 1's rounded
+    output; the manifest's expected values are the chain's; graded with the right answers, full points."""
+    import csv
+
+    from worked.generate import Family, generate
+    from worked.quiz import build_variant, load_spec, plan
+
+    spec = load_spec(QUIZ)
+    v = plan(spec.seed, count=1)[0]
+    entry = build_variant(spec, v, ())["entry"]
+    chain = Problem.from_dict(entry["problem"])
+    sol = solve(chain)
+    assert [b.problem.attention for b in sol.blocks] == ["self", "cross"] and sol.blocks[0].problem.mask == "causal"
+    assert sol.blocks[1].problem.X == tuple(tuple(Fraction(sol.blocks[0].output.rounded(i, j, 2)) for j in range(2))
+                                            for i in range(3))
+    mats = sol.matrices()
+    for q in entry["questions"]:
+        for e in q["entries"]:
+            i, j = e["row"] - 1, e["col"] - 1
+            assert e["expected"] == pytest.approx(mats[q["matrix"]].value(i, j), abs=1e-9)
+    # each block's mistakes: block 1's weights show the causal block's (a mask left out), the Z question block 2's
+    ids = {q["matrix"]: {m["id"] for e in q["entries"] for m in e["mistakes"]} for q in entry["questions"]}
+    assert "wrong-mask" in ids["block1.weights"] and "kv-from-decoder" not in ids["block1.weights"]
+    assert generate(spec.family, v.seed, title=spec.title) == chain               # same seed, same chain
+    code, _, err = cli("quiz", QUIZ, "-n", "2", "-o", tmp_path / "q", "--format", "moodle", "--quiet")
+    assert code == 0, err
+    man = json.loads((tmp_path / "q" / "manifest.json").read_text(encoding="utf-8"))
+    with open(tmp_path / "r.csv", "w", newline="", encoding="utf-8") as f:
+        rows = [{"variant": v["variant"], **{e["ask"]: e["answer"] for q in v["questions"] for e in q["entries"]}}
+                for v in man["variants"]]
+        w = csv.DictWriter(f, list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    code, out, err = cli("grade", tmp_path / "q", tmp_path / "r.csv", "-o", tmp_path / "g")
+    assert code == 0, err
+    book = list(csv.DictReader(open(tmp_path / "g" / "gradebook.csv", encoding="utf-8")))
+    assert [r["total"] for r in book] == [r["out_of"] for r in book] == ["6", "6"]
+    with pytest.raises(Exception, match="family.attention: with blocks"):
+        Family.from_dict({"blocks": ["self", "cross"], "attention": "cross"})
+    with pytest.raises(Exception, match="family.blocks: expected a list"):
+        Family.from_dict({"blocks": ["self", "decoder"]})
