@@ -361,6 +361,20 @@ def test_a_quiz_draws_chains_block_by_block_and_grades_them(tmp_path, cli):
     assert code == 0, err
     book = list(csv.DictReader(open(tmp_path / "g" / "gradebook.csv", encoding="utf-8")))
     assert [r["total"] for r in book] == [r["out_of"] for r in book] == ["6", "6"]
+    # the web page in quiz mode: answers keyed as its grids (block2.Z), the question "Z" scored from them
+    from starlette.testclient import TestClient
+
+    from worked.server.app import Config, create_app
+
+    c = TestClient(create_app(Config(problems_dir=tmp_path / "q")), raise_server_exceptions=False)
+    v0 = man["variants"][0]
+    grids = c.get(f"/api/variants/{v0['variant']}").json()["view"]["grids"]
+    mats = solve(Problem.from_dict(v0["problem"])).matrices()
+    answers = {g["key"]: [[mats[g["key"]].dec_plain(i, j, 2) for j in range(len(g["cols"]))] for i in range(len(g["rows"]))]
+               for g in grids}
+    assert "block2.Z" in answers and "Z" not in answers
+    got = c.post("/api/check", json={"variant": v0["variant"], "answers": answers}).json()
+    assert got["score"] == {"earned": 6, "points": 6}
     with pytest.raises(Exception, match="family.attention: with blocks"):
         Family.from_dict({"blocks": ["self", "cross"], "attention": "cross"})
     with pytest.raises(Exception, match="family.blocks: expected a list"):

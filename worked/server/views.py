@@ -216,10 +216,15 @@ def check_variant(problem, answers, v, checker, reveal) -> dict:
     out = base.to_dict()
     mats = out["matrices"]
     scored = []
+    last = f"block{len(problem.blocks)}.Z" if hasattr(problem, "block_problems") else None
+
+    def key_of(matrix):     # a chain's Z is its last block's output: the page's grids name it block2.Z
+        return last if matrix == "Z" and matrix not in mats and last in mats else matrix
+
     for q in questions:
-        rep = reports[q.tolerance].to_dict()["matrices"].get(q.matrix)
+        rep = reports[q.tolerance].to_dict()["matrices"].get(key_of(q.matrix))
         if rep is not None:
-            mine = mats[q.matrix]
+            mine = mats[key_of(q.matrix)]
             for i, j in q.cells:
                 mine["verdicts"][i][j] = rep["verdicts"][i][j]
                 mine["carried_forward"][i][j] = rep["carried_forward"][i][j]
