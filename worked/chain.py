@@ -18,12 +18,7 @@ from .errors import ProblemError
 from .model import Mat, Matrices
 from .problem import Chain, block_title, carried_from, remap_block_error
 
-__all__ = ["Chain", "ChainSolution", "is_chain", "rounded_output", "solve_chain"]
-
-
-def is_chain(obj) -> bool:
-    """True for a :class:`Chain` or a :class:`ChainSolution` (what the commands dispatch on)."""
-    return isinstance(obj, (Chain, ChainSolution))
+__all__ = ["Chain", "ChainSolution", "rounded_output", "solve_chain"]
 
 
 def rounded_output(m: Mat, decimals: int) -> tuple[tuple[Fraction, ...], ...]:
@@ -33,7 +28,9 @@ def rounded_output(m: Mat, decimals: int) -> tuple[tuple[Fraction, ...], ...]:
 
 
 class ChainSolution:
-    """The blocks' solutions (:class:`worked.model.Solution`), in order; ``inputs[k]`` is block k+1's X."""
+    """The blocks' solutions (:class:`worked.model.Solution`), in order (``blocks[k].problem.X`` is block k+1's X:
+    block k's output as the key shows it). The commands' writers, page model and checker dispatch on it (a
+    ``blocks`` list); ``sol["block2.weights"]``, ``sol["Z"]`` read its matrices."""
 
     def __init__(self, chain: Chain, blocks: list, checks: str, display: str | None):
         self.problem = chain
@@ -43,7 +40,7 @@ class ChainSolution:
 
     def __repr__(self):
         t = self.problem.title
-        return f"<ChainSolution{' of ' + repr(t) if t else ''}: {len(self.blocks)} blocks; .text() prints it>"
+        return f"<ChainSolution{' of ' + repr(t) if t else ''}: {len(self.blocks)} blocks>"
 
     @property
     def output(self) -> Mat:

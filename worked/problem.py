@@ -592,7 +592,7 @@ def remap_block_error(exc: ProblemError, k: int) -> ProblemError:
 
 class Chain:
     """A problem of chained attention blocks (``[[blocks]]``), exact and validated. :meth:`problem` gives
-    block k's :class:`Problem` for an X; :func:`solve_chain` solves them in turn."""
+    block k's :class:`Problem` for an X; :func:`worked.chain.solve_chain` solves them in turn."""
 
     def __init__(self, X, blocks, *, tokens=None, title="", scale="sqrt", decimals=2, display="auto",
                  X_enc=None, tokens_enc=None, source=None, _places_limit=LIMITS["places"]):
