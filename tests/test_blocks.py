@@ -139,11 +139,13 @@ BLOCK_ERRORS = [
     (lambda d: d["blocks"][1].update(colour="red"), "blocks[2].colour: unknown key"),
     (lambda d: d.update(blocks=[]), "blocks: expected a list of tables"),
     (lambda d: d["blocks"][1].update(W_V=[[1, "x"], [0, 1]]), "blocks[2].W_V[1,2]: "),
+    (lambda d: d["blocks"][1].update(attention="both"), 'blocks[2].attention: expected "self" or "cross"'),
+    (lambda d: d["blocks"].extend([d["blocks"][0]] * 3), "blocks: 5 blocks is more than a hand exercise allows"),
 ]
 
 
 @pytest.mark.parametrize("change, words", BLOCK_ERRORS, ids=["d_model", "no-X_enc", "cross-causal", "W_K", "unknown",
-                                                             "empty", "entry"])
+                                                             "empty", "entry", "attention", "too-many"])
 def test_a_bad_block_is_named_in_one_line(cli, tmp_path, change, words):
     d = _decoder_dict()
     change(d)

@@ -617,6 +617,8 @@ class Chain:
             unknown = sorted(set(b) - BLOCK_KEYS)
             if unknown:
                 raise ProblemError(f"blocks[{k}].{unknown[0]}", f"unknown key (a block has some of: {', '.join(sorted(BLOCK_KEYS))})")
+            if b.get("attention", "self") not in ATTENTIONS:
+                raise ProblemError(f"blocks[{k}].attention", f'expected "self" or "cross", got {shown(b["attention"])}')
             specs.append(Block(b.get("attention", "self"), b.get("mask", "none"), b.get("W_Q"), b.get("W_K"), b.get("W_V"),
                                b.get("heads"), b.get("W_O")))
         crosses = [k for k, b in enumerate(specs, 1) if b.attention == "cross"]
@@ -817,10 +819,7 @@ def _weight_rows(b: Block) -> int | None:
     if b.heads is not None and isinstance(b.heads, (list, tuple)) and b.heads:
         h = b.heads[0]
         w = h.get("W_Q") if isinstance(h, dict) else h[0] if isinstance(h, (list, tuple)) and h else None
-    try:
-        return len(w)
-    except TypeError:
-        return None
+    return len(w) if isinstance(w, (list, tuple)) else None
 
 
 def _out_width(p: Problem) -> int:
