@@ -296,6 +296,9 @@ def test_server_check_is_the_cli_check(cli, tmp_path, decoder):
     assert r.json()["matrices"]["block2.Q"]["verdicts"][0][0] == "wrong"
     sv = c.post("/api/solve?view=1", json={"problem": data["problem"]})
     assert sv.status_code == 200 and len(sv.json()["view"]["steps"]) == 14
+    # each step's result and matrix named by block, as the grids are: the page finds a grid's worked step
+    assert [s["result"] for s in sv.json()["view"]["steps"]] == [k for k in decoder.matrices() if k != "Z"]
+    assert set(sv.json()["view"]["matrices"]) == {k for k in decoder.matrices() if k != "Z"}
 
 
 def test_the_notebook_runs_block_after_block():

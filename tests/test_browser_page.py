@@ -208,4 +208,8 @@ def test_a_chain_of_blocks_shows_and_checks(browser, server):
     assert page.locator('fieldset[data-key="block2.weights"] td.ecf').count() > 0
     diag = page.locator(".diag", has_text="no-scaling")
     assert diag.count() == 1 and "Step 12" in diag.inner_text()
+    scaled = page.locator('fieldset[data-key="block2.scaled"]')      # block 2's own worked step, not block 1's
+    scaled.locator("summary", has_text="Show the worked step").click()
+    step = scaled.locator("details.step .s")
+    assert "Scaling" in step.inner_text() and "le" in step.inner_text() and "1.4142" in step.inner_text()
     page.context.close()

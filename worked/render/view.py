@@ -705,8 +705,9 @@ def _chain_page(sol, kind: str, student, questions) -> Page:
                 "given": block_given(c, p, k, is_key, sol.display)}
         for i, st in enumerate(pg.steps):
             number += 1
-            steps.append(Step(**{f: getattr(st, f) for f in Step.FIELDS if f not in ("number", "block")},
-                              number=number, block=head if i == 0 else None))
+            steps.append(Step(**{f: getattr(st, f) for f in Step.FIELDS if f not in ("number", "block", "result")},
+                              number=number, block=head if i == 0 else None,
+                              result=f"block{k}.{st.result}" if st.result else None))
         for h in pg.heatmaps:
             heat.append(dict(h, title=f"Block {k}: {h['title']}"))
         for g in pg.glance:
