@@ -634,8 +634,8 @@ def _chain_fields(c, problems: list, display: str | None) -> dict[str, Any]:
     size = lambda name, v: eq.Rel((eq.Sym(name), eq.num(v)), (eq.EQ,))  # noqa: E731
     names = "; ".join(f"{k}. {c.block_name(p)}" for k, p in enumerate(problems, 1))
     facts_rich = [
-        ("Blocks", eq.prose(f"{names}. Each block's ", _X, " is the output ", eq.Sym("Z"), " of the block before, "
-                            f"rounded to {places} places.")),
+        ("Blocks", eq.prose(f"{names}. From block 2 on, a block's ", _X, " is the output ", eq.Sym("Z"),
+                            f" of the block before, rounded to {places} places.")),
         ("Decoder tokens" if c.cross else "Tokens", eq.prose(", ".join(c.tokens))),
     ]
     if c.cross:
@@ -661,7 +661,7 @@ def _chain_fields(c, problems: list, display: str | None) -> dict[str, Any]:
     page.update(
         title=c.title or "Attention blocks", facts_rich=facts_rich, facts=[(a, printers.text(b)) for a, b in facts_rich],
         given=given_top, grids=grids, causal=any(p.mask == "causal" for p in problems),
-        multihead=any(p.multihead for p in problems), big=page["big"],
+        multihead=any(p.multihead for p in problems),
         kicker="A chain of attention blocks, worked by hand",
     )
     return page
