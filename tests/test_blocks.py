@@ -312,6 +312,9 @@ def test_the_notebook_runs_block_after_block():
     checks = [c for c in nb.cells if c.cell_type == "code" and c.id.endswith("-check")]
     assert len(checks) == 14
     assert all("".join(o.get("text", "") for o in c.outputs).startswith("✓ ") for c in checks)
+    # steps numbered on across blocks, as on the pages: block 2's queries are Step 8
+    assert "".join(o.get("text", "") for o in checks[7].outputs).startswith("✓ Step 8 (Queries")
+    assert next(c for c in nb.cells if c.id == "block2-step01-Q-md").source.startswith("## Step 8: Queries")
     src = {c.id: c.source for c in nb.cells}
     assert "X = carry(Z)" in src["block2-inputs"] and "def carry(" in src["block1-import"]
     out = "".join(o.get("text", "") for o in next(c for c in nb.cells if c.id == "block2-inputs").outputs)

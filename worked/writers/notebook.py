@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import copy
 import os
+import re
 from fractions import Fraction
 from pathlib import Path
 
@@ -490,7 +491,10 @@ def build_chain(sol, *, answers_hidden: bool = False, student: dict | None = Non
         text += ["", "**This is an exercise.** Write the code for each step in the cell marked "
                      f"`{PLACEHOLDER}`; the cell after it checks your result against the key."]
     cells.append(v4.new_markdown_cell("\n".join(text), id="intro"))
+    first = 0
     for k, (b, head) in enumerate(zip(sol.blocks, sol.titles()), 1):
+        if k > 1:
+            first += len(sol.blocks[k - 2].steps)
         mine = frozenset(g.split(".", 1)[1] for g in graded if g.startswith(f"block{k}."))
         nb = build(b, answers_hidden=answers_hidden, graded=mine)
         pre = f"block{k}-"
@@ -519,6 +523,8 @@ def build_chain(sol, *, answers_hidden: bool = False, student: dict | None = Non
                                'print("X shape:", X.shape)\nshow(X)')
             if k == 1 and cell.id == "import":
                 cell.source += "\n\n\n" + _carry_code(c.decimals)
+            if first and cell.id.startswith("step"):    # numbered on from the block before, as on the pages
+                cell.source = re.sub(r"\bStep (\d+)\b", lambda m: f"Step {int(m.group(1)) + first}", cell.source)
             cell.id = pre + cell.id
             cells.append(cell)
     nb = v4.new_notebook(cells=cells, metadata={"kernelspec": dict(KERNELSPEC), "language_info": dict(LANGUAGE_INFO)})
