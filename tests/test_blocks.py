@@ -387,3 +387,24 @@ def test_a_quiz_draws_chains_block_by_block_and_grades_them(tmp_path, cli):
         Family.from_dict({"blocks": ["self", "cross"], "attention": "cross"})
     with pytest.raises(Exception, match="family.blocks: expected a list"):
         Family.from_dict({"blocks": ["self", "decoder"]})
+
+
+def test_a_quiz_exercise_notebook_of_a_chain_holds_no_graded_value():
+    """The student's exercise notebook checks a graded question's matrix (block1.weights, and Z: the last block's
+    output) by its shape only; the other matrices by their values."""
+    from worked.quiz import build_variant, load_spec, plan
+
+    spec = load_spec(QUIZ)
+    files = build_variant(spec, plan(spec.seed, count=1)[0], ("ipynb",))["files"]
+    nb = json.loads(next(v for k, v in files.items() if k.endswith("/exercise.ipynb")))
+    src = {c["id"]: "".join(c["source"]) for c in nb["cells"]}
+    for cid in ("block1-step06-weights-check", "block2-step07-Z-check"):
+        assert "graded in the quiz" in src[cid] and "_key" not in src[cid], cid
+    assert "A_key" in src["block2-step06-weights-check"] and "Z_key" in src["block1-step07-Z-check"]   # not graded
+    from worked.writers import notebook as nbw     # block 1's Z graded: block 2's X is checked by its shape only
+
+    nb2 = nbw.build(solve(load(DECODER)), answers_hidden=True, graded={"block1.Z"})
+    inputs = next(c.source for c in nb2.cells if c.id == "block2-inputs")
+    assert "X_key" not in inputs and "np.shape(X) == (3, 2)" in inputs
+    key_nb = json.loads(next(v for k, v in files.items() if k.endswith("/exercise-key.ipynb")))
+    assert "Z_key" in next("".join(c["source"]) for c in key_nb["cells"] if c["id"] == "block2-step07-Z-check")

@@ -495,7 +495,8 @@ def build_chain(sol, *, answers_hidden: bool = False, student: dict | None = Non
     for k, (b, head) in enumerate(zip(sol.blocks, sol.titles()), 1):
         if k > 1:
             first += len(sol.blocks[k - 2].steps)
-        mine = frozenset(g.split(".", 1)[1] for g in graded if g.startswith(f"block{k}."))
+        mine = frozenset(g.split(".", 1)[1] for g in graded if g.startswith(f"block{k}.")) | (
+            {"Z"} if k == len(sol.blocks) and "Z" in graded else set())      # Z: the last block's output
         nb = build(b, answers_hidden=answers_hidden, graded=mine)
         pre = f"block{k}-"
         intro = [f"# {_md(head)}"]
@@ -513,14 +514,16 @@ def build_chain(sol, *, answers_hidden: bool = False, student: dict | None = Non
             if k > 1 and cell.id == "inputs":
                 p = b.problem
                 key = [[repr(float(x)) for x in row] for row in p.X]
+                check = ("X_key = " + _array(key, 8) + "\n"
+                         f"np.testing.assert_allclose(X, X_key, rtol={RTOL}, atol={ATOL}, "
+                         f"err_msg='block {k}: X is not block {k - 1}\\'s Z as the key carries it on')\n")
+                if f"block{k - 1}.Z" in graded:     # a graded question's values stay out of the student's file
+                    check = f"assert np.shape(X) == {(p.n, p.d_model)!r}, 'block {k}: X should be block {k - 1}\\'s Z'\n"
                 cell.source = ("words = [" + ", ".join(repr(t) for t in p.tokens) + "]\n"
                                f"n, d_model, d_k = {p.n}, {p.d_model}, {p.d_k}   # words, size of each word's row of X, "
                                "size of a query or key\n"
                                f"X = carry(Z)      # block {k - 1}'s output, as the key shows it\n"
-                               "X_key = " + _array(key, 8) + "\n"
-                               f"np.testing.assert_allclose(X, X_key, rtol={RTOL}, atol={ATOL}, "
-                               f"err_msg='block {k}: X is not block {k - 1}\\'s Z as the key carries it on')\n"
-                               'print("X shape:", X.shape)\nshow(X)')
+                               + check + 'print("X shape:", X.shape)\nshow(X)')
             if k == 1 and cell.id == "import":
                 cell.source += "\n\n\n" + _carry_code(c.decimals)
             if first and cell.id.startswith("step"):    # numbered on from the block before, as on the pages
