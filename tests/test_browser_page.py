@@ -168,3 +168,48 @@ def test_brackets_around_radicals_stretch_whole_in_the_html_key(browser, width, 
         assert b["h"] >= 0.95 * b["need"], b
         assert b["top"] >= -0.5 and b["bottom"] >= -0.5, b
     page.context.close()
+
+
+def test_a_chain_of_blocks_shows_and_checks(browser, server):
+    """problems/decoder-layer.toml ([[blocks]]): the inputs (X, X_enc and each block's weights, noted by block), a
+    grid per block's matrix, and a check that names the no-scaling mistake planted in block 2 and marks what
+    follows it as carried forward."""
+    import numpy as np
+
+    from worked.solver import solve
+
+    page = new_page(browser, 1200, 900)
+    page.goto(server.url)
+    page.locator("#problem-select option").nth(1).wait_for(state="attached")
+    page.select_option("#problem-select", "decoder-layer")
+    page.locator("#problem-title", has_text="decoder layer").wait_for()
+    assert page.locator("#problem-inputs .bracketed math mtable").count() == 8
+    assert "block 2" in page.locator("#problem-inputs").inner_text()
+    sol = solve(load(Path(__file__).resolve().parents[1] / "problems" / "decoder-layer.toml"))
+    mats = sol.matrices()
+    answers = {k: [["-inf" if m.is_neg_inf(i, j) else m.dec_plain(i, j, 2) for j in range(m.shape[1])]
+                   for i in range(m.shape[0])] for k, m in mats.items() if k != "Z"}
+    S = mats["block2.scores"].to_numpy()             # block 2 without the scaling: the weights and Z from there
+    A = np.exp(S - S.max(axis=1, keepdims=True))
+    A /= A.sum(axis=1, keepdims=True)
+    answers["block2.scaled"] = [[f"{x:.2f}" for x in r] for r in S]
+    answers["block2.weights"] = [[f"{x:.2f}" for x in r] for r in A]
+    answers["block2.Z"] = [[f"{x:.2f}" for x in r] for r in A @ mats["block2.V"].to_numpy()]
+    assert all(page.locator(f'fieldset[data-key="{k}"]').count() == 1 for k in answers)
+    for key, rows in answers.items():
+        for i, row in enumerate(rows):
+            for j, v in enumerate(row):
+                page.fill(f"#a-{key.replace('.', '_')}-{i}-{j}", v)
+    page.click("#check-btn")
+    page.locator("#feedback").wait_for(state="visible")
+    differ = sum(f"{x:.2f}" != f"{x / np.sqrt(2):.2f}" for x in S.flat)     # a score of 0 is 0 scaled too
+    assert page.locator('fieldset[data-key="block2.scaled"] td.bad').count() == differ == 8
+    assert page.locator('fieldset[data-key="block1.Z"] td.ok').count() == 6
+    assert page.locator('fieldset[data-key="block2.weights"] td.ecf').count() > 0
+    diag = page.locator(".diag", has_text="no-scaling")
+    assert diag.count() == 1 and "Step 12" in diag.inner_text()
+    scaled = page.locator('fieldset[data-key="block2.scaled"]')      # block 2's own worked step, not block 1's
+    scaled.locator("summary", has_text="Show the worked step").click()
+    step = scaled.locator("details.step .s")
+    assert "Scaling" in step.inner_text() and "le" in step.inner_text() and "1.4142" in step.inner_text()
+    page.context.close()

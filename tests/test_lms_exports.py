@@ -56,7 +56,7 @@ ask = "Z[1,*]"
 points = 4
 tolerance = 0.02
 """
-SPECS = ["quiz-1.toml", "quiz-2-causal.toml", "quiz-3-cross.toml", "cloze.toml"]
+SPECS = ["quiz-1.toml", "quiz-2-causal.toml", "quiz-3-cross.toml", "quiz-4-decoder.toml", "cloze.toml"]
 
 
 @pytest.fixture(scope="module")

@@ -26,7 +26,14 @@ FORMATS = (printers.text, printers.latex, printers.mathml, printers.typst, print
 
 @pytest.fixture(scope="module")
 def solutions():
-    return {p.stem: worked.solve(worked.Problem.from_file(str(p))) for p in PROBLEMS}
+    out = {}
+    for p in PROBLEMS:
+        sol = worked.solve(worked.Problem.from_file(str(p)))
+        if isinstance(getattr(sol, "blocks", None), list):     # a chain of blocks ([[blocks]]): each block's
+            out.update({f"{p.stem}.block{k}": b for k, b in enumerate(sol.blocks, 1)})
+        else:
+            out[p.stem] = sol
+    return out
 
 
 def _nodes(node):

@@ -159,7 +159,9 @@ def test_text_solution_within_100_columns(name):
     """Chains break at their relation signs, and a piece still too long (a loss's sum of squares, a blend of
     three value rows) before its + and − signs: no line of the text solution is over 100 columns; a piece
     that was broken is all there, term by term."""
-    text = solution(name).text()
+    from worked.writers import text as tw
+
+    text = tw.render(solution(name))     # Solution.text(); a chain of blocks ([[blocks]]) has no such method
     assert [ln for ln in text.splitlines() if len(ln) > 100] == []
 
 

@@ -21,8 +21,10 @@ def test_the_stages_declare_every_matrix_of_a_solution():
         assert stages.matrices(stages.Dims.of_family(fam)) == stages.matrices(stages.Dims.of_problem(p))
         problems.append(p)
     for p in problems:
-        got = [(k, m.shape) for k, m in solve(p).matrices().items()]
-        assert list(stages.matrices(stages.Dims.of_problem(p)).items()) == got, p.source
+        sol = solve(p)
+        for b in getattr(sol, "blocks", None) or [sol]:     # a chain of blocks ([[blocks]]): each block's
+            got = [(k, m.shape) for k, m in b.matrices().items()]
+            assert list(stages.matrices(stages.Dims.of_problem(b.problem)).items()) == got, p.source
 
 
 def _draws(fam, seed) -> bool:

@@ -141,7 +141,11 @@ def failure(what, lines) -> str | None:
 
 
 def audit(solution) -> list[str]:
-    """Every problem found in a solution's displayed lines, as 'step title: line: problem'."""
+    """Every problem found in a solution's displayed lines, as 'step title: line: problem' (a chain of blocks,
+    :class:`worked.chain.ChainSolution`: every block's)."""
+    blocks = getattr(solution, "blocks", None)
+    if isinstance(blocks, list):
+        return [f"block {k}: {p}" for k, b in enumerate(blocks, 1) for p in audit(b)]
     out = []
     for step in solution.steps:
         problems = audit_lines(step.lines)

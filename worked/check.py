@@ -756,7 +756,14 @@ def check_answers(problem, answers: dict, *, tolerance=None, solution=None, reve
     in ``errors`` and everything else is still checked. To check many answers to one problem, keep a
     :class:`Checker`.
     """
-    return Checker(problem, solution).check(answers, tolerance=tolerance, reveal=reveal)
+    return checker(problem, solution).check(answers, tolerance=tolerance, reveal=reveal)
+
+
+def checker(problem, solution=None) -> "Checker | ChainChecker":
+    """The checker of *problem*: a :class:`Checker`, or for a chain of blocks ([[blocks]]) a :class:`ChainChecker`."""
+    if hasattr(problem, "block_problems"):
+        return ChainChecker(problem, solution)
+    return Checker(problem, solution)
 
 
 class Checker:
@@ -1167,3 +1174,166 @@ def parse_answers_text(text: str, source: str = "<answers>", fmt: str | None = N
     if not isinstance(data, dict):
         raise WorkedError(f"{source}: expected a table of matrices, such as scaled = [[...], ...]")
     return data
+
+
+# ---------------------------------------------------------------- a chain of blocks ([[blocks]])
+
+_BLOCK_KEY = re.compile(r"block(\d+)\.(.+)")
+
+
+class ChainChecker:
+    """Checks answers to a chain of blocks (:class:`worked.chain.Chain`): answers keyed ``block1.Q`` … (or
+    tables ``[block1]``; ``Z`` alone is the last block's output), each block checked as its own problem by a
+    :class:`Checker`. Block k+1 is checked against the key and, when the student gave every entry of block k's
+    output and it differs from the key's once rounded, also against the block worked from the student's own
+    output (rounded to the problem's decimals, as the key carries it on): a wrong entry right from there is
+    carried forward, and the mistakes are named from there."""
+
+    def __init__(self, chain, solution=None):
+        if solution is None:
+            from .solver import solve
+
+            solution = solve(chain)
+        self.problem, self.solution = chain, solution
+        self._checkers = [Checker(b.problem, b) for b in solution.blocks]
+        self._own: dict = {}          # (block, its X) → the Checker of the block worked from the student's X
+
+    def _split(self, answers) -> tuple[list[dict], list[dict], str | None]:
+        """The answers by block (a list of each block's answers), the errors of keys that name no block, and the
+        name a top-level ``Z`` (the last block's output, reported under that name) was given by, or None."""
+        n = len(self.solution.blocks)
+        alias = None
+        parts: list[dict] = [{} for _ in range(n)]
+        errors: list[dict] = []
+        if not isinstance(answers, dict):
+            return parts, [{"matrix": None, "entry": None, "message": "expected a table of matrices, such as "
+                            "block1.scaled = [[...], ...]"}], None
+        for key, value in answers.items():
+            key = str(key).strip()
+            if key.startswith("_"):
+                continue
+            m = _BLOCK_KEY.fullmatch(key) or re.fullmatch(r"block(\d+)()", key)
+            if key in ("Z", "output"):
+                if any(str(o).strip() in (f"block{n}.Z", f"block{n}.output") for o in answers) or \
+                        isinstance(answers.get(f"block{n}"), dict) and "Z" in answers[f"block{n}"]:
+                    errors.append({"matrix": key, "entry": None, "message": f"{key}: given twice (also as block{n}.Z)"})
+                    continue
+                k, rest = n, "Z"
+                alias = key
+            elif m and 1 <= int(m.group(1)) <= n:
+                k, rest = int(m.group(1)), m.group(2)
+            else:
+                errors.append({"matrix": key, "entry": None, "message": f"{key}: unknown matrix; a chain's answers are "
+                               f"named by block: block1.Q, …, block{n}.Z (or tables [block1], …)"})
+                continue
+            if rest:
+                parts[k - 1][rest] = value
+            elif isinstance(value, dict):
+                for k2, v2 in value.items():
+                    parts[k - 1][k2] = value[k2]
+            else:
+                errors.append({"matrix": key, "entry": None, "message": f"{key}: expected a table of that block's matrices"})
+        return parts, errors, alias
+
+    def _own_X(self, k: int, given: dict):
+        """Block *k*'s X from the student's own output of block k−1 (every entry readable), rounded to the
+        problem's decimals as exact Fractions; None when not given whole, or the same as the key's."""
+        from .numfmt import round_decimal
+
+        prev = self.solution.blocks[k - 2]
+        out_key = "Z"
+        rows = given.get(out_key, given.get("output"))
+        r, c = prev.output.shape
+        if not isinstance(rows, (list, tuple)) or len(rows) != r:
+            return None
+        X = []
+        for row in rows:
+            if not isinstance(row, (list, tuple)) or len(row) != c:
+                return None
+            out = []
+            for v in row:
+                try:
+                    got = _read(v)
+                except ExpressionError:
+                    return None
+                if got is None or got[1] is None:
+                    return None
+                out.append(Fraction(round_decimal(got[0], got[1], self.problem.decimals)))
+            X.append(tuple(out))
+        X = tuple(X)
+        return None if X == self.solution.blocks[k - 1].problem.X else X
+
+    def _own_checker(self, k: int, X) -> "Checker | None":
+        if (k, X) not in self._own:
+            from .solver import solve
+
+            try:
+                p = self.problem.problem(k, X)
+                self._own[(k, X)] = Checker(p, solve(p, display=self.solution.blocks[k - 1].display))
+            except WorkedError:
+                self._own[(k, X)] = None      # the student's values make no problem a hand can do: the key's
+        return self._own[(k, X)]
+
+    def check(self, answers: dict, *, tolerance=None, reveal: bool = False, diagnose: bool = True) -> "Report":
+        tol = Tolerance.parse(tolerance)
+        parts, errors, alias = self._split(answers)
+        matrices, diagnoses = [], []
+        first = 0
+        for k, (ch, given) in enumerate(zip(self._checkers, parts), 1):
+            rep = ch.check(given, tolerance=tol, reveal=reveal, diagnose=diagnose)
+            own = self._own_checker(k, X) if k > 1 and (X := self._own_X(k, parts[k - 2])) is not None else None
+            if own is not None:
+                mine = own.check(given, tolerance=tol, reveal=False, diagnose=diagnose)
+                by_key = {m.key: m for m in mine.matrices}
+                for m in rep.matrices:
+                    o = by_key.get(m.key)
+                    if o is None:
+                        continue
+                    for i, row in enumerate(m.verdicts):
+                        for j, v in enumerate(row):
+                            if v == "wrong" and o.verdicts[i][j] == "correct":
+                                m.carried[i][j] = True
+                    if any(c for row in m.carried for c in row):
+                        m.based_on = [f"block{k - 1}.Z"] + [f"block{k}.{b}" for b in m.based_on]
+                        wrong = [(i, j) for i, row in enumerate(m.verdicts) for j, v in enumerate(row) if v == "wrong"]
+                        m.consistent = all(m.carried[i][j] for i, j in wrong)
+                    else:
+                        m.based_on = [f"block{k}.{b}" for b in m.based_on]
+                    m.diagnoses = o.diagnoses
+                rep_diag = mine.diagnoses
+            else:
+                for m in rep.matrices:
+                    m.based_on = [f"block{k}.{b}" for b in m.based_on]
+                rep_diag = rep.diagnoses
+            pre = f"block{k}."
+            for m in rep.matrices:
+                for e in m.errors:
+                    _prefix_error(e, pre)
+                m.key = pre + m.key
+                if m.step:
+                    m.step = dict(m.step, number=m.step["number"] + first, block=k)
+            for e in rep.errors:
+                _prefix_error(e, pre)
+            if k == len(self._checkers) and alias:     # answered as "Z": reported as "Z"
+                for m in rep.matrices:
+                    if m.key == pre + "Z":
+                        m.key = "Z"
+            for d in rep_diag:
+                d = dict(d, matrices=[pre + x for x in d.get("matrices", [])], block=k)
+                if d.get("step"):
+                    d["step"] = dict(d["step"], number=d["step"]["number"] + first, block=k)
+                diagnoses.append(d)
+            matrices += rep.matrices
+            errors += rep.errors
+            first += len(self.solution.blocks[k - 1].steps)
+        return Report(self.problem.title, self.problem.decimals, tol, matrices, errors, diagnoses, reveal)
+
+
+def _prefix_error(e: dict, pre: str) -> None:
+    key = e.get("matrix")
+    if key:
+        if e.get("message", "").startswith(key):
+            e["message"] = pre + e["message"]
+        if e.get("label"):
+            e["label"] = pre + e["label"]
+        e["matrix"] = pre + key

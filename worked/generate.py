@@ -37,14 +37,17 @@ from . import numfmt as F
 from .attention import Approx, Float, Hand, forward, loss_of
 from .errors import ProblemError, WorkedError
 from .exact import EntryError, to_fraction
-from .problem import LIMITS, Problem, work_of
+from .problem import LIMITS, Chain, Problem, Work, work_of
 
 # keys of a [family] table / options of `worked new`
-FAMILY_KEYS = ("attention", "tokens", "words", "tokens_enc", "words_enc", "d_model", "d_k", "d_v", "heads", "range", "weight_range", "mask", "scale",
+FAMILY_KEYS = ("attention", "blocks", "tokens", "words", "tokens_enc", "words_enc", "d_model", "d_k", "d_v", "heads", "range", "weight_range", "mask", "scale",
                "decimals", "max_weight", "min_weight", "max_score", "ties", "title", "train", "lr")
 
 MAX_ENTRY = 99          # |entry| bound for generated problems (hand exercises)
 STEPS_PER_START = 400   # local-search steps without progress before a fresh start
+BLOCK_KINDS = ("self", "self-causal", "cross")   # a chain family's blocks ([family] blocks = [...])
+MAX_CHAIN = 4
+CHAIN_TRIES = 6          # draws of a whole chain before giving up
 MAX_STEPS = 40_000      # total steps before giving up (about a second)
 
 
@@ -73,6 +76,7 @@ class Family:
     attention: str = "self"         # "cross": queries from X, keys and values from an encoder side X_enc
     tokens_enc: int | None = None   # cross: the encoder side's tokens (default: as many as the decoder's)
     words_enc: tuple[str, ...] | None = None
+    blocks: tuple[str, ...] | None = None   # a chain of blocks ([[blocks]]): each "self", "self-causal" or "cross"
     source: str | None = field(default=None, compare=False)
 
     # -- derived
@@ -174,7 +178,17 @@ class Family:
             if data["attention"] not in ("self", "cross"):
                 raise err("attention", f'expected "self" or "cross", got {data["attention"]!r}')
             kw["attention"] = data["attention"]
-        cross = kw.get("attention") == "cross"
+        if "blocks" in data:
+            v = data["blocks"]
+            if not isinstance(v, list) or not 1 <= len(v) <= MAX_CHAIN or any(x not in BLOCK_KINDS for x in v):
+                raise err("blocks", f"expected a list of 1 to {MAX_CHAIN} blocks among "
+                          f"{', '.join(repr(k) for k in BLOCK_KINDS)}, such as [\"self-causal\", \"cross\"]")
+            for key in ("attention", "mask", "heads", "train"):
+                if key in data:
+                    raise err(key, f"with blocks, {key} is not a family option: each block's attention and mask come "
+                              "from blocks (\"self\", \"self-causal\", \"cross\"), one head each, no training step")
+            kw["blocks"] = tuple(v)
+        cross = kw.get("attention") == "cross" or "cross" in kw.get("blocks", ())
         for key in ("tokens_enc", "words_enc"):
             if key in data and not cross:
                 raise err(key, f'{key} is only used with attention = "cross" (the encoder side)')
@@ -300,6 +314,15 @@ def check_feasible(fam: Family, prefix: str = "family.") -> None:
     def err(key, msg):
         return ProblemError(prefix + key, msg, src)
 
+    if fam.blocks:
+        bfs = block_families(fam)
+        widths = {bf.d_model for bf in bfs if bf.attention == "cross"}
+        if len(widths) > 1:
+            raise err("blocks", f"the cross blocks would need encoder sides of {' and '.join(map(str, sorted(widths)))} "
+                                "columns (each block's d_model): one X_enc serves them all; use d_v = d_model")
+        for bf in bfs:
+            check_feasible(bf, prefix)
+        return
     if fam.min_w > fam.max_weight:
         raise err("min_weight", f"{fam.min_w:g} is above max_weight {fam.max_weight:g}: no row can meet both")
     sizes = [k for k in _row_sizes(fam) if k >= 2]
@@ -326,7 +349,10 @@ def check_feasible(fam: Family, prefix: str = "family.") -> None:
 
 
 def family_work(fam: Family):
-    """The predicted :class:`~worked.problem.Work` of the family's problems (their shape is the family's)."""
+    """The predicted :class:`~worked.problem.Work` of the family's problems (their shape is the family's; a chain's,
+    the sum of its blocks')."""
+    if fam.blocks:
+        return Work(*(sum(w) for w in zip(*(family_work(bf) for bf in block_families(fam)))))
     digits = max(len(str(abs(x))) for r in (fam.range, fam.wrange) for x in r)
     return work_of(max(fam.n, fam.n_enc), fam.d_model, fam.d_k, fam.dv, fam.heads, fam.d_model, fam.train, digits=digits)
 
@@ -458,11 +484,16 @@ class _Search:
             self.pen[h] = [self._pen(h, i) for i in range(n)]
 
 
-def generate(fam: Family, seed: int, *, title: str | None = None) -> Problem:
-    """One problem of the family, the same for the same (family, seed) on every machine."""
+def generate(fam: Family, seed: int, *, title: str | None = None, X=None, X_enc=None) -> Problem:
+    """One problem of the family, the same for the same (family, seed) on every machine (with ``blocks``, a
+    :class:`~worked.problem.Chain`: :func:`generate_chain`). *X*, *X_enc*: given inputs (a chain's later block),
+    only the weights drawn for them."""
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise WorkedError(f"seed: expected a whole number ≥ 0, got {seed!r}")
+    if fam.blocks:
+        return generate_chain(fam, seed, title=title)
     check_feasible(fam)
+    X_fixed, Xe_fixed = X, X_enc
     rng = random.Random(seed)
     n, dm, dk, dv, H = fam.n, fam.d_model, fam.d_k, fam.dv, fam.heads
     xlo, xhi = fam.range
@@ -473,8 +504,10 @@ def generate(fam: Family, seed: int, *, title: str | None = None) -> Problem:
 
     steps = 0
     while steps < MAX_STEPS:
-        X = _draw_matrix(rng, n, dm, xlo, xhi)
-        Xe = _draw_matrix(rng, fam.n_enc, dm, xlo, xhi) if fam.attention == "cross" else None
+        X = [list(r) for r in X_fixed] if X_fixed is not None else _draw_matrix(rng, n, dm, xlo, xhi)
+        Xe = None
+        if fam.attention == "cross":
+            Xe = [list(r) for r in Xe_fixed] if Xe_fixed is not None else _draw_matrix(rng, fam.n_enc, dm, xlo, xhi)
         WQs, WKs = [], []
         for _ in range(H):
             # start sparse: small scores, so the search starts near an unsaturated softmax
@@ -482,8 +515,8 @@ def generate(fam: Family, seed: int, *, title: str | None = None) -> Problem:
             WKs.append(_draw_matrix(rng, dm, dk, wlo, whi, sparse=True))
         st = _Search(fam, X, WQs, WKs, Xe)
         # every changeable cell: (which, head, row, col, lo, hi)
-        cells = [("X", 0, i, j, xlo, xhi) for i in range(n) for j in range(dm)]
-        if Xe is not None:
+        cells = [("X", 0, i, j, xlo, xhi) for i in range(n) for j in range(dm)] if X_fixed is None else []
+        if Xe is not None and Xe_fixed is None:
             cells += [("E", 0, i, j, xlo, xhi) for i in range(fam.n_enc) for j in range(dm)]
         cells += [(w, h, i, j, wlo, whi) for h in range(H) for w in ("Q", "K") for i in range(dm) for j in range(dk)]
         bad = st.total()
@@ -532,6 +565,53 @@ def generate(fam: Family, seed: int, *, title: str | None = None) -> Problem:
         "use a smaller range, a scale, a larger max_weight or max_score, or a smaller min_weight"
         + (f"; with --train also a target whose gradients stay within ±{MAX_GRAD:g} and whose step lowers the loss"
            " (a smaller range or lr helps)" if fam.train else ""))
+
+
+def block_families(fam: Family) -> list[Family]:
+    """A chain family's blocks as families of one block: block k+1's d_model is block k's d_v."""
+    from dataclasses import replace
+
+    out, dm = [], fam.d_model
+    for kind in fam.blocks:
+        cross = kind == "cross"
+        out.append(replace(fam, blocks=None, attention="cross" if cross else "self",
+                           mask="causal" if kind == "self-causal" else "none", d_model=dm,
+                           tokens_enc=fam.tokens_enc if cross else None, words_enc=fam.words_enc if cross else None))
+        dm = out[-1].dv
+    return out
+
+
+def generate_chain(fam: Family, seed: int, *, title: str | None = None) -> Chain:
+    """A chain of blocks drawn block by block: block 1 as a problem of its own; block k+1's weights (and the encoder
+    side, at the first cross block) drawn for the X block k gives, its output rounded as the key carries it on."""
+    from .chain import rounded_output
+    from .solver import solve
+
+    rng = random.Random(seed)
+    for _ in range(CHAIN_TRIES):      # a block's X with no good weights (rows that tie whatever W_Q): draw again
+        X = X_enc = tokens_enc = None
+        blocks, first = [], None
+        try:
+            for k, bf in enumerate(block_families(fam), 1):
+                s = rng.randrange(2 ** 32)
+                p = generate(bf, s, title=title, X=X, X_enc=X_enc if bf.attention == "cross" else None)
+                first = first or p
+                if p.cross and X_enc is None:
+                    X_enc, tokens_enc = p.X_enc, p.tokens_enc
+                h = p.heads[0]
+                blocks.append({"attention": p.attention, "mask": p.mask, "W_Q": h.W_Q, "W_K": h.W_K, "W_V": h.W_V})
+                X = rounded_output(solve(p).output, fam.decimals)
+        except WorkedError:
+            continue
+        break
+    else:
+        raise WorkedError(f"{fam.source + ': ' if fam.source else ''}no chain of these blocks met the constraints in "
+                          f"{CHAIN_TRIES} draws: use a smaller range, a larger max_weight or max_score, or fewer blocks")
+    data = {"title": first.title, "tokens": list(first.tokens), "X": first.X, "scale": first.scale,
+            "decimals": fam.decimals, "blocks": blocks}
+    if X_enc is not None:
+        data.update(tokens_enc=list(tokens_enc), X_enc=X_enc)
+    return Chain.from_dict(data)
 
 
 MAX_GRAD = 10.0    # largest |entry| of a generated training problem's gradients (hand-sized)

@@ -50,7 +50,7 @@ from .ask import AskError, Question, parse
 from .attention import Float, forward
 from .check import Tolerance
 from .errors import ProblemError, WorkedError
-from .generate import Family, generate
+from .generate import Family, block_families, generate
 from .mistakes import MISTAKES
 from .mistakes import of as mistakes_of      # the mistakes an architecture's stages declare
 
@@ -88,16 +88,31 @@ def _may_be_inf(key: str, fam: Family) -> bool:
 
 
 def matrix_shapes(fam: Family) -> dict[str, tuple[int, int]]:
-    """The shape of every matrix a variant of *fam* has, by key (the training step's too, for a [train] family)."""
+    """The shape of every matrix a variant of *fam* has, by key (the training step's too, for a [train] family; a
+    chain's blocks' as ``block1.Q`` …, and ``Z`` the last block's)."""
+    if fam.blocks:
+        out = {}
+        for k, bf in enumerate(block_families(fam), 1):
+            out.update({f"block{k}.{key}": s for key, s in matrix_shapes(bf).items()})
+        out["Z"] = out[f"block{len(fam.blocks)}.Z"]
+        return out
     return stages.matrices(stages.Dims.of_family(fam))
+
+
+def _in_block(matrix: str) -> tuple[int | None, str]:
+    """``block2.weights`` → (2, "weights"); ``weights`` → (None, "weights")."""
+    m = re.fullmatch(r"block(\d+)\.(.+)", matrix)
+    return (int(m.group(1)), m.group(2)) if m else (None, matrix)
 
 
 def family_question(q: Question, fam: Family) -> Question:
     """*q* resolved against the shapes of *fam*'s variants (by numbers: a variant's tokens are drawn); an entry
     the causal mask hides (−∞) is refused. Raises :class:`worked.ask.AskError`."""
     q.resolve(matrix_shapes(fam))
-    if (fam.mask == "causal" and q.parsed.one_row and q.parsed.one_col and q.cells[0][1] > q.cells[0][0]
-            and _may_be_inf(q.matrix, fam)):
+    k, _ = _in_block(q.matrix)
+    bf = block_families(fam)[k - 1] if fam.blocks and k else fam
+    if (bf.mask == "causal" and q.parsed.one_row and q.parsed.one_col and q.cells[0][1] > q.cells[0][0]
+            and _may_be_inf(q.matrix, bf)):
         raise AskError(f"{q.ask} is masked by the causal mask (−∞): ask an entry with column ≤ row")
     return q
 
@@ -325,6 +340,13 @@ def mistake_worlds(problem) -> list[tuple[str, dict[str, list[list[float]]]]]:
     feedback that applies to *problem*, in the registry's order (one per transform: a causal problem's wrong
     mask is two). A masked score is -inf. A wrong sign in one matrix's update alone (which the checker tries, to
     name it) gives that matrix as the wrong sign in all three does: not a world of its own."""
+    if hasattr(problem, "block_problems"):      # a chain: each block's mistakes, from the key's X of that block
+        from .solver import solve
+
+        sol = solve(problem)
+        last = len(sol.blocks)
+        return [(mid, {**{f"block{k}.{key}": v for key, v in world.items()}, **({"Z": world["Z"]} if k == last else {})})
+                for k, b in enumerate(sol.blocks, 1) for mid, world in mistake_worlds(b.problem)]
     return [(m.id, forward(problem, Float(), transform=t).matrices())
             for m in mistakes_of(stages.of(problem)) if m.answer for t in m.transforms(problem) if t.update_of is None]
 
@@ -355,7 +377,9 @@ def expected_answers(spec: QuizSpec, problem, solution) -> list[dict]:
                 mistakes = []
                 for mid, world in worlds:
                     got = world.get(q.matrix)
-                    if got is None or (len(got), len(got[0])) != shape:
+                    if got is None:
+                        continue    # a chain's mistake in another block
+                    if (len(got), len(got[0])) != shape:
                         continue    # a mistake that changes the matrix's shape (keys from the decoder side)
                     w = got[i0][j0]
                     if not math.isfinite(w) or abs(w - v) <= 2 * tol:
@@ -383,6 +407,12 @@ def expected_answers(spec: QuizSpec, problem, solution) -> list[dict]:
 def describe(q: dict, problem) -> eq.Prose:
     """Words for a question, its math as trees (the stage's words): "the scores Q·Kᵀ: row 2 (x2), column 3 (x3)";
     a row or column of tokens is named by its token (the encoder side's, for cross-attention's keys' rows)."""
+    if hasattr(problem, "block_problems"):     # a chain: the block's words, named by its block (Z: the last's)
+        blocks = problem.block_problems()
+        k, matrix = _in_block(q["matrix"])
+        k = k or len(blocks)
+        inner = dict(q, matrix=matrix, ask=q["ask"].split(".", 1)[1] if q["ask"].startswith("block") else q["ask"])
+        return eq.prose(f"block {k}, ", describe(inner, blocks[k - 1]))
     base = q["matrix"].split(".")[-1]
     arch = stages.of(problem)
     words = stages.words(q["matrix"], arch)
@@ -410,7 +440,7 @@ def describe(q: dict, problem) -> eq.Prose:
 def ask_tree(q: dict):
     """The entry a question names, as a tree: ``weights[1,*]`` → weights[1, ·], ``head2.Z`` → Z⁽²⁾."""
     a = parse(q["ask"])
-    pre, _, base = a.matrix.rpartition(".")
+    pre, _, base = _in_block(a.matrix)[1].rpartition(".")      # a chain's block2.weights: the block's weights
     sym = eq.matrix_sym(base, int(pre[4:]) if pre.startswith("head") else None)
     if a.row is None and a.col is None and "[" not in q["ask"]:
         return sym

@@ -30,7 +30,7 @@ from .attention import INEXACT, Approx, Exact, Hand, HeadPass, Interval, forward
 from .audit import failure as audit_failure
 from .errors import ProblemError
 from .model import HeadResult, Line, Mat, Solution, Step
-from .problem import LIMITS, Problem
+from .problem import LIMITS, Chain, Problem
 
 CHECKS = ("one", "row", "all")
 DISPLAYS = ("exact", "decimal")
@@ -249,6 +249,10 @@ def solve(problem: Problem, checks: str = "one", display: str | None = None) -> 
     answers reads only the values and the headings. :meth:`Solution.audit` builds and audits them all."""
     if checks not in CHECKS:
         raise ValueError(f"checks must be one of {CHECKS}, got {checks!r}")
+    if isinstance(problem, Chain):      # [[blocks]]: block by block, each solved here
+        from .chain import solve_chain
+
+        return solve_chain(problem, solve, checks=checks, display=display)
     display = display or getattr(problem, "display", "exact")
     if display not in DISPLAYS:
         raise ValueError(f"display must be one of {DISPLAYS}, got {display!r}")

@@ -216,6 +216,17 @@ def stem_html(v: dict, math) -> str:
     problem = Problem.from_dict(v["problem"], source=f"variant {v['variant']}")
     page = view.problem_page(problem)
     toks = ", ".join(literal(t) for t in page.tokens)
+    if hasattr(problem, "block_problems"):      # a chain of blocks: the shared inputs, then each block's weights
+        blocks = problem.block_problems()
+        mats = " ".join(math(m) for m in page.given if "." not in m["key"])
+        for k, p in enumerate(blocks, 1):
+            mats += f"</p><p>Block {k} ({escape(problem.block_name(p))}; mask: {escape(view.mask_text(p))}): " + " ".join(
+                math(m) for m in page.given if m["key"].startswith(f"block{k}."))
+        return (f"<p><b>{escape(variant_label(v))}</b></p>"
+                f"<p>{len(blocks)} attention blocks in a chain on the tokens {toks}: each block's X is the output Z "
+                f"of the block before, rounded to {page.places} places. Scaling: {escape(view.scale_text(blocks[0]))}. "
+                f"Indices are 1-based (row, column). Give decimals to {page.places} places.</p>"
+                f"<p>{mats}</p>")
     mats = " ".join(math(m) for m in page.given)
     return (f"<p><b>{escape(variant_label(v))}</b></p>"
             f"<p>Self-attention on the tokens {toks} (one row of X each). Scaling: {escape(view.scale_text(problem))}; "

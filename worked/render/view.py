@@ -106,8 +106,9 @@ class Step(Record):
     task_rich: eq.Prose
     checks: list
     checks_word: str
+    block: dict | None       # a chain's block starts here ([[blocks]]): its number, title, intro and given matrices
     __slots__ = ("number", "id", "head", "title", "title_rich", "why", "notes", "result", "why_rich", "notes_rich",
-                 "shape", "blocks", "mats", "grid", "side", "task_rich", "checks", "checks_word")
+                 "shape", "blocks", "mats", "grid", "side", "task_rich", "checks", "checks_word", "block")
 
 
 class Page(ProblemPage):
@@ -467,6 +468,8 @@ def problem_page(p, display: str | None = None) -> ProblemPage:
     """The problem part of the page model (no solution needed): title, facts, the given matrices, the
     token legend and the empty answer grids. *display* "decimal" shows given entries with more than
     ``decimals + 2`` places rounded (default: the problem's own display)."""
+    if _is_chain(p):
+        return ProblemPage(**_chain_fields(p, p.block_problems(), display))
     return ProblemPage(**_problem_fields(p, display))
 
 
@@ -517,6 +520,8 @@ def build(sol, kind: str, student: dict | None = None, questions: Questions | No
     """The page model for *kind* ("worksheet" or "answer-key"), for the *student* (a dict with any of
     name, id, variant) and with the quiz's graded-answers box *questions*. The caller builds it once and
     hands it to each renderer (a sheet renders the same page as HTML, LaTeX and Typst)."""
+    if _is_chain(sol):
+        return _chain_page(sol, kind, student, questions)
     p = sol.problem
     places = p.decimals
     toks = list(p.tokens)
@@ -553,6 +558,7 @@ def build(sol, kind: str, student: dict | None = None, questions: Questions | No
             task_rich=_task_text(st, p, st.precision or p.precision.carried, places),
             checks=[dict(c, text=printers.text(c["rich"])) for c in _check_prompts(st, tl, toks, sol.checks, p)],
             checks_word={"one": "Check one", "row": "Check a row", "all": "Check every entry"}[sol.checks],
+            block=None,
         ))
 
     # -- heatmaps and answers at a glance
@@ -592,3 +598,104 @@ def build(sol, kind: str, student: dict | None = None, questions: Questions | No
         doc_label="Answer key" if kind == "answer-key" else "Worksheet",
         steps=steps, heatmaps=heat, glance=glance, final=final, questions=questions,
     )
+
+
+# ---------------------------------------------------------------- a chain of blocks ([[blocks]])
+
+def _is_chain(x) -> bool:
+    """A chain of blocks (:class:`worked.chain.Chain`) or its solution: the blocks are in ``blocks``."""
+    return hasattr(x, "block_problems") or isinstance(getattr(x, "blocks", None), list)
+
+
+def _chain_fields(c, problems: list, display: str | None) -> dict[str, Any]:
+    """The problem part of a chain's page: the shared facts and inputs (X, X_enc), then every block's weights (keys
+    ``block1.W_Q`` …) and every block's answer grids (keys ``block1.Q`` …). A sheet gives each block's weights where
+    the block starts instead (:func:`block_given`)."""
+    first = problems[0]
+    page = _problem_fields(first, display)
+    places = c.decimals
+    size = lambda name, v: eq.Rel((eq.Sym(name), eq.num(v)), (eq.EQ,))  # noqa: E731
+    names = "; ".join(f"{k}. {c.block_name(p)}" for k, p in enumerate(problems, 1))
+    facts_rich = [
+        ("Blocks", eq.prose(f"{names}. From block 2 on, a block's ", _X, " is the output ", eq.Sym("Z"),
+                            f" of the block before, rounded to {places} places.")),
+        ("Decoder tokens" if c.cross else "Tokens", eq.prose(", ".join(c.tokens))),
+    ]
+    if c.cross:
+        facts_rich.append(("Encoder tokens", eq.prose(", ".join(c.tokens_enc))))
+    facts_rich += [
+        ("Sizes", eq.prose(size("n", c.n), " tokens", *((", ", size("n_enc", len(c.X_enc)), " encoder tokens")
+                                                        if c.cross else ()), ", ", size("d_model", c.d_model))),
+        ("Scaling", eq.prose(scale_prose(first), f"; answers to {places} decimal places")),
+    ]
+    given_top = [g for g in page["given"] if g["key"] == "X"]
+    cross = [p for p in problems if p.cross]
+    if cross:       # the encoder side, as a cross block gives it
+        given_top += [g for g in _problem_fields(cross[0], display)["given"] if g["key"] == "X_enc"]
+        page["legend"] = page["legend"] + [{"index": i + 1, "token": f"{t} (encoder)"} for i, t in enumerate(c.tokens_enc)]
+        page["needs_legend"] = page["needs_legend"] or any(eq.tok_label(t, i) != t for i, t in enumerate(c.tokens_enc))
+    for k, p in enumerate(problems, 1):       # every block's weights, named by block (block1.W_Q): the web page
+        given_top += [dict(g, note=f"block {k}" + (f", {g['note']}" if g["note"] else ""))
+                      for g in block_given(c, p, k, False, display)]
+    grids = []
+    for k, p in enumerate(problems, 1):
+        for g in answer_grids(p):
+            grids.append(dict(g, key=f"block{k}.{g['key']}", label=f"Block {k}: {g['label']}"))
+    page.update(
+        title=c.title or "Attention blocks", facts_rich=facts_rich, facts=[(a, printers.text(b)) for a, b in facts_rich],
+        given=given_top, grids=grids, causal=any(p.mask == "causal" for p in problems),
+        multihead=any(p.multihead for p in problems),
+        kicker="A chain of attention blocks, worked by hand",
+    )
+    return page
+
+
+def block_given(c, p, k: int, is_key: bool, display: str | None = None) -> list[dict]:
+    """What block *k* starts with on the page: its weights (keys ``block2.W_Q`` …) and, from block 2 on and on the
+    key only, its X (the block before's output as the key shows it)."""
+    shown = given(p, p.precision.carried if (display or p.display) == "decimal" else None)
+    out = []
+    for g in shown:
+        if g["key"] == "X_enc" or g["key"] == "X" and (k == 1 or not is_key):
+            continue
+        note = g["note"]
+        if g["key"] == "X":
+            note = f"block {k - 1}'s output Z, rounded to {c.decimals} places"
+        out.append(dict(g, key=f"block{k}.{g['key']}", note=note))
+    return out
+
+
+def _chain_page(sol, kind: str, student, questions) -> Page:
+    """A chain's page: its problem part, then each block's steps (numbered on from the block before), the first
+    of each headed by its block (:attr:`Step.block`), then every block's answers at a glance."""
+    c = sol.problem
+    is_key = kind == "answer-key"
+    pages = [build(b, kind, student, questions) for b in sol.blocks]
+    fields = _chain_fields(c, [b.problem for b in sol.blocks], sol.display)
+    steps, heat, glance = [], [], []
+    number = 0
+    for k, (b, pg) in enumerate(zip(sol.blocks, pages), 1):
+        intro = None
+        if k > 1:
+            intro = sol.carried_text(k) if is_key else (
+                f"X for block {k} is your Z from block {k - 1}, rounded to {c.decimals} places: carry on with "
+                "your own values.")
+        p = b.problem
+        about = eq.prose(f"mask: {mask_text(p)}; ", eq.Rel((eq.Sym("d_k"), eq.num(p.d_k)), (eq.EQ,)), ", ",
+                         eq.Rel((eq.Sym("d_v"), eq.num(p.d_v)), (eq.EQ,)),
+                         f", {len(p.heads)} heads" if p.multihead else "", ".")
+        head = {"number": k, "title": c.block_title(p, k), "intro": intro, "about": about,
+                "given": block_given(c, p, k, is_key, sol.display)}
+        for i, st in enumerate(pg.steps):
+            number += 1
+            steps.append(Step(**{f: getattr(st, f) for f in Step.FIELDS if f not in ("number", "block", "result")},
+                              number=number, block=head if i == 0 else None,
+                              result=f"block{k}.{st.result}" if st.result else None))
+        for h in pg.heatmaps:
+            heat.append(dict(h, title=f"Block {k}: {h['title']}"))
+        for g in pg.glance:
+            glance.append(dict(g, label=eq.prose(f"Block {k}: ", g["label"])))
+    last = pages[-1]
+    fields["given"] = [g for g in fields["given"] if g["key"] in ("X", "X_enc")]   # the blocks' own: where they start
+    return Page(**fields, kind=kind, is_key=is_key, student=last.student, doc_label=last.doc_label, steps=steps,
+                heatmaps=heat, glance=glance, final=last.final, questions=questions)

@@ -59,7 +59,7 @@ from starlette.staticfiles import StaticFiles
 from .. import __version__
 from ..errors import WorkedError
 from ..exporters import EXPORTERS, of_scope, words
-from ..problem import LIMITS, Problem, builtin_path, work
+from ..problem import LIMITS, Chain, Problem, builtin_path, work
 from . import connections, jobs
 from .views import points as _points
 
@@ -250,7 +250,7 @@ class Engine:
         that keeps that problem's work; by default the first argument's, when it is a problem."""
         hit = self.cache.get(key) if key is not None else None
         if hit is None:
-            if affinity is None and lane.workers > 1 and args and isinstance(args[0], Problem):
+            if affinity is None and lane.workers > 1 and args and isinstance(args[0], (Problem, Chain)):
                 affinity = problem_key(args[0])
             hit = await lane.run(fn, *args, timeout=timeout or self.cfg.solve_timeout, what=what, affinity=affinity)
             if key is not None and hit[0] == 200 and len(hit[1]) + 64 <= self.cache.maxsize:

@@ -34,12 +34,12 @@ _checkers: "collections.OrderedDict[str, Any]" = collections.OrderedDict()
 def checker(problem):
     """The :class:`~worked.check.Checker` of *problem* (it holds the solution), from this worker's last
     :data:`KEEP` problems or made now. A problem that cannot be solved raises, and nothing is kept."""
-    from ..check import Checker
+    from ..check import checker as checker_of
 
     key = json.dumps(problem.to_dict(), sort_keys=True, ensure_ascii=False)
     hit = _checkers.get(key)
     if hit is None:
-        hit = _checkers[key] = Checker(problem)
+        hit = _checkers[key] = checker_of(problem)
         while len(_checkers) > KEEP:
             _checkers.popitem(last=False)
     else:

@@ -123,8 +123,11 @@ def problem_view(problem: Problem) -> dict:
     grids = [{"key": g["key"], "label": g["label"], "rows": g["rows"], "cols": g["cols"], "masked": g["masked"],
               "hint": g["hint"], **_heading(g["eq"])} for g in page.grids]
     # the page model's facts, with scaling and mask on rows of their own and how answers may be typed
+    blocks = problem.block_problems() if hasattr(problem, "block_problems") else None    # a chain ([[blocks]])
+    mask = V.mask_text(problem) if blocks is None else "; ".join(f"block {k}: {V.mask_text(p)}"
+                                                                  for k, p in enumerate(blocks, 1))
     facts = [{"label": label, "text": text} for label, text in page.facts if label != "Scaling"] + [
-             {"label": "Scaling", "text": V.scale_text(problem)}, {"label": "Mask", "text": V.mask_text(problem)},
+             {"label": "Scaling", "text": V.scale_text(blocks[0] if blocks else problem)}, {"label": "Mask", "text": mask},
              {"label": "Answers", "text": f"decimals to {page.places} places, or exact forms like {ANSWERS_FORMS}"}]
     return {
         "title": page.title,
@@ -213,10 +216,15 @@ def check_variant(problem, answers, v, checker, reveal) -> dict:
     out = base.to_dict()
     mats = out["matrices"]
     scored = []
+    last = f"block{len(problem.blocks)}.Z" if hasattr(problem, "block_problems") else None
+
+    def key_of(matrix):     # a chain's Z is its last block's output: the page's grids name it block2.Z
+        return last if matrix == "Z" and matrix not in mats and last in mats else matrix
+
     for q in questions:
-        rep = reports[q.tolerance].to_dict()["matrices"].get(q.matrix)
+        rep = reports[q.tolerance].to_dict()["matrices"].get(key_of(q.matrix))
         if rep is not None:
-            mine = mats[q.matrix]
+            mine = mats[key_of(q.matrix)]
             for i, j in q.cells:
                 mine["verdicts"][i][j] = rep["verdicts"][i][j]
                 mine["carried_forward"][i][j] = rep["carried_forward"][i][j]

@@ -63,10 +63,39 @@ def step(st) -> dict[str, Any]:
     }
 
 
-def solution(sol) -> dict[str, Any]:
-    """The documented JSON form of a :class:`worked.model.Solution`."""
+def chain(sol, text) -> dict[str, Any]:
+    """A chain of blocks ([[blocks]], :class:`worked.chain.ChainSolution`): the shared fields, each block's JSON
+    with the names of one block's (and ``block``, its ``heading`` and ``X``, its input as carried), and ``Z``,
+    the last block's output."""
+    c = sol.problem
+    blocks = []
+    for k, (b, head) in enumerate(zip(sol.blocks, sol.titles()), 1):
+        d = {"block": k, "heading": head, **solution(b, text)}
+        d["X"] = None       # block 1: the top-level X
+        if k > 1:      # block k's X: block k−1's output as the key shows it (rounded), exact
+            X = b.problem.X
+            d["X"] = {"shape": [len(X), len(X[0])], "exact": [[str(sp.Rational(x.numerator, x.denominator)) for x in row]
+                                                              for row in X],
+                      "value": [[float(x) for x in row] for row in X], "from": f"block{k - 1}.Z"}
+        blocks.append(d)
+    return {
+        "title": c.title,
+        "attention": "blocks",
+        "tokens": list(c.tokens),
+        "tokens_enc": list(c.tokens_enc) if c.cross else None,
+        "decimals": c.decimals,
+        "display": sol.display,
+        "blocks": blocks,
+        "Z": matrix(sol.output, text),
+    }
+
+
+def solution(sol, text=None) -> dict[str, Any]:
+    """The documented JSON form of a :class:`worked.model.Solution` (or of a chain of blocks: see :func:`chain`)."""
+    text = text or ExactText().doprint
+    if isinstance(getattr(sol, "blocks", None), list):
+        return chain(sol, text)
     p = sol.problem
-    text = ExactText().doprint
     return {
         "title": p.title,
         "attention": p.attention,

@@ -19,10 +19,39 @@ def table(m: Mat, places: int, exact: bool = False) -> list[str]:
     return out
 
 
+def render_chain(sol) -> str:
+    """A chain of blocks ([[blocks]]): the shared facts, then each block under its own heading."""
+    c = sol.problem
+    places = c.decimals
+    out = [f"# {_cell(c.title or 'Attention blocks')}", "",
+           f"{len(sol.blocks)} blocks in a chain: each block's X is the output Z of the block before, rounded to "
+           f"{places} places as the key shows it. Tokens: {', '.join(_cell(t) for t in c.tokens)}"
+           + (f"; encoder tokens: {', '.join(_cell(t) for t in c.tokens_enc)}" if c.cross else "") + ".", ""]
+    first = 1
+    for k, (b, head) in enumerate(zip(sol.blocks, sol.titles()), 1):
+        out += [f"## {_cell(head)}", ""]
+        if k > 1:
+            out += [_cell(sol.carried_text(k)), ""] + table(sol.blocks[k - 2].output, places) + [""]
+        out += _body(b, "###", f"Z of block {k}", first)
+        first += len(b.steps)
+    out += ["## Answer", ""] + table(sol.output, places) + [""]
+    return "\n".join(out)
+
+
 def render(sol: Solution) -> str:
+    if isinstance(getattr(sol, "blocks", None), list):      # [[blocks]]: worked.chain.ChainSolution
+        return render_chain(sol)
+    p = sol.problem
+    out = [f"# {_cell(p.title or ('Cross-attention' if p.cross else 'Self-attention'))}", ""]
+    out += _body(sol, "##")
+    out += ["## Answer", ""] + table(sol.output, sol.problem.decimals) + [""]
+    return "\n".join(out)
+
+
+def _body(sol: Solution, h: str, answer: str | None = None, first: int = 1) -> list[str]:
     p = sol.problem
     places = p.decimals
-    out = [f"# {_cell(p.title or ('Cross-attention' if p.cross else 'Self-attention'))}", ""]
+    out = []
     if p.cross:
         out.append("Cross-attention: the queries from the decoder side X, the keys and values from the encoder side "
                    f"X_enc. Encoder tokens: {', '.join(_cell(t) for t in p.tokens_enc)}; n_enc = {p.n_kv}.")
@@ -31,8 +60,8 @@ def render(sol: Solution) -> str:
                + (f", {len(p.heads)} heads" if p.multihead else "") + f"; mask: {p.mask}.")
     out.append("")
     mats = sol.matrices()
-    for k, step in enumerate(sol.steps, 1):
-        out += [f"## Step {k}. {_cell(printers.text(step.title_prose))}", "", _cell(printers.text(step.why_prose)), ""]
+    for k, step in enumerate(sol.steps, first):
+        out += [f"{h} Step {k}. {_cell(printers.text(step.title_prose))}", "", _cell(printers.text(step.why_prose)), ""]
         if step.shape_eq is not None:
             out += [f"Shapes: ${printers.latex(step.shape_eq)}$", ""]
         for note in step.notes_prose:
@@ -54,5 +83,6 @@ def render(sol: Solution) -> str:
                 out += [f"{sym}, exact:", ""] + table(m, places, exact=True) + [""]
                 out += [f"{sym}, to {places} places:", ""]
             out += table(m, places) + [""]
-    out += ["## Answer", ""] + table(sol.output, places) + [""]
-    return "\n".join(out)
+    if answer:
+        out += [f"{h} Answer: {answer}", ""] + table(sol.output, places) + [""]
+    return out

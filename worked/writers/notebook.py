@@ -19,7 +19,9 @@ so the same problem gives the same bytes (:func:`dumps`). :func:`execute` runs a
 """
 from __future__ import annotations
 
+import copy
 import os
+import re
 from fractions import Fraction
 from pathlib import Path
 
@@ -333,6 +335,8 @@ def build(sol: Solution, *, answers_hidden: bool = False, student: dict | None =
     *student* (``{"name", "id", "variant"}``, any of them) is named under the title, as on the sheets.
     *graded* names matrices (keys of ``Solution.matrices()``, e.g. ``"weights"``, ``"head1.scores"``) whose
     check cells test the shape only, without their values: a quiz's graded questions, in a student's file."""
+    if isinstance(getattr(sol, "blocks", None), list):      # [[blocks]]: a chain (worked.chain.ChainSolution)
+        return build_chain(sol, answers_hidden=answers_hidden, student=student, graded=graded)
     b = _Builder(sol, answers_hidden, student, graded)
     b.intro()
     b.inputs()
@@ -428,3 +432,82 @@ def write(nb, path) -> Path:
     if out.is_dir():
         raise WorkedError(f"{out}: is a folder, expected a notebook file name")
     return write_file(out, dumps(nb))
+
+
+# ---------------------------------------------------------------- a chain of blocks ([[blocks]])
+
+def _carry_code(places: int) -> str:
+    return ("def carry(M, places=%d):\n"
+            "    \"\"\"The next block's X: each entry of M rounded as the key shows it, halves away from zero\n"
+            "    (np.round would round halves to even: 1.125 to 1.12, where the key carries on with 1.13).\"\"\"\n"
+            "    q = Decimal(1).scaleb(-places)\n"
+            "    return np.array([[float(Decimal(f\"{x:.12g}\").quantize(q, rounding=ROUND_HALF_UP)) for x in row]\n"
+            "                     for row in np.atleast_2d(M)])" % places)
+
+
+def build_chain(sol, *, answers_hidden: bool = False, student: dict | None = None,
+                graded=frozenset()) -> "nbformat.NotebookNode":
+    """The notebook of a chain of blocks: the opening and ``show`` once (and ``carry``, the key's rounding between
+    blocks), then block after block its cells as one block's notebook has them (ids ``block2-…``); from block 2
+    on, X is ``carry(Z)`` of the block before, checked against the key's. *graded* names matrices as
+    ``block2.weights``."""
+    from ..render.view import problem_page
+
+    c = sol.problem
+    page = problem_page(c, sol.display)
+    cells = []
+    st = {k: str(v) for k, v in (student or {}).items() if k in ("name", "id", "variant") and v not in (None, "")}
+    text = [f"# {_md(c.title or 'Attention blocks')}", ""]
+    if st:
+        words = {"name": "Name", "id": "Id", "variant": "Variant"}
+        text += [" · ".join(f"**{words[k]}:** {_md(st[k])}" for k in ("name", "id", "variant") if k in st), ""]
+    text += [f"{len(sol.blocks)} attention blocks in a chain, in code with NumPy: each block is worked as a problem of "
+             "its own, one step at a time, and checked against the worked answer key. Each block's X is the output Z "
+             f"of the block before, rounded to {c.decimals} places as the key shows it.", "",
+             "\n".join(f"* **{_md(a)}:** {_rich_md(b)}" for a, b in page.facts_rich)]
+    if answers_hidden:
+        text += ["", "**This is an exercise.** Write the code for each step in the cell marked "
+                     f"`{PLACEHOLDER}`; the cell after it checks your result against the key."]
+    cells.append(v4.new_markdown_cell("\n".join(text), id="intro"))
+    first = 0
+    for k, (b, head) in enumerate(zip(sol.blocks, sol.titles()), 1):
+        if k > 1:
+            first += len(sol.blocks[k - 2].steps)
+        mine = frozenset(g.split(".", 1)[1] for g in graded if g.startswith(f"block{k}.")) | (
+            {"Z"} if k == len(sol.blocks) and "Z" in graded else set())      # Z: the last block's output
+        nb = build(b, answers_hidden=answers_hidden, graded=mine)
+        pre = f"block{k}-"
+        intro = [f"# {_md(head)}"]
+        if k > 1:
+            intro += ["", _md(sol.carried_text(k)) + " `carry` rounds it the key's way (NumPy's `np.round` would round "
+                      "a half to even)."]
+        cells.append(v4.new_markdown_cell("\n".join(intro), id=pre + "heading"))
+        for cell in nb.cells:
+            if cell.id == "intro" or cell.id.startswith("whole") or k > 1 and cell.id.startswith("import"):
+                continue
+            cell = copy.deepcopy(cell)
+            if k > 1 and cell.id == "inputs-md":
+                cell.source = (f"## The input matrix X of block {k}\n\nBlock {k - 1}'s output Z, rounded to "
+                               f"{c.decimals} places: the numbers block {k} starts from, as the key carries them on.")
+            if k > 1 and cell.id == "inputs":
+                p = b.problem
+                key = [[repr(float(x)) for x in row] for row in p.X]
+                check = ("X_key = " + _array(key, 8) + "\n"
+                         f"np.testing.assert_allclose(X, X_key, rtol={RTOL}, atol={ATOL}, "
+                         f"err_msg='block {k}: X is not block {k - 1}\\'s Z as the key carries it on')\n")
+                if f"block{k - 1}.Z" in graded:     # a graded question's values stay out of the student's file
+                    check = f"assert np.shape(X) == {(p.n, p.d_model)!r}, 'block {k}: X should be block {k - 1}\\'s Z'\n"
+                cell.source = ("words = [" + ", ".join(repr(t) for t in p.tokens) + "]\n"
+                               f"n, d_model, d_k = {p.n}, {p.d_model}, {p.d_k}   # words, size of each word's row of X, "
+                               "size of a query or key\n"
+                               f"X = carry(Z)      # block {k - 1}'s output, as the key shows it\n"
+                               + check + 'print("X shape:", X.shape)\nshow(X)')
+            if k == 1 and cell.id == "import":
+                cell.source += "\n\n\n" + _carry_code(c.decimals)
+            if first and cell.id.startswith("step"):    # numbered on from the block before, as on the pages
+                cell.source = re.sub(r"\bStep (\d+)\b", lambda m: f"Step {int(m.group(1)) + first}", cell.source)
+            cell.id = pre + cell.id
+            cells.append(cell)
+    nb = v4.new_notebook(cells=cells, metadata={"kernelspec": dict(KERNELSPEC), "language_info": dict(LANGUAGE_INFO)})
+    nbformat.validate(nb)
+    return nb

@@ -76,12 +76,45 @@ def _wrap_terms(line: str, cont: str, width: int) -> list[str]:
     return [out[0]] + [cont + x for x in out[1:]]
 
 
+def is_chain(sol) -> bool:
+    """A chain's solution (:class:`worked.chain.ChainSolution`): its blocks' solutions in a list."""
+    return isinstance(getattr(sol, "blocks", None), list)
+
+
+def render_chain(sol, width: int = 100) -> str:
+    """A chain of blocks ([[blocks]]): the shared facts, then each block headed, as one problem of its own."""
+    c = sol.problem
+    places = c.decimals
+    title = c.title or "Attention blocks"
+    out = [title, "=" * _width(title), ""]
+    out += textwrap.wrap(f"{len(sol.blocks)} blocks in a chain: each block's X is the output Z of the block before, "
+                         f"rounded to {places} places as the key shows it.", width)
+    out.append(f"tokens: {', '.join(c.tokens)}" + (f"    encoder tokens: {', '.join(c.tokens_enc)}" if c.cross else ""))
+    out.append(f"scale: {view.scale_text(sol.blocks[0].problem)}    decimals shown: {places}")
+    out.append("")
+    first = 1
+    for k, (b, head) in enumerate(zip(sol.blocks, sol.titles()), 1):
+        out += [head, "#" * _width(head), ""]
+        if k > 1:
+            out += textwrap.wrap(sol.carried_text(k), width)
+            out += matrix_lines(sol.blocks[k - 2].output, places) + [""]
+        out += _body(b, width, f"Z of block {k}", first) + [""]
+        first += len(b.steps)
+    return "\n".join(out) + "\n"
+
+
 def render(sol, width: int = 100) -> str:
+    if is_chain(sol):
+        return render_chain(sol, width)
+    p = sol.problem
+    title = p.title or ("Cross-attention" if p.cross else "Self-attention")
+    return "\n".join([title, "=" * _width(title), ""] + _body(sol, width)) + "\n"
+
+
+def _body(sol, width: int, answer: str = "Z", first: int = 1) -> list[str]:
     p = sol.problem
     places = p.decimals
     out: list[str] = []
-    title = p.title or ("Cross-attention" if p.cross else "Self-attention")
-    out += [title, "=" * _width(title), ""]
     if p.cross:
         out.append("cross-attention: queries from the decoder side X, keys and values from the encoder side X_enc")
         out.append(f"decoder tokens: {', '.join(p.tokens)}    encoder tokens: {', '.join(p.tokens_enc)}")
@@ -91,7 +124,7 @@ def render(sol, width: int = 100) -> str:
     out.append(f"scale: {view.scale_text(p)}    mask: {p.mask}    decimals shown: {places}")
     out.append("")
     mats = sol.matrices()
-    for k, step in enumerate(sol.steps, 1):
+    for k, step in enumerate(sol.steps, first):
         head = f"Step {k}. {printers.text(step.title_prose)}"
         out += [head, "-" * _width(head)]
         out += textwrap.wrap(printers.text(step.why_prose), width)
@@ -120,6 +153,6 @@ def render(sol, width: int = 100) -> str:
                 out.append(f"  {sym} {'=' if m.exact_at(places) else '≈'}" + ("" if m.exact_at(places) else f" (to {places} places)"))
             out += matrix_lines(m, places, indent="    ")
         out.append("")
-    out.append(f"Answer: Z ({'exact' if sol.output.exact_at(places) else f'to {places} places'})")
+    out.append(f"Answer: {answer} ({'exact' if sol.output.exact_at(places) else f'to {places} places'})")
     out += matrix_lines(sol.output, places)
-    return "\n".join(out) + "\n"
+    return out
