@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+from . import stages
 from .errors import ProblemError
 from .model import Mat, Matrices
 from .problem import Chain, block_title, carried_from, remap_block_error
@@ -69,7 +70,7 @@ class ChainSolution:
         for k, s in enumerate(self.blocks, 1):
             for key, m in s.matrices().items():
                 out[f"block{k}.{key}"] = m
-        out["Z"] = self.output
+        out[stages.OUTPUT] = self.output
         return Matrices(out)
 
     def __getitem__(self, name: str) -> Mat:

@@ -1213,12 +1213,13 @@ class ChainChecker:
             if key.startswith("_"):
                 continue
             m = _BLOCK_KEY.fullmatch(key) or re.fullmatch(r"block(\d+)()", key)
-            if key in ("Z", "output"):
-                if any(str(o).strip() in (f"block{n}.Z", f"block{n}.output") for o in answers) or \
-                        isinstance(answers.get(f"block{n}"), dict) and "Z" in answers[f"block{n}"]:
-                    errors.append({"matrix": key, "entry": None, "message": f"{key}: given twice (also as block{n}.Z)"})
+            if key in (stages.OUTPUT, "output"):
+                out = stages.OUTPUT
+                if any(str(o).strip() in (f"block{n}.{out}", f"block{n}.output") for o in answers) or \
+                        isinstance(answers.get(f"block{n}"), dict) and out in answers[f"block{n}"]:
+                    errors.append({"matrix": key, "entry": None, "message": f"{key}: given twice (also as block{n}.{out})"})
                     continue
-                k, rest = n, "Z"
+                k, rest = n, stages.OUTPUT
                 alias = key
             elif m and 1 <= int(m.group(1)) <= n:
                 k, rest = int(m.group(1)), m.group(2)
@@ -1241,7 +1242,7 @@ class ChainChecker:
         from .numfmt import round_decimal
 
         prev = self.solution.blocks[k - 2]
-        out_key = "Z"
+        out_key = stages.OUTPUT
         rows = given.get(out_key, given.get("output"))
         r, c = prev.output.shape
         if not isinstance(rows, (list, tuple)) or len(rows) != r:
@@ -1316,8 +1317,8 @@ class ChainChecker:
                 _prefix_error(e, pre)
             if k == len(self._checkers) and alias:     # answered as "Z": reported as "Z"
                 for m in rep.matrices:
-                    if m.key == pre + "Z":
-                        m.key = "Z"
+                    if m.key == pre + stages.OUTPUT:
+                        m.key = stages.OUTPUT
             for d in rep_diag:
                 d = dict(d, matrices=[pre + x for x in d.get("matrices", [])], block=k)
                 if d.get("step"):

@@ -94,7 +94,7 @@ def matrix_shapes(fam: Family) -> dict[str, tuple[int, int]]:
         out = {}
         for k, bf in enumerate(block_families(fam), 1):
             out.update({f"block{k}.{key}": s for key, s in matrix_shapes(bf).items()})
-        out["Z"] = out[f"block{len(fam.blocks)}.Z"]
+        out[stages.OUTPUT] = out[f"block{len(fam.blocks)}.{stages.OUTPUT}"]
         return out
     return stages.matrices(stages.Dims.of_family(fam))
 
@@ -345,7 +345,7 @@ def mistake_worlds(problem) -> list[tuple[str, dict[str, list[list[float]]]]]:
 
         sol = solve(problem)
         last = len(sol.blocks)
-        return [(mid, {**{f"block{k}.{key}": v for key, v in world.items()}, **({"Z": world["Z"]} if k == last else {})})
+        return [(mid, {**{f"block{k}.{key}": v for key, v in world.items()}, **({stages.OUTPUT: world[stages.OUTPUT]} if k == last else {})})
                 for k, b in enumerate(sol.blocks, 1) for mid, world in mistake_worlds(b.problem)]
     return [(m.id, forward(problem, Float(), transform=t).matrices())
             for m in mistakes_of(stages.of(problem)) if m.answer for t in m.transforms(problem) if t.update_of is None]

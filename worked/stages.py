@@ -577,6 +577,7 @@ def in_order(stages_: tuple, ready) -> list:
     return out
 
 
+OUTPUT = COMBINE[-1].id      # the key of a problem's output, Z (one head's last stage shares it); a chain's: its last block's
 IDS = tuple(dict.fromkeys(s.id for s in FORWARD + COMBINE))       # the forward stages: Q … Z, concat
 TRAIN_IDS = tuple(s.id for s in TRAIN + UPDATE)
 ALL = FORWARD + COMBINE + TRAIN + UPDATE

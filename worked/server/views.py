@@ -12,7 +12,7 @@ import re
 import xml.etree.ElementTree as ET
 from typing import Any
 
-from .. import eq, printers
+from .. import eq, printers, stages
 from ..errors import WorkedError
 from ..problem import Problem
 from ..render import view as V
@@ -219,7 +219,7 @@ def check_variant(problem, answers, v, checker, reveal) -> dict:
     last = f"block{len(problem.blocks)}.Z" if hasattr(problem, "block_problems") else None
 
     def key_of(matrix):     # a chain's Z is its last block's output: the page's grids name it block2.Z
-        return last if matrix == "Z" and matrix not in mats and last in mats else matrix
+        return last if matrix == stages.OUTPUT and matrix not in mats and last in mats else matrix
 
     for q in questions:
         rep = reports[q.tolerance].to_dict()["matrices"].get(key_of(q.matrix))

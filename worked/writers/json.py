@@ -86,7 +86,7 @@ def chain(sol, text) -> dict[str, Any]:
         "decimals": c.decimals,
         "display": sol.display,
         "blocks": blocks,
-        "Z": matrix(sol.output, text),
+        stages.OUTPUT: matrix(sol.output, text),
     }
 
 

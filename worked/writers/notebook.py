@@ -474,7 +474,7 @@ def build_chain(sol, *, answers_hidden: bool = False, student: dict | None = Non
         if k > 1:
             first += len(sol.blocks[k - 2].steps)
         mine = frozenset(g.split(".", 1)[1] for g in graded if g.startswith(f"block{k}.")) | (
-            {"Z"} if k == len(sol.blocks) and "Z" in graded else set())      # Z: the last block's output
+            {stages.OUTPUT} if k == len(sol.blocks) and stages.OUTPUT in graded else set())      # Z: the last block's output
         nb = build(b, answers_hidden=answers_hidden, graded=mine)
         pre = f"block{k}-"
         intro = [f"# {_md(head)}"]

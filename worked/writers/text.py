@@ -8,7 +8,7 @@ from __future__ import annotations
 import textwrap
 import unicodedata
 
-from .. import printers
+from .. import printers, stages
 from ..render import view
 
 
@@ -111,7 +111,7 @@ def render(sol, width: int = 100) -> str:
     return "\n".join([title, "=" * _width(title), ""] + _body(sol, width)) + "\n"
 
 
-def _body(sol, width: int, answer: str = "Z", first: int = 1) -> list[str]:
+def _body(sol, width: int, answer: str = stages.OUTPUT, first: int = 1) -> list[str]:
     p = sol.problem
     places = p.decimals
     out: list[str] = []
