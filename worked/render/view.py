@@ -603,9 +603,19 @@ def build(sol, kind: str, student: dict | None = None, questions: Questions | No
     stu = None
     if student:
         stu = {k: str(student.get(k, "")) for k in ("name", "id", "variant") if student.get(k) not in (None, "")}
-    return Page(
-        **page,
-        kind=kind, is_key=kind == "answer-key", student=stu,
-        doc_label="Answer key" if kind == "answer-key" else "Worksheet",
-        steps=steps, heatmaps=heat, glance=glance, final=final, questions=questions,
-    )
+    return Page(**page, **_kind_fields(kind), student=stu, steps=steps, heatmaps=heat, glance=glance, final=final,
+                questions=questions)
+
+
+def _kind_fields(kind: str) -> dict[str, Any]:
+    """The only fields of a :class:`Page` that depend on which document it is."""
+    return dict(kind=kind, is_key=kind == "answer-key", doc_label="Answer key" if kind == "answer-key" else "Worksheet")
+
+
+def as_kind(page: Page, kind: str) -> Page:
+    """*page* as the page of document *kind* ("worksheet" or "answer-key"): every other field is the same
+    for both documents of a solution, so a caller that writes both builds the page once (:func:`build`) and
+    takes the other from it. The fields are shared, not copied (renderers only read them)."""
+    fields = {f: getattr(page, f) for f in Page.FIELDS}
+    fields.update(_kind_fields(kind))
+    return Page(**fields)
