@@ -66,6 +66,8 @@ class Node:
         elif fields:
             name = fields[0]
             cls._key = lambda self: (getattr(self, name),)
+        else:                   # no fields of its own (Inf, Blank): an empty key
+            cls._key = lambda self: ()
 
     def __init__(self, *args, **kw):
         fields = self._fields
