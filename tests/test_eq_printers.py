@@ -39,6 +39,24 @@ def test_every_node_class_has_a_sample_and_every_printer_prints_it():
             assert isinstance(p(node), str)
 
 
+def test_a_node_is_its_fields_in_equality_hashing_and_pickling():
+    """Every node class: a copy made from its fields is equal with the same hash (the printers' caches rely on
+    it), two different samples are unequal (of one class too: two symbols, a number and its negation), and a
+    pickled node reads back equal."""
+    import pickle
+
+    for node in SAMPLES:
+        fields = [getattr(node, f) for f in node._fields]
+        assert node._key() == tuple(fields)
+        copy = type(node)(*fields)
+        assert copy is not node and copy == node and hash(copy) == hash(node)
+        assert pickle.loads(pickle.dumps(node)) == node
+    for a in SAMPLES:
+        assert [b for b in SAMPLES if b == a] == [a]
+    assert eq.num(1) != eq.num(-1) and eq.Sym("x", sub="cats") != eq.Sym("x", sub="mice")
+    assert eq.Inf() != eq.Blank() and eq.Inf() == eq.Inf() and eq.Inf()._key() == ()
+
+
 def test_brackets_are_the_printers_job():
     """e^(√2)/(3e^(√2)): the denominator is bracketed in text (issue: `e^(√2)/3e^(√2)` read as e^{2√2}/3)."""
     x = eq.Exp(eq.Sqrt(eq.num(2)))

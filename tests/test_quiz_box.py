@@ -12,7 +12,7 @@ from worked.quiz import ask_tree, build_variant, describe, load_spec, plan, ques
 from worked.render.html import render_html
 from worked.render.tex import render_tex
 from worked.render.typst import render_typ
-from worked.render.view import Page, QuestionItem, Questions, build
+from worked.render.view import Page, QuestionItem, Questions, as_kind, build
 from worked.solver import solve
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -22,6 +22,12 @@ QUIZ = ROOT / "problems" / "quiz-1.toml"
 @pytest.fixture(scope="module")
 def sol():
     return solve(load(None))
+
+
+@pytest.fixture(scope="module")
+def chain_sol():
+    """A chain of blocks: its worksheet and key differ where a block starts (your Z / the key's X)."""
+    return solve(load(ROOT / "problems" / "decoder-layer.toml"))
 
 
 def _box() -> Questions:
@@ -83,3 +89,21 @@ def test_the_quiz_box_holds_its_math_as_trees():
     key_tex = files[f"variants/{v.code}/answer-key.tex"].decode()
     assert printers.mathml(box.items[1].ask_eq) in key_html
     assert r"\item $\mathrm{weights}[1,\cdot]$ --- the attention weights \mbox{$A$}" in key_tex
+
+
+@pytest.mark.parametrize("chain", [False, True], ids=["one block", "chain"])
+@pytest.mark.parametrize("first,other", [("worksheet", "answer-key"), ("answer-key", "worksheet")])
+def test_the_other_documents_page_is_the_same_page_but_its_kind(sol, chain_sol, first, other, chain):
+    """A quiz variant and `worked sheet` build the page once and take the other document's page from it
+    (view.as_kind): it prints exactly what a page built for that document prints, in every format."""
+    student, box = {"name": "Ada", "variant": "ABC234"}, _box()
+    if chain:
+        sol, box = chain_sol, None
+    page = as_kind(build(sol, first, student, questions=box), other)
+    fresh = build(sol, other, student, questions=box)
+    assert (page.kind, page.is_key, page.doc_label) == (fresh.kind, fresh.is_key, fresh.doc_label)
+    assert page.kind == other and page.is_key == (other == "answer-key")
+    assert render_html(page) == render_html(fresh)
+    assert render_html(page, for_pdf=True) == render_html(fresh, for_pdf=True)
+    assert render_tex(page) == render_tex(fresh)
+    assert render_typ(page) == render_typ(fresh)

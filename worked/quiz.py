@@ -513,12 +513,13 @@ def build_variant(spec: QuizSpec, variant: Variant, formats: tuple[str, ...]) ->
     sheet = [f for f in E.sheet_formats() if f in formats]
     if not sheet:
         return {"entry": entry, "files": files}
-    from .render.view import build
+    from .render.view import as_kind, build
 
     student = _student_for(variant)
     box = questions_box(spec, questions, problem)
+    page = build(sol, DOCS[0], student, questions=box)     # once: the other document's page is the same but its kind
     for doc in DOCS:
-        page = build(sol, doc, student, questions=box)
+        page = as_kind(page, doc)
         for ext, data in E.render_sheet(page, sheet, paper=spec.paper, pdf_engine=spec.pdf_engine).items():
             files[f"{folder}/{doc}{ext}"] = data
     return {"entry": entry, "files": files}

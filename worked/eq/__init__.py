@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 import re
 from decimal import Decimal
 from fractions import Fraction
@@ -58,7 +59,15 @@ class Node:
 
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)
-        cls._fields = tuple(cls.__dict__.get("__slots__", ()))
+        cls._fields = fields = tuple(cls.__dict__.get("__slots__", ()))
+        if len(fields) > 1:     # the fields' values in one C call (compared and hashed for every cached print)
+            get = operator.attrgetter(*fields)
+            cls._key = lambda self: get(self)
+        elif fields:
+            name = fields[0]
+            cls._key = lambda self: (getattr(self, name),)
+        else:                   # no fields of its own (Inf, Blank): an empty key
+            cls._key = lambda self: ()
 
     def __init__(self, *args, **kw):
         fields = self._fields

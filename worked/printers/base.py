@@ -38,7 +38,18 @@ class Printer:
         return "".join(parts)
 
     def doprint(self, node) -> str:
-        return getattr(self, "_print_" + type(node).__name__)(node)
+        try:
+            return self._methods[type(node)](self, node)
+        except KeyError:      # a node class first met: its method, looked up by name once per printer class
+            fn = self._methods[type(node)] = getattr(type(self), "_print_" + type(node).__name__)
+            return fn(self, node)
+
+    #: node class → its ``_print_<Node>`` (each printer class its own)
+    _methods: dict = {}
+
+    def __init_subclass__(cls, **kw):
+        super().__init_subclass__(**kw)
+        cls._methods = {}
 
     __call__ = doprint
 

@@ -72,12 +72,13 @@ def write_sheet(sol, outdir, *, formats=E.sheet_formats(), paper="a4", pdf_engin
         raise WorkedError(f"{folder}: folder exists and was not written by worked; use --force to write into it "
                           "(it leaves the other files alone)")
 
-    # render everything first: an error leaves the folder as it was; each document's page is built once
-    from .view import build
+    # render everything first: an error leaves the folder as it was; the page is built once, for every document
+    from .view import as_kind, build
 
     out: dict[str, bytes] = {}
+    page = None
     for kind in documents:
-        page = build(sol, kind, student)
+        page = build(sol, kind, student) if page is None else as_kind(page, kind)
         for ext, data in E.render_sheet(page, formats, paper=paper, template_dir=template_dir,
                                         pdf_engine=pdf_engine).items():
             out[f"{kind}{ext}"] = data

@@ -592,12 +592,28 @@ def build(sol, kind: str, student: dict | None = None, questions: Questions | No
     stu = None
     if student:
         stu = {k: str(student.get(k, "")) for k in ("name", "id", "variant") if student.get(k) not in (None, "")}
-    return Page(
-        **page,
-        kind=kind, is_key=kind == "answer-key", student=stu,
-        doc_label="Answer key" if kind == "answer-key" else "Worksheet",
-        steps=steps, heatmaps=heat, glance=glance, final=final, questions=questions,
-    )
+    return Page(**page, **_kind_fields(kind), student=stu, steps=steps, heatmaps=heat, glance=glance, final=final,
+                questions=questions)
+
+
+def _kind_fields(kind: str) -> dict[str, Any]:
+    """The only fields of a :class:`Page` that depend on which document it is."""
+    return dict(kind=kind, is_key=kind == "answer-key", doc_label="Answer key" if kind == "answer-key" else "Worksheet")
+
+
+def as_kind(page: Page, kind: str) -> Page:
+    """*page* as the page of document *kind* ("worksheet" or "answer-key"): every other field is the same
+    for both documents of a solution, so a caller that writes both builds the page once (:func:`build`) and
+    takes the other from it. The fields are shared, not copied (renderers only read them). A chain's block heads
+    keep both documents' words and X (``docs``): the one of *kind* is picked."""
+    fields = {f: getattr(page, f) for f in Page.FIELDS}
+    fields.update(_kind_fields(kind))
+    if any(st.block for st in page.steps):      # a chain: where a block starts, the two documents differ
+        is_key = fields["is_key"]
+        fields["steps"] = [Step(**{f: getattr(st, f) for f in Step.FIELDS if f != "block"},
+                                block=dict(st.block, **st.block["docs"][is_key])) if st.block else st
+                           for st in page.steps]
+    return Page(**fields)
 
 
 # ---------------------------------------------------------------- a chain of blocks ([[blocks]])
@@ -675,17 +691,17 @@ def _chain_page(sol, kind: str, student, questions) -> Page:
     steps, heat, glance = [], [], []
     number = 0
     for k, (b, pg) in enumerate(zip(sol.blocks, pages), 1):
-        intro = None
+        intros = (None, None)
         if k > 1:
-            intro = sol.carried_text(k) if is_key else (
-                f"X for block {k} is your Z from block {k - 1}, rounded to {c.decimals} places: carry on with "
-                "your own values.")
+            intros = (f"X for block {k} is your Z from block {k - 1}, rounded to {c.decimals} places: carry on with "
+                      "your own values.", sol.carried_text(k))
         p = b.problem
         about = eq.prose(f"mask: {mask_text(p)}; ", eq.Rel((eq.Sym("d_k"), eq.num(p.d_k)), (eq.EQ,)), ", ",
                          eq.Rel((eq.Sym("d_v"), eq.num(p.d_v)), (eq.EQ,)),
                          f", {len(p.heads)} heads" if p.multihead else "", ".")
-        head = {"number": k, "title": c.block_title(p, k), "intro": intro, "about": about,
-                "given": block_given(c, p, k, is_key, sol.display)}
+        # the worksheet's and the key's words and X where the block starts (index: is_key), for as_kind
+        docs = tuple({"intro": intros[key], "given": block_given(c, p, k, key, sol.display)} for key in (False, True))
+        head = {"number": k, "title": c.block_title(p, k), "about": about, "docs": docs, **docs[is_key]}
         for i, st in enumerate(pg.steps):
             number += 1
             steps.append(Step(**{f: getattr(st, f) for f in Step.FIELDS if f not in ("number", "block", "result")},

@@ -5,6 +5,7 @@ model or the solver (it reads a solution, :class:`worked.model.Solution`, and it
 :class:`worked.model.Mat`, through their attributes)."""
 from __future__ import annotations
 
+import functools
 import textwrap
 import unicodedata
 
@@ -16,7 +17,13 @@ def _width(s: str) -> int:
     """Terminal columns: wide characters (CJK tokens) take two, combining marks none."""
     if s.isascii():
         return len(s)
-    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 0 if unicodedata.combining(c) else 1 for c in s)
+    return sum(map(_char_width, s))
+
+
+@functools.lru_cache(maxsize=None)
+def _char_width(c: str) -> int:
+    """A character's columns, looked up once per character (a line repeats the few symbols it uses)."""
+    return 2 if unicodedata.east_asian_width(c) in "WF" else 0 if unicodedata.combining(c) else 1
 
 
 def _pad(s: str, w: int, right: bool = True) -> str:
