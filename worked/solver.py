@@ -69,21 +69,6 @@ class View:
         return self.ctx.carry.run.grads[self.index]
 
 
-def _labels(size: str, problem) -> list:
-    """The labels of a matrix's rows or columns of *size* (a key of the stages' sizes): tokens, or numbers."""
-    if size == "n":
-        return list(problem.tokens)
-    if size == "n_kv":
-        return list(problem.tokens_kv)
-    if size == "1":
-        return ["1"]
-    if size == "heads·d_v":
-        return [f"{h}.{c + 1}" for h in range(1, len(problem.heads) + 1) for c in range(problem.d_v)]
-    n = {"d_k": problem.d_k, "d_v": problem.d_v, "d_model": problem.d_model,
-         "d_out": len(problem.W_O[0]) if problem.multihead else problem.d_v}[size]
-    return [str(c + 1) for c in range(n)]
-
-
 def _symbol(ctx, stage, hid) -> eq.Sym:
     """The symbol of *stage*'s matrix (of head *hid*): the one its answer grid writes (A for the weights, W_Q′), else
     its id's."""
@@ -274,8 +259,8 @@ def solve(problem: Problem, checks: str = "one", display: str | None = None) -> 
 
     def M(stage, key, hid, masked=frozenset()):
         """The matrix *key* of *stage*, its carried values from the hand pass when first needed."""
-        return _mat(stage.id, _symbol(ctx, stage, hid), run.shown[key], nums.shown[key], _labels(stage.rows, problem),
-                    _labels(stage.cols, problem), masked if _masked(stage) else frozenset(), carry.grid(key))
+        return _mat(stage.id, _symbol(ctx, stage, hid), run.shown[key], nums.shown[key], stages.labels(stage.rows, problem),
+                    stages.labels(stage.cols, problem), masked if _masked(stage) else frozenset(), carry.grid(key))
 
     steps: list[Step] = []
     heads: list[HeadResult] = []
@@ -380,13 +365,13 @@ def _training(ctx, arch, heads: list[HeadResult], given: dict, forward_layer: di
 
     def make(stage, key, hid, masked, view):
         sym = _symbol(ctx, stage, hid)
-        rows = [sym.name + "′" * bool(sym.prime)] if stage.rows == "1" else _labels(stage.rows, problem)   # L, L′
+        rows = [sym.name + "′" * bool(sym.prime)] if stage.rows == "1" else stages.labels(stage.rows, problem)   # L, L′
         if stage.step.values is not None:       # a matrix the Exact pass has no closed form of
             num, carried = stage.step.values(ctx, stage, view)
             exact = [[INEXACT for _ in row] for row in num]
         else:
             exact, num, carried = run.shown[key], nums.shown[key], hand.shown[key]
-        m = mats[key] = _mat(stage.id, sym, exact, num, rows, _labels(stage.cols, problem),
+        m = mats[key] = _mat(stage.id, sym, exact, num, rows, stages.labels(stage.cols, problem),
                              masked if _masked(stage) else frozenset(), carried, P)
         return m
 
@@ -412,7 +397,7 @@ def _training(ctx, arch, heads: list[HeadResult], given: dict, forward_layer: di
                         if key in keys and key not in mats:
                             rows, cols = keys[key]
                             v.mats[s.id] = mats[key] = _mat(s.id, ctx.sym(s.id, h0 + 1), run.shown[key], nums.shown[key],
-                                                            _labels(s.rows, problem), [str(c + 1) for c in range(cols)],
+                                                            stages.labels(s.rows, problem), [str(c + 1) for c in range(cols)],
                                                             frozenset(), hand.shown[key], P)
                 if not several:
                     for v in views:

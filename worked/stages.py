@@ -56,6 +56,17 @@ _SIZE = {
     "n": lambda d: d.n, "n_kv": lambda d: d.n_kv or d.n, "d_model": lambda d: d.d_model, "d_k": lambda d: d.d_k, "d_v": lambda d: d.d_v,
     "heads·d_v": lambda d: d.heads * d.d_v, "d_out": lambda d: d.d_out, "1": lambda d: 1,
 }
+# what labels a matrix's rows or columns of a size have on the pages: the tokens, else their numbers
+_TOKEN_LABELS = {"n": lambda p: list(p.tokens), "n_kv": lambda p: list(p.tokens_kv), "1": lambda p: ["1"],
+                 "heads·d_v": lambda p: [f"{h}.{c + 1}" for h in range(1, len(p.heads) + 1) for c in range(p.d_v)]}
+
+
+def labels(size: str, problem) -> list[str]:
+    """The labels of a matrix's rows or columns of *size* (a key of the sizes) in *problem*: its tokens (the
+    decoder's or the encoder's), a head's columns side by side (``2.1``), or the numbers 1, 2, …"""
+    if size in _TOKEN_LABELS:
+        return _TOKEN_LABELS[size](problem)
+    return [str(c + 1) for c in range(_SIZE[size](Dims.of_problem(problem)))]
 
 
 class Stage(NamedTuple):
