@@ -271,15 +271,10 @@ class Matrices(dict):
 
 
 class HeadResult:
-    """One head's matrices, exact (:class:`Mat`), one per stage of a head in their order (:data:`NAMES`), by
+    """One head's matrices, exact (:class:`Mat`), one per stage of a head of its architecture, in their order, by
     stage id as attributes too: ``h.weights`` (the scores with −∞ where masked, …)."""
 
-    NAMES = tuple(s.id for s in stages.FORWARD)   # Q … Z (worked.stages)
-
     def __init__(self, index: int, matrices: dict[str, Mat], raw_scores: Mat | None = None):
-        if list(matrices) != list(self.NAMES):
-            raise TypeError(f"HeadResult takes one matrix per stage of a head ({', '.join(self.NAMES)}), "
-                            f"got {', '.join(matrices)}")
         self.index = index          # 1-based
         self._mats = dict(matrices)
         self.raw_scores = raw_scores  # the scores before the mask (causal problems only)
