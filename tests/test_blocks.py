@@ -408,3 +408,28 @@ def test_a_quiz_exercise_notebook_of_a_chain_holds_no_graded_value():
     assert "X_key" not in inputs and "np.shape(X) == (3, 2)" in inputs
     key_nb = json.loads(next(v for k, v in files.items() if k.endswith("/exercise-key.ipynb")))
     assert "Z_key" in next("".join(c["source"]) for c in key_nb["cells"] if c["id"] == "block2-step07-Z-check")
+
+
+def test_worked_new_draws_a_decoder_layer_the_same_for_the_same_seed(cli, tmp_path):
+    """`worked new --blocks self-causal,cross`: a chain worth doing by hand, the same file for the same seed, whose
+    header's command makes it again; its lines hold by hand; a bad kind or a per-block option is one line, exit 2."""
+    code, first, err = cli("new", "--blocks", "self-causal,cross", "--seed", "3")
+    assert code == 0, err
+    code, again, _ = cli("new", "--blocks", "self-causal,cross", "--seed", "3")
+    assert again == first
+    header = first.splitlines()[0]
+    assert "--blocks self-causal,cross" in header and "--mask" not in header
+    f = tmp_path / "drawn.toml"
+    f.write_text(first, encoding="utf-8")
+    chain = load(f)
+    assert [(b.attention, b.mask) for b in chain.block_problems()] == [("self", "causal"), ("cross", "none")]
+    sol = solve(chain)
+    sol.audit()
+    assert [k for k in sol.matrices() if k.endswith(".weights")] == ["block1.weights", "block2.weights"]
+    redo = header.split("`worked ", 1)[1].split("`", 1)[0].split()
+    code, remade, _ = cli(*redo)
+    assert code == 0 and remade == first
+    for bad, words in ((["--blocks", "self,bogus"], "error: --blocks: expected a list of 1 to"),
+                       (["--blocks", "self-causal,cross", "--mask", "causal"], "error: --mask: with blocks")):
+        code, out, err = cli("new", *bad, "--seed", "3")
+        assert code == 2 and out == "" and err.count("\n") == 1 and err.startswith(words), err

@@ -116,6 +116,9 @@ def _new_options(p):
     p.add_argument("--tokens-enc", default=None, metavar="N|WORDS", dest="tokens_enc",
                    help="with --attention cross: the encoder side's tokens, a count or comma-separated words "
                         "(default: as many as --tokens)")
+    p.add_argument("--blocks", default=None, metavar="KINDS",
+                   help="a chain of blocks, comma-separated among self, self-causal, cross (a decoder layer: "
+                        "self-causal,cross); block k+1's X is block k's output Z, rounded")
     p.add_argument("--scale", default=None, metavar="sqrt|none|NUMBER", help="divide the scores by √d_k (default), 1, or NUMBER")
     p.add_argument("--decimals", type=int, default=None, help="decimal places shown (default 2)")
     p.add_argument("--max-weight", type=float, default=None, metavar="W", help="largest weight allowed per row (default 0.9)")

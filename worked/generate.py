@@ -121,6 +121,8 @@ class Family:
             v = getattr(self, f.name)
             if f.name == "tokens" and self.words or f.name == "tokens_enc" and self.words_enc:
                 continue
+            if f.name == "mask" and self.blocks:       # each block's mask comes from its kind (self-causal)
+                continue
             if f.name in ("tokens", "d_model", "d_k", "range", "mask") or v != getattr(base, f.name):
                 if isinstance(v, tuple):
                     v = list(v)
@@ -766,6 +768,8 @@ def header_comment(fam: Family, seed: int) -> str:
             v = f"{v[0]}..{v[1]}"
         elif k in ("words", "words_enc"):
             k, v = "tokens" if k == "words" else "tokens_enc", ",".join(v)
+        elif k == "blocks":
+            v = ",".join(v)
         elif isinstance(v, bool):
             if v:
                 opts.append(f"--{k.replace('_', '-')}")
@@ -795,6 +799,8 @@ def family_from_args(args, source: str = "option") -> Family:
         v = getattr(args, key, None)
         if v is not None:
             d[key] = v
+    if getattr(args, "blocks", None) is not None:
+        d["blocks"] = [b.strip() for b in args.blocks.split(",")]
     if getattr(args, "ties", False):
         d["ties"] = True
     if getattr(args, "train", False):
