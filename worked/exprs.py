@@ -219,7 +219,7 @@ def parse(text: str, max_length: int = MAX_LENGTH) -> eq.Node:
 def _number(v: str) -> eq.Node:
     """A number token as a :class:`~worked.eq.Num`; one that cannot be read (``1e13``, ``1e99999999``) stays
     the word typed, a :class:`~worked.eq.Sym` whose evaluation in the checker's arithmetics raises the number's
-    error where the walk meets it (so an entry's first error is the same as when numbers were read then)."""
+    error where the walk meets it (an entry's errors are met in one order, left to right, numbers' too)."""
     try:
         return eq.Num(bounded_number(v))
     except ExpressionError:

@@ -609,13 +609,17 @@ class Rational:
         return tuple(items)
 
     def neg(self, v):
-        return _map(lambda x: -x, v)
+        return tuple(-x for x in v) if isinstance(v, tuple) else -v
 
     def add(self, a, b):
-        return _broadcast(lambda x, y: x + y, a, b)
+        if isinstance(a, tuple) or isinstance(b, tuple):
+            return _broadcast(lambda x, y: x + y, a, b)
+        return a + b
 
     def mul(self, a, b):
-        return _broadcast(lambda x, y: x * y, a, b)
+        if isinstance(a, tuple) or isinstance(b, tuple):
+            return _broadcast(lambda x, y: x * y, a, b)
+        return a * b
 
     def dot(self, a, b):
         if not (isinstance(a, tuple) and isinstance(b, tuple)):
