@@ -45,15 +45,13 @@ from decimal import Decimal
 
 from . import exprs, mistakes, printers, stages
 from .attention import NA, Interval, contains, forward, pt
+from .eq import arith
 from .errors import ExpressionError, WorkedError
 from .mistakes import MISTAKES
 from .model import MATRIX_ALIASES
 from .numfmt import CTX
 
 BLANKS = ("", "?")
-LIMIT = Decimal(10) ** 12           # largest |value| an answer entry may have
-PI = Decimal("3.1415926535897932384626433832795028841971693993751")   # π to 50 digits
-MAX_EXP_ARG = 200                   # largest x in e^x inside an answer entry
 
 STAGES = tuple(s.id for s in stages.FORWARD)     # a head's: Q … Z (worked.stages)
 LAYER = tuple(s.id for s in stages.COMBINE)      # several heads: their combination, then the output
@@ -69,69 +67,7 @@ EARLY = {**{t.id: (s, False) for s in stages.FORWARD if s.rounded_early for t in
 
 # ---------------------------------------------------------------- reading entries
 
-def _bounded(x):
-    if not x.is_finite() or x.copy_abs() > LIMIT:
-        raise ExpressionError("value is too large for an answer")
-    return x
-
-
-def _num(node):
-    """Evaluate a tree from :func:`worked.exprs.parse` in 50-digit decimals (:data:`worked.numfmt.CTX`),
-    refusing huge values.
-
-    This runs before sympy sees the tree, so nothing expensive (e^(e^(e^100))) is ever evaluated.
-    """
-    kind = node[0]
-    if kind == "num":
-        f = exprs.number(node[1])
-        if abs(f) > 10**12:
-            raise ExpressionError(f"number {node[1]} is too large")
-        return CTX.divide(f.numerator, f.denominator)
-    if kind == "name":
-        raise ExpressionError(f"unknown name {node[1]!r} (an answer is a number, such as 0.62, 2√2 or e^2/(1+e^2))")
-    if kind == "inf":
-        raise ExpressionError("∞ can only be a whole answer, as −∞ for a masked score")
-    if kind == "pi":
-        return PI
-    if kind == "e":
-        return CTX.exp(1)
-    if kind == "vec":
-        raise ExpressionError("a single value was expected, not a vector")
-    if kind == "neg":
-        return _num(node[1]).copy_negate()
-    if kind == "sqrt":
-        v = _num(node[1])
-        if v < 0:
-            raise ExpressionError("square root of a negative number")
-        return CTX.sqrt(v)
-    if kind == "exp":
-        v = _num(node[1])
-        if v > MAX_EXP_ARG:
-            raise ExpressionError("power is too large")
-        return _bounded(CTX.exp(v))
-    if kind == "pow":
-        b, x = _num(node[1]), _num(node[2])
-        if b < 0 and x != int(x):
-            raise ExpressionError("fractional power of a negative number")
-        if b == 0 and x <= 0:
-            raise ExpressionError("0 to a power that is not positive")
-        if b != 0 and CTX.multiply(x, CTX.ln(b.copy_abs())).copy_abs() > MAX_EXP_ARG:
-            raise ExpressionError("power is too large")
-        return _bounded(CTX.power(b, x))
-    if kind in ("add", "sub", "mul", "div"):
-        a, b = _num(node[1]), _num(node[2])
-        if kind == "add":
-            return _bounded(CTX.add(a, b))
-        if kind == "sub":
-            return _bounded(CTX.subtract(a, b))
-        if kind == "mul":
-            return _bounded(CTX.multiply(a, b))
-        if b == 0:
-            raise ExpressionError("division by zero")
-        return _bounded(CTX.divide(a, b))
-    raise ExpressionError("not a number")
-
-
+_DECIMAL = arith.Bounded(CTX)         # the entries' first reading: bounded 50-digit Decimals
 _TWO_NUMBERS = re.compile(r"[\d.]\s+[\d.]")
 _PLAIN_NUMBER = re.compile(r"([-−]?)(\d{1,40}(?:\.\d{1,40})?)")
 _NEG_INF_TEXT = re.compile(r"^\s*[-−]\s*(∞|oo|inf|infinity)\s*$", re.IGNORECASE)
@@ -175,16 +111,14 @@ def _read(value):
                               "with * between factors)")
     plain = _PLAIN_NUMBER.fullmatch(text)
     if plain:                             # a plain decimal (most answers): its value, without the grammar
-        f = exprs.number(plain.group(2))
-        if abs(f) > 10**12:
-            raise ExpressionError(f"number {plain.group(2)} is too large")
+        f = exprs.bounded_number(plain.group(2))
         if plain.group(1):
             f = -f
         return sp.Rational(f.numerator, f.denominator), CTX.divide(f.numerator, f.denominator)
-    tree = exprs.parse(text)
-    num = _num(tree)                      # bounded, cheap: guards the exact evaluation below
+    tree = exprs.parse(text)              # an equation tree (worked.eq), evaluated by its one walk twice:
+    num = arith.walk(tree, _DECIMAL)      # bounded 50-digit Decimals, cheap: guards the exact evaluation below
     try:
-        exact = exprs.eval_exact(tree)
+        exact = arith.exact_value(tree)
     except ExpressionError:
         raise
     except Exception as exc:  # pragma: no cover - sympy surprises are still only an error message

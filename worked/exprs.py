@@ -1,9 +1,8 @@
-"""A small expression grammar of our own, shared by the auditor and the answer checker.
+"""A small expression grammar of our own, for what students type (the answer checker's entries).
 
-It reads what the worked steps display and what students type:
+It reads entries such as::
 
     2√2    2*sqrt(2)    4/√2    e^(√2)/(2 + e^(√2))    exp(2)/(1 + exp(2))    -oo    −∞
-    [1, 0, 1, 0]·[1, 0, 1, 0]    0.1636·[2, 1] + 0.6728·[0, 2]
 
 Grammar (``·``, ``×`` and ``*`` multiply; juxtaposition multiplies, as in ``2√2`` or ``2e^3``, but a number
 never directly follows a number: ``1.2.3``, ``1..67`` and ``3..0`` have two decimal points and are errors, not
@@ -16,22 +15,27 @@ products; nor does a lone ``e`` directly follow a decimal number: ``0.49e`` lack
     atom    := number | "(" expr ")" | "[" expr ("," expr)* "]" | ("√" | "sqrt") atom
              | "exp" "(" expr ")" | "e" | "pi" | "π" | "∞" | "oo" | "inf" | name
 
-A *name* (any other word, such as ``Q`` or ``x_cats``) parses, but evaluating it raises
-:class:`NotNumeric`: the auditor uses that to skip labels. Nothing here calls ``eval`` or
-``sympify``; parsing builds a small tree of tuples that two evaluators walk: one with plain
-floats (the auditor's independent arithmetic), one building exact sympy objects (the checker).
+Nothing here calls ``eval`` or ``sympify``. Parsing builds the equation tree of :mod:`worked.eq` (the tree of
+every displayed line): ``a − b`` is ``Add((a, Neg(b)))``, ``a/b`` is ``Frac``, ``e`` is ``Exp(1)``, π is
+``Sym("π")``, a number is ``Num`` (read exactly; one too large to read, ``1e13`` or ``1e99999999``, stays the
+word typed: evaluating it raises the number's error), any other word is a ``Sym`` (a label: evaluating it
+raises). The one evaluator of that tree,
+:func:`worked.eq.arith.walk`, gives its value in an arithmetic of one's choice (floats, the checker's bounded
+Decimals, exact sympy values).
 """
 from __future__ import annotations
 
-import math
 import re
 from fractions import Fraction
 
+from . import eq
+from .eq.arith import (MAX_INT_POWER, NUMBER_LIMIT, PI_NAME, NotNumeric, bounded_number, exact_value,  # noqa: F401
+                        float_value, number)
 from .errors import ExpressionError
 
 MAX_LENGTH = 400
 MAX_DEPTH = 40
-MAX_INT_POWER = 64
+E = eq.Exp(eq.Num(Fraction(1)))
 
 _TOKEN = re.compile(
     r"""\s*(?:
@@ -41,10 +45,6 @@ _TOKEN = re.compile(
     )""",
     re.VERBOSE,
 )
-
-
-class NotNumeric(Exception):
-    """The expression contains a name (a label), so it has no numeric value."""
 
 
 def tokenize(text: str, max_length: int = MAX_LENGTH) -> list[tuple[str, str]]:
@@ -126,7 +126,8 @@ class _Parser:
         node = self.term()
         while self.peek()[1] in ("+", "-"):
             op = self.take()[1]
-            node = ("add" if op == "+" else "sub", node, self.term())
+            rhs = self.term()
+            node = eq.Add((node, rhs if op == "+" else eq.Neg(rhs)))
         self.depth -= 1
         return node
 
@@ -140,9 +141,10 @@ class _Parser:
             v = self.peek()[1]
             if v in ("*", "/"):
                 self.take()
-                node = ("mul" if v == "*" else "div", node, self.unary())
+                rhs = self.unary()
+                node = eq.Mul((node, rhs)) if v == "*" else eq.Frac(node, rhs)
             elif self._starts_atom():
-                node = ("mul", node, self.power())
+                node = eq.Mul((node, self.power()))
             else:
                 return node
 
@@ -153,7 +155,7 @@ class _Parser:
             self._enter()
             inner = self.unary()
             self.depth -= 1
-            return ("neg", inner) if v == "-" else inner
+            return eq.Neg(inner) if v == "-" else inner
         return self.power()
 
     def power(self):
@@ -163,13 +165,13 @@ class _Parser:
             self._enter()
             exp = self.unary()
             self.depth -= 1
-            return ("pow", base, exp)
+            return eq.Pow(base, exp)
         return base
 
     def atom(self):
         kind, v = self.take()
         if kind == "num":
-            return ("num", v)
+            return _number(v)
         if v == "(":
             node = self.expr()
             self.take(")")
@@ -180,22 +182,22 @@ class _Parser:
                 self.take()
                 items.append(self.expr())
             self.take("]")
-            return ("vec", items)
+            return eq.Vec(tuple(items))
         if v == "√" or (kind == "name" and v == "sqrt"):
             self._enter()
-            node = ("sqrt", self.atom())
+            node = eq.Sqrt(self.atom())
             self.depth -= 1
             return node
         if kind == "name" and v == "exp":
             if self.peek()[1] != "(":
                 raise ExpressionError(f"exp needs parentheses, as in exp(2), in {self.text.strip()!r}")
-            return ("exp", self.atom())
+            return eq.Exp(self.atom())
         if v in ("∞",) or (kind == "name" and v in ("oo", "inf", "infinity")):
-            return ("inf",)
+            return eq.Inf()
         if v == "π" or (kind == "name" and v == "pi"):
-            return ("pi",)
+            return eq.Sym(PI_NAME)
         if kind == "name" and v == "e":
-            return ("e",)
+            return E
         if kind == "name":
             # a label such as Q, x_cats or scores[cats, chase]
             if self.peek()[1] == "[":
@@ -204,177 +206,40 @@ class _Parser:
                 while depth:
                     k2, v2 = self.take()
                     depth += {"[": 1, "]": -1}.get(v2, 0)
-            return ("name", v)
+            return _name(v)
         raise ExpressionError(f"unexpected {v!r} in {self.text.strip()!r}")
 
 
-def parse(text: str, max_length: int = MAX_LENGTH):
-    """Parse *text* into a tree of tuples; raise :class:`ExpressionError` if it is not in the grammar.
-
-    *max_length* guards user input; the auditor, reading our own lines, passes a larger one."""
+def parse(text: str, max_length: int = MAX_LENGTH) -> eq.Node:
+    """Parse *text* into an equation tree (:mod:`worked.eq`); raise :class:`ExpressionError` if it is not in
+    the grammar."""
     return _Parser(text, max_length).parse()
 
 
-# ---------------------------------------------------------------- float evaluation (the auditor's)
-
-def _fl_binop(op, a, b):
-    va, vb = isinstance(a, tuple), isinstance(b, tuple)
-    if op in ("add", "sub"):
-        if va != vb:
-            raise ExpressionError("cannot add a vector and a number")
-        f = (lambda x, y: x + y) if op == "add" else (lambda x, y: x - y)
-        if va:
-            if len(a) != len(b):
-                raise ExpressionError("vectors of different lengths")
-            return tuple(f(x, y) for x, y in zip(a, b))
-        return f(a, b)
-    if op == "mul":
-        if va and vb:
-            if len(a) != len(b):
-                raise ExpressionError("dot product of vectors of different lengths")
-            return math.fsum(x * y for x, y in zip(a, b))
-        if va:
-            return tuple(x * b for x in a)
-        if vb:
-            return tuple(a * y for y in b)
-        return a * b
-    if op == "div":
-        if vb:
-            raise ExpressionError("cannot divide by a vector")
-        if va:
-            return tuple(x / b for x in a)
-        return a / b
-    raise AssertionError(op)
-
-
-def eval_float(node):
-    """Evaluate with plain floats. Vectors are tuples; ``[a]·[b]`` is the dot product."""
-    kind = node[0]
+def _number(v: str) -> eq.Node:
+    """A number token as a :class:`~worked.eq.Num`; one that cannot be read (``1e13``, ``1e99999999``) stays
+    the word typed, a :class:`~worked.eq.Sym` whose evaluation in the checker's arithmetics raises the number's
+    error where the walk meets it (an entry's errors are met in one order, left to right, numbers' too)."""
     try:
-        if kind == "num":
-            return float(node[1])
-        if kind == "name":
-            raise NotNumeric(node[1])
-        if kind == "inf":
-            return math.inf
-        if kind == "pi":
-            return math.pi
-        if kind == "e":
-            return math.e
-        if kind == "vec":
-            items = [eval_float(n) for n in node[1]]
-            if any(isinstance(x, tuple) for x in items):
-                raise ExpressionError("nested vectors")
-            return tuple(items)
-        if kind == "neg":
-            v = eval_float(node[1])
-            return tuple(-x for x in v) if isinstance(v, tuple) else -v
-        if kind == "sqrt":
-            v = eval_float(node[1])
-            if isinstance(v, tuple) or v < 0:
-                raise ExpressionError("square root of a negative number or a vector")
-            return math.sqrt(v)
-        if kind == "exp":
-            v = eval_float(node[1])
-            if isinstance(v, tuple):
-                raise ExpressionError("exp of a vector")
-            return 0.0 if v == -math.inf else math.exp(v)
-        if kind == "pow":
-            b, x = eval_float(node[1]), eval_float(node[2])
-            if isinstance(b, tuple) or isinstance(x, tuple):
-                raise ExpressionError("power of a vector")
-            if b == math.e and x == -math.inf:
-                return 0.0
-            return math.pow(b, x)
-        if kind in ("add", "sub", "mul", "div"):
-            return _fl_binop(kind, eval_float(node[1]), eval_float(node[2]))
-    except (OverflowError, ZeroDivisionError, ValueError) as exc:
-        raise ExpressionError(f"cannot evaluate: {exc}") from None
-    raise AssertionError(kind)
+        return eq.Num(bounded_number(v))
+    except ExpressionError:
+        return eq.Sym(v)
+
+
+def _name(v: str) -> eq.Sym:
+    """A word that is no constant: a label. A :class:`~worked.eq.Sym`'s name has no prime, so what follows a
+    ``'`` (``x'``) is kept in ``sub`` (:func:`worked.eq.arith.sym_name` gives the word back)."""
+    head, quote, tail = v.partition("'")
+    return eq.Sym(head, sub=quote + tail) if quote else eq.Sym(v)
 
 
 def value(text: str, max_length: int = MAX_LENGTH):
-    """Parse and evaluate *text* with floats (raises NotNumeric for labels)."""
-    return eval_float(parse(text, max_length))
-
-
-# ---------------------------------------------------------------- exact evaluation (the checker's)
-
-def number(s: str) -> Fraction:
-    """A number token read exactly ("0.43" is 43/100), its digits and exponent bounded first
-    (:func:`worked.exact.decimal`: ``1e99999999`` is an error, not a hundred-million-digit integer)."""
-    from .exact import EntryError, decimal
-
-    try:
-        return decimal(s)
-    except EntryError as exc:
-        raise ExpressionError(str(exc)) from None
-
-
-def _check_exponent(node, message: str, size: bool = True) -> None:
-    """Bound a base or exponent with plain floats before building it exactly: sympy would otherwise try
-    to evaluate something like exp(exp(exp(100))) and never finish. Raises ExpressionError."""
-    try:
-        v = eval_float(node)
-    except NotNumeric:
-        raise ExpressionError("unknown name in a power") from None
-    if isinstance(v, tuple) or (size and abs(v) > 700):
-        raise ExpressionError(message)
-
-
-def eval_exact(node):
-    """Build an exact sympy value from the tree (no sympify). Vectors are not allowed."""
-    import sympy as sp
-
-    kind = node[0]
-    if kind == "num":
-        f = number(node[1])
-        if abs(f) > 10**12:
-            raise ExpressionError(f"number {node[1]} is too large")
-        return sp.Rational(f.numerator, f.denominator)
-    if kind == "name":
-        raise ExpressionError(f"unknown name {node[1]!r}")
-    if kind == "inf":
-        return sp.oo
-    if kind == "pi":
-        return sp.pi
-    if kind == "e":
-        return sp.E
-    if kind == "vec":
-        raise ExpressionError("a single value was expected, not a vector")
-    if kind == "neg":
-        return -eval_exact(node[1])
-    if kind == "sqrt":
-        v = eval_exact(node[1])
-        if v.is_negative:
-            raise ExpressionError("square root of a negative number")
-        return sp.sqrt(v)
-    if kind == "exp":
-        _check_exponent(node[1], "exponent is too large")
-        return sp.exp(eval_exact(node[1]))
-    if kind == "pow":
-        b, x = eval_exact(node[1]), eval_exact(node[2])
-        if x.is_Rational and b.is_Rational:
-            if abs(x.p) > MAX_INT_POWER or x.q > MAX_INT_POWER or abs(b) > 10**6:
-                raise ExpressionError("power is too large")
-        else:
-            _check_exponent(node[1], "power is too large", size=False)
-            _check_exponent(node[2], "power is too large")
-        return sp.Pow(b, x)
-    if kind in ("add", "sub", "mul", "div"):
-        a, b = eval_exact(node[1]), eval_exact(node[2])
-        if kind == "add":
-            return a + b
-        if kind == "sub":
-            return a - b
-        if kind == "mul":
-            return a * b
-        if b == 0:
-            raise ExpressionError("division by zero")
-        return a / b
-    raise AssertionError(kind)
+    """Parse *text* and evaluate it with floats (a tuple for a vector; raises NotNumeric for a name)."""
+    return float_value(parse(text, max_length))
 
 
 def exact(text: str):
     """Parse *text* into an exact sympy number, e.g. ``exact("2√2") == 2*sqrt(2)``."""
-    return eval_exact(parse(text))
+    return exact_value(parse(text))
+
+

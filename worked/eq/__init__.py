@@ -32,7 +32,6 @@ Prose       a run of prose with math in it: ``("the row's sum ", s_i, " first")`
 from __future__ import annotations
 
 import functools
-import math
 import operator
 import re
 from decimal import Decimal
@@ -406,168 +405,31 @@ def _factor_key(f):
     return 0 if f.is_Number else 1 if f.is_Pow else 3 if isinstance(f, sp.exp) else 2
 
 
-# ---------------------------------------------------------------- evaluation (for the auditor)
-
-class _Label(Exception):
-    """The node names something (a symbol or an entry): it has no value to check."""
-
+# ---------------------------------------------------------------- evaluation (one walk: worked.eq.arith)
 
 def is_label(node: Node) -> bool:
-    try:
-        _ev(node)
-    except _Label:
-        return True
-    return False
+    """Whether *node* names something (a symbol, an entry) instead of being a number."""
+    return evaluate(node) is None
 
 
 def evaluate(node: Node):
     """``(value, error)``: the value of *node* computed from the numbers as shown (floats; a tuple for
     a vector), and a first-order bound of how far that can be from the value the rounded decimals in
     it stand for (each :class:`Dec` is off by at most half a unit in its last place). None when the
-    node names something instead of being a number."""
+    node names something instead of being a number. The auditor's arithmetic (:data:`worked.eq.arith.AUDIT`)."""
     try:
-        return _ev(node)
+        return _walk(node, _AUDIT)
     except _Label:
         return None
-
-
-def _ev(n):
-    t = type(n)
-    if t is Num:
-        return float(n.value), 0.0
-    if t is Dec:
-        return float(n.value), 0.5 * n.ulps * 10.0 ** -n.places
-    if t is Inf:
-        return math.inf, 0.0
-    if t is Neg:
-        v, e = _ev(n.arg)
-        return _map(lambda x: -x, v), e
-    if t is Vec:
-        vals = [_ev(x) for x in n.items]
-        return tuple(v for v, _ in vals), tuple(e for _, e in vals)
-    if t is Add:
-        v, e = _ev(n.terms[0])
-        for term in n.terms[1:]:
-            v2, e2 = _ev(term)
-            v, e = _zip(lambda a, b: a + b, v, v2), _zip(lambda a, b: a + b, e, e2)
-        return v, e
-    if t is Mul:
-        v, e = _ev(n.factors[0])
-        for f in n.factors[1:]:
-            v2, e2 = _ev(f)
-            v, e = _mul(v, e, v2, e2)
-        return v, e
-    if t is Dot:
-        a, ea = _ev(n.left)
-        b, eb = _ev(n.right)
-        if not (isinstance(a, tuple) and isinstance(b, tuple)) or len(a) != len(b):
-            raise ValueError("a dot product needs two vectors of one length")
-        v = sum(x * y for x, y in zip(a, b))
-        e = sum(abs(x) * dy + abs(y) * dx + dx * dy for x, y, dx, dy in zip(a, b, ea, eb))
-        return v, e
-    if t is Frac:
-        a, ea = _ev(n.num)
-        b, eb = _ev(n.den)
-        if isinstance(b, tuple):
-            raise ValueError("cannot divide by a vector")
-        if b == 0:
-            raise ZeroDivisionError("division by zero in a shown line")
-        if math.isinf(b):
-            return _map(lambda x: 0.0 if not math.isinf(x) else math.nan, a), 0.0
-        lo = abs(b) - eb
-        bound = (lambda x, dx: (abs(x) * eb + abs(b) * dx) / (abs(b) * lo)) if lo > 0 else (lambda x, dx: math.inf)
-        return _map(lambda x: x / b, a), _zip(bound, a, ea)
-    if t is Sqrt:
-        a, ea = _ev(n.arg)
-        r = math.sqrt(a)
-        return r, (ea / (2 * math.sqrt(max(a - ea, 0.0)) + 1e-300) if ea else 0.0)
-    if t is Exp:
-        a, ea = _ev(n.arg)
-        if math.isinf(a):
-            return (0.0 if a < 0 else math.inf), 0.0
-        v = math.exp(a)
-        return v, (math.exp(a + ea) - v if ea else 0.0)
-    if t is Pow:
-        a, ea = _ev(n.base)
-        b, eb = _ev(n.exp)
-        v = a ** b
-        if not (ea or eb):
-            return v, 0.0
-        whole = not eb and float(b).is_integer()      # (−0.5)² is fine: an integer power of any base
-        hi = max(abs((a + s * ea) ** (b + u * eb) - v) for s in (-1, 1) for u in (-1, 1) if whole or a + s * ea > 0)
-        return v, hi
-    if t is Rel:
-        raise ValueError("a relation has no single value")
-    raise _Label()
-
-
-def _map(f, v):
-    return tuple(f(x) for x in v) if isinstance(v, tuple) else f(v)
-
-
-def _zip(f, a, b):
-    if isinstance(a, tuple) or isinstance(b, tuple):
-        if not (isinstance(a, tuple) and isinstance(b, tuple)) or len(a) != len(b):
-            raise ValueError("vectors of different lengths")
-        return tuple(f(x, y) for x, y in zip(a, b))
-    return f(a, b)
-
-
-def _mul(a, ea, b, eb):
-    if isinstance(a, tuple) and isinstance(b, tuple):
-        raise ValueError("use Dot for a product of two vectors")
-    if isinstance(a, tuple):
-        return tuple(x * b for x in a), tuple(abs(x) * eb + abs(b) * dx + dx * eb for x, dx in zip(a, ea))
-    if isinstance(b, tuple):
-        return tuple(a * y for y in b), tuple(abs(a) * dy + abs(y) * ea + ea * dy for y, dy in zip(b, eb))
-    return a * b, abs(a) * eb + abs(b) * ea + ea * eb
 
 
 def rational_value(node: Node):
     """The exact value of *node* when it is rational arithmetic (+, −, ·, /, whole powers) on the numbers as
     shown (a Fraction; a tuple for a vector), else None (a root, e^x, a label)."""
-    t = type(node)
-    if t is Num:
-        return node.value
-    if t is Dec:
-        return Fraction(node.value)
-    if t is Neg:
-        v = rational_value(node.arg)
-        return None if v is None else _map(lambda x: -x, v)
-    if t is Vec:
-        vals = [rational_value(x) for x in node.items]
-        return None if any(v is None for v in vals) else tuple(vals)
-    if t in (Add, Mul):
-        parts = [rational_value(x) for x in (node.terms if t is Add else node.factors)]
-        if any(v is None for v in parts):
-            return None
-        acc = parts[0]
-        for v in parts[1:]:
-            acc = _broadcast((lambda a, b: a + b) if t is Add else (lambda a, b: a * b), acc, v)
-        return acc
-    if t is Dot:
-        a, b = rational_value(node.left), rational_value(node.right)
-        if not (isinstance(a, tuple) and isinstance(b, tuple)):
-            return None
-        return sum((x * y for x, y in zip(a, b)), Fraction(0))
-    if t is Frac:
-        a, b = rational_value(node.num), rational_value(node.den)
-        if a is None or b is None or isinstance(b, tuple) or b == 0:
-            return None
-        return _map(lambda x: x / b, a)
-    if t is Pow:
-        a, b = rational_value(node.base), rational_value(node.exp)
-        if a is None or b is None or isinstance(b, tuple) or b.denominator != 1:
-            return None
-        return _map(lambda x: x ** int(b), a)
-    return None
+    try:
+        return _walk(node, _RATIONAL)
+    except _Undefined:
+        return None
 
 
-def _broadcast(f, a, b):
-    if isinstance(a, tuple) and isinstance(b, tuple):
-        return _zip(f, a, b)
-    if isinstance(a, tuple):
-        return tuple(f(x, b) for x in a)
-    if isinstance(b, tuple):
-        return tuple(f(a, y) for y in b)
-    return f(a, b)
+from .arith import AUDIT as _AUDIT, RATIONAL as _RATIONAL, Label as _Label, Undefined as _Undefined, walk as _walk  # noqa: E402
