@@ -472,12 +472,7 @@ class Problem:
         if self.cross:
             d = {"title": self.title, "attention": "cross", "tokens": list(self.tokens), "X": mat(self.X),
                  "tokens_enc": list(self.tokens_enc), "X_enc": mat(self.X_enc)}
-        if self.multihead:
-            d["heads"] = [{"W_Q": mat(h.W_Q), "W_K": mat(h.W_K), "W_V": mat(h.W_V)} for h in self.heads]
-            d["W_O"] = mat(self.W_O)
-        else:
-            h = self.heads[0]
-            d.update(W_Q=mat(h.W_Q), W_K=mat(h.W_K), W_V=mat(h.W_V))
+        d.update(self.weights_dict())
         d["scale"] = self.scale if isinstance(self.scale, str) else _frac_text(self.scale)
         d["mask"] = self.mask
         d["decimals"] = self.decimals
@@ -486,6 +481,15 @@ class Problem:
         if self.train is not None:
             d["train"] = {"target": mat(self.train.target), "loss": self.train.loss, "lr": exact_text(self.train.lr)}
         return d
+
+    def weights_dict(self) -> dict:
+        """The weights as a problem file writes them: W_Q, W_K, W_V, or ``heads`` and W_O."""
+        mat = lambda m: [[_frac_text(x) for x in row] for row in m]  # noqa: E731
+        if self.multihead:
+            return {"heads": [{"W_Q": mat(h.W_Q), "W_K": mat(h.W_K), "W_V": mat(h.W_V)} for h in self.heads],
+                    "W_O": mat(self.W_O)}
+        h = self.heads[0]
+        return {"W_Q": mat(h.W_Q), "W_K": mat(h.W_K), "W_V": mat(h.W_V)}
 
     def with_weights(self, heads) -> "Problem":
         """The same problem with other (exact) weights for each head: *heads* a list of (W_Q, W_K, W_V)."""
@@ -760,14 +764,7 @@ class Chain:
         blocks = []
         for k in range(1, len(self.blocks) + 1):
             p = self._build(k, *self._shape_args(k))
-            b: dict[str, Any] = {"attention": p.attention, "mask": p.mask}
-            if p.multihead:
-                b["heads"] = [{"W_Q": mat(h.W_Q), "W_K": mat(h.W_K), "W_V": mat(h.W_V)} for h in p.heads]
-                b["W_O"] = mat(p.W_O)
-            else:
-                h = p.heads[0]
-                b.update(W_Q=mat(h.W_Q), W_K=mat(h.W_K), W_V=mat(h.W_V))
-            blocks.append(b)
+            blocks.append({"attention": p.attention, "mask": p.mask, **p.weights_dict()})
         d["blocks"] = blocks
         return d
 
