@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import eq, printers, stages
+from . import choice, eq, printers, stages
 from . import exporters as E
 from .ask import AskError, Question, parse
 from .attention import Float, forward
@@ -55,7 +55,8 @@ from .mistakes import MISTAKES
 from .mistakes import of as mistakes_of      # the mistakes an architecture's stages declare
 
 SPEC_KEYS = ("title", "seed", "count", "paper", "instructions", "family", "questions")
-QUESTION_KEYS = ("ask", "points", "tolerance", "name")
+QUESTION_KEYS = ("ask", "points", "tolerance", "name", "type", "choices")
+QUESTION_TYPES = ("value", "choice")
 TOLERANCE_KEYS = ("abs", "rel")
 FORMATS = tuple(E.EXPORTERS)                                   # pdf, html, tex, moodle, qti, gift, ipynb
 DEFAULT_FORMATS = tuple(f for f, e in E.EXPORTERS.items() if e.quiz_default)   # pdf, html, moodle, qti, gift
@@ -189,12 +190,25 @@ def spec_from_dict(data: dict, source: str) -> QuizSpec:
                 raise err(f"{where}.tolerance", f"expected a number ≥ 0 (or {{abs = …, rel = …}}), got {v!r}")
         if ta == 0 and tr == 0:
             raise err(f"{where}.tolerance", "is zero: decimal answers could never match; give e.g. tolerance = 0.01")
+        kind = q.get("type", "value")
+        if kind not in QUESTION_TYPES:
+            raise err(f"{where}.type", f'expected "value" (a number to type) or "choice" (options to choose), got {kind!r}')
+        nchoices = q.get("choices", 4 if kind == "choice" else None)
+        if nchoices is not None and kind != "choice":
+            raise err(f"{where}.choices", 'is for type = "choice" questions only')
+        if kind == "choice" and (isinstance(nchoices, bool) or not isinstance(nchoices, int)
+                                 or not choice.MIN_CHOICES <= nchoices <= choice.MAX_CHOICES):
+            raise err(f"{where}.choices", f"expected a whole number of options from {choice.MIN_CHOICES} to "
+                                          f"{choice.MAX_CHOICES} (the right value and the wrong ones), got {nchoices!r}")
         question = Question(q["ask"].strip() if isinstance(q["ask"], str) else q["ask"], float(points),
-                            Tolerance(abs=float(ta), rel=float(tr)), name=name)
+                            Tolerance(abs=float(ta), rel=float(tr)), name=name, kind=kind, choices=nchoices or 0)
         try:
             questions.append(family_question(question, fam))
         except AskError as exc:
             raise err(f"{where}.ask", str(exc)) from None
+        if kind == "choice" and len(question.cells) != 1:
+            raise err(f"{where}.ask", f"a choice question asks one value: expected an ask that names one entry "
+                                      f"(such as Z[1,2]) or a scalar (such as loss), got {question.ask!r}")
     return QuizSpec(title=title, seed=seed, family=fam, questions=tuple(questions), count=count, paper=paper,
                     instructions=instructions, source=source)
 
@@ -319,19 +333,34 @@ def plan(quiz_seed: int, *, roster: list[dict] | None = None, count: int | None 
 
 # ---------------------------------------------------------------- answers
 
+REDRAWS = 8          # draws of a variant whose worked steps cannot be shown
+CHOICE_REDRAWS = 24  # draws of a variant whose choice questions lack distinct wrong values
+
+
 def draw_problem(spec: QuizSpec, variant: Variant):
-    """The variant's problem and exact solution. A draw whose worked steps cannot be shown is redrawn
-    (deterministically: seed, seed+1, …), so a batch never stops half-way."""
+    """The variant's problem, its exact solution, the redraws it took and its questions (the manifest's list:
+    :func:`expected_answers`). A draw whose worked steps cannot be shown, or where a choice question's named
+    mistakes give too few distinct wrong values, is redrawn (deterministically: seed, seed+1, …), so a batch
+    never stops half-way."""
     from .solver import AuditFailure, solve
 
     title = spec.title
     last = None
-    for attempt in range(8):
+    tries = CHOICE_REDRAWS if any(q.kind == "choice" for q in spec.questions) else REDRAWS
+    for attempt in range(tries):
         problem = generate(spec.family, variant.seed + attempt, title=title)
         try:
-            return problem, solve(problem).audit(), attempt
+            sol = solve(problem).audit()
         except AuditFailure as exc:  # pragma: no cover - depends on the solver's auditor
             last = exc
+            continue
+        try:
+            return problem, sol, attempt, expected_answers(spec, problem, sol, key=variant.seed)
+        except choice.TooFewOptions as exc:
+            last = exc
+    if isinstance(last, choice.TooFewOptions):
+        raise WorkedError(f"{spec.source}: variant {variant.code}: {last} in {tries} draws: ask an entry that more "
+                          f"mistakes change, or fewer choices")
     raise WorkedError(f"variant {variant.code}: the worked solution could not be shown ({last})")
 
 
@@ -356,8 +385,10 @@ def _num(x: float) -> float:
     return float(f"{x:.12g}")
 
 
-def expected_answers(spec: QuizSpec, problem, solution) -> list[dict]:
-    """The manifest's ``questions`` list for one variant (see README: "Random problems and quizzes")."""
+def expected_answers(spec: QuizSpec, problem, solution, *, key=0) -> list[dict]:
+    """The manifest's ``questions`` list for one variant (see README: "Random problems and quizzes"); a choice
+    question's options are shuffled with *key* (the variant's seed) and its name. Raises
+    :class:`worked.choice.TooFewOptions`."""
     mats = solution.matrices()
     worlds = mistake_worlds(problem)
     out = []
@@ -398,10 +429,31 @@ def expected_answers(spec: QuizSpec, problem, solution) -> list[dict]:
             cols = shape[1]
             expected = [[e["expected"] for e in entries[r * cols:(r + 1) * cols]] for r in range(shape[0])]
             exact = [[e["exact"] for e in entries[r * cols:(r + 1) * cols]] for r in range(shape[0])]
-        out.append({"name": q.name, "ask": q.ask, "matrix": q.matrix, "points": q.points,
-                    "tolerance": {"abs": ta, "rel": tr}, "shape": list(shape),
-                    "expected": expected, "exact": exact, "entries": entries})
+        item = {"name": q.name, "ask": q.ask, "matrix": q.matrix, "points": q.points,
+                "tolerance": {"abs": ta, "rel": tr}, "shape": list(shape),
+                "expected": expected, "exact": exact, "entries": entries}
+        if q.kind == "choice":
+            item.update(type="choice", options=choice_options(q, M, worlds, problem.decimals, key))
+        out.append(item)
     return out
+
+
+def choice_options(q: Question, M, worlds, places: int, key) -> list[dict]:
+    """A choice question's options for one variant (:func:`worked.choice.options`): the key's answer and the
+    values of the named mistakes at its one cell."""
+    i0, j0 = q.cells[0]
+    if M.value(i0, j0) is None:     # pragma: no cover - refused when the spec is read (a masked entry)
+        raise choice.TooFewOptions(f"{q.ask} is masked")
+    wrong = []
+    for mid, world in worlds:
+        got = world.get(q.matrix)
+        if got is None or (len(got), len(got[0])) != M.shape:
+            continue
+        w = got[i0][j0]
+        if math.isfinite(w):
+            wrong.append((mid, w, MISTAKES[mid].answer_feedback))
+    opts = choice.options(M.dec_plain(i0, j0, places), wrong, q.choices, places, f"{key}\x00{q.name}")
+    return [dict(o, title=MISTAKES[o["mistake"]].title if o["mistake"] else "right") for o in opts]
 
 
 def describe(q: dict, problem) -> eq.Prose:
@@ -474,11 +526,19 @@ def _points_text(q: dict) -> str:
 def questions_box(spec: QuizSpec, questions: list[dict], problem):
     """The "Graded answers" box as page data (:class:`worked.render.view.Questions`), which every sheet
     template prints: each question's entry and description with their math as trees."""
-    from .render.view import QuestionItem, Questions
+    from decimal import Decimal
+
+    from .render.view import QuestionItem, QuestionOption, Questions
+
+    def options(q):
+        return [QuestionOption(letter=o["letter"], value=eq.dec(Decimal(o["value"])), right=o["right"],
+                               note="right" if o["right"] else f"{o['title']} [{o['mistake']}]")
+                for o in q.get("options") or ()]
 
     return Questions(title="Graded answers", intro=spec.instructions or _INTRO, items=[
         QuestionItem(ask=q["ask"], ask_eq=ask_tree(q), text=describe(q, problem), points=_points_text(q),
-                     tolerance=_tolerance_text(q["tolerance"])) for q in questions])
+                     tolerance="choose one" if q.get("options") else _tolerance_text(q["tolerance"]),
+                     options=options(q)) for q in questions])
 
 
 DOCS = ("worksheet", "answer-key")
@@ -486,8 +546,7 @@ DOCS = ("worksheet", "answer-key")
 
 def build_variant(spec: QuizSpec, variant: Variant, formats: tuple[str, ...]) -> dict:
     """Everything for one variant: its manifest entry and its files (relative path → bytes)."""
-    problem, sol, attempt = draw_problem(spec, variant)
-    questions = expected_answers(spec, problem, sol)
+    problem, sol, attempt, questions = draw_problem(spec, variant)
     entry = {
         "variant": variant.code,
         "number": variant.number,

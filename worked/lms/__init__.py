@@ -238,3 +238,13 @@ def stem_html(v: dict, math) -> str:
 def asked(q: dict) -> list[dict]:
     """The entries of a question that take an answer (a causal mask's −∞ entries do not)."""
     return [e for e in q["entries"] if e["expected"] is not None]
+
+
+def is_choice(q: dict) -> bool:
+    """Is a manifest question a multiple-choice one (``type = "choice"``: its ``options``)?"""
+    return q.get("type") == "choice" and bool(q.get("options"))
+
+
+def option_feedback(o: dict) -> str:
+    """An option's feedback as plain text: "Correct." for the right one, its mistake's words otherwise."""
+    return o.get("feedback") or ("Correct." if o["right"] else "")

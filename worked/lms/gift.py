@@ -1,4 +1,5 @@
-"""GIFT (Moodle's text format): one numerical question per answer entry.
+"""GIFT (Moodle's text format): one numerical question per answer entry; a choice question (``type = "choice"``)
+is one multiple-choice question ``{=right#Correct. ~wrong#its mistake's feedback …}`` (single answer).
 
 ::
 
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 from html import escape
 
-from . import asked, category, fmt_num, idnumber, matrix_latex, one_line, places, right_answers, stem_html
+from . import is_choice, option_feedback, asked, category, fmt_num, idnumber, matrix_latex, one_line, places, right_answers, stem_html
 
 
 def gift_escape(s: str) -> str:
@@ -52,6 +53,14 @@ def export(manifest: dict) -> str:
         stem = stem_html(v, _math)
         nplaces = places(v)
         for q in v["questions"]:
+            if is_choice(q):    # {=right#feedback ~wrong#feedback …}: a single-answer multiple choice
+                name = f"{v['variant']} {q['name']} {q['ask']}"
+                text = stem + f"<p>Which is <b>{escape(q['ask'])}</b>? Choose one.</p>"
+                answers = [("=" if o["right"] else "~") + gift_escape(o["value"]) + "#"
+                           + gift_html(escape(option_feedback(o), quote=False)) for o in q["options"]]
+                out.append(f"// [id:{idnumber(v, q)}]\n::{gift_escape(name)}::[html]{gift_html(text)}{{\n    "
+                           + "\n    ".join(answers) + "\n}\n\n")
+                continue
             for e in asked(q):
                 name = f"{v['variant']} {q['name']} {e['ask']}"
                 part = f" (part of {escape(q['ask'])})" if len(q["entries"]) > 1 else ""

@@ -1,5 +1,7 @@
 """Moodle XML: one numerical question per single-entry ask, one Cloze (embedded answers) question per row,
-column or whole-matrix ask; known mistakes are extra 0 % answers whose feedback names the mistake.
+column or whole-matrix ask; known mistakes are extra 0 % answers whose feedback names the mistake. A choice
+question (``type = "choice"``) is a single-answer ``multichoice`` with shuffled answers: the right option at
+100 %, each wrong one (a named mistake's value) at 0 % with that mistake's feedback.
 
 Format (Moodle docs, "Moodle XML format"; read in Moodle 4.5's ``question/format/xml/format.php`` and
 ``question/type/multianswer/questiontype.php``): ``<question type="numerical">`` with
@@ -28,7 +30,7 @@ from html import escape
 from math import lcm
 from xml.sax.saxutils import escape as xesc
 
-from . import asked, category, clean, dec, fmt_num, idnumber, matrix_latex, one_line, places, right_answers, rounded, stem_html
+from . import is_choice, option_feedback, asked, category, clean, dec, fmt_num, idnumber, matrix_latex, one_line, places, right_answers, rounded, stem_html
 
 CORRECT = "Correct."
 
@@ -81,6 +83,29 @@ def _numerical(name: str, ident: str, text: str, points: Decimal, e: dict, nplac
     return "".join(out)
 
 
+def _multichoice(name: str, ident: str, text: str, points: Decimal, q: dict) -> str:
+    """A single-answer ``multichoice`` question: the options as the sheet letters them (Moodle shuffles them
+    again), the right one at 100 %, each wrong one at 0 % with its mistake's feedback."""
+    right = next(o for o in q["options"] if o["right"])
+    out = ['  <question type="multichoice">\n',
+           f"    <name><text>{xesc(name)}</text></name>\n",
+           _text("questiontext", text),
+           _text("generalfeedback", f"Expected: {escape(right['value'])} (exact: {escape(q['entries'][0]['exact'])})"),
+           f"    <defaultgrade>{fmt_num(points)}</defaultgrade>\n    <penalty>0</penalty>\n    <hidden>0</hidden>\n",
+           f"    <idnumber>{xesc(ident)}</idnumber>\n",
+           "    <single>true</single>\n    <shuffleanswers>true</shuffleanswers>\n"
+           "    <answernumbering>ABCD</answernumbering>\n    <showstandardinstruction>0</showstandardinstruction>\n",
+           _text("correctfeedback", "Correct."), _text("partiallycorrectfeedback", ""),
+           _text("incorrectfeedback", "")]
+    for o in q["options"]:
+        out.append(f'    <answer fraction="{100 if o["right"] else 0}" format="html">\n'
+                   f"      <text>{xesc(escape(o['value'], quote=False))}</text>\n"
+                   f'      <feedback format="html"><text>{xesc(escape(option_feedback(o), quote=False))}</text></feedback>\n'
+                   f"    </answer>\n")
+    out.append("  </question>\n")
+    return "".join(out)
+
+
 def mark_scale(manifest: dict) -> int:
     """*K*: the smallest whole number for which K × points / cells is a whole number for every multi-cell ask."""
     k = 1
@@ -110,6 +135,10 @@ def export(manifest: dict) -> str:
             entries = asked(q)
             name = f"{v['variant']} {q['name']} {q['ask']}"
             mark = k * dec(q["points"])
+            if is_choice(q):
+                text = stem + f"<p>Which is <b>{escape(q['ask'])}</b>? Choose one.</p>"
+                out.append(_multichoice(name, idnumber(v, q), text, mark, q))
+                continue
             if len(q["entries"]) == 1:
                 text = stem + f"<p>Give <b>{escape(q['ask'])}</b>.</p>"
                 out.append(_numerical(name, idnumber(v, q), text, mark, entries[0], nplaces))
