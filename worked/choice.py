@@ -97,5 +97,35 @@ def score(text, opts, points: float) -> tuple[int, float, dict | None]:
     return int(right), (points if right else 0.0), o
 
 
+def _decimal(s) -> bool:
+    """Is *s* a finite decimal string of at most 40 characters?"""
+    try:
+        return isinstance(s, str) and len(s) <= 40 and Decimal(s).is_finite()
+    except InvalidOperation:
+        return False
+
+
+def read_options(raw, src: str, where: str) -> tuple:
+    """A choice question's options as a manifest holds them (``worked quiz`` writes them: letter, value, right,
+    mistake), checked; a one-line :class:`worked.errors.WorkedError` naming *src* and *where* otherwise."""
+    from .errors import WorkedError
+
+    def _err(src, field_, msg):
+        return WorkedError(f"{src}: {field_}: {msg}")
+
+    if not isinstance(raw, list) or len(raw) < 2:
+        raise _err(src, where, "expected the list of a choice question's options (letter, value, right)")
+    out = []
+    for k, o in enumerate(raw, 1):
+        if not (isinstance(o, dict) and isinstance(o.get("letter"), str) and len(o["letter"]) == 1
+                and o["letter"].upper() in LETTERS and _decimal(o.get("value")) and isinstance(o.get("right"), bool)):
+            raise _err(src, f"{where}[{k}]", "expected an option {\"letter\": \"A\", \"value\": \"0.49\", \"right\": true}")
+        out.append({"letter": o["letter"].upper(), "value": o["value"], "right": o["right"],
+                    "mistake": o.get("mistake") if isinstance(o.get("mistake"), str) else None})
+    if sum(o["right"] for o in out) != 1:
+        raise _err(src, where, "expected exactly one option with \"right\": true")
+    return tuple(out)
+
+
 def right_option(opts) -> dict:
     return next(o for o in opts if o["right"])

@@ -359,8 +359,8 @@ def draw_problem(spec: QuizSpec, variant: Variant):
         except choice.TooFewOptions as exc:
             last = exc
     if isinstance(last, choice.TooFewOptions):
-        raise WorkedError(f"{spec.source}: variant {variant.code}: {last} in {tries} draws: ask an entry that more "
-                          f"mistakes change, or fewer choices")
+        raise WorkedError(f"{spec.source}: questions: variant {variant.code}, {last} in each of {tries} draws: ask an "
+                          "entry that more mistakes change, or fewer choices")
     raise WorkedError(f"variant {variant.code}: the worked solution could not be shown ({last})")
 
 
@@ -452,7 +452,10 @@ def choice_options(q: Question, M, worlds, places: int, key) -> list[dict]:
         w = got[i0][j0]
         if math.isfinite(w):
             wrong.append((mid, w, MISTAKES[mid].answer_feedback))
-    opts = choice.options(M.dec_plain(i0, j0, places), wrong, q.choices, places, f"{key}\x00{q.name}")
+    try:
+        opts = choice.options(M.dec_plain(i0, j0, places), wrong, q.choices, places, f"{key}\x00{q.name}")
+    except choice.TooFewOptions as exc:
+        raise choice.TooFewOptions(f"question {q.name} ({q.ask}): {exc}") from None
     return [dict(o, title=MISTAKES[o["mistake"]].title if o["mistake"] else "right") for o in opts]
 
 
@@ -924,7 +927,11 @@ def run(spec_path, *, count=None, roster=None, seed=None, outdir=None, formats=N
     else:
         variants = plan(spec.seed, roster=students, count=n)
     # a quick dry draw of the first variant: an impossible family fails here, before anything is written
-    generate(spec.family, variants[0].seed)
+    # (with choice questions, the whole draw: too few distinct wrong options fails here too)
+    if any(q.kind == "choice" for q in spec.questions):
+        draw_problem(spec, variants[0])
+    else:
+        generate(spec.family, variants[0].seed)
     out = Path(outdir) if outdir else Path("output") / (Path(spec_path).stem or "quiz")
     if jobs is None:
         jobs = os.cpu_count() or 1

@@ -455,7 +455,9 @@ def _read_manifest(path: Path) -> dict:
         norm = _norm_code(code)
         qs = [{"ask": q["ask"][:60], "points": _points(q.get("points")),
                "name": q["name"][:40] if isinstance(q.get("name"), str) else "",
-               "tolerance": q.get("tolerance") if isinstance(q.get("tolerance"), (dict, str, int)) else None}
+               "tolerance": q.get("tolerance") if isinstance(q.get("tolerance"), (dict, str, int)) else None,
+               # a choice question's options (letter, value, right, mistake): worked.server.views reads them
+               "options": q["options"][:8] if q.get("type") == "choice" and isinstance(q.get("options"), list) else None}
               for q in it.get("questions") or [] if isinstance(q, dict) and isinstance(q.get("ask"), str)]
         if CODE_RE.fullmatch(norm):
             variants.setdefault(norm, Variant(code=norm, problem=prob, title=str(prob.get("title", "")), questions=qs))
