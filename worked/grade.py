@@ -31,7 +31,9 @@ Moodle's quiz "Responses" report also works: ``Response 1``, ``Response 2``, …
 order, students are matched by ``ID number``, ``Email address`` or name, and cloze answers
 (``part 1: 0.19; part 2: 0.62``) are split into entries. A choice question (``"type": "choice"`` with its
 ``options``) takes the option's letter (``B``) or its value (``0.49``, as Moodle's report writes the option
-chosen): the right option earns the points, any other none, and a wrong option names its mistake.
+chosen): the right option earns the points, any other none, and a wrong option names its mistake. A variant of a
+quiz that mixes families has ``"parts"`` (each with its ``problem`` and ``questions``) instead: each part is
+checked against its own problem, and the responses have a column per question of every part.
 """
 from __future__ import annotations
 
@@ -63,6 +65,8 @@ class Student:
     problem: object
     questions: list
     solution: object = None
+    parts: list | None = None   # a quiz with [[parts]]: a Student per part (its problem and questions); then
+    #                             *problem* is the first part's and *questions* all parts' questions, in order
 
 
 @dataclass
@@ -163,6 +167,14 @@ def load_manifest(quizdir) -> Manifest:
             raise _err(src, f"{where}.id", f"duplicate student id {sid!r}")
         seen.add(sid)
         name = s.get("name") or stud.get("name") or ""
+        if isinstance(s.get("parts"), list) and "problem" not in s:   # a quiz that mixes families: a problem per part
+            parts = [_part_student(sid, str(name or ""), str(variant or ""), p, src, f"{where}.parts[{j}]")
+                     for j, p in enumerate(s["parts"], 1)]
+            if not parts:
+                raise _err(src, f"{where}.parts", "expected the variant's parts, each with its problem and questions")
+            students.append(Student(sid, str(name or ""), str(variant or ""), parts[0].problem,
+                                    [q for p in parts for q in p.questions], parts=parts))
+            continue
         prob = s.get("problem")
         if not isinstance(prob, dict):
             raise _err(src, f"{where}.problem", "missing: the student's problem (the keys of a problem file)")
@@ -191,6 +203,19 @@ def load_manifest(quizdir) -> Manifest:
     if questions is None:
         questions = students[0].questions
     return Manifest(str(title), questions, students, src)
+
+
+def _part_student(sid, name, variant, part, src, where) -> Student:
+    """One part of a mixed quiz's variant (its problem and questions) as a :class:`Student` of its own."""
+    from .problem import Problem, ProblemError
+
+    if not isinstance(part, dict) or not isinstance(part.get("problem"), dict):
+        raise _err(src, f"{where}.problem", "missing: the part's problem (the keys of a problem file)")
+    try:
+        problem = Problem.from_dict(part["problem"], source=f"{src}: {where}.problem")
+    except ProblemError as exc:
+        raise WorkedError(str(exc)) from None
+    return Student(sid, name, variant, problem, _questions(part.get("questions"), src, f"{where}.questions"))
 
 
 def resolve_question(q: Question, student: Student, src: str):
@@ -437,6 +462,15 @@ def grade_student(student: Student, row: Row | None, src: str) -> StudentResult:
     from .check import check_answers
     from .solver import solve
 
+    if student.parts:       # a quiz with [[parts]]: each part checked against its own problem
+        results = [grade_student(p, row, src) for p in student.parts]
+        merged = StudentResult(student, any(r.responded for r in results), {}, {}, [], [])
+        for r in results:
+            merged.scores.update(r.scores)
+            merged.fractions.update(r.fractions)
+            merged.codes += [c for c in r.codes if c not in merged.codes]
+            merged.problems += r.problems
+        return merged
     if student.solution is None:
         student.solution = solve(student.problem)
     for q in student.questions:

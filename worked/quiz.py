@@ -54,7 +54,9 @@ from .generate import Family, block_families, generate
 from .mistakes import MISTAKES
 from .mistakes import of as mistakes_of      # the mistakes an architecture's stages declare
 
-SPEC_KEYS = ("title", "seed", "count", "paper", "instructions", "family", "questions")
+SPEC_KEYS = ("title", "seed", "count", "paper", "instructions", "family", "questions", "parts")
+PART_KEYS = ("title", "family", "questions")
+MAX_PARTS = 10
 QUESTION_KEYS = ("ask", "points", "tolerance", "name", "type", "choices")
 QUESTION_TYPES = ("value", "choice")
 TOLERANCE_KEYS = ("abs", "rel")
@@ -80,6 +82,9 @@ class QuizSpec:
     instructions: str = ""
     source: str = "<spec>"
     pdf_engine: str = "typst"   # or "weasyprint" (the HTML sheets printed) or "latex" (pdflatex on the .tex)
+    # a quiz that mixes families ([[parts]]): each part a QuizSpec of its own (its family and questions; its
+    # title the part's); then *family* is the first part's and *questions* all parts' questions, in order
+    parts: tuple = ()
 
 
 def _may_be_inf(key: str, fam: Family) -> bool:
@@ -145,22 +150,57 @@ def spec_from_dict(data: dict, source: str) -> QuizSpec:
     instructions = data.get("instructions", "")
     if not isinstance(instructions, str) or len(instructions) > 2000:
         raise err("instructions", "expected a string of at most 2000 characters")
-    fam_data = data.get("family", {})
-    fam = Family.from_dict(dict(fam_data) if isinstance(fam_data, dict) else fam_data, source=source)
+    common = dict(seed=seed, count=count, paper=paper, instructions=instructions, source=source)
+    if "parts" in data:
+        for key in ("family", "questions"):
+            if key in data:
+                raise err(key, "a quiz with [[parts]] gives each part its own [parts.family] and [[parts.questions]]")
+        raw = data["parts"]
+        if not isinstance(raw, list) or not raw or len(raw) > MAX_PARTS:
+            raise err("parts", f"expected 1 to {MAX_PARTS} [[parts]] tables, each with [parts.family] and [[parts.questions]]")
+        parts, names, first, asks = [], set(), 1, {}
+        for k, pd in enumerate(raw, 1):
+            where = f"parts[{k}]"
+            if not isinstance(pd, dict):
+                raise err(where, "expected a table with family and questions")
+            unknown = sorted(set(pd) - set(PART_KEYS))
+            if unknown:
+                raise err(f"{where}.{unknown[0]}", f"unknown key (expected some of: {', '.join(PART_KEYS)})")
+            ptitle = pd.get("title", f"Part {k}")
+            if not isinstance(ptitle, str) or not ptitle.strip() or len(ptitle) > 200:
+                raise err(f"{where}.title", "expected a non-empty string of at most 200 characters")
+            fam, questions = _family_and_questions(pd.get("family", {}), pd.get("questions"), f"{title} — {ptitle}",
+                                                   err, f"{where}.", first, names, source)
+            for j, q in enumerate(questions, 1):
+                if q.ask in asks:
+                    raise err(f"{where}.questions[{j}].ask", f"{q.ask} is asked in part {asks[q.ask]} too: the "
+                              "responses and the LMS reports name a question by its ask (ask another entry)")
+                asks[q.ask] = k
+            first += len(questions)
+            parts.append(QuizSpec(title=f"{title} — {ptitle}", family=fam, questions=tuple(questions), **common))
+        return QuizSpec(title=title, family=parts[0].family, questions=tuple(q for p in parts for q in p.questions),
+                        parts=tuple(parts), **common)
+    fam, questions = _family_and_questions(data.get("family", {}), data.get("questions"), title, err, "", 1, set(), source)
+    return QuizSpec(title=title, family=fam, questions=tuple(questions), **common)
+
+
+def _family_and_questions(fam_data, qs, title, err, prefix: str, first: int, names: set, source: str):
+    """A [family] and its [[questions]] (at *prefix*: "" or "parts[2]."), the questions named q<first>, … unless
+    named; *names*: the names taken (by the parts before)."""
+    fam = Family.from_dict(dict(fam_data) if isinstance(fam_data, dict) else fam_data, source=source,
+                           prefix=prefix + "family.")
     if not fam.title:
         from dataclasses import replace
 
         fam = replace(fam, title=title)
-    qs = data.get("questions")
     if not isinstance(qs, list) or not qs:
-        raise err("questions", "expected at least one [[questions]] table with ask = \"…\"")
+        raise err(prefix + "questions", "expected at least one [[questions]] table with ask = \"…\"")
     if len(qs) > 50:
-        raise err("questions", f"{len(qs)} questions is more than a quiz sheet holds (at most 50)")
+        raise err(prefix + "questions", f"{len(qs)} questions is more than a quiz sheet holds (at most 50)")
     default_tol = 10.0 ** -fam.decimals
     questions = []
-    names = set()
     for k, q in enumerate(qs, 1):
-        where = f"questions[{k}]"
+        where = f"{prefix}questions[{k}]"
         if not isinstance(q, dict):
             raise err(where, "expected a table with ask, points and tolerance")
         unknown = sorted(set(q) - set(QUESTION_KEYS))
@@ -168,7 +208,7 @@ def spec_from_dict(data: dict, source: str) -> QuizSpec:
             raise err(f"{where}.{unknown[0]}", f"unknown key (expected some of: {', '.join(QUESTION_KEYS)})")
         if "ask" not in q:
             raise err(f"{where}.ask", 'missing: what is asked, such as "scores[2,3]", "weights[1,*]" or "Z"')
-        name = q.get("name", f"q{k}")
+        name = q.get("name", f"q{first + k - 1}")
         if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_.-]{1,40}", name):
             raise err(f"{where}.name", "expected a short name of letters, digits, _ . - (e.g. q1)")
         if name in names:
@@ -209,8 +249,7 @@ def spec_from_dict(data: dict, source: str) -> QuizSpec:
         if kind == "choice" and len(question.cells) != 1:
             raise err(f"{where}.ask", f"a choice question asks one value: expected an ask that names one entry "
                                       f"(such as Z[1,2]) or a scalar (such as loss), got {question.ask!r}")
-    return QuizSpec(title=title, seed=seed, family=fam, questions=tuple(questions), count=count, paper=paper,
-                    instructions=instructions, source=source)
+    return fam, questions
 
 
 def load_spec(path) -> QuizSpec:
@@ -547,34 +586,70 @@ def questions_box(spec: QuizSpec, questions: list[dict], problem):
 DOCS = ("worksheet", "answer-key")
 
 
+def part_seed(seed: int, k: int) -> int:
+    """The seed (48 bits) of part *k* of a variant whose seed is *seed* (a quiz with [[parts]])."""
+    return int.from_bytes(hashlib.sha256(f"worked-quiz-part\x00{seed}\x00{k}".encode()).digest()[:6], "big")
+
+
 def build_variant(spec: QuizSpec, variant: Variant, formats: tuple[str, ...]) -> dict:
-    """Everything for one variant: its manifest entry and its files (relative path → bytes)."""
-    problem, sol, attempt, questions = draw_problem(spec, variant)
-    entry = {
+    """Everything for one variant: its manifest entry and its files (relative path → bytes). A quiz with [[parts]]
+    draws one problem per part (its seed :func:`part_seed`): the entry lists the parts, each with its problem and
+    questions; a sheet in PDF holds the parts in order, the other files are one per part (``worksheet-part2.html``)."""
+    from dataclasses import replace
+
+    entry: dict[str, Any] = {
         "variant": variant.code,
         "number": variant.number,
         "student": dict(variant.student) if variant.student else None,
         "seed": variant.seed,
-        "redraws": attempt,
-        "problem": problem.to_dict(),
-        "questions": questions,
     }
     files: dict[str, bytes] = {}
     folder = f"variants/{variant.code}"
+    if not spec.parts:
+        problem, sol, attempt, questions = draw_problem(spec, variant)
+        entry.update(redraws=attempt, problem=problem.to_dict(), questions=questions)
+        files[f"{folder}/variant.json"] = b""      # first in the folder's order
+        files.update(_part_files(spec, variant, formats, sol, questions, problem, folder, ""))
+    else:
+        entry["parts"] = []
+        pdfs: dict[str, list] = {}
+        files[f"{folder}/variant.json"] = b""
+        for k, part in enumerate(spec.parts, 1):
+            pv = replace(variant, seed=part_seed(variant.seed, k))
+            problem, sol, attempt, questions = draw_problem(part, pv)
+            entry["parts"].append({"part": k, "title": part.title, "seed": pv.seed, "redraws": attempt,
+                                   "problem": problem.to_dict(), "questions": questions})
+            for name, data in _part_files(part, variant, formats, sol, questions, problem, folder, f"-part{k}").items():
+                doc = name.rsplit("/", 1)[1]
+                if doc.endswith(".pdf"):
+                    pdfs.setdefault(doc.replace(f"-part{k}", ""), []).append(data)
+                else:
+                    files[name] = data
+        for doc, parts in pdfs.items():     # the parts in order, each from a new (right-hand) page
+            buf = io.BytesIO()
+            merge_pdfs(parts, buf, title=f"{spec.title} — {'answer key' if doc.startswith('answer') else 'worksheet'}"
+                                         f" — variant {variant.code}")
+            files[f"{folder}/{doc}"] = buf.getvalue()
     files[f"{folder}/variant.json"] = (json.dumps(entry, indent=2, ensure_ascii=False) + "\n").encode()
+    return {"entry": entry, "files": files}
+
+
+def _part_files(spec: QuizSpec, variant: Variant, formats, sol, questions, problem, folder: str, suffix: str) -> dict:
+    """A problem's sheets and notebooks for one variant (*suffix*: ``-part2`` for a part of a mixed quiz)."""
+    files: dict[str, bytes] = {}
     if "ipynb" in formats:   # the exercise notebook: the student writes each step, the checks say which is wrong
         from .writers import notebook
 
         # the student's copy checks a graded question's matrix for its shape only (no expected value of a
         # graded question in a file for students); the teacher's copy, next to the answer key, checks every value
         graded = frozenset(q.matrix for q in spec.questions)
-        files[f"{folder}/exercise.ipynb"] = notebook.dumps(
+        files[f"{folder}/exercise{suffix}.ipynb"] = notebook.dumps(
             notebook.build(sol, answers_hidden=True, student=_student_for(variant), graded=graded)).encode()
-        files[f"{folder}/exercise-key.ipynb"] = notebook.dumps(
+        files[f"{folder}/exercise-key{suffix}.ipynb"] = notebook.dumps(
             notebook.build(sol, answers_hidden=True, student=_student_for(variant))).encode()
     sheet = [f for f in E.sheet_formats() if f in formats]
     if not sheet:
-        return {"entry": entry, "files": files}
+        return files
     from .render.view import as_kind, build
 
     student = _student_for(variant)
@@ -583,8 +658,8 @@ def build_variant(spec: QuizSpec, variant: Variant, formats: tuple[str, ...]) ->
     for doc in DOCS:
         page = as_kind(page, doc)
         for ext, data in E.render_sheet(page, sheet, paper=spec.paper, pdf_engine=spec.pdf_engine).items():
-            files[f"{folder}/{doc}{ext}"] = data
-    return {"entry": entry, "files": files}
+            files[f"{folder}/{doc}{suffix}{ext}"] = data
+    return files
 
 
 VARIANTS_PER_WORKER = 2   # then the worker process ends and a fresh one takes over: see build_all
@@ -666,15 +741,18 @@ def manifest_csv(entries: list[dict]) -> str:
 
     buf = io.StringIO()
     wr = csv.writer(buf, lineterminator="\n")
-    cells = [(q["name"], e["ask"]) for q in entries[0]["questions"] for e in q["entries"]] if entries else []
+    from .lms import all_questions, sections
+
+    cells = [(q["name"], e["ask"]) for q in all_questions(entries[0]) for e in q["entries"]] if entries else []
     head = ["variant", "student_id", "student_name", "seed", "problem"]
     for name, ask in cells:
         head += [f"{name} {ask}", f"{name} {ask} tolerance"]
     wr.writerow(csvsafe.row(head))
     for v in entries:
         row = [v["variant"], (v["student"] or {}).get("id", ""), (v["student"] or {}).get("name", ""), v["seed"],
-               json.dumps(v["problem"], ensure_ascii=False, separators=(",", ":"))]
-        for q in v["questions"]:
+               json.dumps(v["problem"] if "problem" in v else [p["problem"] for p in sections(v)], ensure_ascii=False,
+                          separators=(",", ":"))]
+        for q in all_questions(v):
             for e in q["entries"]:
                 row += ["" if e["expected"] is None else repr(e["expected"]),
                         "" if e["tolerance"] is None else repr(e["tolerance"])]
@@ -847,6 +925,8 @@ def assemble(spec: QuizSpec, results: list[dict], formats: tuple[str, ...], *, s
         "title": spec.title,
         "seed": spec.seed,
         "family": spec.family.to_dict(),
+        **({"parts": [{"part": k, "title": p.title, "family": p.family.to_dict()} for k, p in enumerate(spec.parts, 1)]}
+           if spec.parts else {}),
         "formats": list(formats),
         "variants": entries,
     }
@@ -928,10 +1008,12 @@ def run(spec_path, *, count=None, roster=None, seed=None, outdir=None, formats=N
         variants = plan(spec.seed, roster=students, count=n)
     # a quick dry draw of the first variant: an impossible family fails here, before anything is written
     # (with choice questions, the whole draw: too few distinct wrong options fails here too)
-    if any(q.kind == "choice" for q in spec.questions):
-        draw_problem(spec, variants[0])
-    else:
-        generate(spec.family, variants[0].seed)
+    for k, part in enumerate(spec.parts or (spec,), 1):
+        seed0 = part_seed(variants[0].seed, k) if spec.parts else variants[0].seed
+        if any(q.kind == "choice" for q in part.questions):
+            draw_problem(part, replace(variants[0], seed=seed0))
+        else:
+            generate(part.family, seed0)
     out = Path(outdir) if outdir else Path("output") / (Path(spec_path).stem or "quiz")
     if jobs is None:
         jobs = os.cpu_count() or 1

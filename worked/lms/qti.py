@@ -35,7 +35,7 @@ from html import escape
 from urllib.parse import quote
 from xml.sax.saxutils import escape as xesc, quoteattr
 
-from . import is_choice, option_feedback, asked, fmt_num, matrix_latex, matrix_mathml, one_line, split_points, stem_html, window
+from . import sections, is_choice, option_feedback, asked, fmt_num, matrix_latex, matrix_mathml, one_line, split_points, stem_html, window
 
 NS = "http://www.imsglobal.org/xsd/ims_qtiasiv1p2"
 CANVAS_NS = "http://canvas.instructure.com/xsd/cccv1p0"
@@ -146,14 +146,16 @@ def groups(manifest: dict) -> list[dict]:
     if not manifest["variants"]:
         return out
     first = manifest["variants"][0]
-    for k, q0 in enumerate(first["questions"]):
+    # (part, question) of the first variant: a quiz with [[parts]] has a group per question of every part
+    for p, k, q0 in [(p, k, q) for p, sv in enumerate(sections(first)) for k, q in enumerate(sv["questions"])]:
         cells = asked(q0)
         for c, (e0, pts) in enumerate(zip(cells, split_points(q0["points"], len(cells)))):
             items = []
             for v in manifest["variants"]:
-                q = v["questions"][k]
+                sv = sections(v)[p]
+                q = sv["questions"][k]
                 e = next(x for x in q["entries"] if (x["row"], x["col"]) == (e0["row"], e0["col"]))
-                items.append((v, q, e))
+                items.append((sv, q, e))
             title = f"{q0['name']} {q0['ask']}" + (f" — {e0['ask']}" if len(q0["entries"]) > 1 else "")
             out.append({"title": title, "points": pts, "items": items, "key": (q0["name"], e0["ask"])})
     return out
@@ -167,7 +169,8 @@ def assessment_xml(manifest: dict, ident: str) -> str:
            "      <qtimetadatafield><fieldlabel>cc_maxattempts</fieldlabel><fieldentry>1</fieldentry></qtimetadatafield>\n"
            "    </qtimetadata>\n",
            '    <section ident="root_section">\n']
-    stems = {v["variant"]: stem_html(v, equation_image) for v in manifest["variants"]}
+    stems = {(v["variant"], v.get("part_title")): stem_html(v, equation_image)
+             for v0 in manifest["variants"] for v in sections(v0)}
     for g in groups(manifest):
         out.append(f"      <section ident=\"{_ident(ident, *g['key'])}\" title={quoteattr(g['title'])}>\n"
                    "        <selection_ordering>\n          <selection>\n"
@@ -176,12 +179,12 @@ def assessment_xml(manifest: dict, ident: str) -> str:
                    "          </selection>\n        </selection_ordering>\n")
         for v, q, e in g["items"]:
             if is_choice(q):
-                text = stems[v["variant"]] + f"<p>Which is <b>{escape(q['ask'])}</b>? Choose one.</p>"
+                text = stems[v["variant"], v.get("part_title")] + f"<p>Which is <b>{escape(q['ask'])}</b>? Choose one.</p>"
                 out.append(_choice_item(_ident(ident, v["variant"], q["name"], e["ask"]), f"{v['variant']} {q['name']} "
                                         f"{q['ask']}", text, g["points"], q["options"]))
                 continue
             part = f" (part of {escape(q['ask'])})" if len(q["entries"]) > 1 else ""
-            text = stems[v["variant"]] + f"<p>Give <b>{escape(e['ask'])}</b>{part}.</p>"
+            text = stems[v["variant"], v.get("part_title")] + f"<p>Give <b>{escape(e['ask'])}</b>{part}.</p>"
             value, tol = window(e)
             title = f"{v['variant']} {q['name']} {e['ask']}"
             out.append(_item(_ident(ident, v["variant"], q["name"], e["ask"]), title, text, g["points"], value, tol))
