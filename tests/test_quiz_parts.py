@@ -151,3 +151,18 @@ def test_spec_errors_name_the_part(data, field):
     with pytest.raises(ProblemError) as exc:
         spec_from_dict(dict(data, seed=1), "mixed.toml")
     assert f"mixed.toml: {field}:" in str(exc.value) or f"{field}:" in str(exc.value), str(exc.value)
+
+
+def test_the_web_page_says_it_does_not_check_a_mixed_variant_yet(batch):
+    import warnings
+
+    pytest.importorskip("starlette")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from starlette.testclient import TestClient
+    from worked.server.app import Config, create_app
+
+    out, man = batch
+    tc = TestClient(create_app(Config(problems_dir=out)), raise_server_exceptions=False)
+    r = tc.get(f"/api/variants/{man['variants'][0]['variant']}")
+    assert r.status_code == 404 and "mixes problem families" in r.json()["error"]
