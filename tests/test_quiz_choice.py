@@ -243,3 +243,33 @@ def test_the_web_pages_quiz_check_takes_an_option(batch):
             got = r.json()
             assert got["questions"][0]["earned"] == (q1["points"] if o["right"] else 0)
             assert got["matrices"][q1["matrix"]]["verdicts"][i][j] == ("correct" if o["right"] else "wrong")
+
+
+@pytest.mark.parametrize("options, words", [
+    ("A", "expected the list of a choice question's options"),
+    ([{"letter": "A", "value": "0.5", "right": True}, {"letter": "B", "value": "x", "right": False}], "options[2]"),
+    ([{"letter": "A", "value": "0.5", "right": True}, {"letter": "B", "value": "0.6", "right": True}], "exactly one"),
+])
+def test_grade_refuses_a_manifest_with_bad_options_in_one_line(batch, tmp_path, options, words):
+    from worked.grade import load_manifest
+
+    _, man = batch
+    bad = json.loads(json.dumps(man))
+    bad["variants"][0]["questions"][0]["options"] = options
+    (tmp_path / "manifest.json").write_text(json.dumps(bad))
+    with pytest.raises(WorkedError) as exc:
+        load_manifest(tmp_path)
+    msg = str(exc.value)
+    assert "manifest.json" in msg and "students[1].questions[1].options" in msg and words in msg and "\n" not in msg
+
+
+def test_a_response_that_is_none_of_the_options_earns_nothing_and_is_named(batch, tmp_path):
+    from worked.grade import grade
+
+    out, man = batch
+    (tmp_path / "r.csv").write_text(_responses(man, lambda q: "Z"))
+    grade(out, tmp_path / "r.csv", tmp_path / "g", force=True)
+    rows = list(__import__("csv").DictReader(open(tmp_path / "g" / "gradebook.csv")))
+    assert all(r["total"] == "1" for r in rows)
+    report = (tmp_path / "g" / "report.html").read_text()
+    assert "is none of the options" in report
