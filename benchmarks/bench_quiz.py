@@ -121,8 +121,7 @@ def stages(k: int = 10) -> None:
     for i, v in enumerate(vs):
         if i == 1:
             tot.clear()   # the first variant warms the caches (templates, fonts): counted apart
-        t = time.perf_counter(); p, sol, _ = quiz.draw_problem(spec, v); lap("draw + solve (sympy, exact)", t)
-        t = time.perf_counter(); qs = quiz.expected_answers(spec, p, sol); lap("expected answers + mistakes", t)
+        t = time.perf_counter(); p, sol, _, qs = quiz.draw_problem(spec, v); lap("draw + solve + expected answers", t)
         st = quiz._student_for(v)
         box = quiz.questions_box(spec, qs, p)
         t = time.perf_counter(); page = build(sol, quiz.DOCS[0], st, questions=box); lap("page model (view.build, once)", t)

@@ -82,3 +82,59 @@ def test_qtimigrationtool_output_as_canvas_reads_it(tmp_path, spec):
         got_points[qname] = got_points.get(qname, 0) + ppi
     assert seen == set(cells) and got_points == points
     assert Path(test).read_text().count("<assessmentSection") == len(sections) + 1
+
+
+def _convert(tmp_path, spec, count):
+    out = run(PROBLEMS / spec, count=count, outdir=tmp_path / "q", formats="qti", jobs=1, quiet=True)[0]
+    src = tmp_path / "in"
+    zipfile.ZipFile(io.BytesIO((out / "canvas-qti.zip").read_bytes())).extractall(src)
+    dest = tmp_path / "converted"
+    py = os.environ.get("WORKED_QTIMIGRATIONTOOL_PYTHON", "python3")
+    r = subprocess.run([py, "migrate.py", "--ucvars", "--nogui", "--overwrite", f"--cpout={dest}", str(src)],
+                       cwd=TOOL, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    (test,) = (dest / "assessmentTests").iterdir()
+    return json.loads((out / "manifest.json").read_text()), test
+
+
+def _text(el) -> str:
+    return "".join(el.itertext()).strip()
+
+
+@pytest.mark.parametrize("spec", ["quiz-5-choice.toml", "quiz-6-mixed.toml"])
+def test_qtimigrationtool_reads_the_choice_questions(tmp_path, spec):
+    """What Canvas's ``Qti::ChoiceInteraction`` reads from the converter's output: the simpleChoice texts are the
+    options in their order, the one a responseIf gives SCORE 100 is the right one, each option's modalFeedback
+    is its feedback (the mistake's words); every question group (of every part) draws one item per student."""
+    from worked.lms import all_questions, sections
+
+    man, test = _convert(tmp_path, spec, 3)
+    options = {(v["variant"], q["name"]): q["options"] for v in man["variants"] for q in all_questions(v)
+               if q.get("type") == "choice"}
+    troot = ET.parse(test).getroot()
+    groups = troot.findall("t:testPart/t:assessmentSection/t:assessmentSection", NS)
+    assert len(groups) == sum(len(q["entries"]) for s in sections(man["variants"][0]) for q in s["questions"])
+    seen = set()
+    for sec in groups:
+        assert sec.find("t:selection", NS).get("select") == "1"
+        for ref in sec.findall("t:assessmentItemRef", NS):
+            item = ET.parse(test.parent / ref.get("href")).getroot()
+            code, qname, _ = item.get("title").split(" ", 2)
+            fields = {f.get("name"): f.get("value") for f in item.iter("{%s}instructureField" % NS["t"])}
+            if (code, qname) not in options:
+                assert fields["question_type"] == "numerical_question"
+                continue
+            assert fields["question_type"] == "multiple_choice_question"
+            opts = options[(code, qname)]
+            choices = item.findall(".//t:choiceInteraction/t:simpleChoice", NS)
+            assert [_text(c) for c in choices] == [o["value"] for o in opts]
+            ident = {c.get("identifier"): o for c, o in zip(choices, opts)}
+            scored = [r_if.find("t:match/t:baseValue", NS).text for r_if in item.iter("{%s}responseIf" % NS["t"])
+                      if any(s.get("identifier") == "SCORE" and _text(s) == "100" for s in r_if.findall("t:setOutcomeValue", NS))
+                      and r_if.find("t:match", NS) is not None]
+            assert [ident[s]["right"] for s in scored] == [True]
+            fb = {m.get("identifier"): _text(m) for m in item.findall("t:modalFeedback", NS)}
+            for i, o in ident.items():
+                assert fb[i + "_fb"] == ("Correct." if o["right"] else o["feedback"])
+            seen.add((code, qname))
+    assert seen == set(options)

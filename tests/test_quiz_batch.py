@@ -208,7 +208,8 @@ def test_shipped_specs_load():
     for p in sorted(PROBLEMS.glob("quiz-*.toml")):
         spec = load_spec(p)
         e = build_variant(spec, plan(spec.seed, count=1)[0], ())["entry"]
-        assert e["questions"] and all(q["entries"] for q in e["questions"])
+        qs = [q for part in e.get("parts", [e]) for q in part["questions"]]     # a mixed quiz: every part's
+        assert qs and all(q["entries"] for q in qs)
 
 
 def test_refuses_foreign_folder(tmp_path):

@@ -34,7 +34,8 @@ def _box() -> Questions:
     ask = eq.Entry(eq.matrix_sym("weights"), "1", eq.ALL)
     text = eq.prose("the scores ", eq.Mul((eq.Sym("Q"), eq.Pow(eq.Sym("K"), eq.Sym("T")))), ": row 1 (cats), every column")
     return Questions(title="Graded answers", intro="Only these are marked.", items=[
-        QuestionItem(ask="weights[1,*]", ask_eq=ask, text=text, points="2 pts", tolerance="±0.01")])
+        QuestionItem(ask="weights[1,*]", ask_eq=ask, text=text, points="2 pts", tolerance="±0.01",
+                     options=[])])
 
 
 @pytest.mark.parametrize("kind", ["worksheet", "answer-key"])

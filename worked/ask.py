@@ -81,15 +81,20 @@ class Question:
     rounding default) and *name* (q1: a column header too); after :meth:`resolve`, the *matrix* it asks and its
     0-based *cells*, laid out as *shape*."""
 
-    __slots__ = ("ask", "points", "tolerance", "name", "parsed", "matrix", "cells", "shape")
+    __slots__ = ("ask", "points", "tolerance", "name", "parsed", "matrix", "cells", "shape", "kind", "choices", "options")
 
-    def __init__(self, ask: str, points: float, tolerance=None, name: str = ""):
+    def __init__(self, ask: str, points: float, tolerance=None, name: str = "", *, kind: str = "value",
+                 choices: int = 0, options: tuple = ()):
         self.ask, self.points, self.tolerance, self.name = ask, points, tolerance, name
+        # kind "choice": a multiple-choice question of *choices* options; *options*, once a variant's are drawn
+        # (the manifest's: {"letter", "value", "right", "mistake"}), are what a response may choose
+        self.kind, self.choices, self.options = kind, choices, tuple(options)
         self.parsed: Ask | None = None
         self.matrix, self.cells, self.shape = "", [], (1, 1)
 
     def __repr__(self):
-        return f"Question({self.ask!r}, {self.points!r}, {self.tolerance!r}, name={self.name!r})"
+        more = f", kind={self.kind!r}, choices={self.choices!r}" if self.kind != "value" else ""
+        return f"Question({self.ask!r}, {self.points!r}, {self.tolerance!r}, name={self.name!r}{more})"
 
     def resolve(self, shapes: dict, labels: dict | None = None) -> "Question":
         """Fill :attr:`matrix`, :attr:`cells` and :attr:`shape` (see :func:`cells`); raises :class:`AskError`."""
@@ -107,5 +112,7 @@ class Question:
         """(entries right, points earned) from a check's verdicts and carried-forward marks of its matrix (None:
         not answered): an entry counts when correct or carried forward correctly; the points are shared by the
         cells, to 2 places."""
+        if self.kind == "choice":
+            raise ValueError("a choice question is scored by the option chosen: worked.choice.score")
         right = 0 if verdicts is None else sum(verdicts[i][j] == "correct" or bool(carried[i][j]) for i, j in self.cells)
         return right, round(self.points * right / len(self.cells), 2)

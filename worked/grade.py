@@ -29,7 +29,11 @@ RESPONSES.csv: a row per student; an id column (``id``, ``student_id``, ``ID num
 lists them row by row: ``0.19, 0.62, 0.19`` or ``[[0.49, 1.67], [1.00, 1.33]]`` or ``0.49 1.67; 1.00 1.33``.
 Moodle's quiz "Responses" report also works: ``Response 1``, ``Response 2``, … are the questions in
 order, students are matched by ``ID number``, ``Email address`` or name, and cloze answers
-(``part 1: 0.19; part 2: 0.62``) are split into entries.
+(``part 1: 0.19; part 2: 0.62``) are split into entries. A choice question (``"type": "choice"`` with its
+``options``) takes the option's letter (``B``) or its value (``0.49``, as Moodle's report writes the option
+chosen): the right option earns the points, any other none, and a wrong option names its mistake. A variant of a
+quiz that mixes families has ``"parts"`` (each with its ``problem`` and ``questions``) instead: each part is
+checked against its own problem, and the responses have a column per question of every part.
 """
 from __future__ import annotations
 
@@ -41,6 +45,7 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import choice
 from .ask import AskError, Question
 from .errors import WorkedError
 
@@ -60,6 +65,8 @@ class Student:
     problem: object
     questions: list
     solution: object = None
+    parts: list | None = None   # a quiz with [[parts]]: a Student per part (its problem and questions); then
+    #                             *problem* is the first part's and *questions* all parts' questions, in order
 
 
 @dataclass
@@ -115,7 +122,11 @@ def _questions(raw, src, where) -> list[Question]:
         tol = q.get("tolerance")
         if tol is None and ("abs" in q or "rel" in q):
             tol = {"abs": q.get("abs"), "rel": q.get("rel")}
-        out.append(Question(ask.strip(), float(pts), parse_tolerance(tol, src, f"{where}[{k}].tolerance"), name=name.strip()))
+        kind, options = "value", ()
+        if q.get("type") == "choice":
+            kind, options = "choice", choice.read_options(q.get("options"), src, f"{where}[{k}].options")
+        out.append(Question(ask.strip(), float(pts), parse_tolerance(tol, src, f"{where}[{k}].tolerance"), name=name.strip(),
+                            kind=kind, choices=len(options), options=options))
     return out
 
 
@@ -156,6 +167,14 @@ def load_manifest(quizdir) -> Manifest:
             raise _err(src, f"{where}.id", f"duplicate student id {sid!r}")
         seen.add(sid)
         name = s.get("name") or stud.get("name") or ""
+        if isinstance(s.get("parts"), list) and "problem" not in s:   # a quiz that mixes families: a problem per part
+            parts = [_part_student(sid, str(name or ""), str(variant or ""), p, src, f"{where}.parts[{j}]")
+                     for j, p in enumerate(s["parts"], 1)]
+            if not parts:
+                raise _err(src, f"{where}.parts", "expected the variant's parts, each with its problem and questions")
+            students.append(Student(sid, str(name or ""), str(variant or ""), parts[0].problem,
+                                    [q for p in parts for q in p.questions], parts=parts))
+            continue
         prob = s.get("problem")
         if not isinstance(prob, dict):
             raise _err(src, f"{where}.problem", "missing: the student's problem (the keys of a problem file)")
@@ -173,13 +192,30 @@ def load_manifest(quizdir) -> Manifest:
             # per-student entries carry expected values and tolerances; points/names come from the quiz
             by_ask = {q.ask: q for q in qs}
             qs = [Question(q.ask, q.points, by_ask[q.ask].tolerance if q.ask in by_ask and by_ask[q.ask].tolerance else q.tolerance,
-                           name=q.name or (by_ask[q.ask].name if q.ask in by_ask else ""))
+                           name=q.name or (by_ask[q.ask].name if q.ask in by_ask else ""),
+                           **({"kind": "choice", "choices": by_ask[q.ask].choices, "options": by_ask[q.ask].options}
+                              if q.ask in by_ask and by_ask[q.ask].kind == "choice" else
+                              {"kind": q.kind, "choices": q.choices, "options": q.options}))
                   for q in questions]
         students.append(Student(sid, str(name or ""), str(variant or ""), problem, qs or [
-            Question(q.ask, q.points, q.tolerance, name=q.name) for q in questions]))
+            Question(q.ask, q.points, q.tolerance, name=q.name, kind=q.kind, choices=q.choices, options=q.options)
+            for q in questions]))
     if questions is None:
         questions = students[0].questions
     return Manifest(str(title), questions, students, src)
+
+
+def _part_student(sid, name, variant, part, src, where) -> Student:
+    """One part of a mixed quiz's variant (its problem and questions) as a :class:`Student` of its own."""
+    from .problem import Problem, ProblemError
+
+    if not isinstance(part, dict) or not isinstance(part.get("problem"), dict):
+        raise _err(src, f"{where}.problem", "missing: the part's problem (the keys of a problem file)")
+    try:
+        problem = Problem.from_dict(part["problem"], source=f"{src}: {where}.problem")
+    except ProblemError as exc:
+        raise WorkedError(str(exc)) from None
+    return Student(sid, name, variant, problem, _questions(part.get("questions"), src, f"{where}.questions"))
 
 
 def resolve_question(q: Question, student: Student, src: str):
@@ -426,6 +462,15 @@ def grade_student(student: Student, row: Row | None, src: str) -> StudentResult:
     from .check import check_answers
     from .solver import solve
 
+    if student.parts:       # a quiz with [[parts]]: each part checked against its own problem
+        results = [grade_student(p, row, src) for p in student.parts]
+        merged = StudentResult(student, any(r.responded for r in results), {}, {}, [], [])
+        for r in results:
+            merged.scores.update(r.scores)
+            merged.fractions.update(r.fractions)
+            merged.codes += [c for c in r.codes if c not in merged.codes]
+            merged.problems += r.problems
+        return merged
     if student.solution is None:
         student.solution = solve(student.problem)
     for q in student.questions:
@@ -436,6 +481,7 @@ def grade_student(student: Student, row: Row | None, src: str) -> StudentResult:
     mats = student.solution.matrices()
     answers: dict[str, list] = {}
     problems = []
+    picked: dict = {}       # a choice question's ask → the option chosen (or None)
     for q in student.questions:
         cell = row.cells.get(q.ask)
         if isinstance(cell, dict):      # per-entry columns
@@ -450,6 +496,12 @@ def grade_student(student: Student, row: Row | None, src: str) -> StudentResult:
             problems.append(f"{q.ask}: expected {len(q.cells)} entr{'ies' if len(q.cells) != 1 else 'y'}, got {len(vals)}")
             vals = [""] * len(q.cells)
         grid = answers.setdefault(q.matrix, [[None] * mats[q.matrix].shape[1] for _ in range(mats[q.matrix].shape[0])])
+        if q.kind == "choice":      # an option by its letter or its value: checked as its value
+            picked[q.ask] = choice.chosen(vals[0], q.options)
+            if vals[0].strip() and picked[q.ask] is None:
+                problems.append(f"{q.ask}: {vals[0].strip()[:40]!r} is none of the options "
+                                f"({', '.join(o['letter'] + ' ' + o['value'] for o in q.options)})")
+            vals = [picked[q.ask]["value"] if picked[q.ask] else vals[0]]
         for (i, j), v in zip(q.cells, vals):
             if v.strip():
                 grid[i][j] = v
@@ -457,6 +509,11 @@ def grade_student(student: Student, row: Row | None, src: str) -> StudentResult:
     reports = {t: check_answers(student.problem, answers, tolerance=t, solution=student.solution) for t in tols}
     scores, fractions, codes = {}, {}, []
     for q in student.questions:
+        if q.kind == "choice":      # the right option earns the points, any other none
+            o = picked.get(q.ask)
+            good, scores[q.ask] = (1, q.points) if o is not None and o["right"] else (0, 0.0)
+            fractions[q.ask] = float(good)
+            continue
         rep = reports[q.tolerance]
         m = next((mr for mr in rep.matrices if mr.key == q.matrix), None)
         good, scores[q.ask] = q.score(*((m.verdicts, m.carried) if m is not None else (None, None)))
@@ -465,6 +522,8 @@ def grade_student(student: Student, row: Row | None, src: str) -> StudentResult:
     if None not in reports:
         reports[None] = check_answers(student.problem, answers, tolerance=None, solution=student.solution)
     codes = [d["code"] for d in reports[None].diagnoses]
+    # a wrong option is the value of a named mistake: the student's choice names it
+    codes += [o["mistake"] for o in picked.values() if o is not None and o.get("mistake") and o["mistake"] not in codes]
     for rep in reports.values():
         for e in rep.errors:
             if e["message"] not in problems:

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import eq, printers, stages
+from . import choice, eq, printers, stages
 from . import exporters as E
 from .ask import AskError, Question, parse
 from .attention import Float, forward
@@ -54,8 +54,11 @@ from .generate import Family, block_families, generate
 from .mistakes import MISTAKES
 from .mistakes import of as mistakes_of      # the mistakes an architecture's stages declare
 
-SPEC_KEYS = ("title", "seed", "count", "paper", "instructions", "family", "questions")
-QUESTION_KEYS = ("ask", "points", "tolerance", "name")
+SPEC_KEYS = ("title", "seed", "count", "paper", "instructions", "family", "questions", "parts")
+PART_KEYS = ("title", "family", "questions")
+MAX_PARTS = 10
+QUESTION_KEYS = ("ask", "points", "tolerance", "name", "type", "choices")
+QUESTION_TYPES = ("value", "choice")
 TOLERANCE_KEYS = ("abs", "rel")
 FORMATS = tuple(E.EXPORTERS)                                   # pdf, html, tex, moodle, qti, gift, ipynb
 DEFAULT_FORMATS = tuple(f for f, e in E.EXPORTERS.items() if e.quiz_default)   # pdf, html, moodle, qti, gift
@@ -79,6 +82,9 @@ class QuizSpec:
     instructions: str = ""
     source: str = "<spec>"
     pdf_engine: str = "typst"   # or "weasyprint" (the HTML sheets printed) or "latex" (pdflatex on the .tex)
+    # a quiz that mixes families ([[parts]]): each part a QuizSpec of its own (its family and questions; its
+    # title the part's); then *family* is the first part's and *questions* all parts' questions, in order
+    parts: tuple = ()
 
 
 def _may_be_inf(key: str, fam: Family) -> bool:
@@ -144,22 +150,57 @@ def spec_from_dict(data: dict, source: str) -> QuizSpec:
     instructions = data.get("instructions", "")
     if not isinstance(instructions, str) or len(instructions) > 2000:
         raise err("instructions", "expected a string of at most 2000 characters")
-    fam_data = data.get("family", {})
-    fam = Family.from_dict(dict(fam_data) if isinstance(fam_data, dict) else fam_data, source=source)
+    common = dict(seed=seed, count=count, paper=paper, instructions=instructions, source=source)
+    if "parts" in data:
+        for key in ("family", "questions"):
+            if key in data:
+                raise err(key, "a quiz with [[parts]] gives each part its own [parts.family] and [[parts.questions]]")
+        raw = data["parts"]
+        if not isinstance(raw, list) or not raw or len(raw) > MAX_PARTS:
+            raise err("parts", f"expected 1 to {MAX_PARTS} [[parts]] tables, each with [parts.family] and [[parts.questions]]")
+        parts, names, first, asks = [], set(), 1, {}
+        for k, pd in enumerate(raw, 1):
+            where = f"parts[{k}]"
+            if not isinstance(pd, dict):
+                raise err(where, "expected a table with family and questions")
+            unknown = sorted(set(pd) - set(PART_KEYS))
+            if unknown:
+                raise err(f"{where}.{unknown[0]}", f"unknown key (expected some of: {', '.join(PART_KEYS)})")
+            ptitle = pd.get("title", f"Part {k}")
+            if not isinstance(ptitle, str) or not ptitle.strip() or len(ptitle) > 200:
+                raise err(f"{where}.title", "expected a non-empty string of at most 200 characters")
+            fam, questions = _family_and_questions(pd.get("family", {}), pd.get("questions"), f"{title} — {ptitle}",
+                                                   err, f"{where}.", first, names, source)
+            for j, q in enumerate(questions, 1):
+                if q.ask in asks:
+                    raise err(f"{where}.questions[{j}].ask", f"{q.ask} is asked in part {asks[q.ask]} too: the "
+                              "responses and the LMS reports name a question by its ask (ask another entry)")
+                asks[q.ask] = k
+            first += len(questions)
+            parts.append(QuizSpec(title=f"{title} — {ptitle}", family=fam, questions=tuple(questions), **common))
+        return QuizSpec(title=title, family=parts[0].family, questions=tuple(q for p in parts for q in p.questions),
+                        parts=tuple(parts), **common)
+    fam, questions = _family_and_questions(data.get("family", {}), data.get("questions"), title, err, "", 1, set(), source)
+    return QuizSpec(title=title, family=fam, questions=tuple(questions), **common)
+
+
+def _family_and_questions(fam_data, qs, title, err, prefix: str, first: int, names: set, source: str):
+    """A [family] and its [[questions]] (at *prefix*: "" or "parts[2]."), the questions named q<first>, … unless
+    named; *names*: the names taken (by the parts before)."""
+    fam = Family.from_dict(dict(fam_data) if isinstance(fam_data, dict) else fam_data, source=source,
+                           prefix=prefix + "family.")
     if not fam.title:
         from dataclasses import replace
 
         fam = replace(fam, title=title)
-    qs = data.get("questions")
     if not isinstance(qs, list) or not qs:
-        raise err("questions", "expected at least one [[questions]] table with ask = \"…\"")
+        raise err(prefix + "questions", "expected at least one [[questions]] table with ask = \"…\"")
     if len(qs) > 50:
-        raise err("questions", f"{len(qs)} questions is more than a quiz sheet holds (at most 50)")
+        raise err(prefix + "questions", f"{len(qs)} questions is more than a quiz sheet holds (at most 50)")
     default_tol = 10.0 ** -fam.decimals
     questions = []
-    names = set()
     for k, q in enumerate(qs, 1):
-        where = f"questions[{k}]"
+        where = f"{prefix}questions[{k}]"
         if not isinstance(q, dict):
             raise err(where, "expected a table with ask, points and tolerance")
         unknown = sorted(set(q) - set(QUESTION_KEYS))
@@ -167,7 +208,7 @@ def spec_from_dict(data: dict, source: str) -> QuizSpec:
             raise err(f"{where}.{unknown[0]}", f"unknown key (expected some of: {', '.join(QUESTION_KEYS)})")
         if "ask" not in q:
             raise err(f"{where}.ask", 'missing: what is asked, such as "scores[2,3]", "weights[1,*]" or "Z"')
-        name = q.get("name", f"q{k}")
+        name = q.get("name", f"q{first + k - 1}")
         if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_.-]{1,40}", name):
             raise err(f"{where}.name", "expected a short name of letters, digits, _ . - (e.g. q1)")
         if name in names:
@@ -189,14 +230,26 @@ def spec_from_dict(data: dict, source: str) -> QuizSpec:
                 raise err(f"{where}.tolerance", f"expected a number ≥ 0 (or {{abs = …, rel = …}}), got {v!r}")
         if ta == 0 and tr == 0:
             raise err(f"{where}.tolerance", "is zero: decimal answers could never match; give e.g. tolerance = 0.01")
+        kind = q.get("type", "value")
+        if kind not in QUESTION_TYPES:
+            raise err(f"{where}.type", f'expected "value" (a number to type) or "choice" (options to choose), got {kind!r}')
+        nchoices = q.get("choices", 4 if kind == "choice" else None)
+        if nchoices is not None and kind != "choice":
+            raise err(f"{where}.choices", 'is for type = "choice" questions only')
+        if kind == "choice" and (isinstance(nchoices, bool) or not isinstance(nchoices, int)
+                                 or not choice.MIN_CHOICES <= nchoices <= choice.MAX_CHOICES):
+            raise err(f"{where}.choices", f"expected a whole number of options from {choice.MIN_CHOICES} to "
+                                          f"{choice.MAX_CHOICES} (the right value and the wrong ones), got {nchoices!r}")
         question = Question(q["ask"].strip() if isinstance(q["ask"], str) else q["ask"], float(points),
-                            Tolerance(abs=float(ta), rel=float(tr)), name=name)
+                            Tolerance(abs=float(ta), rel=float(tr)), name=name, kind=kind, choices=nchoices or 0)
         try:
             questions.append(family_question(question, fam))
         except AskError as exc:
             raise err(f"{where}.ask", str(exc)) from None
-    return QuizSpec(title=title, seed=seed, family=fam, questions=tuple(questions), count=count, paper=paper,
-                    instructions=instructions, source=source)
+        if kind == "choice" and len(question.cells) != 1:
+            raise err(f"{where}.ask", f"a choice question asks one value: expected an ask that names one entry "
+                                      f"(such as Z[1,2]) or a scalar (such as loss), got {question.ask!r}")
+    return fam, questions
 
 
 def load_spec(path) -> QuizSpec:
@@ -319,19 +372,34 @@ def plan(quiz_seed: int, *, roster: list[dict] | None = None, count: int | None 
 
 # ---------------------------------------------------------------- answers
 
+REDRAWS = 8          # draws of a variant whose worked steps cannot be shown
+CHOICE_REDRAWS = 24  # draws of a variant whose choice questions lack distinct wrong values
+
+
 def draw_problem(spec: QuizSpec, variant: Variant):
-    """The variant's problem and exact solution. A draw whose worked steps cannot be shown is redrawn
-    (deterministically: seed, seed+1, …), so a batch never stops half-way."""
+    """The variant's problem, its exact solution, the redraws it took and its questions (the manifest's list:
+    :func:`expected_answers`). A draw whose worked steps cannot be shown, or where a choice question's named
+    mistakes give too few distinct wrong values, is redrawn (deterministically: seed, seed+1, …), so a batch
+    never stops half-way."""
     from .solver import AuditFailure, solve
 
     title = spec.title
     last = None
-    for attempt in range(8):
+    tries = CHOICE_REDRAWS if any(q.kind == "choice" for q in spec.questions) else REDRAWS
+    for attempt in range(tries):
         problem = generate(spec.family, variant.seed + attempt, title=title)
         try:
-            return problem, solve(problem).audit(), attempt
+            sol = solve(problem).audit()
         except AuditFailure as exc:  # pragma: no cover - depends on the solver's auditor
             last = exc
+            continue
+        try:
+            return problem, sol, attempt, expected_answers(spec, problem, sol, key=variant.seed)
+        except choice.TooFewOptions as exc:
+            last = exc
+    if isinstance(last, choice.TooFewOptions):
+        raise WorkedError(f"{spec.source}: questions: variant {variant.code}, {last} in each of {tries} draws: ask an "
+                          "entry that more mistakes change, or fewer choices")
     raise WorkedError(f"variant {variant.code}: the worked solution could not be shown ({last})")
 
 
@@ -356,8 +424,10 @@ def _num(x: float) -> float:
     return float(f"{x:.12g}")
 
 
-def expected_answers(spec: QuizSpec, problem, solution) -> list[dict]:
-    """The manifest's ``questions`` list for one variant (see README: "Random problems and quizzes")."""
+def expected_answers(spec: QuizSpec, problem, solution, *, key=0) -> list[dict]:
+    """The manifest's ``questions`` list for one variant (see README: "Random problems and quizzes"); a choice
+    question's options are shuffled with *key* (the variant's seed) and its name. Raises
+    :class:`worked.choice.TooFewOptions`."""
     mats = solution.matrices()
     worlds = mistake_worlds(problem)
     out = []
@@ -398,10 +468,34 @@ def expected_answers(spec: QuizSpec, problem, solution) -> list[dict]:
             cols = shape[1]
             expected = [[e["expected"] for e in entries[r * cols:(r + 1) * cols]] for r in range(shape[0])]
             exact = [[e["exact"] for e in entries[r * cols:(r + 1) * cols]] for r in range(shape[0])]
-        out.append({"name": q.name, "ask": q.ask, "matrix": q.matrix, "points": q.points,
-                    "tolerance": {"abs": ta, "rel": tr}, "shape": list(shape),
-                    "expected": expected, "exact": exact, "entries": entries})
+        item = {"name": q.name, "ask": q.ask, "matrix": q.matrix, "points": q.points,
+                "tolerance": {"abs": ta, "rel": tr}, "shape": list(shape),
+                "expected": expected, "exact": exact, "entries": entries}
+        if q.kind == "choice":
+            item.update(type="choice", options=choice_options(q, M, worlds, problem.decimals, key))
+        out.append(item)
     return out
+
+
+def choice_options(q: Question, M, worlds, places: int, key) -> list[dict]:
+    """A choice question's options for one variant (:func:`worked.choice.options`): the key's answer and the
+    values of the named mistakes at its one cell."""
+    i0, j0 = q.cells[0]
+    if M.value(i0, j0) is None:     # pragma: no cover - refused when the spec is read (a masked entry)
+        raise choice.TooFewOptions(f"{q.ask} is masked")
+    wrong = []
+    for mid, world in worlds:
+        got = world.get(q.matrix)
+        if got is None or (len(got), len(got[0])) != M.shape:
+            continue
+        w = got[i0][j0]
+        if math.isfinite(w):
+            wrong.append((mid, w, MISTAKES[mid].answer_feedback))
+    try:
+        opts = choice.options(M.dec_plain(i0, j0, places), wrong, q.choices, places, f"{key}\x00{q.name}")
+    except choice.TooFewOptions as exc:
+        raise choice.TooFewOptions(f"question {q.name} ({q.ask}): {exc}") from None
+    return [dict(o, title=MISTAKES[o["mistake"]].title if o["mistake"] else "right") for o in opts]
 
 
 def describe(q: dict, problem) -> eq.Prose:
@@ -474,45 +568,88 @@ def _points_text(q: dict) -> str:
 def questions_box(spec: QuizSpec, questions: list[dict], problem):
     """The "Graded answers" box as page data (:class:`worked.render.view.Questions`), which every sheet
     template prints: each question's entry and description with their math as trees."""
-    from .render.view import QuestionItem, Questions
+    from decimal import Decimal
+
+    from .render.view import QuestionItem, QuestionOption, Questions
+
+    def options(q):
+        return [QuestionOption(letter=o["letter"], value=eq.dec(Decimal(o["value"])), right=o["right"],
+                               note="right" if o["right"] else f"{o['title']} [{o['mistake']}]")
+                for o in q.get("options") or ()]
 
     return Questions(title="Graded answers", intro=spec.instructions or _INTRO, items=[
         QuestionItem(ask=q["ask"], ask_eq=ask_tree(q), text=describe(q, problem), points=_points_text(q),
-                     tolerance=_tolerance_text(q["tolerance"])) for q in questions])
+                     tolerance="choose one" if q.get("options") else _tolerance_text(q["tolerance"]),
+                     options=options(q)) for q in questions])
 
 
 DOCS = ("worksheet", "answer-key")
 
 
+def part_seed(seed: int, k: int) -> int:
+    """The seed (48 bits) of part *k* of a variant whose seed is *seed* (a quiz with [[parts]])."""
+    return int.from_bytes(hashlib.sha256(f"worked-quiz-part\x00{seed}\x00{k}".encode()).digest()[:6], "big")
+
+
 def build_variant(spec: QuizSpec, variant: Variant, formats: tuple[str, ...]) -> dict:
-    """Everything for one variant: its manifest entry and its files (relative path → bytes)."""
-    problem, sol, attempt = draw_problem(spec, variant)
-    questions = expected_answers(spec, problem, sol)
-    entry = {
+    """Everything for one variant: its manifest entry and its files (relative path → bytes). A quiz with [[parts]]
+    draws one problem per part (its seed :func:`part_seed`): the entry lists the parts, each with its problem and
+    questions; a sheet in PDF holds the parts in order, the other files are one per part (``worksheet-part2.html``)."""
+    from dataclasses import replace
+
+    entry: dict[str, Any] = {
         "variant": variant.code,
         "number": variant.number,
         "student": dict(variant.student) if variant.student else None,
         "seed": variant.seed,
-        "redraws": attempt,
-        "problem": problem.to_dict(),
-        "questions": questions,
     }
     files: dict[str, bytes] = {}
     folder = f"variants/{variant.code}"
+    if not spec.parts:
+        problem, sol, attempt, questions = draw_problem(spec, variant)
+        entry.update(redraws=attempt, problem=problem.to_dict(), questions=questions)
+        files[f"{folder}/variant.json"] = b""      # first in the folder's order
+        files.update(_part_files(spec, variant, formats, sol, questions, problem, folder, ""))
+    else:
+        entry["parts"] = []
+        pdfs: dict[str, list] = {}
+        files[f"{folder}/variant.json"] = b""
+        for k, part in enumerate(spec.parts, 1):
+            pv = replace(variant, seed=part_seed(variant.seed, k))
+            problem, sol, attempt, questions = draw_problem(part, pv)
+            entry["parts"].append({"part": k, "title": part.title, "seed": pv.seed, "redraws": attempt,
+                                   "problem": problem.to_dict(), "questions": questions})
+            for name, data in _part_files(part, variant, formats, sol, questions, problem, folder, f"-part{k}").items():
+                doc = name.rsplit("/", 1)[1]
+                if doc.endswith(".pdf"):
+                    pdfs.setdefault(doc.replace(f"-part{k}", ""), []).append(data)
+                else:
+                    files[name] = data
+        for doc, parts in pdfs.items():     # the parts in order, each from a new (right-hand) page
+            buf = io.BytesIO()
+            merge_pdfs(parts, buf, title=f"{spec.title} — {'answer key' if doc.startswith('answer') else 'worksheet'}"
+                                         f" — variant {variant.code}")
+            files[f"{folder}/{doc}"] = buf.getvalue()
     files[f"{folder}/variant.json"] = (json.dumps(entry, indent=2, ensure_ascii=False) + "\n").encode()
+    return {"entry": entry, "files": files}
+
+
+def _part_files(spec: QuizSpec, variant: Variant, formats, sol, questions, problem, folder: str, suffix: str) -> dict:
+    """A problem's sheets and notebooks for one variant (*suffix*: ``-part2`` for a part of a mixed quiz)."""
+    files: dict[str, bytes] = {}
     if "ipynb" in formats:   # the exercise notebook: the student writes each step, the checks say which is wrong
         from .writers import notebook
 
         # the student's copy checks a graded question's matrix for its shape only (no expected value of a
         # graded question in a file for students); the teacher's copy, next to the answer key, checks every value
         graded = frozenset(q.matrix for q in spec.questions)
-        files[f"{folder}/exercise.ipynb"] = notebook.dumps(
+        files[f"{folder}/exercise{suffix}.ipynb"] = notebook.dumps(
             notebook.build(sol, answers_hidden=True, student=_student_for(variant), graded=graded)).encode()
-        files[f"{folder}/exercise-key.ipynb"] = notebook.dumps(
+        files[f"{folder}/exercise-key{suffix}.ipynb"] = notebook.dumps(
             notebook.build(sol, answers_hidden=True, student=_student_for(variant))).encode()
     sheet = [f for f in E.sheet_formats() if f in formats]
     if not sheet:
-        return {"entry": entry, "files": files}
+        return files
     from .render.view import as_kind, build
 
     student = _student_for(variant)
@@ -521,8 +658,8 @@ def build_variant(spec: QuizSpec, variant: Variant, formats: tuple[str, ...]) ->
     for doc in DOCS:
         page = as_kind(page, doc)
         for ext, data in E.render_sheet(page, sheet, paper=spec.paper, pdf_engine=spec.pdf_engine).items():
-            files[f"{folder}/{doc}{ext}"] = data
-    return {"entry": entry, "files": files}
+            files[f"{folder}/{doc}{suffix}{ext}"] = data
+    return files
 
 
 VARIANTS_PER_WORKER = 2   # then the worker process ends and a fresh one takes over: see build_all
@@ -604,15 +741,18 @@ def manifest_csv(entries: list[dict]) -> str:
 
     buf = io.StringIO()
     wr = csv.writer(buf, lineterminator="\n")
-    cells = [(q["name"], e["ask"]) for q in entries[0]["questions"] for e in q["entries"]] if entries else []
+    from .lms import all_questions, sections
+
+    cells = [(q["name"], e["ask"]) for q in all_questions(entries[0]) for e in q["entries"]] if entries else []
     head = ["variant", "student_id", "student_name", "seed", "problem"]
     for name, ask in cells:
         head += [f"{name} {ask}", f"{name} {ask} tolerance"]
     wr.writerow(csvsafe.row(head))
     for v in entries:
         row = [v["variant"], (v["student"] or {}).get("id", ""), (v["student"] or {}).get("name", ""), v["seed"],
-               json.dumps(v["problem"], ensure_ascii=False, separators=(",", ":"))]
-        for q in v["questions"]:
+               json.dumps(v["problem"] if "problem" in v else [p["problem"] for p in sections(v)], ensure_ascii=False,
+                          separators=(",", ":"))]
+        for q in all_questions(v):
             for e in q["entries"]:
                 row += ["" if e["expected"] is None else repr(e["expected"]),
                         "" if e["tolerance"] is None else repr(e["tolerance"])]
@@ -785,6 +925,8 @@ def assemble(spec: QuizSpec, results: list[dict], formats: tuple[str, ...], *, s
         "title": spec.title,
         "seed": spec.seed,
         "family": spec.family.to_dict(),
+        **({"parts": [{"part": k, "title": p.title, "family": p.family.to_dict()} for k, p in enumerate(spec.parts, 1)]}
+           if spec.parts else {}),
         "formats": list(formats),
         "variants": entries,
     }
@@ -865,7 +1007,13 @@ def run(spec_path, *, count=None, roster=None, seed=None, outdir=None, formats=N
     else:
         variants = plan(spec.seed, roster=students, count=n)
     # a quick dry draw of the first variant: an impossible family fails here, before anything is written
-    generate(spec.family, variants[0].seed)
+    # (with choice questions, the whole draw: too few distinct wrong options fails here too)
+    for k, part in enumerate(spec.parts or (spec,), 1):
+        seed0 = part_seed(variants[0].seed, k) if spec.parts else variants[0].seed
+        if any(q.kind == "choice" for q in part.questions):
+            draw_problem(part, replace(variants[0], seed=seed0))
+        else:
+            generate(part.family, seed0)
     out = Path(outdir) if outdir else Path("output") / (Path(spec_path).stem or "quiz")
     if jobs is None:
         jobs = os.cpu_count() or 1

@@ -215,6 +215,9 @@ def stem_html(v: dict, math) -> str:
     """
     problem = Problem.from_dict(v["problem"], source=f"variant {v['variant']}")
     page = view.problem_page(problem)
+    if v.get("part_title"):     # a part of a quiz that mixes families: its title, then its problem
+        return (f"<p><b>{escape(variant_label(v))}</b> — {literal(v['part_title'])}</p>"
+                + stem_html({k: x for k, x in v.items() if k != "part_title"}, math).split("</p>", 1)[1])
     toks = ", ".join(literal(t) for t in page.tokens)
     if hasattr(problem, "block_problems"):      # a chain of blocks: the shared inputs, then each block's weights
         blocks = problem.block_problems()
@@ -238,3 +241,27 @@ def stem_html(v: dict, math) -> str:
 def asked(q: dict) -> list[dict]:
     """The entries of a question that take an answer (a causal mask's −∞ entries do not)."""
     return [e for e in q["entries"] if e["expected"] is not None]
+
+
+def is_choice(q: dict) -> bool:
+    """Is a manifest question a multiple-choice one (``type = "choice"``: its ``options``)?"""
+    return q.get("type") == "choice" and bool(q.get("options"))
+
+
+def option_feedback(o: dict) -> str:
+    """An option's feedback as plain text: "Correct." for the right one, its mistake's words otherwise."""
+    return o.get("feedback") or ("Correct." if o["right"] else "")
+
+
+def sections(v: dict) -> list[dict]:
+    """A manifest variant as the problems it asks about: itself, or (a quiz with [[parts]]) one dict per part,
+    the variant's code and student with the part's ``problem``, ``questions`` and ``part_title``."""
+    if isinstance(v.get("parts"), list):
+        return [dict(v, problem=p["problem"], questions=p["questions"], part_title=p.get("title") or f"Part {k}")
+                for k, p in enumerate(v["parts"], 1)]
+    return [v]
+
+
+def all_questions(v: dict) -> list[dict]:
+    """Every question of a manifest variant, the parts' in order."""
+    return [q for s in sections(v) for q in s["questions"]]

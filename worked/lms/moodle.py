@@ -1,5 +1,7 @@
 """Moodle XML: one numerical question per single-entry ask, one Cloze (embedded answers) question per row,
-column or whole-matrix ask; known mistakes are extra 0 % answers whose feedback names the mistake.
+column or whole-matrix ask; known mistakes are extra 0 % answers whose feedback names the mistake. A choice
+question (``type = "choice"``) is a single-answer ``multichoice`` with shuffled answers: the right option at
+100 %, each wrong one (a named mistake's value) at 0 % with that mistake's feedback.
 
 Format (Moodle docs, "Moodle XML format"; read in Moodle 4.5's ``question/format/xml/format.php`` and
 ``question/type/multianswer/questiontype.php``): ``<question type="numerical">`` with
@@ -28,7 +30,7 @@ from html import escape
 from math import lcm
 from xml.sax.saxutils import escape as xesc
 
-from . import asked, category, clean, dec, fmt_num, idnumber, matrix_latex, one_line, places, right_answers, rounded, stem_html
+from . import all_questions, sections, is_choice, option_feedback, asked, category, clean, dec, fmt_num, idnumber, matrix_latex, one_line, places, right_answers, rounded, stem_html
 
 CORRECT = "Correct."
 
@@ -81,10 +83,33 @@ def _numerical(name: str, ident: str, text: str, points: Decimal, e: dict, nplac
     return "".join(out)
 
 
+def _multichoice(name: str, ident: str, text: str, points: Decimal, q: dict) -> str:
+    """A single-answer ``multichoice`` question: the options as the sheet letters them (Moodle shuffles them
+    again), the right one at 100 %, each wrong one at 0 % with its mistake's feedback."""
+    right = next(o for o in q["options"] if o["right"])
+    out = ['  <question type="multichoice">\n',
+           f"    <name><text>{xesc(name)}</text></name>\n",
+           _text("questiontext", text),
+           _text("generalfeedback", f"Expected: {escape(right['value'])} (exact: {escape(q['entries'][0]['exact'])})"),
+           f"    <defaultgrade>{fmt_num(points)}</defaultgrade>\n    <penalty>0</penalty>\n    <hidden>0</hidden>\n",
+           f"    <idnumber>{xesc(ident)}</idnumber>\n",
+           "    <single>true</single>\n    <shuffleanswers>true</shuffleanswers>\n"
+           "    <answernumbering>ABCD</answernumbering>\n    <showstandardinstruction>0</showstandardinstruction>\n",
+           _text("correctfeedback", "Correct."), _text("partiallycorrectfeedback", ""),
+           _text("incorrectfeedback", "")]
+    for o in q["options"]:
+        out.append(f'    <answer fraction="{100 if o["right"] else 0}" format="html">\n'
+                   f"      <text>{xesc(escape(o['value'], quote=False))}</text>\n"
+                   f'      <feedback format="html"><text>{xesc(escape(option_feedback(o), quote=False))}</text></feedback>\n'
+                   f"    </answer>\n")
+    out.append("  </question>\n")
+    return "".join(out)
+
+
 def mark_scale(manifest: dict) -> int:
     """*K*: the smallest whole number for which K × points / cells is a whole number for every multi-cell ask."""
     k = 1
-    for q in manifest["variants"][0]["questions"] if manifest["variants"] else []:
+    for q in all_questions(manifest["variants"][0]) if manifest["variants"] else []:
         if len(q["entries"]) > 1:
             k = lcm(k, (Fraction(dec(q["points"])) / len(asked(q))).denominator)
     return k
@@ -93,7 +118,7 @@ def mark_scale(manifest: dict) -> int:
 def export(manifest: dict) -> str:
     out = ['<?xml version="1.0" encoding="UTF-8"?>\n', "<quiz>\n"]
     k = mark_scale(manifest)
-    total = sum((dec(q["points"]) for q in manifest["variants"][0]["questions"]), Decimal(0)) if manifest["variants"] else 0
+    total = sum((dec(q["points"]) for q in all_questions(manifest["variants"][0])), Decimal(0)) if manifest["variants"] else 0
     scale = ("" if k == 1 else
              f" Marks are {k} × the points (Moodle's Cloze weights are whole numbers): set the quiz's "
              f"maximum grade to {fmt_num(total)}.")
@@ -104,28 +129,38 @@ def export(manifest: dict) -> str:
                    f"    <category><text>{xesc(category(manifest, v))}</text></category>\n"
                    + _text("info", info) +
                    "  </question>\n")
-        stem = stem_html(v, _math)
-        nplaces = places(v)
-        for q in v["questions"]:
-            entries = asked(q)
-            name = f"{v['variant']} {q['name']} {q['ask']}"
-            mark = k * dec(q["points"])
-            if len(q["entries"]) == 1:
-                text = stem + f"<p>Give <b>{escape(q['ask'])}</b>.</p>"
-                out.append(_numerical(name, idnumber(v, q), text, mark, entries[0], nplaces))
-                continue
-            w = mark / len(entries)   # whole: see mark_scale
-            rows = []
-            for e in q["entries"]:
-                cell = "−∞ (masked)" if e["expected"] is None else _cloze(e, int(w), nplaces)
-                rows.append(f"<tr><td>{escape(e['ask'])}</td><td>{cell}</td></tr>")
-            text = (stem + f"<p>Give every entry of <b>{escape(q['ask'])}</b>.</p>"
-                    f"<table>{''.join(rows)}</table>")
-            out.append('  <question type="cloze">\n')
-            out.append(f"    <name><text>{xesc(name)}</text></name>\n")
-            out.append(_text("questiontext", text))
-            out.append('    <generalfeedback format="html"><text></text></generalfeedback>\n')
-            out.append(f"    <defaultgrade>{fmt_num(mark)}</defaultgrade>\n    <penalty>0</penalty>\n    <hidden>0</hidden>\n")
-            out.append(f"    <idnumber>{xesc(idnumber(v, q))}</idnumber>\n  </question>\n")
+        for sv in sections(v):      # a quiz with [[parts]]: every part's questions in the variant's category
+            _questions(out, sv, k)
     out.append("</quiz>\n")
     return "".join(out)
+
+
+def _questions(out: list, v: dict, k: int) -> None:
+    """The questions of a variant (or of one part of it) about its problem, appended to *out*."""
+    stem = stem_html(v, _math)
+    nplaces = places(v)
+    for q in v["questions"]:
+        entries = asked(q)
+        name = f"{v['variant']} {q['name']} {q['ask']}"
+        mark = k * dec(q["points"])
+        if is_choice(q):
+            text = stem + f"<p>Which is <b>{escape(q['ask'])}</b>? Choose one.</p>"
+            out.append(_multichoice(name, idnumber(v, q), text, mark, q))
+            continue
+        if len(q["entries"]) == 1:
+            text = stem + f"<p>Give <b>{escape(q['ask'])}</b>.</p>"
+            out.append(_numerical(name, idnumber(v, q), text, mark, entries[0], nplaces))
+            continue
+        w = mark / len(entries)   # whole: see mark_scale
+        rows = []
+        for e in q["entries"]:
+            cell = "−∞ (masked)" if e["expected"] is None else _cloze(e, int(w), nplaces)
+            rows.append(f"<tr><td>{escape(e['ask'])}</td><td>{cell}</td></tr>")
+        text = (stem + f"<p>Give every entry of <b>{escape(q['ask'])}</b>.</p>"
+                f"<table>{''.join(rows)}</table>")
+        out.append('  <question type="cloze">\n')
+        out.append(f"    <name><text>{xesc(name)}</text></name>\n")
+        out.append(_text("questiontext", text))
+        out.append('    <generalfeedback format="html"><text></text></generalfeedback>\n')
+        out.append(f"    <defaultgrade>{fmt_num(mark)}</defaultgrade>\n    <penalty>0</penalty>\n    <hidden>0</hidden>\n")
+        out.append(f"    <idnumber>{xesc(idnumber(v, q))}</idnumber>\n  </question>\n")

@@ -18,6 +18,10 @@ Canvas converts the QTI with instructure's QTIMigrationTool and reads the result
   the exact value (12 significant digits) and the margin the spec's tolerance, so Canvas accepts exactly
   [exact ± tol] (a margin round a rounded value would have to be wider on one side).
 
+A choice question (``type = "choice"``) is a ``multiple_choice_question`` in its group as a numerical one is
+(one item per variant): ``response_lid``/``render_choice`` with the options as lettered on the sheet, the right
+one scored 100, and each option's feedback (its mistake's words) as an ``itemfeedback``.
+
 Formulas are Canvas equation images (see :func:`equation_image`). The zip is deterministic (fixed
 timestamps, sorted entries, identifiers from SHA-256 of the title, seed and names).
 """
@@ -31,7 +35,7 @@ from html import escape
 from urllib.parse import quote
 from xml.sax.saxutils import escape as xesc, quoteattr
 
-from . import asked, fmt_num, matrix_latex, matrix_mathml, one_line, split_points, stem_html, window
+from . import sections, is_choice, option_feedback, asked, fmt_num, matrix_latex, matrix_mathml, one_line, split_points, stem_html, window
 
 NS = "http://www.imsglobal.org/xsd/ims_qtiasiv1p2"
 CANVAS_NS = "http://canvas.instructure.com/xsd/cccv1p0"
@@ -91,6 +95,50 @@ def _item(ident: str, title: str, text: str, points: Decimal, value: Decimal, to
 """
 
 
+def _choice_item(ident: str, title: str, text: str, points: Decimal, options: list[dict]) -> str:
+    """A ``multiple_choice_question``: ``response_lid`` with one ``response_label`` per option, a
+    ``respcondition`` per option showing its feedback (``displayfeedback`` → ``itemfeedback``), and one that sets
+    SCORE to 100 for the right option (Canvas's own exporter's form, which QTIMigrationTool reads)."""
+    labels = "".join(f"""                  <response_label ident="{ident}_{o['letter']}">
+                    <material><mattext texttype="text/plain">{xesc(o['value'])}</mattext></material>
+                  </response_label>
+""" for o in options)
+    shows = "".join(f"""              <respcondition continue="Yes">
+                <conditionvar><varequal respident="response1">{ident}_{o['letter']}</varequal></conditionvar>
+                <displayfeedback feedbacktype="Response" linkrefid="{ident}_{o['letter']}_fb"/>
+              </respcondition>
+""" for o in options)
+    right = next(o for o in options if o["right"])
+    feedback = "".join(f"""          <itemfeedback ident="{ident}_{o['letter']}_fb">
+            <flow_mat><material><mattext texttype="text/plain">{xesc(option_feedback(o))}</mattext></material></flow_mat>
+          </itemfeedback>
+""" for o in options)
+    return f"""          <item ident="{ident}" title={quoteattr(title)}>
+            <itemmetadata>
+              <qtimetadata>
+                <qtimetadatafield><fieldlabel>question_type</fieldlabel><fieldentry>multiple_choice_question</fieldentry></qtimetadatafield>
+                <qtimetadatafield><fieldlabel>points_possible</fieldlabel><fieldentry>{_dec(points)}</fieldentry></qtimetadatafield>
+                <qtimetadatafield><fieldlabel>original_answer_ids</fieldlabel><fieldentry>{",".join(f"{ident}_{o['letter']}" for o in options)}</fieldentry></qtimetadatafield>
+              </qtimetadata>
+            </itemmetadata>
+            <presentation>
+              <material><mattext texttype="text/html">{xesc(text)}</mattext></material>
+              <response_lid ident="response1" rcardinality="Single">
+                <render_choice>
+{labels}                </render_choice>
+              </response_lid>
+            </presentation>
+            <resprocessing>
+              <outcomes><decvar maxvalue="100" minvalue="0" varname="SCORE" vartype="Decimal"/></outcomes>
+{shows}              <respcondition continue="No">
+                <conditionvar><varequal respident="response1">{ident}_{right['letter']}</varequal></conditionvar>
+                <setvar action="Set" varname="SCORE">100</setvar>
+              </respcondition>
+            </resprocessing>
+{feedback}          </item>
+"""
+
+
 def groups(manifest: dict) -> list[dict]:
     """The question groups, in question and cell order: {"title", "points", "items": [(variant, q, entry)]}.
     One per answered cell of each asked question (the cells of the first variant: all have the same)."""
@@ -98,14 +146,16 @@ def groups(manifest: dict) -> list[dict]:
     if not manifest["variants"]:
         return out
     first = manifest["variants"][0]
-    for k, q0 in enumerate(first["questions"]):
+    # (part, question) of the first variant: a quiz with [[parts]] has a group per question of every part
+    for p, k, q0 in [(p, k, q) for p, sv in enumerate(sections(first)) for k, q in enumerate(sv["questions"])]:
         cells = asked(q0)
         for c, (e0, pts) in enumerate(zip(cells, split_points(q0["points"], len(cells)))):
             items = []
             for v in manifest["variants"]:
-                q = v["questions"][k]
+                sv = sections(v)[p]
+                q = sv["questions"][k]
                 e = next(x for x in q["entries"] if (x["row"], x["col"]) == (e0["row"], e0["col"]))
-                items.append((v, q, e))
+                items.append((sv, q, e))
             title = f"{q0['name']} {q0['ask']}" + (f" — {e0['ask']}" if len(q0["entries"]) > 1 else "")
             out.append({"title": title, "points": pts, "items": items, "key": (q0["name"], e0["ask"])})
     return out
@@ -119,7 +169,8 @@ def assessment_xml(manifest: dict, ident: str) -> str:
            "      <qtimetadatafield><fieldlabel>cc_maxattempts</fieldlabel><fieldentry>1</fieldentry></qtimetadatafield>\n"
            "    </qtimetadata>\n",
            '    <section ident="root_section">\n']
-    stems = {v["variant"]: stem_html(v, equation_image) for v in manifest["variants"]}
+    stems = {(v["variant"], v.get("part_title")): stem_html(v, equation_image)
+             for v0 in manifest["variants"] for v in sections(v0)}
     for g in groups(manifest):
         out.append(f"      <section ident=\"{_ident(ident, *g['key'])}\" title={quoteattr(g['title'])}>\n"
                    "        <selection_ordering>\n          <selection>\n"
@@ -127,8 +178,13 @@ def assessment_xml(manifest: dict, ident: str) -> str:
                    f"            <selection_extension><points_per_item>{_dec(g['points'])}</points_per_item></selection_extension>\n"
                    "          </selection>\n        </selection_ordering>\n")
         for v, q, e in g["items"]:
+            if is_choice(q):
+                text = stems[v["variant"], v.get("part_title")] + f"<p>Which is <b>{escape(q['ask'])}</b>? Choose one.</p>"
+                out.append(_choice_item(_ident(ident, v["variant"], q["name"], e["ask"]), f"{v['variant']} {q['name']} "
+                                        f"{q['ask']}", text, g["points"], q["options"]))
+                continue
             part = f" (part of {escape(q['ask'])})" if len(q["entries"]) > 1 else ""
-            text = stems[v["variant"]] + f"<p>Give <b>{escape(e['ask'])}</b>{part}.</p>"
+            text = stems[v["variant"], v.get("part_title")] + f"<p>Give <b>{escape(e['ask'])}</b>{part}.</p>"
             value, tol = window(e)
             title = f"{v['variant']} {q['name']} {e['ask']}"
             out.append(_item(_ident(ident, v["variant"], q["name"], e["ask"]), title, text, g["points"], value, tol))

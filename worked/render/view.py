@@ -54,7 +54,18 @@ class QuestionItem(Record):
     text: eq.Prose
     points: str
     tolerance: str
-    __slots__ = ("ask", "ask_eq", "text", "points", "tolerance")
+    options: list           # a choice question's options (QuestionOption), lettered; empty for a value to type
+    __slots__ = ("ask", "ask_eq", "text", "points", "tolerance", "options")
+
+
+class QuestionOption(Record):
+    """One option of a choice question: its letter, its value as a tree (a decimal as shown), whether it is the
+    right one, and (for the key) what it is: "right", or the mistake that gives it (``no scaling [no-scaling]``)."""
+    letter: str
+    value: Any
+    right: bool
+    note: str
+    __slots__ = ("letter", "value", "right", "note")
 
 
 class Questions(Record):

@@ -391,6 +391,9 @@ class Library:
         if not CODE_RE.fullmatch(norm):
             raise ApiError(404, "no variant with that code")
         v = q["variants"].get(norm)
+        if v is None and norm in q.get("mixed", ()):
+            raise ApiError(404, f"variant {norm} is of a quiz that mixes problem families ([[parts]]): this page "
+                                "does not check those yet (worked grade does)")
         if v is None:
             raise ApiError(404, f"no variant with the code {code.strip()!r}; check the code on your sheet")
         return v
@@ -445,22 +448,27 @@ def _read_manifest(path: Path) -> dict:
     items = data if isinstance(data, list) else next(
         (data[k] for k in ("variants", "students", "entries") if isinstance(data.get(k), list)), [])
     variants: dict[str, Variant] = {}
+    mixed: set[str] = set()     # variants of a quiz with [[parts]] (a problem per part): not served yet
     for it in items:
         if not isinstance(it, dict):
             continue
         code = next((it[k] for k in ("code", "variant", "variant_code") if isinstance(it.get(k), str)), None)
         prob = it.get("problem")
+        if code is not None and prob is None and isinstance(it.get("parts"), list):
+            mixed.add(_norm_code(code))
         if code is None or not isinstance(prob, dict):
             continue
         norm = _norm_code(code)
         qs = [{"ask": q["ask"][:60], "points": _points(q.get("points")),
                "name": q["name"][:40] if isinstance(q.get("name"), str) else "",
-               "tolerance": q.get("tolerance") if isinstance(q.get("tolerance"), (dict, str, int)) else None}
+               "tolerance": q.get("tolerance") if isinstance(q.get("tolerance"), (dict, str, int)) else None,
+               # a choice question's options (letter, value, right, mistake): worked.server.views reads them
+               "options": q["options"][:8] if q.get("type") == "choice" and isinstance(q.get("options"), list) else None}
               for q in it.get("questions") or [] if isinstance(q, dict) and isinstance(q.get("ask"), str)]
         if CODE_RE.fullmatch(norm):
             variants.setdefault(norm, Variant(code=norm, problem=prob, title=str(prob.get("title", "")), questions=qs))
     title = data.get("title", "") if isinstance(data, dict) else ""
-    return {"title": title if isinstance(title, str) else "", "variants": variants}
+    return {"title": title if isinstance(title, str) else "", "variants": variants, "mixed": mixed}
 
 
 # ------------------------------------------------------------------ what the page shows (MathML, grids)

@@ -173,7 +173,7 @@ def points(v) -> float | int | None:
 
 def _questions_of(v, problem: Problem, sol=None) -> list:
     """The variant's questions as :class:`worked.ask.Question`, resolved to their cells (bad ones left out)."""
-    from .. import grade
+    from .. import choice, grade
     from ..ask import Question
     from ..solver import solve
 
@@ -182,7 +182,11 @@ def _questions_of(v, problem: Problem, sol=None) -> list:
     for q in v.questions:
         try:
             tol = grade.parse_tolerance(q.get("tolerance"), f"variant {v.code}", q["ask"])
-            gq = Question(q["ask"], float(q["points"] or 0), tol, name=q.get("name") or "").resolve_in(mats)
+            opts = choice.read_options(q["options"], f"variant {v.code}", q["ask"]) if q.get("options") else ()
+            gq = Question(q["ask"], float(q["points"] or 0), tol, name=q.get("name") or "", kind="choice" if opts else
+                          "value", choices=len(opts), options=opts).resolve_in(mats)
+            if opts and len(gq.cells) != 1:
+                raise ValueError("a choice question asks one entry")
         except (WorkedError, TypeError, ValueError):
             log.warning("variant %s: question %r left out", v.code, q.get("ask"))
             continue
@@ -196,9 +200,34 @@ def question_list(v, problem: Problem, sol=None) -> list:
     for q in _questions_of(v, problem, sol):
         tol = q.tolerance.describe(problem.decimals) if q.tolerance is not None else \
             f"rounding to {problem.decimals} places"
-        out.append({"name": q.name, "ask": q.ask, "points": points(q.points), "tolerance": tol,
-                    "matrix": q.matrix, "cells": [[i, j] for i, j in q.cells]})
+        item = {"name": q.name, "ask": q.ask, "points": points(q.points), "tolerance": tol,
+                "matrix": q.matrix, "cells": [[i, j] for i, j in q.cells]}
+        if q.kind == "choice":      # the options to choose from (which is right is not said)
+            item.update(type="choice", tolerance="choose one",
+                        options=[{"letter": o["letter"], "value": o["value"]} for o in q.options])
+        out.append(item)
     return out
+
+
+def _chosen_options(answers, questions) -> tuple[dict, dict]:
+    """*answers* with each choice question's option, typed as its letter (``B``) or its value, written as its value
+    (what the checker reads), and the option chosen by question (None: none of them)."""
+    from .. import choice
+
+    picked = {}
+    for q in questions:
+        if q.kind != "choice":
+            continue
+        grid = answers.get(q.matrix) if isinstance(answers, dict) else None
+        (i, j), = q.cells
+        if not (isinstance(grid, list) and len(grid) > i and isinstance(grid[i], list) and len(grid[i]) > j):
+            continue
+        o = picked[q.name or q.ask] = choice.chosen(grid[i][j], q.options)
+        if o is not None:
+            grid = [list(r) if isinstance(r, list) else r for r in grid]
+            grid[i][j] = o["value"]
+            answers = dict(answers, **{q.matrix: grid})
+    return answers, picked
 
 
 def check_variant(problem, answers, v, checker, reveal) -> dict:
@@ -208,6 +237,7 @@ def check_variant(problem, answers, v, checker, reveal) -> dict:
     :class:`worked.check.Checker`; a question's tolerance changes only verdicts and carried-forward marks, so
     those are all it is asked for (``diagnose=False``)."""
     questions = _questions_of(v, problem, checker.solution)
+    answers, picked = _chosen_options(answers, questions)
     base = checker.check(answers, reveal=reveal)
     reports = {None: base}
     for q in questions:
@@ -222,6 +252,18 @@ def check_variant(problem, answers, v, checker, reveal) -> dict:
         return last if matrix == stages.OUTPUT and matrix not in mats and last in mats else matrix
 
     for q in questions:
+        if q.kind == "choice":      # the right option earns the points, any other none (no tolerance, no carrying)
+            o = picked.get(q.name or q.ask)
+            mine = mats.get(key_of(q.matrix))
+            if mine is not None:
+                (i, j), = q.cells
+                mine["verdicts"][i][j] = "correct" if o and o["right"] else ("wrong" if o else mine["verdicts"][i][j])
+                mine["carried_forward"][i][j] = False
+            right = bool(o and o["right"])
+            scored.append({"name": q.name, "ask": q.ask, "points": points(q.points),
+                           "earned": points(q.points if right else 0), "entries": 1, "right": int(right),
+                           "tolerance": "choose one"})
+            continue
         rep = reports[q.tolerance].to_dict()["matrices"].get(key_of(q.matrix))
         if rep is not None:
             mine = mats[key_of(q.matrix)]
