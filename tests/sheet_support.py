@@ -18,6 +18,13 @@ def _is_problem(path: Path) -> bool:
         return False
 
 
+def is_quiz_spec(path: Path) -> bool:
+    """A quiz spec, not a problem: it has a [family] table, or [[parts]] each with its own."""
+    import tomllib
+
+    return bool({"family", "parts"} & set(tomllib.loads(path.read_text(encoding="utf-8"))))
+
+
 PROBLEMS = [p for p in sorted((ROOT / "problems").glob("*.toml")) if _is_problem(p)]  # not quiz configs
 HOSTILE_TITLE = r"\input{/etc/passwd} <script>alert(1)</script> 50% & $x_1$ #{}~^"
 HOSTILE_TOKENS = [r"\input{/etc/passwd}", "<script>alert(1)</script>", "50% & $x_1$ #{}~^"]

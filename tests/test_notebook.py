@@ -27,11 +27,11 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _attention_problems():
-    """Every shipped problem file that is a problem (quiz specs, with [family], are left out; a chain of blocks,
+    """Every shipped problem file that is a problem (quiz specs, with [family] or [[parts]], are left out; a chain of blocks,
     [[blocks]], has its notebook checked in tests/test_blocks.py)."""
     out = []
     for f in sorted((ROOT / "problems").glob("*.toml")):
-        if not {"family", "blocks"} & set(tomllib.loads(f.read_text(encoding="utf-8"))):
+        if not {"family", "parts", "blocks"} & set(tomllib.loads(f.read_text(encoding="utf-8"))):
             out.append(f)
     return out
 

@@ -24,6 +24,8 @@ from worked.server.app import Config, create_app
 from worked.server.views import safe_mathml
 from worked.solver import solve
 
+from sheet_support import is_quiz_spec
+
 ROOT = Path(__file__).resolve().parents[1]
 PROBLEMS = ROOT / "problems"
 PART9 = PROBLEMS / "cats-chase-mice.toml"
@@ -49,10 +51,10 @@ def part9_dict():
 
 def test_info_lists_the_problems_folder_by_name(c):
     """/api/info names every problem file of the folder (by file stem, with its title), leaves out quiz
-    specs (they have a [family] table), and lists the features."""
+    specs (they have a [family] table, or [[parts]]), and lists the features."""
     info = c.get("/api/info").json()
     names = {p["name"]: p["title"] for p in info["problems"]}
-    files = {p.stem: "[family]" in p.read_text(encoding="utf-8") for p in PROBLEMS.glob("*.toml")}
+    files = {p.stem: is_quiz_spec(p) for p in PROBLEMS.glob("*.toml")}
     assert set(names) == {stem for stem, spec in files.items() if not spec}
     assert names["cats-chase-mice"] == load(PART9).title
     assert info["no_solutions"] is False and info["mode"] == "problems"

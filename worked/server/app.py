@@ -427,14 +427,15 @@ def _norm_code(code: str) -> str:
 
 
 def _looks_like_spec(p: Path) -> bool:
-    """Quiz specs (TOML with a [family] table) live in problems/ too; they are not problems."""
+    """Quiz specs (TOML with a [family] table, or [[parts]] each with its own) live in problems/ too; they are not
+    problems."""
     if p.suffix.lower() != ".toml":
         return False
     try:
         head = p.read_text(encoding="utf-8", errors="replace")[:20000]
     except OSError:
         return True
-    return bool(re.search(r"^\s*\[family\]|^\s*\[\[questions\]\]", head, re.M))
+    return bool(re.search(r"^\s*\[family\]|^\s*\[\[questions\]\]|^\s*\[\[parts\]\]", head, re.M))
 
 
 def _read_manifest(path: Path) -> dict:
