@@ -140,10 +140,18 @@ function inputGrid(prefix, label, rows, cols, opts = {}) {
         placeholder: masked.has(`${i},${j}`) ? opts.maskedPlaceholder || "" : null,
       });
       if (opts.values && opts.values[i] && opts.values[i][j] !== undefined) input.value = String(opts.values[i][j]);
+      if (opts.asked && !opts.asked.has(`${i},${j}`)) {   // a quiz: a cell no question asks for is not an answer
+        tr.append(el("td", { class: "not-asked" }, el("span", { "aria-label": "not asked", text: "·" })));
+        return;
+      }
+      if (opts.asked) { input.classList.add("asked"); input.setAttribute("aria-label", `${input.getAttribute("aria-label")}, asked`); }
+      input.addEventListener("paste", (ev) => pasteMatrix(ev, t, label, rows, cols, opts.onPasteError));
+      input.addEventListener("input", () => fitCell(input));
+      fitCell(input);
       const mark = el("span", { class: "mark", "aria-hidden": "true" });
       const sr = el("span", { class: "visually-hidden", id: id + "-v" });
       input.setAttribute("aria-describedby", id + "-v");
-      tr.append(el("td", {}, input, mark, sr));
+      tr.append(el("td", {}, el("span", { class: "cellbox" }, input, mark), sr));
     });
     body.append(tr);
   });
@@ -151,8 +159,64 @@ function inputGrid(prefix, label, rows, cols, opts = {}) {
   return t;
 }
 
+/* A cell as wide as what is typed in it (2sqrt(2) is not cut to 2sqrt(2). */
+function fitCell(input) {
+  const n = input.value.length;
+  input.style.width = n > 5 ? `calc(${n + 1}ch + 26px)` : "";
+}
+
+/* The text of a matrix pasted into one cell → rows of entries, or null when it is one entry.
+ * Accepts a spreadsheet's rows (tabs between entries, newlines between rows), [[1,1],[2,1]] and
+ * rows of entries separated by spaces (or ", "). */
+function parsePasted(text) {
+  const t = text.replace(/\r\n?/g, "\n").trim();
+  if (!t) return null;
+  let rows;
+  if (/^\[\s*\[/.test(t)) {
+    const inner = t.match(/\[([^\[\]]*)\]/g) || [];
+    rows = inner.map((r) => r.slice(1, -1).split(",").map((x) => x.trim()));
+  } else {
+    const lines = t.split("\n").map((l) => l.trim()).filter((l) => l !== "");
+    rows = lines.map((l) => (l.includes("\t") ? l.split("\t") : l.split(/\s*[,;]\s+|\s*;\s*|\s+/)).map((x) => x.trim()));
+  }
+  rows = rows.filter((r) => r.length && !(r.length === 1 && r[0] === ""));
+  if (!rows.length || (rows.length === 1 && rows[0].length === 1)) return null;
+  return rows;
+}
+
+function pasteMatrix(ev, table, label, rowNames, colNames, onError) {
+  const text = (ev.clipboardData || window.clipboardData).getData("text");
+  const rows = parsePasted(text);
+  if (!rows) return;          // one entry: the browser pastes it as usual
+  ev.preventDefault();
+  const at = ev.target, i0 = +at.dataset.i, j0 = +at.dataset.j;
+  const width = Math.max(...rows.map((r) => r.length));
+  const roomR = rowNames.length - i0, roomC = colNames.length - j0;
+  const shown = text.trim().replace(/\t/g, " ⇥ ").replace(/\r?\n/g, " ⏎ ");
+  const said = shown.length > 60 ? shown.slice(0, 57) + "…" : shown;
+  const report = (msg) => { if (onError) onError(msg); else alert(msg); };
+  if (rows.some((r) => r.length !== width)) {
+    report(`Could not paste “${said}”: its rows have ${[...new Set(rows.map((r) => r.length))].join(" and ")} entries; ` +
+      `${label} needs ${colNames.length} entries in each of its ${rowNames.length} rows (${rowNames.join(", ")}).`);
+    return;
+  }
+  if (rows.length > roomR || width > roomC) {
+    report(`Could not paste “${said}”: it is ${rows.length}×${width} (${rows.length} row${rows.length === 1 ? "" : "s"} of ${width}), ` +
+      `but from row ${rowNames[i0]}, column ${colNames[j0]} ${label} has room for ${roomR}×${roomC}; ` +
+      `${label} is ${rowNames.length}×${colNames.length} (rows ${rowNames.join(", ")}).`);
+    return;
+  }
+  rows.forEach((r, di) => r.forEach((v, dj) => {
+    const cell = table.querySelector(`input[data-i="${i0 + di}"][data-j="${j0 + dj}"]`);
+    if (cell) { cell.value = v; fitCell(cell); }
+  }));
+  if (onError) onError(`Pasted ${rows.length}×${width} into ${label}.`, true);
+  at.dispatchEvent(new Event("input", { bubbles: true }));
+}
+
 function readGrid(table) {
-  const rows = [];
+  const nr = $$("tbody tr", table).length, nc = $$("thead th", table).length;
+  const rows = Array.from({ length: nr }, () => Array(nc).fill(""));
   for (const input of $$("input", table)) {
     const i = +input.dataset.i, j = +input.dataset.j;
     (rows[i] = rows[i] || [])[j] = input.value.trim();
@@ -172,10 +236,15 @@ function selectTab(name, focus) {
   }
 }
 
+function studentAddress() {
+  const src = S.student.source;
+  return location.pathname + location.search + (src && src.kind === "problem" ? "#problem=" + encodeURIComponent(src.name) : "");
+}
+
 function setupTabs() {
   const tabs = $$('[role="tab"]');
   tabs.forEach((tab, k) => {
-    tab.addEventListener("click", () => { selectTab(tab.id.slice(4)); history.replaceState(null, "", tab.id === "tab-teacher" ? "#teacher" : location.pathname + location.search); });
+    tab.addEventListener("click", () => { selectTab(tab.id.slice(4)); history.replaceState(null, "", tab.id === "tab-teacher" ? "#teacher" : studentAddress()); });
     tab.addEventListener("keydown", (ev) => {
       const visible = tabs.filter((t) => !t.hidden);
       const at = visible.indexOf(tab);
@@ -253,24 +322,58 @@ function renderProblem() {
   $("#solution-body").replaceChildren();
 }
 
+/* A quiz variant: which cells its questions ask for, by grid key ("i,j" sets), and the questions per grid. */
+function askedCells() {
+  const qs = S.student.questions || [];
+  if (!qs.length) return null;
+  const keys = new Set(S.student.view.grids.map((g) => g.key));
+  const out = {};
+  for (const q of qs) {
+    let key = q.matrix;
+    if (!keys.has(key) && key === "Z") key = [...keys].filter((k) => /\.Z$/.test(k)).pop() || key;  // a chain's last Z
+    const a = out[key] = out[key] || { cells: new Set(), questions: [] };
+    for (const [i, j] of q.cells || []) a.cells.add(`${i},${j}`);
+    a.questions.push(q);
+  }
+  return out;
+}
+
 function renderAnswerGrids() {
   const { view, problem } = S.student;
   const saved = JSON.parse(localStorage.getItem(problemKey(problem)) || "{}");
+  const asked = askedCells();
   const box = $("#answer-grids");
   box.replaceChildren();
   view.grids.forEach((g) => {
-    const fs = el("fieldset", { class: "grid", "data-key": g.key });
+    const mine = asked && asked[g.key];
+    if (asked && !mine) return;          // a quiz shows only the grids its questions ask for
+    const fs = el("fieldset", { class: "grid", "data-key": g.key, id: "grid-" + g.key.replace(/\W/g, "_") });
     fs.append(el("legend", {}, g.label, " ", el("span", { class: "eq" }, math(g.mathml, g.text || ""))));
     fs.append(el("p", { class: "hint", text: `${g.rows.length}×${g.cols.length}` + (g.hint ? ` · ${g.hint}` : "") }));
+    if (mine) {
+      fs.append(el("p", { class: "asked-note" }, el("span", { class: "asked-key", "aria-hidden": "true" }),
+        " Asked: " + mine.questions.map((q) => `${q.name ? q.name + " " : ""}${readableAsk(q.ask, g)} ` +
+          `(${q.points} pt${q.points === 1 ? "" : "s"})`).join("; ") + ". Only the marked cells count."));
+    }
+    const note = el("p", { class: "paste-note", role: "status" });
     const table = inputGrid("a-" + g.key.replace(/\W/g, "_"), g.label, g.rows, g.cols,
-      { masked: g.masked, values: saved[g.key], maskedPlaceholder: "−∞ / 0" });
+      { masked: g.masked, values: saved[g.key], maskedPlaceholder: "−∞ / 0", asked: mine ? mine.cells : null,
+        onPasteError: (msg, ok) => { note.textContent = msg; note.className = "paste-note" + (ok ? "" : " bad"); } });
     fs.append(el("div", { class: "scroll" }, table));
+    fs.append(note);
     fs.append(el("p", { class: "verdict", "aria-live": "polite" }));
+    fs.append(el("div", { class: "diag-slot" }));
     fs.append(el("div", { class: "step-slot" }));
     box.append(fs);
   });
   $("#answers-form").hidden = false;
-  $("#check-status").textContent = "";
+  $("#check-status").replaceChildren();
+}
+
+/* "weights[1,2]" as the grid labels it: "Attention weights[cats, chase]". */
+function readableAsk(ask, g) {
+  return ask.replace(/^([\w.]+)\[([\d*]+),\s*([\d*]+)\]$/, (all, key, i, j) =>
+    `${g.label}[${i === "*" ? "every row" : g.rows[+i - 1] || i}, ${j === "*" ? "every column" : g.cols[+j - 1] || j}]`);
 }
 
 function collectAnswers() {
@@ -299,10 +402,11 @@ function clearMarks() {
     td.classList.remove("ok", "bad", "ecf");
     const m = $(".mark", td); if (m) m.textContent = "";
     const v = $(".visually-hidden", td); if (v) v.textContent = "";
-    const input = $("input", td); if (input) input.removeAttribute("aria-invalid");
+    const n = $(".cell-note", td); if (n) n.remove();
+    const input = $("input", td); if (input) { input.removeAttribute("aria-invalid"); input.setAttribute("aria-describedby", input.id + "-v"); }
   }
   for (const p of $$("#answer-grids .verdict")) { p.textContent = ""; p.className = "verdict"; }
-  for (const s of $$("#answer-grids .step-slot")) s.replaceChildren();
+  for (const s of $$("#answer-grids .step-slot, #answer-grids .diag-slot")) s.replaceChildren();
 }
 
 async function checkAnswers(ev) {
@@ -317,7 +421,8 @@ async function checkAnswers(ev) {
   let report;
   try {
     const source = S.student.source;
-    report = await api("/api/check", source.kind === "variant" ? { variant: source.code, answers } : { problem: S.student.problem, answers });
+    report = await api("/api/check", source.kind === "variant" ? { variant: source.code, answers, reveal: true } : { problem: S.student.problem, answers, reveal: true });
+    // (the expected values come only from a server that shows solutions; the page hides them behind a button)
   } catch (e) {
     status.textContent = e.message; status.classList.add("bad");
     return;
@@ -335,30 +440,84 @@ async function solutionView() {
   return S.student.solution.view;
 }
 
+/* A grid's entry as the grid labels it: scaled[3,1] → "Scaled scores[mice, cats]". */
+function entryName(key, i, j) {
+  const g = S.student.view && S.student.view.grids.find((x) => x.key === key);
+  if (!g) return `${key}[${i},${j}]`;
+  return `${g.label}[${g.rows[i - 1] ?? i}, ${g.cols[j - 1] ?? j}]`;
+}
+
+/* Indices the grid does not show, in a message, become the grid's own labels. */
+function humanize(text) {
+  if (!text) return text;
+  return text.replace(/\b([A-Za-z][\w.]*)\[(\d+),\s*(\d+)\]/g, (all, key, i, j) =>
+    (S.student.view.grids.some((x) => x.key === key) ? entryName(key, +i, +j) : all));
+}
+
+/* Why an entry could not be read, without its "Q[1,1]: cannot read '…':" prefix; several numbers in one cell
+ * are named as such (they are not a decimal comma). */
+function unreadableReason(raw, message) {
+  const nums = raw.trim().split(/\s*[,;]\s+|\s*;\s*|\s+/).filter(Boolean);
+  if (nums.length > 1 && nums.every((x) => /^[-+−]?\d*[.,]?\d+$/.test(x))) {
+    return `“${raw.trim()}” is ${nums.length} numbers; a cell holds one (paste a whole row or matrix into a cell to fill several)`;
+  }
+  let m = message || "";
+  m = m.replace(/^[^:]*\[\d+,\d+\]:\s*/, "");
+  m = m.replace(/^cannot read '(?:[^'\\]|\\.)*':\s*/, "").replace(/^cannot read "(?:[^"\\]|\\.)*":\s*/, "");
+  const lead = raw.trim() + ": ";
+  if (m.startsWith(lead)) m = m.slice(lead.length);
+  return `“${raw.trim()}” cannot be read: ${m || "not a number"}`;
+}
+
+function gridId(key) { return "grid-" + key.replace(/\W/g, "_"); }
+
 async function renderReport(report) {
   clearMarks();
   const sv = await solutionView();
+  const asked = askedCells();
   let wrongAny = false;
+  const byGrid = {};   // the diagnoses at the grid they concern (the first of their grids on the page)
+  report.diagnoses.forEach((d, k) => {
+    const key = (d.matrices || []).find((x) => $(`#answer-grids fieldset[data-key="${CSS.escape(x)}"]`));
+    d._id = `diag-${k}`;
+    if (key) (byGrid[key] = byGrid[key] || []).push(d);
+  });
   for (const fs of $$("#answer-grids fieldset.grid")) {
-    const m = report.matrices[fs.dataset.key];
+    const key = fs.dataset.key;
+    const m = report.matrices[key];
     if (!m) continue;
     const label = $("legend", fs).firstChild.textContent;
+    const mine = asked && asked[key];
+    const errs = {};
+    for (const e of m.errors || []) if (e.entry) errs[`${e.entry[0] - 1},${e.entry[1] - 1}`] = e.message;
+    const c = { correct: 0, wrong: 0, blank: 0, invalid: 0, carried_forward: 0 };
     $$("input", fs).forEach((input) => {
       const i = +input.dataset.i, j = +input.dataset.j;
       const v = m.verdicts[i][j];
       const carried = m.carried_forward && m.carried_forward[i][j];
-      const td = input.parentElement;
+      c[v] += 1;
+      if (carried && v === "wrong") c.carried_forward += 1;
+      const td = input.closest("td");
       const mark = $(".mark", td), sr = $(".visually-hidden", td);
       if (v === "correct") { td.classList.add("ok"); mark.textContent = "✓"; }
       else if (v === "wrong" && carried) { td.classList.add("ecf"); mark.textContent = "↪"; }
       else if (v === "wrong") { td.classList.add("bad"); mark.textContent = "✗"; input.setAttribute("aria-invalid", "true"); }
       else if (v === "invalid") { td.classList.add("bad"); mark.textContent = "?"; input.setAttribute("aria-invalid", "true"); }
       sr.textContent = v === "blank" ? "" : (carried ? "wrong, but right from your own earlier answers" : VERDICT_TEXT[v]);
-      if (m.expected && (v === "wrong" || v === "invalid")) input.title = `expected ${m.expected[i][j]}`;
-      else input.removeAttribute("title");
+      input.removeAttribute("title");
+      const notes = [];
+      if (v === "invalid") notes.push(el("span", { class: "why", text: unreadableReason(input.value, errs[`${i},${j}`]) }));
+      if (m.expected && (v === "wrong" || v === "invalid")) {
+        notes.push(el("span", { class: "expected", text: `expected ${m.expected[i][j]}` }));
+      }
+      if (notes.length) {
+        const note = el("span", { class: "cell-note", id: input.id + "-n" }, ...notes);
+        td.append(note);
+        input.setAttribute("aria-describedby", `${input.id}-v ${input.id}-n`);
+      }
     });
-    const c = m.counts, total = m.shape[0] * m.shape[1];
-    const parts = [`${c.correct} of ${total} correct`];
+    const total = mine ? mine.cells.size : m.shape[0] * m.shape[1];
+    const parts = [`${c.correct} of ${total} ${mine ? "asked " : ""}correct`];
     if (c.wrong) parts.push(`${c.wrong} wrong` + (c.carried_forward ? ` (${c.carried_forward} follow correctly from your earlier answers ↪)` : ""));
     if (c.blank) parts.push(`${c.blank} not answered`);
     if (c.invalid) parts.push(`${c.invalid} could not be read`);
@@ -367,24 +526,56 @@ async function renderReport(report) {
     p.className = "verdict " + (realWrong ? "bad" : c.correct ? "ok" : "");
     p.textContent = parts.join(", ") + ".";
     if (m.consistent_with_earlier === true && c.wrong) {
-      p.append(el("br"), `Consistent with your earlier answers (${m.based_on.join(", ")}): the slip was earlier, not here.`);
+      p.append(el("br"), `Consistent with your earlier answers (${m.based_on.map(gridLabel).join(", ")}): the slip was earlier, not here.`);
     }
-    for (const e of m.errors || []) p.append(el("br"), e.message);
-    if (realWrong) wrongAny = true;
-    if (realWrong && sv) {
-      const steps = sv.steps.filter((s) => s.result === fs.dataset.key);
-      if (steps.length) {
-        const d = el("details", { class: "step" }, el("summary", { text: `Show the worked step for ${label}` }));
-        steps.forEach((s) => d.append(renderStep(s, sv)));
-        $(".step-slot", fs).append(d);
+    const hasExpected = $$(".cell-note .expected", fs).length > 0;
+    if (hasExpected) {   // the expected values on demand: a button, for touch and keyboard alike
+      fs.classList.add("hide-expected");
+      const b = el("button", { type: "button", class: "show-expected", "aria-expanded": "false", text: "Show the expected values" });
+      b.addEventListener("click", () => {
+        const on = fs.classList.toggle("hide-expected");
+        b.setAttribute("aria-expanded", on ? "false" : "true");
+        b.textContent = on ? "Show the expected values" : "Hide the expected values";
+      });
+      p.append(" ", b);
+    }
+    const slot = $(".diag-slot", fs);
+    for (const d of byGrid[key] || []) slot.append(diagnosisBox(d, sv, key));
+    if (realWrong) {
+      wrongAny = true;
+      if (!(byGrid[key] || []).length && m.step && c.wrong - (c.carried_forward || 0) > 0) {
+        // a plain slip: no mistake named, but the step to redo is
+        slot.append(el("p", { class: "reread" }, `A slip in ${label}: re-read Step ${m.step.number}: ${m.step.title}.`));
+      }
+      if (sv) {
+        const steps = sv.steps.filter((s) => s.result === key);
+        if (steps.length) {
+          const d = el("details", { class: "step" }, el("summary", { text: `Show the worked step for ${label}` }));
+          steps.forEach((s) => d.append(renderStep(s, sv)));
+          $(".step-slot", fs).append(d);
+        }
       }
     }
   }
   // the feedback card
   const s = report.summary;
-  const total = s.correct + s.wrong + s.blank + s.invalid;
   const summary = $("#summary");
-  summary.textContent = report.summary_text || (`${s.correct} of ${total} entries correct` +
+  if (asked) {   // a quiz: only the asked cells count
+    const t = { correct: 0, wrong: 0, blank: 0, invalid: 0, carried_forward: 0 };
+    for (const fs of $$("#answer-grids fieldset.grid")) {
+      for (const input of $$("input", fs)) {
+        const m = report.matrices[fs.dataset.key];
+        if (!m) { t.blank += 1; continue; }
+        const v = m.verdicts[+input.dataset.i][+input.dataset.j];
+        t[v] += 1;
+        if (v === "wrong" && m.carried_forward[+input.dataset.i][+input.dataset.j]) t.carried_forward += 1;
+      }
+    }
+    Object.assign(s, t);
+    report.summary_text = null;
+  }
+  const total = s.correct + s.wrong + s.blank + s.invalid;
+  summary.textContent = report.summary_text || (`${s.correct} of ${total} ${asked ? "asked " : ""}entries correct` +
     (s.wrong ? `, ${s.wrong} wrong` + (s.carried_forward ? ` (${s.carried_forward} of them only because of an earlier slip)` : "") : "") +
     (s.blank ? `, ${s.blank} not answered` : "") + (s.invalid ? `, ${s.invalid} could not be read` : "") + ".");
   if (report.score) {
@@ -400,27 +591,58 @@ async function renderReport(report) {
   diag.replaceChildren();
   if (report.diagnoses.length) diag.append(el("h3", { text: "What went wrong" }));
   for (const d of report.diagnoses) {
-    const info = d.code === "early-rounding";
-    const box = el("div", { class: "diag" + (info ? " info" : ""), role: info ? null : "note" },
-      el("h3", {}, (info ? "Note: " : "✗ ") + d.title.charAt(0).toUpperCase() + d.title.slice(1) + " ", el("code", { text: d.code })),
-      el("p", { text: d.message }),
-      d.matrices && d.matrices.length ? el("p", { text: "Where: " + d.matrices.map(gridLabel).join(", ") + "." }) : null);
-    if (d.step) {
-      box.append(el("p", { text: `Re-read Step ${d.step.number}: ${d.step.title}.` }));
-      if (sv && sv.steps[d.step.number - 1]) {
-        const det = el("details", { class: "step" }, el("summary", { text: `Show Step ${d.step.number}` }));
-        det.append(renderStep(sv.steps[d.step.number - 1], sv, d.step.number));
-        box.append(det);
-      }
-    }
-    diag.append(box);
+    const placed = Object.values(byGrid).some((ds) => ds.includes(d));
+    if (!placed) { diag.append(diagnosisBox(d, sv, false)); continue; }
+    const key = Object.keys(byGrid).find((k) => byGrid[k].includes(d));
+    diag.append(el("p", { class: "diag-link" }, (d.code === "early-rounding" ? "Note: " : "✗ ") + capital(d.title) + ": ",
+      el("a", { href: "#" + d._id }, `at ${gridLabel(key)}${d.step ? `, re-read Step ${d.step.number}` : ""}`)));
   }
-  for (const e of report.errors || []) diag.append(el("p", { class: "alert", text: e.message }));
+  for (const e of report.errors || []) {
+    if (e.entry) continue;        // an unreadable entry is shown in its cell
+    diag.append(el("p", { class: "alert", text: humanize(e.message) }));
+  }
   const status = $("#check-status");
   status.classList.toggle("bad", wrongAny);
-  status.textContent = summary.firstChild.textContent + (report.diagnoses.length ? " See “What went wrong” below." : "");
+  status.replaceChildren(summary.firstChild.textContent);
+  if (report.diagnoses.length) {
+    const first = report.diagnoses[0];
+    status.append(" ", el("a", { href: "#" + first._id, class: "to-diag" },
+      `What went wrong: ${first.title}${report.diagnoses.length > 1 ? ` (and ${report.diagnoses.length - 1} more)` : ""}`));
+  }
   $("#solution-actions").hidden = S.info.no_solutions;
   $("#feedback").hidden = false;
+}
+
+/* A link to a diagnosis moves there and focuses it, without changing the address (which holds the problem). */
+function goToDiagnosis(ev) {
+  const a = ev.target.closest("a[href^='#diag-']");
+  if (!a) return;
+  ev.preventDefault();
+  const d = document.getElementById(a.getAttribute("href").slice(1));
+  if (!d) return;
+  d.scrollIntoView({ block: "center" });
+  d.focus({ preventScroll: true });
+}
+
+function capital(t) { return t.charAt(0).toUpperCase() + t.slice(1); }
+
+/* A named mistake: what it is, where, and the step to re-read (with that step, folded). */
+function diagnosisBox(d, sv, atGrid) {   // atGrid: the key of the grid it is shown at, or false
+  const info = d.code === "early-rounding";
+  const box = el("div", { class: "diag" + (info ? " info" : ""), role: info ? null : "note", id: d._id, tabindex: "-1" },
+    el(atGrid ? "p" : "h3", { class: "diag-title" }, (info ? "Note: " : "✗ ") + capital(d.title) + " ", el("code", { text: d.code })),
+    el("p", { text: humanize(d.message) }),
+    d.matrices && d.matrices.length ? el("p", { text: "Where: " + d.matrices.map(gridLabel).join(", ") + "." }) : null);
+  if (d.step) {
+    box.append(el("p", { class: "reread", text: `Re-read Step ${d.step.number}: ${d.step.title}.` }));
+    const own = sv && atGrid && sv.steps[d.step.number - 1] && sv.steps[d.step.number - 1].result === atGrid;
+    if (sv && sv.steps[d.step.number - 1] && !own) {   // (the grid's own step is under the grid already)
+      const det = el("details", { class: "step" }, el("summary", { text: `Show Step ${d.step.number}` }));
+      det.append(renderStep(sv.steps[d.step.number - 1], sv, d.step.number));
+      box.append(det);
+    }
+  }
+  return box;
 }
 
 function gridLabel(key) {
@@ -437,7 +659,7 @@ function renderStep(step, sv, number) {
   if (step.why) box.append(el("p", { class: "why", text: step.why }));
   if (step.shape) box.append(el("p", { class: "shape", text: `shapes: ${step.shape}` }));
   for (const note of step.notes || []) box.append(el("p", { class: "notes", text: note }));
-  const lines = el("div", { class: "lines" });
+  const lines = el("div", { class: "lines", tabindex: "0", role: "region", "aria-label": `Step ${n}, the lines` });
   let group = null;
   for (const ln of step.lines) {
     if (ln.group && ln.group !== group) {
@@ -697,6 +919,7 @@ async function start() {
   }
   $("#boot").hidden = true;
   setupTabs();
+  keepFocusClear();
   const sel = $("#problem-select");
   if (S.info.mode === "quiz") {
     $("#problem-pick").hidden = true;
@@ -705,13 +928,19 @@ async function start() {
     sel.append(el("option", { value: "", text: "Choose a problem…" }));
     for (const p of S.info.problems) sel.append(el("option", { value: p.name, text: p.title || p.name }));
   }
-  sel.addEventListener("change", () => { if (sel.value) openProblem({ kind: "problem", name: sel.value }); });
+  sel.addEventListener("change", () => {
+    if (!sel.value) return;
+    history.replaceState(null, "", "#problem=" + encodeURIComponent(sel.value));   // a reload keeps the problem
+    openProblem({ kind: "problem", name: sel.value });
+  });
   $("#code-form").addEventListener("submit", (ev) => {
     ev.preventDefault();
     const code = $("#variant-code").value.trim();
     if (code) openProblem({ kind: "variant", code });
   });
   $("#answers-form").addEventListener("submit", checkAnswers);
+  $("#check-status").addEventListener("click", goToDiagnosis);
+  $("#diagnoses").addEventListener("click", goToDiagnosis);
   $("#answers-form").addEventListener("input", () => { clearTimeout(S.saveTimer); S.saveTimer = setTimeout(saveAnswers, 400); });
   $("#clear-btn").addEventListener("click", () => {
     for (const input of $$("#answer-grids input")) input.value = "";
@@ -736,6 +965,22 @@ async function start() {
   // a variant code in the address (#code=K3F9AB, or ?code=K3F9AB as a QR code on the sheet may hold it)
   const code = m && m[1] === "code" ? decodeURIComponent(m[2]) : new URLSearchParams(location.search).get("code");
   if (code && S.info.mode === "quiz") { $("#variant-code").value = code; openProblem({ kind: "variant", code }); }
+}
+
+/* The sticky Check bar never hides the focused element: the page's scroll padding is the bar's height
+ * (so the browser scrolls a focused cell clear of it), and a focus that still lands under it is scrolled up. */
+function keepFocusClear() {
+  const bar = $(".actions.sticky");
+  const setPad = () => document.documentElement.style.setProperty("--sticky-h", `${Math.ceil(bar.getBoundingClientRect().height) + 16}px`);
+  if (window.ResizeObserver) new ResizeObserver(setPad).observe(bar);
+  setPad();
+  document.addEventListener("focusin", (ev) => {
+    const t = ev.target;
+    if (!t || bar.contains(t) || bar.offsetParent === null || !t.getBoundingClientRect) return;
+    const r = t.getBoundingClientRect(), b = bar.getBoundingClientRect();
+    if (r.bottom > b.top - 4 && r.top < b.bottom) window.scrollBy(0, r.bottom - b.top + 16);
+    else if (r.top < 0) window.scrollBy(0, r.top - 16);
+  });
 }
 
 document.addEventListener("DOMContentLoaded", start);
