@@ -628,6 +628,33 @@ def create_app(cfg: Config | None = None) -> Starlette:
         return await engine.run(_digest("new", family, seed), engine.family_lane(family), jobs.generate_json, family, seed,
                                 what="drawing a random problem")
 
+    async def api_quiz(request: Request):
+        """The teacher's quiz builder: a spec (TOML text, as `worked quiz` reads), a seed, a count or a roster
+        (CSV text), formats → one zip of what `worked quiz` writes."""
+        if cfg.no_solutions:
+            raise ApiError(403, "the quiz builder is turned off on this server (--no-solutions): a quiz holds its keys")
+        data = await read_json(request, cfg)
+        spec = data.get("spec")
+        if not isinstance(spec, str) or not spec.strip():
+            raise ApiError(400, '"spec": expected the quiz spec as TOML text (title, seed, [family], [[questions]])')
+        seed, count = data.get("seed"), data.get("count")
+        for name, v in (("seed", seed), ("count", count)):
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
+                raise ApiError(400, f"{name}: expected a whole number ≥ 0")
+        roster = data.get("roster")
+        if roster is not None and not isinstance(roster, str):
+            raise ApiError(400, '"roster": expected the CSV text of a roster (id,name columns)')
+        formats = data.get("formats", "html,moodle,qti,gift")
+        if not isinstance(formats, str) or len(formats) > 100:
+            raise ApiError(400, '"formats": expected a comma-separated list such as "pdf,html,moodle,qti,gift"')
+        out = await engine.run(_digest("quiz", spec, seed, count, roster, formats), engine.heavy, jobs.quiz_zip, spec,
+                               seed, count, roster or None, formats, timeout=cfg.render_timeout * 4,
+                               what="making the quiz")
+        if out.status_code == 200:
+            out.headers["Content-Disposition"] = 'attachment; filename="quiz.zip"'
+            out.headers["Cache-Control"] = "no-store"
+        return out
+
     async def _document(problem: Problem, document: str, fmt: str, student: dict | None, paper: str = "a4"):
         if fmt == "ipynb":
             if document not in NOTEBOOKS:
@@ -712,6 +739,7 @@ def create_app(cfg: Config | None = None) -> Starlette:
         Route("/api/check", api_check, methods=["POST"]),
         Route("/api/new", api_new, methods=["POST"]),
         Route("/api/download", api_download, methods=["POST"]),
+        Route("/api/quiz", api_quiz, methods=["POST"]),
         Route("/download/problems/{name}/{document}.{format}", download_problem),
         Route("/download/variants/{code}/{document}.{format}", download_variant),
     ]

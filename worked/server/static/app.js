@@ -875,7 +875,69 @@ function buildRandomForm() {
   });
 }
 
+const QUIZ_SPEC = `title = "Attention quiz 1"
+seed = 2026
+count = 2
+
+[family]
+tokens = 3
+d_model = 4
+d_k = 2
+range = [-2, 3]
+mask = "none"
+
+[[questions]]
+ask = "scores[2,3]"
+points = 1
+tolerance = 0.01
+
+[[questions]]
+ask = "weights[1,*]"
+points = 2
+tolerance = 0.01
+
+[[questions]]
+ask = "Z"
+points = 3
+tolerance = 0.02
+`;
+
+function setupQuizBuilder() {
+  $("#q-spec").value = QUIZ_SPEC;
+  $("#quiz-form").addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    const err = $("#quiz-error"), status = $("#quiz-status"), btn = $("#make-quiz");
+    showError(err, null);
+    status.textContent = "";
+    const whole = (id, label) => {
+      const v = $(id).value.trim();
+      if (v === "") return undefined;
+      if (!/^\d{1,15}$/.test(v)) throw new Error(`${label}: expected a whole number ≥ 0, got “${v}”`);
+      return parseInt(v, 10);
+    };
+    (async () => {
+      busy(btn, true, "Making the quiz…");
+      try {
+        const body = { spec: $("#q-spec").value, seed: whole("#q-seed", "Seed"), count: whole("#q-count", "Variants"),
+          formats: $$('input[name="q-fmt"]:checked').map((c) => c.value).join(",") };
+        const file = $("#q-roster").files[0];
+        if (file) body.roster = await file.text();
+        if (!body.formats) throw new Error("Formats: choose at least one");
+        const resp = await fetch("/api/quiz", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
+        if (!resp.ok) {
+          let msg = `the server answered ${resp.status}`;
+          try { msg = (await resp.json()).error || msg; } catch (e) { /* not JSON */ }
+          throw new Error(msg);
+        }
+        await saveBlob(resp, "quiz.zip");
+        status.textContent = "The quiz is downloaded (quiz.zip).";
+      } catch (e) { showError(err, e); } finally { busy(btn, false); }
+    })();
+  });
+}
+
 function setupTeacher() {
+  setupQuizBuilder();
   buildRandomForm();
   $("#random-off").hidden = S.info.features.random;
   $("#random-form").hidden = !S.info.features.random;

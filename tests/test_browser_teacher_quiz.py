@@ -1,0 +1,77 @@
+"""Issue 29: the teacher's quiz builder on the page makes what `worked quiz` makes: one zip whose manifest.json
+is byte-identical to the command's for the same spec and seed (and a roster gives one variant per student)."""
+from __future__ import annotations
+
+import io
+import zipfile
+from pathlib import Path
+
+import pytest
+
+CHROMIUM = Path("/usr/bin/chromium")
+if not CHROMIUM.exists():
+    pytest.skip("Debian's Chromium (/usr/bin/chromium) is not installed; .ci/run installs it", allow_module_level=True)
+playwright_api = pytest.importorskip("playwright.sync_api", reason="the playwright Python package is not installed")
+
+from test_browser_serve import browser, server  # noqa: E402,F401
+
+from conftest import run_cli  # noqa: E402
+
+SPEC = Path(__file__).resolve().parents[1] / "problems" / "quiz-1.toml"
+
+
+def _zip_from_page(browser, server, *, seed, count=None, roster=None, tmp_path=None):
+    ctx = browser.new_context(viewport={"width": 1200, "height": 900}, accept_downloads=True)
+    page = ctx.new_page()
+    page.set_default_timeout(120000)
+    page.goto(server.url + "#teacher")
+    page.locator("#quiz-form").wait_for()
+    page.fill("#q-spec", SPEC.read_text(encoding="utf-8"))
+    page.fill("#q-seed", str(seed))
+    if count is not None:
+        page.fill("#q-count", str(count))
+    if roster is not None:
+        page.set_input_files("#q-roster", str(roster))
+    for fmt in ("moodle", "qti"):            # html and gift stay checked
+        page.uncheck(f'input[name="q-fmt"][value="{fmt}"]')
+    with page.expect_download() as dl:
+        page.click("#make-quiz")
+    data = Path(dl.value.path()).read_bytes()
+    assert dl.value.suggested_filename == "quiz.zip"
+    page.locator("#quiz-status", has_text="downloaded").wait_for()
+    ctx.close()
+    return zipfile.ZipFile(io.BytesIO(data))
+
+
+def test_the_quiz_zip_holds_the_manifest_worked_quiz_writes(browser, server, tmp_path):
+    z = _zip_from_page(browser, server, seed=77, count=2)
+    out = tmp_path / "cli"
+    code, _, err = run_cli("quiz", str(SPEC), "-n", "2", "--seed", "77", "--format", "html,gift", "-o", str(out), "--quiet")
+    assert code == 0, err
+    assert z.read("manifest.json") == (out / "manifest.json").read_bytes()
+    assert z.read("manifest.csv") == (out / "manifest.csv").read_bytes()
+    names = set(z.namelist())
+    cli = {str(p.relative_to(out)) for p in out.rglob("*") if p.is_file() and not p.name.startswith(".worked")}
+    assert names == cli
+    assert any(n.endswith("answer-key.html") for n in names) and "quiz.gift.txt" in names
+
+
+def test_a_roster_gives_a_variant_per_student_and_errors_name_the_field(browser, server, tmp_path):
+    roster = tmp_path / "roster.csv"
+    roster.write_text("id,name\ns1,Ada Lovelace\ns2,Alan Turing\ns3,Grace Hopper\n", encoding="utf-8")
+    z = _zip_from_page(browser, server, seed=5, roster=roster)
+    import json
+
+    manifest = json.loads(z.read("manifest.json"))
+    assert [v["student"]["name"] for v in manifest["variants"]] == ["Ada Lovelace", "Alan Turing", "Grace Hopper"]
+    # a bad spec: a one-line error that names the spec's field, no temporary path
+    page = browser.new_context(viewport={"width": 390, "height": 844}).new_page()
+    page.goto(server.url + "#teacher")
+    page.locator("#quiz-form").wait_for()
+    page.fill("#q-spec", 'title = "x"\n[family]\ntokens = "three"\n')
+    page.click("#make-quiz")
+    err = page.locator("#quiz-error")
+    err.wait_for()
+    text = err.inner_text()
+    assert "tokens" in text and "/tmp" not in text and "worked-quiz-" not in text, text
+    page.context.close()
