@@ -12,6 +12,8 @@ Routes (all JSON unless noted; errors are ``{"error": message}`` with a 4xx/5xx 
 ``POST /api/new``      ``{options of worked new, "seed"}``        a random problem
 ``POST /api/download`` ``{"problem", "document", "format"}``      worksheet / answer-key as pdf, html or tex;
                                             notebook / exercise as ipynb
+``POST /api/quiz``     ``{"spec", "seed", "count" | "roster", "formats"}``  the teacher's quiz builder: ``worked quiz``
+                                            on the spec (TOML text) → one zip (its manifest.json the command's)
 ``GET /download/problems/{name}/{document}.{format}``, ``GET /download/variants/{code}/{document}.{format}``
 (also ``notebook.ipynb`` and ``exercise.ipynb``: the Jupyter/Colab notebook, with the answers or as an exercise)
 
