@@ -75,3 +75,47 @@ def test_a_roster_gives_a_variant_per_student_and_errors_name_the_field(browser,
     text = err.inner_text()
     assert "tokens" in text and "/tmp" not in text and "worked-quiz-" not in text, text
     page.context.close()
+
+
+def _preview(page) -> str:
+    page.evaluate("document.getElementById('key-preview').removeAttribute('srcdoc')")
+    page.click("#preview-key")
+    page.locator("#teacher-status", has_text="The key is below").wait_for()
+    return page.frame_locator("#key-preview").locator("body").inner_text()
+
+
+def test_the_teacher_loads_shipped_problems_and_adds_a_training_step(browser, server):
+    page = browser.new_context(viewport={"width": 1200, "height": 900}).new_page()
+    page.set_default_timeout(60000)
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(server.url + "#teacher")
+    page.locator("#t-load option").nth(1).wait_for(state="attached")
+    page.select_option("#t-load", "two-heads")
+    page.locator("#teacher-status", has_text="Loaded").wait_for()
+    assert page.locator('#teacher-grids fieldset[data-key="W_O"]').count() == 1
+    assert page.input_value("#t-heads") == "2"
+    page.select_option("#t-load", "cats-chase-mice-train")
+    page.locator('#teacher-grids fieldset[data-key="T"]').wait_for()
+    assert page.is_checked("#t-train") and page.input_value("#t-lr") in ("1/10", "0.1")
+    assert "gradient" in _preview(page).lower()
+    page.select_option("#t-load", "cross-attention")          # its encoder side is kept as loaded
+    page.locator("#teacher-status", has_text="Loaded “").wait_for()
+    assert not page.is_checked("#t-train")
+    sent = page.evaluate("teacherProblem()")
+    assert sent["attention"] == "cross" and sent["X_enc"] and sent["tokens_enc"]
+    assert "cross" in _preview(page).lower()
+    page.select_option("#t-load", "decoder-layer")            # a chain: used whole
+    page.locator("#t-whole", has_text="chain of 2 blocks").wait_for()
+    assert "block 2" in _preview(page).lower()
+    # a plain problem with a training step added on the page
+    page.select_option("#t-load", "cats-chase-mice")
+    page.locator("#t-whole").wait_for(state="hidden")
+    page.check("#t-train")
+    page.locator('#teacher-grids fieldset[data-key="T"]').wait_for()
+    for i in range(3):
+        for j in range(2):
+            page.fill(f"#t-T-{i}-{j}", str((i + j) % 2))
+    assert "gradient" in _preview(page).lower()
+    assert errors == []
+    page.context.close()

@@ -732,6 +732,9 @@ function teacherMatrices(sh) {
     mats.push({ key: `h${h}.W_V`, label: `${pre}W_V`, rows: nums(sh.d_model), cols: nums(sh.d_v) });
   }
   if (sh.heads > 1) mats.push({ key: "W_O", label: "W_O", rows: nums(sh.heads * sh.d_v), cols: nums(sh.d_model) });
+  if ($("#t-train").checked) {   // the training step's target: the shape of Z
+    mats.push({ key: "T", label: "target T", rows: sh.tokens, cols: nums(sh.heads > 1 ? sh.d_model : sh.d_v) });
+  }
   return mats;
 }
 
@@ -753,7 +756,25 @@ function renderTeacherGrids(values) {
   }
 }
 
+/* What the grids do not edit is kept as loaded: a chain of blocks whole, cross-attention's encoder side. */
+const T_EDITED = new Set(["title", "tokens", "X", "W_Q", "W_K", "W_V", "heads", "W_O", "scale", "mask", "decimals", "train"]);
+
 function fillTeacher(problem) {
+  S.teacher.whole = null;
+  S.teacher.extra = {};
+  const note = $("#t-whole");
+  note.hidden = true;
+  if (problem.blocks) {     // a chain: previewed and downloaded as loaded (its TOML file is where it is edited)
+    S.teacher.whole = problem;
+    note.textContent = `“${problem.title}” is a chain of ${problem.blocks.length} blocks: the key, the sheets and ` +
+      "the quiz use it as loaded (edit its TOML file to change it). Make the grids to enter a problem instead.";
+    note.hidden = false;
+    $("#teacher-grids").replaceChildren();
+    return;
+  }
+  for (const [k, v] of Object.entries(problem)) if (!T_EDITED.has(k)) S.teacher.extra[k] = v;
+  $("#t-train").checked = !!problem.train;
+  if (problem.train) $("#t-lr").value = String(problem.train.lr);
   const heads = problem.heads || [{ W_Q: problem.W_Q, W_K: problem.W_K, W_V: problem.W_V }];
   $(T_FIELDS.title).value = problem.title || "";
   $(T_FIELDS.tokens).value = problem.tokens.join(" ");
@@ -767,11 +788,13 @@ function fillTeacher(problem) {
   const values = { X: problem.X };
   heads.forEach((h, k) => { values[`h${k + 1}.W_Q`] = h.W_Q; values[`h${k + 1}.W_K`] = h.W_K; values[`h${k + 1}.W_V`] = h.W_V; });
   if (problem.W_O) values.W_O = problem.W_O;
+  if (problem.train) values.T = problem.train.target;
   $("#teacher-grids").replaceChildren();
   renderTeacherGrids(values);
 }
 
 function teacherProblem() {
+  if (S.teacher.whole) return S.teacher.whole;
   const sh = teacherShape();
   const grids = {};
   for (const fs of $$("#teacher-grids fieldset")) {
@@ -792,6 +815,11 @@ function teacherProblem() {
     p.heads = [];
     for (let h = 1; h <= sh.heads; h++) p.heads.push({ W_Q: grids[`h${h}.W_Q`], W_K: grids[`h${h}.W_K`], W_V: grids[`h${h}.W_V`] });
     p.W_O = grids.W_O;
+  }
+  Object.assign(p, S.teacher.extra || {});
+  if ($("#t-train").checked) {
+    if (!grids.T) throw new Error("The training step needs its target T: press “Make the grids” first");
+    p.train = { target: grids.T, loss: "mse", lr: $("#t-lr").value.trim() || "1/10" };
   }
   return p;
 }
@@ -941,7 +969,20 @@ function setupTeacher() {
   buildRandomForm();
   $("#random-off").hidden = S.info.features.random;
   $("#random-form").hidden = !S.info.features.random;
-  $("#shape-form").addEventListener("submit", (ev) => { ev.preventDefault(); renderTeacherGrids(); });
+  $("#shape-form").addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    S.teacher.whole = null; $("#t-whole").hidden = true;
+    renderTeacherGrids();
+  });
+  $("#t-train").addEventListener("change", () => { if (!S.teacher.whole) renderTeacherGrids(); });
+  const load = $("#t-load");
+  for (const p of S.info.problems || []) load.append(el("option", { value: p.name, text: p.title || p.name }));
+  load.addEventListener("change", () => teacherAction(async () => {
+    if (!load.value) return;
+    const data = await api("/api/problems/" + encodeURIComponent(load.value));
+    fillTeacher(data.problem);
+    $("#teacher-status").textContent = `Loaded “${data.problem.title}”.`;
+  }, null));
   $("#preview-key").addEventListener("click", (ev) => teacherAction(async () => {
     const problem = teacherProblem();
     const resp = await fetch("/api/download", {
