@@ -119,3 +119,57 @@ def test_the_teacher_loads_shipped_problems_and_adds_a_training_step(browser, se
     assert "gradient" in _preview(page).lower()
     assert errors == []
     page.context.close()
+
+
+def test_the_random_form_offers_cross_attention_chains_and_training(browser, server):
+    from worked import generate
+
+    page = browser.new_context(viewport={"width": 390, "height": 844}).new_page()
+    page.set_default_timeout(60000)
+    page.goto(server.url + "#teacher")
+    page.locator("#draw").wait_for()
+
+    def draw():
+        page.evaluate("document.getElementById('teacher-status').textContent = ''")
+        page.click("#draw")
+        page.locator("#teacher-status", has_text="Drew").wait_for()
+        return page.evaluate("teacherProblem()")
+
+    base = {"tokens": 3, "d_model": 4, "d_k": 2, "range": [-2, 3], "scale": "sqrt", "decimals": 2, "max_weight": 0.9,
+            "max_score": 5, "ties": False}
+    page.select_option("#r-attention", "cross")
+    page.fill("#r-tokens_enc", "2")
+    page.fill("#r-seed", "4")
+    got = draw()
+    want = generate.generate(generate.Family.from_dict({**base, "heads": 1, "attention": "cross", "tokens_enc": 2}), 4)
+    assert got["attention"] == "cross" and got["X_enc"] == want.to_dict()["X_enc"]
+    page.select_option("#r-attention", "self")
+    page.fill("#r-tokens_enc", "")
+    page.fill("#r-blocks", "self-causal, cross")
+    got = draw()
+    want = generate.generate(generate.Family.from_dict({**base, "blocks": ["self-causal", "cross"]}), 4).to_dict()
+    assert got["blocks"] == want["blocks"] and got["X"] == want["X"]
+    assert page.locator("#t-whole", has_text="chain of 2 blocks").is_visible()
+    page.fill("#r-blocks", "")
+    page.check("#r-train")
+    got = draw()
+    want = generate.generate(generate.Family.from_dict({**base, "heads": 1, "mask": "none", "train": True}), 4).to_dict()
+    assert got["train"]["target"] == [[str(x) for x in r] for r in want["train"]["target"]] or \
+        got["train"]["target"] == want["train"]["target"]
+    assert page.locator('#teacher-grids fieldset[data-key="T"]').count() == 1
+    page.context.close()
+
+
+def test_a_grid_wider_than_a_phone_says_it_scrolls(browser, server):
+    page = browser.new_context(viewport={"width": 390, "height": 844}).new_page()
+    page.goto(server.url + "#teacher")
+    page.locator("#t-X-0-3").wait_for(state="attached")
+    page.fill("#t-dmodel", "6")
+    page.click("#make-grids")
+    page.locator('#teacher-grids fieldset[data-key="X"] .more').wait_for()
+    wide = page.evaluate("(() => { const s = document.querySelector('#teacher-grids fieldset[data-key=X] .scroll');"
+                         " return s.scrollWidth > s.clientWidth; })()")
+    assert wide
+    page.set_viewport_size({"width": 1200, "height": 900})
+    page.locator('#teacher-grids fieldset[data-key="X"] .more').wait_for(state="detached")
+    page.context.close()

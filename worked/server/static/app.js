@@ -855,17 +855,23 @@ function buildRandomForm() {
     ["mask", "Mask", "none"], ["scale", "Scale", "sqrt", "sqrt, none or a number"], ["decimals", "Decimals", "2"],
     ["max_weight", "Largest weight", "0.9", "in every softmax row"], ["min_weight", "Smallest weight", "", "empty: one unit of the last place"],
     ["max_score", "Largest |scaled score|", "5", "0: no limit"], ["ties", "Allow ties for the largest score", ""],
+    ["attention", "Attention", "self"], ["tokens_enc", "Encoder tokens", "", "cross: a count or words; empty: as the tokens"],
+    ["blocks", "Blocks", "", "a chain, such as self-causal, cross; empty: one block"],
+    ["train", "Add a training step", ""], ["lr", "Learning rate", "", "empty: the default"],
     ["seed", "Seed", "1"],
   ];
   for (const [key, label, def, help] of knobs) {
     const id = "r-" + key;
     let input;
     if (key === "mask") input = el("select", { id }, el("option", { text: "none" }), el("option", { text: "causal" }));
+    else if (key === "attention") input = el("select", { id }, el("option", { text: "self" }), el("option", { text: "cross" }));
+    else if (key === "train") input = el("input", { id, type: "checkbox" });
     else if (key === "ties") input = el("input", { id, type: "checkbox" });
     else input = el("input", { id, value: def, spellcheck: "false",
-      inputmode: ["tokens", "scale"].includes(key) ? null : ["max_weight", "min_weight", "max_score"].includes(key) ? "decimal" : "numeric" });
+      inputmode: ["tokens", "scale", "tokens_enc", "blocks", "lr"].includes(key) ? null : ["max_weight", "min_weight", "max_score"].includes(key) ? "decimal" : "numeric" });
     form.append(el("div", { class: "field" + (key === "tokens" ? " wide" : "") },
       el("label", { for: id }, label, help ? el("span", { class: "sub", text: ` (${help})` }) : null), input));
+    if (key === "blocks" || key === "tokens_enc") form.lastChild.classList.add("wide");
   }
   form.append(el("div", { class: "field wide" }, el("button", { type: "submit", class: "primary", id: "draw", text: "Draw a problem" })));
   form.addEventListener("submit", (ev) => {
@@ -893,6 +899,22 @@ function buildRandomForm() {
       if (v("min_weight")) family.min_weight = number("min_weight", "Smallest weight");
       if (v("max_score")) family.max_score = number("max_score", "Largest |scaled score|");
       family.ties = $("#r-ties").checked;
+      // the architectures the solver has: cross-attention, a chain of blocks, a training step
+      if (v("attention") === "cross") {
+        family.attention = "cross";
+        if (family.mask === "none") delete family.mask;
+        if (/^\d+$/.test(v("tokens_enc"))) family.tokens_enc = parseInt(v("tokens_enc"), 10);
+        else if (v("tokens_enc")) family.tokens_enc = v("tokens_enc").split(/[\s,]+/).filter(Boolean);
+      }
+      if (v("blocks")) {
+        family.blocks = v("blocks").split(/[\s,]+/).filter(Boolean);
+        for (const k of ["attention", "mask", "heads"]) delete family[k];
+        if (family.blocks.includes("cross") && v("tokens_enc")) {
+          family.tokens_enc = /^\d+$/.test(v("tokens_enc")) ? parseInt(v("tokens_enc"), 10) : v("tokens_enc").split(/[\s,]+/).filter(Boolean);
+        }
+      }
+      if ($("#r-train").checked) family.train = true;
+      if (v("lr")) family.lr = v("lr");
       const seed = whole("seed", "Seed");
       family.title = `random problem (seed ${seed})`;
       const data = await api("/api/new", { family, seed });
@@ -1023,6 +1045,9 @@ async function start() {
   $("#boot").hidden = true;
   setupTabs();
   keepFocusClear();
+  window.addEventListener("resize", markOverflow);
+  new MutationObserver(() => { clearTimeout(S.moreTimer); S.moreTimer = setTimeout(markOverflow, 50); })
+    .observe($("#main"), { childList: true, subtree: true });
   const sel = $("#problem-select");
   if (S.info.mode === "quiz") {
     $("#problem-pick").hidden = true;
@@ -1072,6 +1097,16 @@ async function start() {
 
 /* The sticky Check bar never hides the focused element: the page's scroll padding is the bar's height
  * (so the browser scrolls a focused cell clear of it), and a focus that still lands under it is scrolled up. */
+/* A grid wider than the screen says so (a shadow at the hidden side, and a line of text). */
+function markOverflow() {
+  for (const box of $$(".grid .scroll")) {
+    const more = box.scrollWidth > box.clientWidth + 1;
+    let hint = box.nextElementSibling && box.nextElementSibling.classList.contains("more") ? box.nextElementSibling : null;
+    if (more && !hint) box.after(el("p", { class: "more", text: "Scroll the grid sideways for more columns →" }));
+    if (!more && hint) hint.remove();
+  }
+}
+
 function keepFocusClear() {
   const bar = $(".actions.sticky");
   const setPad = () => document.documentElement.style.setProperty("--sticky-h", `${Math.ceil(bar.getBoundingClientRect().height) + 16}px`);
