@@ -194,7 +194,7 @@ function pasteMatrix(ev, table, label, rowNames, colNames, onError) {
   const roomR = rowNames.length - i0, roomC = colNames.length - j0;
   const shown = text.trim().replace(/\t/g, " ⇥ ").replace(/\r?\n/g, " ⏎ ");
   const said = shown.length > 60 ? shown.slice(0, 57) + "…" : shown;
-  const report = (msg) => { if (onError) onError(msg); else alert(msg); };
+  const report = (msg) => { if (onError) onError(msg); };
   if (rows.some((r) => r.length !== width)) {
     report(`Could not paste “${said}”: its rows have ${[...new Set(rows.map((r) => r.length))].join(" and ")} entries; ` +
       `${label} needs ${colNames.length} entries in each of its ${rowNames.length} rows (${rowNames.join(", ")}).`);
@@ -751,7 +751,8 @@ function renderTeacherGrids(values) {
     const vals = (values && values[m.key]) || old[m.key];
     const fs = el("fieldset", { class: "grid teacher-mat", "data-key": m.key },
       el("legend", { text: `${m.label} (${m.rows.length}×${m.cols.length})` }),
-      el("div", { class: "scroll" }, inputGrid("t-" + m.key.replace(/\W/g, "_"), m.label, m.rows, m.cols, { values: vals })));
+      el("div", { class: "scroll" }, inputGrid("t-" + m.key.replace(/\W/g, "_"), m.label, m.rows, m.cols, { values: vals,
+        onPasteError: (msg, ok) => { if (ok) { showError($("#teacher-error"), null); $("#teacher-status").textContent = msg; } else showError($("#teacher-error"), msg); } })));
     box.append(fs);
   }
 }
