@@ -173,3 +173,37 @@ def test_a_grid_wider_than_a_phone_says_it_scrolls(browser, server):
     page.set_viewport_size({"width": 1200, "height": 900})
     page.locator('#teacher-grids fieldset[data-key="X"] .more').wait_for(state="detached")
     page.context.close()
+
+
+def test_a_shipped_spec_with_the_random_knobs_as_its_family_makes_the_cli_s_quiz(browser, server, tmp_path):
+    ctx = browser.new_context(viewport={"width": 390, "height": 844}, accept_downloads=True)
+    page = ctx.new_page()
+    page.set_default_timeout(120000)
+    page.goto(server.url + "#teacher")
+    page.locator("#q-load option").nth(1).wait_for(state="attached")
+    assert "quiz-2-causal" in page.locator("#q-load option").all_text_contents()
+    page.select_option("#q-load", "quiz-1")
+    page.locator("#quiz-status", has_text="Loaded the spec quiz-1").wait_for()
+    assert page.input_value("#q-spec") == SPEC.read_text(encoding="utf-8")
+    page.fill("#r-tokens", "4")
+    page.fill("#r-lo", "-1")
+    page.click("#q-family")
+    page.locator("#quiz-status", has_text="[family] is now").wait_for()
+    spec = page.input_value("#q-spec")
+    assert "tokens = 4" in spec and "range = [-1, 3]" in spec and spec.count("\n[family]\n") == 1
+    assert spec.count("\n[[questions]]\n") == 3 and 'title = "Attention quiz 1"' in spec
+    page.fill("#q-count", "2")
+    with page.expect_download() as dl:
+        page.click("#make-quiz")
+    z = zipfile.ZipFile(io.BytesIO(Path(dl.value.path()).read_bytes()))
+    ctx.close()
+    (tmp_path / "spec.toml").write_text(spec, encoding="utf-8")
+    out = tmp_path / "cli"
+    code, _, err = run_cli("quiz", str(tmp_path / "spec.toml"), "-n", "2", "--format", "html,moodle,qti,gift", "-o",
+                           str(out), "--quiet")
+    assert code == 0, err
+    assert z.read("manifest.json") == (out / "manifest.json").read_bytes()
+    import json
+
+    manifest = json.loads(z.read("manifest.json"))
+    assert manifest["family"]["range"] == [-1, 3] and len(manifest["variants"][0]["problem"]["tokens"]) == 4

@@ -846,6 +846,49 @@ async function download(problem, doc, fmt) {
   await saveBlob(resp, `${doc}.${fmt}`);
 }
 
+/* The knobs of the random form as the options of `worked new` (a family). */
+function randomFamily() {
+  const v = (k) => $("#r-" + k).value.trim();
+  const whole = (k, label) => {
+    if (!/^-?\d+$/.test(v(k))) throw new Error(`${label}: expected a whole number`);
+    return parseInt(v(k), 10);
+  };
+  const family = {
+    d_model: whole("d_model", "d_model"), d_k: whole("d_k", "d_k"), heads: whole("heads", "Heads"),
+    range: [whole("lo", "Smallest entry"), whole("hi", "Largest entry")], mask: v("mask"),
+    scale: v("scale") || "sqrt", decimals: whole("decimals", "Decimals"),
+  };
+  if (/^\d+$/.test(v("tokens"))) family.tokens = parseInt(v("tokens"), 10);
+  else family.words = v("tokens").split(/[\s,]+/).filter(Boolean);
+  if (v("d_v")) family.d_v = whole("d_v", "d_v");
+  if (v("wlo") || v("whi")) family.weight_range = [whole("wlo", "Smallest weight-matrix entry"), whole("whi", "Largest weight-matrix entry")];
+  const number = (k, label) => {
+    if (!/^\d*\.?\d+$/.test(v(k))) throw new Error(`${label}: expected a number such as 0.5`);
+    return parseFloat(v(k));
+  };
+  if (v("max_weight")) family.max_weight = number("max_weight", "Largest weight");
+  if (v("min_weight")) family.min_weight = number("min_weight", "Smallest weight");
+  if (v("max_score")) family.max_score = number("max_score", "Largest |scaled score|");
+  family.ties = $("#r-ties").checked;
+  // the architectures the solver has: cross-attention, a chain of blocks, a training step
+  if (v("attention") === "cross") {
+    family.attention = "cross";
+    if (family.mask === "none") delete family.mask;
+    if (/^\d+$/.test(v("tokens_enc"))) family.tokens_enc = parseInt(v("tokens_enc"), 10);
+    else if (v("tokens_enc")) family.tokens_enc = v("tokens_enc").split(/[\s,]+/).filter(Boolean);
+  }
+  if (v("blocks")) {
+    family.blocks = v("blocks").split(/[\s,]+/).filter(Boolean);
+    for (const k of ["attention", "mask", "heads"]) delete family[k];
+    if (family.blocks.includes("cross") && v("tokens_enc")) {
+      family.tokens_enc = /^\d+$/.test(v("tokens_enc")) ? parseInt(v("tokens_enc"), 10) : v("tokens_enc").split(/[\s,]+/).filter(Boolean);
+    }
+  }
+  if ($("#r-train").checked) family.train = true;
+  if (v("lr")) family.lr = v("lr");
+  return family;
+}
+
 function buildRandomForm() {
   const form = $("#random-form");
   const knobs = [
@@ -878,45 +921,10 @@ function buildRandomForm() {
   form.addEventListener("submit", (ev) => {
     ev.preventDefault();
     teacherAction(async () => {
+      const family = randomFamily();
       const v = (k) => $("#r-" + k).value.trim();
-      const whole = (k, label) => {
-        if (!/^-?\d+$/.test(v(k))) throw new Error(`${label}: expected a whole number`);
-        return parseInt(v(k), 10);
-      };
-      const family = {
-        d_model: whole("d_model", "d_model"), d_k: whole("d_k", "d_k"), heads: whole("heads", "Heads"),
-        range: [whole("lo", "Smallest entry"), whole("hi", "Largest entry")], mask: v("mask"),
-        scale: v("scale") || "sqrt", decimals: whole("decimals", "Decimals"),
-      };
-      if (/^\d+$/.test(v("tokens"))) family.tokens = parseInt(v("tokens"), 10);
-      else family.words = v("tokens").split(/[\s,]+/).filter(Boolean);
-      if (v("d_v")) family.d_v = whole("d_v", "d_v");
-      if (v("wlo") || v("whi")) family.weight_range = [whole("wlo", "Smallest weight-matrix entry"), whole("whi", "Largest weight-matrix entry")];
-      const number = (k, label) => {
-        if (!/^\d*\.?\d+$/.test(v(k))) throw new Error(`${label}: expected a number such as 0.5`);
-        return parseFloat(v(k));
-      };
-      if (v("max_weight")) family.max_weight = number("max_weight", "Largest weight");
-      if (v("min_weight")) family.min_weight = number("min_weight", "Smallest weight");
-      if (v("max_score")) family.max_score = number("max_score", "Largest |scaled score|");
-      family.ties = $("#r-ties").checked;
-      // the architectures the solver has: cross-attention, a chain of blocks, a training step
-      if (v("attention") === "cross") {
-        family.attention = "cross";
-        if (family.mask === "none") delete family.mask;
-        if (/^\d+$/.test(v("tokens_enc"))) family.tokens_enc = parseInt(v("tokens_enc"), 10);
-        else if (v("tokens_enc")) family.tokens_enc = v("tokens_enc").split(/[\s,]+/).filter(Boolean);
-      }
-      if (v("blocks")) {
-        family.blocks = v("blocks").split(/[\s,]+/).filter(Boolean);
-        for (const k of ["attention", "mask", "heads"]) delete family[k];
-        if (family.blocks.includes("cross") && v("tokens_enc")) {
-          family.tokens_enc = /^\d+$/.test(v("tokens_enc")) ? parseInt(v("tokens_enc"), 10) : v("tokens_enc").split(/[\s,]+/).filter(Boolean);
-        }
-      }
-      if ($("#r-train").checked) family.train = true;
-      if (v("lr")) family.lr = v("lr");
-      const seed = whole("seed", "Seed");
+      if (!/^\d+$/.test(v("seed"))) throw new Error("Seed: expected a whole number");
+      const seed = parseInt(v("seed"), 10);
       family.title = `random problem (seed ${seed})`;
       const data = await api("/api/new", { family, seed });
       S.teacher.problem = data.problem;
@@ -953,8 +961,41 @@ points = 3
 tolerance = 0.02
 `;
 
+/* A TOML value of the family's options (numbers, strings, booleans, lists of them). */
+function tomlValue(v) {
+  if (Array.isArray(v)) return "[" + v.map(tomlValue).join(", ") + "]";
+  if (typeof v === "string") return JSON.stringify(v);
+  return String(v);
+}
+
+/* The spec's [family] table replaced by *family* (the rest of the spec kept as typed). */
+function withFamily(spec, family) {
+  const table = "[family]\n" + Object.entries(family).filter(([k]) => k !== "title")
+    .map(([k, v]) => `${k} = ${tomlValue(v)}`).join("\n") + "\n";
+  const m = /^\[family\][^\n]*\n(?:(?!\s*\[)[^\n]*\n?)*/m.exec(spec);
+  if (m) return spec.slice(0, m.index) + table + (spec.slice(m.index + m[0].length).startsWith("\n") ? "" : "\n") + spec.slice(m.index + m[0].length);
+  return spec.replace(/\s*$/, "\n\n") + table;
+}
+
 function setupQuizBuilder() {
   $("#q-spec").value = QUIZ_SPEC;
+  const load = $("#q-load");
+  for (const name of S.info.quiz_specs || []) load.append(el("option", { value: name, text: name }));
+  load.closest(".field").hidden = !(S.info.quiz_specs || []).length;
+  load.addEventListener("change", async () => {
+    if (!load.value) return;
+    try {
+      $("#q-spec").value = (await api("/api/quiz-specs/" + encodeURIComponent(load.value))).text;
+      $("#quiz-status").textContent = `Loaded the spec ${load.value}.`;
+    } catch (e) { showError($("#quiz-error"), e); }
+  });
+  $("#q-family").addEventListener("click", () => {
+    showError($("#quiz-error"), null);
+    try {
+      $("#q-spec").value = withFamily($("#q-spec").value, randomFamily());
+      $("#quiz-status").textContent = "The spec's [family] is now the random problem's knobs.";
+    } catch (e) { showError($("#quiz-error"), e); }
+  });
   $("#quiz-form").addEventListener("submit", (ev) => {
     ev.preventDefault();
     const err = $("#quiz-error"), status = $("#quiz-status"), btn = $("#make-quiz");
