@@ -114,6 +114,10 @@ def test_a_matrix_that_does_not_fit_says_what_was_pasted_and_what_is_expected(br
     page.evaluate(PASTE, ["a-Q-0-0", "1\t2\n3"])
     note = page.locator('fieldset[data-key="Q"] .paste-note').inner_text()
     assert "2 and 1 entries" in note, note
+    page.evaluate(PASTE, ["a-Q-2-0", "[1, 1]"])           # one row, from the cell pasted into
+    assert [page.input_value("#a-Q-2-0"), page.input_value("#a-Q-2-1")] == ["1", "1"]
+    note = page.locator('fieldset[data-key="Q"] .paste-note').inner_text()
+    assert note == "Pasted 1×2 into Queries Q.", note
     page.evaluate(PASTE, ["a-Q-0-0", "0.5"])             # one entry: pasted as usual by the browser
     assert page.locator('fieldset[data-key="Q"] .paste-note').inner_text() == note
     page.context.close()

@@ -175,6 +175,8 @@ function parsePasted(text) {
   if (/^\[\s*\[/.test(t)) {
     const inner = t.match(/\[([^\[\]]*)\]/g) || [];
     rows = inner.map((r) => r.slice(1, -1).split(",").map((x) => x.trim()));
+  } else if (/^\[[^\[\]]*\]$/.test(t)) {   // one row: [1, 2, 3]
+    rows = [t.slice(1, -1).split(",").map((x) => x.trim())];
   } else {
     const lines = t.split("\n").map((l) => l.trim()).filter((l) => l !== "");
     rows = lines.map((l) => (l.includes("\t") ? l.split("\t") : l.split(/\s*[,;]\s+|\s*;\s*|\s+/)).map((x) => x.trim()));
