@@ -336,3 +336,29 @@ def test_axe_finds_no_wcag22_violation_in_any_state(browser, server, quiz_server
     check(page)
     assert _axe(page) == [], "a quiz, checked"
     page.context.close()
+
+
+def test_an_update_with_the_wrong_sign_names_the_steps_it_spans(browser, server):
+    """Issue 29: the wrong-sign update shows in W_Q′, W_K′ and W_V′ (Steps 20–22), not only Step 20."""
+    import numpy as np
+
+    train = PART9.parent / "cats-chase-mice-train.toml"
+    p = load(train)
+    mats = solve(p).matrices()
+    answers = {k: [[m.dec_plain(i, j, 2) for j in range(m.shape[1])] for i in range(m.shape[0])]
+               for k, m in mats.items() if k not in ("W_Q_new", "W_K_new", "W_V_new", "loss_after")}
+    given = p.to_dict()
+    for k in ("W_Q", "W_K", "W_V"):
+        wrong = np.array(given[k], float) + 0.1 * mats["d" + k].to_numpy()      # W + lr·dW: the wrong sign
+        answers[k + "_new"] = [[f"{x:.2f}" for x in r] for r in wrong]
+    page = new_page(browser)
+    page.goto(server.url + "#problem=cats-chase-mice-train")
+    page.locator("#a-W_V_new-0-0").wait_for()
+    fill(page, answers)
+    check(page)
+    diag = page.locator('fieldset[data-key="W_Q_new"] .diag')
+    assert diag.count() == 1
+    text = diag.inner_text()
+    assert "Re-read Steps 20–22, from Step 20" in text, text
+    assert "re-read Steps 20–22" in page.locator("#diagnoses").inner_text()
+    page.context.close()

@@ -597,7 +597,7 @@ async function renderReport(report) {
     if (!placed) { diag.append(diagnosisBox(d, sv, false)); continue; }
     const key = Object.keys(byGrid).find((k) => byGrid[k].includes(d));
     diag.append(el("p", { class: "diag-link" }, (d.code === "early-rounding" ? "Note: " : "✗ ") + capital(d.title) + ": ",
-      el("a", { href: "#" + d._id }, `at ${gridLabel(key)}${d.step ? `, re-read Step ${d.step.number}` : ""}`)));
+      el("a", { href: "#" + d._id }, `at ${gridLabel(key)}${d.step ? `, re-read ${stepSpan(d)}` : ""}`)));
   }
   for (const e of report.errors || []) {
     if (e.entry) continue;        // an unreadable entry is shown in its cell
@@ -626,6 +626,16 @@ function goToDiagnosis(ev) {
   d.focus({ preventScroll: true });
 }
 
+/* "Step 5", or "Steps 20–22" for a mistake that shows in the matrices of several steps (an update with the
+ * wrong sign: W_Q, W_K and W_V's updates). */
+function stepSpan(d) {
+  const mats = (S.student.report && S.student.report.matrices) || {};
+  const nums = [d.step.number, ...(d.matrices || []).map((k) => mats[k] && mats[k].step && mats[k].step.number)]
+    .filter((n) => Number.isInteger(n));
+  const lo = Math.min(...nums), hi = Math.max(...nums);
+  return hi > lo ? `Steps ${lo}–${hi}` : `Step ${d.step.number}`;
+}
+
 function capital(t) { return t.charAt(0).toUpperCase() + t.slice(1); }
 
 /* A named mistake: what it is, where, and the step to re-read (with that step, folded). */
@@ -636,7 +646,9 @@ function diagnosisBox(d, sv, atGrid) {   // atGrid: the key of the grid it is sh
     el("p", { text: humanize(d.message) }),
     d.matrices && d.matrices.length ? el("p", { text: "Where: " + d.matrices.map(gridLabel).join(", ") + "." }) : null);
   if (d.step) {
-    box.append(el("p", { class: "reread", text: `Re-read Step ${d.step.number}: ${d.step.title}.` }));
+    const span = stepSpan(d);
+    box.append(el("p", { class: "reread", text: span.startsWith("Steps") ? `Re-read ${span}, from Step ${d.step.number}: ${d.step.title}.`
+      : `Re-read ${span}: ${d.step.title}.` }));
     const own = sv && atGrid && sv.steps[d.step.number - 1] && sv.steps[d.step.number - 1].result === atGrid;
     if (sv && sv.steps[d.step.number - 1] && !own) {   // (the grid's own step is under the grid already)
       const det = el("details", { class: "step" }, el("summary", { text: `Show Step ${d.step.number}` }));
