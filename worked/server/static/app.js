@@ -1092,6 +1092,7 @@ function setupTeacher() {
 /* ------------------------------------------------------------------ start */
 
 async function start() {
+  setupTabs();      // before the server answers: a tab pressed meanwhile is not lost
   try {
     S.info = await api("/api/info");
   } catch (e) {
@@ -1099,7 +1100,6 @@ async function start() {
     return;
   }
   $("#boot").hidden = true;
-  setupTabs();
   keepFocusClear();
   window.addEventListener("resize", markOverflow);
   new MutationObserver(() => { clearTimeout(S.moreTimer); S.moreTimer = setTimeout(markOverflow, 50); })
