@@ -43,6 +43,8 @@ from .problem import LIMITS, Chain, Problem, Work, work_of
 FAMILY_KEYS = ("attention", "blocks", "tokens", "words", "tokens_enc", "words_enc", "d_model", "d_k", "d_v", "heads", "range", "weight_range", "mask", "scale",
                "decimals", "max_weight", "min_weight", "max_score", "ties", "title", "train", "lr")
 
+MAX_TWIN_DRAWS = 25     # good draws refused for two equal rows of X; then (a family whose other rules leave no room
+                        # for distinct rows, such as 4 tokens in d_model 2 over 0..2) twins are taken
 MAX_ENTRY = 99          # |entry| bound for generated problems (hand exercises)
 STEPS_PER_START = 400   # local-search steps without progress before a fresh start
 BLOCK_KINDS = ("self", "self-causal", "cross")   # a chain family's blocks ([family] blocks = [...])
@@ -549,8 +551,8 @@ def generate(fam: Family, seed: int, *, title: str | None = None, X=None, X_enc=
                 bad = b
             else:
                 st.change(which, h, i, j, old - new)
-        if bad == 0 and (X_fixed is None and _twin_rows(X, xlo, xhi) or Xe_fixed is None and Xe is not None
-                         and _twin_rows(Xe, xlo, xhi)):
+        if bad == 0 and twins < MAX_TWIN_DRAWS and (X_fixed is None and _twin_rows(X, xlo, xhi)
+                                                    or Xe_fixed is None and Xe is not None and _twin_rows(Xe, xlo, xhi)):
             steps += 1        # two tokens with the same row would be one token twice: draw again
             twins += 1
             continue
@@ -569,7 +571,7 @@ def generate(fam: Family, seed: int, *, title: str | None = None, X=None, X_enc=
         f"{fam.source + ': ' if fam.source else ''}no problem of this family met the constraints in {MAX_STEPS} tries "
         f"(largest weight ≤ {fam.max_weight:g}, every weight ≥ {fam.min_w:g}"
         f"{f', |scaled score| ≤ {fam.max_score:g}' if fam.max_score else ''}{'' if fam.ties else ', no tied top score'}"
-        f"{', every token a row of X of its own' if twins else ''}); "
+        "); "
         "use a smaller range, a scale, a larger max_weight or max_score, or a smaller min_weight"
         + (f"; with --train also a target whose gradients stay within ±{MAX_GRAD:g} and whose step lowers the loss"
            " (a smaller range or lr helps)" if fam.train else ""))
