@@ -43,6 +43,8 @@ from .problem import LIMITS, Chain, Problem, Work, work_of
 FAMILY_KEYS = ("attention", "blocks", "tokens", "words", "tokens_enc", "words_enc", "d_model", "d_k", "d_v", "heads", "range", "weight_range", "mask", "scale",
                "decimals", "max_weight", "min_weight", "max_score", "ties", "title", "train", "lr")
 
+MAX_TWIN_DRAWS = 25     # good draws refused for two equal rows of X; then (a family whose other rules leave no room
+                        # for distinct rows, such as 4 tokens in d_model 2 over 0..2) twins are taken
 MAX_ENTRY = 99          # |entry| bound for generated problems (hand exercises)
 STEPS_PER_START = 400   # local-search steps without progress before a fresh start
 BLOCK_KINDS = ("self", "self-causal", "cross")   # a chain family's blocks ([family] blocks = [...])
@@ -504,7 +506,7 @@ def generate(fam: Family, seed: int, *, title: str | None = None, X=None, X_enc=
     WV = [_draw_matrix(rng, dm, dv, wlo, whi) for _ in range(H)]
     WO = _draw_matrix(rng, H * dv, dm, wlo, whi) if H > 1 else None
 
-    steps = 0
+    steps = twins = 0
     while steps < MAX_STEPS:
         X = [list(r) for r in X_fixed] if X_fixed is not None else _draw_matrix(rng, n, dm, xlo, xhi)
         Xe = None
@@ -549,6 +551,11 @@ def generate(fam: Family, seed: int, *, title: str | None = None, X=None, X_enc=
                 bad = b
             else:
                 st.change(which, h, i, j, old - new)
+        if bad == 0 and twins < MAX_TWIN_DRAWS and (X_fixed is None and _twin_rows(X, xlo, xhi)
+                                                    or Xe_fixed is None and Xe is not None and _twin_rows(Xe, xlo, xhi)):
+            steps += 1        # two tokens with the same row would be one token twice: draw again
+            twins += 1
+            continue
         if bad == 0:
             heads = [(WQs[h], WKs[h], WV[h]) for h in range(H)]
             p = _problem(fam, X, heads, WO, title, X_enc=Xe)
@@ -563,10 +570,18 @@ def generate(fam: Family, seed: int, *, title: str | None = None, X=None, X_enc=
     raise WorkedError(
         f"{fam.source + ': ' if fam.source else ''}no problem of this family met the constraints in {MAX_STEPS} tries "
         f"(largest weight ≤ {fam.max_weight:g}, every weight ≥ {fam.min_w:g}"
-        f"{f', |scaled score| ≤ {fam.max_score:g}' if fam.max_score else ''}{'' if fam.ties else ', no tied top score'}); "
+        f"{f', |scaled score| ≤ {fam.max_score:g}' if fam.max_score else ''}{'' if fam.ties else ', no tied top score'}"
+        "); "
         "use a smaller range, a scale, a larger max_weight or max_score, or a smaller min_weight"
         + (f"; with --train also a target whose gradients stay within ±{MAX_GRAD:g} and whose step lowers the loss"
            " (a smaller range or lr helps)" if fam.train else ""))
+
+
+def _twin_rows(X, lo: int, hi: int) -> bool:
+    """Do two rows of X repeat each other, where the range has room for all of them to differ (rows of X are not
+    all zero, so a range of k values gives k**d_model - 1 rows when it holds 0)?"""
+    room = (hi - lo + 1) ** len(X[0]) - (1 if lo <= 0 <= hi else 0)
+    return len(X) <= room and len({tuple(r) for r in X}) < len(X)
 
 
 def block_families(fam: Family) -> list[Family]:

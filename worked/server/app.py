@@ -12,6 +12,9 @@ Routes (all JSON unless noted; errors are ``{"error": message}`` with a 4xx/5xx 
 ``POST /api/new``      ``{options of worked new, "seed"}``        a random problem
 ``POST /api/download`` ``{"problem", "document", "format"}``      worksheet / answer-key as pdf, html or tex;
                                             notebook / exercise as ipynb
+``POST /api/quiz``     ``{"spec", "seed", "count" | "roster", "formats"}``  the teacher's quiz builder: ``worked quiz``
+                                            on the spec (TOML text) → one zip (its manifest.json the command's)
+``GET /api/quiz-specs/{name}``              a quiz spec of the folder as TOML text (the quiz builder starts from it)
 ``GET /download/problems/{name}/{document}.{format}``, ``GET /download/variants/{code}/{document}.{format}``
 (also ``notebook.ipynb`` and ``exercise.ipynb``: the Jupyter/Colab notebook, with the answers or as an exercise)
 
@@ -324,6 +327,14 @@ class Library:
                 out.setdefault(p.stem, p)
         return out
 
+    def quiz_specs(self) -> dict[str, Path]:
+        """The quiz specs of the folder by name (the teacher's quiz builder starts from one)."""
+        if self.root is None or not self.root.is_dir():
+            return {}
+        return {p.stem: p for p in sorted(self.root.iterdir())
+                if p.suffix.lower() == ".toml" and NAME_RE.fullmatch(p.stem) and self._inside(p) and p.is_file()
+                and self._is_spec(p)}
+
     def _inside(self, p: Path) -> bool:
         """False (and said once in the log) for a symbolic link to a file outside the folder."""
         if not _links_outside(self.root, p):
@@ -549,6 +560,7 @@ def create_app(cfg: Config | None = None) -> Starlette:
             "problems": [] if quiz is not None else [
                 {"name": name, "title": _title_of(lib, name)} for name in lib.problems()],
             "features": features(),
+            "quiz_specs": [] if quiz is not None or cfg.no_solutions else list(lib.quiz_specs()),
             "limits": {k: LIMITS[k] for k in ("tokens", "dim", "heads", "entry", "places", "decimals", "title", "token")},
         })
 
@@ -637,6 +649,48 @@ def create_app(cfg: Config | None = None) -> Starlette:
         return await engine.run(_digest("new", family, seed), engine.family_lane(family), jobs.generate_json, family, seed,
                                 what="drawing a random problem")
 
+    async def api_quiz(request: Request):
+        """The teacher's quiz builder: a spec (TOML text, as `worked quiz` reads), a seed, a count or a roster
+        (CSV text), formats → one zip of what `worked quiz` writes."""
+        if cfg.no_solutions:
+            raise ApiError(403, "the quiz builder is turned off on this server (--no-solutions): a quiz holds its keys")
+        data = await read_json(request, cfg)
+        spec = data.get("spec")
+        if not isinstance(spec, str) or not spec.strip():
+            raise ApiError(400, '"spec": expected the quiz spec as TOML text (title, seed, [family], [[questions]])')
+        seed, count = data.get("seed"), data.get("count")
+        for name, v in (("seed", seed), ("count", count)):
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
+                raise ApiError(400, f"{name}: expected a whole number ≥ 0")
+        roster = data.get("roster")
+        if roster is not None and not isinstance(roster, str):
+            raise ApiError(400, '"roster": expected the CSV text of a roster (id,name columns)')
+        formats = data.get("formats", "html,moodle,qti,gift")
+        if not isinstance(formats, str) or len(formats) > 100:
+            raise ApiError(400, '"formats": expected a comma-separated list such as "pdf,html,moodle,qti,gift"')
+        out = await engine.run(_digest("quiz", spec, seed, count, roster, formats), engine.heavy, jobs.quiz_zip, spec,
+                               seed, count, roster or None, formats, timeout=cfg.render_timeout * 4,
+                               what="making the quiz")
+        if out.status_code == 200:
+            out.headers["Content-Disposition"] = 'attachment; filename="quiz.zip"'
+            out.headers["Cache-Control"] = "no-store"
+        return out
+
+    async def get_quiz_spec(request: Request):
+        """A quiz spec of the folder as its TOML text (the quiz builder's starting point)."""
+        if cfg.no_solutions:
+            raise ApiError(403, "the quiz builder is turned off on this server (--no-solutions)")
+        path = lib.quiz_specs().get(request.path_params["name"])
+        if path is None:
+            raise ApiError(404, "no such quiz spec")
+        from ..readfile import InputError, read_text
+
+        try:
+            text = read_text(path, expected="a TOML quiz spec")
+        except InputError as exc:
+            raise ApiError(422, exc.message) from None
+        return JSONResponse({"name": path.stem, "text": text})
+
     async def _document(problem: Problem, document: str, fmt: str, student: dict | None, paper: str = "a4"):
         if fmt == "ipynb":
             if document not in NOTEBOOKS:
@@ -721,6 +775,8 @@ def create_app(cfg: Config | None = None) -> Starlette:
         Route("/api/check", api_check, methods=["POST"]),
         Route("/api/new", api_new, methods=["POST"]),
         Route("/api/download", api_download, methods=["POST"]),
+        Route("/api/quiz", api_quiz, methods=["POST"]),
+        Route("/api/quiz-specs/{name}", get_quiz_spec),
         Route("/download/problems/{name}/{document}.{format}", download_problem),
         Route("/download/variants/{code}/{document}.{format}", download_variant),
     ]

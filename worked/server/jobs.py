@@ -172,3 +172,59 @@ def variant_json(problem, variant):
 def _variant_json(problem, variant):
     return 200, _json({"code": variant.code, "problem": problem.to_dict(), "view": views.problem_view(problem),
                        "questions": views.question_list(variant, problem, checker(problem).solution)}), JSON
+
+
+QUIZ_VARIANTS = 60   # the page's quiz builder: at most this many variants in one request (a class; the CLI has no limit)
+
+
+def quiz_zip(spec_text: str, seed, count, roster_text, formats: str):
+    """The teacher's quiz builder: ``worked quiz`` run on the spec (TOML text) into a temporary folder, which is
+    sent back as one zip; its files are the command's own (the same manifest, byte for byte, for the same spec
+    and seed)."""
+    return _guard(_quiz_zip, spec_text, seed, count, roster_text, formats)
+
+
+def _quiz_zip(spec_text, seed, count, roster_text, formats):
+    import io
+    import tempfile
+    import zipfile
+    from pathlib import Path
+
+    from .. import quiz
+
+    with tempfile.TemporaryDirectory(prefix="worked-quiz-") as tmp:
+        spec = Path(tmp) / "quiz.toml"
+        spec.write_text(spec_text, encoding="utf-8")
+        roster = Path(tmp) / "roster.csv"
+        if roster_text:
+            roster = Path(tmp) / "roster.csv"
+            roster.write_text(roster_text, encoding="utf-8")
+            try:
+                many = len(quiz.load_roster(roster)) > QUIZ_VARIANTS
+            except WorkedError as exc:
+                raise WorkedError(str(exc).replace(str(roster), "roster")) from None
+            if many:
+                raise WorkedError(f"roster: at most {QUIZ_VARIANTS} students in one quiz made on this page "
+                                  "(the command line `worked quiz` has no limit)")
+        else:
+            roster = None
+        try:
+            n = count if count is not None else None if roster else quiz.load_spec(spec).count or 1
+        except WorkedError as exc:
+            raise WorkedError(str(exc).replace(str(spec), "quiz spec")) from None
+        if n is not None and not 1 <= n <= QUIZ_VARIANTS:
+            raise WorkedError(f"variants: expected a whole number from 1 to {QUIZ_VARIANTS} on this page, got {n}")
+        out = Path(tmp) / "quiz"
+        try:
+            quiz.run(spec, count=None if roster else n, roster=roster, seed=seed, outdir=out, formats=formats or None,
+                     jobs=1, quiet=True, progress=False)
+        except WorkedError as exc:    # the messages name the page's fields, not the temporary files
+            raise WorkedError(str(exc).replace(str(spec), "quiz spec").replace(str(roster), "roster")) from None
+        buf = io.BytesIO()
+        with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+            for p in sorted(out.rglob("*")):
+                if p.is_file() and not p.name.startswith(".worked"):
+                    info = zipfile.ZipInfo(str(p.relative_to(out)), date_time=(1980, 1, 1, 0, 0, 0))
+                    info.compress_type = zipfile.ZIP_DEFLATED
+                    z.writestr(info, p.read_bytes())
+        return 200, buf.getvalue(), "application/zip"

@@ -140,10 +140,18 @@ function inputGrid(prefix, label, rows, cols, opts = {}) {
         placeholder: masked.has(`${i},${j}`) ? opts.maskedPlaceholder || "" : null,
       });
       if (opts.values && opts.values[i] && opts.values[i][j] !== undefined) input.value = String(opts.values[i][j]);
+      if (opts.asked && !opts.asked.has(`${i},${j}`)) {   // a quiz: a cell no question asks for is not an answer
+        tr.append(el("td", { class: "not-asked" }, el("span", { "aria-label": "not asked", text: "·" })));
+        return;
+      }
+      if (opts.asked) { input.classList.add("asked"); input.setAttribute("aria-label", `${input.getAttribute("aria-label")}, asked`); }
+      input.addEventListener("paste", (ev) => pasteMatrix(ev, t, label, rows, cols, opts.onPasteError));
+      input.addEventListener("input", () => fitCell(input));
+      fitCell(input);
       const mark = el("span", { class: "mark", "aria-hidden": "true" });
       const sr = el("span", { class: "visually-hidden", id: id + "-v" });
       input.setAttribute("aria-describedby", id + "-v");
-      tr.append(el("td", {}, input, mark, sr));
+      tr.append(el("td", {}, el("span", { class: "cellbox" }, input, mark), sr));
     });
     body.append(tr);
   });
@@ -151,8 +159,66 @@ function inputGrid(prefix, label, rows, cols, opts = {}) {
   return t;
 }
 
+/* A cell as wide as what is typed in it (2sqrt(2) is not cut to 2sqrt(2). */
+function fitCell(input) {
+  const n = input.value.length;
+  input.style.width = n > 5 ? `calc(${n + 1}ch + 26px)` : "";
+}
+
+/* The text of a matrix pasted into one cell → rows of entries, or null when it is one entry.
+ * Accepts a spreadsheet's rows (tabs between entries, newlines between rows), [[1,1],[2,1]] and
+ * rows of entries separated by spaces (or ", "). */
+function parsePasted(text) {
+  const t = text.replace(/\r\n?/g, "\n").trim();
+  if (!t) return null;
+  let rows;
+  if (/^\[\s*\[/.test(t)) {
+    const inner = t.match(/\[([^\[\]]*)\]/g) || [];
+    rows = inner.map((r) => r.slice(1, -1).split(",").map((x) => x.trim()));
+  } else if (/^\[[^\[\]]*\]$/.test(t)) {   // one row: [1, 2, 3]
+    rows = [t.slice(1, -1).split(",").map((x) => x.trim())];
+  } else {
+    const lines = t.split("\n").map((l) => l.trim()).filter((l) => l !== "");
+    rows = lines.map((l) => (l.includes("\t") ? l.split("\t") : l.split(/\s*[,;]\s+|\s*;\s*|\s+/)).map((x) => x.trim()));
+  }
+  rows = rows.filter((r) => r.length && !(r.length === 1 && r[0] === ""));
+  if (!rows.length || (rows.length === 1 && rows[0].length === 1)) return null;
+  return rows;
+}
+
+function pasteMatrix(ev, table, label, rowNames, colNames, onError) {
+  const text = (ev.clipboardData || window.clipboardData).getData("text");
+  const rows = parsePasted(text);
+  if (!rows) return;          // one entry: the browser pastes it as usual
+  ev.preventDefault();
+  const at = ev.target, i0 = +at.dataset.i, j0 = +at.dataset.j;
+  const width = Math.max(...rows.map((r) => r.length));
+  const roomR = rowNames.length - i0, roomC = colNames.length - j0;
+  const shown = text.trim().replace(/\t/g, " ⇥ ").replace(/\r?\n/g, " ⏎ ");
+  const said = shown.length > 60 ? shown.slice(0, 57) + "…" : shown;
+  const report = (msg) => { if (onError) onError(msg); };
+  if (rows.some((r) => r.length !== width)) {
+    report(`Could not paste “${said}”: its rows have ${[...new Set(rows.map((r) => r.length))].join(" and ")} entries; ` +
+      `${label} needs ${colNames.length} entries in each of its ${rowNames.length} rows (${rowNames.join(", ")}).`);
+    return;
+  }
+  if (rows.length > roomR || width > roomC) {
+    report(`Could not paste “${said}”: it is ${rows.length}×${width} (${rows.length} row${rows.length === 1 ? "" : "s"} of ${width}), ` +
+      `but from row ${rowNames[i0]}, column ${colNames[j0]} ${label} has room for ${roomR}×${roomC}; ` +
+      `${label} is ${rowNames.length}×${colNames.length} (rows ${rowNames.join(", ")}).`);
+    return;
+  }
+  rows.forEach((r, di) => r.forEach((v, dj) => {
+    const cell = table.querySelector(`input[data-i="${i0 + di}"][data-j="${j0 + dj}"]`);
+    if (cell) { cell.value = v; fitCell(cell); }
+  }));
+  if (onError) onError(`Pasted ${rows.length}×${width} into ${label}.`, true);
+  at.dispatchEvent(new Event("input", { bubbles: true }));
+}
+
 function readGrid(table) {
-  const rows = [];
+  const nr = $$("tbody tr", table).length, nc = $$("thead th", table).length;
+  const rows = Array.from({ length: nr }, () => Array(nc).fill(""));
   for (const input of $$("input", table)) {
     const i = +input.dataset.i, j = +input.dataset.j;
     (rows[i] = rows[i] || [])[j] = input.value.trim();
@@ -172,10 +238,15 @@ function selectTab(name, focus) {
   }
 }
 
+function studentAddress() {
+  const src = S.student.source;
+  return location.pathname + location.search + (src && src.kind === "problem" ? "#problem=" + encodeURIComponent(src.name) : "");
+}
+
 function setupTabs() {
   const tabs = $$('[role="tab"]');
   tabs.forEach((tab, k) => {
-    tab.addEventListener("click", () => { selectTab(tab.id.slice(4)); history.replaceState(null, "", tab.id === "tab-teacher" ? "#teacher" : location.pathname + location.search); });
+    tab.addEventListener("click", () => { selectTab(tab.id.slice(4)); history.replaceState(null, "", tab.id === "tab-teacher" ? "#teacher" : studentAddress()); });
     tab.addEventListener("keydown", (ev) => {
       const visible = tabs.filter((t) => !t.hidden);
       const at = visible.indexOf(tab);
@@ -253,24 +324,58 @@ function renderProblem() {
   $("#solution-body").replaceChildren();
 }
 
+/* A quiz variant: which cells its questions ask for, by grid key ("i,j" sets), and the questions per grid. */
+function askedCells() {
+  const qs = S.student.questions || [];
+  if (!qs.length) return null;
+  const keys = new Set(S.student.view.grids.map((g) => g.key));
+  const out = {};
+  for (const q of qs) {
+    let key = q.matrix;
+    if (!keys.has(key) && key === "Z") key = [...keys].filter((k) => /\.Z$/.test(k)).pop() || key;  // a chain's last Z
+    const a = out[key] = out[key] || { cells: new Set(), questions: [] };
+    for (const [i, j] of q.cells || []) a.cells.add(`${i},${j}`);
+    a.questions.push(q);
+  }
+  return out;
+}
+
 function renderAnswerGrids() {
   const { view, problem } = S.student;
   const saved = JSON.parse(localStorage.getItem(problemKey(problem)) || "{}");
+  const asked = askedCells();
   const box = $("#answer-grids");
   box.replaceChildren();
   view.grids.forEach((g) => {
-    const fs = el("fieldset", { class: "grid", "data-key": g.key });
+    const mine = asked && asked[g.key];
+    if (asked && !mine) return;          // a quiz shows only the grids its questions ask for
+    const fs = el("fieldset", { class: "grid", "data-key": g.key, id: "grid-" + g.key.replace(/\W/g, "_") });
     fs.append(el("legend", {}, g.label, " ", el("span", { class: "eq" }, math(g.mathml, g.text || ""))));
     fs.append(el("p", { class: "hint", text: `${g.rows.length}×${g.cols.length}` + (g.hint ? ` · ${g.hint}` : "") }));
+    if (mine) {
+      fs.append(el("p", { class: "asked-note" }, el("span", { class: "asked-key", "aria-hidden": "true" }),
+        " Asked: " + mine.questions.map((q) => `${q.name ? q.name + " " : ""}${readableAsk(q.ask, g)} ` +
+          `(${q.points} pt${q.points === 1 ? "" : "s"})`).join("; ") + ". Only the marked cells count."));
+    }
+    const note = el("p", { class: "paste-note", role: "status" });
     const table = inputGrid("a-" + g.key.replace(/\W/g, "_"), g.label, g.rows, g.cols,
-      { masked: g.masked, values: saved[g.key], maskedPlaceholder: "−∞ / 0" });
+      { masked: g.masked, values: saved[g.key], maskedPlaceholder: "−∞ / 0", asked: mine ? mine.cells : null,
+        onPasteError: (msg, ok) => { note.textContent = msg; note.className = "paste-note" + (ok ? "" : " bad"); } });
     fs.append(el("div", { class: "scroll" }, table));
+    fs.append(note);
     fs.append(el("p", { class: "verdict", "aria-live": "polite" }));
+    fs.append(el("div", { class: "diag-slot" }));
     fs.append(el("div", { class: "step-slot" }));
     box.append(fs);
   });
   $("#answers-form").hidden = false;
-  $("#check-status").textContent = "";
+  $("#check-status").replaceChildren();
+}
+
+/* "weights[1,2]" as the grid labels it: "Attention weights[cats, chase]". */
+function readableAsk(ask, g) {
+  return ask.replace(/^([\w.]+)\[([\d*]+),\s*([\d*]+)\]$/, (all, key, i, j) =>
+    `${g.label}[${i === "*" ? "every row" : g.rows[+i - 1] || i}, ${j === "*" ? "every column" : g.cols[+j - 1] || j}]`);
 }
 
 function collectAnswers() {
@@ -299,10 +404,11 @@ function clearMarks() {
     td.classList.remove("ok", "bad", "ecf");
     const m = $(".mark", td); if (m) m.textContent = "";
     const v = $(".visually-hidden", td); if (v) v.textContent = "";
-    const input = $("input", td); if (input) input.removeAttribute("aria-invalid");
+    const n = $(".cell-note", td); if (n) n.remove();
+    const input = $("input", td); if (input) { input.removeAttribute("aria-invalid"); input.setAttribute("aria-describedby", input.id + "-v"); }
   }
   for (const p of $$("#answer-grids .verdict")) { p.textContent = ""; p.className = "verdict"; }
-  for (const s of $$("#answer-grids .step-slot")) s.replaceChildren();
+  for (const s of $$("#answer-grids .step-slot, #answer-grids .diag-slot")) s.replaceChildren();
 }
 
 async function checkAnswers(ev) {
@@ -317,7 +423,8 @@ async function checkAnswers(ev) {
   let report;
   try {
     const source = S.student.source;
-    report = await api("/api/check", source.kind === "variant" ? { variant: source.code, answers } : { problem: S.student.problem, answers });
+    report = await api("/api/check", source.kind === "variant" ? { variant: source.code, answers, reveal: true } : { problem: S.student.problem, answers, reveal: true });
+    // (the expected values come only from a server that shows solutions; the page hides them behind a button)
   } catch (e) {
     status.textContent = e.message; status.classList.add("bad");
     return;
@@ -335,30 +442,84 @@ async function solutionView() {
   return S.student.solution.view;
 }
 
+/* A grid's entry as the grid labels it: scaled[3,1] → "Scaled scores[mice, cats]". */
+function entryName(key, i, j) {
+  const g = S.student.view && S.student.view.grids.find((x) => x.key === key);
+  if (!g) return `${key}[${i},${j}]`;
+  return `${g.label}[${g.rows[i - 1] ?? i}, ${g.cols[j - 1] ?? j}]`;
+}
+
+/* Indices the grid does not show, in a message, become the grid's own labels. */
+function humanize(text) {
+  if (!text) return text;
+  return text.replace(/\b([A-Za-z][\w.]*)\[(\d+),\s*(\d+)\]/g, (all, key, i, j) =>
+    (S.student.view.grids.some((x) => x.key === key) ? entryName(key, +i, +j) : all));
+}
+
+/* Why an entry could not be read, without its "Q[1,1]: cannot read '…':" prefix; several numbers in one cell
+ * are named as such (they are not a decimal comma). */
+function unreadableReason(raw, message) {
+  const nums = raw.trim().split(/\s*[,;]\s+|\s*;\s*|\s+/).filter(Boolean);
+  if (nums.length > 1 && nums.every((x) => /^[-+−]?\d*[.,]?\d+$/.test(x))) {
+    return `“${raw.trim()}” is ${nums.length} numbers; a cell holds one (paste a whole row or matrix into a cell to fill several)`;
+  }
+  let m = message || "";
+  m = m.replace(/^[^:]*\[\d+,\d+\]:\s*/, "");
+  m = m.replace(/^cannot read '(?:[^'\\]|\\.)*':\s*/, "").replace(/^cannot read "(?:[^"\\]|\\.)*":\s*/, "");
+  const lead = raw.trim() + ": ";
+  if (m.startsWith(lead)) m = m.slice(lead.length);
+  return `“${raw.trim()}” cannot be read: ${m || "not a number"}`;
+}
+
+function gridId(key) { return "grid-" + key.replace(/\W/g, "_"); }
+
 async function renderReport(report) {
   clearMarks();
   const sv = await solutionView();
+  const asked = askedCells();
   let wrongAny = false;
+  const byGrid = {};   // the diagnoses at the grid they concern (the first of their grids on the page)
+  report.diagnoses.forEach((d, k) => {
+    const key = (d.matrices || []).find((x) => $(`#answer-grids fieldset[data-key="${CSS.escape(x)}"]`));
+    d._id = `diag-${k}`;
+    if (key) (byGrid[key] = byGrid[key] || []).push(d);
+  });
   for (const fs of $$("#answer-grids fieldset.grid")) {
-    const m = report.matrices[fs.dataset.key];
+    const key = fs.dataset.key;
+    const m = report.matrices[key];
     if (!m) continue;
     const label = $("legend", fs).firstChild.textContent;
+    const mine = asked && asked[key];
+    const errs = {};
+    for (const e of m.errors || []) if (e.entry) errs[`${e.entry[0] - 1},${e.entry[1] - 1}`] = e.message;
+    const c = { correct: 0, wrong: 0, blank: 0, invalid: 0, carried_forward: 0 };
     $$("input", fs).forEach((input) => {
       const i = +input.dataset.i, j = +input.dataset.j;
       const v = m.verdicts[i][j];
       const carried = m.carried_forward && m.carried_forward[i][j];
-      const td = input.parentElement;
+      c[v] += 1;
+      if (carried && v === "wrong") c.carried_forward += 1;
+      const td = input.closest("td");
       const mark = $(".mark", td), sr = $(".visually-hidden", td);
       if (v === "correct") { td.classList.add("ok"); mark.textContent = "✓"; }
       else if (v === "wrong" && carried) { td.classList.add("ecf"); mark.textContent = "↪"; }
       else if (v === "wrong") { td.classList.add("bad"); mark.textContent = "✗"; input.setAttribute("aria-invalid", "true"); }
       else if (v === "invalid") { td.classList.add("bad"); mark.textContent = "?"; input.setAttribute("aria-invalid", "true"); }
       sr.textContent = v === "blank" ? "" : (carried ? "wrong, but right from your own earlier answers" : VERDICT_TEXT[v]);
-      if (m.expected && (v === "wrong" || v === "invalid")) input.title = `expected ${m.expected[i][j]}`;
-      else input.removeAttribute("title");
+      input.removeAttribute("title");
+      const notes = [];
+      if (v === "invalid") notes.push(el("span", { class: "why", text: unreadableReason(input.value, errs[`${i},${j}`]) }));
+      if (m.expected && (v === "wrong" || v === "invalid")) {
+        notes.push(el("span", { class: "expected", text: `expected ${m.expected[i][j]}` }));
+      }
+      if (notes.length) {
+        const note = el("span", { class: "cell-note", id: input.id + "-n" }, ...notes);
+        td.append(note);
+        input.setAttribute("aria-describedby", `${input.id}-v ${input.id}-n`);
+      }
     });
-    const c = m.counts, total = m.shape[0] * m.shape[1];
-    const parts = [`${c.correct} of ${total} correct`];
+    const total = mine ? mine.cells.size : m.shape[0] * m.shape[1];
+    const parts = [`${c.correct} of ${total} ${mine ? "asked " : ""}correct`];
     if (c.wrong) parts.push(`${c.wrong} wrong` + (c.carried_forward ? ` (${c.carried_forward} follow correctly from your earlier answers ↪)` : ""));
     if (c.blank) parts.push(`${c.blank} not answered`);
     if (c.invalid) parts.push(`${c.invalid} could not be read`);
@@ -367,24 +528,56 @@ async function renderReport(report) {
     p.className = "verdict " + (realWrong ? "bad" : c.correct ? "ok" : "");
     p.textContent = parts.join(", ") + ".";
     if (m.consistent_with_earlier === true && c.wrong) {
-      p.append(el("br"), `Consistent with your earlier answers (${m.based_on.join(", ")}): the slip was earlier, not here.`);
+      p.append(el("br"), `Consistent with your earlier answers (${m.based_on.map(gridLabel).join(", ")}): the slip was earlier, not here.`);
     }
-    for (const e of m.errors || []) p.append(el("br"), e.message);
-    if (realWrong) wrongAny = true;
-    if (realWrong && sv) {
-      const steps = sv.steps.filter((s) => s.result === fs.dataset.key);
-      if (steps.length) {
-        const d = el("details", { class: "step" }, el("summary", { text: `Show the worked step for ${label}` }));
-        steps.forEach((s) => d.append(renderStep(s, sv)));
-        $(".step-slot", fs).append(d);
+    const hasExpected = $$(".cell-note .expected", fs).length > 0;
+    if (hasExpected) {   // the expected values on demand: a button, for touch and keyboard alike
+      fs.classList.add("hide-expected");
+      const b = el("button", { type: "button", class: "show-expected", "aria-expanded": "false", text: "Show the expected values" });
+      b.addEventListener("click", () => {
+        const on = fs.classList.toggle("hide-expected");
+        b.setAttribute("aria-expanded", on ? "false" : "true");
+        b.textContent = on ? "Show the expected values" : "Hide the expected values";
+      });
+      p.append(" ", b);
+    }
+    const slot = $(".diag-slot", fs);
+    for (const d of byGrid[key] || []) slot.append(diagnosisBox(d, sv, key));
+    if (realWrong) {
+      wrongAny = true;
+      if (!(byGrid[key] || []).length && m.step && c.wrong - (c.carried_forward || 0) > 0) {
+        // a plain slip: no mistake named, but the step to redo is
+        slot.append(el("p", { class: "reread" }, `A slip in ${label}: re-read Step ${m.step.number}: ${m.step.title}.`));
+      }
+      if (sv) {
+        const steps = sv.steps.filter((s) => s.result === key);
+        if (steps.length) {
+          const d = el("details", { class: "step" }, el("summary", { text: `Show the worked step for ${label}` }));
+          steps.forEach((s) => d.append(renderStep(s, sv)));
+          $(".step-slot", fs).append(d);
+        }
       }
     }
   }
   // the feedback card
   const s = report.summary;
-  const total = s.correct + s.wrong + s.blank + s.invalid;
   const summary = $("#summary");
-  summary.textContent = report.summary_text || (`${s.correct} of ${total} entries correct` +
+  if (asked) {   // a quiz: only the asked cells count
+    const t = { correct: 0, wrong: 0, blank: 0, invalid: 0, carried_forward: 0 };
+    for (const fs of $$("#answer-grids fieldset.grid")) {
+      for (const input of $$("input", fs)) {
+        const m = report.matrices[fs.dataset.key];
+        if (!m) { t.blank += 1; continue; }
+        const v = m.verdicts[+input.dataset.i][+input.dataset.j];
+        t[v] += 1;
+        if (v === "wrong" && m.carried_forward[+input.dataset.i][+input.dataset.j]) t.carried_forward += 1;
+      }
+    }
+    Object.assign(s, t);
+    report.summary_text = null;
+  }
+  const total = s.correct + s.wrong + s.blank + s.invalid;
+  summary.textContent = report.summary_text || (`${s.correct} of ${total} ${asked ? "asked " : ""}entries correct` +
     (s.wrong ? `, ${s.wrong} wrong` + (s.carried_forward ? ` (${s.carried_forward} of them only because of an earlier slip)` : "") : "") +
     (s.blank ? `, ${s.blank} not answered` : "") + (s.invalid ? `, ${s.invalid} could not be read` : "") + ".");
   if (report.score) {
@@ -400,27 +593,70 @@ async function renderReport(report) {
   diag.replaceChildren();
   if (report.diagnoses.length) diag.append(el("h3", { text: "What went wrong" }));
   for (const d of report.diagnoses) {
-    const info = d.code === "early-rounding";
-    const box = el("div", { class: "diag" + (info ? " info" : ""), role: info ? null : "note" },
-      el("h3", {}, (info ? "Note: " : "✗ ") + d.title.charAt(0).toUpperCase() + d.title.slice(1) + " ", el("code", { text: d.code })),
-      el("p", { text: d.message }),
-      d.matrices && d.matrices.length ? el("p", { text: "Where: " + d.matrices.map(gridLabel).join(", ") + "." }) : null);
-    if (d.step) {
-      box.append(el("p", { text: `Re-read Step ${d.step.number}: ${d.step.title}.` }));
-      if (sv && sv.steps[d.step.number - 1]) {
-        const det = el("details", { class: "step" }, el("summary", { text: `Show Step ${d.step.number}` }));
-        det.append(renderStep(sv.steps[d.step.number - 1], sv, d.step.number));
-        box.append(det);
-      }
-    }
-    diag.append(box);
+    const placed = Object.values(byGrid).some((ds) => ds.includes(d));
+    if (!placed) { diag.append(diagnosisBox(d, sv, false)); continue; }
+    const key = Object.keys(byGrid).find((k) => byGrid[k].includes(d));
+    diag.append(el("p", { class: "diag-link" }, (d.code === "early-rounding" ? "Note: " : "✗ ") + capital(d.title) + ": ",
+      el("a", { href: "#" + d._id }, `at ${gridLabel(key)}${d.step ? `, re-read ${stepSpan(d)}` : ""}`)));
   }
-  for (const e of report.errors || []) diag.append(el("p", { class: "alert", text: e.message }));
+  for (const e of report.errors || []) {
+    if (e.entry) continue;        // an unreadable entry is shown in its cell
+    diag.append(el("p", { class: "alert", text: humanize(e.message) }));
+  }
   const status = $("#check-status");
   status.classList.toggle("bad", wrongAny);
-  status.textContent = summary.firstChild.textContent + (report.diagnoses.length ? " See “What went wrong” below." : "");
+  status.replaceChildren(summary.firstChild.textContent);
+  if (report.diagnoses.length) {
+    const first = report.diagnoses[0];
+    status.append(" ", el("a", { href: "#" + first._id, class: "to-diag" },
+      `What went wrong: ${first.title}${report.diagnoses.length > 1 ? ` (and ${report.diagnoses.length - 1} more)` : ""}`));
+  }
   $("#solution-actions").hidden = S.info.no_solutions;
   $("#feedback").hidden = false;
+}
+
+/* A link to a diagnosis moves there and focuses it, without changing the address (which holds the problem). */
+function goToDiagnosis(ev) {
+  const a = ev.target.closest("a[href^='#diag-']");
+  if (!a) return;
+  ev.preventDefault();
+  const d = document.getElementById(a.getAttribute("href").slice(1));
+  if (!d) return;
+  d.scrollIntoView({ block: "center" });
+  d.focus({ preventScroll: true });
+}
+
+/* "Step 5", or "Steps 20–22" for a mistake that shows in the matrices of several steps (an update with the
+ * wrong sign: W_Q, W_K and W_V's updates). */
+function stepSpan(d) {
+  const mats = (S.student.report && S.student.report.matrices) || {};
+  const nums = [d.step.number, ...(d.matrices || []).map((k) => mats[k] && mats[k].step && mats[k].step.number)]
+    .filter((n) => Number.isInteger(n));
+  const lo = Math.min(...nums), hi = Math.max(...nums);
+  return hi > lo ? `Steps ${lo}–${hi}` : `Step ${d.step.number}`;
+}
+
+function capital(t) { return t.charAt(0).toUpperCase() + t.slice(1); }
+
+/* A named mistake: what it is, where, and the step to re-read (with that step, folded). */
+function diagnosisBox(d, sv, atGrid) {   // atGrid: the key of the grid it is shown at, or false
+  const info = d.code === "early-rounding";
+  const box = el("div", { class: "diag" + (info ? " info" : ""), role: info ? null : "note", id: d._id, tabindex: "-1" },
+    el(atGrid ? "p" : "h3", { class: "diag-title" }, (info ? "Note: " : "✗ ") + capital(d.title) + " ", el("code", { text: d.code })),
+    el("p", { text: humanize(d.message) }),
+    d.matrices && d.matrices.length ? el("p", { text: "Where: " + d.matrices.map(gridLabel).join(", ") + "." }) : null);
+  if (d.step) {
+    const span = stepSpan(d);
+    box.append(el("p", { class: "reread", text: span.startsWith("Steps") ? `Re-read ${span}, from Step ${d.step.number}: ${d.step.title}.`
+      : `Re-read ${span}: ${d.step.title}.` }));
+    const own = sv && atGrid && sv.steps[d.step.number - 1] && sv.steps[d.step.number - 1].result === atGrid;
+    if (sv && sv.steps[d.step.number - 1] && !own) {   // (the grid's own step is under the grid already)
+      const det = el("details", { class: "step" }, el("summary", { text: `Show Step ${d.step.number}` }));
+      det.append(renderStep(sv.steps[d.step.number - 1], sv, d.step.number));
+      box.append(det);
+    }
+  }
+  return box;
 }
 
 function gridLabel(key) {
@@ -437,7 +673,7 @@ function renderStep(step, sv, number) {
   if (step.why) box.append(el("p", { class: "why", text: step.why }));
   if (step.shape) box.append(el("p", { class: "shape", text: `shapes: ${step.shape}` }));
   for (const note of step.notes || []) box.append(el("p", { class: "notes", text: note }));
-  const lines = el("div", { class: "lines" });
+  const lines = el("div", { class: "lines", tabindex: "0", role: "region", "aria-label": `Step ${n}, the lines` });
   let group = null;
   for (const ln of step.lines) {
     if (ln.group && ln.group !== group) {
@@ -510,6 +746,9 @@ function teacherMatrices(sh) {
     mats.push({ key: `h${h}.W_V`, label: `${pre}W_V`, rows: nums(sh.d_model), cols: nums(sh.d_v) });
   }
   if (sh.heads > 1) mats.push({ key: "W_O", label: "W_O", rows: nums(sh.heads * sh.d_v), cols: nums(sh.d_model) });
+  if ($("#t-train").checked) {   // the training step's target: the shape of Z
+    mats.push({ key: "T", label: "target T", rows: sh.tokens, cols: nums(sh.heads > 1 ? sh.d_model : sh.d_v) });
+  }
   return mats;
 }
 
@@ -526,12 +765,31 @@ function renderTeacherGrids(values) {
     const vals = (values && values[m.key]) || old[m.key];
     const fs = el("fieldset", { class: "grid teacher-mat", "data-key": m.key },
       el("legend", { text: `${m.label} (${m.rows.length}×${m.cols.length})` }),
-      el("div", { class: "scroll" }, inputGrid("t-" + m.key.replace(/\W/g, "_"), m.label, m.rows, m.cols, { values: vals })));
+      el("div", { class: "scroll" }, inputGrid("t-" + m.key.replace(/\W/g, "_"), m.label, m.rows, m.cols, { values: vals,
+        onPasteError: (msg, ok) => { if (ok) { showError($("#teacher-error"), null); $("#teacher-status").textContent = msg; } else showError($("#teacher-error"), msg); } })));
     box.append(fs);
   }
 }
 
+/* What the grids do not edit is kept as loaded: a chain of blocks whole, cross-attention's encoder side. */
+const T_EDITED = new Set(["title", "tokens", "X", "W_Q", "W_K", "W_V", "heads", "W_O", "scale", "mask", "decimals", "train"]);
+
 function fillTeacher(problem) {
+  S.teacher.whole = null;
+  S.teacher.extra = {};
+  const note = $("#t-whole");
+  note.hidden = true;
+  if (problem.blocks) {     // a chain: previewed and downloaded as loaded (its TOML file is where it is edited)
+    S.teacher.whole = problem;
+    note.textContent = `“${problem.title}” is a chain of ${problem.blocks.length} blocks: the key, the sheets and ` +
+      "the quiz use it as loaded (edit its TOML file to change it). Make the grids to enter a problem instead.";
+    note.hidden = false;
+    $("#teacher-grids").replaceChildren();
+    return;
+  }
+  for (const [k, v] of Object.entries(problem)) if (!T_EDITED.has(k)) S.teacher.extra[k] = v;
+  $("#t-train").checked = !!problem.train;
+  if (problem.train) $("#t-lr").value = String(problem.train.lr);
   const heads = problem.heads || [{ W_Q: problem.W_Q, W_K: problem.W_K, W_V: problem.W_V }];
   $(T_FIELDS.title).value = problem.title || "";
   $(T_FIELDS.tokens).value = problem.tokens.join(" ");
@@ -545,11 +803,13 @@ function fillTeacher(problem) {
   const values = { X: problem.X };
   heads.forEach((h, k) => { values[`h${k + 1}.W_Q`] = h.W_Q; values[`h${k + 1}.W_K`] = h.W_K; values[`h${k + 1}.W_V`] = h.W_V; });
   if (problem.W_O) values.W_O = problem.W_O;
+  if (problem.train) values.T = problem.train.target;
   $("#teacher-grids").replaceChildren();
   renderTeacherGrids(values);
 }
 
 function teacherProblem() {
+  if (S.teacher.whole) return S.teacher.whole;
   const sh = teacherShape();
   const grids = {};
   for (const fs of $$("#teacher-grids fieldset")) {
@@ -570,6 +830,11 @@ function teacherProblem() {
     p.heads = [];
     for (let h = 1; h <= sh.heads; h++) p.heads.push({ W_Q: grids[`h${h}.W_Q`], W_K: grids[`h${h}.W_K`], W_V: grids[`h${h}.W_V`] });
     p.W_O = grids.W_O;
+  }
+  Object.assign(p, S.teacher.extra || {});
+  if ($("#t-train").checked) {
+    if (!grids.T) throw new Error("The training step needs its target T: press “Make the grids” first");
+    p.train = { target: grids.T, loss: "mse", lr: $("#t-lr").value.trim() || "1/10" };
   }
   return p;
 }
@@ -595,6 +860,49 @@ async function download(problem, doc, fmt) {
   await saveBlob(resp, `${doc}.${fmt}`);
 }
 
+/* The knobs of the random form as the options of `worked new` (a family). */
+function randomFamily() {
+  const v = (k) => $("#r-" + k).value.trim();
+  const whole = (k, label) => {
+    if (!/^-?\d+$/.test(v(k))) throw new Error(`${label}: expected a whole number`);
+    return parseInt(v(k), 10);
+  };
+  const family = {
+    d_model: whole("d_model", "d_model"), d_k: whole("d_k", "d_k"), heads: whole("heads", "Heads"),
+    range: [whole("lo", "Smallest entry"), whole("hi", "Largest entry")], mask: v("mask"),
+    scale: v("scale") || "sqrt", decimals: whole("decimals", "Decimals"),
+  };
+  if (/^\d+$/.test(v("tokens"))) family.tokens = parseInt(v("tokens"), 10);
+  else family.words = v("tokens").split(/[\s,]+/).filter(Boolean);
+  if (v("d_v")) family.d_v = whole("d_v", "d_v");
+  if (v("wlo") || v("whi")) family.weight_range = [whole("wlo", "Smallest weight-matrix entry"), whole("whi", "Largest weight-matrix entry")];
+  const number = (k, label) => {
+    if (!/^\d*\.?\d+$/.test(v(k))) throw new Error(`${label}: expected a number such as 0.5`);
+    return parseFloat(v(k));
+  };
+  if (v("max_weight")) family.max_weight = number("max_weight", "Largest weight");
+  if (v("min_weight")) family.min_weight = number("min_weight", "Smallest weight");
+  if (v("max_score")) family.max_score = number("max_score", "Largest |scaled score|");
+  family.ties = $("#r-ties").checked;
+  // the architectures the solver has: cross-attention, a chain of blocks, a training step
+  if (v("attention") === "cross") {
+    family.attention = "cross";
+    if (family.mask === "none") delete family.mask;
+    if (/^\d+$/.test(v("tokens_enc"))) family.tokens_enc = parseInt(v("tokens_enc"), 10);
+    else if (v("tokens_enc")) family.tokens_enc = v("tokens_enc").split(/[\s,]+/).filter(Boolean);
+  }
+  if (v("blocks")) {
+    family.blocks = v("blocks").split(/[\s,]+/).filter(Boolean);
+    for (const k of ["attention", "mask", "heads"]) delete family[k];
+    if (family.blocks.includes("cross") && v("tokens_enc")) {
+      family.tokens_enc = /^\d+$/.test(v("tokens_enc")) ? parseInt(v("tokens_enc"), 10) : v("tokens_enc").split(/[\s,]+/).filter(Boolean);
+    }
+  }
+  if ($("#r-train").checked) family.train = true;
+  if (v("lr")) family.lr = v("lr");
+  return family;
+}
+
 function buildRandomForm() {
   const form = $("#random-form");
   const knobs = [
@@ -605,45 +913,32 @@ function buildRandomForm() {
     ["mask", "Mask", "none"], ["scale", "Scale", "sqrt", "sqrt, none or a number"], ["decimals", "Decimals", "2"],
     ["max_weight", "Largest weight", "0.9", "in every softmax row"], ["min_weight", "Smallest weight", "", "empty: one unit of the last place"],
     ["max_score", "Largest |scaled score|", "5", "0: no limit"], ["ties", "Allow ties for the largest score", ""],
+    ["attention", "Attention", "self"], ["tokens_enc", "Encoder tokens", "", "cross: a count or words; empty: as the tokens"],
+    ["blocks", "Blocks", "", "a chain, such as self-causal, cross; empty: one block"],
+    ["train", "Add a training step", ""], ["lr", "Learning rate", "", "empty: the default"],
     ["seed", "Seed", "1"],
   ];
   for (const [key, label, def, help] of knobs) {
     const id = "r-" + key;
     let input;
     if (key === "mask") input = el("select", { id }, el("option", { text: "none" }), el("option", { text: "causal" }));
+    else if (key === "attention") input = el("select", { id }, el("option", { text: "self" }), el("option", { text: "cross" }));
+    else if (key === "train") input = el("input", { id, type: "checkbox" });
     else if (key === "ties") input = el("input", { id, type: "checkbox" });
     else input = el("input", { id, value: def, spellcheck: "false",
-      inputmode: ["tokens", "scale"].includes(key) ? null : ["max_weight", "min_weight", "max_score"].includes(key) ? "decimal" : "numeric" });
+      inputmode: ["tokens", "scale", "tokens_enc", "blocks", "lr"].includes(key) ? null : ["max_weight", "min_weight", "max_score"].includes(key) ? "decimal" : "numeric" });
     form.append(el("div", { class: "field" + (key === "tokens" ? " wide" : "") },
       el("label", { for: id }, label, help ? el("span", { class: "sub", text: ` (${help})` }) : null), input));
+    if (key === "blocks" || key === "tokens_enc") form.lastChild.classList.add("wide");
   }
   form.append(el("div", { class: "field wide" }, el("button", { type: "submit", class: "primary", id: "draw", text: "Draw a problem" })));
   form.addEventListener("submit", (ev) => {
     ev.preventDefault();
     teacherAction(async () => {
+      const family = randomFamily();
       const v = (k) => $("#r-" + k).value.trim();
-      const whole = (k, label) => {
-        if (!/^-?\d+$/.test(v(k))) throw new Error(`${label}: expected a whole number`);
-        return parseInt(v(k), 10);
-      };
-      const family = {
-        d_model: whole("d_model", "d_model"), d_k: whole("d_k", "d_k"), heads: whole("heads", "Heads"),
-        range: [whole("lo", "Smallest entry"), whole("hi", "Largest entry")], mask: v("mask"),
-        scale: v("scale") || "sqrt", decimals: whole("decimals", "Decimals"),
-      };
-      if (/^\d+$/.test(v("tokens"))) family.tokens = parseInt(v("tokens"), 10);
-      else family.words = v("tokens").split(/[\s,]+/).filter(Boolean);
-      if (v("d_v")) family.d_v = whole("d_v", "d_v");
-      if (v("wlo") || v("whi")) family.weight_range = [whole("wlo", "Smallest weight-matrix entry"), whole("whi", "Largest weight-matrix entry")];
-      const number = (k, label) => {
-        if (!/^\d*\.?\d+$/.test(v(k))) throw new Error(`${label}: expected a number such as 0.5`);
-        return parseFloat(v(k));
-      };
-      if (v("max_weight")) family.max_weight = number("max_weight", "Largest weight");
-      if (v("min_weight")) family.min_weight = number("min_weight", "Smallest weight");
-      if (v("max_score")) family.max_score = number("max_score", "Largest |scaled score|");
-      family.ties = $("#r-ties").checked;
-      const seed = whole("seed", "Seed");
+      if (!/^\d+$/.test(v("seed"))) throw new Error("Seed: expected a whole number");
+      const seed = parseInt(v("seed"), 10);
       family.title = `random problem (seed ${seed})`;
       const data = await api("/api/new", { family, seed });
       S.teacher.problem = data.problem;
@@ -653,11 +948,119 @@ function buildRandomForm() {
   });
 }
 
+const QUIZ_SPEC = `title = "Attention quiz 1"
+seed = 2026
+count = 2
+
+[family]
+tokens = 3
+d_model = 4
+d_k = 2
+range = [-2, 3]
+mask = "none"
+
+[[questions]]
+ask = "scores[2,3]"
+points = 1
+tolerance = 0.01
+
+[[questions]]
+ask = "weights[1,*]"
+points = 2
+tolerance = 0.01
+
+[[questions]]
+ask = "Z"
+points = 3
+tolerance = 0.02
+`;
+
+/* A TOML value of the family's options (numbers, strings, booleans, lists of them). */
+function tomlValue(v) {
+  if (Array.isArray(v)) return "[" + v.map(tomlValue).join(", ") + "]";
+  if (typeof v === "string") return JSON.stringify(v);
+  return String(v);
+}
+
+/* The spec's [family] table replaced by *family* (the rest of the spec kept as typed). */
+function withFamily(spec, family) {
+  const table = "[family]\n" + Object.entries(family).filter(([k]) => k !== "title")
+    .map(([k, v]) => `${k} = ${tomlValue(v)}`).join("\n") + "\n";
+  const m = /^\[family\][^\n]*\n(?:(?!\s*\[)[^\n]*\n?)*/m.exec(spec);
+  if (m) return spec.slice(0, m.index) + table + (spec.slice(m.index + m[0].length).startsWith("\n") ? "" : "\n") + spec.slice(m.index + m[0].length);
+  return spec.replace(/\s*$/, "\n\n") + table;
+}
+
+function setupQuizBuilder() {
+  $("#q-spec").value = QUIZ_SPEC;
+  const load = $("#q-load");
+  for (const name of S.info.quiz_specs || []) load.append(el("option", { value: name, text: name }));
+  load.closest(".field").hidden = !(S.info.quiz_specs || []).length;
+  load.addEventListener("change", async () => {
+    if (!load.value) return;
+    try {
+      $("#q-spec").value = (await api("/api/quiz-specs/" + encodeURIComponent(load.value))).text;
+      $("#quiz-status").textContent = `Loaded the spec ${load.value}.`;
+    } catch (e) { showError($("#quiz-error"), e); }
+  });
+  $("#q-family").addEventListener("click", () => {
+    showError($("#quiz-error"), null);
+    try {
+      $("#q-spec").value = withFamily($("#q-spec").value, randomFamily());
+      $("#quiz-status").textContent = "The spec's [family] is now the random problem's knobs.";
+    } catch (e) { showError($("#quiz-error"), e); }
+  });
+  $("#quiz-form").addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    const err = $("#quiz-error"), status = $("#quiz-status"), btn = $("#make-quiz");
+    showError(err, null);
+    status.textContent = "";
+    const whole = (id, label) => {
+      const v = $(id).value.trim();
+      if (v === "") return undefined;
+      if (!/^\d{1,15}$/.test(v)) throw new Error(`${label}: expected a whole number ≥ 0, got “${v}”`);
+      return parseInt(v, 10);
+    };
+    (async () => {
+      busy(btn, true, "Making the quiz…");
+      try {
+        const body = { spec: $("#q-spec").value, seed: whole("#q-seed", "Seed"), count: whole("#q-count", "Variants"),
+          formats: $$('input[name="q-fmt"]:checked').map((c) => c.value).join(",") };
+        const file = $("#q-roster").files[0];
+        if (file) body.roster = await file.text();
+        if (!body.formats) throw new Error("Formats: choose at least one");
+        const resp = await fetch("/api/quiz", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
+        if (!resp.ok) {
+          let msg = `the server answered ${resp.status}`;
+          try { msg = (await resp.json()).error || msg; } catch (e) { /* not JSON */ }
+          throw new Error(msg);
+        }
+        await saveBlob(resp, "quiz.zip");
+        status.textContent = "The quiz is downloaded (quiz.zip).";
+      } catch (e) { showError(err, e); } finally { busy(btn, false); }
+    })();
+  });
+}
+
 function setupTeacher() {
+  setupQuizBuilder();
   buildRandomForm();
   $("#random-off").hidden = S.info.features.random;
   $("#random-form").hidden = !S.info.features.random;
-  $("#shape-form").addEventListener("submit", (ev) => { ev.preventDefault(); renderTeacherGrids(); });
+  $("#shape-form").addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    S.teacher.whole = null; $("#t-whole").hidden = true;
+    renderTeacherGrids();
+  });
+  $("#t-train").addEventListener("change", () => { if (!S.teacher.whole) renderTeacherGrids(); });
+  const load = $("#t-load");
+  for (const p of S.info.problems || []) load.append(el("option", { value: p.name, text: p.title || p.name }));
+  load.addEventListener("change", () => teacherAction(async () => {
+    if (!load.value) return;
+    const data = await api("/api/problems/" + encodeURIComponent(load.value));
+    fillTeacher(data.problem);
+    $("#teacher-status").textContent = `Loaded “${data.problem.title}”.`;
+  }, null));
   $("#preview-key").addEventListener("click", (ev) => teacherAction(async () => {
     const problem = teacherProblem();
     const resp = await fetch("/api/download", {
@@ -689,6 +1092,7 @@ function setupTeacher() {
 /* ------------------------------------------------------------------ start */
 
 async function start() {
+  setupTabs();      // before the server answers: a tab pressed meanwhile is not lost
   try {
     S.info = await api("/api/info");
   } catch (e) {
@@ -696,7 +1100,10 @@ async function start() {
     return;
   }
   $("#boot").hidden = true;
-  setupTabs();
+  keepFocusClear();
+  window.addEventListener("resize", markOverflow);
+  new MutationObserver(() => { clearTimeout(S.moreTimer); S.moreTimer = setTimeout(markOverflow, 50); })
+    .observe($("#main"), { childList: true, subtree: true });
   const sel = $("#problem-select");
   if (S.info.mode === "quiz") {
     $("#problem-pick").hidden = true;
@@ -705,13 +1112,19 @@ async function start() {
     sel.append(el("option", { value: "", text: "Choose a problem…" }));
     for (const p of S.info.problems) sel.append(el("option", { value: p.name, text: p.title || p.name }));
   }
-  sel.addEventListener("change", () => { if (sel.value) openProblem({ kind: "problem", name: sel.value }); });
+  sel.addEventListener("change", () => {
+    if (!sel.value) return;
+    history.replaceState(null, "", "#problem=" + encodeURIComponent(sel.value));   // a reload keeps the problem
+    openProblem({ kind: "problem", name: sel.value });
+  });
   $("#code-form").addEventListener("submit", (ev) => {
     ev.preventDefault();
     const code = $("#variant-code").value.trim();
     if (code) openProblem({ kind: "variant", code });
   });
   $("#answers-form").addEventListener("submit", checkAnswers);
+  $("#check-status").addEventListener("click", goToDiagnosis);
+  $("#diagnoses").addEventListener("click", goToDiagnosis);
   $("#answers-form").addEventListener("input", () => { clearTimeout(S.saveTimer); S.saveTimer = setTimeout(saveAnswers, 400); });
   $("#clear-btn").addEventListener("click", () => {
     for (const input of $$("#answer-grids input")) input.value = "";
@@ -736,6 +1149,32 @@ async function start() {
   // a variant code in the address (#code=K3F9AB, or ?code=K3F9AB as a QR code on the sheet may hold it)
   const code = m && m[1] === "code" ? decodeURIComponent(m[2]) : new URLSearchParams(location.search).get("code");
   if (code && S.info.mode === "quiz") { $("#variant-code").value = code; openProblem({ kind: "variant", code }); }
+}
+
+/* The sticky Check bar never hides the focused element: the page's scroll padding is the bar's height
+ * (so the browser scrolls a focused cell clear of it), and a focus that still lands under it is scrolled up. */
+/* A grid wider than the screen says so (a shadow at the hidden side, and a line of text). */
+function markOverflow() {
+  for (const box of $$(".grid .scroll")) {
+    const more = box.scrollWidth > box.clientWidth + 1;
+    let hint = box.nextElementSibling && box.nextElementSibling.classList.contains("more") ? box.nextElementSibling : null;
+    if (more && !hint) box.after(el("p", { class: "more", text: "Scroll the grid sideways for more columns →" }));
+    if (!more && hint) hint.remove();
+  }
+}
+
+function keepFocusClear() {
+  const bar = $(".actions.sticky");
+  const setPad = () => document.documentElement.style.setProperty("--sticky-h", `${Math.ceil(bar.getBoundingClientRect().height) + 16}px`);
+  if (window.ResizeObserver) new ResizeObserver(setPad).observe(bar);
+  setPad();
+  document.addEventListener("focusin", (ev) => {
+    const t = ev.target;
+    if (!t || bar.contains(t) || bar.offsetParent === null || !t.getBoundingClientRect) return;
+    const r = t.getBoundingClientRect(), b = bar.getBoundingClientRect();
+    if (r.bottom > b.top - 4 && r.top < b.bottom) window.scrollBy(0, r.bottom - b.top + 16);
+    else if (r.top < 0) window.scrollBy(0, r.top - 16);
+  });
 }
 
 document.addEventListener("DOMContentLoaded", start);
