@@ -1,0 +1,127 @@
+"""A whole Transformer block (issue 27), part one: the problem file. Its keys are read exactly, checked against
+the attention's shapes, and every bad one is a one-line error naming the field (exit 2, no traceback); a block
+is not solved yet, and says so in one line."""
+import subprocess
+import sys
+from fractions import Fraction
+
+import pytest
+
+from worked.errors import ProblemError
+from worked.problem import Problem, TBlock
+
+BLOCK = """
+title = "the cat sat"
+tokens = ["the", "cat", "sat"]
+X = [[2, 0, 1, 0], [0, 1, 0, 1], [1, 1, 0, 0]]
+positional = "sinusoidal"
+block = "post-ln"
+W_Q = [[1, 0], [0, 1], [1, 0], [0, 1]]
+W_K = [[0, 1], [1, 0], [1, 0], [0, 1]]
+W_V = [[1, 0], [0, 1], [1, 1], [0, 0]]
+W_O = [[1, 0, 0, 1], [0, 1, 1, 0]]
+mask = "causal"
+W_1 = [[1, 0, -1], [0, 1, 0], [1, 0, 1], [0, -1, 1]]
+b_1 = [0, "1/2", -1]
+W_2 = [[1, 0, 0, 1], [0, 1, 0, 0], [0, 0, 1, -1]]
+b_2 = [0, 0, 0, 0]
+activation = "relu"
+eps = "1/100"
+W_out = [[1, 0, 0, 1], [0, 1, 0, 0], [0, 0, 1, 0], [1, 0, 0, 1]]
+vocab = ["the", "cat", "sat", "on"]
+targets = ["cat", "sat", "on"]
+"""
+
+
+def read(text=BLOCK):
+    return Problem.from_text(text, "block.toml")
+
+
+def test_the_block_is_read_exactly():
+    p = read()
+    b = p.block
+    assert isinstance(b, TBlock)
+    assert (b.kind, b.positional, b.activation, b.d_ff) == ("post-ln", "sinusoidal", "relu", 3)
+    assert b.eps == Fraction(1, 100) and b.b_1 == (0, Fraction(1, 2), -1)
+    assert b.gamma_1 == b.gamma_2 == (1, 1, 1, 1) and b.beta_1 == b.beta_2 == (0, 0, 0, 0)   # the defaults
+    assert b.gamma_f is None and b.beta_f is None              # post-LN has no final layer norm
+    assert b.vocab == ("the", "cat", "sat", "on") and b.targets == (1, 2, 3)
+    # one head with its W_O: the heads' combination, with one head
+    assert p.multihead and len(p.heads) == 1 and p.W_O == ((1, 0, 0, 1), (0, 1, 1, 0))
+
+
+def test_pre_ln_with_an_output_layer_has_a_final_layer_norm():
+    p = read(BLOCK.replace('"post-ln"', '"pre-ln"') + 'gamma_f = [2, 1, 1, 1]\n')
+    assert p.block.gamma_f == (2, 1, 1, 1) and p.block.beta_f == (0, 0, 0, 0)
+
+
+def test_written_and_read_back_the_same():
+    for text in (BLOCK, BLOCK.replace('"post-ln"', '"pre-ln"'), BLOCK.replace("W_out", "# W_out").replace("vocab", "# v")
+                 .replace("targets", "# t")):
+        p = read(text)
+        assert Problem.from_text(p.to_toml(), "again.toml") == p
+        assert Problem.from_dict(p.to_dict()) == p
+
+
+def test_attention_only_is_as_before():
+    p = read(BLOCK.replace('block = "post-ln"', "").replace('positional = "sinusoidal"', "")
+             .split("W_1 =")[0].replace("W_O = [[1, 0, 0, 1], [0, 1, 1, 0]]", ""))
+    assert p.block is None and not p.multihead
+
+
+def drop(key, text=BLOCK):
+    return "\n".join(line for line in text.splitlines() if not line.startswith(key + " "))
+
+
+def swap(key, value, text=BLOCK):
+    return "\n".join(f"{key} = {value}" if line.startswith(key + " ") else line for line in text.splitlines())
+
+
+CASES = [
+    ("bad-block", swap("block", '"mid-ln"'), 'block: expected "post-ln" or "pre-ln"'),
+    ("bad-positional", swap("positional", '"learned"'), 'positional: expected "none" or "sinusoidal"'),
+    ("bad-activation", swap("activation", '"gelu"'), 'activation: expected "relu"'),
+    ("bad-eps", swap("eps", '"-1"'), "eps: expected a number from 0"),
+    ("eps-text", swap("eps", '"tiny"'), "eps: expected an exact number"),
+    ("no-W_O", drop("W_O"), "W_O: missing: in a block"),
+    ("W_O-width", swap("W_O", "[[1, 0, 0], [0, 1, 1]]"), "W_O: expected 4 columns (d_model"),
+    ("no-W_1", drop("W_1"), "W_1: missing"),
+    ("W_1-rows", swap("W_1", "[[1, 0, -1], [0, 1, 0]]"), "W_1: expected 4 rows (d_model), got 2"),
+    ("no-W_2", drop("W_2"), "W_2: missing"),
+    ("W_2-shape", swap("W_2", "[[1, 0, 0, 1], [0, 1, 0, 0]]"), "W_2: expected 3×4 (d_ff × d_model), got 2×4"),
+    ("b_1-size", swap("b_1", "[0, 1]"), "b_1: expected 3 numbers"),
+    ("b_2-matrix", swap("b_2", "[[0, 0, 0, 0]]"), "b_2: expected a list of 4 numbers"),
+    ("b_1-entry", swap("b_1", '[0, "x", 1]'), "b_1[1,2]: expected a number"),
+    ("gamma-size", BLOCK + "gamma_2 = [1, 1]\n", "gamma_2: expected 4 numbers"),
+    ("W_out-rows", swap("W_out", "[[1, 0, 0, 1]]"), "W_out: expected 4 rows"),
+    ("no-vocab", drop("vocab"), "vocab: missing: with W_out"),
+    ("vocab-size", swap("vocab", '["the", "cat"]'), "vocab: expected 4 tokens"),
+    ("vocab-twice", swap("vocab", '["the", "cat", "sat", "cat"]'), "vocab: token 'cat' is there twice"),
+    ("target-unknown", swap("targets", '["cat", "sat", "mat"]'), "targets: 'mat' is not in vocab"),
+    ("targets-size", swap("targets", '["cat"]'), "targets: expected 3 tokens"),
+    ("vocab-without-W_out", drop("W_out"), "vocab: vocab is only used with an output layer"),
+    ("final-ln-post", BLOCK + "beta_f = [0, 0, 0, 0]\n", "beta_f: the final layer norm"),
+    ("key-without-block", drop("block"), 'positional: positional is only used in a Transformer block'),
+    ("cross", BLOCK + 'attention = "cross"\nX_enc = [[1, 0, 0, 0]]\n', "attention: a block with cross-attention"),
+    ("train", BLOCK + "[train]\ntarget = [[0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0]]\nlr = 1\n", "train: a training step through a block"),
+    ("W_Q-named-as-written", swap("W_Q", "[[1, 0], [0, 1]]"), "block.toml: W_Q: expected 4 rows"),
+]
+
+
+@pytest.mark.parametrize("name,text,fragment", CASES, ids=[c[0] for c in CASES])
+def test_bad_block_keys_name_the_field(name, text, fragment):
+    with pytest.raises(ProblemError) as e:
+        read(text)
+    assert fragment in str(e.value)
+    assert "\n" not in str(e.value)
+
+
+def test_the_command_line_says_it_in_one_line(tmp_path):
+    """A bad key and a good block alike: one line, exit 2, no traceback, nothing on stdout."""
+    bad, good = tmp_path / "bad.toml", tmp_path / "good.toml"
+    bad.write_text(swap("W_2", "[[1, 0, 0, 1]]"))
+    good.write_text(BLOCK)
+    for path, fragment in ((bad, "W_2: expected 3×4"), (good, "block: a Transformer block is read and checked, but not solved yet")):
+        r = subprocess.run([sys.executable, "-m", "worked", "solve", str(path)], capture_output=True, text=True, timeout=120)
+        assert r.returncode == 2 and r.stdout == ""
+        assert r.stderr.count("\n") == 1 and fragment in r.stderr and str(path) in r.stderr, r.stderr
