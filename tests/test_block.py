@@ -125,3 +125,126 @@ def test_the_command_line_says_it_in_one_line(tmp_path):
         r = subprocess.run([sys.executable, "-m", "worked", "solve", str(path)], capture_output=True, text=True, timeout=120)
         assert r.returncode == 2 and r.stdout == ""
         assert r.stderr.count("\n") == 1 and fragment in r.stderr and str(path) in r.stderr, r.stderr
+
+
+# ---------------------------------------------------------------- the forward pass (part 2: the stages' computation)
+np = pytest.importorskip("numpy")
+
+
+def reference(p):
+    """An independent NumPy block, as the references define it (PyTorch's LayerNorm: the biased variance, ε inside
+    the root; GPT-2's final LN before the output layer in pre-LN): every matrix by name."""
+    b = p.block
+    F = lambda m: np.array([[float(x) for x in row] for row in m])  # noqa: E731
+    V = lambda v: np.array([float(x) for x in v])  # noqa: E731
+    n, d = p.n, p.d_model
+    P = np.zeros((n, d))
+    if b.positional == "sinusoidal":
+        for pos in range(n):
+            for i in range(0, d, 2):
+                angle = pos / 10000 ** (i / d)
+                P[pos, i] = np.sin(angle)
+                if i + 1 < d:
+                    P[pos, i + 1] = np.cos(angle)
+    eps = float(b.eps)
+
+    def ln(x, g, be):
+        mu = x.mean(axis=1, keepdims=True)
+        var = ((x - mu) ** 2).mean(axis=1, keepdims=True)
+        return V(g) * (x - mu) / np.sqrt(var + eps) + V(be)
+
+    def attn(x):
+        zs = []
+        for h in p.heads:
+            Q, K, Vv = x @ F(h.W_Q), x @ F(h.W_K), x @ F(h.W_V)
+            s = Q @ K.T / np.sqrt(Q.shape[1])
+            if p.mask == "causal":
+                s = np.where(np.triu(np.ones((n, n)), 1) > 0, -np.inf, s)
+            e = np.exp(s - s.max(axis=1, keepdims=True))
+            zs.append((e / e.sum(axis=1, keepdims=True)) @ Vv)
+        return np.hstack(zs) @ F(p.W_O)
+
+    ffn = lambda x: np.maximum(x @ F(b.W_1) + V(b.b_1), 0) @ F(b.W_2) + V(b.b_2)  # noqa: E731
+    X0 = F(p.X) + P
+    out = {"P": P, "X0": X0}
+    if b.kind == "post-ln":
+        out["H1"] = ln(X0 + attn(X0), b.gamma_1, b.beta_1)
+        out["H"] = ln(out["H1"] + ffn(out["H1"]), b.gamma_2, b.beta_2)
+        last = out["H"]
+    else:
+        out["H1"] = X0 + attn(ln(X0, b.gamma_1, b.beta_1))
+        out["H"] = out["H1"] + ffn(ln(out["H1"], b.gamma_2, b.beta_2))
+        last = ln(out["H"], b.gamma_f, b.beta_f) if b.W_out is not None else None
+    if b.W_out is not None:
+        out["logits"] = last @ F(b.W_out)
+        e = np.exp(out["logits"] - out["logits"].max(axis=1, keepdims=True))
+        out["probs"] = e / e.sum(axis=1, keepdims=True)
+        if b.targets is not None:
+            out["loss"] = np.array([[-np.mean([np.log(out["probs"][i, t]) for i, t in enumerate(b.targets)])]])
+    return out
+
+
+VARIANTS = {
+    "post-ln-causal": BLOCK,
+    "post-ln-no-mask": BLOCK.replace('mask = "causal"', 'mask = "none"'),
+    "pre-ln-causal": BLOCK.replace('"post-ln"', '"pre-ln"') + 'gamma_f = [1, 2, 1, "1/2"]\nbeta_f = [0, 1, 0, -1]\n',
+    "pre-ln-no-mask": BLOCK.replace('"post-ln"', '"pre-ln"').replace('mask = "causal"', 'mask = "none"'),
+    "no-positions-no-output": BLOCK.replace('positional = "sinusoidal"', "").split("W_out =")[0] + "gamma_1 = [2, 1, 1, 1]\n"
+                              "beta_2 = [0, 1, 0, 0]\n",
+    "two-heads-pre-ln": BLOCK.replace('"post-ln"', '"pre-ln"').replace("W_Q = [[1, 0], [0, 1], [1, 0], [0, 1]]", "")
+    .replace("W_K = [[0, 1], [1, 0], [1, 0], [0, 1]]", "").replace("W_V = [[1, 0], [0, 1], [1, 1], [0, 0]]", "")
+    .replace("W_O = [[1, 0, 0, 1], [0, 1, 1, 0]]", "W_O = [[1, 0, 0, 1], [0, 1, 1, 0], [1, 1, 0, 0], [0, 0, 1, -1]]")
+    + "\n[[heads]]\nW_Q = [[1, 0], [0, 1], [1, 0], [0, 1]]\nW_K = [[0, 1], [1, 0], [1, 0], [0, 1]]\n"
+      "W_V = [[1, 0], [0, 1], [1, 1], [0, 0]]\n[[heads]]\nW_Q = [[0, 1], [1, 0], [0, 0], [1, 1]]\n"
+      "W_K = [[1, 1], [0, 1], [1, 0], [0, 0]]\nW_V = [[0, 1], [1, 0], [0, 1], [1, 0]]\n",
+}
+
+
+@pytest.mark.parametrize("name", list(VARIANTS))
+def test_the_forward_pass_is_the_numpy_reference(name):
+    """Float gives the reference's values; the 50-digit Interval pass encloses them, a few units of the 45th
+    digit wide: the certified decimals of every matrix of the block."""
+    from decimal import Decimal
+
+    from worked.attention import Float, Interval, block_forward
+
+    p = read(VARIANTS[name])
+    ref = reference(p)
+    f = block_forward(p, Float())
+    i = block_forward(p, Interval(p, widen=False))
+    assert ("logits" in f.shown) == (p.block.W_out is not None) and ("loss" in f.shown) == (p.block.targets is not None)
+    assert ("N1" in f.shown) == (p.block.kind == "pre-ln")
+    for key, want in ref.items():
+        np.testing.assert_allclose(np.array(f.shown[key], dtype=float), want, rtol=1e-10, atol=1e-12, err_msg=key)
+        for got_row, want_row in zip(i.shown[key], want):
+            for (lo, hi), w in zip(got_row, want_row):
+                assert float(lo) - 1e-12 <= w <= float(hi) + 1e-12, (key, lo, hi, w)
+                assert hi - lo < Decimal("1e-40"), (key, lo, hi)
+
+
+def test_the_positions_are_exact():
+    """sin and cos of rationals: P exactly in sympy (0 and 1 in the first row), enclosed by the Interval pass."""
+    import sympy as sp
+    from decimal import Decimal
+
+    from worked.attention import Exact, Interval
+
+    p = read()
+    exact, iv = Exact(), Interval(p, widen=False)
+    assert [exact.position(0, c, 4) for c in range(4)] == [0, 1, 0, 1]
+    assert exact.position(1, 2, 4) == sp.sin(sp.Rational(1, 100))       # 10000^(2/4) = 100
+    for pos in range(4):
+        for c in range(4):
+            v = Decimal(str(sp.N(exact.position(pos, c, 4), 60)))
+            lo, hi = iv.position(pos, c, 4)
+            assert lo <= v <= hi
+
+
+def test_a_row_of_variance_zero_with_eps_zero_is_a_clear_error():
+    from worked.attention import Float, block_forward
+
+    text = (BLOCK.replace('positional = "sinusoidal"', "").replace("W_O = [[1, 0, 0, 1], [0, 1, 1, 0]]", "W_O = [[0, 0, 0, 0], [0, 0, 0, 0]]")
+            .replace("X = [[2, 0, 1, 0]", "X = [[1, 1, 1, 1]").replace('eps = "1/100"', 'eps = "0"'))
+    with pytest.raises(ProblemError, match=r"eps: row 1 \(the\) has variance 0"):
+        block_forward(read(text), Float())
+    block_forward(read(text.replace('eps = "0"', 'eps = "1/10"')), Float())       # ε > 0: defined
