@@ -248,3 +248,27 @@ def test_a_row_of_variance_zero_with_eps_zero_is_a_clear_error():
     with pytest.raises(ProblemError, match=r"eps: row 1 \(the\) has variance 0"):
         block_forward(read(text), Float())
     block_forward(read(text.replace('eps = "0"', 'eps = "1/10"')), Float())       # ε > 0: defined
+
+
+@pytest.mark.parametrize("name", list(VARIANTS))
+def test_the_hand_pass_carries_what_a_page_would_show(name):
+    """The Hand backend (what a student writes down): every block value at the carried places (μ, x − μ, σ², the
+    root, each e^x and ln rounded as written), and within a unit of the answer's next place of the true value, so
+    its answers round as the key's (for these problems; the pages' notes will say where one does not)."""
+    from decimal import Decimal
+
+    from worked.attention import Hand, Interval, block_forward
+
+    p = read(VARIANTS[name])
+    P = p.precision.carried
+    hand = block_forward(p, Hand(p, "decimal", P))
+    true = block_forward(p, Interval(p, widen=False))
+    assert hand.shown.keys() == true.shown.keys()
+    for key, grid in true.shown.items():
+        for true_row, hand_row in zip(grid, hand.shown[key]):
+            for iv, x in zip(true_row, hand_row):
+                if iv is None:                      # a masked score
+                    assert x is None
+                    continue
+                assert (Fraction(x) * 10 ** P).denominator == 1, (key, x)
+                assert abs(Decimal(x.numerator) / x.denominator - iv[0]) < Decimal(10) ** -(p.decimals + 1), (key, x, iv)

@@ -226,13 +226,14 @@ def block_forward(problem, backend, *, transform: Transform | None = None) -> Pa
     run = stages.BlockRun(problem, backend, t)
     env = {"X": _inputs(backend, problem.X), **stages.block_inputs(problem, backend)}
     done: dict[str, list] = {}
+    shown = lambda grid: [[backend.shown(x) for x in row] for row in grid]  # noqa: E731  (a hand rounds each)
     for stage in kind["before"]:
-        env[stage.id] = done[stage.id] = stage.forward(run, *(env[k] for k in stage.inputs))
+        env[stage.id] = done[stage.id] = shown(stage.forward(run, *(env[k] for k in stage.inputs)))
     out = forward(problem, backend, transform=t, X=env[kind["attends"]], backward=False)
     env[stages.OUTPUT] = out.output
     for stage in kind["after"]:
         if all(k in env for k in stage.inputs):        # the output layer only with W_out, the loss with targets
-            env[stage.id] = done[stage.id] = stage.forward(run, *(env[k] for k in stage.inputs))
+            env[stage.id] = done[stage.id] = shown(stage.forward(run, *(env[k] for k in stage.inputs)))
     before = {k: done[k] for k in (s.id for s in kind["before"])}
     out.shown = {**before, **out.shown, **{k: v for k, v in done.items() if k not in before}}
     out.values.update(done)
@@ -1158,3 +1159,28 @@ class Hand:
     def total(self, xs):
         xs = list(xs)
         return self._mark(sum(xs, Fraction(0)), *xs)
+
+    # a Transformer block's arithmetic (issue 27): each value a hand writes down, rounded as it is written
+    def position(self, pos: int, col: int, d_model: int, swapped: bool = False):
+        if pos == 0:                  # sin 0 = 0, cos 0 = 1
+            return Fraction(int((col % 2 == 0) == swapped))
+        lo, hi = iv_position(pos, col, d_model, swapped)
+        return self._round(lo)
+
+    def div(self, a, b):
+        return self.shown(self._mark(Fraction(a) / Fraction(b), a, b))
+
+    def sqrt(self, x):
+        r = F.N.sqrt(F.mp(x))
+        if not isinstance(x, Approx) and Fraction(r) ** 2 == Fraction(x):
+            return Fraction(r)        # √(1/4) = 1/2, exactly
+        return self._round(r)
+
+    def relu(self, x):
+        return x if x > 0 else Fraction(0)
+
+    def ln(self, x):
+        return Fraction(0) if x == 1 else self._round(F.CTX.ln(F.mp(x)))
+
+    def may_be_zero(self, x) -> bool:
+        return x == 0

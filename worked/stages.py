@@ -576,9 +576,9 @@ def _layer_norm(r: BlockRun, M, gamma, beta):
     size, eps = b.entry(Fraction(d)), b.entry(r.problem.block.eps)
     out = []
     for i, row in enumerate(M):
-        mu = b.div(b.total(row), size)
-        dev = [b.sub(x, mu) for x in row]
-        var = b.div(b.total([b.mul(x, x) for x in dev]), size)
+        mu = b.div(b.total(row), size)            # each value as the step writes it down (a hand rounds it)
+        dev = [b.carry(b.sub(x, mu)) for x in row]
+        var = b.div(b.total([b.carry(b.mul(x, x)) for x in dev]), size)
         root = b.sqrt(b.add(var, eps))
         if b.may_be_zero(root):
             from .errors import ProblemError
