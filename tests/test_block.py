@@ -272,3 +272,44 @@ def test_the_hand_pass_carries_what_a_page_would_show(name):
                     continue
                 assert (Fraction(x) * 10 ** P).denominator == 1, (key, x)
                 assert abs(Decimal(x.numerator) / x.denominator - iv[0]) < Decimal(10) ** -(p.decimals + 1), (key, x, iv)
+
+
+@pytest.mark.parametrize("name", list(VARIANTS))
+def test_each_block_matrix_has_its_declared_shape_and_words(name):
+    """The consumers read a stage's shape and words from its declaration: the pass's matrices have them."""
+    from worked import stages
+    from worked.attention import Float, block_forward
+
+    p = read(VARIANTS[name])
+    d = stages.Dims.of_problem(p)
+    assert (d.d_ff, d.vocab) == (p.block.d_ff, len(p.block.vocab or ()))
+    kind = stages.BLOCK_KINDS[p.block.kind]
+    run = block_forward(p, Float())
+    declared = [s for s in kind["before"] + kind["after"] if s.id in run.shown]
+    assert {s.id for s in kind["before"]} <= set(run.shown)
+    for s in declared:
+        m = run.shown[s.id]
+        assert (len(m), len(m[0])) == s.shape(d), s.id
+        assert s.words.parts and s.grid is not None and s.scope == "layer"
+    if p.block.W_out is not None:
+        assert stages.labels("vocab", p) == list(p.block.vocab)
+        probs = np.array(run.shown[next(s.id for s in kind["after"] if s.grid.heatmap)])
+        np.testing.assert_allclose(probs.sum(axis=1), 1, rtol=1e-12)
+
+
+def test_each_block_grid_writes_its_definition_in_every_format():
+    """A block stage's grid: its symbol and definition are trees every printer writes (the worksheet's and the
+    web page's headings will read them)."""
+    from worked import eq, printers, stages
+
+    S = lambda base, **kw: eq.matrix_sym(base, None, **kw)  # noqa: E731
+    for kind in ("post-ln", "pre-ln"):
+        p = read(BLOCK.replace('"post-ln"', f'"{kind}"'))
+        k = stages.BLOCK_KINDS[kind]
+        for s in k["before"] + k["after"]:
+            tree = eq.Rel((s.grid.lhs(S), s.grid.definition(S, p)), (eq.EQ,))
+            for pr in (printers.text, printers.latex, printers.mathml, printers.typst, printers.spoken):
+                assert pr(tree), (s.id, pr)
+    assert printers.text(eq.Rel((stages.BLOCK_KINDS["post-ln"]["before"][0].grid.lhs(S),
+                                 stages.BLOCK_KINDS["post-ln"]["before"][0].grid.definition(S, p)), (eq.EQ,))) \
+        == "P[pos, 2i] = sin(pos/(10000^(2i/d_model)))"

@@ -624,7 +624,9 @@ def _ln_of(which: str, x):
 
 
 _BLOCK_GRIDS = {
-    "P": Grid("Positions P", "P", lambda S, p: eq.prose("sin and cos of pos / 10000^(2i/d_model)")),
+    "P": Grid("Positions P", lambda S: eq.Entry(_B("P"), "pos", "2i"), lambda S, p: eq.Call("sin", (eq.Frac(
+        _B("pos", upright=True), eq.Pow(eq.num(10000), eq.Frac(_B("2i", upright=True), _B("d_model")))),)),
+              lambda p: "odd columns 2i + 1: cos of the same; pos counts from 0"),
     "X0": Grid("Block input X0", "X_0", lambda S, p: eq.Add((_X, _B("P")))),
     "R1": Grid("First residual sum", "R_1", lambda S, p: eq.Add((_B("X_0"), _B("Z")))),
     "N1": Grid("Layer norm LN_1", "N_1", lambda S, p: _ln_of("1", _B("X_0"))),
@@ -644,7 +646,9 @@ _BLOCK_GRIDS = {
                                                             _B("W_out"))), dot_check=True),
     "probs": Grid("Next-token probabilities", "probs", lambda S, p: eq.Call("softmax", (_B("logits", upright=True),)),
                   lambda p: "softmax of each row", heatmap=True),
-    "loss": Grid("Loss", lambda S: eq.Sym("L"), lambda S, p: eq.prose("mean over positions of −ln probs[i, target_i]")),
+    "loss": Grid("Loss", lambda S: eq.Sym("L"), lambda S, p: eq.Neg(eq.Mul((eq.Frac(eq.num(1), eq.Sym("n")), eq.Sum(
+        eq.Call("ln", (eq.Entry(_B("probs", upright=True), "i", "target_i"),)), "i")))),
+                 lambda p: "natural log; the mean over the positions"),
 }
 
 
