@@ -576,9 +576,12 @@ def _layer_norm(r: BlockRun, M, gamma, beta):
     size, eps = b.entry(Fraction(d)), b.entry(r.problem.block.eps)
     out = []
     for i, row in enumerate(M):
-        mu = b.div(b.total(row), size)            # each value as the step writes it down (a hand rounds it)
+        # each value as the step will write it down, a hand rounding it there: μ, each x − μ (exact from the shown
+        # x and μ), σ² from those (the squares not rounded on their own: σ² = (d₁² + … + d_n²)/d_model ≈ σ²), the
+        # root, each (x − μ)/root
+        mu = b.div(b.total(row), size)
         dev = [b.carry(b.sub(x, mu)) for x in row]
-        var = b.div(b.total([b.carry(b.mul(x, x)) for x in dev]), size)
+        var = b.div(b.total([b.mul(x, x) for x in dev]), size)
         root = b.sqrt(b.add(var, eps))
         if b.may_be_zero(root):
             from .errors import ProblemError
