@@ -351,3 +351,58 @@ def test_drawn_blocks_agree_with_the_reference_and_are_enclosed():
             for row, want_row in zip(iv.shown[key], want):
                 for (lo, hi), w in zip(row, want_row):
                     assert float(lo) - 1e-9 <= w <= float(hi) + 1e-9 and hi - lo < Decimal("1e-35"), (seed, key)
+
+
+def test_every_layer_norm_and_residual_line_of_drawn_blocks_holds_by_hand():
+    """The lines of one row's layer norm (μ, x − μ, σ², √(σ² + ε), the normalised row, γ and β) and of a residual
+    add, built from the hand pass of 200 drawn blocks (every row of every layer norm), hold by the hand rule."""
+    from worked import printers, stages
+    from worked.attention import Hand, block_forward
+    from worked.audit import audit_lines
+    from worked.steps.block import layer_norm_lines, residual_line
+
+    checked = 0
+    for seed in range(200):
+        p = drawn(seed)
+        P = p.precision.carried
+        hand = Hand(p, "decimal", P)
+        run = block_forward(p, hand)
+        kind = stages.BLOCK_KINDS[p.block.kind]
+        env = {**run.shown, **stages.block_inputs(p, hand)}
+        for s in kind["before"] + kind["after"]:
+            if s.id not in run.shown:
+                continue
+            if s.forward is stages._layer_norm:
+                src, g, be = (env[k] for k in s.inputs)
+                for i, row in enumerate(src):
+                    parts = stages.norm_parts(hand, row, g, be, p.block.eps)
+                    assert parts.out == run.shown[s.id][i] or [hand.shown(x) for x in parts.out] == run.shown[s.id][i]
+                    lines = layer_norm_lines(s.id, p.tokens[i], row, g, be, p.block.eps, parts, P)
+                    assert not audit_lines(lines), (seed, s.id, [printers.text(x) for x in lines], audit_lines(lines))
+                    checked += 1
+            elif s.forward is stages._plus and s.inputs[1] != "P":
+                a, b = (run.shown[k] for k in s.inputs)
+                for i in range(p.n):
+                    line = residual_line(s.id, p.tokens[i], s.inputs[0], a[i], s.inputs[1], b[i], run.shown[s.id][i], P)
+                    assert not audit_lines([line]), (seed, printers.text(line), audit_lines([line]))
+    assert checked > 500
+
+
+def test_a_layer_norm_row_reads_as_a_student_writes_it():
+    from worked import printers, stages
+    from worked.attention import Hand
+    from worked.steps.block import layer_norm_lines
+
+    p = read()
+    hand = Hand(p, "decimal", 4)
+    row = [Fraction(2), Fraction(0), Fraction(1), Fraction(1)]
+    parts = stages.norm_parts(hand, row, [2, 1, 1, 1], [0, 0, 0, 1], Fraction(1, 100))
+    text = [printers.text(x) for x in layer_norm_lines("H1", "cat", row, [2, 1, 1, 1], [0, 0, 0, 1], Fraction(1, 100),
+                                                        parts, 4)]
+    assert text[0] == "μ_cat = (2 + 0 + 1 + 1)/4 = 4/4 = 1"
+    assert text[1] == "x_cat − μ_cat = [2 − 1, 0 − 1, 1 − 1, 1 − 1] = [1, −1, 0, 0]"
+    assert text[2] == "σ_cat^2 = (1^2 + (−1)^2 + 0^2 + 0^2)/4 = 0.5"
+    assert text[3] == "√(σ_cat^2 + ε) = √(0.5 + 0.01) ≈ 0.7141"
+    assert text[4] == ("(x_cat − μ_cat)/(√(σ_cat^2 + ε)) = [1/0.7141, (−1)/0.7141, 0/0.7141, 0/0.7141] "
+                       "≈ [1.4004, −1.4004, 0.0000, 0.0000]")
+    assert text[5] == "H1[cat, ·] = [2·1.4004 + 0, 1·(−1.4004) + 0, 1·0.0000 + 0, 1·0.0000 + 1] = [2.8008, −1.4004, 0.0000, 1.0000]"

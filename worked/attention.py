@@ -1180,6 +1180,9 @@ class Hand:
         return x if x > 0 else Fraction(0)
 
     def ln(self, x):
+        """ln x rounded; None for a probability a hand rounded to 0 (no ln: the page needs more places there)."""
+        if x <= 0:
+            return None
         return Fraction(0) if x == 1 else self._round(F.CTX.ln(F.mp(x)))
 
     def may_be_zero(self, x) -> bool:

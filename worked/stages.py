@@ -569,27 +569,46 @@ def _plus(r: BlockRun, A, B):
     return [[r.b.add(a, x) for a, x in zip(ra, rb)] for ra, rb in zip(A, B)]
 
 
+class NormParts(NamedTuple):
+    """One row's layer norm, as the step writes it: the mean μ, the deviations x − μ, the variance σ², the root
+    √(σ² + ε), the normalised entries (x − μ)/root, and the output γ ⊙ normalised + β."""
+
+    mu: Any
+    devs: list
+    var: Any
+    root: Any
+    normed: list
+    out: list
+
+
+def norm_parts(b, row, gamma, beta, eps) -> NormParts:
+    """The layer norm of *row* in backend *b*, each value as the step will write it down (a :class:`Hand` rounds
+    it there): μ, each x − μ (exact from the shown x and μ), σ² from those (the squares not rounded on their own:
+    σ² = (d₁² + … + d_n²)/d_model ≈ σ²), the root, each (x − μ)/root; None for the root's parts when it may be 0."""
+    size, eps_ = b.entry(Fraction(len(row))), b.entry(eps)
+    mu = b.div(b.total(row), size)
+    devs = [b.carry(b.sub(x, mu)) for x in row]
+    var = b.div(b.total([b.mul(x, x) for x in devs]), size)
+    root = b.sqrt(b.add(var, eps_))
+    if b.may_be_zero(root):
+        return NormParts(mu, devs, var, root, None, None)
+    normed = [b.carry(b.div(x, root)) for x in devs]
+    return NormParts(mu, devs, var, root, normed, [b.add(b.mul(g, q), be) for q, g, be in zip(normed, gamma, beta)])
+
+
 def _layer_norm(r: BlockRun, M, gamma, beta):
     """Each row over d_model: μ = the row's mean, σ² = the mean of (x − μ)² (dividing by d_model), then
     γ ⊙ (x − μ)/√(σ² + ε) + β."""
-    b, d = r.b, r.problem.d_model
-    size, eps = b.entry(Fraction(d)), b.entry(r.problem.block.eps)
     out = []
     for i, row in enumerate(M):
-        # each value as the step will write it down, a hand rounding it there: μ, each x − μ (exact from the shown
-        # x and μ), σ² from those (the squares not rounded on their own: σ² = (d₁² + … + d_n²)/d_model ≈ σ²), the
-        # root, each (x − μ)/root
-        mu = b.div(b.total(row), size)
-        dev = [b.carry(b.sub(x, mu)) for x in row]
-        var = b.div(b.total([b.mul(x, x) for x in dev]), size)
-        root = b.sqrt(b.add(var, eps))
-        if b.may_be_zero(root):
+        parts = norm_parts(r.b, row, gamma, beta, r.problem.block.eps)
+        if parts.out is None:
             from .errors import ProblemError
 
             raise ProblemError("eps", f"row {i + 1} ({r.problem.tokens[i]}) has variance 0 where layer norm takes it, "
                                "and ε is 0: layer norm would divide by 0 (give eps > 0, or other numbers)",
                                r.problem.source)
-        out.append([b.add(b.mul(g, b.div(x, root)), be) for x, g, be in zip(dev, gamma, beta)])
+        out.append(parts.out)
     return out
 
 
@@ -616,6 +635,8 @@ def _cross_entropy(r: BlockRun, probs, targets):
     """The mean over positions of −ln probs[i, target_i], natural log: a 1 × 1 matrix."""
     b = r.b
     terms = [b.ln(probs[i][t]) for i, t in enumerate(targets)]
+    if any(x is None for x in terms):     # a hand's probability rounded to 0: no ln of it (the value is not defined)
+        return [[None]]
     return [[b.div(b.sub(b.entry(Fraction(0)), b.total(terms)), b.entry(Fraction(len(terms))))]]
 
 

@@ -1,0 +1,75 @@
+"""The worked lines of a Transformer block's stages (issue 27), as trees: so far one row's layer norm
+(μ → σ² → √(σ² + ε) → the normalised row → γ and β) and the residual add of one row. Each line shows the
+values a hand writes down (:class:`worked.attention.Hand`, through :func:`worked.stages.norm_parts`) and holds
+by the hand rule (:mod:`worked.audit`). Not yet a stage's :class:`worked.lines.Shown`: the solver does not work a
+block yet."""
+from __future__ import annotations
+
+from fractions import Fraction
+
+from .. import eq
+from .. import numfmt as F
+from ..lines import APPROX, EQ
+
+
+def shown(x, places: int):
+    """A value as a line shows it: exact (an integer, or a decimal of at most *places* places that no rounding
+    made) as itself, else its decimal at *places* places."""
+    f = Fraction(x)
+    if type(x) is Fraction and F.terminating(f, places):
+        return eq.num(f)
+    return eq.dec(F.round_decimal(f, None, places))
+
+
+def _op(node, value) -> str:
+    """= when the arithmetic *node* on the shown numbers is exactly *value* as shown, else ≈."""
+    return EQ if eq.rational_value(node) == Fraction(value) else APPROX
+
+
+def _vec(xs, places):
+    return eq.Vec(tuple(shown(x, places) for x in xs))
+
+
+def layer_norm_lines(name: str, label: str, row, gamma, beta, eps, parts, places: int) -> list:
+    """One row's layer norm, line by line: the row of *name* (its label *label*), γ, β and ε as given, *parts* its
+    :class:`worked.stages.NormParts` from the hand pass, every value carried at *places* places."""
+    d = len(row)
+    x = [shown(v, places) for v in row]
+    mu, var, root = (shown(v, places) for v in (parts.mu, parts.var, parts.root))
+    devs = [shown(v, places) for v in parts.devs]
+    mu_sym, var_sym = eq.Sym("μ", sub=label), eq.Pow(eq.Sym("σ", sub=label), eq.num(2))
+    lines = []
+    total = eq.Add(tuple(x))
+    mean = eq.Frac(total, eq.num(d))
+    s = eq.rational_value(total)
+    lines.append(eq.Rel((mu_sym, mean, eq.Frac(eq.num(s), eq.num(d)), mu), (EQ, EQ, _op(mean, parts.mu))))
+    diff = eq.Vec(tuple(eq.Add((xi, eq.Neg(mu))) for xi in x))
+    lines.append(eq.Rel((eq.Add((eq.Sym("x", sub=label), eq.Neg(mu_sym))), diff, eq.Vec(tuple(devs))), (EQ, EQ)))
+    squares = eq.Frac(eq.Add(tuple(eq.Pow(dv, eq.num(2)) for dv in devs)), eq.num(d))
+    lines.append(eq.Rel((var_sym, squares, var), (EQ, _op(squares, parts.var))))
+    under = eq.Sqrt(eq.Add((var, eq.num(Fraction(eps)))))
+    lines.append(eq.Rel((eq.Sqrt(eq.Add((var_sym, eq.Sym("ε")))), under, root),
+                        (EQ, EQ if Fraction(parts.root) ** 2 == Fraction(parts.var) + Fraction(eps) else APPROX)))
+    quot = eq.Vec(tuple(eq.Frac(dv, root) for dv in devs))
+    normed = _vec(parts.normed, places)
+    lines.append(eq.Rel((eq.Frac(eq.Add((eq.Sym("x", sub=label), eq.Neg(mu_sym))),
+                                 eq.Sqrt(eq.Add((var_sym, eq.Sym("ε"))))), quot, normed),
+                        (EQ, EQ if all(eq.rational_value(q) == Fraction(v) for q, v in zip(quot.items, parts.normed))
+                         else APPROX)))
+    if any(g != 1 for g in gamma) or any(b != 0 for b in beta):
+        affine = eq.Vec(tuple(eq.Add((eq.Mul((eq.num(g), q)), eq.num(b))) for g, q, b in zip(gamma, normed.items, beta)))
+        out = _vec(parts.out, places)
+        ok = all(eq.rational_value(a) == Fraction(v) for a, v in zip(affine.items, parts.out))
+        lines.append(eq.Rel((eq.Entry(eq.Sym(name), label, eq.ALL), affine, out), (EQ, EQ if ok else APPROX)))
+    return lines
+
+
+def residual_line(name: str, label: str, a_name: str, a_row, b_name: str, b_row, out_row, places: int):
+    """``R1[cat] = X0[cat] + Z[cat] = [a…] + [b…] = [a + b…]``: one row's residual add, from the shown rows."""
+    a, b = _vec(a_row, places), _vec(b_row, places)
+    out = _vec(out_row, places)
+    total = eq.Add((a, b))
+    ok = all(eq.rational_value(x) + eq.rational_value(y) == eq.rational_value(z)
+             for x, y, z in zip(a.items, b.items, out.items))
+    return eq.Rel((eq.Sym(name, sub=label), eq.Add((eq.Sym(a_name, sub=label), eq.Sym(b_name, sub=label))), total, out),
+                  (EQ, EQ, EQ if ok else APPROX))
