@@ -406,3 +406,39 @@ def test_a_layer_norm_row_reads_as_a_student_writes_it():
     assert text[4] == ("(x_cat − μ_cat)/(√(σ_cat^2 + ε)) = [1/0.7141, (−1)/0.7141, 0/0.7141, 0/0.7141] "
                        "≈ [1.4004, −1.4004, 0.0000, 0.0000]")
     assert text[5] == "H1[cat, ·] = [2·1.4004 + 0, 1·(−1.4004) + 0, 1·0.0000 + 0, 1·0.0000 + 1] = [2.8008, −1.4004, 0.0000, 1.0000]"
+
+
+def test_every_feed_forward_and_logit_entry_of_drawn_blocks_holds_by_hand():
+    """Every entry of U = x·W_1 + b_1, G = relu(U), F = G·W_2 + b_2 and the logits, as one line each from the hand
+    pass of 200 drawn blocks, holds by the hand rule; ReLU cuts some entries and keeps others."""
+    from worked import printers, stages
+    from worked.attention import Hand, block_forward
+    from worked.audit import audit_lines
+    from worked.steps.block import affine_line, relu_line
+
+    cut = kept = 0
+    for seed in range(200):
+        p = drawn(seed)
+        P = p.precision.carried
+        hand = Hand(p, "decimal", P)
+        run = block_forward(p, hand)
+        env = {**run.shown, **stages.block_inputs(p, hand)}
+        for s in stages.BLOCK_KINDS[p.block.kind]["after"]:
+            if s.forward in (stages._affine, stages._times):
+                x_name, w_name = s.inputs[:2]
+                b_name = s.inputs[2] if len(s.inputs) > 2 else None
+                W = env[w_name]
+                for i in range(p.n):
+                    for j in range(len(W[0])):
+                        line = affine_line(s.id, p.tokens[i], j, x_name, env[x_name][i], w_name, [r[j] for r in W],
+                                           b_name, env[b_name][j] if b_name else None, run.shown[s.id][i][j], P)
+                        assert not audit_lines([line]), (seed, printers.text(line), audit_lines([line]))
+            elif s.forward is stages._relu:
+                U = env[s.inputs[0]]
+                for i, row in enumerate(U):
+                    for j, u in enumerate(row):
+                        g = run.shown[s.id][i][j]
+                        assert g == (u if u > 0 else 0)
+                        cut, kept = cut + (u <= 0), kept + (u > 0)
+                        assert printers.text(relu_line(s.id, p.tokens[i], j, u, g, P)).startswith(f"{s.id}[{p.tokens[i]}, {j + 1}] = relu(")
+    assert cut and kept

@@ -1,5 +1,6 @@
 """The worked lines of a Transformer block's stages (issue 27), as trees: so far one row's layer norm
-(μ → σ² → √(σ² + ε) → the normalised row → γ and β) and the residual add of one row. Each line shows the
+(μ → σ² → √(σ² + ε) → the normalised row → γ and β), the residual add of one row, one entry of a product
+with a bias (the feed-forward's x·W_1 + b_1, W_2's, the logits) and ReLU. Each line shows the
 values a hand writes down (:class:`worked.attention.Hand`, through :func:`worked.stages.norm_parts`) and holds
 by the hand rule (:mod:`worked.audit`). Not yet a stage's :class:`worked.lines.Shown`: the solver does not work a
 block yet."""
@@ -73,3 +74,28 @@ def residual_line(name: str, label: str, a_name: str, a_row, b_name: str, b_row,
              for x, y, z in zip(a.items, b.items, out.items))
     return eq.Rel((eq.Sym(name, sub=label), eq.Add((eq.Sym(a_name, sub=label), eq.Sym(b_name, sub=label))), total, out),
                   (EQ, EQ, EQ if ok else APPROX))
+
+
+def affine_line(name: str, label: str, col: int, x_name: str, x_row, w_name: str, w_col, b_name: str | None, bias,
+                value, places: int):
+    """``U[cat, 2] = N2[cat, ·]·W_1[:, 2] + b_1[2] = [x…]·[w…] + b = x₁·w₁ + … + b ≈ u``: one entry of x·W (+ b),
+    from the shown row and the weights as given; *value* the entry as carried."""
+    xs, ws = [shown(v, places) for v in x_row], [eq.num(Fraction(v)) for v in w_col]
+    products = tuple(eq.Mul((a, w)) for a, w in zip(xs, ws))
+    named = eq.Dot(eq.Entry(eq.Sym(x_name), label, eq.ALL), eq.Col(eq.Sym(w_name), str(col + 1)))
+    dot = eq.Dot(eq.Vec(tuple(xs)), eq.Vec(tuple(ws)))
+    if b_name is not None:
+        b = eq.num(Fraction(bias))
+        named, dot, worked = (eq.Add((named, eq.Sym(b_name, sub=str(col + 1)))), eq.Add((dot, b)),
+                              eq.Add(products + (b,)))
+    else:
+        worked = eq.Add(products)
+    out = shown(value, places)
+    return eq.Rel((eq.Entry(eq.Sym(name), label, str(col + 1)), named, dot, worked, out),
+                  (EQ, EQ, EQ, _op(worked, value)))
+
+
+def relu_line(name: str, label: str, col: int, u, g, places: int):
+    """``G[cat, 2] = relu(−0.35) = 0``: ReLU keeps a positive entry and makes any other 0."""
+    return eq.Rel((eq.Entry(eq.Sym(name), label, str(col + 1)), eq.Call("relu", (shown(u, places),)), shown(g, places)),
+                  (EQ, EQ))
