@@ -442,3 +442,53 @@ def test_every_feed_forward_and_logit_entry_of_drawn_blocks_holds_by_hand():
                         cut, kept = cut + (u <= 0), kept + (u > 0)
                         assert printers.text(relu_line(s.id, p.tokens[i], j, u, g, P)).startswith(f"{s.id}[{p.tokens[i]}, {j + 1}] = relu(")
     assert cut and kept
+
+
+def test_every_position_and_loss_line_of_drawn_blocks_holds_by_hand():
+    """One row's positions (sin and cos with their arguments) and −ln p of each target with the mean, from the
+    hand pass of 200 drawn blocks, hold by the hand rule (the auditor evaluates sin, cos and ln of shown numbers)."""
+    from worked import printers, stages
+    from worked.attention import Hand, block_forward
+    from worked.audit import audit_lines
+    from worked.steps.block import loss_lines, position_lines
+
+    losses = 0
+    for seed in range(200):
+        p = drawn(seed)
+        P = p.precision.carried
+        hand = Hand(p, "decimal", P)
+        run = block_forward(p, hand)
+        kind = stages.BLOCK_KINDS[p.block.kind]
+        if p.block.positional == "sinusoidal":
+            Pm = run.shown[kind["before"][0].id]
+            for pos in range(p.n):
+                angles = [hand.angle(pos, c, p.d_model) for c in range(p.d_model)]
+                lines = position_lines(p.tokens[pos], pos, p.d_model, angles, Pm[pos], P)
+                assert not audit_lines(lines), (seed, [printers.text(x) for x in lines], audit_lines(lines))
+        loss_stage, probs_stage = kind["after"][-1], kind["after"][-2]
+        L = run.shown[loss_stage.id][0][0]
+        if L is None:                 # a target's probability rounded to 0 at the carried places
+            continue
+        probs = run.shown[probs_stage.id]
+        cells = [(p.tokens[i], p.block.vocab[t], probs[i][t]) for i, t in enumerate(p.block.targets)]
+        terms = [hand.ln(c[2]) for c in cells]
+        lines = loss_lines(cells, terms, L, P)
+        assert not audit_lines(lines), (seed, [printers.text(x) for x in lines], audit_lines(lines))
+        losses += 1
+    assert losses > 150
+
+
+def test_position_and_loss_lines_read_as_a_student_writes_them():
+    from worked import printers
+    from worked.attention import Hand
+    from worked.steps.block import loss_lines, position_lines
+
+    p = read()
+    hand = Hand(p, "decimal", 4)
+    angles = [hand.angle(1, c, 4) for c in range(4)]
+    text = [printers.text(x) for x in position_lines("cat", 1, 4, angles, [hand.position(1, c, 4) for c in range(4)], 4)]
+    assert text[0] == "P[cat, 1] = sin(1/(10000^(0/4))) = sin(1) ≈ 0.8415"
+    assert text[2] == "P[cat, 3] = sin(1/(10000^(2/4))) = sin(0.01) ≈ 0.0100"
+    text = [printers.text(x) for x in loss_lines([("the", "cat", Fraction("0.2312"))], [hand.ln(Fraction("0.2312"))],
+                                                 Fraction("1.4645"), 4)]
+    assert text == ["−ln(probs[the, cat]) = −ln(0.2312) ≈ 1.4645", "L = 1.4645/1 = 1.4645"]

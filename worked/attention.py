@@ -754,6 +754,18 @@ _TRIG = Context(prec=100, Emax=MAX_EMAX, Emin=MIN_EMIN)     # the positions' sin
 _TRIG_SLACK = Decimal("1e-70")
 
 
+def trig_value(angle: Decimal, use_sin: bool) -> Decimal:
+    """sin or cos of *angle* (|angle| ≤ 12) to 90 digits: its Taylor series at 100 digits."""
+    c = _TRIG
+    term = angle if use_sin else Decimal(1)
+    total, k, sq = term, (1 if use_sin else 0), c.multiply(angle, angle)
+    while abs(term) > Decimal("1e-90") or k < 4:
+        term = c.divide(c.multiply(c.minus(term), sq), (k + 1) * (k + 2))     # minus in our context, not the thread's
+        total = c.add(total, term)
+        k += 2
+    return total
+
+
 def iv_position(pos: int, col: int, d_model: int, swapped: bool = False):
     """P[pos, col] enclosed: sin (even columns) or cos (odd; *swapped*: the other way round) of
     pos / 10000^(2i/d_model), 2i the even column at or before *col*. The angle and its Taylor series are worked
@@ -762,13 +774,7 @@ def iv_position(pos: int, col: int, d_model: int, swapped: bool = False):
     c = _TRIG
     two_i = col - col % 2
     angle = c.divide(pos, c.power(Decimal(10000), c.divide(two_i, d_model))) if two_i else Decimal(pos)
-    use_sin = (col % 2 == 0) != swapped
-    term = angle if use_sin else Decimal(1)
-    total, k, sq = term, (1 if use_sin else 0), c.multiply(angle, angle)
-    while abs(term) > Decimal("1e-90") or k < 4:
-        term = c.divide(c.multiply(c.minus(term), sq), (k + 1) * (k + 2))     # minus in our context, not the thread's
-        total = c.add(total, term)
-        k += 2
+    total = trig_value(angle, (col % 2 == 0) != swapped)
     return (DOWN.subtract(total, _TRIG_SLACK), UP.add(total, _TRIG_SLACK))
 
 
@@ -1161,11 +1167,20 @@ class Hand:
         return self._mark(sum(xs, Fraction(0)), *xs)
 
     # a Transformer block's arithmetic (issue 27): each value a hand writes down, rounded as it is written
+    def angle(self, pos: int, col: int, d_model: int):
+        """pos / 10000^(2i/d_model) as a hand writes it: exact when 10000^(2i/d_model) = 10^(4·2i/d_model) is a
+        whole power of 10 (pos/100), else rounded to the carried places."""
+        two_i = col - col % 2
+        if (4 * two_i) % d_model == 0:
+            return Fraction(pos, 10 ** (4 * two_i // d_model))
+        return self._round(F.CTX.divide(pos, F.CTX.power(Decimal(10), F.CTX.divide(4 * two_i, d_model))))
+
     def position(self, pos: int, col: int, d_model: int, swapped: bool = False):
+        """sin or cos of the angle as written (:meth:`angle`), rounded."""
         if pos == 0:                  # sin 0 = 0, cos 0 = 1
             return Fraction(int((col % 2 == 0) == swapped))
-        lo, hi = iv_position(pos, col, d_model, swapped)
-        return self._round(lo)
+        a = F.mp(self.angle(pos, col, d_model))
+        return self._round(trig_value(a, (col % 2 == 0) != swapped))
 
     def div(self, a, b):
         return self.shown(self._mark(Fraction(a) / Fraction(b), a, b))

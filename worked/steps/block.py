@@ -1,6 +1,7 @@
 """The worked lines of a Transformer block's stages (issue 27), as trees: so far one row's layer norm
 (μ → σ² → √(σ² + ε) → the normalised row → γ and β), the residual add of one row, one entry of a product
-with a bias (the feed-forward's x·W_1 + b_1, W_2's, the logits) and ReLU. Each line shows the
+with a bias (the feed-forward's x·W_1 + b_1, W_2's, the logits), ReLU, one row's positions (sin and cos with
+their arguments) and the loss (−ln p of each target, then the mean). Each line shows the
 values a hand writes down (:class:`worked.attention.Hand`, through :func:`worked.stages.norm_parts`) and holds
 by the hand rule (:mod:`worked.audit`). Not yet a stage's :class:`worked.lines.Shown`: the solver does not work a
 block yet."""
@@ -99,3 +100,39 @@ def relu_line(name: str, label: str, col: int, u, g, places: int):
     """``G[cat, 2] = relu(−0.35) = 0``: ReLU keeps a positive entry and makes any other 0."""
     return eq.Rel((eq.Entry(eq.Sym(name), label, str(col + 1)), eq.Call("relu", (shown(u, places),)), shown(g, places)),
                   (EQ, EQ))
+
+
+def position_lines(label: str, pos: int, d_model: int, angles: list, values: list, places: int) -> list:
+    """One row's positions, an entry a line: ``P[cat, 3] = sin(1/10000^(2/4)) = sin(0.01) ≈ 0.0100`` (sin in the
+    even columns 2i, counting from 0, cos in the odd ones), the angle as a hand writes it (*angles*, from
+    :meth:`worked.attention.Hand.angle`) and each value a hand rounds (*values*)."""
+    lines = []
+    for col, (angle, value) in enumerate(zip(angles, values)):
+        fn = "sin" if col % 2 == 0 else "cos"
+        two_i = col - col % 2
+        true = eq.Call(fn, (eq.Frac(eq.num(pos), eq.Pow(eq.num(10000), eq.Frac(eq.num(two_i), eq.num(d_model)))),))
+        a = shown(angle, places)
+        exact_angle = type(angle) is Fraction
+        items, ops = [eq.Entry(eq.Sym("P"), label, str(col + 1)), true, eq.Call(fn, (a,))], [EQ, EQ if exact_angle else APPROX]
+        if pos == 0:
+            items, ops = items[:2], ops[:1]
+        items.append(shown(value, places))
+        ops.append(EQ if pos == 0 else APPROX)
+        lines.append(eq.Rel(tuple(items), tuple(ops)))
+    return lines
+
+
+def loss_lines(cells: list, terms: list, loss, places: int) -> list:
+    """``−ln probs[cat, sat] = −ln(0.2312) ≈ 1.4645`` for each position's target (*cells*: (row label, target,
+    probability as carried); *terms*: each ln as carried), then ``L = (1.4645 + …)/n ≈ L``."""
+    lines = []
+    minus = []
+    for (row, target, prob), ln in zip(cells, terms):
+        value = shown(-Fraction(ln), places)
+        minus.append(value)
+        lines.append(eq.Rel((eq.Neg(eq.Call("ln", (eq.Entry(eq.Sym("probs", upright=True), row, target),))),
+                             eq.Neg(eq.Call("ln", (shown(prob, places),))), value),
+                            (EQ, EQ if Fraction(prob) == 1 else APPROX)))
+    mean = eq.Frac(eq.Add(tuple(minus)) if len(minus) > 1 else minus[0], eq.num(len(minus)))
+    lines.append(eq.Rel((eq.Sym("L"), mean, shown(loss, places)), (EQ, _op(mean, loss))))
+    return lines
