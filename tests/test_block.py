@@ -492,3 +492,25 @@ def test_position_and_loss_lines_read_as_a_student_writes_them():
     text = [printers.text(x) for x in loss_lines([("the", "cat", Fraction("0.2312"))], [hand.ln(Fraction("0.2312"))],
                                                  Fraction("1.4645"), 4)]
     assert text == ["−ln(probs[the, cat]) = −ln(0.2312) ≈ 1.4645", "L = 1.4645/1 = 1.4645"]
+
+
+def test_every_softmax_row_of_the_output_holds_by_hand():
+    """One row of probs = softmax(logits), line by line (each e^x, the total, each probability), from the hand
+    pass of 200 drawn blocks: every line holds, and it gives the probabilities the hand pass carries."""
+    from worked import printers, stages
+    from worked.attention import Hand, block_forward
+    from worked.audit import audit_lines
+    from worked.steps.block import softmax_lines
+
+    for seed in range(200):
+        p = drawn(seed)
+        P = p.precision.carried
+        hand = Hand(p, "decimal", P)
+        run = block_forward(p, hand)
+        probs_stage = stages.BLOCK_KINDS[p.block.kind]["after"][-2]
+        logits = run.shown[probs_stage.inputs[0]]
+        for i, row in enumerate(logits):
+            weights, state = hand.softmax(row)
+            assert [hand.shown(w) for w in weights] == run.shown[probs_stage.id][i]
+            lines = softmax_lines(p.tokens[i], list(p.block.vocab), row, state, weights, P)
+            assert not audit_lines(lines), (seed, [printers.text(x) for x in lines], audit_lines(lines))

@@ -136,3 +136,32 @@ def loss_lines(cells: list, terms: list, loss, places: int) -> list:
     mean = eq.Frac(eq.Add(tuple(minus)) if len(minus) > 1 else minus[0], eq.num(len(minus)))
     lines.append(eq.Rel((eq.Sym("L"), mean, shown(loss, places)), (EQ, _op(mean, loss))))
     return lines
+
+
+def softmax_lines(label: str, cols: list, row, state, weights, places: int) -> list:
+    """One row of probs = softmax(logits), as the attention weights are worked: each e^x (of x − m, m the row's
+    smallest logit, when the logits are large or small; *state* the hand's :class:`worked.attention.HandRow`),
+    their total, then each probability e^x / total."""
+    lines = []
+    low = shown(row[state.low], places)
+    for j in state.js:
+        x = shown(row[j], places)
+        arg = eq.Add((x, eq.Neg(low))) if state.shift else x
+        e = shown(state.exps[j], places)
+        items, ops = [eq.Exp(arg)], []
+        if state.shift:
+            items.append(eq.Exp(shown(state.exponent[j], places)))
+            ops.append(EQ)
+        items.append(e)
+        ops.append(EQ if Fraction(state.exps[j]) == 1 and not Fraction(state.exponent[j]) else APPROX)
+        lines.append(eq.Rel(tuple(items), tuple(ops)))
+    exps = tuple(shown(state.exps[j], places) for j in state.js)
+    total = eq.Add(exps)
+    lines.append(eq.Rel((eq.Sym("sum", sub=label, upright=True), total, shown(state.total, places)),
+                        (EQ, _op(total, state.total))))
+    t = shown(state.total, places)
+    for j, e in zip(state.js, exps):
+        q, w = eq.Frac(e, t), shown(weights[j], places)     # the weight as carried: e^x / total, rounded
+        lines.append(eq.Rel((eq.Entry(eq.Sym("probs", upright=True), label, cols[j]), q, w),
+                            (EQ, EQ if eq.rational_value(q) == eq.rational_value(w) else APPROX)))
+    return lines
