@@ -155,7 +155,7 @@ def _scalar(stage) -> bool:
 
 def forward(problem, backend, *, transform: Transform | None = None, given: dict | None = None,
             weights: list | None = None, backward: bool = True, check_scaled: Callable | None = None,
-            points: Pass | None = None) -> Pass:
+            points: Pass | None = None, X: list | None = None) -> Pass:
     """Run the attention forward pass of *problem* with *backend* (see the module docstring); for a problem
     with a ``[train]`` table, then the backward pass too (:func:`backward`) unless *backward* is False.
     *weights*: each head's (W_Q, W_K, W_V) already in the backend's numbers, instead of the problem's.
@@ -180,7 +180,7 @@ def forward(problem, backend, *, transform: Transform | None = None, given: dict
         cols = list(zip(*B))
         return [[backend.dot(r, c) for c in cols] for r in A]
 
-    X = _inputs(backend, problem.X)
+    X = _inputs(backend, problem.X) if X is None else X        # a block's heads take X0 or LN_1(X0)
     X_enc = _inputs(backend, problem.X_enc) if problem.cross else X
     arch = stages.of(problem)
     inputs = stages.sides(t, {"X": X, "X_enc": X_enc})
@@ -212,6 +212,31 @@ def forward(problem, backend, *, transform: Transform | None = None, given: dict
     # no training step: its output cannot be compared with the target
     if backward and getattr(problem, "train", None) is not None and len(out.output) == len(problem.train.target):
         _backward(problem, backend, out, t, put, inputs, weights, given, weights_arg, points, last)
+    return out
+
+
+def block_forward(problem, backend, *, transform: Transform | None = None) -> Pass:
+    """The forward pass of a whole Transformer block (``problem.block``, issue 27) with *backend*: the stages
+    before the heads (the positions, X0 = X + P, and for pre-LN LN_1), the heads and W_O as :func:`forward` runs
+    them on the heads' input, then the stages after (residual adds, layer norms, the feed-forward, and with an
+    output layer the logits, probabilities and loss), each where the problem has its inputs. Every matrix is in
+    ``shown`` under its stage id, as :func:`forward` keeps the heads'."""
+    t = transform or Transform()
+    kind = stages.BLOCK_KINDS[problem.block.kind]
+    run = stages.BlockRun(problem, backend, t)
+    env = {"X": _inputs(backend, problem.X), **stages.block_inputs(problem, backend)}
+    done: dict[str, list] = {}
+    shown = lambda grid: [[backend.shown(x) for x in row] for row in grid]  # noqa: E731  (a hand rounds each)
+    for stage in kind["before"]:
+        env[stage.id] = done[stage.id] = shown(stage.forward(run, *(env[k] for k in stage.inputs)))
+    out = forward(problem, backend, transform=t, X=env[kind["attends"]], backward=False)
+    env[stages.OUTPUT] = out.output
+    for stage in kind["after"]:
+        if all(k in env for k in stage.inputs):        # the output layer only with W_out, the loss with targets
+            env[stage.id] = done[stage.id] = shown(stage.forward(run, *(env[k] for k in stage.inputs)))
+    before = {k: done[k] for k in (s.id for s in kind["before"])}
+    out.shown = {**before, **out.shown, **{k: v for k, v in done.items() if k not in before}}
+    out.values.update(done)
     return out
 
 
@@ -537,6 +562,13 @@ class Exact:
         total = sp.Add(*[self._sym(row[j]) for j in js])
         return [self._sym(x) / total if j in js else sp.Integer(0) for j, x in enumerate(row)]
 
+    def position(self, pos: int, col: int, d_model: int, swapped: bool = False):
+        """P[pos, col] exactly: sin or cos of pos / 10000^(2i/d_model), a sympy value (0 and 1 at pos 0)."""
+        sp = self.sp
+        two_i = col - col % 2
+        angle = sp.Integer(pos) / sp.Integer(10000) ** sp.Rational(two_i, d_model)
+        return (sp.sin if (col % 2 == 0) != swapped else sp.cos)(angle)
+
     def mix(self, state, a_row, v_col):
         sp = self.sp
         if state is not None:
@@ -623,6 +655,26 @@ class Float:
         """|x| (None for −∞, a masked score)."""
         return None if x == -math.inf else abs(x)
 
+    # a Transformer block's arithmetic (issue 27): positions, layer norm, ReLU, the loss
+    def position(self, pos: int, col: int, d_model: int, swapped: bool = False) -> float:
+        angle = pos / 10000 ** ((col - col % 2) / d_model)
+        return (math.cos if (col % 2 == 0) == swapped else math.sin)(angle)
+
+    def div(self, a, b):
+        return a / b
+
+    def sqrt(self, x):
+        return math.sqrt(x)
+
+    def relu(self, x):
+        return x if x > 0 else 0.0
+
+    def ln(self, x):
+        return math.log(x)
+
+    def may_be_zero(self, x) -> bool:
+        return x == 0
+
     def beyond(self):
         """A value no answer matches (the loss after a step that has none a hand could work out)."""
         return math.inf
@@ -696,6 +748,34 @@ def contains(iv, x, slack=SLACK) -> bool:
 def iv_frac(f: Fraction):
     """The interval of a Fraction: its 50-digit ends (a point when it is a 50-digit decimal)."""
     return (DOWN.divide(f.numerator, f.denominator), UP.divide(f.numerator, f.denominator))
+
+
+_TRIG = Context(prec=100, Emax=MAX_EMAX, Emin=MIN_EMIN)     # the positions' sin and cos, then enclosed
+_TRIG_SLACK = Decimal("1e-70")
+
+
+def trig_value(angle: Decimal, use_sin: bool) -> Decimal:
+    """sin or cos of *angle* (|angle| ≤ 12) to 90 digits: its Taylor series at 100 digits."""
+    c = _TRIG
+    term = angle if use_sin else Decimal(1)
+    total, k, sq = term, (1 if use_sin else 0), c.multiply(angle, angle)
+    while abs(term) > Decimal("1e-90") or k < 4:
+        term = c.divide(c.multiply(c.minus(term), sq), (k + 1) * (k + 2))     # minus in our context, not the thread's
+        total = c.add(total, term)
+        k += 2
+    return total
+
+
+def iv_position(pos: int, col: int, d_model: int, swapped: bool = False):
+    """P[pos, col] enclosed: sin (even columns) or cos (odd; *swapped*: the other way round) of
+    pos / 10000^(2i/d_model), 2i the even column at or before *col*. The angle and its Taylor series are worked
+    at 100 digits (the angle is at most 11, so the largest term is below 10⁴ and the rounding of 200 terms stays
+    below 10⁻⁹⁰); the tail after the last term taken is below that term; ±10⁻⁷⁰ then encloses the value."""
+    c = _TRIG
+    two_i = col - col % 2
+    angle = c.divide(pos, c.power(Decimal(10000), c.divide(two_i, d_model))) if two_i else Decimal(pos)
+    total = trig_value(angle, (col % 2 == 0) != swapped)
+    return (DOWN.subtract(total, _TRIG_SLACK), UP.add(total, _TRIG_SLACK))
 
 
 class Interval:
@@ -841,6 +921,32 @@ class Interval:
             return [None] * len(row)
         total = iv_sum(row[j] for j in idx)
         return [pt(_ZERO) if s is None else iv_div(s, total) for s in row]
+
+    # a Transformer block's arithmetic (issue 27): positions, layer norm, ReLU, the loss; every value enclosed
+    def position(self, pos: int, col: int, d_model: int, swapped: bool = False):
+        return iv_position(pos, col, d_model, swapped)
+
+    def div(self, a, b):
+        return None if a is None or b is None else iv_div(a, b)
+
+    def sqrt(self, a):
+        """√a (decimal's √ is correctly rounded to the nearest: one unit outward encloses it); None when a < 0 may be."""
+        if a is None or a[0] < 0:
+            return None
+        lo = DOWN.next_minus(DOWN.sqrt(a[0])) if a[0] > 0 else _ZERO
+        return (max(lo, _ZERO), UP.next_plus(UP.sqrt(a[1])))
+
+    def relu(self, a):
+        return None if a is None else (max(a[0], _ZERO), max(a[1], _ZERO))
+
+    def ln(self, a):
+        """ln a (correctly rounded to the nearest: one unit outward); None when a ≤ 0 may be."""
+        if a is None or a[0] <= 0:
+            return None
+        return (DOWN.next_minus(DOWN.ln(a[0])), UP.next_plus(UP.ln(a[1])))
+
+    def may_be_zero(self, a) -> bool:
+        return a is None or a[0] <= 0 <= a[1]
 
     def mix(self, state, a_row, v_col):
         if state is not None and all(v is not None for v in v_col):
@@ -1059,3 +1165,40 @@ class Hand:
     def total(self, xs):
         xs = list(xs)
         return self._mark(sum(xs, Fraction(0)), *xs)
+
+    # a Transformer block's arithmetic (issue 27): each value a hand writes down, rounded as it is written
+    def angle(self, pos: int, col: int, d_model: int):
+        """pos / 10000^(2i/d_model) as a hand writes it: exact when 10000^(2i/d_model) = 10^(4·2i/d_model) is a
+        whole power of 10 (pos/100), else rounded to the carried places."""
+        two_i = col - col % 2
+        if (4 * two_i) % d_model == 0:
+            return Fraction(pos, 10 ** (4 * two_i // d_model))
+        return self._round(F.CTX.divide(pos, F.CTX.power(Decimal(10), F.CTX.divide(4 * two_i, d_model))))
+
+    def position(self, pos: int, col: int, d_model: int, swapped: bool = False):
+        """sin or cos of the angle as written (:meth:`angle`), rounded."""
+        if pos == 0:                  # sin 0 = 0, cos 0 = 1
+            return Fraction(int((col % 2 == 0) == swapped))
+        a = F.mp(self.angle(pos, col, d_model))
+        return self._round(trig_value(a, (col % 2 == 0) != swapped))
+
+    def div(self, a, b):
+        return self.shown(self._mark(Fraction(a) / Fraction(b), a, b))
+
+    def sqrt(self, x):
+        r = F.N.sqrt(F.mp(x))
+        if not isinstance(x, Approx) and Fraction(r) ** 2 == Fraction(x):
+            return Fraction(r)        # √(1/4) = 1/2, exactly
+        return self._round(r)
+
+    def relu(self, x):
+        return x if x > 0 else Fraction(0)
+
+    def ln(self, x):
+        """ln x rounded; None for a probability a hand rounded to 0 (no ln: the page needs more places there)."""
+        if x <= 0:
+            return None
+        return Fraction(0) if x == 1 else self._round(F.CTX.ln(F.mp(x)))
+
+    def may_be_zero(self, x) -> bool:
+        return x == 0

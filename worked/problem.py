@@ -28,6 +28,13 @@ LIMITS = {
 
 TOP_KEYS = {"title", "attention", "tokens", "X", "tokens_enc", "X_enc", "W_Q", "W_K", "W_V", "heads", "W_O", "scale",
             "mask", "decimals", "display", "train"}
+#: a Transformer block's keys (issue 27): ``block`` says which order; the rest are read only with it
+TBLOCK_KEYS = ("block", "positional", "W_1", "b_1", "W_2", "b_2", "activation", "eps", "gamma_1", "beta_1", "gamma_2",
+               "beta_2", "gamma_f", "beta_f", "W_out", "vocab", "targets")
+TOP_KEYS |= set(TBLOCK_KEYS)
+TBLOCKS = ("post-ln", "pre-ln")
+POSITIONALS = ("none", "sinusoidal")
+ACTIVATIONS = ("relu",)
 ATTENTIONS = ("self", "cross")   # queries, keys and values from X; or queries from X, keys and values from X_enc
 TRAIN_KEYS = {"target", "loss", "lr"}
 LOSSES = ("mse",)
@@ -50,6 +57,152 @@ class Train(NamedTuple):
     target: Matrix
     loss: str
     lr: Fraction
+
+
+Vector = tuple[Fraction, ...]
+
+
+class TBlock(NamedTuple):
+    """A whole Transformer block around the attention (issue 27), exact: ``kind`` "post-ln" (LN after each
+    residual add, Vaswani et al. 2017) or "pre-ln" (LN before each sublayer, GPT-2); ``positional`` "none" or
+    "sinusoidal" (added to X before the block); the feed-forward ``W_1`` (d_model × d_ff), ``b_1`` (d_ff),
+    ``W_2`` (d_ff × d_model), ``b_2`` (d_model) and its ``activation``; the layer norms' ``eps`` and their γ and β
+    (d_model each; ``gamma_f``/``beta_f`` the final LN of a pre-LN block with an output layer, else None); the
+    optional output layer ``W_out`` (d_model × |vocab|) with its ``vocab`` and the next-token ``targets`` (indices
+    into vocab, one per position; None without them)."""
+
+    kind: str
+    positional: str
+    W_1: Matrix
+    b_1: Vector
+    W_2: Matrix
+    b_2: Vector
+    activation: str
+    eps: Fraction
+    gamma_1: Vector
+    beta_1: Vector
+    gamma_2: Vector
+    beta_2: Vector
+    gamma_f: Vector | None
+    beta_f: Vector | None
+    W_out: Matrix | None
+    vocab: tuple[str, ...] | None
+    targets: tuple[int, ...] | None
+
+    @property
+    def d_ff(self) -> int:
+        return len(self.W_1[0])
+
+    def to_dict(self) -> dict:
+        """Its keys as a problem file writes them."""
+        mat = lambda m: [[_frac_text(x) for x in row] for row in m]  # noqa: E731
+        vec = lambda v: [_frac_text(x) for x in v]  # noqa: E731
+        d: dict[str, Any] = {"block": self.kind, "positional": self.positional, "W_1": mat(self.W_1), "b_1": vec(self.b_1),
+                             "W_2": mat(self.W_2), "b_2": vec(self.b_2), "activation": self.activation,
+                             "eps": exact_text(self.eps)}
+        for k in ("gamma_1", "beta_1", "gamma_2", "beta_2", "gamma_f", "beta_f"):
+            if getattr(self, k) is not None:
+                d[k] = vec(getattr(self, k))
+        if self.W_out is not None:
+            d["W_out"] = mat(self.W_out)
+            d["vocab"] = list(self.vocab)
+            if self.targets is not None:
+                d["targets"] = [self.vocab[t] for t in self.targets]
+        return d
+
+
+def _vector(name: str, value: Any, size: int, places, what: str) -> Vector:
+    """A vector (a list of numbers) of *size* entries, exact; errors name *name* and say what it is."""
+    if hasattr(value, "tolist") and not isinstance(value, (list, tuple)):
+        value = value.tolist()
+    if not isinstance(value, (list, tuple)) or not value or any(isinstance(x, (list, tuple, dict)) for x in value):
+        raise ProblemError(name, f"expected a list of {size} numbers ({what}), got {shown(value)}")
+    row = _matrix(name, [value], places)[0]
+    if len(row) != size:
+        raise ProblemError(name, f"expected {size} numbers ({what}), got {len(row)}")
+    return row
+
+
+def _tblock(data: dict, n: int, d_model: int, places) -> TBlock:
+    """The block's keys of *data* (a problem file's table, or the keyword arguments), validated against the
+    attention's shapes: X is n × d_model."""
+    kind = data.get("block")
+    if kind not in TBLOCKS:
+        raise ProblemError("block", f'expected "post-ln" or "pre-ln", got {shown(kind)}')
+    positional = data.get("positional", "none")
+    if positional not in POSITIONALS:
+        raise ProblemError("positional", f'expected "none" or "sinusoidal", got {shown(positional)}')
+    activation = data.get("activation", "relu")
+    if activation not in ACTIVATIONS:
+        raise ProblemError("activation", f'expected "relu", got {shown(activation)}')
+    raw = data.get("eps", "0")
+    try:
+        eps, eps_places = to_fraction(raw)
+    except EntryError:
+        raise ProblemError("eps", f'expected an exact number of at least 0 such as "0" or "1/100", got {shown(raw)}') from None
+    if eps < 0 or eps > LIMITS["entry"]:
+        raise ProblemError("eps", f"expected a number from 0 to {LIMITS['entry']} (layer norm's ε), got {shown(raw)}")
+    if places is not None and eps_places > places:
+        raise ProblemError("eps", f"{raw} has {eps_places} decimal places (at most {places})")
+    if data.get("W_1") is None:
+        raise ProblemError("W_1", f"missing: in a block, the feed-forward's first weights W_1 (d_model = {d_model} rows, "
+                           "d_ff columns) are required")
+    W_1 = _matrix("W_1", data["W_1"], places)
+    if len(W_1) != d_model:
+        raise ProblemError("W_1", f"expected {d_model} rows (d_model), got {len(W_1)}")
+    d_ff = len(W_1[0])
+    _check_dim("W_1", d_ff, "d_ff (columns of W_1)")
+    if data.get("W_2") is None:
+        raise ProblemError("W_2", f"missing: in a block, the feed-forward's second weights W_2 ({d_ff}×{d_model}: d_ff × "
+                           "d_model) are required")
+    W_2 = _matrix("W_2", data["W_2"], places)
+    if _shape(W_2) != (d_ff, d_model):
+        raise ProblemError("W_2", f"expected {d_ff}×{d_model} (d_ff × d_model), got {len(W_2)}×{len(W_2[0])}")
+    vec = lambda k, size, what, default: (  # noqa: E731
+        _vector(k, data[k], size, places, what) if data.get(k) is not None else tuple(Fraction(default) for _ in range(size)))
+    b_1 = vec("b_1", d_ff, f"the feed-forward's first bias: d_ff = {d_ff}", 0)
+    b_2 = vec("b_2", d_model, f"the feed-forward's second bias: d_model = {d_model}", 0)
+    norms = {}
+    for k in ("gamma_1", "gamma_2", "beta_1", "beta_2"):
+        norms[k] = vec(k, d_model, f"layer norm's {'γ' if k[0] == 'g' else 'β'}, one per column: d_model = {d_model}",
+                       1 if k[0] == "g" else 0)
+    W_out = vocab = targets = None
+    if data.get("W_out") is not None:
+        W_out = _matrix("W_out", data["W_out"], places)
+        if len(W_out) != d_model:
+            raise ProblemError("W_out", f"expected {d_model} rows (d_model), got {len(W_out)}")
+        _check_dim("W_out", len(W_out[0]), "the vocabulary (columns of W_out)")
+        if data.get("vocab") is None:
+            raise ProblemError("vocab", f"missing: with W_out, the vocabulary (a list of {len(W_out[0])} tokens, one per "
+                               "column of W_out) is required")
+        vocab = _tokens("vocab", data["vocab"], len(W_out[0]), "W_out's columns")
+        if len(set(vocab)) != len(vocab):
+            raise ProblemError("vocab", f"token {next(t for t in vocab if vocab.count(t) > 1)!r} is there twice")
+        if data.get("targets") is not None:
+            t = data["targets"]
+            if not isinstance(t, (list, tuple)) or not all(isinstance(x, str) for x in t):
+                raise ProblemError("targets", f"expected a list of {n} tokens of vocab (the next token at each position)")
+            if len(t) != n:
+                raise ProblemError("targets", f"expected {n} tokens (one per position: X has {n} rows), got {len(t)}")
+            for x in t:
+                if x not in vocab:
+                    raise ProblemError("targets", f"{x!r} is not in vocab ({', '.join(vocab)})")
+            targets = tuple(vocab.index(x) for x in t)
+    else:
+        for k in ("vocab", "targets"):
+            if data.get(k) is not None:
+                raise ProblemError(k, f"{k} is only used with an output layer W_out (d_model × |vocab|)")
+    gamma_f = beta_f = None
+    final = kind == "pre-ln" and W_out is not None
+    for k in ("gamma_f", "beta_f"):
+        if data.get(k) is not None and not final:
+            raise ProblemError(k, 'the final layer norm (gamma_f, beta_f) is only used with block = "pre-ln" and an '
+                               "output layer W_out")
+    if final:
+        gamma_f = vec("gamma_f", d_model, f"the final layer norm's γ: d_model = {d_model}", 1)
+        beta_f = vec("beta_f", d_model, f"the final layer norm's β: d_model = {d_model}", 0)
+    return TBlock(kind, positional, W_1, b_1, W_2, b_2, activation, eps, norms["gamma_1"], norms["beta_1"],
+                  norms["gamma_2"], norms["beta_2"], gamma_f, beta_f, W_out, vocab, targets)
 
 
 def _train(value, n: int, width: int, places) -> Train:
@@ -198,6 +351,7 @@ class Problem:
     display_option: str            # as given: "auto", "exact" or "decimal"
     display: str                   # how the solution is worked: "exact" or "decimal" (auto: decimal inputs)
     train: Train | None            # the [train] table: one gradient step (None: forward pass only)
+    block: TBlock | None           # a whole Transformer block around the attention (None: attention only)
     attention: str                 # "self" or "cross" (queries from X, keys and values from X_enc)
     X_enc: Matrix | None           # cross-attention: the encoder side (None for self-attention)
     tokens_enc: tuple[str, ...] | None
@@ -205,15 +359,38 @@ class Problem:
 
     #: what two problems are equal by (the file a problem came from is not part of its value)
     VALUE = ("X", "heads", "W_O", "tokens", "title", "scale", "mask", "decimals", "multihead", "display_option",
-             "display", "train", "attention", "X_enc", "tokens_enc")
+             "display", "train", "attention", "X_enc", "tokens_enc", "block")
 
     def __init__(self, X, W_Q=None, W_K=None, W_V=None, *, heads=None, W_O=None, tokens=None,
                  title="", scale="sqrt", mask="none", decimals=2, display="auto", train=None, source=None,
-                 attention="self", X_enc=None, tokens_enc=None, _places_limit=None, _work_limit=True):
+                 attention="self", X_enc=None, tokens_enc=None, block=None, _places_limit=None, _work_limit=True):
         try:
-            self._init(X, W_Q, W_K, W_V, heads, W_O, tokens, title, scale, mask, decimals, display, _places_limit,
-                       attention, X_enc, tokens_enc)
+            one_head = block is not None and heads is None and W_O is not None
+            if block is not None:
+                if W_O is None:
+                    raise ProblemError("W_O", "missing: in a block, the attention's output projection W_O (heads·d_v rows, "
+                                       "d_model columns) is required")
+                if attention == "cross":
+                    raise ProblemError("attention", 'a block with cross-attention is not supported: use attention = "self" '
+                                       "with block")
+                if train is not None:
+                    raise ProblemError("train", "a training step through a block is not supported yet: leave out [train]")
+                if one_head:      # one head with its W_O: the heads' combination with one head
+                    heads, W_Q, W_K, W_V = [(W_Q, W_K, W_V)], None, None, None
+            try:
+                self._init(X, W_Q, W_K, W_V, heads, W_O, tokens, title, scale, mask, decimals, display, _places_limit,
+                           attention, X_enc, tokens_enc)
+            except ProblemError as exc:
+                if one_head and exc.field.startswith("heads[1]"):     # named as the file has it: W_Q, not heads[1].W_Q
+                    raise ProblemError(exc.field.removeprefix("heads[1]").lstrip(".") or "W_Q", exc.message) from None
+                raise
             width = len(self.W_O[0]) if self.multihead else self.d_v
+            if block is not None and width != self.d_model:
+                raise ProblemError("W_O", f"expected {self.d_model} columns (d_model: the residual adds the attention's "
+                                   f"output to X), got {width}")
+            if block is not None and not isinstance(block, TBlock):
+                block = _tblock(block, self.n, self.d_model, _places_limit)
+            object.__setattr__(self, "block", block)
             object.__setattr__(self, "train", None if train is None else _train(train, self.n, width, _places_limit))
             if _work_limit:     # off only to measure problems over the limit (benchmarks/bench_train_limits.py --fit)
                 _check_work(self)
@@ -298,7 +475,7 @@ class Problem:
                 raise ProblemError("W_O", "missing: with [[heads]], the output projection W_O is required")
         else:
             if W_O is not None:
-                raise ProblemError("W_O", "W_O is only used with several heads ([[heads]])")
+                raise ProblemError("W_O", "W_O is only used with several heads ([[heads]]) or in a block (block = \"post-ln\" or \"pre-ln\")")
             raw = [("", (W_Q, W_K, W_V))]
 
         built = []
@@ -432,13 +609,17 @@ class Problem:
         unknown = sorted(set(data) - TOP_KEYS)
         if unknown:
             raise ProblemError(unknown[0], f"unknown key (expected some of: {', '.join(sorted(TOP_KEYS))})", source)
+        block = {k: data[k] for k in TBLOCK_KEYS if k in data} or None
+        if block is not None and "block" not in block:
+            k = next(k for k in TBLOCK_KEYS if k in block)
+            raise ProblemError(k, f'{k} is only used in a Transformer block: add block = "post-ln" or "pre-ln"', source)
         return cls(
             data.get("X"), data.get("W_Q"), data.get("W_K"), data.get("W_V"),
             heads=data.get("heads"), W_O=data.get("W_O"), tokens=data.get("tokens"),
             title=data.get("title", ""), scale=data.get("scale", "sqrt"), mask=data.get("mask", "none"),
             decimals=data.get("decimals", 2), display=data.get("display", "auto"), train=data.get("train"), source=source,
             attention=data.get("attention", "self"), X_enc=data.get("X_enc"), tokens_enc=data.get("tokens_enc"),
-            _places_limit=LIMITS["places"], _work_limit=_work_limit,
+            block=block, _places_limit=LIMITS["places"], _work_limit=_work_limit,
         )
 
     @classmethod
@@ -480,6 +661,8 @@ class Problem:
             d["display"] = self.display_option
         if self.train is not None:
             d["train"] = {"target": mat(self.train.target), "loss": self.train.loss, "lr": exact_text(self.train.lr)}
+        if self.block is not None:
+            d.update(self.block.to_dict())
         return d
 
     def weights_dict(self) -> dict:
@@ -495,7 +678,7 @@ class Problem:
         """The same problem with other (exact) weights for each head: *heads* a list of (W_Q, W_K, W_V)."""
         kw = dict(tokens=self.tokens, title=self.title, scale=self.scale, mask=self.mask, decimals=self.decimals,
                   display=self.display_option, train=self.train, source=self.source, attention=self.attention,
-                  X_enc=self.X_enc, tokens_enc=self.tokens_enc)
+                  X_enc=self.X_enc, tokens_enc=self.tokens_enc, block=self.block)
         if self.multihead:
             return Problem(self.X, heads=list(heads), W_O=self.W_O, **kw)
         return Problem(self.X, *heads[0], **kw)
@@ -523,6 +706,10 @@ class Problem:
         out.append(f"X = {mat(d['X'])}")
         if "X_enc" in d:
             out.append(f"X_enc = {mat(d['X_enc'])}")
+        for k in TBLOCK_KEYS:       # a block's keys: top-level keys, so before any [[heads]] table
+            if k in d:
+                v = d[k]
+                out.append(f"{k} = " + (q(v) if isinstance(v, str) else mat(v) if isinstance(v[0], list) else row(v)))
         if "heads" in d:
             out.append(f"W_O = {mat(d['W_O'])}")
             for h in d["heads"]:

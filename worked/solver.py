@@ -238,6 +238,10 @@ def solve(problem: Problem, checks: str = "one", display: str | None = None) -> 
         from .chain import solve_chain
 
         return solve_chain(problem, solve, checks=checks, display=display)
+    if getattr(problem, "block", None) is not None:     # issue 27: the file is read, its stages are not there yet
+        raise ProblemError("block", "a Transformer block is read and checked, but not solved yet: its stages (positions, "
+                           "layer norm, feed-forward, output) are still to come; leave out block and its keys to work "
+                           "the attention", problem.source)
     display = display or getattr(problem, "display", "exact")
     if display not in DISPLAYS:
         raise ValueError(f"display must be one of {DISPLAYS}, got {display!r}")

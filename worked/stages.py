@@ -37,12 +37,16 @@ class Dims(NamedTuple):
     train: bool
     n_kv: int = 0
     cross: bool = False
+    d_ff: int = 0           # a Transformer block's: the feed-forward's width
+    vocab: int = 0          # and its output layer's columns (0: none)
 
     @classmethod
     def of_problem(cls, p) -> "Dims":
         d_out = len(p.W_O[0]) if p.multihead else p.d_v
+        b = getattr(p, "block", None)
         return cls(p.n, p.d_model, p.d_k, p.d_v, len(p.heads) if p.multihead else 1, d_out,
-                   getattr(p, "train", None) is not None, p.n_kv, p.cross)
+                   getattr(p, "train", None) is not None, p.n_kv, p.cross,
+                   b.d_ff if b is not None else 0, len(b.vocab) if b is not None and b.vocab else 0)
 
     @classmethod
     def of_family(cls, f) -> "Dims":
@@ -55,10 +59,12 @@ class Dims(NamedTuple):
 _SIZE = {
     "n": lambda d: d.n, "n_kv": lambda d: d.n_kv or d.n, "d_model": lambda d: d.d_model, "d_k": lambda d: d.d_k, "d_v": lambda d: d.d_v,
     "heads·d_v": lambda d: d.heads * d.d_v, "d_out": lambda d: d.d_out, "1": lambda d: 1,
+    "d_ff": lambda d: d.d_ff, "vocab": lambda d: d.vocab,
 }
 # what labels a matrix's rows or columns of a size have on the pages: the tokens, else their numbers
 _TOKEN_LABELS = {"n": lambda p: list(p.tokens), "n_kv": lambda p: list(p.tokens_kv), "1": lambda p: ["1"],
-                 "heads·d_v": lambda p: [f"{h}.{c + 1}" for h in range(1, len(p.heads) + 1) for c in range(p.d_v)]}
+                 "heads·d_v": lambda p: [f"{h}.{c + 1}" for h in range(1, len(p.heads) + 1) for c in range(p.d_v)],
+                 "vocab": lambda p: list(p.block.vocab)}
 
 
 def labels(size: str, problem) -> list[str]:
@@ -539,6 +545,198 @@ _CROSS_DW = {"dW_K": Grid("Gradient dW_K", "dW_K", lambda S, p: eq.Mul((_tr(_XE)
              "dW_V": Grid("Gradient dW_V", "dW_V", lambda S, p: eq.Mul((_tr(_XE), S("dV"))))}
 CROSS_TRAIN = tuple(s._replace(inputs=("X_enc",) + s.inputs[1:], grid=_CROSS_DW[s.id]) if s.id in _CROSS_DW else s
                     for s in TRAIN)
+
+
+# ---- a whole Transformer block (issue 27): positions, the residual adds, layer norm, the feed-forward, the output
+class BlockRun(NamedTuple):
+    """What a block's stages (before and after the heads) share: the backend, the problem and the transform."""
+
+    problem: Any
+    b: Any
+    t: Any
+
+
+def _positions(r: BlockRun):
+    """P[pos, 2i] = sin(pos/10000^(2i/d_model)), P[pos, 2i+1] = cos(the same), pos from 0."""
+    d = r.problem.d_model
+    if r.problem.block.positional == "none":        # no positions: P is 0, X0 is X
+        return [[r.b.entry(Fraction(0))] * d for _ in range(r.problem.n)]
+    return [[r.b.position(pos, c, d) for c in range(d)] for pos in range(r.problem.n)]
+
+
+def _plus(r: BlockRun, A, B):
+    """A + B entry by entry: X + P, and each residual add."""
+    return [[r.b.add(a, x) for a, x in zip(ra, rb)] for ra, rb in zip(A, B)]
+
+
+class NormParts(NamedTuple):
+    """One row's layer norm, as the step writes it: the mean μ, the deviations x − μ, the variance σ², the root
+    √(σ² + ε), the normalised entries (x − μ)/root, and the output γ ⊙ normalised + β."""
+
+    mu: Any
+    devs: list
+    var: Any
+    root: Any
+    normed: list
+    out: list
+
+
+def norm_parts(b, row, gamma, beta, eps) -> NormParts:
+    """The layer norm of *row* in backend *b*, each value as the step will write it down (a :class:`Hand` rounds
+    it there): μ, each x − μ (exact from the shown x and μ), σ² from those (the squares not rounded on their own:
+    σ² = (d₁² + … + d_n²)/d_model ≈ σ²), the root, each (x − μ)/root; None for the root's parts when it may be 0."""
+    size, eps_ = b.entry(Fraction(len(row))), b.entry(eps)
+    mu = b.div(b.total(row), size)
+    devs = [b.carry(b.sub(x, mu)) for x in row]
+    var = b.div(b.total([b.mul(x, x) for x in devs]), size)
+    root = b.sqrt(b.add(var, eps_))
+    if b.may_be_zero(root):
+        return NormParts(mu, devs, var, root, None, None)
+    normed = [b.carry(b.div(x, root)) for x in devs]
+    return NormParts(mu, devs, var, root, normed, [b.add(b.mul(g, q), be) for q, g, be in zip(normed, gamma, beta)])
+
+
+def _layer_norm(r: BlockRun, M, gamma, beta):
+    """Each row over d_model: μ = the row's mean, σ² = the mean of (x − μ)² (dividing by d_model), then
+    γ ⊙ (x − μ)/√(σ² + ε) + β."""
+    out = []
+    for i, row in enumerate(M):
+        parts = norm_parts(r.b, row, gamma, beta, r.problem.block.eps)
+        if parts.out is None:
+            from .errors import ProblemError
+
+            raise ProblemError("eps", f"row {i + 1} ({r.problem.tokens[i]}) has variance 0 where layer norm takes it, "
+                               "and ε is 0: layer norm would divide by 0 (give eps > 0, or other numbers)",
+                               r.problem.source)
+        out.append(parts.out)
+    return out
+
+
+def _affine(r: BlockRun, M, W, bias):
+    """M·W + b (b added to every row)."""
+    cols = list(zip(*W))
+    return [[r.b.add(r.b.dot(row, c), be) for c, be in zip(cols, bias)] for row in M]
+
+
+def _relu(r: BlockRun, U):
+    return [[r.b.relu(x) for x in row] for row in U]
+
+
+def _times(r: BlockRun, M, W):
+    cols = list(zip(*W))
+    return [[r.b.dot(row, c) for c in cols] for row in M]
+
+
+def _row_softmax(r: BlockRun, L):
+    return [r.b.softmax(row)[0] for row in L]
+
+
+def _cross_entropy(r: BlockRun, probs, targets):
+    """The mean over positions of −ln probs[i, target_i], natural log: a 1 × 1 matrix."""
+    b = r.b
+    terms = [b.ln(probs[i][t]) for i, t in enumerate(targets)]
+    if any(x is None for x in terms):     # a hand's probability rounded to 0: no ln of it (the value is not defined)
+        return [[None]]
+    return [[b.div(b.sub(b.entry(Fraction(0)), b.total(terms)), b.entry(Fraction(len(terms))))]]
+
+
+_B = eq.Sym
+
+
+def _ln_of(which: str, x):
+    return eq.Call(f"LN_{which}", (x,))
+
+
+_BLOCK_GRIDS = {
+    "P": Grid("Positions P", lambda S: eq.Entry(_B("P"), "pos", "2i"), lambda S, p: eq.Call("sin", (eq.Frac(
+        _B("pos", upright=True), eq.Pow(eq.num(10000), eq.Frac(_B("2i", upright=True), _B("d_model")))),)),
+              lambda p: "odd columns 2i + 1: cos of the same; pos counts from 0"),
+    "X0": Grid("Block input X0", "X_0", lambda S, p: eq.Add((_X, _B("P")))),
+    "R1": Grid("First residual sum", "R_1", lambda S, p: eq.Add((_B("X_0"), _B("Z")))),
+    "N1": Grid("Layer norm LN_1", "N_1", lambda S, p: _ln_of("1", _B("X_0"))),
+    "H1": Grid("After the attention sublayer H1", "H_1", lambda S, p: (
+        _ln_of("1", _B("R_1")) if p.block.kind == "post-ln" else eq.Add((_B("X_0"), _B("Z"))))),
+    "N2": Grid("Layer norm LN_2", "N_2", lambda S, p: _ln_of("2", _B("H_1"))),
+    "U": Grid("Feed-forward, first layer", "U", lambda S, p: eq.Add((eq.Mul((
+        _B("H_1" if p.block.kind == "post-ln" else "N_2"), _B("W_1"))), _B("b_1"))), beside=True, dot_check=True),
+    "G": Grid("After ReLU", "G", lambda S, p: eq.Call("relu", (_B("U"),))),
+    "F": Grid("Feed-forward output", "F", lambda S, p: eq.Add((eq.Mul((_B("G"), _B("W_2"))), _B("b_2"))),
+              beside=True, dot_check=True),
+    "R2": Grid("Second residual sum", "R_2", lambda S, p: eq.Add((_B("H_1"), _B("F")))),
+    "H": Grid("Block output H", "H", lambda S, p: (
+        _ln_of("2", _B("R_2")) if p.block.kind == "post-ln" else eq.Add((_B("H_1"), _B("F"))))),
+    "Hf": Grid("Final layer norm", "H_f", lambda S, p: _ln_of("f", _B("H"))),
+    "logits": Grid("Logits", "logits", lambda S, p: eq.Mul((_B("H" if p.block.kind == "post-ln" else "H_f"),
+                                                            _B("W_out"))), dot_check=True),
+    "probs": Grid("Next-token probabilities", "probs", lambda S, p: eq.Call("softmax", (_B("logits", upright=True),)),
+                  lambda p: "softmax of each row", heatmap=True),
+    "loss": Grid("Loss", lambda S: eq.Sym("L"), lambda S, p: eq.Neg(eq.Mul((eq.Frac(eq.num(1), eq.Sym("n")), eq.Sum(
+        eq.Call("ln", (eq.Entry(_B("probs", upright=True), "i", "target_i"),)), "i")))),
+                 lambda p: "natural log; the mean over the positions"),
+}
+
+
+def _block_stage(sid, inputs, rows, cols, words, forward, **kw) -> Stage:
+    return Stage(sid, inputs, rows, cols, _words(words), scope="layer", forward=forward, grid=_BLOCK_GRIDS[sid], **kw)
+
+
+_POSITIONS = _block_stage("P", (), "n", "d_model", "the positions P (sinusoidal)", _positions)
+_BLOCK_IN = _block_stage("X0", ("X", "P"), "n", "d_model", "the block's input X + P", _plus)
+_OUTPUT_LAYER = (
+    _block_stage("probs", ("logits",), "n", "vocab", "the next-token probabilities (softmax of each row of the logits)",
+                 _row_softmax),
+    _block_stage("loss", ("probs", "targets"), "1", "1", "the loss: the mean of −ln p of each target", _cross_entropy),
+)
+#: the stages of a post-LN block (Vaswani et al. 2017): before the heads, the heads' input, after the heads
+POST_LN = {
+    "before": (_POSITIONS, _BLOCK_IN),
+    "attends": "X0",
+    "after": (
+        _block_stage("R1", ("X0", "Z"), "n", "d_model", "the first residual sum X0 + Z", _plus),
+        _block_stage("H1", ("R1", "gamma_1", "beta_1"), "n", "d_model", "H1 = LN_1(X0 + Z)", _layer_norm),
+        _block_stage("U", ("H1", "W_1", "b_1"), "n", "d_ff", "the feed-forward's first layer H1·W_1 + b_1", _affine),
+        _block_stage("G", ("U",), "n", "d_ff", "the feed-forward's hidden values after ReLU", _relu),
+        _block_stage("F", ("G", "W_2", "b_2"), "n", "d_model", "the feed-forward's output G·W_2 + b_2", _affine),
+        _block_stage("R2", ("H1", "F"), "n", "d_model", "the second residual sum H1 + F", _plus),
+        _block_stage("H", ("R2", "gamma_2", "beta_2"), "n", "d_model", "the block's output H = LN_2(H1 + F)", _layer_norm),
+        _block_stage("logits", ("H", "W_out"), "n", "vocab", "the logits H·W_out", _times),
+    ) + _OUTPUT_LAYER,
+}
+#: a pre-LN block (GPT-2): layer norm before each sublayer, a final one before the output layer
+PRE_LN = {
+    "before": (_POSITIONS, _BLOCK_IN,
+               _block_stage("N1", ("X0", "gamma_1", "beta_1"), "n", "d_model", "LN_1(X0), the heads' input",
+                            _layer_norm)),
+    "attends": "N1",
+    "after": (
+        _block_stage("H1", ("X0", "Z"), "n", "d_model", "H1 = X0 + Z (the residual add)", _plus),
+        _block_stage("N2", ("H1", "gamma_2", "beta_2"), "n", "d_model", "LN_2(H1), the feed-forward's input", _layer_norm),
+        _block_stage("U", ("N2", "W_1", "b_1"), "n", "d_ff", "the feed-forward's first layer N2·W_1 + b_1", _affine),
+        _block_stage("G", ("U",), "n", "d_ff", "the feed-forward's hidden values after ReLU", _relu),
+        _block_stage("F", ("G", "W_2", "b_2"), "n", "d_model", "the feed-forward's output G·W_2 + b_2", _affine),
+        _block_stage("H", ("H1", "F"), "n", "d_model", "the block's output H = H1 + F", _plus),
+        _block_stage("Hf", ("H", "gamma_f", "beta_f"), "n", "d_model", "the final layer norm LN_f(H)", _layer_norm),
+        _block_stage("logits", ("Hf", "W_out"), "n", "vocab", "the logits LN_f(H)·W_out", _times),
+    ) + _OUTPUT_LAYER,
+}
+BLOCK_KINDS = {"post-ln": POST_LN, "pre-ln": PRE_LN}
+
+
+def block_inputs(problem, backend) -> dict:
+    """A block's own inputs in the backend's numbers, by the names its stages take (those it has: W_out,
+    targets and the final LN's γ and β only where the problem gives them)."""
+    b = problem.block
+    mat = lambda M: [[backend.entry(x) for x in row] for row in M]  # noqa: E731
+    vec = lambda v: [backend.entry(x) for x in v]  # noqa: E731
+    env = {"W_1": mat(b.W_1), "b_1": vec(b.b_1), "W_2": mat(b.W_2), "b_2": vec(b.b_2)}
+    for k in ("gamma_1", "beta_1", "gamma_2", "beta_2", "gamma_f", "beta_f"):
+        if getattr(b, k) is not None:
+            env[k] = vec(getattr(b, k))
+    if b.W_out is not None:
+        env["W_out"] = mat(b.W_out)
+    if b.targets is not None:
+        env["targets"] = list(b.targets)
+    return env
 
 
 class Arch(NamedTuple):

@@ -133,8 +133,21 @@ def _pow(n, a):
     return a.pow(walk(n.base, a), walk(n.exp, a), n)
 
 
+#: the functions of one number a shown line may apply (a Transformer block's: its positions, its loss, ReLU); any
+#: other call (softmax(scaled), concat(…)) names a matrix: a label. An arithmetic without ``function`` (the
+#: checker's) reads every call as a label.
+FUNCTIONS = ("sin", "cos", "ln", "relu")
+
+
+def _call(n, a):
+    f = getattr(a, "function", None)
+    if f is None or n.name not in FUNCTIONS or len(n.args) != 1:
+        return a.label(n)
+    return f(n.name, walk(n.args[0], a))
+
+
 _BY_NAME = {"Num": _num, "Dec": _dec, "Inf": _inf, "Sym": _sym, "Vec": _vec, "Neg": _neg, "Add": _add, "Mul": _mul,
-            "Dot": _dot, "Frac": _frac, "Sqrt": _sqrt, "Exp": _exp, "Pow": _pow, "Rel": _rel}
+            "Dot": _dot, "Frac": _frac, "Sqrt": _sqrt, "Exp": _exp, "Pow": _pow, "Rel": _rel, "Call": _call}
 _EQ = __name__.rpartition(".")[0]     # "worked.eq": the module of the node classes
 _TABLE: dict = {}     # node class → handler, filled on first sight by _handler
 
@@ -580,6 +593,22 @@ class Audit:
         return v, hi
 
 
+    def function(self, name: str, p):
+        """sin, cos (|derivative| ≤ 1), ln (1/x, bounded below by x − error) and relu of a shown number."""
+        a, ea = p
+        if isinstance(a, tuple):
+            raise ValueError(f"{name} of a vector")
+        if name == "sin":
+            return math.sin(a), ea
+        if name == "cos":
+            return math.cos(a), ea
+        if name == "ln":
+            if a <= 0:
+                raise ValueError("ln of a number that is not positive")
+            return math.log(a), (ea / (a - ea) if a > ea else math.inf) if ea else 0.0
+        return max(a, 0.0), ea
+
+
 AUDIT = Audit()
 
 
@@ -601,6 +630,18 @@ class Rational:
         raise Undefined()
 
     inf = label = relation = sqrt = exp = _undefined
+
+    def function(self, name: str, v):
+        """relu of a rational is rational; sin, cos and ln of one are not (but sin 0, cos 0, ln 1)."""
+        if isinstance(v, tuple):
+            raise Undefined()
+        if name == "relu":
+            return max(v, Fraction(0))
+        if v == 0 and name in ("sin", "cos"):
+            return Fraction(int(name == "cos"))
+        if v == 1 and name == "ln":
+            return Fraction(0)
+        raise Undefined()
 
     def pi(self):
         raise Undefined()
