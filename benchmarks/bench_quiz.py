@@ -63,6 +63,11 @@ def _memory_mb(pids: list[int]) -> tuple[float, float]:
     return total / 1024, largest / 1024
 
 
+# what a user runs: with the byte code Python writes on the first run (as bench_solve.py does; an environment with
+# PYTHONDONTWRITEBYTECODE set would compile every module of worked again in every run)
+_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
 def run(n: int, engine: str, jobs: int | None, fmt: str = "pdf") -> dict:
     out = Path(tempfile.mkdtemp()) / "q"
     cmd = [sys.executable, "-m", "worked", "quiz", str(SPEC), "-n", str(n), "-o", str(out), "--format", fmt,
@@ -71,7 +76,7 @@ def run(n: int, engine: str, jobs: int | None, fmt: str = "pdf") -> dict:
         cmd += ["--jobs", str(jobs)]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=ROOT)
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=_ENV)
     peak = [0.0, 0.0]
 
     def sample():
