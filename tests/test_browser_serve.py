@@ -39,13 +39,13 @@ def _free_port() -> int:
 class _Server:
     """uvicorn running the app in a thread on a free loopback port."""
 
-    def __init__(self, **cfg):
+    def __init__(self, problems_dir: Path = PROBLEMS, **cfg):
         import uvicorn
 
         from worked.server.app import Config, create_app
 
         self.port = _free_port()
-        app = create_app(Config(problems_dir=PROBLEMS, **cfg))
+        app = create_app(Config(problems_dir=problems_dir, **cfg))
         self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning"))
         self.thread = threading.Thread(target=self.server.run, daemon=True)
         self.thread.start()

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -17,7 +15,7 @@ if not CHROMIUM.exists():
     pytest.skip("Debian's Chromium (/usr/bin/chromium) is not installed; .ci/run installs it", allow_module_level=True)
 playwright_api = pytest.importorskip("playwright.sync_api", reason="the playwright Python package is not installed")
 
-from test_browser_serve import PART9, _free_port, browser, fill, no_scaling_answers, server  # noqa: E402,F401
+from test_browser_serve import PART9, _Server, browser, fill, no_scaling_answers, server  # noqa: E402,F401
 
 from worked.problem import load  # noqa: E402
 from worked.solver import solve  # noqa: E402
@@ -244,26 +242,6 @@ def test_names_expected_values_on_demand_cell_width_and_the_address(browser, ser
     page.context.close()
 
 
-class _QuizServer:
-    def __init__(self, folder: Path):
-        import uvicorn
-
-        import worked.server.app as app_mod
-
-        self.port = _free_port()
-        self.server = uvicorn.Server(uvicorn.Config(app_mod.create_app(app_mod.Config(problems_dir=folder)),
-                                                    host="127.0.0.1", port=self.port, log_level="warning"))
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-        self.thread.start()
-        while not self.server.started:
-            time.sleep(0.05)
-        self.url = f"http://127.0.0.1:{self.port}/"
-
-    def stop(self):
-        self.server.should_exit = True
-        self.thread.join(10)
-
-
 @pytest.fixture(scope="module")
 def quiz_server(tmp_path_factory):
     quiz = tmp_path_factory.mktemp("quiz")
@@ -272,7 +250,7 @@ def quiz_server(tmp_path_factory):
             {"name": "q1", "ask": "weights[1,2]", "points": 2.0, "tolerance": {"abs": 0.02, "rel": 0.0}},
             {"name": "q2", "ask": "Z[2,*]", "points": 3.0}]}]}
     (quiz / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
-    s = _QuizServer(quiz)
+    s = _Server(quiz)
     yield s
     s.stop()
 

@@ -43,18 +43,9 @@ def _canvas_answers(item: ET.Element) -> list[dict]:
 
 @pytest.mark.parametrize("spec", ["quiz-1.toml", "quiz-2-causal.toml"])
 def test_qtimigrationtool_output_as_canvas_reads_it(tmp_path, spec):
-    out = run(PROBLEMS / spec, count=3, outdir=tmp_path / "q", formats="qti", jobs=1, quiet=True)[0]
-    src = tmp_path / "in"
-    zipfile.ZipFile(io.BytesIO((out / "canvas-qti.zip").read_bytes())).extractall(src)
-    dest = tmp_path / "converted"
-    py = os.environ.get("WORKED_QTIMIGRATIONTOOL_PYTHON", "python3")
-    r = subprocess.run([py, "migrate.py", "--ucvars", "--nogui", "--overwrite", f"--cpout={dest}", str(src)],
-                       cwd=TOOL, capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0, r.stderr
-    man = json.loads((out / "manifest.json").read_text())
+    man, test = _convert(tmp_path, spec, 3)
     cells = {(v["variant"], q["name"], e["ask"]): e
              for v in man["variants"] for q in v["questions"] for e in q["entries"] if e["expected"] is not None}
-    (test,) = (dest / "assessmentTests").iterdir()
     troot = ET.parse(test).getroot()
     sections = troot.findall("t:testPart/t:assessmentSection/t:assessmentSection", NS)
     points = {q["name"]: Decimal(repr(q["points"])) for q in man["variants"][0]["questions"]}
