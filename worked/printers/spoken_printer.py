@@ -5,7 +5,7 @@ from fractions import Fraction
 
 from .. import eq
 from ..numfmt import dec_str, rat_str, terminates
-from .base import Printer
+from .base import Printer, digits
 
 _OPS = {eq.EQ: "equals", eq.APPROX: "is about", eq.TO: "gives"}
 
@@ -17,14 +17,14 @@ class SpokenPrinter(Printer):
     def _print_Num(self, n):
         v = n.value
         if v.denominator == 1 or terminates(v):
-            s = rat_str(v)
+            s = digits(rat_str(v))
         else:
             s = f"{abs(v.numerator)} over {v.denominator}"
             s = ("minus " + s) if v < 0 else s
         return s.replace("-", "minus ")
 
     def _print_Dec(self, n):
-        return dec_str(n.value).replace("-", "minus ")
+        return digits(dec_str(n.value)).replace("-", "minus ")
 
     def _name(self, n):
         s = n.name.replace("_", " ") + (" prime" if n.prime else "")

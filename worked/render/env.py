@@ -73,8 +73,29 @@ def _env(kind: str, dirs: tuple[str, ...]):
         line_comment_prefix="%#", trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
 
 
+def _gettext(msgid: str, **args) -> str:
+    """The templates' ``_("Task {n}", n=s.number)``: *msgid* in the current language, its ``{name}``
+    placeholders filled (the value is then escaped as any other by the format's autoescape or finalize)."""
+    from .. import i18n
+
+    return i18n.current().format(msgid, **args) if args else i18n.current().gettext(msgid)
+
+
+class _CurrentLocale:
+    """The templates' ``locale``: the current language's :class:`worked.i18n.Locale` (``locale.lang``,
+    ``locale.is_source``, ``locale.html_lang``, ``locale.typst``, ``locale.babel_name``)."""
+
+    def __getattr__(self, name):
+        from .. import i18n
+
+        return getattr(i18n.current(), name)
+
+
 def env(kind: str, template_dir=None):
-    return _env(kind, tuple(template_dirs(template_dir)))
+    e = _env(kind, tuple(template_dirs(template_dir)))
+    if "_" not in e.globals:
+        e.globals.update(_=_gettext, locale=_CurrentLocale())
+    return e
 
 
 def render(kind: str, name: str, template_dir=None, **ctx) -> str:
