@@ -39,7 +39,7 @@ bench: $(STAMP)
 LOCALE := worked/locale
 extract: $(STAMP)
 	$(BIN)/pybabel -q extract -F babel.cfg -k say -k N_ --no-location --sort-output --omit-header \
-	    --project=worked -o $(LOCALE)/worked.pot worked templates
+	    --project=worked -o $(LOCALE)/worked.pot .
 
 update: extract
 	$(BIN)/pybabel -q update -D worked -i $(LOCALE)/worked.pot -d $(LOCALE) --no-fuzzy-matching --omit-header --no-wrap

@@ -12,6 +12,26 @@ COMMANDS: dict[str, tuple[dict, object]] = {}
 ORDER = ("solve", "check", "grade", "new", "notebook", "quiz", "serve", "sheet")
 
 
+def _lang_option(p) -> None:
+    p.add_argument("--lang", default=None, metavar="LANG",
+                   help="the language of the words and numbers shown (en, de, …; default: the problem's lang, else en)")
+
+
+def _language(args, problem=None):
+    """The language chosen: --lang, else the problem's ``lang`` (None: English); a one-line error naming --lang
+    and the languages there are for one with no catalogue."""
+    from . import i18n
+    from .errors import WorkedError
+
+    lang = getattr(args, "lang", None)
+    if lang is None:
+        return getattr(problem, "lang", None)
+    try:
+        return i18n.canonical(lang)
+    except i18n.UnknownLanguage as exc:
+        raise WorkedError(f"--lang: {exc}") from None
+
+
 def command(name: str, **kw):
     """Register the function that adds a command's options (``kw``: its help line and description)."""
     def register(add_options):
@@ -72,6 +92,7 @@ def _check_options(p):
                    help="accept answers within T of the exact value (0.01), or T%% of it (2%%); default: any answer a "
                         "careful student gets by rounding to the problem's decimals, also at intermediate steps")
     p.add_argument("--reveal", action="store_true", help="also show the expected values of wrong entries")
+    _lang_option(p)
     p.set_defaults(func=cmd_check)
 
 
@@ -83,12 +104,15 @@ def cmd_check(args) -> int:
     tol = Tolerance.parse(args.tolerance)
     answers = read_answers(args.answers)
     report = check_answers(problem, answers, tolerance=tol, reveal=args.reveal)
-    if args.format == "json":
+    if args.format == "json":       # locale-free data
         import json
 
         out = json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n"
     else:
-        out = report.text()
+        from . import i18n
+
+        with i18n.using(_language(args, problem)):
+            out = report.text()
     sys.stdout.write(out)
     s = report.summary()
     return 0 if not (s["wrong"] or s["invalid"] or report.errors) else 1
@@ -370,6 +394,7 @@ def _sheet_options(p):
     p.add_argument("--template-dir", metavar="DIR",
                    help="folder searched before ours: a template with the same name overrides ours")
     p.add_argument("--force", action="store_true", help="write into an existing folder not made by worked")
+    _lang_option(p)
     p.set_defaults(func=cmd_sheet)
 
 
@@ -379,10 +404,14 @@ def cmd_sheet(args) -> int:
     from .solver import solve
 
     formats = [f.strip().lower() for f in args.format.split(",") if f.strip()]
+    from . import i18n
+
     problem = load(args.problem)
+    lang = _language(args, problem)
     sol = solve(problem, checks=args.checks, display=args.display)
-    paths = write_sheet(sol, args.output, formats=formats, paper=args.paper, pdf_engine=args.pdf_engine,
-                        template_dir=args.template_dir, force=args.force)
+    with i18n.using(lang):
+        paths = write_sheet(sol, args.output, formats=formats, paper=args.paper, pdf_engine=args.pdf_engine,
+                            template_dir=args.template_dir, force=args.force)
     folder = paths[0].parent if paths else None
     print(f"wrote {len(paths)} files to {folder}/")
     for p in paths:

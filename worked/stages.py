@@ -17,6 +17,7 @@ from fractions import Fraction
 from typing import Any, Callable, NamedTuple
 
 from . import eq
+from .i18n import N_
 from .lines import Shown
 from .steps import attention as shown_attention
 from .steps import heads as shown_heads
@@ -230,10 +231,10 @@ def scale_prose(p) -> eq.Prose:
         root = eq.Sqrt(eq.num(p.d_k))
         simple = eq.from_sympy(sp.sqrt(sp.Integer(p.d_k)))
         chain = (eq.Sqrt(eq.Sym("d_k")), root) + ((simple,) if simple != root else ())
-        return eq.prose("divide the scores by ", eq.Rel(chain, (eq.EQ,) * (len(chain) - 1)))
+        return eq.say("divide the scores by {scale}", scale=eq.Rel(chain, (eq.EQ,) * (len(chain) - 1)))
     if p.scale == "none":
-        return eq.prose("none (the scores go into the softmax unscaled)")
-    return eq.prose("divide the scores by ", eq.num(p.scale))
+        return eq.say("none (the scores go into the softmax unscaled)")
+    return eq.say("divide the scores by {scale}", scale=eq.num(p.scale))
 
 
 def scaled_def(p, scores):
@@ -251,37 +252,39 @@ def _causal(p, text: str, otherwise=None):
 
 _X = eq.Sym("X")
 _GRIDS = {
-    "Q": Grid("Queries Q", "Q", lambda S, p: eq.Mul((_X, S("W_Q"))),
-              task=lambda p, *_: _project_task("queries", _X, " (the decoder side)" if p.cross else ""),
+    "Q": Grid(N_("Queries Q"), "Q", lambda S, p: eq.Mul((_X, S("W_Q"))),
+              task=lambda p, *_: _project_task(N_("queries"), _X, eq.say(" (the decoder side)") if p.cross else ""),
               beside=True, dot_check=True),
-    "K": Grid("Keys K", "K", lambda S, p: eq.Mul((_X, S("W_K"))),
-              task=lambda p, *_: _project_task("keys", _X, ""), beside=True, dot_check=True),
-    "V": Grid("Values V", "V", lambda S, p: eq.Mul((_X, S("W_V"))),
-              task=lambda p, *_: _project_task("values", _X, ""), beside=True, dot_check=True),
-    "scores": Grid("Scores", "scores", lambda S, p: eq.Mul((S("Q"), eq.Pow(S("K"), eq.Sym("T")))),
-                   lambda p: _causal(p, "masked entries are −∞ (type -inf)"), masked=True,
+    "K": Grid(N_("Keys K"), "K", lambda S, p: eq.Mul((_X, S("W_K"))),
+              task=lambda p, *_: _project_task(N_("keys"), _X, ""), beside=True, dot_check=True),
+    "V": Grid(N_("Values V"), "V", lambda S, p: eq.Mul((_X, S("W_V"))),
+              task=lambda p, *_: _project_task(N_("values"), _X, ""), beside=True, dot_check=True),
+    "scores": Grid(N_("Scores"), "scores", lambda S, p: eq.Mul((S("Q"), eq.Pow(S("K"), eq.Sym("T")))),
+                   lambda p: _causal(p, eq.say("masked entries are −∞ (type -inf)")), masked=True,
                    task=lambda p, *_: _scores_task(p), beside=True, dot_check=True),
-    "scaled": Grid("Scaled scores", "scaled", lambda S, p: scaled_def(p, S("scores")),
-                   lambda p: eq.prose(scale_prose(p), _causal(p, "; masked entries stay −∞", "")), masked=True,
+    "scaled": Grid(N_("Scaled scores"), "scaled", lambda S, p: scaled_def(p, S("scores")),
+                   lambda p: eq.prose(scale_prose(p), _causal(p, eq.say("; masked entries stay −∞"), "")), masked=True,
                    task=lambda p, h, places, dec: _scaled_task(p, dec), beside=True,
                    glance=lambda p: p.scale != "none"),
-    "weights": Grid("Attention weights", "A", lambda S, p: eq.Call("softmax", (S("scaled"),)),
-                    lambda p: "softmax of each row" + _causal(p, "; masked entries get weight 0", ""), masked=True,
+    "weights": Grid(N_("Attention weights"), "A", lambda S, p: eq.Call("softmax", (S("scaled"),)),
+                    lambda p: eq.say("softmax of each row") if p.mask != "causal" else
+                    eq.say("softmax of each row; masked entries get weight 0"), masked=True,
                     task=lambda p, h, places, dec: _weights_task(places, dec),
-                    row_check=lambda tok, h: eq.prose(f"Row {tok}: write ", _EX, " of each scaled score, the row total, "
-                                                      "then each weight."), heatmap=True),
-    "Z": Grid("Output Z", "Z", lambda S, p: eq.Mul((S("A"), S("V"))),
-              task=lambda p, h, places, dec: eq.prose("Blend the value rows: each row of the output is its row of weights "
-                                                      "times ", _S("V", h), f". Give entries to {dec} places."),
+                    row_check=lambda tok, h: eq.say("Row {token}: write {ex} of each scaled score, the row total, "
+                                                    "then each weight.", token=tok, ex=_EX), heatmap=True),
+    "Z": Grid(N_("Output Z"), "Z", lambda S, p: eq.Mul((S("A"), S("V"))),
+              task=lambda p, h, places, dec: eq.say("Blend the value rows: each row of the output is its row of weights "
+                                                    "times {V}. Give entries to {places} places.", V=_S("V", h),
+                                                    places=str(dec)),
               dot_check=True,
-              row_check=lambda tok, h: eq.prose(f"Row {tok}: write the output row as a weighted sum of the rows of ",
-                                                _S("V", h), ".")),
-    "concat": Grid("Concatenated heads", None,
+              row_check=lambda tok, h: eq.say("Row {token}: write the output row as a weighted sum of the rows of {V}.",
+                                              token=tok, V=_S("V", h))),
+    "concat": Grid(N_("Concatenated heads"), None,
                    lambda S, p: eq.Call("concat", tuple(_S("Z", h) for h in range(1, len(p.heads) + 1))),
-                   task=lambda *_: eq.prose("Put the heads' outputs side by side, one head after another."), beside=True),
-    "output": Grid("Output Z", "Z", lambda S, p: eq.Mul((_S("concat"), eq.Sym("W_O"))),
-                   task=lambda p, h, places, dec: eq.prose("Multiply the concatenated heads by ", eq.Sym("W_O"),
-                                                           f". Give entries to {dec} places."),
+                   task=lambda *_: eq.say("Put the heads' outputs side by side, one head after another."), beside=True),
+    "output": Grid(N_("Output Z"), "Z", lambda S, p: eq.Mul((_S("concat"), eq.Sym("W_O"))),
+                   task=lambda p, h, places, dec: eq.say("Multiply the concatenated heads by {W_O}. Give entries to {places} "
+                                                         "places.", W_O=eq.Sym("W_O"), places=str(dec)),
                    beside=True, dot_check=True),
 }
 
@@ -317,21 +320,21 @@ def _new_grid(w: str) -> Grid:
 
 
 _TRAIN_GRIDS = {
-    "loss": Grid("Loss L", lambda S: eq.Sym("L"), lambda S, p: _half_sum_sq(eq.Sym("Z"))),
-    "dZ": Grid("Gradient dZ", lambda S: _S("dZ"), lambda S, p: eq.Add((eq.Sym("Z"), eq.Neg(eq.Sym("T"))))),
-    "dconcat": Grid("Gradient dconcat", lambda S: _S("dconcat"), lambda S, p: eq.Mul((_S("dZ"), _tr(eq.Sym("W_O"))))),
-    "dV": Grid("Gradient dV", "dV", lambda S, p: eq.Mul((_tr(S("A")), S("dZ")))),
-    "dA": Grid("Gradient dA", "dA", lambda S, p: eq.Mul((S("dZ"), _tr(S("V")))), _zero),
-    "dS": Grid("Softmax backward dS", _dS_entry, _dS_def,
+    "loss": Grid(N_("Loss L"), lambda S: eq.Sym("L"), lambda S, p: _half_sum_sq(eq.Sym("Z"))),
+    "dZ": Grid(N_("Gradient dZ"), lambda S: _S("dZ"), lambda S, p: eq.Add((eq.Sym("Z"), eq.Neg(eq.Sym("T"))))),
+    "dconcat": Grid(N_("Gradient dconcat"), lambda S: _S("dconcat"), lambda S, p: eq.Mul((_S("dZ"), _tr(eq.Sym("W_O"))))),
+    "dV": Grid(N_("Gradient dV"), "dV", lambda S, p: eq.Mul((_tr(S("A")), S("dZ")))),
+    "dA": Grid(N_("Gradient dA"), "dA", lambda S, p: eq.Mul((S("dZ"), _tr(S("V")))), _zero),
+    "dS": Grid(N_("Softmax backward dS"), _dS_entry, _dS_def,
                lambda p: "each row adds up to 0" + _causal(p, "; masked entries get zero gradient", "")),
-    "dscores": Grid("Gradient of the scores", "dscores", lambda S, p: scaled_def(p, S("dS")), _zero),
-    "dQ": Grid("Gradient dQ", "dQ", lambda S, p: eq.Mul((S("dscores"), S("K")))),
-    "dK": Grid("Gradient dK", "dK", lambda S, p: eq.Mul((_tr(S("dscores")), S("Q")))),
-    "dW_Q": Grid("Gradient dW_Q", "dW_Q", lambda S, p: eq.Mul((_tr(_X), S("dQ")))),
-    "dW_K": Grid("Gradient dW_K", "dW_K", lambda S, p: eq.Mul((_tr(_X), S("dK")))),
-    "dW_V": Grid("Gradient dW_V", "dW_V", lambda S, p: eq.Mul((_tr(_X), S("dV")))),
+    "dscores": Grid(N_("Gradient of the scores"), "dscores", lambda S, p: scaled_def(p, S("dS")), _zero),
+    "dQ": Grid(N_("Gradient dQ"), "dQ", lambda S, p: eq.Mul((S("dscores"), S("K")))),
+    "dK": Grid(N_("Gradient dK"), "dK", lambda S, p: eq.Mul((_tr(S("dscores")), S("Q")))),
+    "dW_Q": Grid(N_("Gradient dW_Q"), "dW_Q", lambda S, p: eq.Mul((_tr(_X), S("dQ")))),
+    "dW_K": Grid(N_("Gradient dW_K"), "dW_K", lambda S, p: eq.Mul((_tr(_X), S("dK")))),
+    "dW_V": Grid(N_("Gradient dW_V"), "dW_V", lambda S, p: eq.Mul((_tr(_X), S("dV")))),
     "W_Q_new": _new_grid("Q"), "W_K_new": _new_grid("K"), "W_V_new": _new_grid("V"),
-    "loss_after": Grid("Loss after the update L′", lambda S: eq.Sym("L", prime=True),
+    "loss_after": Grid(N_("Loss after the update L′"), lambda S: eq.Sym("L", prime=True),
                        lambda S, p: _half_sum_sq(eq.Sym("Z", prime=True))),
 }
 
@@ -361,9 +364,9 @@ FORWARD = (
 # from the encoder side X_enc; the scores are n × n_enc (one row per decoder token, one column per encoder token)
 _XE = eq.Sym("X_enc")
 _CROSS_GRIDS = {
-    "K": Grid("Keys K (from the encoder side)", "K", lambda S, p: eq.Mul((_XE, S("W_K"))),
+    "K": Grid(N_("Keys K (from the encoder side)"), "K", lambda S, p: eq.Mul((_XE, S("W_K"))),
               task=lambda p, *_: _project_task("keys", _XE, " (the encoder side)"), beside=True, dot_check=True),
-    "V": Grid("Values V (from the encoder side)", "V", lambda S, p: eq.Mul((_XE, S("W_V"))),
+    "V": Grid(N_("Values V (from the encoder side)"), "V", lambda S, p: eq.Mul((_XE, S("W_V"))),
               task=lambda p, *_: _project_task("values", _XE, " (the encoder side)"), beside=True, dot_check=True),
 }
 _FWD = {s.id: s for s in FORWARD}
@@ -541,8 +544,8 @@ UPDATE = (              # after every head's gradients: each head's weights upda
 
 
 _TR = {s.id: s for s in TRAIN}
-_CROSS_DW = {"dW_K": Grid("Gradient dW_K", "dW_K", lambda S, p: eq.Mul((_tr(_XE), S("dK")))),
-             "dW_V": Grid("Gradient dW_V", "dW_V", lambda S, p: eq.Mul((_tr(_XE), S("dV"))))}
+_CROSS_DW = {"dW_K": Grid(N_("Gradient dW_K"), "dW_K", lambda S, p: eq.Mul((_tr(_XE), S("dK")))),
+             "dW_V": Grid(N_("Gradient dW_V"), "dW_V", lambda S, p: eq.Mul((_tr(_XE), S("dV"))))}
 CROSS_TRAIN = tuple(s._replace(inputs=("X_enc",) + s.inputs[1:], grid=_CROSS_DW[s.id]) if s.id in _CROSS_DW else s
                     for s in TRAIN)
 
@@ -648,29 +651,29 @@ def _ln_of(which: str, x):
 
 
 _BLOCK_GRIDS = {
-    "P": Grid("Positions P", lambda S: eq.Entry(_B("P"), "pos", "2i"), lambda S, p: eq.Call("sin", (eq.Frac(
+    "P": Grid(N_("Positions P"), lambda S: eq.Entry(_B("P"), "pos", "2i"), lambda S, p: eq.Call("sin", (eq.Frac(
         _B("pos", upright=True), eq.Pow(eq.num(10000), eq.Frac(_B("2i", upright=True), _B("d_model")))),)),
               lambda p: "odd columns 2i + 1: cos of the same; pos counts from 0"),
-    "X0": Grid("Block input X0", "X_0", lambda S, p: eq.Add((_X, _B("P")))),
-    "R1": Grid("First residual sum", "R_1", lambda S, p: eq.Add((_B("X_0"), _B("Z")))),
-    "N1": Grid("Layer norm LN_1", "N_1", lambda S, p: _ln_of("1", _B("X_0"))),
-    "H1": Grid("After the attention sublayer H1", "H_1", lambda S, p: (
+    "X0": Grid(N_("Block input X0"), "X_0", lambda S, p: eq.Add((_X, _B("P")))),
+    "R1": Grid(N_("First residual sum"), "R_1", lambda S, p: eq.Add((_B("X_0"), _B("Z")))),
+    "N1": Grid(N_("Layer norm LN_1"), "N_1", lambda S, p: _ln_of("1", _B("X_0"))),
+    "H1": Grid(N_("After the attention sublayer H1"), "H_1", lambda S, p: (
         _ln_of("1", _B("R_1")) if p.block.kind == "post-ln" else eq.Add((_B("X_0"), _B("Z"))))),
-    "N2": Grid("Layer norm LN_2", "N_2", lambda S, p: _ln_of("2", _B("H_1"))),
-    "U": Grid("Feed-forward, first layer", "U", lambda S, p: eq.Add((eq.Mul((
+    "N2": Grid(N_("Layer norm LN_2"), "N_2", lambda S, p: _ln_of("2", _B("H_1"))),
+    "U": Grid(N_("Feed-forward, first layer"), "U", lambda S, p: eq.Add((eq.Mul((
         _B("H_1" if p.block.kind == "post-ln" else "N_2"), _B("W_1"))), _B("b_1"))), beside=True, dot_check=True),
-    "G": Grid("After ReLU", "G", lambda S, p: eq.Call("relu", (_B("U"),))),
-    "F": Grid("Feed-forward output", "F", lambda S, p: eq.Add((eq.Mul((_B("G"), _B("W_2"))), _B("b_2"))),
+    "G": Grid(N_("After ReLU"), "G", lambda S, p: eq.Call("relu", (_B("U"),))),
+    "F": Grid(N_("Feed-forward output"), "F", lambda S, p: eq.Add((eq.Mul((_B("G"), _B("W_2"))), _B("b_2"))),
               beside=True, dot_check=True),
-    "R2": Grid("Second residual sum", "R_2", lambda S, p: eq.Add((_B("H_1"), _B("F")))),
-    "H": Grid("Block output H", "H", lambda S, p: (
+    "R2": Grid(N_("Second residual sum"), "R_2", lambda S, p: eq.Add((_B("H_1"), _B("F")))),
+    "H": Grid(N_("Block output H"), "H", lambda S, p: (
         _ln_of("2", _B("R_2")) if p.block.kind == "post-ln" else eq.Add((_B("H_1"), _B("F"))))),
-    "Hf": Grid("Final layer norm", "H_f", lambda S, p: _ln_of("f", _B("H"))),
-    "logits": Grid("Logits", "logits", lambda S, p: eq.Mul((_B("H" if p.block.kind == "post-ln" else "H_f"),
+    "Hf": Grid(N_("Final layer norm"), "H_f", lambda S, p: _ln_of("f", _B("H"))),
+    "logits": Grid(N_("Logits"), "logits", lambda S, p: eq.Mul((_B("H" if p.block.kind == "post-ln" else "H_f"),
                                                             _B("W_out"))), dot_check=True),
-    "probs": Grid("Next-token probabilities", "probs", lambda S, p: eq.Call("softmax", (_B("logits", upright=True),)),
+    "probs": Grid(N_("Next-token probabilities"), "probs", lambda S, p: eq.Call("softmax", (_B("logits", upright=True),)),
                   lambda p: "softmax of each row", heatmap=True),
-    "loss": Grid("Loss", lambda S: eq.Sym("L"), lambda S, p: eq.Neg(eq.Mul((eq.Frac(eq.num(1), eq.Sym("n")), eq.Sum(
+    "loss": Grid(N_("Loss"), lambda S: eq.Sym("L"), lambda S, p: eq.Neg(eq.Mul((eq.Frac(eq.num(1), eq.Sym("n")), eq.Sum(
         eq.Call("ln", (eq.Entry(_B("probs", upright=True), "i", "target_i"),)), "i")))),
                  lambda p: "natural log; the mean over the positions"),
 }
@@ -848,26 +851,30 @@ _EX = eq.Exp(eq.Sym("x"))
 
 
 def _project_task(what: str, X, side: str) -> eq.Prose:
-    return eq.prose(f"Compute the {what}: multiply ", X, side, " by the weight matrix. Each entry is a row of ", X,
-                    " times a column of the weight matrix.")
+    return eq.say("Compute the {what}: multiply {X}{side} by the weight matrix. Each entry is a row of {X} times a "
+                  "column of the weight matrix.", what=eq.say(what), X=X, side=side)
 
 
 def _scores_task(p) -> eq.Prose:
-    who = ("decoder token ", "encoder token ") if p.cross else ("token ", "token ")
     i, j = eq.Sym("i"), eq.Sym("j")
-    t = eq.prose("Compute the scores: every query times every key (row ", i, ", column ", j, " = ", who[0], i,
-                 "'s query · ", who[1], j, "'s key).")
+    if p.cross:
+        t = eq.say("Compute the scores: every query times every key (row {i}, column {j} = decoder token {i}'s query · "
+                   "encoder token {j}'s key).", i=i, j=j)
+    else:
+        t = eq.say("Compute the scores: every query times every key (row {i}, column {j} = token {i}'s query · "
+                   "token {j}'s key).", i=i, j=j)
     if p.mask == "causal":
-        t = eq.prose(t, " Causal mask: a token may not look at later tokens, so write −∞ above the diagonal.")
+        t = eq.prose(t, eq.say(" Causal mask: a token may not look at later tokens, so write −∞ above the diagonal."))
     return t
 
 
 def _scaled_task(p, dec: int) -> eq.Prose:
     if p.scale == "none":
-        return eq.prose("This problem uses no scaling: the scaled scores are the scores. Copy them, or skip this task.")
-    return eq.prose(f"Divide every score by the scale factor. Give each entry to {dec} decimal places.")
+        return eq.say("This problem uses no scaling: the scaled scores are the scores. Copy them, or skip this task.")
+    return eq.say("Divide every score by the scale factor. Give each entry to {places} decimal places.", places=str(dec))
 
 
 def _weights_task(places: int, dec: int) -> eq.Prose:
-    return eq.prose("Softmax each row: ", _EX, f" of every scaled score, divide by the row's total. Keep {places} "
-                    f"decimal places in intermediate values; give the weights to {dec} places. Each row should add up to 1.")
+    return eq.say("Softmax each row: {ex} of every scaled score, divide by the row's total. Keep {carried} decimal places "
+                  "in intermediate values; give the weights to {places} places. Each row should add up to 1.", ex=_EX,
+                  carried=str(places), places=str(dec))

@@ -81,6 +81,23 @@ def _gettext(msgid: str, **args) -> str:
     return i18n.current().format(msgid, **args) if args else i18n.current().gettext(msgid)
 
 
+def _gettext_markup(kind: str):
+    """The templates' ``_markup("page {page} of {pages}", page=<markup>, …)``: the translation's text escaped for the
+    format, the values (the format's own markup, such as ``\\thepage``) put in as they are."""
+    def tr(msgid: str, **markup):
+        from .. import i18n
+
+        if kind == "tex":
+            from .texesc import TexRaw as raw, tex_escape as escape
+        elif kind == "typ":
+            from .typesc import Typ as raw, esc as escape
+        else:
+            from markupsafe import Markup as raw, escape
+        pieces = i18n.current().pieces(msgid, markup)
+        return raw("".join(str(x) if k % 2 else str(escape(x)) for k, x in enumerate(pieces)))
+    return tr
+
+
 class _CurrentLocale:
     """The templates' ``locale``: the current language's :class:`worked.i18n.Locale` (``locale.lang``,
     ``locale.is_source``, ``locale.html_lang``, ``locale.typst``, ``locale.babel_name``)."""
@@ -94,7 +111,7 @@ class _CurrentLocale:
 def env(kind: str, template_dir=None):
     e = _env(kind, tuple(template_dirs(template_dir)))
     if "_" not in e.globals:
-        e.globals.update(_=_gettext, locale=_CurrentLocale())
+        e.globals.update(_=_gettext, _markup=_gettext_markup(kind), locale=_CurrentLocale())
     return e
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import eq, stages
+from ..i18n import N_, _
 from .. import numfmt as F
 from .. import printers
 from ..problem import Precision
@@ -346,17 +347,17 @@ def _check_prompts(step, lt: list[str], tokens, checks: str = "one", p=None) -> 
             tok = grp[4:] if grp.startswith("row ") else grp
             out.append({"rich": g.row_check(tok, step.head), "eq": None})
         if checks == "one" and len(seen) > 1:
-            out = out[:1] + [{"rich": eq.prose("(Only the first row is asked for a full check; fill the other rows in the grid.)"),
+            out = out[:1] + [{"rich": eq.say(N_("(Only the first row is asked for a full check; fill the other rows in the grid.)")),
                               "eq": None, "aside": True}]
         if seen:
             return out
     for ln in step.lines:
         items = ln.eq.items
         if g is not None and g.dot_check and len(items) > 2 and type(items[1]) is eq.Dot:
-            out.append({"rich": eq.prose("Expand as a dot product and evaluate:"),
+            out.append({"rich": eq.say(N_("Expand as a dot product and evaluate:")),
                         "eq": eq.Rel((items[0], items[1], eq.Blank()), (eq.EQ, eq.EQ))})
         elif len(items) > 1 and type(items[0]) is not eq.Sqrt:
-            out.append({"rich": eq.prose("Evaluate:"), "eq": eq.Rel((items[0], eq.Blank()), (eq.EQ,))})
+            out.append({"rich": eq.say(N_("Evaluate:")), "eq": eq.Rel((items[0], eq.Blank()), (eq.EQ,))})
     return out
 
 
@@ -372,7 +373,7 @@ def scale_text(p) -> str:
 
 
 def mask_text(p) -> str:
-    return "causal: each token attends only to itself and earlier tokens" if p.mask == "causal" else "none"
+    return _("causal: each token attends only to itself and earlier tokens") if p.mask == "causal" else _("none")
 
 
 
@@ -385,10 +386,11 @@ def given(p, places: int | None = None) -> list[dict]:
     toks = list(p.tokens)
     nums = lambda k: [str(j) for j in range(1, k + 1)]  # noqa: E731
     out = [dict(input_matrix("X", eq.Sym("X"), p.X, toks, nums(p.d_model), places), key="X",
-                note="the decoder side, one row per decoder token: the queries come from it" if p.cross else "one row per token")]
+                note=_("the decoder side, one row per decoder token: the queries come from it") if p.cross
+                else _("one row per token"))]
     if p.cross:
         out.append(dict(input_matrix("X_enc", _XE, p.X_enc, list(p.tokens_enc), nums(p.d_model), places), key="X_enc",
-                        note="the encoder side, one row per encoder token: the keys and values come from it"))
+                        note=_("the encoder side, one row per encoder token: the keys and values come from it")))
     for h, head in enumerate(p.heads, 1):
         hd = h if p.multihead else None
         for nm, w in (("W_Q", head.W_Q), ("W_K", head.W_K), ("W_V", head.W_V)):
@@ -396,7 +398,7 @@ def given(p, places: int | None = None) -> list[dict]:
             out.append(dict(g, key=(f"head{h}." if p.multihead else "") + nm, note=None))
     if p.multihead:
         g = input_matrix("W_O", eq.Sym("W_O"), p.W_O, nums(len(p.W_O)), nums(len(p.W_O[0])), places)
-        out.append(dict(g, key="W_O", note="output projection"))
+        out.append(dict(g, key="W_O", note=_("output projection")))
     for g in out:
         g["shape"] = f"{g['n_rows']}×{g['n_cols']}"
     return out
@@ -420,7 +422,7 @@ def answer_grids(p) -> list[dict]:
         g = stage.grid
         rhs = g.definition(S, p)
         rows, cols = stage.shape(dims)
-        out = dict(key=pre + stage.id, label=g.label + hx, eq=rhs if g.symbol is None else is_(g.lhs(S), rhs),
+        out = dict(key=pre + stage.id, label=_(g.label) + hx, eq=rhs if g.symbol is None else is_(g.lhs(S), rhs),
                    rows=labels(stage.rows, rows), cols=labels(stage.cols, cols))
         if g.masked:
             out["masked"] = masked
@@ -435,7 +437,7 @@ def answer_grids(p) -> list[dict]:
     syms = {h: (lambda b, h=h, **kw: head_sym(b, h, **kw)) for h in heads}
     for h in heads:
         pre = f"head{h}." if h else ""
-        hx = f" (head {h})" if h else ""
+        hx = _(" (head {n})").replace("{n}", str(h)) if h else ""
         grids += [grid(s, syms[h], pre, hx) for s in arch.forward]
     if p.multihead:
         grids += [grid(s, head_sym) for s in arch.combine]
@@ -444,7 +446,7 @@ def answer_grids(p) -> list[dict]:
         grids += layer(arch.train)
         for h in heads:
             pre = f"head{h}." if h else ""
-            hx = f" (head {h})" if h else ""
+            hx = _(" (head {n})").replace("{n}", str(h)) if h else ""
             grids += [grid(s, syms[h], pre, hx) for s in arch.train + arch.update if s.scope == "head"]
         grids += layer(arch.update)
     for g in grids:
@@ -469,10 +471,19 @@ def training(p) -> dict | None:
         return None
     toks = list(p.tokens)
     cols = [str(j) for j in range(1, len(t.target[0]) + 1)]
-    target = dict(input_matrix("T", eq.Sym("T"), t.target, toks, cols), key="train.target", note="the target")
+    target = dict(input_matrix("T", eq.Sym("T"), t.target, toks, cols), key="train.target", note=_("the target"))
     return {"target": target, "lr": eq.Rel((eq.Sym("lr", upright=True), eq.num(t.lr)), (eq.EQ,)),
             "loss": loss_def(p), "loss_name": t.loss,
-            "text": "one step of gradient descent on the loss, from the output Z towards the target T"}
+            "text": _("one step of gradient descent on the loss, from the output Z towards the target T")}
+
+
+#: the worksheet's word before each prompt, by the --checks option
+CHECKS_WORDS = {"one": N_("Check one"), "row": N_("Check a row"), "all": N_("Check every entry")}
+
+
+def _heads(p):
+    """``, 2 heads`` after the sizes of a problem with several heads."""
+    return eq.say(", {count} heads", count=str(len(p.heads))) if p.multihead else ""
 
 
 def problem_page(p, display: str | None = None) -> ProblemPage:
@@ -493,27 +504,29 @@ def _problem_fields(p, display: str | None) -> dict[str, Any]:
     if p.cross:
         toks_enc = list(p.tokens_enc)
         facts_rich = [
-            ("Attention", eq.prose("cross-attention: the queries from the decoder side ", _X, ", the keys and values from "
-                                   "the encoder side ", _XE)),
-            ("Decoder tokens", eq.prose(", ".join(toks))),
-            ("Encoder tokens", eq.prose(", ".join(toks_enc))),
-            ("Sizes", eq.prose(size("n", p.n), " decoder tokens, ", size("n_enc", p.n_kv), " encoder tokens, ",
-                               size("d_model", p.d_model), ", ", size("d_k", p.d_k), ", ", size("d_v", p.d_v),
-                               f", {len(p.heads)} heads" if p.multihead else "")),
+            (_("Attention"), eq.say("cross-attention: the queries from the decoder side {X}, the keys and values from "
+                                    "the encoder side {X_enc}", X=_X, X_enc=_XE)),
+            (_("Decoder tokens"), eq.prose(", ".join(toks))),
+            (_("Encoder tokens"), eq.prose(", ".join(toks_enc))),
+            (_("Sizes"), eq.prose(eq.say("{n} decoder tokens, {n_enc} encoder tokens, ", n=size("n", p.n),
+                                         n_enc=size("n_enc", p.n_kv)),
+                                  size("d_model", p.d_model), ", ", size("d_k", p.d_k), ", ", size("d_v", p.d_v),
+                                  _heads(p))),
         ]
     else:
         facts_rich = [
-            ("Tokens", eq.prose(", ".join(toks))),
-            ("Sizes", eq.prose(size("n", p.n), " tokens, ", size("d_model", p.d_model), ", ", size("d_k", p.d_k), ", ",
-                               size("d_v", p.d_v), f", {len(p.heads)} heads" if p.multihead else "")),
+            (_("Tokens"), eq.prose(", ".join(toks))),
+            (_("Sizes"), eq.prose(eq.say("{n} tokens, ", n=size("n", p.n)), size("d_model", p.d_model), ", ",
+                                  size("d_k", p.d_k), ", ", size("d_v", p.d_v), _heads(p))),
         ]
     facts_rich += [
-        ("Scaling", eq.prose(scale_prose(p), f"; mask: {mask_text(p)}; answers to {places} decimal places")),
+        (_("Scaling"), eq.prose(scale_prose(p), eq.say("; mask: {mask}; answers to {places} decimal places",
+                                                       mask=mask_text(p), places=str(places)))),
     ]
     facts = [(a, printers.text(b)) for a, b in facts_rich]
     return dict(
         training=training(p),
-        title=p.title or ("Cross-attention" if p.cross else "Self-attention"), tokens=toks,
+        title=p.title or (_("Cross-attention") if p.cross else _("Self-attention")), tokens=toks,
         facts=facts, facts_rich=facts_rich,
         given=given(p, p.precision.carried if display == "decimal" else None),
         legend=[{"index": i + 1, "token": t} for i, t in enumerate(toks)]
@@ -523,7 +536,7 @@ def _problem_fields(p, display: str | None) -> dict[str, Any]:
         grids=answer_grids(p),
         places=places, n=p.n, multihead=p.multihead, causal=p.mask == "causal",
         big=p.n > 5 or p.d_model > 6,
-        kicker=("Cross-attention" if p.cross else "Self-attention") + ", worked by hand",
+        kicker=_("Cross-attention, worked by hand") if p.cross else _("Self-attention, worked by hand"),
     )
 
 
@@ -568,7 +581,7 @@ def build(sol, kind: str, student: dict | None = None, questions: Questions | No
             side=_fits_side(st, views, p),
             task_rich=_task_text(st, p, st.precision or p.precision.carried, places),
             checks=[dict(c, text=printers.text(c["rich"])) for c in _check_prompts(st, tl, toks, sol.checks, p)],
-            checks_word={"one": "Check one", "row": "Check a row", "all": "Check every entry"}[sol.checks],
+            checks_word=_(CHECKS_WORDS[sol.checks]),
             block=None,
         ))
 
@@ -576,21 +589,21 @@ def build(sol, kind: str, student: dict | None = None, questions: Questions | No
     heat = []
     glance = []
     for h in sol.heads:
-        suffix = f" (head {h.index})" if p.multihead else ""
-        heat += [heatmap(getattr(h, s.id), places, s.grid.label + suffix) for s in stages.of(p).forward if s.grid.heatmap]
+        suffix = _(" (head {n})").replace("{n}", str(h.index)) if p.multihead else ""
+        heat += [heatmap(getattr(h, s.id), places, _(s.grid.label) + suffix) for s in stages.of(p).forward if s.grid.heatmap]
         for stage in stages.of(p).forward:
             if stage.grid.glance is not None and not stage.grid.glance(p):
                 continue
             m = getattr(h, stage.id)
             v = mat_view(m, places, rel="=")
-            v["label"] = eq.prose(m.sym) if not p.multihead else eq.prose(m.sym, f" (head {h.index})")
+            v["label"] = eq.prose(m.sym) if not p.multihead else eq.prose(m.sym, suffix)
             glance.append(v)
     if p.multihead:
         v = mat_view(sol.concat, places, rel="=")
         v["label"] = eq.prose(sol.concat.sym)
         glance.append(v)
         v = mat_view(sol.output, places, rel="=")
-        v["label"] = eq.prose(sol.output.sym, " (output)")
+        v["label"] = eq.prose(sol.output.sym, _(" (output)"))
         glance.append(v)
     for key, m in (sol.train or {}).items():
         v = mat_view(m, places, rel="=")
@@ -609,7 +622,7 @@ def build(sol, kind: str, student: dict | None = None, questions: Questions | No
 
 def _kind_fields(kind: str) -> dict[str, Any]:
     """The only fields of a :class:`Page` that depend on which document it is."""
-    return dict(kind=kind, is_key=kind == "answer-key", doc_label="Answer key" if kind == "answer-key" else "Worksheet")
+    return dict(kind=kind, is_key=kind == "answer-key", doc_label=_("Answer key") if kind == "answer-key" else _("Worksheet"))
 
 
 def as_kind(page: Page, kind: str) -> Page:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from .. import eq
+from ..i18n import N_
 from .. import numfmt as F
 from ..lines import (APPROX, EQ, I, J, X, XE, Body, Shown, dot_line, entries, has_dec, is_, line, p, rel,
                      rounds_to_answer, row_sum_line, shapes, tr, value_of)
@@ -26,13 +27,17 @@ def _who(ctx, source: str) -> str:
     return "decoder token" if ctx.p.cross else "token"
 
 
+#: a projection's title word (its *what* capitalised), marked for the catalogues
+_TITLES = {"queries": N_("Queries"), "keys": N_("Keys"), "values": N_("Values")}
+
+
 def projection(what: str, role: str, comment: str) -> Shown:
     """Q, K or V = X·W (the input the stage takes: X, or X_enc): *what* it is (queries), *role* (what each token
     is looking for), *comment* (its NumPy line's)."""
 
     def title(ctx, stage, head):
-        return p(f"{what.capitalize()}: ", is_(ctx.sym(stage.id, head), eq.Mul((eq.Sym(stage.inputs[0]),
-                                                                                 ctx.sym(stage.inputs[1], head)))))
+        return eq.say("{what}: {formula}", what=eq.say(_TITLES[what]),
+                      formula=is_(ctx.sym(stage.id, head), eq.Mul((eq.Sym(stage.inputs[0]), ctx.sym(stage.inputs[1], head)))))
 
     def body(ctx, stage, v):
         which, source = stage.id, stage.inputs[0]
@@ -65,7 +70,9 @@ def projection(what: str, role: str, comment: str) -> Shown:
 
 def _scores_title(ctx, stage, head):
     qkt = is_(ctx.sym("scores", head), eq.Mul((ctx.sym("Q", head), tr(ctx.sym("K", head)))))
-    return p("Scores: ", qkt, " with the causal mask" if ctx.p.mask == "causal" else "")
+    if ctx.p.mask == "causal":
+        return eq.say("Scores: {formula} with the causal mask", formula=qkt)
+    return eq.say("Scores: {formula}", formula=qkt)
 
 
 def _scores(ctx, stage, v) -> Body:
@@ -119,8 +126,8 @@ SCORES = Shown(_scores_title, _scores, _scores_numpy)
 def _scaled_title(ctx, stage, head):
     s, sc, scale = ctx.sym("scaled", head), ctx.sym("scores", head), ctx.p.scale
     if scale == "none":
-        return p("Scaling: none (", is_(s, sc), ")")
-    return p("Scaling: ", is_(s, eq.Frac(sc, eq.Sqrt(eq.Sym("d_k")) if scale == "sqrt" else F.node(ctx.factor))))
+        return eq.say("Scaling: none ({formula})", formula=is_(s, sc))
+    return eq.say("Scaling: {formula}", formula=is_(s, eq.Frac(sc, eq.Sqrt(eq.Sym("d_k")) if scale == "sqrt" else F.node(ctx.factor))))
 
 
 def _scaled(ctx, stage, v) -> Body:
@@ -186,7 +193,7 @@ SCALED = Shown(_scaled_title, _scaled, _scaled_numpy)
 # ---------------------------------------------------------------- softmax
 
 def _weights_title(ctx, stage, head):
-    return p("Attention weights: ", ctx.sym("A", head), " = softmax of each row")
+    return eq.say("Attention weights: {A} = softmax of each row", A=ctx.sym("A", head))
 
 
 def _weights(ctx, stage, v) -> Body:
@@ -329,7 +336,7 @@ WEIGHTS = Shown(_weights_title, _weights, _weights_numpy)
 # ---------------------------------------------------------------- Z = A·V
 
 def _z_title(ctx, stage, head):
-    return p("Output: ", is_(ctx.sym("Z", head), eq.Mul((ctx.sym("A", head), ctx.sym("V", head)))))
+    return eq.say("Output: {formula}", formula=is_(ctx.sym("Z", head), eq.Mul((ctx.sym("A", head), ctx.sym("V", head)))))
 
 
 def _z(ctx, stage, v) -> Body:

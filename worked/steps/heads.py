@@ -10,7 +10,7 @@ def _show(v: str) -> str:
 
 
 def _concat_title(ctx, stage, head):
-    return p("Concatenate the heads: ", eq.Call("concat", tuple(ctx.sym("Z", k) for k in range(1, len(ctx.p.heads) + 1))))
+    return eq.say("Concatenate the heads: {formula}", formula=eq.Call("concat", tuple(ctx.sym("Z", k) for k in range(1, len(ctx.p.heads) + 1))))
 
 
 def _concat(ctx, stage, v) -> Body:
@@ -32,7 +32,7 @@ CONCAT = Shown(_concat_title, _concat, _concat_numpy)
 
 
 def _output_title(ctx, stage, head):
-    return p("Output projection: ", is_(eq.Sym("Z"), eq.Mul((eq.Sym("concat", upright=True), eq.Sym("W_O")))))
+    return eq.say("Output projection: {formula}", formula=is_(eq.Sym("Z"), eq.Mul((eq.Sym("concat", upright=True), eq.Sym("W_O")))))
 
 
 def _output(ctx, stage, v) -> Body:

@@ -53,7 +53,10 @@ def _md(text: str) -> str:
 def _rich_md(prose) -> str:
     """Prose (a :class:`worked.eq.Prose`, or plain text) as Markdown: the text escaped, the math inline
     ``$…$`` from the LaTeX printer (Jupyter's MathJax sets it)."""
-    return "".join(_md(x) if isinstance(x, str) else f"${printers.latex(x)}$" for x in eq.prose(prose).parts)
+    from .. import i18n
+
+    return "".join(_md(x) if isinstance(x, str) else f"${printers.latex(x)}$"
+                   for x in i18n.localize(eq.prose(prose)).parts)
 
 
 # ---------------------------------------------------------------- numbers as code
