@@ -259,7 +259,17 @@ def _blocks(step) -> list[dict]:
         blocks[-1]["lines"].append(ln.eq)
     for b in blocks:
         b["rows"] = _packed(b["lines"])
+        b["label"] = group_label(b["label"])
     return blocks
+
+
+def group_label(group: str | None) -> str | None:
+    """A group of lines as the page heads it: ``row cats`` (the core's group) in the current language."""
+    if group is not None and group.startswith("row "):
+        from ..i18n import current
+
+        return current().format(N_("row {token}"), token=group[4:])
+    return group
 
 
 TEXT_WIDTH_EM = 50.0     # A4 text width at 10 pt, in em, less a little
