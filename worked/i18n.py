@@ -185,6 +185,10 @@ def localize(node, loc: Locale | None = None):
     from . import eq
 
     t = type(node)
+    if t is eq.NumText:         # a number in words: the text printer's digits with this language's decimal mark
+        from .numfmt import number_text
+
+        return (loc or current()).number(number_text(node.num))
     if t is eq.Said:
         loc = loc or current()
         args = dict(node.args)

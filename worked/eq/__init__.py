@@ -41,7 +41,7 @@ from fractions import Fraction
 
 __all__ = [
     "Node", "Num", "Dec", "Sym", "Entry", "Col", "Vec", "Dot", "Add", "Mul", "Neg", "Frac", "Pow", "Sqrt",
-    "Exp", "Inf", "Sum", "Call", "Blank", "Dims", "Rel", "Prose", "Said", "ALL", "prose", "say", "num", "dec", "neg_inf", "matrix_sym", "from_sympy", "evaluate", "is_label",
+    "Exp", "Inf", "Sum", "Call", "Blank", "Dims", "Rel", "Prose", "Said", "NumText", "ALL", "prose", "say", "num", "dec", "neg_inf", "matrix_sym", "from_sympy", "evaluate", "is_label",
     "EQ", "APPROX", "TO",
 ]
 
@@ -277,6 +277,12 @@ class Said(Node):
         from .. import printers
 
         return printers.text(self)
+
+
+class NumText(Node):
+    """A shown number (a :class:`Num` or :class:`Dec`) written as text in a sentence, not as math (``0.4908`` in
+    “(0.4908 from the loss)”): only a value of a :class:`Said`, where it is written in the shown language's digits."""
+    __slots__ = ('num',)
 
 
 # ---------------------------------------------------------------- building helpers

@@ -10,7 +10,7 @@ from fractions import Fraction
 from .. import eq
 from ..i18n import N_
 from .. import numfmt as F
-from ..lines import (APPROX, EQ, I, J, X, XE, Body, Shown, dot_line, entries, has_dec, is_, line, p, rel,
+from ..lines import (APPROX, EQ, I, J, X, XE, Body, Shown, dot_line, entries, has_dec, is_, line, rel,
                      rounds_to_answer, row_sum_line, shapes, tr, value_of)
 
 
