@@ -24,7 +24,8 @@ import gettext
 import re
 from pathlib import Path
 
-__all__ = ["Locale", "UnknownLanguage", "N_", "_", "current", "using", "get", "languages", "LOCALE_DIR"]
+__all__ = ["Locale", "UnknownLanguage", "N_", "_", "ngettext", "current", "using", "get", "languages", "localize",
+           "LOCALE_DIR"]
 
 LOCALE_DIR = Path(__file__).resolve().parent / "locale"
 DOMAIN = "worked"
@@ -173,9 +174,16 @@ def using(lang):
         _CURRENT.reset(token)
 
 
-def _(msgid: str) -> str:
-    """*msgid* in the current language."""
-    return current().gettext(msgid)
+def _(msgid: str, **args) -> str:
+    """*msgid* in the current language, its ``{name}`` placeholders filled with *args*."""
+    return current().format(msgid, **args) if args else current().gettext(msgid)
+
+
+def ngettext(singular: str, plural: str, n: int, **args) -> str:
+    """The form for *n* of a message in the current language (``"{n} mistake"``, ``"{n} mistakes"``), its
+    placeholders filled with *args* and ``n``."""
+    text = current().ngettext(singular, plural, n)
+    return _PLACEHOLDER.sub(lambda m: str({"n": n, **args}[m[1]]) if m[1] in {"n", *args} else m[0], text)
 
 
 def localize(node, loc: Locale | None = None):

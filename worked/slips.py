@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Callable, NamedTuple
 
 from . import eq
+from .i18n import N_
 
 
 class Transform(NamedTuple):
@@ -73,23 +74,9 @@ class Mistake:
     def message_prose(self, problem) -> eq.Prose:
         """The check report's explanation for this problem (the scale named as it is: √d_k = √4 = 2), as
         prose with its math as trees, for a writer that sets math."""
-        fb = eq.prose(self.feedback(problem) if callable(self.feedback) else self.feedback)
-        if self.id == "no-scaling" and problem.scale == "sqrt":
-            import sympy as sp
-
-            root = eq.Sqrt(eq.num(problem.d_k))
-            simple = eq.from_sympy(sp.sqrt(sp.Integer(problem.d_k)))
-            chain = (eq.Sqrt(eq.Sym("d_k")), root) + ((simple,) if simple != root else ())
-            rule = eq.Rel(chain, (eq.EQ,) * (len(chain) - 1))       # √d_k = √4 = 2
-            parts = []
-            for x in fb.parts:
-                if isinstance(x, str) and "the scale factor" in x:
-                    a, _, b = x.partition("the scale factor")
-                    parts += [a, rule, b]
-                else:
-                    parts.append(x)
-            fb = eq.prose(*parts)
-        return fb
+        if self.id == "no-scaling":      # the scale named as the problem has it (√d_k = √4 = 2)
+            return eq.prose(eq.say(_NOT_SCALED, scale=_scale_named(problem)))
+        return eq.prose(self.feedback(problem) if callable(self.feedback) else self.feedback)
 
     def message(self, problem) -> str:
         """The check report's explanation, for this problem, as Unicode text (the text printer)."""
@@ -160,138 +147,150 @@ _DK_RULE, _DK_WRONG = (_is(_m("dK"), eq.Mul((_T(_m("dscores")), _m("Q")))),
 _DSCORES = _is(_m("dscores"), eq.Frac(_m("dS"), _SQRT_DK))
 _I, _J = eq.Sym("i"), eq.Sym("j")
 _XE = eq.Sym("X_enc")
-_P = eq.prose
 
-NO_SCALING = Mistake("no-scaling", "no scaling",
-    _P("The scores were not divided by the scale factor before the softmax: these values are what "
-       "the unscaled scores give."),
-    _P("This is the value you get without dividing the scores by the scale (", _SQRT_DK, "): "
-       "the unscaled score was used."),
+
+def _scale_named(p):
+    """The scale as the report names it: √d_k = √4 = 2 for the problem's √d_k, else “the scale factor”."""
+    if p.scale == "sqrt":
+        import sympy as sp
+
+        root = eq.Sqrt(eq.num(p.d_k))
+        simple = eq.from_sympy(sp.sqrt(sp.Integer(p.d_k)))
+        chain = (eq.Sqrt(eq.Sym("d_k")), root) + ((simple,) if simple != root else ())
+        return eq.Rel(chain, (eq.EQ,) * (len(chain) - 1))       # √d_k = √4 = 2
+    return eq.say("the scale factor")
+
+
+_NOT_SCALED = N_("The scores were not divided by {scale} before the softmax: these values are what the unscaled scores "
+                 "give.")
+
+NO_SCALING = Mistake("no-scaling", N_("no scaling"),
+    lambda p: eq.say(_NOT_SCALED, scale=eq.say("the scale factor")),
+    eq.say("This is the value you get without dividing the scores by the scale ({scale}): the unscaled score was used.",
+       scale=_SQRT_DK),
     lambda p: [Transform(scale="one")] if _scaled(p) else [])
-SCALED_BY_DK = Mistake("scaled-by-dk", "divided by d_k instead of √d_k",
-    _P("The scores were divided by ", _DK, " itself instead of by its square root ", _SQRT_DK, "."),
-    _P("This is the value you get by dividing the scores by ", _DK, " instead of by its square root ",
-       _SQRT_DK, "."),
+SCALED_BY_DK = Mistake("scaled-by-dk", N_("divided by d_k instead of √d_k"),
+    eq.say("The scores were divided by {d_k} itself instead of by its square root {root}.", d_k=_DK, root=_SQRT_DK),
+    eq.say("This is the value you get by dividing the scores by {d_k} instead of by its square root {root}.", d_k=_DK,
+       root=_SQRT_DK),
     lambda p: [Transform(scale="d_k")] if p.scale == "sqrt" and p.d_k != 1 else [])
-TRANSPOSED_SCORES = Mistake("transposed-scores", "K·Qᵀ instead of Q·Kᵀ",
-    _P("The scores were computed as ", _KQ, ", the transpose of ", _QK, ": row ", _I, " must be token ", _I, "'s "
-       "query matched against every key, not its key against every query."),
-    _P("This is the value you get from ", _KQ, " instead of ", _QK, ": the scores are transposed "
-       "(row = query, column = key)."),
+TRANSPOSED_SCORES = Mistake("transposed-scores", N_("K·Qᵀ instead of Q·Kᵀ"),
+    eq.say("The scores were computed as {KQ}, the transpose of {QK}: row {i} must be token {i}'s query matched against "
+       "every key, not its key against every query.", KQ=_KQ, QK=_QK, i=_I),
+    eq.say("This is the value you get from {KQ} instead of {QK}: the scores are transposed (row = query, column = key).",
+       KQ=_KQ, QK=_QK),
     lambda p: [Transform(scores="KQ")] if p.n == p.n_kv else [])
-WRONG_MASK = Mistake("wrong-mask", "causal mask on the wrong entries",
-    _P("In a causal problem a token may attend only to itself and earlier tokens: the entries above "
-       "the diagonal are ", eq.neg_inf(), " (weight 0). These values come from masking the wrong triangle, "
-       "or not masking at all."),
-    _P("This is the value you get with the causal mask on the wrong entries (or none): a token attends "
-       "only to itself and earlier tokens, so the scores above the diagonal are ", eq.neg_inf(), "."),
+WRONG_MASK = Mistake("wrong-mask", N_("causal mask on the wrong entries"),
+    eq.say("In a causal problem a token may attend only to itself and earlier tokens: the entries above the diagonal are "
+       "{inf} (weight 0). These values come from masking the wrong triangle, or not masking at all.", inf=eq.neg_inf()),
+    eq.say("This is the value you get with the causal mask on the wrong entries (or none): a token attends only to itself "
+       "and earlier tokens, so the scores above the diagonal are {inf}.", inf=eq.neg_inf()),
     lambda p: [Transform(mask="none"), Transform(mask="lower")] if p.mask == "causal" and p.n > 1 else [])
-COLUMN_SOFTMAX = Mistake("column-softmax", "softmax down the columns",
-    _P("The softmax was taken down each column; it belongs along each row, so that every "
-       "token's weights add up to 1."),
-    _P("This is the value you get by applying the softmax down each column; "
-       "the softmax runs along each row (over the keys, for one query)."),
+COLUMN_SOFTMAX = Mistake("column-softmax", N_("softmax down the columns"),
+    eq.say("The softmax was taken down each column; it belongs along each row, so that every token's weights add up to 1."),
+    eq.say("This is the value you get by applying the softmax down each column; the softmax runs along each row (over the "
+       "keys, for one query)."),
     lambda p: [Transform(softmax="columns")])
-NO_EXP = Mistake("no-exp", "no exponentials",
-    _P("Each score was divided by its row's sum without taking ", _EX, " first; the softmax divides ", _EX,
-       " by the row's sum of ", _EX, ", which also keeps every weight positive."),
-    _P("This is the value you get by dividing each scaled score by its row's sum without taking ", _EX,
-       " first; the softmax divides ", _EX, " by the row's sum of ", _EX, "."),
+NO_EXP = Mistake("no-exp", N_("no exponentials"),
+    eq.say("Each score was divided by its row's sum without taking {ex} first; the softmax divides {ex} by the row's sum "
+       "of {ex}, which also keeps every weight positive.", ex=_EX),
+    eq.say("This is the value you get by dividing each scaled score by its row's sum without taking {ex} first; the "
+       "softmax divides {ex} by the row's sum of {ex}.", ex=_EX),
     lambda p: [Transform(softmax="no-exp")])
-WEIGHTS_TRANSPOSED = Mistake("weights-transposed", "Aᵀ·V instead of A·V",
-    _P(_m("Z"), " was computed with the transposed weights (", _ATV, "): row ", _I, " of ", _m("Z"),
-       " must blend the value rows with token ", _I, "'s row of ", _m("A"), "."),
-    _P("This is the value you get from ", _ATV, " instead of ", _AV, ": row ", _I, " of ", _m("Z"),
-       " blends the value rows with token ", _I, "'s row of ", _m("A"), "."),
+WEIGHTS_TRANSPOSED = Mistake("weights-transposed", N_("Aᵀ·V instead of A·V"),
+    eq.say("{Z} was computed with the transposed weights ({ATV}): row {i} of {Z} must blend the value rows with token "
+       "{i}'s row of {A}.", Z=_m("Z"), ATV=_ATV, i=_I, A=_m("A")),
+    eq.say("This is the value you get from {ATV} instead of {AV}: row {i} of {Z} blends the value rows with token {i}'s "
+       "row of {A}.", ATV=_ATV, AV=_AV, i=_I, Z=_m("Z"), A=_m("A")),
     lambda p: [Transform(weights="AT")] if p.n == p.n_kv else [])
 # ---- cross-attention: which side each matrix comes from
-KV_FROM_DECODER = Mistake("kv-from-decoder", "keys and values from the decoder side",
-    _P("The keys and values were computed from the decoder side ", _m("X"), "; in cross-attention they come "
-       "from the encoder side: ", _is(_m("K"), eq.Mul((_XE, _m("W_K")))), " and ",
-       _is(_m("V"), eq.Mul((_XE, _m("W_V")))), ", one row per encoder token (only the queries come from ",
-       _m("X"), ")."),
-    _P("This is the value you get by computing the keys and values from the decoder side ", _m("X"),
-       " instead of the encoder side ", _XE, "."),
+KV_FROM_DECODER = Mistake("kv-from-decoder", N_("keys and values from the decoder side"),
+    eq.say("The keys and values were computed from the decoder side {X}; in cross-attention they come from the encoder "
+       "side: {K} and {V}, one row per encoder token (only the queries come from {X}).", X=_m("X"),
+       K=_is(_m("K"), eq.Mul((_XE, _m("W_K")))), V=_is(_m("V"), eq.Mul((_XE, _m("W_V"))))),
+    eq.say("This is the value you get by computing the keys and values from the decoder side {X} instead of the encoder "
+       "side {X_enc}.", X=_m("X"), X_enc=_XE),
     lambda p: [Transform(sides="kv-dec")] if p.cross else [])
-QUERIES_FROM_ENCODER = Mistake("queries-from-encoder", "queries from the encoder side",
-    _P("The queries were computed from the encoder side ", _XE, "; in cross-attention they come from the "
-       "decoder side: ", _is(_m("Q"), eq.Mul((_m("X"), _m("W_Q")))), ", one row per decoder token (the keys "
-       "and values come from ", _XE, ")."),
-    _P("This is the value you get by computing the queries from the encoder side ", _XE, " instead of the "
-       "decoder side ", _m("X"), "."),
+QUERIES_FROM_ENCODER = Mistake("queries-from-encoder", N_("queries from the encoder side"),
+    eq.say("The queries were computed from the encoder side {X_enc}; in cross-attention they come from the decoder side: "
+       "{Q}, one row per decoder token (the keys and values come from {X_enc}).", X_enc=_XE,
+       Q=_is(_m("Q"), eq.Mul((_m("X"), _m("W_Q"))))),
+    eq.say("This is the value you get by computing the queries from the encoder side {X_enc} instead of the decoder side "
+       "{X}.", X_enc=_XE, X=_m("X")),
     lambda p: [Transform(sides="q-enc")] if p.cross else [])
-CAUSAL_MASK_ON_CROSS = Mistake("causal-mask-on-cross", "a causal mask on cross-attention",
-    _P("A causal mask was applied to cross-attention. The mask keeps a decoder token from seeing later "
-       "decoder tokens in self-attention; in cross-attention every decoder token may attend to every encoder "
-       "token, so no score is ", eq.neg_inf(), "."),
-    _P("This is the value you get by masking the cross-attention scores as if they were causal; cross-attention "
-       "masks nothing: every decoder token sees the whole encoder side."),
+CAUSAL_MASK_ON_CROSS = Mistake("causal-mask-on-cross", N_("a causal mask on cross-attention"),
+    eq.say("A causal mask was applied to cross-attention. The mask keeps a decoder token from seeing later decoder tokens "
+       "in self-attention; in cross-attention every decoder token may attend to every encoder token, so no score is "
+       "{inf}.", inf=eq.neg_inf()),
+    eq.say("This is the value you get by masking the cross-attention scores as if they were causal; cross-attention masks "
+       "nothing: every decoder token sees the whole encoder side."),
     lambda p: [Transform(mask="upper")] if p.cross and p.n_kv > 1 else [])
 # ---- mistakes across heads (several heads only): how the heads' Z become the output
-HEADS_SWAPPED = Mistake("heads-swapped", "heads concatenated in the wrong order",
-    _P("The heads' outputs were put side by side in the wrong order: they go in the order of the heads, ",
-       _CONCAT_HEADS, " for two, head 1 first, so that each block of the rows of ", _m("W_O"), " meets its own head."),
-    _P("This is the value you get by concatenating the heads in the wrong order; they go in the order of "
-       "the heads, ", _CONCAT_HEADS, " for two, head 1 first."),
+HEADS_SWAPPED = Mistake("heads-swapped", N_("heads concatenated in the wrong order"),
+    eq.say("The heads' outputs were put side by side in the wrong order: they go in the order of the heads, {concat} for "
+       "two, head 1 first, so that each block of the rows of {W_O} meets its own head.", concat=_CONCAT_HEADS,
+       W_O=_m("W_O")),
+    eq.say("This is the value you get by concatenating the heads in the wrong order; they go in the order of the heads, "
+       "{concat} for two, head 1 first.", concat=_CONCAT_HEADS),
     lambda p: [Transform(heads="reversed")] if p.multihead and len(p.heads) > 1 else [])
-NO_W_O = Mistake("no-W_O", "W_O left out",
-    _P("The output was taken to be the concatenated heads themselves; the output projection is still "
-       "to come: ", _OUT, "."),
-    _P("This is the value you get by leaving out ", _m("W_O"), ": the output is ",
-       eq.Mul((_CONCAT, _m("W_O"))), ", not the concat itself."),
+NO_W_O = Mistake("no-W_O", N_("W_O left out"),
+    eq.say("The output was taken to be the concatenated heads themselves; the output projection is still to come: "
+       "{formula}.", formula=_OUT),
+    eq.say("This is the value you get by leaving out {W_O}: the output is {formula}, not the concat itself.", W_O=_m("W_O"),
+       formula=eq.Mul((_CONCAT, _m("W_O")))),
     lambda p: [Transform(heads="no-W_O")] if p.multihead and _square_W_O(p) else [])
-HEADS_AVERAGED = Mistake("heads-averaged", "heads averaged instead of concatenated",
-    _P("The heads' outputs were averaged entry by entry; multi-head attention puts them side by side "
-       "(concat) and mixes them with ", _m("W_O"), ": ", _OUT, "."),
-    _P("This is the value you get by averaging the heads' outputs instead of concatenating them and "
-       "multiplying by ", _m("W_O"), "."),
+HEADS_AVERAGED = Mistake("heads-averaged", N_("heads averaged instead of concatenated"),
+    eq.say("The heads' outputs were averaged entry by entry; multi-head attention puts them side by side (concat) and "
+       "mixes them with {W_O}: {formula}.", W_O=_m("W_O"), formula=_OUT),
+    eq.say("This is the value you get by averaging the heads' outputs instead of concatenating them and multiplying by "
+       "{W_O}.", W_O=_m("W_O")),
     lambda p: [Transform(heads="mean")] if p.multihead and _mean_fits(p) else [])
 # ---- end of the mistakes across heads
 # ---- the backward pass (problems with a [train] table): the classic slips of one training step
-SOFTMAX_BACKWARD_SUM = Mistake("softmax-backward-sum", "softmax backward without the Σ term",
-    _P("The softmax was treated as if each weight depended only on its own score: ", _is(_m("dS"), _m("dA")),
-       " (the softmax as the identity) or ", _is(_entry("dS", "i", "j"),
-                                                eq.Mul((_entry("A", "i", "j"), _entry("dA", "i", "j")))),
-       " (the row's Σ term left out). The softmax couples a row: ", _DS_RULE,
-       ", so every row of ", _m("dS"), " adds up to 0."),
-    _P("This is the value you get by treating the softmax as the identity (or leaving out the row's Σ term) "
-       "on the way back: ", _DS_RULE, "."),
+SOFTMAX_BACKWARD_SUM = Mistake("softmax-backward-sum", N_("softmax backward without the Σ term"),
+    eq.say("The softmax was treated as if each weight depended only on its own score: {identity} (the softmax as the "
+       "identity) or {no_sum} (the row's Σ term left out). The softmax couples a row: {rule}, so every row of {dS} "
+       "adds up to 0.", identity=_is(_m("dS"), _m("dA")),
+       no_sum=_is(_entry("dS", "i", "j"), eq.Mul((_entry("A", "i", "j"), _entry("dA", "i", "j")))), rule=_DS_RULE,
+       dS=_m("dS")),
+    eq.say("This is the value you get by treating the softmax as the identity (or leaving out the row's Σ term) on the way "
+       "back: {rule}.", rule=_DS_RULE),
     lambda p: [Transform(softmax_back="identity"), Transform(softmax_back="no-sum")] if p.train else [])
-DV_NOT_TRANSPOSED = Mistake("dV-not-transposed", "dV = A·dZ instead of Aᵀ·dZ",
-    _P(_m("dV"), " was computed as ", eq.Mul((_m("A"), _m("dZ"))), "; ", _is(_m("Z"), _AV), " gives ", _DV,
-       ": value row ", _J, " collects column ", _J, " of ", _m("A"), " (every token that attended to token ",
-       _J, "), not row ", _J, "."),
-    _P("This is the value you get from ", _DV_WRONG, " instead of ", eq.Mul((_T(_m("A")), _m("dZ"))),
-       " (the weights not transposed)."),
+DV_NOT_TRANSPOSED = Mistake("dV-not-transposed", N_("dV = A·dZ instead of Aᵀ·dZ"),
+    eq.say("{dV} was computed as {wrong}; {Z} gives {rule}: value row {j} collects column {j} of {A} (every token that "
+       "attended to token {j}), not row {j}.", dV=_m("dV"), wrong=eq.Mul((_m("A"), _m("dZ"))), Z=_is(_m("Z"), _AV),
+       rule=_DV, j=_J, A=_m("A")),
+    eq.say("This is the value you get from {wrong} instead of {right} (the weights not transposed).", wrong=_DV_WRONG,
+       right=eq.Mul((_T(_m("A")), _m("dZ")))),
     lambda p: [Transform(dV="AdZ")] if p.train else [])
-NO_SCALING_BACKWARD = Mistake("no-scaling-backward", "1/√d_k forgotten on the way back",
-    _P("The gradient of the scores was not divided by the scale factor again: the forward pass divided the "
-       "scores by it, so on the way back ", _DSCORES, "."),
-    _P("This is the value you get when the gradient is not divided by the scale (", _SQRT_DK,
-       ") again on the way back."),
+NO_SCALING_BACKWARD = Mistake("no-scaling-backward", N_("1/√d_k forgotten on the way back"),
+    eq.say("The gradient of the scores was not divided by the scale factor again: the forward pass divided the scores by "
+       "it, so on the way back {rule}.", rule=_DSCORES),
+    eq.say("This is the value you get when the gradient is not divided by the scale ({root}) again on the way back.",
+       root=_SQRT_DK),
     lambda p: [Transform(back_scale="forgot")] if p.train and _scaled(p) else [])
-DK_NOT_TRANSPOSED = Mistake("dK-not-transposed", "dK without the transpose",
-    _P(_m("dK"), " was computed as ", eq.Mul((_m("dscores"), _m("Q"))), "; ", _is(_m("scores"), _QK), " gives ",
-       _DK_RULE, ": token ", _J, "'s key collects column ", _J, " of ", _m("dscores"),
-       " (every query matched with it)."),
-    _P("This is the value you get from ", _DK_WRONG, " instead of ", eq.Mul((_T(_m("dscores")), _m("Q"))),
-       " (the transpose left out)."),
+DK_NOT_TRANSPOSED = Mistake("dK-not-transposed", N_("dK without the transpose"),
+    eq.say("{dK} was computed as {wrong}; {scores} gives {rule}: token {j}'s key collects column {j} of {dscores} (every "
+       "query matched with it).", dK=_m("dK"), wrong=eq.Mul((_m("dscores"), _m("Q"))), scores=_is(_m("scores"), _QK),
+       rule=_DK_RULE, j=_J, dscores=_m("dscores")),
+    eq.say("This is the value you get from {wrong} instead of {right} (the transpose left out).", wrong=_DK_WRONG,
+       right=eq.Mul((_T(_m("dscores")), _m("Q")))),
     lambda p: [Transform(dK="SQ")] if p.train else [])
-UPDATE_WRONG_SIGN = Mistake("update-wrong-sign", "update with the wrong sign",
-    _P("The weights were moved along the gradient (", _ASCENT, "): gradient descent moves them against it, ",
-       _DESCENT, ", which is what lowers the loss."),
-    _P("This is the value you get from ", _ASCENT, ": the update goes against the gradient, ", _DESCENT, "."),
+UPDATE_WRONG_SIGN = Mistake("update-wrong-sign", N_("update with the wrong sign"),
+    eq.say("The weights were moved along the gradient ({ascent}): gradient descent moves them against it, {descent}, which "
+       "is what lowers the loss.", ascent=_ASCENT, descent=_DESCENT),
+    eq.say("This is the value you get from {ascent}: the update goes against the gradient, {descent}.", ascent=_ASCENT,
+       descent=_DESCENT),
     # in all three matrices, or in one of them alone (W_V′ wrong, W_Q′ and W_K′ right)
     lambda p: [Transform(update="plus")] + [Transform(update="plus", update_of=w) for w in ("W_Q", "W_K", "W_V")]
     if p.train else [])
 # ---- end of the backward pass's mistakes
 # not a different pass: accepted answers that differ from the exact values rounded at the end the way
 # values rounded earlier do (worked.check tests the paths of early rounding itself)
-EARLY_ROUNDING = Mistake("early-rounding", "rounded too early",
-    lambda p: _P("Accepted: these answers are within the rounding band, but they differ from the exact values "
-                 "rounded at the end, because earlier values were rounded first. Keep more places in "
-                 f"intermediate values (the worked steps keep {p.precision.carried}) and round only the final "
-                 "answer."),
+EARLY_ROUNDING = Mistake("early-rounding", N_("rounded too early"),
+    lambda p: eq.say("Accepted: these answers are within the rounding band, but they differ from the exact values rounded at "
+                 "the end, because earlier values were rounded first. Keep more places in intermediate values (the "
+                 "worked steps keep {places}) and round only the final answer.", places=str(p.precision.carried)),
     None, None, accepted=True)
 
 #: every mistake, in the order reports list them

@@ -291,7 +291,7 @@ def _grid_of(step, p) -> "stages.Grid | None":
     if not step.result:
         return None
     arch = stages.of(p)
-    pre, _, base = step.result.rpartition(".")
+    pre, _dot, base = step.result.rpartition(".")
     parts = arch.combine + arch.train + arch.update if p.multihead and not pre else arch.forward + arch.train + arch.update
     stage = next((s for s in parts if s.id == base), None)
     return stage.grid if stage is not None else None
