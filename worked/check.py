@@ -44,7 +44,7 @@ from typing import Any
 from decimal import Decimal
 
 from . import eq, exprs, mistakes, printers, stages
-from .i18n import _, current, ngettext
+from .i18n import _, current, ngettext, translate
 from .attention import NA, Interval, contains, forward, pt
 from .eq import arith
 from .errors import ExpressionError, WorkedError
@@ -544,7 +544,7 @@ class Report:
                 step = d.get("step")
                 reread = _(" Re-read Step {n} ({title}).", n=step["number"], title=_shown(step["title"])) if step else ""
                 mark = _("note") if MISTAKES[d["code"]].accepted else "✗"
-                out.append(_("{mark} {code} — {title} (in {where}).", mark=mark, code=d["code"], title=_(d["title"]),
+                out.append(_("{mark} {code} — {title} (in {where}).", mark=mark, code=d["code"], title=translate(d["title"]),
                              where=where))
                 out += ["    " + ln for ln in _wrap(_shown(d["message"]) + reread, 92)]
             out.append("")

@@ -179,6 +179,12 @@ def _(msgid: str, **args) -> str:
     return current().format(msgid, **args) if args else current().gettext(msgid)
 
 
+def translate(text: str) -> str:
+    """*text*, an English msgid marked where it is declared (``N_``), in the current language (a name pybabel does not
+    extract: the text is no literal here)."""
+    return current().gettext(text)
+
+
 def ngettext(singular: str, plural: str, n: int, **args) -> str:
     """The form for *n* of a message in the current language (``"{n} mistake"``, ``"{n} mistakes"``), its
     placeholders filled with *args* and ``n``."""

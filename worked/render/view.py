@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import eq, stages
-from ..i18n import N_, _
+from ..i18n import N_, _, translate
 from .. import numfmt as F
 from .. import printers
 from ..problem import Precision
@@ -432,7 +432,7 @@ def answer_grids(p) -> list[dict]:
         g = stage.grid
         rhs = g.definition(S, p)
         rows, cols = stage.shape(dims)
-        out = dict(key=pre + stage.id, label=_(g.label) + hx, eq=rhs if g.symbol is None else is_(g.lhs(S), rhs),
+        out = dict(key=pre + stage.id, label=translate(g.label) + hx, eq=rhs if g.symbol is None else is_(g.lhs(S), rhs),
                    rows=labels(stage.rows, rows), cols=labels(stage.cols, cols))
         if g.masked:
             out["masked"] = masked
@@ -591,7 +591,7 @@ def build(sol, kind: str, student: dict | None = None, questions: Questions | No
             side=_fits_side(st, views, p),
             task_rich=_task_text(st, p, st.precision or p.precision.carried, places),
             checks=[dict(c, text=printers.text(c["rich"])) for c in _check_prompts(st, tl, toks, sol.checks, p)],
-            checks_word=_(CHECKS_WORDS[sol.checks]),
+            checks_word=translate(CHECKS_WORDS[sol.checks]),
             block=None,
         ))
 
@@ -600,7 +600,7 @@ def build(sol, kind: str, student: dict | None = None, questions: Questions | No
     glance = []
     for h in sol.heads:
         suffix = _(" (head {n})").replace("{n}", str(h.index)) if p.multihead else ""
-        heat += [heatmap(getattr(h, s.id), places, _(s.grid.label) + suffix) for s in stages.of(p).forward if s.grid.heatmap]
+        heat += [heatmap(getattr(h, s.id), places, translate(s.grid.label) + suffix) for s in stages.of(p).forward if s.grid.heatmap]
         for stage in stages.of(p).forward:
             if stage.grid.glance is not None and not stage.grid.glance(p):
                 continue
