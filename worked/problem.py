@@ -774,22 +774,30 @@ class Block(NamedTuple):
 
 
 def block_name(p: Problem) -> str:
-    """What a block does, in words: "masked self-attention", "cross-attention to the encoder", "(2 heads)"."""
+    """What a block does, in words: "masked self-attention", "cross-attention to the encoder", "(2 heads)" (in the
+    current language: :mod:`worked.i18n`)."""
+    from .i18n import _
+
     if p.cross:
-        what = "cross-attention to the encoder"
+        what = _("cross-attention to the encoder")
     else:
-        what = ("masked " if p.mask == "causal" else "") + "self-attention"
-    return what + (f" ({len(p.heads)} heads)" if p.multihead else "")
+        what = _("masked self-attention") if p.mask == "causal" else _("self-attention")
+    return what + (_(" ({n} heads)", n=len(p.heads)) if p.multihead else "")
 
 
 def block_title(p: Problem, k: int) -> str:
-    return f"Block {k}: {block_name(p)}"
+    from .i18n import _
+
+    return _("Block {k}: {name}", k=k, name=block_name(p))
 
 
 def carried_from(k: int, decimals: int) -> str:
     """The sentence where block *k* (≥ 2) starts: where its X comes from."""
-    return (f"X for block {k} is block {k - 1}'s output Z, rounded to {decimals} place{'s' if decimals != 1 else ''} "
-            "as in the key.")
+    from .i18n import ngettext
+
+    return ngettext("X for block {k} is block {before}'s output Z, rounded to {n} place as in the key.",
+                    "X for block {k} is block {before}'s output Z, rounded to {n} places as in the key.", decimals,
+                    k=k, before=k - 1)
 
 
 def remap_block_error(exc: ProblemError, k: int) -> ProblemError:

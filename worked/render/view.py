@@ -540,7 +540,7 @@ def _problem_fields(p, display: str | None) -> dict[str, Any]:
         facts=facts, facts_rich=facts_rich,
         given=given(p, p.precision.carried if display == "decimal" else None),
         legend=[{"index": i + 1, "token": t} for i, t in enumerate(toks)]
-        + ([{"index": i + 1, "token": f"{t} (encoder)"} for i, t in enumerate(p.tokens_enc)] if p.cross else []),
+        + ([{"index": i + 1, "token": _("{token} (encoder)", token=t)} for i, t in enumerate(p.tokens_enc)] if p.cross else []),
         needs_legend=any(lab != t for lab, t in zip(tl, toks))
         or p.cross and any(eq.tok_label(t, i) != t for i, t in enumerate(p.tokens_enc)),
         grids=answer_grids(p),
@@ -573,7 +573,7 @@ def build(sol, kind: str, student: dict | None = None, questions: Questions | No
         elif res is not None:
             if show_exact(res, places, sol.display == "decimal"):
                 views.append(mat_view(res, places, exact=True, caption="exact"))
-                views.append(mat_view(res, places, caption=f"to {places} places"))
+                views.append(mat_view(res, places, caption=_("to {places} places", places=places)))
             else:
                 views.append(mat_view(res, places))
         grid = None
@@ -667,35 +667,37 @@ def _chain_fields(c, problems: list, display: str | None) -> dict[str, Any]:
     size = lambda name, v: eq.Rel((eq.Sym(name), eq.num(v)), (eq.EQ,))  # noqa: E731
     names = "; ".join(f"{k}. {c.block_name(p)}" for k, p in enumerate(problems, 1))
     facts_rich = [
-        ("Blocks", eq.prose(f"{names}. From block 2 on, a block's ", _X, " is the output ", eq.Sym("Z"),
-                            f" of the block before, rounded to {places} places.")),
-        ("Decoder tokens" if c.cross else "Tokens", eq.prose(", ".join(c.tokens))),
+        (_("Blocks"), eq.say("{blocks}. From block 2 on, a block's {X} is the output {Z} of the block before, rounded to "
+                             "{places} places.", blocks=names, X=_X, Z=eq.Sym("Z"), places=str(places))),
+        (_("Decoder tokens") if c.cross else _("Tokens"), eq.prose(", ".join(c.tokens))),
     ]
     if c.cross:
-        facts_rich.append(("Encoder tokens", eq.prose(", ".join(c.tokens_enc))))
+        facts_rich.append((_("Encoder tokens"), eq.prose(", ".join(c.tokens_enc))))
+    sizes = eq.say("{n} tokens, {n_enc} encoder tokens", n=size("n", c.n), n_enc=size("n_enc", len(c.X_enc))) \
+        if c.cross else eq.say("{n} tokens", n=size("n", c.n))
     facts_rich += [
-        ("Sizes", eq.prose(size("n", c.n), " tokens", *((", ", size("n_enc", len(c.X_enc)), " encoder tokens")
-                                                        if c.cross else ()), ", ", size("d_model", c.d_model))),
-        ("Scaling", eq.prose(scale_prose(first), f"; answers to {places} decimal places")),
+        (_("Sizes"), eq.prose(sizes, ", ", size("d_model", c.d_model))),
+        (_("Scaling"), eq.prose(scale_prose(first), eq.say("; answers to {places} decimal places", places=str(places)))),
     ]
     given_top = [g for g in page["given"] if g["key"] == "X"]
     cross = [p for p in problems if p.cross]
     if cross:       # the encoder side, as a cross block gives it
         given_top += [g for g in _problem_fields(cross[0], display)["given"] if g["key"] == "X_enc"]
-        page["legend"] = page["legend"] + [{"index": i + 1, "token": f"{t} (encoder)"} for i, t in enumerate(c.tokens_enc)]
+        page["legend"] = page["legend"] + [{"index": i + 1, "token": _("{token} (encoder)", token=t)}
+                                           for i, t in enumerate(c.tokens_enc)]
         page["needs_legend"] = page["needs_legend"] or any(eq.tok_label(t, i) != t for i, t in enumerate(c.tokens_enc))
     for k, p in enumerate(problems, 1):       # every block's weights, named by block (block1.W_Q): the web page
-        given_top += [dict(g, note=f"block {k}" + (f", {g['note']}" if g["note"] else ""))
+        given_top += [dict(g, note=_("block {k}", k=k) + (f", {g['note']}" if g["note"] else ""))
                       for g in block_given(c, p, k, False, display)]
     grids = []
     for k, p in enumerate(problems, 1):
         for g in answer_grids(p):
-            grids.append(dict(g, key=f"block{k}.{g['key']}", label=f"Block {k}: {g['label']}"))
+            grids.append(dict(g, key=f"block{k}.{g['key']}", label=_("Block {k}: {name}", k=k, name=g["label"])))
     page.update(
-        title=c.title or "Attention blocks", facts_rich=facts_rich, facts=[(a, printers.text(b)) for a, b in facts_rich],
+        title=c.title or _("Attention blocks"), facts_rich=facts_rich, facts=[(a, printers.text(b)) for a, b in facts_rich],
         given=given_top, grids=grids, causal=any(p.mask == "causal" for p in problems),
         multihead=any(p.multihead for p in problems),
-        kicker="A chain of attention blocks, worked by hand",
+        kicker=_("A chain of attention blocks, worked by hand"),
     )
     return page
 
@@ -710,7 +712,7 @@ def block_given(c, p, k: int, is_key: bool, display: str | None = None) -> list[
             continue
         note = g["note"]
         if g["key"] == "X":
-            note = f"block {k - 1}'s output Z, rounded to {c.decimals} places"
+            note = _("block {before}'s output Z, rounded to {places} places", before=k - 1, places=c.decimals)
         out.append(dict(g, key=f"block{k}.{g['key']}", note=note))
     return out
 
@@ -727,12 +729,11 @@ def _chain_page(sol, kind: str, student, questions) -> Page:
     for k, (b, pg) in enumerate(zip(sol.blocks, pages), 1):
         intros = (None, None)
         if k > 1:
-            intros = (f"X for block {k} is your Z from block {k - 1}, rounded to {c.decimals} places: carry on with "
-                      "your own values.", sol.carried_text(k))
+            intros = (_("X for block {k} is your Z from block {before}, rounded to {places} places: carry on with your "
+                        "own values.", k=k, before=k - 1, places=c.decimals), sol.carried_text(k))
         p = b.problem
-        about = eq.prose(f"mask: {mask_text(p)}; ", eq.Rel((eq.Sym("d_k"), eq.num(p.d_k)), (eq.EQ,)), ", ",
-                         eq.Rel((eq.Sym("d_v"), eq.num(p.d_v)), (eq.EQ,)),
-                         f", {len(p.heads)} heads" if p.multihead else "", ".")
+        about = eq.prose(eq.say("mask: {mask}; ", mask=mask_text(p)), eq.Rel((eq.Sym("d_k"), eq.num(p.d_k)), (eq.EQ,)),
+                         ", ", eq.Rel((eq.Sym("d_v"), eq.num(p.d_v)), (eq.EQ,)), _heads(p), ".")
         # the worksheet's and the key's words and X where the block starts (index: is_key), for as_kind
         docs = tuple({"intro": intros[key], "given": block_given(c, p, k, key, sol.display)} for key in (False, True))
         head = {"number": k, "title": c.block_title(p, k), "about": about, "docs": docs, **docs[is_key]}
@@ -742,9 +743,9 @@ def _chain_page(sol, kind: str, student, questions) -> Page:
                               number=number, block=head if i == 0 else None,
                               result=f"block{k}.{st.result}" if st.result else None))
         for h in pg.heatmaps:
-            heat.append(dict(h, title=f"Block {k}: {h['title']}"))
+            heat.append(dict(h, title=_("Block {k}: {name}", k=k, name=h["title"])))
         for g in pg.glance:
-            glance.append(dict(g, label=eq.prose(f"Block {k}: ", g["label"])))
+            glance.append(dict(g, label=eq.say("Block {k}: {name}", k=str(k), name=g["label"])))
     last = pages[-1]
     fields["given"] = [g for g in fields["given"] if g["key"] in ("X", "X_enc")]   # the blocks' own: where they start
     return Page(**fields, kind=kind, is_key=is_key, student=last.student, doc_label=last.doc_label, steps=steps,
