@@ -442,6 +442,7 @@ def _quiz_options(p):
     p.add_argument("--pdf-engine", choices=tuple(PDF_ENGINES), default="typst",
                    help="typst (default): tagged PDF/UA, fonts built in, same bytes on every machine; weasyprint: the "
                         "HTML sheets printed in bundled fonts (needs Pango); latex: the .tex compiled by pdflatex, one document per run")
+    _lang_option(p)
     p.set_defaults(func=cmd_quiz)
 
 
@@ -450,7 +451,7 @@ def cmd_quiz(args) -> int:
 
     out, entries = run(args.spec, count=args.count, roster=args.roster, seed=args.seed, outdir=args.output,
                        formats=args.format, jobs=args.jobs, variant=args.variant, quiet=args.quiet, force=args.force,
-                       pdf_engine=args.pdf_engine)
+                       pdf_engine=args.pdf_engine, lang=_language(args))
     if not args.quiet:
         if args.variant:
             print(f"wrote variant {entries[0]['variant']} to {out}/variants/{entries[0]['variant']}", file=sys.stderr)

@@ -340,24 +340,24 @@ _TRAIN_GRIDS = {
 
 
 FORWARD = (
-    Stage("Q", ("X", "W_Q"), "n", "d_k", _words("the queries ", _is(_S("Q"), eq.Mul((_S("X"), _S("W_Q"))))), forward=_project,
+    Stage("Q", ("X", "W_Q"), "n", "d_k", eq.say("the queries {formula}", formula=_is(_S("Q"), eq.Mul((_S("X"), _S("W_Q"))))), forward=_project,
           grid=_GRIDS["Q"], step=shown_attention.QUERIES),
-    Stage("K", ("X", "W_K"), "n_kv", "d_k", _words("the keys ", _is(_S("K"), eq.Mul((_S("X"), _S("W_K"))))), forward=_project,
+    Stage("K", ("X", "W_K"), "n_kv", "d_k", eq.say("the keys {formula}", formula=_is(_S("K"), eq.Mul((_S("X"), _S("W_K"))))), forward=_project,
           grid=_GRIDS["K"], step=shown_attention.KEYS),
-    Stage("V", ("X", "W_V"), "n_kv", "d_v", _words("the values ", _is(_S("V"), eq.Mul((_S("X"), _S("W_V"))))), forward=_project,
+    Stage("V", ("X", "W_V"), "n_kv", "d_v", eq.say("the values {formula}", formula=_is(_S("V"), eq.Mul((_S("X"), _S("W_V"))))), forward=_project,
           grid=_GRIDS["V"], step=shown_attention.VALUES),
-    Stage("scores", ("Q", "K"), "n", "n_kv", _words("the scores ", eq.Mul((_S("Q"), eq.Pow(_S("K"), eq.Sym("T"))))), forward=_scores,
+    Stage("scores", ("Q", "K"), "n", "n_kv", eq.say("the scores {formula}", formula=eq.Mul((_S("Q"), eq.Pow(_S("K"), eq.Sym("T"))))), forward=_scores,
           grid=_GRIDS["scores"], mistakes=(slips.TRANSPOSED_SCORES, slips.WRONG_MASK, slips.CAUSAL_MASK_ON_CROSS),
           may_be_inf=True, step=shown_attention.SCORES),
-    Stage("scaled", ("scores",), "n", "n_kv", _words("the scaled scores (the scores divided by the scale)"), forward=_scaled,
+    Stage("scaled", ("scores",), "n", "n_kv", eq.say("the scaled scores (the scores divided by the scale)"), forward=_scaled,
           grid=_GRIDS["scaled"], mistakes=(slips.NO_SCALING, slips.SCALED_BY_DK), may_be_inf=True,
           aliases=("scaled_scores",), step=shown_attention.SCALED),
-    Stage("weights", ("scaled",), "n", "n_kv", _words("the attention weights ", _S("A"), " (softmax of each row of the scaled scores)"),
+    Stage("weights", ("scaled",), "n", "n_kv", eq.say("the attention weights {A} (softmax of each row of the scaled scores)", A=_S("A")),
           forward=_weights, grid=_GRIDS["weights"], mistakes=(slips.COLUMN_SOFTMAX, slips.NO_EXP, slips.EARLY_ROUNDING),
           rounded_early=(N_("Here the scaled scores (or the e^x values) were rounded before the softmax."),
                          N_("Here the weights were rounded before Z = A·V.")),
           aliases=("A", "attention"), step=shown_attention.WEIGHTS),
-    Stage("Z", ("weights", "V"), "n", "d_v", _words("the output ", _S("Z")), forward=_blend, grid=_GRIDS["Z"],
+    Stage("Z", ("weights", "V"), "n", "d_v", eq.say("the output {Z}", Z=_S("Z")), forward=_blend, grid=_GRIDS["Z"],
           mistakes=(slips.WEIGHTS_TRANSPOSED,), step=shown_attention.Z),
 )
 # ---- cross-attention (Vaswani et al. 2017, §3.2.3): the queries from the decoder side X, the keys and values
@@ -365,19 +365,20 @@ FORWARD = (
 _XE = eq.Sym("X_enc")
 _CROSS_GRIDS = {
     "K": Grid(N_("Keys K (from the encoder side)"), "K", lambda S, p: eq.Mul((_XE, S("W_K"))),
-              task=lambda p, *_: _project_task("keys", _XE, " (the encoder side)"), beside=True, dot_check=True),
+              task=lambda p, *_: _project_task(N_("keys"), _XE, eq.say(" (the encoder side)")), beside=True, dot_check=True),
     "V": Grid(N_("Values V (from the encoder side)"), "V", lambda S, p: eq.Mul((_XE, S("W_V"))),
-              task=lambda p, *_: _project_task("values", _XE, " (the encoder side)"), beside=True, dot_check=True),
+              task=lambda p, *_: _project_task(N_("values"), _XE, eq.say(" (the encoder side)")), beside=True, dot_check=True),
 }
 _FWD = {s.id: s for s in FORWARD}
 CROSS_FORWARD = (
-    _FWD["Q"]._replace(words=_words("the queries ", _is(_S("Q"), eq.Mul((_S("X"), _S("W_Q")))), " (from the decoder side)"),
+    _FWD["Q"]._replace(words=eq.say("the queries {formula} (from the decoder side)",
+                                     formula=_is(_S("Q"), eq.Mul((_S("X"), _S("W_Q"))))),
                        mistakes=(slips.QUERIES_FROM_ENCODER,)),
-    Stage("K", ("X_enc", "W_K"), "n_kv", "d_k", _words("the keys ", _is(_S("K"), eq.Mul((_XE, _S("W_K")))),
-                                                        " (from the encoder side)"), forward=_project, grid=_CROSS_GRIDS["K"],
+    Stage("K", ("X_enc", "W_K"), "n_kv", "d_k", eq.say("the keys {formula} (from the encoder side)",
+                                                       formula=_is(_S("K"), eq.Mul((_XE, _S("W_K"))))), forward=_project, grid=_CROSS_GRIDS["K"],
           mistakes=(slips.KV_FROM_DECODER,), step=shown_attention.KEYS),
-    Stage("V", ("X_enc", "W_V"), "n_kv", "d_v", _words("the values ", _is(_S("V"), eq.Mul((_XE, _S("W_V")))),
-                                                        " (from the encoder side)"), forward=_project, grid=_CROSS_GRIDS["V"],
+    Stage("V", ("X_enc", "W_V"), "n_kv", "d_v", eq.say("the values {formula} (from the encoder side)",
+                                                       formula=_is(_S("V"), eq.Mul((_XE, _S("W_V"))))), forward=_project, grid=_CROSS_GRIDS["V"],
           step=shown_attention.VALUES),
 ) + FORWARD[3:]
 
@@ -418,9 +419,9 @@ def _output(r: LayerRun, concat, W_O):
 
 
 COMBINE = (             # several heads: side by side, then W_O
-    Stage("concat", (), "n", "heads·d_v", _words("the concatenated head outputs"), scope="layer", several=False,
+    Stage("concat", (), "n", "heads·d_v", eq.say("the concatenated head outputs"), scope="layer", several=False,
           forward=_concat, grid=_GRIDS["concat"], mistakes=(slips.HEADS_SWAPPED,), step=shown_heads.CONCAT),
-    Stage("Z", ("concat", "W_O"), "n", "d_out", _words("the output ", _S("Z")), scope="layer", several=False, forward=_output,
+    Stage("Z", ("concat", "W_O"), "n", "d_out", eq.say("the output {Z}", Z=_S("Z")), scope="layer", several=False, forward=_output,
           grid=_GRIDS["output"], mistakes=(slips.NO_W_O, slips.HEADS_AVERAGED), aliases=("output",), step=shown_heads.OUTPUT),
 )
 
@@ -515,30 +516,30 @@ def _trained(sid: str, *args, **kw) -> Stage:
 
 
 TRAIN = (               # one training step (a [train] problem): the backward pass, in the order of the steps
-    _trained("loss", ("dZ",), "1", "1", _words("the loss ", _S("L")), scope="layer", forward=_loss, step=shown_train.LOSS),
-    _trained("dZ", ("Z", "T"), "n", "d_out", _words("the gradient of the output ", _S("dZ")), scope="layer", forward=_d_out, step=shown_train.DZ),
-    _trained("dconcat", ("dZ", "W_O"), "n", "heads·d_v", _words("the gradient of the concatenated heads"), scope="layer",
+    _trained("loss", ("dZ",), "1", "1", eq.say("the loss {L}", L=_S("L")), scope="layer", forward=_loss, step=shown_train.LOSS),
+    _trained("dZ", ("Z", "T"), "n", "d_out", eq.say("the gradient of the output {dZ}", dZ=_S("dZ")), scope="layer", forward=_d_out, step=shown_train.DZ),
+    _trained("dconcat", ("dZ", "W_O"), "n", "heads·d_v", eq.say("the gradient of the concatenated heads"), scope="layer",
           several=False, forward=_d_concat, by_head="dZ", step=shown_train.DCONCAT),
-    _trained("dV", ("weights", "dZ"), "n_kv", "d_v", _words("the gradient ", _S("dV")), forward=_d_values,
+    _trained("dV", ("weights", "dZ"), "n_kv", "d_v", eq.say("the gradient {matrix}", matrix=_S("dV")), forward=_d_values,
              mistakes=(slips.DV_NOT_TRANSPOSED,), step=shown_train.DV),
-    _trained("dA", ("dZ", "V"), "n", "n_kv", _words("the gradient ", _S("dA"), " of the weights"), forward=_d_weights, step=shown_train.DA),
-    _trained("dS", ("weights", "dA"), "n", "n_kv", _words("the softmax backward ", _S("dS")), forward=_d_softmax,
+    _trained("dA", ("dZ", "V"), "n", "n_kv", eq.say("the gradient {dA} of the weights", dA=_S("dA")), forward=_d_weights, step=shown_train.DA),
+    _trained("dS", ("weights", "dA"), "n", "n_kv", eq.say("the softmax backward {dS}", dS=_S("dS")), forward=_d_softmax,
              mistakes=(slips.SOFTMAX_BACKWARD_SUM,), step=shown_train.DS),
-    _trained("dscores", ("dS",), "n", "n_kv", _words("the gradient of the scores"), forward=_d_scores,
+    _trained("dscores", ("dS",), "n", "n_kv", eq.say("the gradient of the scores"), forward=_d_scores,
              mistakes=(slips.NO_SCALING_BACKWARD,), step=shown_train.DSCORES),
-    _trained("dQ", ("dscores", "K"), "n", "d_k", _words("the gradient ", _S("dQ")), forward=_d_queries, step=shown_train.DQ),
-    _trained("dK", ("dscores", "Q"), "n_kv", "d_k", _words("the gradient ", _S("dK")), forward=_d_keys,
+    _trained("dQ", ("dscores", "K"), "n", "d_k", eq.say("the gradient {matrix}", matrix=_S("dQ")), forward=_d_queries, step=shown_train.DQ),
+    _trained("dK", ("dscores", "Q"), "n_kv", "d_k", eq.say("the gradient {matrix}", matrix=_S("dK")), forward=_d_keys,
              mistakes=(slips.DK_NOT_TRANSPOSED,), step=shown_train.DK),
-    _trained("dW_Q", ("X", "dQ"), "d_model", "d_k", _words("the gradient ", _S("dW_Q")), forward=_d_weight, step=shown_train.DW_Q),
-    _trained("dW_K", ("X", "dK"), "d_model", "d_k", _words("the gradient ", _S("dW_K")), forward=_d_weight, step=shown_train.DW_K),
-    _trained("dW_V", ("X", "dV"), "d_model", "d_v", _words("the gradient ", _S("dW_V")), forward=_d_weight, step=shown_train.DW_V),
+    _trained("dW_Q", ("X", "dQ"), "d_model", "d_k", eq.say("the gradient {matrix}", matrix=_S("dW_Q")), forward=_d_weight, step=shown_train.DW_Q),
+    _trained("dW_K", ("X", "dK"), "d_model", "d_k", eq.say("the gradient {matrix}", matrix=_S("dW_K")), forward=_d_weight, step=shown_train.DW_K),
+    _trained("dW_V", ("X", "dV"), "d_model", "d_v", eq.say("the gradient {matrix}", matrix=_S("dW_V")), forward=_d_weight, step=shown_train.DW_V),
 )
 UPDATE = (              # after every head's gradients: each head's weights updated, then the loss again
-    _trained("W_Q_new", ("W_Q", "dW_Q"), "d_model", "d_k", _words("the updated ", _S("W_Q")), forward=_update("W_Q"),
+    _trained("W_Q_new", ("W_Q", "dW_Q"), "d_model", "d_k", eq.say("the updated {matrix}", matrix=_S("W_Q")), forward=_update("W_Q"),
              mistakes=(slips.UPDATE_WRONG_SIGN,), step=shown_train.W_Q_NEW),
-    _trained("W_K_new", ("W_K", "dW_K"), "d_model", "d_k", _words("the updated ", _S("W_K")), forward=_update("W_K"), step=shown_train.W_K_NEW),
-    _trained("W_V_new", ("W_V", "dW_V"), "d_model", "d_v", _words("the updated ", _S("W_V")), forward=_update("W_V"), step=shown_train.W_V_NEW),
-    _trained("loss_after", ("Z_after", "T"), "1", "1", _words("the loss after the update ", eq.Sym("L", prime=True)), scope="layer",
+    _trained("W_K_new", ("W_K", "dW_K"), "d_model", "d_k", eq.say("the updated {matrix}", matrix=_S("W_K")), forward=_update("W_K"), step=shown_train.W_K_NEW),
+    _trained("W_V_new", ("W_V", "dW_V"), "d_model", "d_v", eq.say("the updated {matrix}", matrix=_S("W_V")), forward=_update("W_V"), step=shown_train.W_V_NEW),
+    _trained("loss_after", ("Z_after", "T"), "1", "1", eq.say("the loss after the update {L}", L=eq.Sym("L", prime=True)), scope="layer",
           forward=lambda r, Z, T: _loss(r, _d_out(r, Z, T)), step=shown_train.LOSS_AFTER),      # Z_after: a fresh pass with the new weights
 )
 
@@ -835,7 +836,12 @@ def words(key: str, arch: Arch = SELF) -> eq.Prose:
     """What the matrix of *key* is, in words with its math as trees (the scores Q·Kᵀ; a head's: … of head 2)."""
     pre, _, base = key.rpartition(".")
     stage = arch.stage(base)
-    return eq.prose(stage.words if stage is not None else base, f" of {pre.replace('head', 'head ')}" if pre else "")
+    what = stage.words if stage is not None else base
+    if not pre:
+        return eq.prose(what)
+    if pre.startswith("head"):
+        return eq.prose(eq.say("{what} of head {n}", what=what, n=pre[4:]))
+    return eq.prose(what, f" of {pre}")
 
 
 def every(arch: "Arch | None" = None) -> tuple:
