@@ -220,13 +220,15 @@ def _grade_options(p):
     p.add_argument("--allow-unmatched", action="store_true",
                    help="grade the rows that match a student even when some match none or several (those are "
                         "listed in the report); without it such a row stops the run and nothing is written")
+    _lang_option(p)
     p.set_defaults(func=cmd_grade)
 
 
 def cmd_grade(args) -> int:
     from .grade import grade
 
-    res = grade(args.quizdir, args.responses, args.output, force=args.force, allow_unmatched=args.allow_unmatched)
+    res = grade(args.quizdir, args.responses, args.output, force=args.force, allow_unmatched=args.allow_unmatched,
+                lang=_language(args))
     print(res["columns"])
     for w in res["warnings"]:
         print(f"warning: {w}", file=sys.stderr)

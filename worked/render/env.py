@@ -108,10 +108,45 @@ class _CurrentLocale:
         return getattr(i18n.current(), name)
 
 
+def _gettext_html(msgid: str, **args):
+    """HTML's ``_``: the translation's own text escaped as text (an apostrophe stays one: ``student's``), the values
+    put in escaped as autoescape escapes them; for text content, not attributes."""
+    import html
+
+    from markupsafe import Markup, escape
+
+    from .. import i18n
+
+    pieces = i18n.current().pieces(msgid, args)
+    return Markup("".join(str(escape(x)) if k % 2 else html.escape(x, quote=False) for k, x in enumerate(pieces)))
+
+
+def _css_page_of():
+    """The HTML sheets' page footer as a CSS ``content`` value, in the current language:
+    ``"page " counter(page) " of " counter(pages)``."""
+    from markupsafe import Markup
+
+    from .. import i18n
+
+    counters = {"page": "counter(page)", "pages": "counter(pages)"}
+    pieces = i18n.current().pieces("page {page} of {pages}", counters)
+    out = [x if k % 2 else '"' + x.replace("\\", "\\\\").replace('"', '\\"') + '"' for k, x in enumerate(pieces)
+           if k % 2 or x]
+    return Markup(" ".join(out))
+
+
+def template_globals(kind: str) -> dict:
+    """What every template of *kind* (``html``, ``tex``, ``typ``) may call for its words: ``_``, ``_markup`` and
+    ``locale`` (the current language)."""
+    extra = {"css_page_of": _css_page_of} if kind == "html" else {}
+    return dict(_=_gettext_html if kind == "html" else _gettext, _markup=_gettext_markup(kind), locale=_CurrentLocale(),
+                **extra)
+
+
 def env(kind: str, template_dir=None):
     e = _env(kind, tuple(template_dirs(template_dir)))
     if "_" not in e.globals:
-        e.globals.update(_=_gettext, _markup=_gettext_markup(kind), locale=_CurrentLocale())
+        e.globals.update(template_globals(kind))
     return e
 
 
