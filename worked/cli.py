@@ -475,6 +475,7 @@ def _notebook_options(p):
                    help="run it with nbclient and store the outputs (needs the notebook extra: nbclient, ipykernel)")
     p.add_argument("--answers-hidden", action="store_true",
                    help="an exercise: the step cells are left for the student (# your code here), the checks kept")
+    _lang_option(p)
     p.set_defaults(func=cmd_notebook)
 
 
@@ -492,7 +493,11 @@ def cmd_notebook(args) -> int:
 
     if args.execute:
         nbw.require_execute()
-    nb = nbw.build(solve(load(args.problem)), answers_hidden=args.answers_hidden)
+    from . import i18n
+
+    problem = load(args.problem)
+    with i18n.using(_language(args, problem)):      # the markdown in the language; the code stays Python's
+        nb = nbw.build(solve(problem), answers_hidden=args.answers_hidden)
     if args.execute:
         nbw.execute_checked(nb)
     if out is None:
