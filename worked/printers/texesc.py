@@ -13,6 +13,7 @@ _UNICODE = {
     "·": r"\ensuremath{\cdot}", "−": r"\ensuremath{-}", "√": r"\ensuremath{\surd}", "≈": r"\ensuremath{\approx}",
     "→": r"\ensuremath{\to}", "×": r"\ensuremath{\times}", "∞": r"\ensuremath{\infty}", "ᵀ": r"\textsuperscript{T}",
     "…": r"\dots{}", "–": "--", "—": "---", "‘": "`", "’": "'", "“": "``", "”": "''", "\u00a0": r"\nobreakspace{}",
+    "«": r"\guillemotleft{}", "»": r"\guillemotright{}",
     "≤": r"\ensuremath{\le}", "≥": r"\ensuremath{\ge}", "±": r"\ensuremath{\pm}", "÷": r"\ensuremath{\div}",
     "✓": r"\ensuremath{\checkmark}", "½": r"\textonehalf{}", "¼": r"\textonequarter{}", "¾": r"\textthreequarters{}", "°": r"\textdegree{}", "⁽": r"\textsuperscript{(}", "⁾": r"\textsuperscript{)}",
 }
