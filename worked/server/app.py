@@ -180,6 +180,29 @@ def _index_page():
     return env.get_template("index.html")
 
 
+@functools.lru_cache(maxsize=1)
+def _js_msgids() -> tuple[str, ...]:
+    """The words of static/app.js: its ``_t("…")`` strings, read with Babel's JavaScript extractor (as
+    ``make extract`` reads them into worked.pot)."""
+    from babel.messages.extract import extract
+
+    with open(STATIC / "app.js", "rb") as f:
+        return tuple(dict.fromkeys(m[1] for m in extract("javascript", f, keywords={"_t": None})
+                                   if isinstance(m[1], str)))
+
+
+def _js_catalogue():
+    """The translations of app.js's words in the current language, as JSON for the page's ``<script id="i18n">``
+    (``<`` written ``\\u003c``: the JSON cannot end the element)."""
+    from markupsafe import Markup
+
+    from .. import i18n
+
+    loc = i18n.current()
+    table = {} if loc.is_source else {m: loc.gettext(m) for m in _js_msgids() if loc.gettext(m) != m}
+    return Markup(json.dumps(table, ensure_ascii=False, sort_keys=True).replace("<", "\\u003c"))
+
+
 def _language_names() -> list[tuple[str, str]]:
     """The shipped languages, each named in itself (Babel's CLDR names): ("de", "Deutsch") …"""
     import babel
@@ -610,7 +633,7 @@ def create_app(cfg: Config | None = None) -> Starlette:
 
         lang = request_lang(request)
         with i18n.using(lang):
-            html = _index_page().render(languages=_language_names())
+            html = _index_page().render(languages=_language_names(), js_catalogue=_js_catalogue())
         out = Response(html, media_type="text/html; charset=utf-8", headers={"Cache-Control": "no-cache",
                                                                              "Vary": "Accept-Language, Cookie"})
         if request.query_params.get("lang"):
