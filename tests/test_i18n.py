@@ -155,7 +155,7 @@ PROBLEMS_BY_NAME = {p.stem: p for p in PROBLEMS}
 NAMES = sorted(PROBLEMS_BY_NAME)
 #: English words that no sentence in another language has (whole words, as a page's text shows them)
 ENGLISH = re.compile(r"\b(the|of|and|is|are|with|each|every|Step|Task|Multiply|Compute|Divide|wrong|correct|"
-                     r"answers?|places|row|column|weights?|scores are|token's|Worked solution|Answer key|Worksheet)\b")
+                     r"answers?|places|row|column|weights?|scores are|token.s|exact|Worked solution|Answer key|Worksheet)\b")
 
 
 def _visible(html: str) -> str:
