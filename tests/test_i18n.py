@@ -193,6 +193,7 @@ def test_a_german_key_writes_decimal_commas(lang):
     assert re.search(r"<mn>\d+,\d+</mn>", html) and not re.search(r"<mn>\d+\.\d+</mn>", html)
     assert 'class("normal", ",")' in typ
     assert re.search(r"\d\{,\}\d", tex)
+    assert "[U+" not in tex          # every character of the language's words is one LaTeX sets („…“, « … »)
     lt, region = i18n.get(lang).typst
     assert f'#set text(lang: "{lt}"' in typ
     assert f"{i18n.get(lang).babel_name}.ldf" in tex
