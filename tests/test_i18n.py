@@ -361,3 +361,20 @@ def test_the_page_checks_in_its_language(web, lang):
         assert d["title"] == i18n.translate(e["title"]) != e["title"]
         assert d["step"]["title"] != e["step"]["title"] and d["message"] != e["message"]
     assert _stray_english(d["message"] + " " + shown["summary_text"], solution("cats-chase-mice")) == []
+
+
+# ------------------------------------------------------------------ quizzes
+
+@pytest.mark.parametrize("lang", SHIPPED[:1])
+def test_a_quiz_in_the_language_has_the_same_manifest(tmp_path, cli, lang):
+    """quiz --lang: the LMS exports' question texts and feedback in the language, the manifest (data) the same."""
+    spec = ROOT / "problems" / "quiz-5-choice.toml"
+    for name, extra in (("en", ()), (lang, ("--lang", lang))):
+        code, out, err = cli("quiz", spec, "-n", "1", "--format", "moodle,gift", "--jobs", "1", "--quiet",
+                             "-o", tmp_path / name, *extra)
+        assert code == 0, err
+    assert (tmp_path / "en" / "manifest.json").read_bytes() == (tmp_path / lang / "manifest.json").read_bytes()
+    moodle = (tmp_path / lang / "moodle.xml").read_text(encoding="utf-8")
+    with i18n.using(lang):
+        assert i18n.tr("Correct.") in moodle and "Correct." not in moodle
+        assert i18n.tr("Variant {code}", code="") in moodle
