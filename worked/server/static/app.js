@@ -14,6 +14,16 @@ const S = {
 
 /* ------------------------------------------------------------------ helpers */
 
+/* The page's words in its language: the server puts the translations of this file's _t("…") strings (its
+   catalogue, worked/locale) into <script id="i18n" type="application/json">; {name} places are filled from args. */
+const I18N = (() => {
+  try { return JSON.parse(document.getElementById("i18n").textContent); } catch (e) { return {}; }
+})();
+function _t(msgid, args) {
+  const s = I18N[msgid] || msgid;
+  return args ? s.replace(/\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (m, k) => (k in args ? String(args[k]) : m)) : s;
+}
+
 const $ = (sel, root = document) => root.querySelector(sel);
 const $$ = (sel, root = document) => Array.from(root.querySelectorAll(sel));
 
@@ -49,15 +59,15 @@ async function api(path, body) {
   try {
     resp = await fetch(path, opts);
   } catch (e) {
-    throw new Error("cannot reach the server (is `worked serve` still running?)");
+    throw new Error(_t("cannot reach the server (is `worked serve` still running?)"));
   }
   const type = resp.headers.get("content-type") || "";
   if (type.includes("application/json")) {
     const data = await resp.json();
-    if (!resp.ok) throw new Error(data.error || `the server answered ${resp.status}`);
+    if (!resp.ok) throw new Error(data.error || _t("the server answered {status}", { status: resp.status }));
     return data;
   }
-  if (!resp.ok) throw new Error(`the server answered ${resp.status}`);
+  if (!resp.ok) throw new Error(_t("the server answered {status}", { status: resp.status }));
   return resp;
 }
 
@@ -90,7 +100,7 @@ async function saveBlob(resp, fallback) {
 
 function busy(button, on, label) {
   if (!button) return;
-  if (on) { button.dataset.label = button.textContent; button.textContent = label || "Working…"; button.disabled = true; }
+  if (on) { button.dataset.label = button.textContent; button.textContent = label || _t("Working…"); button.disabled = true; }
   else { button.textContent = button.dataset.label || button.textContent; button.disabled = false; }
 }
 
@@ -198,14 +208,13 @@ function pasteMatrix(ev, table, label, rowNames, colNames, onError) {
   const said = shown.length > 60 ? shown.slice(0, 57) + "…" : shown;
   const report = (msg) => { if (onError) onError(msg); };
   if (rows.some((r) => r.length !== width)) {
-    report(`Could not paste “${said}”: its rows have ${[...new Set(rows.map((r) => r.length))].join(" and ")} entries; ` +
-      `${label} needs ${colNames.length} entries in each of its ${rowNames.length} rows (${rowNames.join(", ")}).`);
+    report(_t("Could not paste “{text}”: its rows have {sizes} entries; {grid} needs {cols} entries in each of its {rows} rows ({names}).",
+      { text: said, sizes: [...new Set(rows.map((r) => r.length))].join(" / "), grid: label, cols: colNames.length, rows: rowNames.length, names: rowNames.join(", ") }));
     return;
   }
   if (rows.length > roomR || width > roomC) {
-    report(`Could not paste “${said}”: it is ${rows.length}×${width} (${rows.length} row${rows.length === 1 ? "" : "s"} of ${width}), ` +
-      `but from row ${rowNames[i0]}, column ${colNames[j0]} ${label} has room for ${roomR}×${roomC}; ` +
-      `${label} is ${rowNames.length}×${colNames.length} (rows ${rowNames.join(", ")}).`);
+    report(_t("Could not paste “{text}”: it is {r}×{c}, but from row {row}, column {col} {grid} has room for {roomR}×{roomC}; {grid} is {rows}×{cols} (rows {names}).",
+      { text: said, r: rows.length, c: width, row: rowNames[i0], col: colNames[j0], grid: label, roomR, roomC, rows: rowNames.length, cols: colNames.length, names: rowNames.join(", ") }));
     return;
   }
   rows.forEach((r, di) => r.forEach((v, dj) => {
@@ -291,7 +300,7 @@ function renderProblem() {
     for (const q of S.student.questions) {
       list.append(el("li", { text: `${q.name ? q.name + ": " : ""}${q.ask} (${q.points} pt${q.points === 1 ? "" : "s"}; ${q.tolerance})` }));
     }
-    facts.append(el("dt", { text: "Graded questions" }), el("dd", {}, list));
+    facts.append(el("dt", { text: _t("Graded questions") }), el("dd", {}, list));
   }
   const box = $("#problem-inputs");
   box.replaceChildren();
@@ -375,7 +384,7 @@ function renderAnswerGrids() {
 /* "weights[1,2]" as the grid labels it: "Attention weights[cats, chase]". */
 function readableAsk(ask, g) {
   return ask.replace(/^([\w.]+)\[([\d*]+),\s*([\d*]+)\]$/, (all, key, i, j) =>
-    `${g.label}[${i === "*" ? "every row" : g.rows[+i - 1] || i}, ${j === "*" ? "every column" : g.cols[+j - 1] || j}]`);
+    `${g.label}[${i === "*" ? _t("every row") : g.rows[+i - 1] || i}, ${j === "*" ? _t("every column") : g.cols[+j - 1] || j}]`);
 }
 
 function collectAnswers() {
@@ -416,10 +425,10 @@ async function checkAnswers(ev) {
   const status = $("#check-status");
   status.classList.remove("bad");
   const { answers, any } = collectAnswers();
-  if (!any) { status.textContent = "Type at least one answer first."; status.classList.add("bad"); return; }
+  if (!any) { status.textContent = _t("Type at least one answer first."); status.classList.add("bad"); return; }
   saveAnswers();
   const btn = $("#check-btn");
-  busy(btn, true, "Checking…");
+  busy(btn, true, _t("Checking…"));
   let report;
   try {
     const source = S.student.source;
@@ -461,14 +470,14 @@ function humanize(text) {
 function unreadableReason(raw, message) {
   const nums = raw.trim().split(/\s*[,;]\s+|\s*;\s*|\s+/).filter(Boolean);
   if (nums.length > 1 && nums.every((x) => /^[-+−]?\d*[.,]?\d+$/.test(x))) {
-    return `“${raw.trim()}” is ${nums.length} numbers; a cell holds one (paste a whole row or matrix into a cell to fill several)`;
+    return _t("“{text}” is {n} numbers; a cell holds one (paste a whole row or matrix into a cell to fill several)", { text: raw.trim(), n: nums.length });
   }
   let m = message || "";
   m = m.replace(/^[^:]*\[\d+,\d+\]:\s*/, "");
   m = m.replace(/^cannot read '(?:[^'\\]|\\.)*':\s*/, "").replace(/^cannot read "(?:[^"\\]|\\.)*":\s*/, "");
   const lead = raw.trim() + ": ";
   if (m.startsWith(lead)) m = m.slice(lead.length);
-  return `“${raw.trim()}” cannot be read: ${m || "not a number"}`;
+  return _t("“{text}” cannot be read: {why}", { text: raw.trim(), why: m || _t("not a number") });
 }
 
 function gridId(key) { return "grid-" + key.replace(/\W/g, "_"); }
@@ -519,25 +528,25 @@ async function renderReport(report) {
       }
     });
     const total = mine ? mine.cells.size : m.shape[0] * m.shape[1];
-    const parts = [`${c.correct} of ${total} ${mine ? "asked " : ""}correct`];
-    if (c.wrong) parts.push(`${c.wrong} wrong` + (c.carried_forward ? ` (${c.carried_forward} follow correctly from your earlier answers ↪)` : ""));
-    if (c.blank) parts.push(`${c.blank} not answered`);
-    if (c.invalid) parts.push(`${c.invalid} could not be read`);
+    const parts = [mine ? _t("{n} of {total} asked correct", { n: c.correct, total }) : _t("{n} of {total} correct", { n: c.correct, total })];
+    if (c.wrong) parts.push(_t("{n} wrong", { n: c.wrong }) + (c.carried_forward ? _t(" ({n} follow correctly from your earlier answers ↪)", { n: c.carried_forward }) : ""));
+    if (c.blank) parts.push(_t("{n} not answered", { n: c.blank }));
+    if (c.invalid) parts.push(_t("{n} could not be read", { n: c.invalid }));
     const p = $(".verdict", fs);
     const realWrong = c.wrong - (c.carried_forward || 0) + c.invalid;
     p.className = "verdict " + (realWrong ? "bad" : c.correct ? "ok" : "");
     p.textContent = parts.join(", ") + ".";
     if (m.consistent_with_earlier === true && c.wrong) {
-      p.append(el("br"), `Consistent with your earlier answers (${m.based_on.map(gridLabel).join(", ")}): the slip was earlier, not here.`);
+      p.append(el("br"), _t("Consistent with your earlier answers ({grids}): the slip was earlier, not here.", { grids: m.based_on.map(gridLabel).join(", ") }));
     }
     const hasExpected = $$(".cell-note .expected", fs).length > 0;
     if (hasExpected) {   // the expected values on demand: a button, for touch and keyboard alike
       fs.classList.add("hide-expected");
-      const b = el("button", { type: "button", class: "show-expected", "aria-expanded": "false", text: "Show the expected values" });
+      const b = el("button", { type: "button", class: "show-expected", "aria-expanded": "false", text: _t("Show the expected values") });
       b.addEventListener("click", () => {
         const on = fs.classList.toggle("hide-expected");
         b.setAttribute("aria-expanded", on ? "false" : "true");
-        b.textContent = on ? "Show the expected values" : "Hide the expected values";
+        b.textContent = on ? _t("Show the expected values") : _t("Hide the expected values");
       });
       p.append(" ", b);
     }
@@ -547,12 +556,12 @@ async function renderReport(report) {
       wrongAny = true;
       if (!(byGrid[key] || []).length && m.step && c.wrong - (c.carried_forward || 0) > 0) {
         // a plain slip: no mistake named, but the step to redo is
-        slot.append(el("p", { class: "reread" }, `A slip in ${label}: re-read Step ${m.step.number}: ${m.step.title}.`));
+        slot.append(el("p", { class: "reread" }, _t("A slip in {grid}: re-read Step {n}: {title}.", { grid: label, n: m.step.number, title: m.step.title })));
       }
       if (sv) {
         const steps = sv.steps.filter((s) => s.result === key);
         if (steps.length) {
-          const d = el("details", { class: "step" }, el("summary", { text: `Show the worked step for ${label}` }));
+          const d = el("details", { class: "step" }, el("summary", { text: _t("Show the worked step for {grid}", { grid: label }) }));
           steps.forEach((s) => d.append(renderStep(s, sv)));
           $(".step-slot", fs).append(d);
         }
@@ -577,27 +586,27 @@ async function renderReport(report) {
     report.summary_text = null;
   }
   const total = s.correct + s.wrong + s.blank + s.invalid;
-  summary.textContent = report.summary_text || (`${s.correct} of ${total} ${asked ? "asked " : ""}entries correct` +
-    (s.wrong ? `, ${s.wrong} wrong` + (s.carried_forward ? ` (${s.carried_forward} of them only because of an earlier slip)` : "") : "") +
-    (s.blank ? `, ${s.blank} not answered` : "") + (s.invalid ? `, ${s.invalid} could not be read` : "") + ".");
+  summary.textContent = report.summary_text || ((asked ? _t("{n} of {total} asked entries correct", { n: s.correct, total }) : _t("{n} of {total} entries correct", { n: s.correct, total })) +
+    (s.wrong ? _t(", {n} wrong", { n: s.wrong }) + (s.carried_forward ? _t(" ({n} of them only because of an earlier slip)", { n: s.carried_forward }) : "") : "") +
+    (s.blank ? _t(", {n} not answered", { n: s.blank }) : "") + (s.invalid ? _t(", {n} could not be read", { n: s.invalid }) : "") + ".");
   if (report.score) {
-    summary.append(el("br"), el("strong", { class: "score", text: `Points: ${report.score.earned} of ${report.score.points}` }),
-      " (" + report.questions.map((q) => `${q.name || q.ask}: ${q.earned} of ${q.points}`).join("; ") + ")");
+    summary.append(el("br"), el("strong", { class: "score", text: _t("Points: {earned} of {points}", { earned: report.score.earned, points: report.score.points }) }),
+      " (" + report.questions.map((q) => `${q.name || q.ask}: ` + _t("{earned} of {points}", { earned: q.earned, points: q.points })).join("; ") + ")");
   }
   const anyCarried = s.carried_forward > 0;
   summary.append(el("br"), el("span", { class: "legend-marks" },
-    el("span", { text: "✓ correct" }), el("span", { text: "✗ wrong" }),
-    anyCarried ? el("span", { text: "↪ wrong, but right from your own earlier answers" }) : null,
-    el("span", { text: "? could not be read" })));
+    el("span", { text: _t("✓ correct") }), el("span", { text: _t("✗ wrong") }),
+    anyCarried ? el("span", { text: _t("↪ wrong, but right from your own earlier answers") }) : null,
+    el("span", { text: _t("? could not be read") })));
   const diag = $("#diagnoses");
   diag.replaceChildren();
-  if (report.diagnoses.length) diag.append(el("h3", { text: "What went wrong" }));
+  if (report.diagnoses.length) diag.append(el("h3", { text: _t("What went wrong") }));
   for (const d of report.diagnoses) {
     const placed = Object.values(byGrid).some((ds) => ds.includes(d));
     if (!placed) { diag.append(diagnosisBox(d, sv, false)); continue; }
     const key = Object.keys(byGrid).find((k) => byGrid[k].includes(d));
-    diag.append(el("p", { class: "diag-link" }, (d.code === "early-rounding" ? "Note: " : "✗ ") + capital(d.title) + ": ",
-      el("a", { href: "#" + d._id }, `at ${gridLabel(key)}${d.step ? `, re-read ${stepSpan(d)}` : ""}`)));
+    diag.append(el("p", { class: "diag-link" }, (d.code === "early-rounding" ? _t("Note: ") : "✗ ") + capital(d.title) + ": ",
+      el("a", { href: "#" + d._id }, d.step ? _t("at {grid}, re-read {steps}", { grid: gridLabel(key), steps: stepSpan(d) }) : _t("at {grid}", { grid: gridLabel(key) }))));
   }
   for (const e of report.errors || []) {
     if (e.entry) continue;        // an unreadable entry is shown in its cell
@@ -609,7 +618,7 @@ async function renderReport(report) {
   if (report.diagnoses.length) {
     const first = report.diagnoses[0];
     status.append(" ", el("a", { href: "#" + first._id, class: "to-diag" },
-      `What went wrong: ${first.title}${report.diagnoses.length > 1 ? ` (and ${report.diagnoses.length - 1} more)` : ""}`));
+      report.diagnoses.length > 1 ? _t("What went wrong: {title} (and {n} more)", { title: first.title, n: report.diagnoses.length - 1 }) : _t("What went wrong: {title}", { title: first.title })));
   }
   $("#solution-actions").hidden = S.info.no_solutions;
   $("#feedback").hidden = false;
@@ -633,7 +642,7 @@ function stepSpan(d) {
   const nums = [d.step.number, ...(d.matrices || []).map((k) => mats[k] && mats[k].step && mats[k].step.number)]
     .filter((n) => Number.isInteger(n));
   const lo = Math.min(...nums), hi = Math.max(...nums);
-  return hi > lo ? `Steps ${lo}–${hi}` : `Step ${d.step.number}`;
+  return hi > lo ? _t("Steps {lo}–{hi}", { lo, hi }) : _t("Step {n}", { n: d.step.number });
 }
 
 function capital(t) { return t.charAt(0).toUpperCase() + t.slice(1); }
@@ -642,13 +651,13 @@ function capital(t) { return t.charAt(0).toUpperCase() + t.slice(1); }
 function diagnosisBox(d, sv, atGrid) {   // atGrid: the key of the grid it is shown at, or false
   const info = d.code === "early-rounding";
   const box = el("div", { class: "diag" + (info ? " info" : ""), role: info ? null : "note", id: d._id, tabindex: "-1" },
-    el(atGrid ? "p" : "h3", { class: "diag-title" }, (info ? "Note: " : "✗ ") + capital(d.title) + " ", el("code", { text: d.code })),
+    el(atGrid ? "p" : "h3", { class: "diag-title" }, (info ? _t("Note: ") : "✗ ") + capital(d.title) + " ", el("code", { text: d.code })),
     el("p", { text: humanize(d.message) }),
-    d.matrices && d.matrices.length ? el("p", { text: "Where: " + d.matrices.map(gridLabel).join(", ") + "." }) : null);
+    d.matrices && d.matrices.length ? el("p", { text: _t("Where: {grids}.", { grids: d.matrices.map(gridLabel).join(", ") }) }) : null);
   if (d.step) {
     const span = stepSpan(d);
-    box.append(el("p", { class: "reread", text: span.startsWith("Steps") ? `Re-read ${span}, from Step ${d.step.number}: ${d.step.title}.`
-      : `Re-read ${span}: ${d.step.title}.` }));
+    box.append(el("p", { class: "reread", text: span !== _t("Step {n}", { n: d.step.number }) ? _t("Re-read {steps}, from Step {n}: {title}.", { steps: span, n: d.step.number, title: d.step.title })
+      : _t("Re-read {steps}: {title}.", { steps: span, title: d.step.title }) }));
     const own = sv && atGrid && sv.steps[d.step.number - 1] && sv.steps[d.step.number - 1].result === atGrid;
     if (sv && sv.steps[d.step.number - 1] && !own) {   // (the grid's own step is under the grid already)
       const det = el("details", { class: "step" }, el("summary", { text: `Show Step ${d.step.number}` }));
@@ -673,7 +682,7 @@ function renderStep(step, sv, number) {
   if (step.why) box.append(el("p", { class: "why", text: step.why }));
   if (step.shape) box.append(el("p", { class: "shape", text: `shapes: ${step.shape}` }));
   for (const note of step.notes || []) box.append(el("p", { class: "notes", text: note }));
-  const lines = el("div", { class: "lines", tabindex: "0", role: "region", "aria-label": `Step ${n}, the lines` });
+  const lines = el("div", { class: "lines", tabindex: "0", role: "region", "aria-label": _t("Step {n}, the lines", { n }) });
   let group = null;
   for (const ln of step.lines) {
     if (ln.group && ln.group !== group) {
@@ -700,10 +709,10 @@ function renderStep(step, sv, number) {
 
 async function showSolution() {
   const btn = $("#show-solution");
-  busy(btn, true, "Loading…");
+  busy(btn, true, _t("Loading…"));
   const sv = await solutionView();
   busy(btn, false);
-  if (!sv) { $("#check-status").textContent = "The worked solution is not available on this server."; return; }
+  if (!sv) { $("#check-status").textContent = _t("The worked solution is not available on this server."); return; }
   const body = $("#solution-body");
   body.replaceChildren();
   const steps = el("div", { class: "steps" });
@@ -725,12 +734,12 @@ function teacherShape() {
   const toks = v("tokens").split(/[\s,]+/).filter(Boolean);
   const int = (k, lo, hi) => {
     const x = Number(v(k));
-    if (!Number.isInteger(x) || x < lo || x > hi) throw new Error(`${$(T_FIELDS[k]).labels[0].firstChild.textContent.trim()}: expected a whole number from ${lo} to ${hi}`);
+    if (!Number.isInteger(x) || x < lo || x > hi) throw new Error(_t("{field}: expected a whole number from {lo} to {hi}", { field: $(T_FIELDS[k]).labels[0].firstChild.textContent.trim(), lo, hi }));
     return x;
   };
   const L = S.info.limits;
-  if (toks.length < 1) throw new Error("Tokens: type at least one token");
-  if (toks.length > L.tokens) throw new Error(`Tokens: at most ${L.tokens}`);
+  if (toks.length < 1) throw new Error(_t("Tokens: type at least one token"));
+  if (toks.length > L.tokens) throw new Error(_t("Tokens: at most {n}", { n: L.tokens }));
   return { title: v("title"), tokens: toks, d_model: int("d_model", 1, L.dim), d_k: int("d_k", 1, L.dim),
     d_v: int("d_v", 1, L.dim), heads: int("heads", 1, L.heads), scale: v("scale") || "sqrt",
     mask: v("mask"), decimals: int("decimals", 0, L.decimals) };
@@ -781,8 +790,8 @@ function fillTeacher(problem) {
   note.hidden = true;
   if (problem.blocks) {     // a chain: previewed and downloaded as loaded (its TOML file is where it is edited)
     S.teacher.whole = problem;
-    note.textContent = `“${problem.title}” is a chain of ${problem.blocks.length} blocks: the key, the sheets and ` +
-      "the quiz use it as loaded (edit its TOML file to change it). Make the grids to enter a problem instead.";
+    note.textContent = _t("“{title}” is a chain of {n} blocks: the key, the sheets and the quiz use it as loaded (edit its TOML file to change it). Make the grids to enter a problem instead.",
+      { title: problem.title, n: problem.blocks.length });
     note.hidden = false;
     $("#teacher-grids").replaceChildren();
     return;
@@ -816,13 +825,13 @@ function teacherProblem() {
     for (const input of $$("input", fs)) {
       if (input.value.trim() === "") {
         input.focus();
-        throw new Error(`${input.getAttribute("aria-label")} is empty`);
+        throw new Error(_t("{cell} is empty", { cell: input.getAttribute("aria-label") }));
       }
     }
     grids[fs.dataset.key] = readGrid($("table", fs));
   }
   if (!grids.X || grids.X.length !== sh.tokens.length || grids.X[0].length !== sh.d_model) {
-    throw new Error("The grids do not match the sizes above: press “Make the grids” first");
+    throw new Error(_t("The grids do not match the sizes above: press “Make the grids” first"));
   }
   const p = { title: sh.title, tokens: sh.tokens, X: grids.X, scale: sh.scale, mask: sh.mask, decimals: sh.decimals };
   if (sh.heads === 1) Object.assign(p, { W_Q: grids["h1.W_Q"], W_K: grids["h1.W_K"], W_V: grids["h1.W_V"] });
@@ -833,7 +842,7 @@ function teacherProblem() {
   }
   Object.assign(p, S.teacher.extra || {});
   if ($("#t-train").checked) {
-    if (!grids.T) throw new Error("The training step needs its target T: press “Make the grids” first");
+    if (!grids.T) throw new Error(_t("The training step needs its target T: press “Make the grids” first"));
     p.train = { target: grids.T, loss: "mse", lr: $("#t-lr").value.trim() || "1/10" };
   }
   return p;
@@ -853,7 +862,7 @@ async function download(problem, doc, fmt) {
     body: JSON.stringify({ problem, document: doc, format: fmt }),
   });
   if (!resp.ok) {
-    let msg = `the server answered ${resp.status}`;
+    let msg = _t("the server answered {status}", { status: resp.status });
     try { msg = (await resp.json()).error || msg; } catch (e) { /* not JSON */ }
     throw new Error(msg);
   }
@@ -864,25 +873,25 @@ async function download(problem, doc, fmt) {
 function randomFamily() {
   const v = (k) => $("#r-" + k).value.trim();
   const whole = (k, label) => {
-    if (!/^-?\d+$/.test(v(k))) throw new Error(`${label}: expected a whole number`);
+    if (!/^-?\d+$/.test(v(k))) throw new Error(_t("{field}: expected a whole number", { field: label }));
     return parseInt(v(k), 10);
   };
   const family = {
-    d_model: whole("d_model", "d_model"), d_k: whole("d_k", "d_k"), heads: whole("heads", "Heads"),
-    range: [whole("lo", "Smallest entry"), whole("hi", "Largest entry")], mask: v("mask"),
-    scale: v("scale") || "sqrt", decimals: whole("decimals", "Decimals"),
+    d_model: whole("d_model", "d_model"), d_k: whole("d_k", "d_k"), heads: whole("heads", _t("Heads")),
+    range: [whole("lo", _t("Smallest entry")), whole("hi", _t("Largest entry"))], mask: v("mask"),
+    scale: v("scale") || "sqrt", decimals: whole("decimals", _t("Decimals")),
   };
   if (/^\d+$/.test(v("tokens"))) family.tokens = parseInt(v("tokens"), 10);
   else family.words = v("tokens").split(/[\s,]+/).filter(Boolean);
   if (v("d_v")) family.d_v = whole("d_v", "d_v");
-  if (v("wlo") || v("whi")) family.weight_range = [whole("wlo", "Smallest weight-matrix entry"), whole("whi", "Largest weight-matrix entry")];
+  if (v("wlo") || v("whi")) family.weight_range = [whole("wlo", _t("Smallest weight-matrix entry")), whole("whi", _t("Largest weight-matrix entry"))];
   const number = (k, label) => {
-    if (!/^\d*\.?\d+$/.test(v(k))) throw new Error(`${label}: expected a number such as 0.5`);
+    if (!/^\d*\.?\d+$/.test(v(k))) throw new Error(_t("{field}: expected a number such as 0.5", { field: label }));
     return parseFloat(v(k));
   };
-  if (v("max_weight")) family.max_weight = number("max_weight", "Largest weight");
-  if (v("min_weight")) family.min_weight = number("min_weight", "Smallest weight");
-  if (v("max_score")) family.max_score = number("max_score", "Largest |scaled score|");
+  if (v("max_weight")) family.max_weight = number("max_weight", _t("Largest weight"));
+  if (v("min_weight")) family.min_weight = number("min_weight", _t("Smallest weight"));
+  if (v("max_score")) family.max_score = number("max_score", _t("Largest |scaled score|"));
   family.ties = $("#r-ties").checked;
   // the architectures the solver has: cross-attention, a chain of blocks, a training step
   if (v("attention") === "cross") {
@@ -906,17 +915,17 @@ function randomFamily() {
 function buildRandomForm() {
   const form = $("#random-form");
   const knobs = [
-    ["tokens", "Tokens", "3", "a count, or words separated by spaces"],
+    ["tokens", _t("Tokens"), "3", _t("a count, or words separated by spaces")],
     ["d_model", "d_model", "4"], ["d_k", "d_k", "2"], ["d_v", "d_v", "", "empty: same as d_k"],
-    ["heads", "Heads", "1"], ["lo", "Smallest entry", "-2"], ["hi", "Largest entry", "3"],
-    ["wlo", "Smallest weight-matrix entry", "", "empty: as the entries"], ["whi", "Largest weight-matrix entry", "", "empty: as the entries"],
-    ["mask", "Mask", "none"], ["scale", "Scale", "sqrt", "sqrt, none or a number"], ["decimals", "Decimals", "2"],
-    ["max_weight", "Largest weight", "0.9", "in every softmax row"], ["min_weight", "Smallest weight", "", "empty: one unit of the last place"],
-    ["max_score", "Largest |scaled score|", "5", "0: no limit"], ["ties", "Allow ties for the largest score", ""],
-    ["attention", "Attention", "self"], ["tokens_enc", "Encoder tokens", "", "cross: a count or words; empty: as the tokens"],
-    ["blocks", "Blocks", "", "a chain, such as self-causal, cross; empty: one block"],
-    ["train", "Add a training step", ""], ["lr", "Learning rate", "", "empty: the default"],
-    ["seed", "Seed", "1"],
+    ["heads", _t("Heads"), "1"], ["lo", _t("Smallest entry"), "-2"], ["hi", _t("Largest entry"), "3"],
+    ["wlo", _t("Smallest weight-matrix entry"), "", _t("empty: as the entries")], ["whi", _t("Largest weight-matrix entry"), "", _t("empty: as the entries")],
+    ["mask", _t("Mask"), "none"], ["scale", _t("Scale"), "sqrt", _t("sqrt, none or a number")], ["decimals", _t("Decimals"), "2"],
+    ["max_weight", _t("Largest weight"), "0.9", _t("in every softmax row")], ["min_weight", _t("Smallest weight"), "", _t("empty: one unit of the last place")],
+    ["max_score", _t("Largest |scaled score|"), "5", _t("0: no limit")], ["ties", _t("Allow ties for the largest score"), ""],
+    ["attention", _t("Attention"), "self"], ["tokens_enc", _t("Encoder tokens"), "", _t("cross: a count or words; empty: as the tokens")],
+    ["blocks", _t("Blocks"), "", _t("a chain, such as self-causal, cross; empty: one block")],
+    ["train", _t("Add a training step"), ""], ["lr", _t("Learning rate"), "", _t("empty: the default")],
+    ["seed", _t("Seed"), "1"],
   ];
   for (const [key, label, def, help] of knobs) {
     const id = "r-" + key;
@@ -931,19 +940,19 @@ function buildRandomForm() {
       el("label", { for: id }, label, help ? el("span", { class: "sub", text: ` (${help})` }) : null), input));
     if (key === "blocks" || key === "tokens_enc") form.lastChild.classList.add("wide");
   }
-  form.append(el("div", { class: "field wide" }, el("button", { type: "submit", class: "primary", id: "draw", text: "Draw a problem" })));
+  form.append(el("div", { class: "field wide" }, el("button", { type: "submit", class: "primary", id: "draw", text: _t("Draw a problem") })));
   form.addEventListener("submit", (ev) => {
     ev.preventDefault();
     teacherAction(async () => {
       const family = randomFamily();
       const v = (k) => $("#r-" + k).value.trim();
-      if (!/^\d+$/.test(v("seed"))) throw new Error("Seed: expected a whole number");
+      if (!/^\d+$/.test(v("seed"))) throw new Error(_t("Seed: expected a whole number"));
       const seed = parseInt(v("seed"), 10);
       family.title = `random problem (seed ${seed})`;
       const data = await api("/api/new", { family, seed });
       S.teacher.problem = data.problem;
       fillTeacher(data.problem);
-      $("#teacher-status").textContent = `Drew “${data.problem.title}”. Preview the key or download below.`;
+      $("#teacher-status").textContent = _t("Drew “{title}”. Preview the key or download below.", { title: data.problem.title });
     }, $("#draw"));
   });
 }
@@ -1000,14 +1009,14 @@ function setupQuizBuilder() {
     if (!load.value) return;
     try {
       $("#q-spec").value = (await api("/api/quiz-specs/" + encodeURIComponent(load.value))).text;
-      $("#quiz-status").textContent = `Loaded the spec ${load.value}.`;
+      $("#quiz-status").textContent = _t("Loaded the spec {name}.", { name: load.value });
     } catch (e) { showError($("#quiz-error"), e); }
   });
   $("#q-family").addEventListener("click", () => {
     showError($("#quiz-error"), null);
     try {
       $("#q-spec").value = withFamily($("#q-spec").value, randomFamily());
-      $("#quiz-status").textContent = "The spec's [family] is now the random problem's knobs.";
+      $("#quiz-status").textContent = _t("The spec's [family] is now the random problem's knobs.");
     } catch (e) { showError($("#quiz-error"), e); }
   });
   $("#quiz-form").addEventListener("submit", (ev) => {
@@ -1018,25 +1027,25 @@ function setupQuizBuilder() {
     const whole = (id, label) => {
       const v = $(id).value.trim();
       if (v === "") return undefined;
-      if (!/^\d{1,15}$/.test(v)) throw new Error(`${label}: expected a whole number ≥ 0, got “${v}”`);
+      if (!/^\d{1,15}$/.test(v)) throw new Error(_t("{field}: expected a whole number ≥ 0, got “{value}”", { field: label, value: v }));
       return parseInt(v, 10);
     };
     (async () => {
-      busy(btn, true, "Making the quiz…");
+      busy(btn, true, _t("Making the quiz…"));
       try {
-        const body = { spec: $("#q-spec").value, seed: whole("#q-seed", "Seed"), count: whole("#q-count", "Variants"),
+        const body = { spec: $("#q-spec").value, seed: whole("#q-seed", _t("Seed")), count: whole("#q-count", _t("Variants")),
           formats: $$('input[name="q-fmt"]:checked').map((c) => c.value).join(",") };
         const file = $("#q-roster").files[0];
         if (file) body.roster = await file.text();
-        if (!body.formats) throw new Error("Formats: choose at least one");
+        if (!body.formats) throw new Error(_t("Formats: choose at least one"));
         const resp = await fetch("/api/quiz", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
         if (!resp.ok) {
-          let msg = `the server answered ${resp.status}`;
+          let msg = _t("the server answered {status}", { status: resp.status });
           try { msg = (await resp.json()).error || msg; } catch (e) { /* not JSON */ }
           throw new Error(msg);
         }
         await saveBlob(resp, "quiz.zip");
-        status.textContent = "The quiz is downloaded (quiz.zip).";
+        status.textContent = _t("The quiz is downloaded (quiz.zip).");
       } catch (e) { showError(err, e); } finally { busy(btn, false); }
     })();
   });
@@ -1071,7 +1080,7 @@ function setupTeacher() {
     const frame = $("#key-preview");
     frame.srcdoc = await resp.text();
     frame.hidden = false;
-    $("#teacher-status").textContent = "The key is below.";
+    $("#teacher-status").textContent = _t("The key is below.");
   }, ev.currentTarget));
   $("#try-student").addEventListener("click", (ev) => teacherAction(async () => {
     const problem = teacherProblem();
@@ -1096,7 +1105,7 @@ async function start() {
   try {
     S.info = await api("/api/info");
   } catch (e) {
-    $("#boot").textContent = "Could not load: " + e.message;
+    $("#boot").textContent = _t("Could not load: {error}", { error: e.message });
     return;
   }
   $("#boot").hidden = true;
@@ -1109,7 +1118,7 @@ async function start() {
     $("#problem-pick").hidden = true;
     $("#code-form").hidden = false;
   } else {
-    sel.append(el("option", { value: "", text: "Choose a problem…" }));
+    sel.append(el("option", { value: "", text: _t("Choose a problem…") }));
     for (const p of S.info.problems) sel.append(el("option", { value: p.name, text: p.title || p.name }));
   }
   sel.addEventListener("change", () => {
@@ -1158,7 +1167,7 @@ function markOverflow() {
   for (const box of $$(".grid .scroll")) {
     const more = box.scrollWidth > box.clientWidth + 1;
     let hint = box.nextElementSibling && box.nextElementSibling.classList.contains("more") ? box.nextElementSibling : null;
-    if (more && !hint) box.after(el("p", { class: "more", text: "Scroll the grid sideways for more columns →" }));
+    if (more && !hint) box.after(el("p", { class: "more", text: _t("Scroll the grid sideways for more columns →") }));
     if (!more && hint) hint.remove();
   }
 }
