@@ -20,7 +20,7 @@ from babel.messages.pofile import read_po
 from sheet_support import PROBLEMS
 
 import worked
-from worked import eq, i18n, printers
+from worked import eq, i18n, printers, stages
 from worked.chain import ChainSolution
 from worked.render import typst as Y
 from worked.render import view
@@ -63,7 +63,7 @@ def test_the_template_holds_every_marked_string(tmp_path):
     if not pybabel.exists():
         pytest.skip("pybabel is not installed next to this Python")
     out = tmp_path / "worked.pot"
-    subprocess.run([str(pybabel), "-q", "extract", "-F", "babel.cfg", "-k", "say", "-k", "N_", "-k", "_markup", "--no-location",
+    subprocess.run([str(pybabel), "-q", "extract", "-F", "babel.cfg", "-k", "say", "-k", "N_", "-k", "_markup", "-k", "_t", "--no-location",
                     "--sort-output", "--omit-header", "-o", str(out), "."], cwd=ROOT, check=True, timeout=120)
     with open(out, "rb") as f:
         fresh = ids(read_po(f))
@@ -155,7 +155,7 @@ PROBLEMS_BY_NAME = {p.stem: p for p in PROBLEMS}
 NAMES = sorted(PROBLEMS_BY_NAME)
 #: English words that no sentence in another language has (whole words, as a page's text shows them)
 ENGLISH = re.compile(r"\b(the|of|and|is|are|with|each|every|Step|Task|Multiply|Compute|Divide|wrong|correct|"
-                     r"answers?|places|row|column|weights?|scores are|token's|Worked solution|Answer key|Worksheet)\b")
+                     r"answers?|places|row|column|weights?|scores are|token.s|exact|Worked solution|Answer key|Worksheet)\b")
 
 
 def _visible(html: str) -> str:
@@ -291,12 +291,72 @@ CHECKS = [("cats-chase-mice", "cats-chase-mice-no-scaling.toml"), ("cats-chase-m
 @pytest.mark.parametrize("lang", SHIPPED)
 @pytest.mark.parametrize("problem,answers", CHECKS)
 def test_check_report_in_the_language(problem, answers, lang, cli):
-    args = (PROBLEMS_BY_NAME[problem], PROBLEMS / "answers" / answers)
+    args = (PROBLEMS_BY_NAME[problem], ROOT / "problems" / "answers" / answers)
     code_en, en, _ = cli("check", *args)
     code, out, err = cli("check", *args, "--lang", lang)
     assert code == code_en and out != en and "Traceback" not in err
     text = re.sub(r"\b[\w-]+-[\w-]+\b", " ", out)          # the mistakes' codes (no-scaling) are names, not words
+    ids = {s.id for s in stages.every()}                    # and the matrices' keys (weights, scores) too
+    text = " ".join(w for w in re.split(r"(\W)", text) if w not in ids)
     assert _stray_english(text, solution(problem)) == []
     # the JSON is the same data in every language
     assert json.loads(cli("check", *args, "--format", "json", "--lang", lang)[1]) == \
         json.loads(cli("check", *args, "--format", "json")[1])
+
+
+# ------------------------------------------------------------------ the web page
+
+@pytest.fixture(scope="module")
+def web():
+    import warnings
+
+    pytest.importorskip("httpx")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from starlette.testclient import TestClient
+    from worked.server.app import Config, create_app
+
+    with TestClient(create_app(Config(problems_dir=ROOT / "problems")), raise_server_exceptions=False) as c:
+        yield c
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+@pytest.mark.parametrize("lang", SHIPPED)
+def test_the_web_page_follows_accept_language(web, lang):
+    loc = i18n.get(lang)
+    page = web.get("/", headers={"Accept-Language": f"{loc.html_lang};q=0.9, en;q=0.5"}).text
+    assert f'<html lang="{loc.html_lang}">' in page and f'<option value="{lang}" selected>' in page
+    assert _stray_english(_visible(page), solution("cats-chase-mice")) == []
+    table = json.loads(re.search(r'<script id="i18n" type="application/json">(.*?)</script>', page, re.S).group(1))
+    assert table and all(loc.gettext(k) == v for k, v in table.items())       # the script's words, from the catalogue
+    en = web.get("/", headers={"Accept-Language": "en-GB"}).text
+    assert '<html lang="en">' in en and '<script id="i18n" type="application/json">{}</script>' in en
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+@pytest.mark.parametrize("lang", SHIPPED)
+def test_the_selector_wins_and_is_remembered(web, lang):
+    r = web.get(f"/?lang={lang}", headers={"Accept-Language": "en"})
+    assert f'<html lang="{i18n.get(lang).html_lang}">' in r.text and r.cookies.get("worked_lang") == lang
+    r = web.get("/", headers={"Accept-Language": "en"}, cookies={"worked_lang": lang})
+    assert f'<html lang="{i18n.get(lang).html_lang}">' in r.text
+    web.cookies.clear()
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+@pytest.mark.parametrize("lang", SHIPPED)
+def test_the_page_checks_in_its_language(web, lang):
+    """The page's check answers in the request's language (step titles, mistakes, summary); the same request in
+    English is the CLI's JSON, word for word."""
+    problem = worked.Problem.from_file(str(PROBLEMS_BY_NAME["cats-chase-mice"])).to_dict()
+    answers = {"scaled": [[2, 4, 2], [3, 3, 3], [2, 3, 2]]}
+    shown = web.post(f"/api/check?lang={lang}", json={"problem": problem, "answers": answers}).json()
+    en = web.post("/api/check", json={"problem": problem, "answers": answers}, headers={"Accept-Language": "en"}).json()
+    web.cookies.clear()
+    assert shown["summary"] == en["summary"] and shown["matrices"].keys() == en["matrices"].keys()
+    d, e = shown["diagnoses"][0], en["diagnoses"][0]
+    assert d["code"] == e["code"] == "no-scaling"
+    with i18n.using(lang):
+        assert d["title"] == i18n.translate(e["title"]) != e["title"]
+        assert d["step"]["title"] != e["step"]["title"] and d["message"] != e["message"]
+    assert _stray_english(d["message"] + " " + shown["summary_text"], solution("cats-chase-mice")) == []

@@ -465,7 +465,10 @@ class Report:
         return line + rest + "."
 
     def to_dict(self) -> dict:
-        return {
+        """The report as data (``worked check --format json``: English). Made in another language (the web page's
+        check, :func:`worked.i18n.using`), its words are that language's: the step titles, the mistakes' titles and
+        messages, the summary line and the tolerance's description."""
+        d = {
             "title": self.title,
             "decimals": self.decimals,
             "tolerance": self.tolerance.to_dict(self.decimals),
@@ -475,6 +478,7 @@ class Report:
             "diagnoses": self.diagnoses,
             "errors": self.errors,
         }
+        return d if current().is_source else _in_language(d)
 
     def text(self) -> str:
         out = []
@@ -567,6 +571,21 @@ def _words(prose) -> _Words:
         w = _Words(printers.text(prose))
     w.prose = prose
     return w
+
+
+def _in_language(d):
+    """A report's data with its words in the current language (a copy): words that remember their prose printed
+    again, a mistake's title translated."""
+    if isinstance(d, dict):
+        out = {k: _in_language(v) for k, v in d.items()}
+        if isinstance(d.get("code"), str) and d["code"] in MISTAKES and isinstance(d.get("title"), str):
+            out["title"] = translate(d["title"])
+        return out
+    if isinstance(d, list):
+        return [_in_language(v) for v in d]
+    if getattr(d, "prose", None) is not None:
+        return _shown(d)
+    return d
 
 
 def _shown(text: str) -> str:

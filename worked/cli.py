@@ -271,6 +271,9 @@ def _serve_options(p):
                    help="a Host name the page may be reached by, e.g. the name a reverse proxy forwards "
                         "(repeatable; default: the --host address, and localhost when it is a loopback address; "
                         "with --host 0.0.0.0 any name unless given)")
+    p.add_argument("--lang", default=None, metavar="LANG",
+                   help="the page's language when the browser asks for none of ours (its Accept-Language, or the "
+                        "page's language selector, comes first; default: en)")
     p.set_defaults(func=cmd_serve)
 
 
@@ -353,7 +356,8 @@ def cmd_serve(args) -> int:
 
     cfg = Config(problems_dir=root.resolve() if root else None, no_solutions=args.no_solutions,
                  solve_timeout=args.timeout, allowed_hosts=_allowed_hosts(args.host, args.allowed_host),
-                 read_timeout=args.read_timeout, client_connections=args.connections_per_client)
+                 read_timeout=args.read_timeout, client_connections=args.connections_per_client,
+                 lang=_language(args))
     open_files = _raise_open_files_limit()
     # Connections: uvicorn's h11 protocol with a read deadline per request and a cap per client address
     # (worked.server.connections: why that and not another server); idle keep-alive connections are closed

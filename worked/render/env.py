@@ -91,8 +91,13 @@ def _gettext_markup(kind: str):
             from .texesc import TexRaw as raw, tex_escape as escape
         elif kind == "typ":
             from .typesc import Typ as raw, esc as escape
-        else:
-            from markupsafe import Markup as raw, escape
+        else:       # HTML text: an apostrophe stays one (as _ writes it)
+            import html
+
+            from markupsafe import Markup as raw
+
+            def escape(s):
+                return html.escape(s, quote=False)
         pieces = i18n.current().pieces(msgid, markup)
         return raw("".join(str(x) if k % 2 else str(escape(x)) for k, x in enumerate(pieces)))
     return tr

@@ -572,7 +572,7 @@ def build(sol, kind: str, student: dict | None = None, questions: Questions | No
             pass        # a number (the loss): the step's last line shows it, L ≈ 2.24, never as a 1×1 matrix
         elif res is not None:
             if show_exact(res, places, sol.display == "decimal"):
-                views.append(mat_view(res, places, exact=True, caption="exact"))
+                views.append(mat_view(res, places, exact=True, caption=_("exact")))
                 views.append(mat_view(res, places, caption=_("to {places} places", places=places)))
             else:
                 views.append(mat_view(res, places))

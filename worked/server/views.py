@@ -13,6 +13,7 @@ import xml.etree.ElementTree as ET
 from typing import Any
 
 from .. import eq, printers, stages
+from ..i18n import _
 from ..errors import WorkedError
 from ..problem import Problem
 from ..render import view as V
@@ -124,11 +125,13 @@ def problem_view(problem: Problem) -> dict:
               "hint": g["hint"], **_heading(g["eq"])} for g in page.grids]
     # the page model's facts, with scaling and mask on rows of their own and how answers may be typed
     blocks = problem.block_problems() if hasattr(problem, "block_problems") else None    # a chain ([[blocks]])
-    mask = V.mask_text(problem) if blocks is None else "; ".join(f"block {k}: {V.mask_text(p)}"
+    mask = V.mask_text(problem) if blocks is None else "; ".join(_("block {k}: {mask}", k=k, mask=V.mask_text(p))
                                                                   for k, p in enumerate(blocks, 1))
-    facts = [{"label": label, "text": text} for label, text in page.facts if label != "Scaling"] + [
-             {"label": "Scaling", "text": V.scale_text(blocks[0] if blocks else problem)}, {"label": "Mask", "text": mask},
-             {"label": "Answers", "text": f"decimals to {page.places} places, or exact forms like {ANSWERS_FORMS}"}]
+    facts = [{"label": label, "text": text} for label, text in page.facts if label != _("Scaling")] + [
+             {"label": _("Scaling"), "text": V.scale_text(blocks[0] if blocks else problem)},
+             {"label": _("Mask"), "text": mask},
+             {"label": _("Answers"), "text": _("decimals to {places} places, or exact forms like {forms}",
+                                               places=page.places, forms=ANSWERS_FORMS)}]
     return {
         "title": page.title,
         "tokens": page.tokens,

@@ -14,6 +14,16 @@ const S = {
 
 /* ------------------------------------------------------------------ helpers */
 
+/* The page's words in its language: the server puts the translations of this file's _t("…") strings (its
+   catalogue, worked/locale) into <script id="i18n" type="application/json">; {name} places are filled from args. */
+const I18N = (() => {
+  try { return JSON.parse(document.getElementById("i18n").textContent); } catch (e) { return {}; }
+})();
+function _t(msgid, args) {
+  const s = I18N[msgid] || msgid;
+  return args ? s.replace(/\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (m, k) => (k in args ? String(args[k]) : m)) : s;
+}
+
 const $ = (sel, root = document) => root.querySelector(sel);
 const $$ = (sel, root = document) => Array.from(root.querySelectorAll(sel));
 
@@ -90,7 +100,7 @@ async function saveBlob(resp, fallback) {
 
 function busy(button, on, label) {
   if (!button) return;
-  if (on) { button.dataset.label = button.textContent; button.textContent = label || "Working…"; button.disabled = true; }
+  if (on) { button.dataset.label = button.textContent; button.textContent = label || _t("Working…"); button.disabled = true; }
   else { button.textContent = button.dataset.label || button.textContent; button.disabled = false; }
 }
 
@@ -291,7 +301,7 @@ function renderProblem() {
     for (const q of S.student.questions) {
       list.append(el("li", { text: `${q.name ? q.name + ": " : ""}${q.ask} (${q.points} pt${q.points === 1 ? "" : "s"}; ${q.tolerance})` }));
     }
-    facts.append(el("dt", { text: "Graded questions" }), el("dd", {}, list));
+    facts.append(el("dt", { text: _t("Graded questions") }), el("dd", {}, list));
   }
   const box = $("#problem-inputs");
   box.replaceChildren();
@@ -375,7 +385,7 @@ function renderAnswerGrids() {
 /* "weights[1,2]" as the grid labels it: "Attention weights[cats, chase]". */
 function readableAsk(ask, g) {
   return ask.replace(/^([\w.]+)\[([\d*]+),\s*([\d*]+)\]$/, (all, key, i, j) =>
-    `${g.label}[${i === "*" ? "every row" : g.rows[+i - 1] || i}, ${j === "*" ? "every column" : g.cols[+j - 1] || j}]`);
+    `${g.label}[${i === "*" ? _t("every row") : g.rows[+i - 1] || i}, ${j === "*" ? _t("every column") : g.cols[+j - 1] || j}]`);
 }
 
 function collectAnswers() {
@@ -416,10 +426,10 @@ async function checkAnswers(ev) {
   const status = $("#check-status");
   status.classList.remove("bad");
   const { answers, any } = collectAnswers();
-  if (!any) { status.textContent = "Type at least one answer first."; status.classList.add("bad"); return; }
+  if (!any) { status.textContent = _t("Type at least one answer first."); status.classList.add("bad"); return; }
   saveAnswers();
   const btn = $("#check-btn");
-  busy(btn, true, "Checking…");
+  busy(btn, true, _t("Checking…"));
   let report;
   try {
     const source = S.student.source;
@@ -519,25 +529,25 @@ async function renderReport(report) {
       }
     });
     const total = mine ? mine.cells.size : m.shape[0] * m.shape[1];
-    const parts = [`${c.correct} of ${total} ${mine ? "asked " : ""}correct`];
-    if (c.wrong) parts.push(`${c.wrong} wrong` + (c.carried_forward ? ` (${c.carried_forward} follow correctly from your earlier answers ↪)` : ""));
-    if (c.blank) parts.push(`${c.blank} not answered`);
-    if (c.invalid) parts.push(`${c.invalid} could not be read`);
+    const parts = [mine ? _t("{n} of {total} asked correct", { n: c.correct, total }) : _t("{n} of {total} correct", { n: c.correct, total })];
+    if (c.wrong) parts.push(_t("{n} wrong", { n: c.wrong }) + (c.carried_forward ? _t(" ({n} follow correctly from your earlier answers ↪)", { n: c.carried_forward }) : ""));
+    if (c.blank) parts.push(_t("{n} not answered", { n: c.blank }));
+    if (c.invalid) parts.push(_t("{n} could not be read", { n: c.invalid }));
     const p = $(".verdict", fs);
     const realWrong = c.wrong - (c.carried_forward || 0) + c.invalid;
     p.className = "verdict " + (realWrong ? "bad" : c.correct ? "ok" : "");
     p.textContent = parts.join(", ") + ".";
     if (m.consistent_with_earlier === true && c.wrong) {
-      p.append(el("br"), `Consistent with your earlier answers (${m.based_on.map(gridLabel).join(", ")}): the slip was earlier, not here.`);
+      p.append(el("br"), _t("Consistent with your earlier answers ({grids}): the slip was earlier, not here.", { grids: m.based_on.map(gridLabel).join(", ") }));
     }
     const hasExpected = $$(".cell-note .expected", fs).length > 0;
     if (hasExpected) {   // the expected values on demand: a button, for touch and keyboard alike
       fs.classList.add("hide-expected");
-      const b = el("button", { type: "button", class: "show-expected", "aria-expanded": "false", text: "Show the expected values" });
+      const b = el("button", { type: "button", class: "show-expected", "aria-expanded": "false", text: _t("Show the expected values") });
       b.addEventListener("click", () => {
         const on = fs.classList.toggle("hide-expected");
         b.setAttribute("aria-expanded", on ? "false" : "true");
-        b.textContent = on ? "Show the expected values" : "Hide the expected values";
+        b.textContent = on ? _t("Show the expected values") : _t("Hide the expected values");
       });
       p.append(" ", b);
     }
@@ -547,12 +557,12 @@ async function renderReport(report) {
       wrongAny = true;
       if (!(byGrid[key] || []).length && m.step && c.wrong - (c.carried_forward || 0) > 0) {
         // a plain slip: no mistake named, but the step to redo is
-        slot.append(el("p", { class: "reread" }, `A slip in ${label}: re-read Step ${m.step.number}: ${m.step.title}.`));
+        slot.append(el("p", { class: "reread" }, _t("A slip in {grid}: re-read Step {n}: {title}.", { grid: label, n: m.step.number, title: m.step.title })));
       }
       if (sv) {
         const steps = sv.steps.filter((s) => s.result === key);
         if (steps.length) {
-          const d = el("details", { class: "step" }, el("summary", { text: `Show the worked step for ${label}` }));
+          const d = el("details", { class: "step" }, el("summary", { text: _t("Show the worked step for {grid}", { grid: label }) }));
           steps.forEach((s) => d.append(renderStep(s, sv)));
           $(".step-slot", fs).append(d);
         }
@@ -577,27 +587,27 @@ async function renderReport(report) {
     report.summary_text = null;
   }
   const total = s.correct + s.wrong + s.blank + s.invalid;
-  summary.textContent = report.summary_text || (`${s.correct} of ${total} ${asked ? "asked " : ""}entries correct` +
-    (s.wrong ? `, ${s.wrong} wrong` + (s.carried_forward ? ` (${s.carried_forward} of them only because of an earlier slip)` : "") : "") +
-    (s.blank ? `, ${s.blank} not answered` : "") + (s.invalid ? `, ${s.invalid} could not be read` : "") + ".");
+  summary.textContent = report.summary_text || ((asked ? _t("{n} of {total} asked entries correct", { n: s.correct, total }) : _t("{n} of {total} entries correct", { n: s.correct, total })) +
+    (s.wrong ? _t(", {n} wrong", { n: s.wrong }) + (s.carried_forward ? _t(" ({n} of them only because of an earlier slip)", { n: s.carried_forward }) : "") : "") +
+    (s.blank ? _t(", {n} not answered", { n: s.blank }) : "") + (s.invalid ? _t(", {n} could not be read", { n: s.invalid }) : "") + ".");
   if (report.score) {
-    summary.append(el("br"), el("strong", { class: "score", text: `Points: ${report.score.earned} of ${report.score.points}` }),
-      " (" + report.questions.map((q) => `${q.name || q.ask}: ${q.earned} of ${q.points}`).join("; ") + ")");
+    summary.append(el("br"), el("strong", { class: "score", text: _t("Points: {earned} of {points}", { earned: report.score.earned, points: report.score.points }) }),
+      " (" + report.questions.map((q) => `${q.name || q.ask}: ` + _t("{earned} of {points}", { earned: q.earned, points: q.points })).join("; ") + ")");
   }
   const anyCarried = s.carried_forward > 0;
   summary.append(el("br"), el("span", { class: "legend-marks" },
-    el("span", { text: "✓ correct" }), el("span", { text: "✗ wrong" }),
-    anyCarried ? el("span", { text: "↪ wrong, but right from your own earlier answers" }) : null,
-    el("span", { text: "? could not be read" })));
+    el("span", { text: _t("✓ correct") }), el("span", { text: _t("✗ wrong") }),
+    anyCarried ? el("span", { text: _t("↪ wrong, but right from your own earlier answers") }) : null,
+    el("span", { text: _t("? could not be read") })));
   const diag = $("#diagnoses");
   diag.replaceChildren();
-  if (report.diagnoses.length) diag.append(el("h3", { text: "What went wrong" }));
+  if (report.diagnoses.length) diag.append(el("h3", { text: _t("What went wrong") }));
   for (const d of report.diagnoses) {
     const placed = Object.values(byGrid).some((ds) => ds.includes(d));
     if (!placed) { diag.append(diagnosisBox(d, sv, false)); continue; }
     const key = Object.keys(byGrid).find((k) => byGrid[k].includes(d));
-    diag.append(el("p", { class: "diag-link" }, (d.code === "early-rounding" ? "Note: " : "✗ ") + capital(d.title) + ": ",
-      el("a", { href: "#" + d._id }, `at ${gridLabel(key)}${d.step ? `, re-read ${stepSpan(d)}` : ""}`)));
+    diag.append(el("p", { class: "diag-link" }, (d.code === "early-rounding" ? _t("Note: ") : "✗ ") + capital(d.title) + ": ",
+      el("a", { href: "#" + d._id }, d.step ? _t("at {grid}, re-read {steps}", { grid: gridLabel(key), steps: stepSpan(d) }) : _t("at {grid}", { grid: gridLabel(key) }))));
   }
   for (const e of report.errors || []) {
     if (e.entry) continue;        // an unreadable entry is shown in its cell
@@ -609,7 +619,7 @@ async function renderReport(report) {
   if (report.diagnoses.length) {
     const first = report.diagnoses[0];
     status.append(" ", el("a", { href: "#" + first._id, class: "to-diag" },
-      `What went wrong: ${first.title}${report.diagnoses.length > 1 ? ` (and ${report.diagnoses.length - 1} more)` : ""}`));
+      report.diagnoses.length > 1 ? _t("What went wrong: {title} (and {n} more)", { title: first.title, n: report.diagnoses.length - 1 }) : _t("What went wrong: {title}", { title: first.title })));
   }
   $("#solution-actions").hidden = S.info.no_solutions;
   $("#feedback").hidden = false;
@@ -633,7 +643,7 @@ function stepSpan(d) {
   const nums = [d.step.number, ...(d.matrices || []).map((k) => mats[k] && mats[k].step && mats[k].step.number)]
     .filter((n) => Number.isInteger(n));
   const lo = Math.min(...nums), hi = Math.max(...nums);
-  return hi > lo ? `Steps ${lo}–${hi}` : `Step ${d.step.number}`;
+  return hi > lo ? _t("Steps {lo}–{hi}", { lo, hi }) : _t("Step {n}", { n: d.step.number });
 }
 
 function capital(t) { return t.charAt(0).toUpperCase() + t.slice(1); }
@@ -642,13 +652,13 @@ function capital(t) { return t.charAt(0).toUpperCase() + t.slice(1); }
 function diagnosisBox(d, sv, atGrid) {   // atGrid: the key of the grid it is shown at, or false
   const info = d.code === "early-rounding";
   const box = el("div", { class: "diag" + (info ? " info" : ""), role: info ? null : "note", id: d._id, tabindex: "-1" },
-    el(atGrid ? "p" : "h3", { class: "diag-title" }, (info ? "Note: " : "✗ ") + capital(d.title) + " ", el("code", { text: d.code })),
+    el(atGrid ? "p" : "h3", { class: "diag-title" }, (info ? _t("Note: ") : "✗ ") + capital(d.title) + " ", el("code", { text: d.code })),
     el("p", { text: humanize(d.message) }),
-    d.matrices && d.matrices.length ? el("p", { text: "Where: " + d.matrices.map(gridLabel).join(", ") + "." }) : null);
+    d.matrices && d.matrices.length ? el("p", { text: _t("Where: {grids}.", { grids: d.matrices.map(gridLabel).join(", ") }) }) : null);
   if (d.step) {
     const span = stepSpan(d);
-    box.append(el("p", { class: "reread", text: span.startsWith("Steps") ? `Re-read ${span}, from Step ${d.step.number}: ${d.step.title}.`
-      : `Re-read ${span}: ${d.step.title}.` }));
+    box.append(el("p", { class: "reread", text: span !== _t("Step {n}", { n: d.step.number }) ? _t("Re-read {steps}, from Step {n}: {title}.", { steps: span, n: d.step.number, title: d.step.title })
+      : _t("Re-read {steps}: {title}.", { steps: span, title: d.step.title }) }));
     const own = sv && atGrid && sv.steps[d.step.number - 1] && sv.steps[d.step.number - 1].result === atGrid;
     if (sv && sv.steps[d.step.number - 1] && !own) {   // (the grid's own step is under the grid already)
       const det = el("details", { class: "step" }, el("summary", { text: `Show Step ${d.step.number}` }));
@@ -673,7 +683,7 @@ function renderStep(step, sv, number) {
   if (step.why) box.append(el("p", { class: "why", text: step.why }));
   if (step.shape) box.append(el("p", { class: "shape", text: `shapes: ${step.shape}` }));
   for (const note of step.notes || []) box.append(el("p", { class: "notes", text: note }));
-  const lines = el("div", { class: "lines", tabindex: "0", role: "region", "aria-label": `Step ${n}, the lines` });
+  const lines = el("div", { class: "lines", tabindex: "0", role: "region", "aria-label": _t("Step {n}, the lines", { n }) });
   let group = null;
   for (const ln of step.lines) {
     if (ln.group && ln.group !== group) {
@@ -700,10 +710,10 @@ function renderStep(step, sv, number) {
 
 async function showSolution() {
   const btn = $("#show-solution");
-  busy(btn, true, "Loading…");
+  busy(btn, true, _t("Loading…"));
   const sv = await solutionView();
   busy(btn, false);
-  if (!sv) { $("#check-status").textContent = "The worked solution is not available on this server."; return; }
+  if (!sv) { $("#check-status").textContent = _t("The worked solution is not available on this server."); return; }
   const body = $("#solution-body");
   body.replaceChildren();
   const steps = el("div", { class: "steps" });
@@ -1096,7 +1106,7 @@ async function start() {
   try {
     S.info = await api("/api/info");
   } catch (e) {
-    $("#boot").textContent = "Could not load: " + e.message;
+    $("#boot").textContent = _t("Could not load: {error}", { error: e.message });
     return;
   }
   $("#boot").hidden = true;
@@ -1109,7 +1119,7 @@ async function start() {
     $("#problem-pick").hidden = true;
     $("#code-form").hidden = false;
   } else {
-    sel.append(el("option", { value: "", text: "Choose a problem…" }));
+    sel.append(el("option", { value: "", text: _t("Choose a problem…") }));
     for (const p of S.info.problems) sel.append(el("option", { value: p.name, text: p.title || p.name }));
   }
   sel.addEventListener("change", () => {
