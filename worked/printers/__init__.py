@@ -16,10 +16,11 @@ from __future__ import annotations
 import functools
 import importlib
 
-from .. import eq, i18n
+from .. import i18n
 
-#: the nodes with words in them, translated before they are printed
-_WORDS = (eq.Prose, eq.Said)
+#: the nodes with words in them (worked.eq's Prose and Said, by name: eq imports this package), translated before
+#: they are printed
+_WORDS = frozenset({"Prose", "Said"})
 
 __all__ = ["text", "latex", "mathml", "typst", "spoken", "htmlcss", "math_element",
            "TextPrinter", "LatexPrinter", "HtmlCssPrinter", "MathMLPrinter", "TypstPrinter", "SpokenPrinter"]
@@ -53,7 +54,7 @@ def _format(cls: str, doc: str):
     def remembered(node, lang: str) -> str:
         if not made:
             made.append(__getattr__(cls)())
-        if type(node) in _WORDS:      # a sentence: in the current language (math has no words)
+        if type(node).__name__ in _WORDS:      # a sentence: in the current language (math has no words)
             node = i18n.localize(node)
         return made[0].doprint(node)
 

@@ -59,15 +59,15 @@ async function api(path, body) {
   try {
     resp = await fetch(path, opts);
   } catch (e) {
-    throw new Error("cannot reach the server (is `worked serve` still running?)");
+    throw new Error(_t("cannot reach the server (is `worked serve` still running?)"));
   }
   const type = resp.headers.get("content-type") || "";
   if (type.includes("application/json")) {
     const data = await resp.json();
-    if (!resp.ok) throw new Error(data.error || `the server answered ${resp.status}`);
+    if (!resp.ok) throw new Error(data.error || _t("the server answered {status}", { status: resp.status }));
     return data;
   }
-  if (!resp.ok) throw new Error(`the server answered ${resp.status}`);
+  if (!resp.ok) throw new Error(_t("the server answered {status}", { status: resp.status }));
   return resp;
 }
 
@@ -208,14 +208,13 @@ function pasteMatrix(ev, table, label, rowNames, colNames, onError) {
   const said = shown.length > 60 ? shown.slice(0, 57) + "…" : shown;
   const report = (msg) => { if (onError) onError(msg); };
   if (rows.some((r) => r.length !== width)) {
-    report(`Could not paste “${said}”: its rows have ${[...new Set(rows.map((r) => r.length))].join(" and ")} entries; ` +
-      `${label} needs ${colNames.length} entries in each of its ${rowNames.length} rows (${rowNames.join(", ")}).`);
+    report(_t("Could not paste “{text}”: its rows have {sizes} entries; {grid} needs {cols} entries in each of its {rows} rows ({names}).",
+      { text: said, sizes: [...new Set(rows.map((r) => r.length))].join(" / "), grid: label, cols: colNames.length, rows: rowNames.length, names: rowNames.join(", ") }));
     return;
   }
   if (rows.length > roomR || width > roomC) {
-    report(`Could not paste “${said}”: it is ${rows.length}×${width} (${rows.length} row${rows.length === 1 ? "" : "s"} of ${width}), ` +
-      `but from row ${rowNames[i0]}, column ${colNames[j0]} ${label} has room for ${roomR}×${roomC}; ` +
-      `${label} is ${rowNames.length}×${colNames.length} (rows ${rowNames.join(", ")}).`);
+    report(_t("Could not paste “{text}”: it is {r}×{c}, but from row {row}, column {col} {grid} has room for {roomR}×{roomC}; {grid} is {rows}×{cols} (rows {names}).",
+      { text: said, r: rows.length, c: width, row: rowNames[i0], col: colNames[j0], grid: label, roomR, roomC, rows: rowNames.length, cols: colNames.length, names: rowNames.join(", ") }));
     return;
   }
   rows.forEach((r, di) => r.forEach((v, dj) => {
@@ -471,14 +470,14 @@ function humanize(text) {
 function unreadableReason(raw, message) {
   const nums = raw.trim().split(/\s*[,;]\s+|\s*;\s*|\s+/).filter(Boolean);
   if (nums.length > 1 && nums.every((x) => /^[-+−]?\d*[.,]?\d+$/.test(x))) {
-    return `“${raw.trim()}” is ${nums.length} numbers; a cell holds one (paste a whole row or matrix into a cell to fill several)`;
+    return _t("“{text}” is {n} numbers; a cell holds one (paste a whole row or matrix into a cell to fill several)", { text: raw.trim(), n: nums.length });
   }
   let m = message || "";
   m = m.replace(/^[^:]*\[\d+,\d+\]:\s*/, "");
   m = m.replace(/^cannot read '(?:[^'\\]|\\.)*':\s*/, "").replace(/^cannot read "(?:[^"\\]|\\.)*":\s*/, "");
   const lead = raw.trim() + ": ";
   if (m.startsWith(lead)) m = m.slice(lead.length);
-  return `“${raw.trim()}” cannot be read: ${m || "not a number"}`;
+  return _t("“{text}” cannot be read: {why}", { text: raw.trim(), why: m || _t("not a number") });
 }
 
 function gridId(key) { return "grid-" + key.replace(/\W/g, "_"); }
@@ -735,12 +734,12 @@ function teacherShape() {
   const toks = v("tokens").split(/[\s,]+/).filter(Boolean);
   const int = (k, lo, hi) => {
     const x = Number(v(k));
-    if (!Number.isInteger(x) || x < lo || x > hi) throw new Error(`${$(T_FIELDS[k]).labels[0].firstChild.textContent.trim()}: expected a whole number from ${lo} to ${hi}`);
+    if (!Number.isInteger(x) || x < lo || x > hi) throw new Error(_t("{field}: expected a whole number from {lo} to {hi}", { field: $(T_FIELDS[k]).labels[0].firstChild.textContent.trim(), lo, hi }));
     return x;
   };
   const L = S.info.limits;
-  if (toks.length < 1) throw new Error("Tokens: type at least one token");
-  if (toks.length > L.tokens) throw new Error(`Tokens: at most ${L.tokens}`);
+  if (toks.length < 1) throw new Error(_t("Tokens: type at least one token"));
+  if (toks.length > L.tokens) throw new Error(_t("Tokens: at most {n}", { n: L.tokens }));
   return { title: v("title"), tokens: toks, d_model: int("d_model", 1, L.dim), d_k: int("d_k", 1, L.dim),
     d_v: int("d_v", 1, L.dim), heads: int("heads", 1, L.heads), scale: v("scale") || "sqrt",
     mask: v("mask"), decimals: int("decimals", 0, L.decimals) };
@@ -791,8 +790,8 @@ function fillTeacher(problem) {
   note.hidden = true;
   if (problem.blocks) {     // a chain: previewed and downloaded as loaded (its TOML file is where it is edited)
     S.teacher.whole = problem;
-    note.textContent = `“${problem.title}” is a chain of ${problem.blocks.length} blocks: the key, the sheets and ` +
-      "the quiz use it as loaded (edit its TOML file to change it). Make the grids to enter a problem instead.";
+    note.textContent = _t("“{title}” is a chain of {n} blocks: the key, the sheets and the quiz use it as loaded (edit its TOML file to change it). Make the grids to enter a problem instead.",
+      { title: problem.title, n: problem.blocks.length });
     note.hidden = false;
     $("#teacher-grids").replaceChildren();
     return;
@@ -826,13 +825,13 @@ function teacherProblem() {
     for (const input of $$("input", fs)) {
       if (input.value.trim() === "") {
         input.focus();
-        throw new Error(`${input.getAttribute("aria-label")} is empty`);
+        throw new Error(_t("{cell} is empty", { cell: input.getAttribute("aria-label") }));
       }
     }
     grids[fs.dataset.key] = readGrid($("table", fs));
   }
   if (!grids.X || grids.X.length !== sh.tokens.length || grids.X[0].length !== sh.d_model) {
-    throw new Error("The grids do not match the sizes above: press “Make the grids” first");
+    throw new Error(_t("The grids do not match the sizes above: press “Make the grids” first"));
   }
   const p = { title: sh.title, tokens: sh.tokens, X: grids.X, scale: sh.scale, mask: sh.mask, decimals: sh.decimals };
   if (sh.heads === 1) Object.assign(p, { W_Q: grids["h1.W_Q"], W_K: grids["h1.W_K"], W_V: grids["h1.W_V"] });
@@ -843,7 +842,7 @@ function teacherProblem() {
   }
   Object.assign(p, S.teacher.extra || {});
   if ($("#t-train").checked) {
-    if (!grids.T) throw new Error("The training step needs its target T: press “Make the grids” first");
+    if (!grids.T) throw new Error(_t("The training step needs its target T: press “Make the grids” first"));
     p.train = { target: grids.T, loss: "mse", lr: $("#t-lr").value.trim() || "1/10" };
   }
   return p;
@@ -863,7 +862,7 @@ async function download(problem, doc, fmt) {
     body: JSON.stringify({ problem, document: doc, format: fmt }),
   });
   if (!resp.ok) {
-    let msg = `the server answered ${resp.status}`;
+    let msg = _t("the server answered {status}", { status: resp.status });
     try { msg = (await resp.json()).error || msg; } catch (e) { /* not JSON */ }
     throw new Error(msg);
   }
@@ -874,25 +873,25 @@ async function download(problem, doc, fmt) {
 function randomFamily() {
   const v = (k) => $("#r-" + k).value.trim();
   const whole = (k, label) => {
-    if (!/^-?\d+$/.test(v(k))) throw new Error(`${label}: expected a whole number`);
+    if (!/^-?\d+$/.test(v(k))) throw new Error(_t("{field}: expected a whole number", { field: label }));
     return parseInt(v(k), 10);
   };
   const family = {
-    d_model: whole("d_model", "d_model"), d_k: whole("d_k", "d_k"), heads: whole("heads", "Heads"),
-    range: [whole("lo", "Smallest entry"), whole("hi", "Largest entry")], mask: v("mask"),
-    scale: v("scale") || "sqrt", decimals: whole("decimals", "Decimals"),
+    d_model: whole("d_model", "d_model"), d_k: whole("d_k", "d_k"), heads: whole("heads", _t("Heads")),
+    range: [whole("lo", _t("Smallest entry")), whole("hi", _t("Largest entry"))], mask: v("mask"),
+    scale: v("scale") || "sqrt", decimals: whole("decimals", _t("Decimals")),
   };
   if (/^\d+$/.test(v("tokens"))) family.tokens = parseInt(v("tokens"), 10);
   else family.words = v("tokens").split(/[\s,]+/).filter(Boolean);
   if (v("d_v")) family.d_v = whole("d_v", "d_v");
-  if (v("wlo") || v("whi")) family.weight_range = [whole("wlo", "Smallest weight-matrix entry"), whole("whi", "Largest weight-matrix entry")];
+  if (v("wlo") || v("whi")) family.weight_range = [whole("wlo", _t("Smallest weight-matrix entry")), whole("whi", _t("Largest weight-matrix entry"))];
   const number = (k, label) => {
-    if (!/^\d*\.?\d+$/.test(v(k))) throw new Error(`${label}: expected a number such as 0.5`);
+    if (!/^\d*\.?\d+$/.test(v(k))) throw new Error(_t("{field}: expected a number such as 0.5", { field: label }));
     return parseFloat(v(k));
   };
-  if (v("max_weight")) family.max_weight = number("max_weight", "Largest weight");
-  if (v("min_weight")) family.min_weight = number("min_weight", "Smallest weight");
-  if (v("max_score")) family.max_score = number("max_score", "Largest |scaled score|");
+  if (v("max_weight")) family.max_weight = number("max_weight", _t("Largest weight"));
+  if (v("min_weight")) family.min_weight = number("min_weight", _t("Smallest weight"));
+  if (v("max_score")) family.max_score = number("max_score", _t("Largest |scaled score|"));
   family.ties = $("#r-ties").checked;
   // the architectures the solver has: cross-attention, a chain of blocks, a training step
   if (v("attention") === "cross") {
@@ -916,17 +915,17 @@ function randomFamily() {
 function buildRandomForm() {
   const form = $("#random-form");
   const knobs = [
-    ["tokens", "Tokens", "3", "a count, or words separated by spaces"],
+    ["tokens", _t("Tokens"), "3", _t("a count, or words separated by spaces")],
     ["d_model", "d_model", "4"], ["d_k", "d_k", "2"], ["d_v", "d_v", "", "empty: same as d_k"],
-    ["heads", "Heads", "1"], ["lo", "Smallest entry", "-2"], ["hi", "Largest entry", "3"],
-    ["wlo", "Smallest weight-matrix entry", "", "empty: as the entries"], ["whi", "Largest weight-matrix entry", "", "empty: as the entries"],
-    ["mask", "Mask", "none"], ["scale", "Scale", "sqrt", "sqrt, none or a number"], ["decimals", "Decimals", "2"],
-    ["max_weight", "Largest weight", "0.9", "in every softmax row"], ["min_weight", "Smallest weight", "", "empty: one unit of the last place"],
-    ["max_score", "Largest |scaled score|", "5", "0: no limit"], ["ties", "Allow ties for the largest score", ""],
-    ["attention", "Attention", "self"], ["tokens_enc", "Encoder tokens", "", "cross: a count or words; empty: as the tokens"],
-    ["blocks", "Blocks", "", "a chain, such as self-causal, cross; empty: one block"],
-    ["train", "Add a training step", ""], ["lr", "Learning rate", "", "empty: the default"],
-    ["seed", "Seed", "1"],
+    ["heads", _t("Heads"), "1"], ["lo", _t("Smallest entry"), "-2"], ["hi", _t("Largest entry"), "3"],
+    ["wlo", _t("Smallest weight-matrix entry"), "", _t("empty: as the entries")], ["whi", _t("Largest weight-matrix entry"), "", _t("empty: as the entries")],
+    ["mask", _t("Mask"), "none"], ["scale", _t("Scale"), "sqrt", _t("sqrt, none or a number")], ["decimals", _t("Decimals"), "2"],
+    ["max_weight", _t("Largest weight"), "0.9", _t("in every softmax row")], ["min_weight", _t("Smallest weight"), "", _t("empty: one unit of the last place")],
+    ["max_score", _t("Largest |scaled score|"), "5", _t("0: no limit")], ["ties", _t("Allow ties for the largest score"), ""],
+    ["attention", _t("Attention"), "self"], ["tokens_enc", _t("Encoder tokens"), "", _t("cross: a count or words; empty: as the tokens")],
+    ["blocks", _t("Blocks"), "", _t("a chain, such as self-causal, cross; empty: one block")],
+    ["train", _t("Add a training step"), ""], ["lr", _t("Learning rate"), "", _t("empty: the default")],
+    ["seed", _t("Seed"), "1"],
   ];
   for (const [key, label, def, help] of knobs) {
     const id = "r-" + key;
@@ -941,19 +940,19 @@ function buildRandomForm() {
       el("label", { for: id }, label, help ? el("span", { class: "sub", text: ` (${help})` }) : null), input));
     if (key === "blocks" || key === "tokens_enc") form.lastChild.classList.add("wide");
   }
-  form.append(el("div", { class: "field wide" }, el("button", { type: "submit", class: "primary", id: "draw", text: "Draw a problem" })));
+  form.append(el("div", { class: "field wide" }, el("button", { type: "submit", class: "primary", id: "draw", text: _t("Draw a problem") })));
   form.addEventListener("submit", (ev) => {
     ev.preventDefault();
     teacherAction(async () => {
       const family = randomFamily();
       const v = (k) => $("#r-" + k).value.trim();
-      if (!/^\d+$/.test(v("seed"))) throw new Error("Seed: expected a whole number");
+      if (!/^\d+$/.test(v("seed"))) throw new Error(_t("Seed: expected a whole number"));
       const seed = parseInt(v("seed"), 10);
       family.title = `random problem (seed ${seed})`;
       const data = await api("/api/new", { family, seed });
       S.teacher.problem = data.problem;
       fillTeacher(data.problem);
-      $("#teacher-status").textContent = `Drew “${data.problem.title}”. Preview the key or download below.`;
+      $("#teacher-status").textContent = _t("Drew “{title}”. Preview the key or download below.", { title: data.problem.title });
     }, $("#draw"));
   });
 }
@@ -1010,14 +1009,14 @@ function setupQuizBuilder() {
     if (!load.value) return;
     try {
       $("#q-spec").value = (await api("/api/quiz-specs/" + encodeURIComponent(load.value))).text;
-      $("#quiz-status").textContent = `Loaded the spec ${load.value}.`;
+      $("#quiz-status").textContent = _t("Loaded the spec {name}.", { name: load.value });
     } catch (e) { showError($("#quiz-error"), e); }
   });
   $("#q-family").addEventListener("click", () => {
     showError($("#quiz-error"), null);
     try {
       $("#q-spec").value = withFamily($("#q-spec").value, randomFamily());
-      $("#quiz-status").textContent = "The spec's [family] is now the random problem's knobs.";
+      $("#quiz-status").textContent = _t("The spec's [family] is now the random problem's knobs.");
     } catch (e) { showError($("#quiz-error"), e); }
   });
   $("#quiz-form").addEventListener("submit", (ev) => {
@@ -1028,25 +1027,25 @@ function setupQuizBuilder() {
     const whole = (id, label) => {
       const v = $(id).value.trim();
       if (v === "") return undefined;
-      if (!/^\d{1,15}$/.test(v)) throw new Error(`${label}: expected a whole number ≥ 0, got “${v}”`);
+      if (!/^\d{1,15}$/.test(v)) throw new Error(_t("{field}: expected a whole number ≥ 0, got “{value}”", { field: label, value: v }));
       return parseInt(v, 10);
     };
     (async () => {
-      busy(btn, true, "Making the quiz…");
+      busy(btn, true, _t("Making the quiz…"));
       try {
-        const body = { spec: $("#q-spec").value, seed: whole("#q-seed", "Seed"), count: whole("#q-count", "Variants"),
+        const body = { spec: $("#q-spec").value, seed: whole("#q-seed", _t("Seed")), count: whole("#q-count", _t("Variants")),
           formats: $$('input[name="q-fmt"]:checked').map((c) => c.value).join(",") };
         const file = $("#q-roster").files[0];
         if (file) body.roster = await file.text();
-        if (!body.formats) throw new Error("Formats: choose at least one");
+        if (!body.formats) throw new Error(_t("Formats: choose at least one"));
         const resp = await fetch("/api/quiz", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
         if (!resp.ok) {
-          let msg = `the server answered ${resp.status}`;
+          let msg = _t("the server answered {status}", { status: resp.status });
           try { msg = (await resp.json()).error || msg; } catch (e) { /* not JSON */ }
           throw new Error(msg);
         }
         await saveBlob(resp, "quiz.zip");
-        status.textContent = "The quiz is downloaded (quiz.zip).";
+        status.textContent = _t("The quiz is downloaded (quiz.zip).");
       } catch (e) { showError(err, e); } finally { busy(btn, false); }
     })();
   });
@@ -1081,7 +1080,7 @@ function setupTeacher() {
     const frame = $("#key-preview");
     frame.srcdoc = await resp.text();
     frame.hidden = false;
-    $("#teacher-status").textContent = "The key is below.";
+    $("#teacher-status").textContent = _t("The key is below.");
   }, ev.currentTarget));
   $("#try-student").addEventListener("click", (ev) => teacherAction(async () => {
     const problem = teacherProblem();
@@ -1168,7 +1167,7 @@ function markOverflow() {
   for (const box of $$(".grid .scroll")) {
     const more = box.scrollWidth > box.clientWidth + 1;
     let hint = box.nextElementSibling && box.nextElementSibling.classList.contains("more") ? box.nextElementSibling : null;
-    if (more && !hint) box.after(el("p", { class: "more", text: "Scroll the grid sideways for more columns →" }));
+    if (more && !hint) box.after(el("p", { class: "more", text: _t("Scroll the grid sideways for more columns →") }));
     if (!more && hint) hint.remove();
   }
 }
