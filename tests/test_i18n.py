@@ -63,7 +63,7 @@ def test_the_template_holds_every_marked_string(tmp_path):
     if not pybabel.exists():
         pytest.skip("pybabel is not installed next to this Python")
     out = tmp_path / "worked.pot"
-    subprocess.run([str(pybabel), "-q", "extract", "-F", "babel.cfg", "-k", "say", "-k", "N_", "-k", "_markup", "-k", "_t", "--no-location",
+    subprocess.run([str(pybabel), "-q", "extract", "-F", "babel.cfg", "-k", "say", "-k", "N_", "-k", "tr", "-k", "_markup", "-k", "_t", "--no-location",
                     "--sort-output", "--omit-header", "-o", str(out), "."], cwd=ROOT, check=True, timeout=120)
     with open(out, "rb") as f:
         fresh = ids(read_po(f))
@@ -193,6 +193,7 @@ def test_a_german_key_writes_decimal_commas(lang):
     assert re.search(r"<mn>\d+,\d+</mn>", html) and not re.search(r"<mn>\d+\.\d+</mn>", html)
     assert 'class("normal", ",")' in typ
     assert re.search(r"\d\{,\}\d", tex)
+    assert "[U+" not in tex          # every character of the language's words is one LaTeX sets („…“, « … »)
     lt, region = i18n.get(lang).typst
     assert f'#set text(lang: "{lt}"' in typ
     assert f"{i18n.get(lang).babel_name}.ldf" in tex

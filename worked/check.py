@@ -44,7 +44,8 @@ from typing import Any
 from decimal import Decimal
 
 from . import eq, exprs, mistakes, printers, stages
-from .i18n import _, current, ngettext, translate
+from .i18n import current, ngettext, translate
+from .i18n import tr as _
 from .attention import NA, Interval, contains, forward, pt
 from .eq import arith
 from .errors import ExpressionError, WorkedError

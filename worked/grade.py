@@ -46,7 +46,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import choice, i18n
-from .i18n import _, current, ngettext, translate
+from .i18n import current, ngettext, translate
+from .i18n import tr as _
 from .ask import AskError, Question
 from .errors import WorkedError
 

@@ -24,7 +24,7 @@ import gettext
 import re
 from pathlib import Path
 
-__all__ = ["Locale", "UnknownLanguage", "N_", "_", "ngettext", "current", "using", "get", "languages", "localize",
+__all__ = ["Locale", "UnknownLanguage", "N_", "tr", "ngettext", "current", "using", "get", "languages", "localize",
            "LOCALE_DIR"]
 
 LOCALE_DIR = Path(__file__).resolve().parent / "locale"
@@ -174,8 +174,9 @@ def using(lang):
         _CURRENT.reset(token)
 
 
-def _(msgid: str, **args) -> str:
-    """*msgid* in the current language, its ``{name}`` placeholders filled with *args*."""
+def tr(msgid: str, **args) -> str:
+    """*msgid* in the current language, its ``{name}`` placeholders filled with *args* (modules import it as ``_``:
+    ``from .i18n import tr as _``, the name pybabel extracts)."""
     return current().format(msgid, **args) if args else current().gettext(msgid)
 
 
@@ -193,21 +194,7 @@ def ngettext(singular: str, plural: str, n: int, **args) -> str:
 
 
 def localize(node, loc: Locale | None = None):
-    """*node* with every :class:`worked.eq.Said` in it (itself, or a part of a Prose) replaced by its prose in
-    *loc* (the current language when None): the translation's text and the values of its placeholders. Other
-    nodes are returned as they are (math has no words)."""
-    from . import eq
-
-    t = type(node)
-    if t is eq.NumText:         # a number in words: the text printer's digits with this language's decimal mark
-        from .numfmt import number_text
-
-        return (loc or current()).number(number_text(node.num))
-    if t is eq.Said:
-        loc = loc or current()
-        args = dict(node.args)
-        return eq.prose(*(localize(x, loc) if isinstance(x, eq.Node) else x for x in loc.pieces(node.msgid, args)))
-    if t is eq.Prose and any(type(x) is eq.Said for x in node.parts):
-        loc = loc or current()
-        return eq.prose(*(localize(x, loc) for x in node.parts))
-    return node
+    """*node* with every sentence in it (a :class:`worked.eq.Said`, itself or a part of a Prose) in *loc* (the current
+    language when None): its ``localized``. Other nodes are returned as they are (math has no words)."""
+    method = getattr(node, "localized", None)
+    return method(loc or current()) if method is not None else node

@@ -776,7 +776,7 @@ class Block(NamedTuple):
 def block_name(p: Problem) -> str:
     """What a block does, in words: "masked self-attention", "cross-attention to the encoder", "(2 heads)" (in the
     current language: :mod:`worked.i18n`)."""
-    from .i18n import _
+    from .i18n import tr as _
 
     if p.cross:
         what = _("cross-attention to the encoder")
@@ -786,7 +786,7 @@ def block_name(p: Problem) -> str:
 
 
 def block_title(p: Problem, k: int) -> str:
-    from .i18n import _
+    from .i18n import tr as _
 
     return _("Block {k}: {name}", k=k, name=block_name(p))
 

@@ -567,7 +567,7 @@ _INTRO = N_("Work through the tasks below; these answers are graded. Indices are
 def _tolerance_text(tol: dict) -> str:
     number = i18n.current().number
     if tol["abs"] and tol["rel"]:
-        return i18n._("{abs} or {rel} %", abs=number(f"±{tol['abs']:g}"), rel=number(f"{tol['rel'] * 100:g}"))
+        return i18n.tr("{abs} or {rel} %", abs=number(f"±{tol['abs']:g}"), rel=number(f"{tol['rel'] * 100:g}"))
     if tol["rel"]:
         return number(f"±{tol['rel'] * 100:g} %")
     return number(f"±{tol['abs']:g}") if tol["abs"] else ""
@@ -587,12 +587,12 @@ def questions_box(spec: QuizSpec, questions: list[dict], problem):
 
     def options(q):
         return [QuestionOption(letter=o["letter"], value=eq.dec(Decimal(o["value"])), right=o["right"],
-                               note=i18n._("right") if o["right"] else f"{i18n.translate(o['title'])} [{o['mistake']}]")
+                               note=i18n.tr("right") if o["right"] else f"{i18n.translate(o['title'])} [{o['mistake']}]")
                 for o in q.get("options") or ()]
 
-    return Questions(title=i18n._("Graded answers"), intro=spec.instructions or i18n.translate(_INTRO), items=[
+    return Questions(title=i18n.tr("Graded answers"), intro=spec.instructions or i18n.translate(_INTRO), items=[
         QuestionItem(ask=q["ask"], ask_eq=ask_tree(q), text=describe(q, problem), points=_points_text(q),
-                     tolerance=i18n._("choose one") if q.get("options") else _tolerance_text(q["tolerance"]),
+                     tolerance=i18n.tr("choose one") if q.get("options") else _tolerance_text(q["tolerance"]),
                      options=options(q)) for q in questions])
 
 
@@ -644,8 +644,8 @@ def build_variant(spec: QuizSpec, variant: Variant, formats: tuple[str, ...]) ->
         for doc, parts in pdfs.items():     # the parts in order, each from a new (right-hand) page
             buf = io.BytesIO()
             with i18n.using(spec.lang):
-                label = i18n._("answer key") if doc.startswith("answer") else i18n._("worksheet")
-                title = i18n._("{title} — {document} — variant {code}", title=spec.title, document=label,
+                label = i18n.tr("answer key") if doc.startswith("answer") else i18n.tr("worksheet")
+                title = i18n.tr("{title} — {document} — variant {code}", title=spec.title, document=label,
                                code=variant.code)
             merge_pdfs(parts, buf, title=title)
             files[f"{folder}/{doc}"] = buf.getvalue()

@@ -260,6 +260,12 @@ class Prose(Node):
 
         return printers.text(self)
 
+    def localized(self, loc) -> "Prose":
+        """This prose with every sentence in it (a :class:`Said` part) in *loc*; itself when it has none."""
+        if not any(type(x) is Said for x in self.parts):
+            return self
+        return prose(*(_localized(x, loc) for x in self.parts))
+
 
 class Said(Node):
     """A sentence in English with named placeholders (``msgid``: ``"Divide the scores by {root}."``, the
@@ -278,11 +284,27 @@ class Said(Node):
 
         return printers.text(self)
 
+    def localized(self, loc) -> "Prose":
+        """The prose this sentence says in *loc* (a :class:`worked.i18n.Locale`): its translation cut at its
+        placeholders, each value put in (math as math, words as words)."""
+        return prose(*(_localized(x, loc) for x in loc.pieces(self.msgid, dict(self.args))))
+
 
 class NumText(Node):
     """A shown number (a :class:`Num` or :class:`Dec`) written as text in a sentence, not as math (``0.4908`` in
     “(0.4908 from the loss)”): only a value of a :class:`Said`, where it is written in the shown language's digits."""
     __slots__ = ('num',)
+
+    def localized(self, loc) -> str:
+        """The number as the text printer writes it in the current language (which *loc* is: it is printed now)."""
+        from .. import printers
+
+        return printers.text(self.num)
+
+
+def _localized(x, loc):
+    """A value of a sentence in *loc*: a Said, a Prose or a NumText in that language; anything else as it is."""
+    return x.localized(loc) if type(x) in (Said, Prose, NumText) else x
 
 
 # ---------------------------------------------------------------- building helpers

@@ -35,7 +35,8 @@ from html import escape
 
 from .. import eq, printers
 from ..errors import WorkedError
-from ..i18n import _, current
+from ..i18n import current
+from ..i18n import tr as _
 from ..problem import Problem
 from ..render import view
 

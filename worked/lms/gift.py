@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from html import escape
 
-from ..i18n import _
+from ..i18n import tr as _
 from . import sections, is_choice, option_feedback, asked, category, correct, feedback, fmt_num, idnumber, matrix_latex, one_line, places, right_answers, stem_html
 
 

@@ -30,7 +30,8 @@ from html import escape
 from math import lcm
 from xml.sax.saxutils import escape as xesc
 
-from ..i18n import _, current
+from ..i18n import current
+from ..i18n import tr as _
 from . import all_questions, sections, is_choice, option_feedback, asked, category, clean, correct, dec, feedback, fmt_num, idnumber, matrix_latex, one_line, places, right_answers, rounded, stem_html
 
 def _math(m: dict) -> str:

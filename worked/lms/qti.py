@@ -35,7 +35,7 @@ from html import escape
 from urllib.parse import quote
 from xml.sax.saxutils import escape as xesc, quoteattr
 
-from ..i18n import _
+from ..i18n import tr as _
 from . import sections, is_choice, option_feedback, asked, fmt_num, matrix_latex, matrix_mathml, one_line, split_points, stem_html, window
 
 NS = "http://www.imsglobal.org/xsd/ims_qtiasiv1p2"

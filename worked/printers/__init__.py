@@ -55,7 +55,7 @@ def _format(cls: str, doc: str):
         if not made:
             made.append(__getattr__(cls)())
         if type(node).__name__ in _WORDS:      # a sentence: in the current language (math has no words)
-            node = i18n.localize(node)
+            node = node.localized(i18n.current())
         return made[0].doprint(node)
 
     def doprint(node) -> str:

@@ -101,6 +101,14 @@ class Printer:
         """A factor of a product: sums, negatives and inline fractions in brackets."""
         return self.wrap(n, DIV + 1 if self.inline_fractions else MUL)
 
+    # -- words: a sentence in the current language (the module functions localize it first; a printer used on its
+    #    own does it here), a number written as text as that number
+    def _print_Said(self, n):
+        return self.doprint(n.localized(i18n.current()))
+
+    def _print_NumText(self, n):
+        return self.doprint(n.num)
+
     # -- sums, products, signs and relations: the same in every format but for the tokens
     def _print_Add(self, n):
         parts = [self.wrap(n.terms[0], MUL - 2)]

@@ -5,7 +5,8 @@ from __future__ import annotations
 from fractions import Fraction
 
 from .. import eq
-from ..i18n import N_, _, translate
+from ..i18n import N_, translate
+from ..i18n import tr as _
 from ..numfmt import dec_str, rat_str, terminates
 from .base import Printer, digits, sep
 

@@ -14,7 +14,8 @@ from __future__ import annotations
 from typing import Any
 
 from .. import eq, stages
-from ..i18n import N_, _, translate
+from ..i18n import N_, translate
+from ..i18n import tr as _
 from .. import numfmt as F
 from .. import printers
 from ..problem import Precision

@@ -13,7 +13,7 @@ import xml.etree.ElementTree as ET
 from typing import Any
 
 from .. import eq, printers, stages
-from ..i18n import _
+from ..i18n import tr as _
 from ..errors import WorkedError
 from ..problem import Problem
 from ..render import view as V

@@ -29,7 +29,8 @@ import nbformat
 from nbformat import v4
 
 from .. import eq, i18n, printers, stages
-from ..i18n import _, current
+from ..i18n import current
+from ..i18n import tr as _
 from ..errors import WorkedError
 from ..model import Mat, Solution
 
