@@ -99,7 +99,7 @@ def _check_json(problem, answers, tolerance, reveal, redact_):
     from ..check import Tolerance
 
     tol = Tolerance.parse(tolerance) if tolerance is not None else None
-    report = checker(problem).check(answers, tolerance=tol, reveal=reveal).to_dict()
+    report = views.with_math(checker(problem).check(answers, tolerance=tol, reveal=reveal).to_dict(), problem)
     return 200, _json(redact(report) if redact_ else report), JSON
 
 
@@ -177,11 +177,22 @@ def _variant_json(problem, variant):
 QUIZ_VARIANTS = 60   # the page's quiz builder: at most this many variants in one request (a class; the CLI has no limit)
 
 
-def quiz_zip(spec_text: str, seed, count, roster_text, formats: str):
+def quiz_zip(spec_text: str | dict, seed, count, roster_text, formats: str):
     """The teacher's quiz builder: ``worked quiz`` run on the spec (TOML text) into a temporary folder, which is
     sent back as one zip; its files are the command's own (the same manifest, byte for byte, for the same spec
     and seed)."""
     return _guard(_quiz_zip, spec_text, seed, count, roster_text, formats)
+
+
+def quiz_form_json(spec: dict):
+    """The quiz builder's form: :func:`worked.server.quizform.form` of the spec's tables."""
+    return _guard(_quiz_form_json, spec)
+
+
+def _quiz_form_json(spec):
+    from . import quizform
+
+    return 200, _json(quizform.form(spec)), JSON
 
 
 def _quiz_zip(spec_text, seed, count, roster_text, formats):
@@ -191,6 +202,10 @@ def _quiz_zip(spec_text, seed, count, roster_text, formats):
     from pathlib import Path
 
     from .. import quiz
+    from . import quizform
+
+    if isinstance(spec_text, dict):     # the builder's form: its tables, written as the TOML worked quiz reads
+        spec_text = quizform.spec_toml(spec_text)
 
     with tempfile.TemporaryDirectory(prefix="worked-quiz-") as tmp:
         spec = Path(tmp) / "quiz.toml"
