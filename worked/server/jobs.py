@@ -99,7 +99,8 @@ def _check_json(problem, answers, tolerance, reveal, redact_):
     from ..check import Tolerance
 
     tol = Tolerance.parse(tolerance) if tolerance is not None else None
-    report = views.with_math(checker(problem).check(answers, tolerance=tol, reveal=reveal).to_dict(), problem)
+    ch = checker(problem)
+    report = views.with_math(ch.check(answers, tolerance=tol, reveal=reveal).to_dict(), problem, ch.solution)
     return 200, _json(redact(report) if redact_ else report), JSON
 
 

@@ -131,12 +131,23 @@ def mistake_math(code: str, problem, message: str) -> list | None:
     return prose_parts(prose) + ([{"text": rest}] if rest else [])
 
 
-def with_math(report: dict, problem) -> dict:
-    """*report* (a check report's dict) with each diagnosis's message as math too (``message_math``)."""
+def with_math(report: dict, problem, solution=None) -> dict:
+    """*report* (a check report's dict) with each diagnosis's message as math too (``message_math``), and the
+    title of each step it names to re-read (``title_math``, from *solution*'s steps)."""
+    steps = getattr(solution, "steps", None) or []
+
+    def title(step):
+        n = step.get("number") if isinstance(step, dict) else None
+        if isinstance(n, int) and 1 <= n <= len(steps) and printers.text(steps[n - 1].title_prose) == step.get("title"):
+            step["title_math"] = prose_parts(steps[n - 1].title_prose)
+
     for d in report.get("diagnoses") or ():
         parts = mistake_math(d.get("code"), problem, d.get("message"))
         if parts is not None:
             d["message_math"] = parts
+        title(d.get("step"))
+    for m in (report.get("matrices") or {}).values():
+        title(m.get("step"))
     return report
 
 
@@ -299,7 +310,11 @@ def check_variant(problem, answers, v, checker, reveal) -> dict:
                 from ..mistakes import MISTAKES
 
                 mk = MISTAKES.get(o["mistake"])
-                if mk is not None:
+                if mk is not None and mk.answer is not None:    # the option's feedback, as the LMS exports give it
+                    said = eq.prose(mk.answer)
+                    item["mistake"] = {"code": mk.id, "title": mk.title, "message": printers.text(said),
+                                       "message_math": prose_parts(said)}
+                elif mk is not None:
                     text = mk.message(problem)
                     item["mistake"] = {"code": mk.id, "title": mk.title, "message": text,
                                        "message_math": mistake_math(mk.id, problem, text)}
@@ -331,4 +346,4 @@ def check_variant(problem, answers, v, checker, reveal) -> dict:
     out["score"] = {"earned": points(round(sum(q["earned"] for q in scored), 2)),
                     "points": points(sum(q.points for q in questions))}
     out["variant"] = v.code
-    return with_math(out, problem)
+    return with_math(out, problem, checker.solution)

@@ -587,7 +587,8 @@ async function renderReport(report) {
       wrongAny = true;
       if (!(byGrid[key] || []).length && m.step && c.wrong - (c.carried_forward || 0) > 0) {
         // a plain slip: no mistake named, but the step to redo is
-        slot.append(el("p", { class: "reread" }, `A slip in ${label}: re-read Step ${m.step.number}: ${m.step.title}.`));
+        slot.append(el("p", { class: "reread" }, `A slip in ${label}: re-read Step ${m.step.number}: `,
+          prose(m.step.title_math, m.step.title), "."));
       }
       if (sv) {
         const steps = sv.steps.filter((s) => s.result === key);
@@ -676,7 +677,7 @@ function markChoice(fs, report) {
   if (scored.mistake) {
     const d = scored.mistake;
     slot.append(el("div", { class: "diag", role: "note" },
-      el("p", { class: "diag-title" }, `✗ ${scored.chosen} is what ${d.title} gives `, el("code", { text: d.code })),
+      el("p", { class: "diag-title" }, `✗ ${scored.chosen}: ${capital(d.title)} `, el("code", { text: d.code })),
       el("p", { class: "msg" }, prose(d.message_math, d.message))));
   }
   return !!scored.chosen && !scored.right;
@@ -722,8 +723,8 @@ function diagnosisBox(d, sv, atGrid) {   // atGrid: the key of the grid it is sh
     d.matrices && d.matrices.length ? el("p", { text: "Where: " + d.matrices.map(gridLabel).join(", ") + "." }) : null);
   if (d.step) {
     const span = stepSpan(d);
-    box.append(el("p", { class: "reread", text: span.startsWith("Steps") ? `Re-read ${span}, from Step ${d.step.number}: ${d.step.title}.`
-      : `Re-read ${span}: ${d.step.title}.` }));
+    box.append(el("p", { class: "reread" }, span.startsWith("Steps") ? `Re-read ${span}, from Step ${d.step.number}: `
+      : `Re-read ${span}: `, prose(d.step.title_math, d.step.title), "."));
     const own = sv && atGrid && sv.steps[d.step.number - 1] && sv.steps[d.step.number - 1].result === atGrid;
     if (sv && sv.steps[d.step.number - 1] && !own) {   // (the grid's own step is under the grid already)
       const det = el("details", { class: "step" }, el("summary", { text: `Show Step ${d.step.number}` }));
@@ -1047,7 +1048,7 @@ const QUIZ_WORDS = {
 };
 
 const QUIZ_START = { title: "Attention quiz 1", seed: 2026, count: 2,
-  family: { tokens: 3, d_model: 4, d_k: 2, range: [-2, 3], mask: "none" },
+  family: { tokens: 3, d_model: 4, d_k: 2, range: [-2, 3] },
   questions: [{ ask: "scores[2,3]", points: 1, tolerance: 0.01 }, { ask: "weights[1,*]", points: 2, tolerance: 0.01 },
     { ask: "Z", points: 3, tolerance: 0.02 }] };
 
@@ -1069,8 +1070,9 @@ function partFamily(part) {
   const pre = part.dataset.pre;
   const v = (k) => $(`#${pre}-${k}`, part).value.trim();
   const on = (k) => $(`#${pre}-${k}`, part).checked;
+  const given = new Set(JSON.parse(part.dataset.given || "[]"));    // a default the loaded spec said is kept said
   const fam = {};
-  if (v("attention") === "cross") fam.attention = "cross";
+  if (v("attention") === "cross" || given.has("attention")) fam.attention = v("attention");
   if (v("blocks")) fam.blocks = wordsOf(v("blocks"));
   if (/^\d+$/.test(v("tokens"))) fam.tokens = specNumber(v("tokens"));
   else if (v("tokens")) fam.words = wordsOf(v("tokens"));
@@ -1078,11 +1080,10 @@ function partFamily(part) {
   for (const k of ["d_model", "d_k", "d_v", "heads"]) if (v(k)) fam[k] = specNumber(v(k));
   if (v("lo") || v("hi")) fam.range = [specNumber(v("lo")), specNumber(v("hi"))];
   if (v("wlo") || v("whi")) fam.weight_range = [specNumber(v("wlo")), specNumber(v("whi"))];
-  if (v("mask") === "causal") fam.mask = "causal";
+  if (v("mask") === "causal" || given.has("mask")) fam.mask = v("mask");
   if (v("scale")) fam.scale = specNumber(v("scale"));
   for (const k of ["decimals", "max_weight", "min_weight", "max_score"]) if (v(k)) fam[k] = specNumber(v(k));
-  if (on("ties")) fam.ties = true;
-  if (on("train")) fam.train = true;
+  for (const k of ["ties", "train"]) if (on(k) || given.has(k)) fam[k] = on(k);
   if (v("lr")) fam.lr = specNumber(v("lr"));
   return Object.assign(fam, JSON.parse(part.dataset.extra || "{}"));
 }
@@ -1104,6 +1105,7 @@ function fillPartFamily(part, fam) {
   const extra = {};
   for (const [k, x] of Object.entries(fam)) if (!FAMILY_FORM_KEYS.has(k)) extra[k] = x;
   part.dataset.extra = JSON.stringify(extra);
+  part.dataset.given = JSON.stringify(Object.keys(fam).filter((k) => ["mask", "attention", "ties", "train"].includes(k)));
 }
 
 const QUESTION_FORM_KEYS = new Set(["name", "ask", "type", "choices", "points", "tolerance"]);
