@@ -8,7 +8,8 @@ Routes (all JSON unless noted; errors are ``{"error": message}`` with a 4xx/5xx 
 ``GET /api/variants/{code}``                a quiz variant by its code (when the folder holds a quiz)
 ``POST /api/view``     ``{"problem"}``      a problem checked and laid out for the page (teacher view)
 ``POST /api/solve``    ``{"problem"}``      the JSON of ``worked solve --format json`` (``?view=1`` adds MathML)
-``POST /api/check``    ``{"problem", "answers"[, "tolerance"]}``  the JSON of ``worked check --format json``
+``POST /api/check``    ``{"problem", "answers"[, "tolerance"]}``  the JSON of ``worked check --format json`` (``?view=1``
+                                            adds the diagnoses' math as MathML)
 ``POST /api/new``      ``{options of worked new, "seed"}``        a random problem
 ``POST /api/download`` ``{"problem", "document", "format"}``      worksheet / answer-key as pdf, html or tex;
                                             notebook / exercise as ipynb
@@ -634,13 +635,15 @@ def create_app(cfg: Config | None = None) -> Starlette:
             raise ApiError(400, '"tolerance": expected a number such as 0.01 or a percentage such as "2%"')
         reveal = bool(data.get("reveal")) and not cfg.no_solutions
         pkey = problem_key(problem)
+        # ?view=1: the diagnoses' math as MathML too (message_math, the step's title_math), as /api/solve?view=1
+        want_view = request.query_params.get("view") in ("1", "true", "yes")
         if variant is not None:
-            key = _digest("check-variant", variant.code, pkey, answers, reveal, cfg.no_solutions)
+            key = _digest("check-variant", variant.code, pkey, answers, reveal, cfg.no_solutions, want_view)
             return await engine.run(key, engine.lane(problem), jobs.check_variant_json, problem, answers, variant,
-                                    reveal, cfg.no_solutions, what="checking", affinity=pkey)
-        key = _digest("check", pkey, answers, str(tolerance), reveal, cfg.no_solutions)
+                                    reveal, cfg.no_solutions, want_view, what="checking", affinity=pkey)
+        key = _digest("check", pkey, answers, str(tolerance), reveal, cfg.no_solutions, want_view)
         return await engine.run(key, engine.lane(problem), jobs.check_json, problem, answers, tolerance, reveal,
-                                cfg.no_solutions, what="checking", affinity=pkey)
+                                cfg.no_solutions, want_view, what="checking", affinity=pkey)
 
     async def api_new(request: Request):
         data = await read_json(request, cfg)

@@ -90,17 +90,20 @@ def _solve_json(problem, view):
     return 200, _json(out), JSON
 
 
-def check_json(problem, answers: dict, tolerance, reveal: bool, redact: bool):
-    """``worked check --format json``; with *redact* (``--no-solutions``) every expected value removed."""
-    return _guard(_check_json, problem, answers, tolerance, reveal, redact)
+def check_json(problem, answers: dict, tolerance, reveal: bool, redact: bool, view: bool = False):
+    """``worked check --format json``; with *redact* (``--no-solutions``) every expected value removed; with
+    *view*, the diagnoses' math as MathML too (:func:`worked.server.views.with_math`)."""
+    return _guard(_check_json, problem, answers, tolerance, reveal, redact, view)
 
 
-def _check_json(problem, answers, tolerance, reveal, redact_):
+def _check_json(problem, answers, tolerance, reveal, redact_, view):
     from ..check import Tolerance
 
     tol = Tolerance.parse(tolerance) if tolerance is not None else None
     ch = checker(problem)
-    report = views.with_math(ch.check(answers, tolerance=tol, reveal=reveal).to_dict(), problem, ch.solution)
+    report = ch.check(answers, tolerance=tol, reveal=reveal).to_dict()
+    if view:
+        report = views.with_math(report, problem, ch.solution)
     return 200, _json(redact(report) if redact_ else report), JSON
 
 
@@ -144,14 +147,14 @@ def _render(problem, document, fmt, student, paper):
     return 200, e.write(build(sol, document, student), paper=paper), e.media_type
 
 
-def check_variant_json(problem, answers: dict, variant, reveal: bool, redact_: bool):
+def check_variant_json(problem, answers: dict, variant, reveal: bool, redact_: bool, view: bool = False):
     """A quiz variant's answers checked the way ``worked grade`` marks them (each question with its own
     tolerance and points, from the manifest): :func:`worked.server.views.check_variant`."""
-    return _guard(_check_variant_json, problem, answers, variant, reveal, redact_)
+    return _guard(_check_variant_json, problem, answers, variant, reveal, redact_, view)
 
 
-def _check_variant_json(problem, answers, variant, reveal, redact_):
-    report = views.check_variant(problem, answers, variant, checker(problem), reveal)
+def _check_variant_json(problem, answers, variant, reveal, redact_, view):
+    report = views.check_variant(problem, answers, variant, checker(problem), reveal, view)
     return 200, _json(redact(report) if redact_ else report), JSON
 
 

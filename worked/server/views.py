@@ -273,7 +273,7 @@ def _chosen_options(answers, questions) -> tuple[dict, dict]:
     return answers, picked
 
 
-def check_variant(problem, answers, v, checker, reveal) -> dict:
+def check_variant(problem, answers, v, checker, reveal, view: bool = False) -> dict:
     """Check a variant's answers the way ``worked grade`` marks them: each question's entries with that question's
     tolerance (from the manifest), its points earned for the entries right or carried forward; entries outside
     the questions, and the diagnoses, with the default band. *checker*: the problem's
@@ -312,12 +312,14 @@ def check_variant(problem, answers, v, checker, reveal) -> dict:
                 mk = MISTAKES.get(o["mistake"])
                 if mk is not None and mk.answer is not None:    # the option's feedback, as the LMS exports give it
                     said = eq.prose(mk.answer)
-                    item["mistake"] = {"code": mk.id, "title": mk.title, "message": printers.text(said),
-                                       "message_math": prose_parts(said)}
+                    item["mistake"] = {"code": mk.id, "title": mk.title, "message": printers.text(said)}
+                    if view:
+                        item["mistake"]["message_math"] = prose_parts(said)
                 elif mk is not None:
                     text = mk.message(problem)
-                    item["mistake"] = {"code": mk.id, "title": mk.title, "message": text,
-                                       "message_math": mistake_math(mk.id, problem, text)}
+                    item["mistake"] = {"code": mk.id, "title": mk.title, "message": text}
+                    if view:
+                        item["mistake"]["message_math"] = mistake_math(mk.id, problem, text)
             scored.append(item)
             continue
         rep = reports[q.tolerance].to_dict()["matrices"].get(key_of(q.matrix))
@@ -346,4 +348,4 @@ def check_variant(problem, answers, v, checker, reveal) -> dict:
     out["score"] = {"earned": points(round(sum(q["earned"] for q in scored), 2)),
                     "points": points(sum(q.points for q in questions))}
     out["variant"] = v.code
-    return with_math(out, problem, checker.solution)
+    return with_math(out, problem, checker.solution) if view else out

@@ -463,7 +463,7 @@ async function checkAnswers(ev) {
   let report;
   try {
     const source = S.student.source;
-    report = await api("/api/check", source.kind === "variant" ? { variant: source.code, answers, reveal: true } : { problem: S.student.problem, answers, reveal: true });
+    report = await api("/api/check?view=1", source.kind === "variant" ? { variant: source.code, answers, reveal: true } : { problem: S.student.problem, answers, reveal: true });
     // (the expected values come only from a server that shows solutions; the page hides them behind a button)
   } catch (e) {
     status.textContent = e.message; status.classList.add("bad");
