@@ -19,10 +19,13 @@ if not CHROMIUM.exists():
 playwright_api = pytest.importorskip("playwright.sync_api", reason="the playwright Python package is not installed")
 
 from test_browser_serve import PROBLEMS, _Server, browser, fill, no_scaling_answers, server  # noqa: E402,F401
-from test_browser_student import AXE, WIDTHS, _axe, check, new_page  # noqa: E402
+from test_browser_student import AXE, WIDTHS, _axe, _covered, check, new_page  # noqa: E402
 
 from conftest import run_cli  # noqa: E402
 from worked.server.quizform import spec_toml  # noqa: E402
+
+
+SHOTS = Path(os.environ["WORKED_SHOTS"]) if os.environ.get("WORKED_SHOTS") else None   # screenshots to look at
 
 
 def teacher(browser, server, width=1200, height=900):
@@ -226,6 +229,27 @@ def test_a_choice_question_is_answered_with_radio_buttons_and_a_wrong_option_nam
     page.context.close()
 
 
+@pytest.mark.parametrize("width,height", WIDTHS)
+def test_a_focused_option_is_never_behind_the_check_bar(browser, choice_quiz, width, height):
+    page = new_page(browser, width, height)
+    open_choice_quiz(page, choice_quiz)
+    page.focus("#check-btn")
+    page.evaluate("window.scrollTo(0, document.body.scrollHeight)")
+    seen = []
+    while len(seen) < 12 and page.evaluate("document.activeElement.id") != "variant-code":
+        page.keyboard.press("Shift+Tab")          # back through the options (a group is one stop) and the cells
+        st = _covered(page)
+        seen.append(st["id"])
+        assert st["ok"], st
+    assert any(x.startswith("choice-") for x in seen), seen
+    page.focus("fieldset.choice input")
+    for _ in range(3):                            # the arrows move among a group's options, and choose
+        page.keyboard.press("ArrowDown")
+        assert _covered(page)["ok"]
+    assert page.locator("fieldset.choice").first.locator("input:checked").count() == 1
+    page.context.close()
+
+
 def test_the_diagnosis_writes_its_math_as_mathml(browser, server):
     page = new_page(browser)
     page.goto(server.url + "#problem=cats-chase-mice")
@@ -248,6 +272,8 @@ def test_axe_finds_no_violation_in_the_builder_and_the_choice_questions(browser,
     page = teacher(browser, server, width, height)
     page.locator("#tab-teacher").click()
     assert _axe(page) == [], "the builder"
+    row(page, 1).locator('[data-q="ask"]').fill("weights[1,2]")
+    row(page, 1).locator('[data-q="type"]').select_option("choice")
     row(page, 0).locator('[data-q="ask"]').fill("scoers[2,3]")
     page.locator(".q-err:not([hidden])").wait_for()
     page.click("#q-add-part")
@@ -256,6 +282,7 @@ def test_axe_finds_no_violation_in_the_builder_and_the_choice_questions(browser,
     page.locator(".fam-err:not([hidden])").wait_for()
     page.click("#q-toml summary")
     assert _axe(page) == [], "the builder with errors, two parts and the TOML shown"
+    page.locator("#quiz-card").screenshot(path=str(SHOTS / f"builder-{width}.png")) if SHOTS else None
     page.context.close()
     page = new_page(browser, width, height)
     open_choice_quiz(page, choice_quiz)
@@ -263,6 +290,9 @@ def test_axe_finds_no_violation_in_the_builder_and_the_choice_questions(browser,
     v = choice_quiz.variant
     wrong = _option(v, 0, False)
     page.locator("fieldset.choice").nth(0).get_by_label(f"{wrong['letter']}. {wrong['value']}").check()
+    right = _option(v, 1, True)
+    page.locator("fieldset.choice").nth(1).get_by_label(f"{right['letter']}. {right['value']}").check()
     check(page)
-    assert _axe(page) == [], "a wrong option, checked"
+    assert _axe(page) == [], "a wrong option and a right one, checked"
+    page.screenshot(path=str(SHOTS / f"choice-checked-{width}.png"), full_page=True) if SHOTS else None
     page.context.close()

@@ -126,8 +126,7 @@ def _part(data: dict, where: str) -> dict:
         if fam is not None:
             try:
                 # the reader of the spec on this one question: its words, and the field it names
-                quiz._family_and_questions(fam_data, [q], "quiz", lambda f, m: ProblemError(f, m, SOURCE),
-                                           where, k, set(), SOURCE)
+                quiz.read_questions(fam_data, [q], prefix=where, first=k, source=SOURCE)
             except ProblemError as exc:
                 field = exc.field.replace(f"{where}questions[1]", f"{where}questions[{k}]", 1)
                 err = {"message": f"{SOURCE}: {field}: {exc.message}", "field": field.rpartition(".")[2]}
