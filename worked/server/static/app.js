@@ -351,9 +351,12 @@ function renderAnswerGrids() {
   const asked = askedCells();
   const box = $("#answer-grids");
   box.replaceChildren();
+  const choices = (S.student.questions || []).filter((x) => x.type === "choice");
   view.grids.forEach((g) => {
+    // a choice question where its matrix comes in the steps' order (after that matrix's grid, if asked too)
+    const here = () => choices.filter((q) => gridKeyOf(q) === g.key).forEach((q) => box.append(choiceField(q, saved)));
     const mine = asked && asked[g.key];
-    if (asked && !mine) return;          // a quiz shows only the grids its questions ask for
+    if (asked && !mine) { here(); return; }          // a quiz shows only the grids its questions ask for
     const fs = el("fieldset", { class: "grid", "data-key": g.key, id: "grid-" + g.key.replace(/\W/g, "_") });
     fs.append(el("legend", {}, g.label, " ", el("span", { class: "eq" }, math(g.mathml, g.text || ""))));
     fs.append(el("p", { class: "hint", text: `${g.rows.length}×${g.cols.length}` + (g.hint ? ` · ${g.hint}` : "") }));
@@ -372,8 +375,10 @@ function renderAnswerGrids() {
     fs.append(el("div", { class: "diag-slot" }));
     fs.append(el("div", { class: "step-slot" }));
     box.append(fs);
+    here();
   });
-  for (const q of (S.student.questions || []).filter((x) => x.type === "choice")) box.append(choiceField(q, saved));
+  const keys = new Set(view.grids.map((g) => g.key));
+  choices.filter((q) => !keys.has(gridKeyOf(q))).forEach((q) => box.append(choiceField(q, saved)));
   $("#answers-form").hidden = false;
   $("#check-status").replaceChildren();
 }
