@@ -1045,7 +1045,7 @@ const QUIZ_WORDS = {
   addQuestion: "Add a question", removePart: "Remove this part", up: "Move up", down: "Move down", remove: "Remove",
   ask: "Ask", askHelp: "such as scores[2,3], weights[1,*] or Z", matrix: "Matrix", row: "Row", col: "Column",
   every: (what) => `every ${what} (*)`, typed: "(as typed)", type: "Type", value: "a number to type",
-  choice: "choose among options", choices: "Options", choicesHelp: "the right value and the named mistakes'",
+  choice: "choose among options", choices: "Options", choicesHelp: "empty: 4; the right value and named mistakes' values",
   points: "Points", pointsHelp: "empty: 1", abs: "Tolerance ±", absHelp: "absolute; empty: one unit of the last place",
   rel: "Relative tolerance", relHelp: "0.02 is 2 %", name: "Name", nameHelp: "empty: q1, q2, …",
   partTitle: "Title of the part", ready: (q, p) => `The spec makes a quiz: ${q} question${q === 1 ? "" : "s"}` +
