@@ -7,18 +7,10 @@ from __future__ import annotations
 import io
 import json
 import tomllib
-import warnings
 import zipfile
-from pathlib import Path
 
 import pytest
-
-pytest.importorskip("starlette")
-pytest.importorskip("httpx")
-
-with warnings.catch_warnings():
-    warnings.simplefilter("ignore")
-    from starlette.testclient import TestClient
+from test_serve_api import PROBLEMS, TestClient  # (it skips where Starlette or httpx is missing)
 
 from worked import printers
 from worked.check import read_answers
@@ -29,8 +21,6 @@ from worked.server.app import Config, create_app
 from worked.server.quizform import form, spec_toml
 from worked.server.views import safe_mathml
 
-ROOT = Path(__file__).resolve().parents[1]
-PROBLEMS = ROOT / "problems"
 SPECS = sorted(PROBLEMS.glob("quiz-*.toml"))
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
