@@ -1220,6 +1220,8 @@ function askFromPicker(row, changed) {
   $('[data-q="ask"]', row).value = scalar || (r.value === "*" && c.value === "*") ? found.key : `${found.key}[${r.value},${c.value}]`;
 }
 
+const isTable = (x) => typeof x === "object" && x !== null && !Array.isArray(x);
+
 function quizPart(spec = {}) {
   const n = ++quizSeq, pre = `qp${n}`, W = QUIZ_WORDS;
   const part = el("fieldset", { class: "qpart", "data-pre": pre });
@@ -1234,11 +1236,12 @@ function quizPart(spec = {}) {
   part.append(el("ol", { class: "qrows" }));
   part.append(el("p", { class: "actions" }, el("button", { type: "button", class: "add-question", text: W.addQuestion }),
     el("button", { type: "button", class: "remove-part", text: W.removePart })));
-  fillPartFamily(part, spec.family || {});
+  fillPartFamily(part, isTable(spec.family) ? spec.family : {});
   const extra = {};
   for (const [k, x] of Object.entries(spec)) if (!["title", "family", "questions"].includes(k)) extra[k] = x;
   part.dataset.partExtra = JSON.stringify(extra);
-  for (const q of spec.questions || [{}]) $(".qrows", part).append(questionRow(part, q));
+  const qs = Array.isArray(spec.questions) && spec.questions.length ? spec.questions : [{}];
+  for (const q of qs) $(".qrows", part).append(questionRow(part, isTable(q) ? q : {}));
   return part;
 }
 
@@ -1290,6 +1293,7 @@ function quizSpec() {
 
 function fillQuiz(spec) {
   const set = (id, x) => { $(id).value = x === undefined || x === null ? "" : String(x); };
+  if (!isTable(spec)) spec = {};
   set("#q-title", spec.title); set("#q-seed", spec.seed); set("#q-count", spec.count);
   set("#q-paper", spec.paper); set("#q-instructions", spec.instructions);
   S.quiz.extra = {};
@@ -1298,7 +1302,7 @@ function fillQuiz(spec) {
   }
   S.quiz.mixed = Array.isArray(spec.parts);
   const parts = S.quiz.mixed ? spec.parts : [{ family: spec.family, questions: spec.questions }];
-  $("#q-parts").replaceChildren(...parts.map((p) => quizPart(p || {})));
+  $("#q-parts").replaceChildren(...(parts.length ? parts : [{}]).map((p) => quizPart(isTable(p) ? p : {})));
   renumberQuiz();
   checkQuiz(true);
 }
