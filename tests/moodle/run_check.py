@@ -222,7 +222,7 @@ def choice_problems(label: str, c: dict) -> list[str]:
         out.append(f"{where}: Moodle's options {c['options']}, the manifest's {c['values']}")
     if not c["shuffle"]:
         out.append(f"{where}: Moodle does not shuffle the options")
-    if words(c["rightanswer"]) != f"{c['right']}":
+    if words(c["rightanswer"]) != c["right"]:
         out.append(f"{where}: Moodle's right answer is {c['rightanswer']!r}, not {c['right']!r}")
     return out
 
