@@ -383,6 +383,13 @@ function renderAnswerGrids() {
   $("#check-status").replaceChildren();
 }
 
+/* The words of a choice question on the page. */
+const CHOICE_WORDS = {
+  points: (n) => `${n} pt${n === 1 ? "" : "s"}`, choose: (pts) => `Choose one (${pts}).`,
+  right: "✓ right", wrong: "✗ wrong", blank: "Not answered.", gotRight: (pts) => `Right (${pts}).`,
+  gotWrong: (pts) => `Not the right option (${pts}).`, earned: (e, pts) => `${e} of ${pts}`,
+};
+
 /* A choice question: its options as radio buttons in a fieldset whose legend says what is asked. */
 function choiceField(q, saved) {
   const g = S.student.view.grids.find((x) => x.key === gridKeyOf(q));
@@ -390,7 +397,7 @@ function choiceField(q, saved) {
   const what = g ? readableAsk(q.ask, g) : q.ask;
   const fs = el("fieldset", { class: "grid choice", id, "data-choice": q.name || q.ask },
     el("legend", {}, `${q.name ? q.name + ": " : ""}${what}`),
-    el("p", { class: "hint", text: `Choose one (${q.points} pt${q.points === 1 ? "" : "s"}).` }));
+    el("p", { class: "hint", text: CHOICE_WORDS.choose(CHOICE_WORDS.points(q.points)) }));
   const opts = el("div", { class: "options" });
   for (const o of q.options || []) {
     const input = el("input", { type: "radio", name: id, value: o.letter, id: `${id}-${o.letter}` });
@@ -671,14 +678,14 @@ function markChoice(fs, report) {
   for (const l of $$(".options label", fs)) { l.classList.remove("ok", "bad"); const m = $(".mark", l); if (m) m.remove(); }
   slot.replaceChildren();
   if (!scored) return false;
-  const pts = `${scored.earned} of ${scored.points} pt${scored.points === 1 ? "" : "s"}`;
+  const pts = CHOICE_WORDS.earned(scored.earned, CHOICE_WORDS.points(scored.points));
   const label = scored.chosen && $(`input[value="${CSS.escape(scored.chosen)}"]`, fs).closest("label");
   if (label) {
     label.classList.add(scored.right ? "ok" : "bad");
-    label.append(el("span", { class: "mark", text: scored.right ? "✓ right" : "✗ wrong" }));
+    label.append(el("span", { class: "mark", text: scored.right ? CHOICE_WORDS.right : CHOICE_WORDS.wrong }));
   }
   p.className = "verdict " + (!scored.chosen ? "" : scored.right ? "ok" : "bad");
-  p.textContent = !scored.chosen ? "Not answered." : scored.right ? `Right (${pts}).` : `Not the right option (${pts}).`;
+  p.textContent = !scored.chosen ? CHOICE_WORDS.blank : scored.right ? CHOICE_WORDS.gotRight(pts) : CHOICE_WORDS.gotWrong(pts);
   if (scored.mistake) {
     const d = scored.mistake;
     slot.append(el("div", { class: "diag", role: "note" },
