@@ -349,3 +349,17 @@ def check_variant(problem, answers, v, checker, reveal, view: bool = False) -> d
                     "points": points(sum(q.points for q in questions))}
     out["variant"] = v.code
     return with_math(out, problem, checker.solution) if view else out
+
+
+def check_mixed(problems, answers: list, v, checkers, reveal, view: bool = False) -> dict:
+    """A variant of a quiz that mixes families (``v.parts``), checked part by part: each part's answers against its
+    own problem with :func:`check_variant` (its questions' points and tolerances, error carried forward within the
+    part), as ``worked grade`` checks each :attr:`worked.grade.Student.parts`; the total is the parts' sum, rounded
+    as :attr:`worked.grade.StudentResult.total` rounds it."""
+    parts = []
+    for k, (part, problem, answers_k, checker) in enumerate(zip(v.parts, problems, answers, checkers), 1):
+        report = check_variant(problem, answers_k, part, checker, reveal, view)
+        parts.append({"part": k, "title": part.title, **report})
+    earned = round(sum(q["earned"] for r in parts for q in r["questions"]), 2)
+    return {"variant": v.code, "parts": parts,
+            "score": {"earned": points(earned), "points": points(sum(r["score"]["points"] for r in parts))}}
