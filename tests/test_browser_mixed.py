@@ -21,6 +21,7 @@ from test_browser_serve import PROBLEMS, _Server, browser  # noqa: E402,F401
 from test_browser_student import AXE, WIDTHS, _axe, _covered, check, new_page  # noqa: E402
 
 from conftest import run_cli  # noqa: E402
+from worked.mistakes import MISTAKES  # noqa: E402
 from worked.problem import Problem  # noqa: E402
 from worked.solver import solve  # noqa: E402
 
@@ -41,9 +42,15 @@ def mixed_quiz(tmp_path_factory):
     s.stop()
 
 
+def math_in_title(option) -> bool:
+    """Does the option's mistake have math in its title (K·Qᵀ instead of Q·Kᵀ)?"""
+    return bool(option["mistake"]) and any(not isinstance(x, str) for x in MISTAKES[option["mistake"]].title_prose.parts)
+
+
 def responses(variant) -> dict[str, str]:
-    """Each question's response, by its name: a wrong option (part 1's q1), a right value (q2), a slip in the
-    first entry of a row (part 2's q3; its other entries right), the right loss and the right option (part 3)."""
+    """Each question's response, by its name: a wrong option (part 1's q1; one whose mistake's title holds math, if
+    any), a right value (q2), a slip in the first entry of a row (part 2's q3; its other entries right), the right
+    loss and the right option (part 3)."""
     out = {}
     for part in variant["parts"]:
         sol = solve(Problem.from_dict(part["problem"], source="test"))
@@ -51,7 +58,8 @@ def responses(variant) -> dict[str, str]:
         mats = sol.matrices()
         for q in part["questions"]:
             if q.get("type") == "choice":
-                out[q["name"]] = next(o for o in q["options"] if o["right"] == (q["name"] != "q1"))["letter"]
+                fits = sorted((o for o in q["options"] if o["right"] == (q["name"] != "q1")), key=math_in_title)
+                out[q["name"]] = fits[-1]["letter"]
                 continue
             m = mats[q["matrix"]]
             vals = [m.dec_plain(e["row"] - 1, e["col"] - 1, places) for e in q["entries"]]
@@ -120,6 +128,9 @@ def test_a_mixed_variant_is_one_page_scored_per_part_as_worked_grade_scores_it(b
     # the answers make the three kinds of marks: a wrong option names its mistake, the slip is ✗ where it is
     wrong = next(o for o in v["parts"][0]["questions"][0]["options"] if o["letter"] == said["q1"])
     assert wrong["mistake"] in page.locator("#choice-p1-q1 .diag").inner_text()
+    if math_in_title(wrong):        # the mistake's title sets its math as MathML, with the text as its alt text
+        alts = page.locator("#choice-p1-q1 .diag-title math").evaluate_all("ms => ms.map((m) => m.getAttribute('alttext'))")
+        assert alts and all(alts), alts
     assert wrong["mistake"] in row["misconceptions"].split()
     slip = page.locator("section.part").nth(1).locator("td.bad")
     assert slip.count() == 1

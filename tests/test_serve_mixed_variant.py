@@ -100,6 +100,8 @@ def test_a_mixed_variant_is_scored_per_part_as_worked_grade_scores_it(quiz):
     assert 0 < graded.total < 6
     wrong = report["parts"][0]["questions"][0]
     assert wrong["chosen"] == said["q1"] and wrong["mistake"]["code"] in graded.codes
+    # ?view=1: the mistake's title as prose parts too, whose text is its title (the JSON's own title, unchanged)
+    assert "".join(x["text"] for x in wrong["mistake"]["title_math"]) == wrong["mistake"]["title"]
     assert report["parts"][1]["matrices"]["weights"]["verdicts"][2].count("wrong") == 1     # the slip, where it is
 
 
@@ -111,5 +113,6 @@ def test_a_mixed_variant_s_answers_are_a_list_per_part_and_its_sheets_are_per_pa
         r = tc.post("/api/check", json={"variant": v["variant"], "answers": [{}, {}, {"loss": [["1"]]}], "reveal": True})
         assert r.status_code == 200, r.text
         assert "expected" not in json.dumps(r.json())         # --no-solutions: no expected value leaves the server
+        assert "_math" not in json.dumps(r.json())            # without ?view=1, no math for the page
         r = tc.get(f"/download/variants/{v['variant']}/worksheet.html")
         assert r.status_code == 404 and "3 parts" in r.json()["error"], r.text

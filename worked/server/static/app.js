@@ -692,7 +692,7 @@ function diagnosesInto(diag, report, byGrid, sv) {
     const placed = Object.values(byGrid).some((ds) => ds.includes(d));
     if (!placed) { diag.append(diagnosisBox(d, sv, false)); continue; }
     const key = Object.keys(byGrid).find((k) => byGrid[k].includes(d));
-    diag.append(el("p", { class: "diag-link" }, (d.code === "early-rounding" ? "Note: " : "✗ ") + capital(d.title) + ": ",
+    diag.append(el("p", { class: "diag-link" }, d.code === "early-rounding" ? "Note: " : "✗ ", titleOf(d), ": ",
       el("a", { href: "#" + d._id }, `at ${gridLabel(key)}${d.step ? `, re-read ${stepSpan(d)}` : ""}`)));
   }
   errorsInto(diag, report);
@@ -845,7 +845,7 @@ function markChoice(fs, report) {
   if (scored.mistake) {
     const d = scored.mistake;
     slot.append(el("div", { class: "diag", role: "note" },
-      el("p", { class: "diag-title" }, `✗ ${scored.chosen}: ${capital(d.title)} `, el("code", { text: d.code })),
+      el("p", { class: "diag-title" }, `✗ ${scored.chosen}: `, titleOf(d), " ", el("code", { text: d.code })),
       el("p", { class: "msg" }, prose(d.message_math, d.message))));
   }
   return !!scored.chosen && !scored.right;
@@ -882,11 +882,17 @@ function stepSpan(d) {
 
 function capital(t) { return t.charAt(0).toUpperCase() + t.slice(1); }
 
+/* A mistake's title with its math (the server's title_math: "K·Qᵀ instead of Q·Kᵀ" as MathML), capitalised. */
+function titleOf(d) {
+  const parts = d.title_math && d.title_math.map((x, k) => (k === 0 && !x.mathml ? { text: capital(x.text) } : x));
+  return prose(parts, capital(d.title));
+}
+
 /* A named mistake: what it is, where, and the step to re-read (with that step, folded). */
 function diagnosisBox(d, sv, atGrid) {   // atGrid: the key of the grid it is shown at, or false
   const info = d.code === "early-rounding";
   const box = el("div", { class: "diag" + (info ? " info" : ""), role: info ? null : "note", id: d._id, tabindex: "-1" },
-    el(atGrid ? "p" : "h3", { class: "diag-title" }, (info ? "Note: " : "✗ ") + capital(d.title) + " ", el("code", { text: d.code })),
+    el(atGrid ? "p" : "h3", { class: "diag-title" }, info ? "Note: " : "✗ ", titleOf(d), " ", el("code", { text: d.code })),
     el("p", { class: "msg" }, prose(d.message_math, d.message)),
     d.matrices && d.matrices.length ? el("p", { text: "Where: " + d.matrices.map(gridLabel).join(", ") + "." }) : null);
   if (d.step) {
