@@ -9,7 +9,8 @@ Routes (all JSON unless noted; errors are ``{"error": message}`` with a 4xx/5xx 
 ``POST /api/view``     ``{"problem"}``      a problem checked and laid out for the page (teacher view)
 ``POST /api/solve``    ``{"problem"}``      the JSON of ``worked solve --format json`` (``?view=1`` adds MathML)
 ``POST /api/check``    ``{"problem", "answers"[, "tolerance"]}``  the JSON of ``worked check --format json`` (``?view=1``
-                                            adds the diagnoses' math as MathML)
+                                            adds the diagnoses' math as MathML); ``{"variant", "answers"}``: a quiz variant, marked as
+                                            ``worked grade`` marks it (a mixed quiz's: ``answers`` a list, a table per part)
 ``POST /api/new``      ``{options of worked new, "seed"}``        a random problem
 ``POST /api/download`` ``{"problem", "document", "format"}``      worksheet / answer-key as pdf, html or tex;
                                             notebook / exercise as ipynb
