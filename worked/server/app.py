@@ -9,7 +9,8 @@ Routes (all JSON unless noted; errors are ``{"error": message}`` with a 4xx/5xx 
 ``POST /api/view``     ``{"problem"}``      a problem checked and laid out for the page (teacher view)
 ``POST /api/solve``    ``{"problem"}``      the JSON of ``worked solve --format json`` (``?view=1`` adds MathML)
 ``POST /api/check``    ``{"problem", "answers"[, "tolerance"]}``  the JSON of ``worked check --format json`` (``?view=1``
-                                            adds the diagnoses' math as MathML)
+                                            adds the diagnoses' math as MathML); ``{"variant", "answers"}``: a quiz variant, marked as
+                                            ``worked grade`` marks it (a mixed quiz's: ``answers`` a list, a table per part)
 ``POST /api/new``      ``{options of worked new, "seed"}``        a random problem
 ``POST /api/download`` ``{"problem", "document", "format"}``      worksheet / answer-key as pdf, html or tex;
                                             notebook / exercise as ipynb
@@ -305,6 +306,18 @@ class Variant:
     title: str = ""
     questions: list = field(default_factory=list)   # [{"ask": "scores[2,3]", "name": "q1", "points": 1,
                                                     #   "tolerance": {"abs": 0.01, "rel": 0}}] (no expected values)
+    parts: list | None = None   # a quiz that mixes families ([[parts]]): a Variant per part (its problem, title and
+    #                             questions), in order; then *problem* is None and *questions* empty
+
+    def problems(self) -> list:
+        """The variant's problems (one per part, or its one problem) as :class:`Problem`; 422 when one is not."""
+        out = []
+        for k, v in enumerate(self.parts or [self], 1):
+            try:
+                out.append(Problem.from_dict(v.problem, source=f"variant {self.code}" + (f" part {k}" if self.parts else "")))
+            except WorkedError as exc:
+                raise ApiError(422, str(exc)) from None
+        return out
 
 
 @dataclass
@@ -407,9 +420,6 @@ class Library:
         if not CODE_RE.fullmatch(norm):
             raise ApiError(404, "no variant with that code")
         v = q["variants"].get(norm)
-        if v is None and norm in q.get("mixed", ()):
-            raise ApiError(404, f"variant {norm} is of a quiz that mixes problem families ([[parts]]): this page "
-                                "does not check those yet (worked grade does)")
         if v is None:
             raise ApiError(404, f"no variant with the code {code.strip()!r}; check the code on your sheet")
         return v
@@ -465,27 +475,42 @@ def _read_manifest(path: Path) -> dict:
     items = data if isinstance(data, list) else next(
         (data[k] for k in ("variants", "students", "entries") if isinstance(data.get(k), list)), [])
     variants: dict[str, Variant] = {}
-    mixed: set[str] = set()     # variants of a quiz with [[parts]] (a problem per part): not served yet
+
+    def questions(it):
+        return [{"ask": q["ask"][:60], "points": _points(q.get("points")),
+                 "name": q["name"][:40] if isinstance(q.get("name"), str) else "",
+                 "tolerance": q.get("tolerance") if isinstance(q.get("tolerance"), (dict, str, int)) else None,
+                 # a choice question's options (letter, value, right, mistake): worked.server.views reads them
+                 "options": q["options"][:8] if q.get("type") == "choice" and isinstance(q.get("options"), list) else None}
+                for q in it.get("questions") or [] if isinstance(q, dict) and isinstance(q.get("ask"), str)]
+
     for it in items:
         if not isinstance(it, dict):
             continue
         code = next((it[k] for k in ("code", "variant", "variant_code") if isinstance(it.get(k), str)), None)
         prob = it.get("problem")
-        if code is not None and prob is None and isinstance(it.get("parts"), list):
-            mixed.add(_norm_code(code))
-        if code is None or not isinstance(prob, dict):
+        if code is None:
             continue
         norm = _norm_code(code)
-        qs = [{"ask": q["ask"][:60], "points": _points(q.get("points")),
-               "name": q["name"][:40] if isinstance(q.get("name"), str) else "",
-               "tolerance": q.get("tolerance") if isinstance(q.get("tolerance"), (dict, str, int)) else None,
-               # a choice question's options (letter, value, right, mistake): worked.server.views reads them
-               "options": q["options"][:8] if q.get("type") == "choice" and isinstance(q.get("options"), list) else None}
-              for q in it.get("questions") or [] if isinstance(q, dict) and isinstance(q.get("ask"), str)]
-        if CODE_RE.fullmatch(norm):
-            variants.setdefault(norm, Variant(code=norm, problem=prob, title=str(prob.get("title", "")), questions=qs))
+        if not CODE_RE.fullmatch(norm):
+            continue
+        if prob is None and isinstance(it.get("parts"), list):   # a quiz with [[parts]]: a problem per part
+            parts = [Variant(code=norm, problem=p["problem"], title=str(p.get("title") or p["problem"].get("title", "")),
+                             questions=questions(p))
+                     for p in it["parts"][:20] if isinstance(p, dict) and isinstance(p.get("problem"), dict)]
+            if parts and len(parts) == len(it["parts"]):
+                variants.setdefault(norm, Variant(code=norm, problem=None, title=str(title_of(data)), parts=parts))
+            continue
+        if isinstance(prob, dict):
+            variants.setdefault(norm, Variant(code=norm, problem=prob, title=str(prob.get("title", "")),
+                                              questions=questions(it)))
+    title = title_of(data)
+    return {"title": title, "variants": variants}
+
+
+def title_of(data) -> str:
     title = data.get("title", "") if isinstance(data, dict) else ""
-    return {"title": title if isinstance(title, str) else "", "variants": variants, "mixed": mixed}
+    return title if isinstance(title, str) else ""
 
 
 # ------------------------------------------------------------------ what the page shows (MathML, grids)
@@ -583,10 +608,13 @@ def create_app(cfg: Config | None = None) -> Starlette:
 
     async def get_variant(request: Request):
         v = lib.variant(request.path_params["code"])
-        try:
-            problem = Problem.from_dict(v.problem, source=f"variant {v.code}")
-        except WorkedError as exc:
-            raise ApiError(422, str(exc)) from None
+        if v.parts:     # a quiz that mixes families: every part's problem, view and questions, in order
+            problems = v.problems()
+            return await engine.run(_digest("mixed-page", v.code, [problem_key(p) for p in problems],
+                                            [x.questions for x in v.parts]),
+                                    _lane_of(engine, problems), jobs.mixed_variant_json, problems, v,
+                                    what="laying out the variant", affinity=_digest([problem_key(p) for p in problems]))
+        problem, = v.problems()
         pkey = problem_key(problem)
         return await engine.run(_digest("variant-page", v.code, pkey, v.questions), engine.lane(problem),
                                 jobs.variant_json, problem, v, what="laying out the variant", affinity=pkey)
@@ -615,13 +643,25 @@ def create_app(cfg: Config | None = None) -> Starlette:
             if not isinstance(code, str):
                 raise ApiError(400, '"variant": expected the variant code printed on the sheet')
             variant = lib.variant(code)
-            try:
-                problem = Problem.from_dict(variant.problem, source=f"variant {variant.code}")
-            except WorkedError as exc:
-                raise ApiError(422, str(exc)) from None
+            problem = None if variant.parts else variant.problems()[0]
         else:
             problem = _problem_from(data)
         answers = data.get("answers")
+        if variant is not None and variant.parts:
+            # a quiz that mixes families: the answers to each part, in order, checked against that part's problem
+            if not (isinstance(answers, list) and len(answers) == len(variant.parts)
+                    and all(isinstance(a, dict) for a in answers)):
+                raise ApiError(400, f'"answers": expected a list of {len(variant.parts)} tables, the answers to each '
+                                    'part of the variant in order ([{"Q": [[...]]}, ...])')
+            if cfg.no_solutions:
+                limiter.check(request.client.host if request.client else "?")
+            reveal = bool(data.get("reveal")) and not cfg.no_solutions
+            want_view = request.query_params.get("view") in ("1", "true", "yes")
+            problems = variant.problems()
+            keys = [problem_key(p) for p in problems]
+            return await engine.run(_digest("check-mixed", variant.code, keys, answers, reveal, cfg.no_solutions, want_view),
+                                    _lane_of(engine, problems), jobs.check_mixed_json, problems, answers, variant,
+                                    reveal, cfg.no_solutions, want_view, what="checking", affinity=_digest(keys))
         if not isinstance(answers, dict):
             raise ApiError(400, 'missing "answers": send {"problem": {...}, "answers": {"Q": [[...]], ...}}')
         tolerance = data.get("tolerance")
@@ -756,10 +796,10 @@ def create_app(cfg: Config | None = None) -> Starlette:
     async def download_variant(request: Request):
         p = request.path_params
         v = lib.variant(p["code"])
-        try:
-            problem = Problem.from_dict(v.problem, source=f"variant {v.code}")
-        except WorkedError as exc:
-            raise ApiError(422, str(exc)) from None
+        if v.parts:     # its sheets are one per part, as worked quiz wrote them (worksheet-part1.html, …)
+            raise ApiError(404, f"variant {v.code} has {len(v.parts)} parts: print the sheets worked quiz wrote for "
+                                "each part (worksheet-part1, …)")
+        problem, = v.problems()
         if p["document"] == "answer-key" and cfg.no_solutions:
             raise ApiError(403, "answer keys are turned off on this server (--no-solutions)")
         ready = lib.variant_file(v, p["document"], p["format"])
@@ -832,6 +872,11 @@ def create_app(cfg: Config | None = None) -> Starlette:
     app.state.config = cfg
     app.state.engine = engine
     return app
+
+
+def _lane_of(engine: Engine, problems: list) -> Lane:
+    """The lane for the work on several problems at once (a mixed variant's parts): the heavy one if any needs it."""
+    return engine.heavy if any(engine.lane(p) is engine.heavy for p in problems) else engine.quick
 
 
 def _title_of(lib: Library, name: str) -> str:

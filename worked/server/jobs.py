@@ -178,6 +178,30 @@ def _variant_json(problem, variant):
                        "questions": views.question_list(variant, problem, checker(problem).solution)}), JSON
 
 
+def mixed_variant_json(problems, variant):
+    """``GET /api/variants/{code}`` of a quiz that mixes families: each part's problem, the page's view of it and its
+    graded questions, in order (as :func:`variant_json` gives them for a variant of one problem)."""
+    return _guard(_mixed_variant_json, problems, variant)
+
+
+def _mixed_variant_json(problems, variant):
+    parts = [{"part": k, "title": part.title, "problem": problem.to_dict(), "view": views.problem_view(problem),
+              "questions": views.question_list(part, problem, checker(problem).solution)}
+             for k, (part, problem) in enumerate(zip(variant.parts, problems), 1)]
+    return 200, _json({"code": variant.code, "title": variant.title, "parts": parts}), JSON
+
+
+def check_mixed_json(problems, answers: list, variant, reveal: bool, redact_: bool, view: bool = False):
+    """A mixed quiz's variant checked part by part, the way ``worked grade`` marks it
+    (:func:`worked.server.views.check_mixed`)."""
+    return _guard(_check_mixed_json, problems, answers, variant, reveal, redact_, view)
+
+
+def _check_mixed_json(problems, answers, variant, reveal, redact_, view):
+    report = views.check_mixed(problems, answers, variant, [checker(p) for p in problems], reveal, view)
+    return 200, _json(redact(report) if redact_ else report), JSON
+
+
 QUIZ_VARIANTS = 60   # the page's quiz builder: at most this many variants in one request (a class; the CLI has no limit)
 
 

@@ -131,9 +131,19 @@ def mistake_math(code: str, problem, message: str) -> list | None:
     return prose_parts(prose) + ([{"text": rest}] if rest else [])
 
 
+def title_math(code) -> list | None:
+    """The title of the mistake *code* as :func:`prose_parts` (its math as MathML: K·Qᵀ instead of Q·Kᵀ); None for
+    no such mistake."""
+    from ..mistakes import MISTAKES
+
+    m = MISTAKES.get(code) if isinstance(code, str) else None
+    return prose_parts(m.title_prose) if m is not None else None
+
+
 def with_math(report: dict, problem, solution=None) -> dict:
-    """*report* (a check report's dict) with each diagnosis's message as math too (``message_math``), and the
-    title of each step it names to re-read (``title_math``, from *solution*'s steps)."""
+    """*report* (a check report's dict) with each diagnosis's message and title as math too (``message_math``,
+    ``title_math``), and the title of each step it names to re-read (the step's ``title_math``, from *solution*'s
+    steps)."""
     steps = getattr(solution, "steps", None) or []
 
     def title(step):
@@ -145,6 +155,9 @@ def with_math(report: dict, problem, solution=None) -> dict:
         parts = mistake_math(d.get("code"), problem, d.get("message"))
         if parts is not None:
             d["message_math"] = parts
+        named = title_math(d.get("code"))
+        if named is not None and "".join(x["text"] for x in named) == d.get("title"):
+            d["title_math"] = named
         title(d.get("step"))
     for m in (report.get("matrices") or {}).values():
         title(m.get("step"))
@@ -314,12 +327,12 @@ def check_variant(problem, answers, v, checker, reveal, view: bool = False) -> d
                     said = eq.prose(mk.answer)
                     item["mistake"] = {"code": mk.id, "title": mk.title, "message": printers.text(said)}
                     if view:
-                        item["mistake"]["message_math"] = prose_parts(said)
+                        item["mistake"].update(message_math=prose_parts(said), title_math=title_math(mk.id))
                 elif mk is not None:
                     text = mk.message(problem)
                     item["mistake"] = {"code": mk.id, "title": mk.title, "message": text}
                     if view:
-                        item["mistake"]["message_math"] = mistake_math(mk.id, problem, text)
+                        item["mistake"].update(message_math=mistake_math(mk.id, problem, text), title_math=title_math(mk.id))
             scored.append(item)
             continue
         rep = reports[q.tolerance].to_dict()["matrices"].get(key_of(q.matrix))
@@ -349,3 +362,17 @@ def check_variant(problem, answers, v, checker, reveal, view: bool = False) -> d
                     "points": points(sum(q.points for q in questions))}
     out["variant"] = v.code
     return with_math(out, problem, checker.solution) if view else out
+
+
+def check_mixed(problems, answers: list, v, checkers, reveal, view: bool = False) -> dict:
+    """A variant of a quiz that mixes families (``v.parts``), checked part by part: each part's answers against its
+    own problem with :func:`check_variant` (its questions' points and tolerances, error carried forward within the
+    part), as ``worked grade`` checks each :attr:`worked.grade.Student.parts`; the total is the parts' sum, rounded
+    as :attr:`worked.grade.StudentResult.total` rounds it."""
+    parts = []
+    for k, (part, problem, answers_k, checker) in enumerate(zip(v.parts, problems, answers, checkers), 1):
+        report = check_variant(problem, answers_k, part, checker, reveal, view)
+        parts.append({"part": k, "title": part.title, **report})
+    earned = round(sum(q["earned"] for r in parts for q in r["questions"]), 2)
+    return {"variant": v.code, "parts": parts,
+            "score": {"earned": points(earned), "points": points(sum(r["score"]["points"] for r in parts))}}

@@ -275,17 +275,127 @@ async function openProblem(source) {
     return false;
   }
   if (data.code) source.code = data.code;
+  if (data.parts) {     // a quiz that mixes families: a problem per part, each with its questions
+    S.student = { source, problem: null, view: null, solution: null, report: null, questions: [], part: null,
+      title: data.title, parts: data.parts.map((p) => ({ ...p, solution: null, report: null, box: null })) };
+    renderMixed();
+    return true;
+  }
   S.student = { source, problem: data.problem, view: data.view, solution: null, report: null, questions: data.questions || [] };
   renderProblem();
   return true;
 }
 
+/* ------------------------------------------------------------------ a quiz that mixes families
+
+ * Its variant's page holds the parts in order, each with its problem (facts, given matrices), its grids and choice
+ * questions, checked in one go and scored per part (as `worked grade` scores each part against its own problem).
+ * The functions of the one-problem page work on the current part: usePart(p) makes S.student's view, problem,
+ * questions and report that part's, gridsRoot() its box and idPre() the prefix of its elements' ids. */
+function usePart(p) {
+  const st = S.student;
+  st.part = p;
+  if (p) Object.assign(st, { view: p.view, problem: p.problem, questions: p.questions, report: p.report });
+  else Object.assign(st, { view: null, problem: null, questions: [], report: null });
+}
+
+function gridsRoot() { return (S.student.part && S.student.part.box) || $("#answer-grids"); }
+function idPre() { return S.student.part ? `p${S.student.part.part}-` : ""; }
+
+/* "Part 2: Causal attention" (the part's title without the quiz's, which the page's heading says). */
+function partName(p) {
+  const t = p.title && S.student.title && p.title.startsWith(S.student.title + " — ") ? p.title.slice(S.student.title.length + 3) : p.title;
+  return `Part ${p.part}` + (t ? `: ${t}` : "");
+}
+
+function renderMixed() {
+  const st = S.student;
+  $("#problem-title").textContent = `${st.title || "Quiz"} (variant ${st.source.code})`;
+  const facts = $("#problem-facts");
+  const list = el("ol", { class: "questions" });
+  let total = 0;
+  for (const p of st.parts) {
+    const pts = p.questions.reduce((a, q) => a + q.points, 0);
+    total += pts;
+    list.append(el("li", { text: `${partName(p)} (${pts} pt${pts === 1 ? "" : "s"})` }));
+  }
+  facts.replaceChildren(el("dt", { text: "Parts" }), el("dd", {}, list),
+    el("dt", { text: "Points" }), el("dd", { text: `${total} in all; each part's problem and questions are below` }));
+  $("#problem-inputs").replaceChildren();
+  $("#student-downloads").hidden = true;      // worked quiz wrote a sheet per part; the page prints none
+  $("#problem-card").hidden = false;
+  const box = $("#answer-grids");
+  box.replaceChildren();
+  for (const p of st.parts) {
+    const head = el("h3", { id: `part-${p.part}-title`, text: partName(p) });
+    const dl = el("dl", { class: "facts" }), mats = el("div", { class: "mats" });
+    p.box = el("div", { class: "part-grids" });
+    box.append(el("section", { class: "part", "aria-labelledby": head.id }, head, dl, mats, p.box));
+    usePart(p);
+    factsInto(dl);
+    inputsInto(mats);
+    renderAnswerGrids();
+  }
+  usePart(null);
+  $$(".dec-places").forEach((s) => { s.textContent = String(st.parts[0].view.decimals); });
+  $("#feedback").hidden = true;
+  $("#solution").hidden = true;
+  $("#solution-body").replaceChildren();
+}
+
+/* Each part's answers, in order, as the server takes them for a mixed variant. */
+function collectMixed() {
+  const out = { answers: [], any: false };
+  for (const p of S.student.parts) {
+    usePart(p);
+    const { answers, any } = collectAnswers();
+    out.answers.push(answers);
+    out.any = out.any || any;
+  }
+  usePart(null);
+  return out;
+}
+
+async function renderMixedReport(report) {
+  const st = S.student;
+  const diag = $("#diagnoses");
+  diag.replaceChildren();
+  const lines = el("ul", { class: "part-scores" });
+  let wrongAny = false, first = null, more = 0, anyCarried = false;
+  for (const p of st.parts) {
+    const r = report.parts[p.part - 1];
+    p.report = r;
+    usePart(p);
+    const res = await markGrids(r);
+    wrongAny = wrongAny || res.wrongAny;
+    anyCarried = anyCarried || res.t.carried_forward > 0;
+    lines.append(el("li", {}, el("strong", { text: `${partName(p)}: ${r.score.earned} of ${r.score.points} points` }),
+      ` (${r.questions.map((q) => `${q.name || q.ask}: ${q.earned} of ${q.points}`).join("; ")}). ` + countsText(res.t, true)));
+    if (r.diagnoses.length) {
+      diag.append(el("h3", { text: `What went wrong in ${partName(p)}` }));
+      diagnosesInto(diag, r, res.byGrid, res.sv);
+      if (first) more += r.diagnoses.length; else { first = r.diagnoses[0]; more += r.diagnoses.length - 1; }
+    } else errorsInto(diag, r);
+  }
+  usePart(null);
+  const summary = $("#summary");
+  summary.replaceChildren(el("strong", { class: "score", text: `Points: ${report.score.earned} of ${report.score.points}` }),
+    lines, legendMarks(anyCarried));
+  finishReport(wrongAny, `Points: ${report.score.earned} of ${report.score.points}.`, first, more);
+}
+
 function renderProblem() {
   const { view, source } = S.student;
   $("#problem-title").textContent = view.title + (source.kind === "variant" ? ` (variant ${source.code})` : "");
-  const facts = $("#problem-facts");
+  factsInto($("#problem-facts"));
+  inputsInto($("#problem-inputs"));
+  renderProblemRest();
+}
+
+/* The facts of the current problem, and a quiz's graded questions. */
+function factsInto(facts) {
   facts.replaceChildren();
-  for (const f of view.facts) facts.append(el("dt", { text: f.label }), el("dd", { text: f.text }));
+  for (const f of S.student.view.facts) facts.append(el("dt", { text: f.label }), el("dd", { text: f.text }));
   if (S.student.questions.length) {
     const list = el("ol", { class: "questions" });
     for (const q of S.student.questions) {
@@ -293,9 +403,12 @@ function renderProblem() {
     }
     facts.append(el("dt", { text: "Graded questions" }), el("dd", {}, list));
   }
-  const box = $("#problem-inputs");
+}
+
+/* The given matrices of the current problem. */
+function inputsInto(box) {
   box.replaceChildren();
-  for (const m of view.inputs) {
+  for (const m of S.student.view.inputs) {
     const shape = el("span", { class: "shape", text: `${m.shape}${m.note ? ", " + m.note : ""}` });
     if (m.matrix) {   // a bracketed matrix (MathML); its rows are the tokens
       const numbered = m.rows.every((r, i) => r === String(i + 1));
@@ -307,6 +420,10 @@ function renderProblem() {
       box.append(el("figure", { class: "mat" }, cap, matrixTable(m.rows, m.cols, m.cells, `${m.key}, ${m.shape}`)));
     }
   }
+}
+
+function renderProblemRest() {
+  const { view, source } = S.student;
   // downloads of the worksheet
   const dl = $("#student-downloads");
   dl.hidden = !S.info.features.render;
@@ -349,7 +466,7 @@ function renderAnswerGrids() {
   const { view, problem } = S.student;
   const saved = JSON.parse(localStorage.getItem(problemKey(problem)) || "{}");
   const asked = askedCells();
-  const box = $("#answer-grids");
+  const box = gridsRoot();
   box.replaceChildren();
   const choices = (S.student.questions || []).filter((x) => x.type === "choice");
   view.grids.forEach((g) => {
@@ -357,7 +474,7 @@ function renderAnswerGrids() {
     const here = () => choices.filter((q) => gridKeyOf(q) === g.key).forEach((q) => box.append(choiceField(q, saved)));
     const mine = asked && asked[g.key];
     if (asked && !mine) { here(); return; }          // a quiz shows only the grids its questions ask for
-    const fs = el("fieldset", { class: "grid", "data-key": g.key, id: "grid-" + g.key.replace(/\W/g, "_") });
+    const fs = el("fieldset", { class: "grid", "data-key": g.key, id: gridId(g.key) });
     fs.append(el("legend", {}, g.label, " ", el("span", { class: "eq" }, math(g.mathml, g.text || ""))));
     fs.append(el("p", { class: "hint", text: `${g.rows.length}×${g.cols.length}` + (g.hint ? ` · ${g.hint}` : "") }));
     if (mine) {
@@ -366,7 +483,7 @@ function renderAnswerGrids() {
           `(${q.points} pt${q.points === 1 ? "" : "s"})`).join("; ") + ". Only the marked cells count."));
     }
     const note = el("p", { class: "paste-note", role: "status" });
-    const table = inputGrid("a-" + g.key.replace(/\W/g, "_"), g.label, g.rows, g.cols,
+    const table = inputGrid("a-" + idPre() + g.key.replace(/\W/g, "_"), g.label, g.rows, g.cols,
       { masked: g.masked, values: saved[g.key], maskedPlaceholder: "−∞ / 0", asked: mine ? mine.cells : null,
         onPasteError: (msg, ok) => { note.textContent = msg; note.className = "paste-note" + (ok ? "" : " bad"); } });
     fs.append(el("div", { class: "scroll" }, table));
@@ -393,7 +510,7 @@ const CHOICE_WORDS = {
 /* A choice question: its options as radio buttons in a fieldset whose legend says what is asked. */
 function choiceField(q, saved) {
   const g = S.student.view.grids.find((x) => x.key === gridKeyOf(q));
-  const id = "choice-" + (q.name || q.ask).replace(/\W/g, "_");
+  const id = "choice-" + idPre() + (q.name || q.ask).replace(/\W/g, "_");
   const what = g ? readableAsk(q.ask, g) : q.ask;
   const fs = el("fieldset", { class: "grid choice", id, "data-choice": q.name || q.ask },
     el("legend", {}, `${q.name ? q.name + ": " : ""}${what}`),
@@ -418,11 +535,11 @@ function readableAsk(ask, g) {
 function collectAnswers() {
   const answers = {};
   let any = false;
-  for (const fs of $$("#answer-grids fieldset.grid:not(.choice)")) {
+  for (const fs of $$("fieldset.grid:not(.choice)", gridsRoot())) {
     const rows = readGrid($("table", fs));
     if (rows.some((r) => r.some((v) => v !== ""))) { answers[fs.dataset.key] = rows; any = true; }
   }
-  for (const fs of $$("#answer-grids fieldset.choice")) {     // a chosen option: its letter at the question's entry
+  for (const fs of $$("fieldset.choice", gridsRoot())) {     // a chosen option: its letter at the question's entry
     const picked = $("input:checked", fs);
     if (!picked) continue;
     const q = fs.question, [i, j] = q.cells[0];
@@ -437,10 +554,15 @@ function collectAnswers() {
 }
 
 function saveAnswers() {
+  if (S.student.parts && !S.student.part) {      // a mixed variant: each part's answers, kept by its problem
+    for (const p of S.student.parts) { usePart(p); saveAnswers(); }
+    usePart(null);
+    return;
+  }
   if (!S.student.problem) return;
   const all = {};
-  for (const fs of $$("#answer-grids fieldset.grid:not(.choice)")) all[fs.dataset.key] = readGrid($("table", fs));
-  for (const fs of $$("#answer-grids fieldset.choice")) {
+  for (const fs of $$("fieldset.grid:not(.choice)", gridsRoot())) all[fs.dataset.key] = readGrid($("table", fs));
+  for (const fs of $$("fieldset.choice", gridsRoot())) {
     const picked = $("input:checked", fs);
     if (picked) all["choice:" + fs.dataset.choice] = picked.value;
   }
@@ -451,23 +573,24 @@ function saveAnswers() {
 
 const VERDICT_TEXT = { correct: "correct", wrong: "wrong", blank: "not answered", invalid: "could not be read" };
 
-function clearMarks() {
-  for (const td of $$("#answer-grids td")) {
+function clearMarks(root = gridsRoot()) {
+  for (const td of $$("td", root)) {
     td.classList.remove("ok", "bad", "ecf");
     const m = $(".mark", td); if (m) m.textContent = "";
     const v = $(".visually-hidden", td); if (v) v.textContent = "";
     const n = $(".cell-note", td); if (n) n.remove();
     const input = $("input", td); if (input) { input.removeAttribute("aria-invalid"); input.setAttribute("aria-describedby", input.id + "-v"); }
   }
-  for (const p of $$("#answer-grids .verdict")) { p.textContent = ""; p.className = "verdict"; }
-  for (const s of $$("#answer-grids .step-slot, #answer-grids .diag-slot")) s.replaceChildren();
+  for (const p of $$(".verdict", root)) { p.textContent = ""; p.className = "verdict"; }
+  for (const s of $$(".step-slot, .diag-slot", root)) s.replaceChildren();
 }
 
 async function checkAnswers(ev) {
   ev.preventDefault();
   const status = $("#check-status");
   status.classList.remove("bad");
-  const { answers, any } = collectAnswers();
+  const mixed = !!S.student.parts;
+  const { answers, any } = mixed ? collectMixed() : collectAnswers();
   if (!any) { status.textContent = "Type at least one answer first."; status.classList.add("bad"); return; }
   saveAnswers();
   const btn = $("#check-btn");
@@ -482,16 +605,17 @@ async function checkAnswers(ev) {
     return;
   } finally { busy(btn, false); }
   S.student.report = report;
-  await renderReport(report);
+  await (mixed ? renderMixedReport(report) : renderReport(report));
 }
 
 async function solutionView() {
   if (S.info.no_solutions) return null;
-  if (!S.student.solution) {
-    try { S.student.solution = await api("/api/solve?view=1", { problem: S.student.problem }); }
+  const holder = S.student.part || S.student;     // (a mixed variant's part keeps its own)
+  if (!holder.solution) {
+    try { holder.solution = await api("/api/solve?view=1", { problem: S.student.problem }); }
     catch (e) { return null; }
   }
-  return S.student.solution.view;
+  return holder.solution.view;
 }
 
 /* A grid's entry as the grid labels it: scaled[3,1] → "Scaled scores[mice, cats]". */
@@ -523,20 +647,93 @@ function unreadableReason(raw, message) {
   return `“${raw.trim()}” cannot be read: ${m || "not a number"}`;
 }
 
-function gridId(key) { return "grid-" + key.replace(/\W/g, "_"); }
+function gridId(key) { return "grid-" + idPre() + key.replace(/\W/g, "_"); }
 
 async function renderReport(report) {
-  clearMarks();
+  const { wrongAny, byGrid, sv, t } = await markGrids(report);
+  // the feedback card
+  const summary = $("#summary");
+  if (askedCells()) {   // a quiz: only the asked cells count
+    Object.assign(report.summary, t);
+    report.summary_text = null;
+  }
+  summary.textContent = report.summary_text || countsText(report.summary, !!askedCells());
+  if (report.score) {
+    summary.append(el("br"), el("strong", { class: "score", text: `Points: ${report.score.earned} of ${report.score.points}` }),
+      " (" + report.questions.map((q) => `${q.name || q.ask}: ${q.earned} of ${q.points}`).join("; ") + ")");
+  }
+  summary.append(el("br"), legendMarks(report.summary.carried_forward > 0));
+  const diag = $("#diagnoses");
+  diag.replaceChildren();
+  if (report.diagnoses.length) diag.append(el("h3", { text: "What went wrong" }));
+  diagnosesInto(diag, report, byGrid, sv);
+  finishReport(wrongAny, summary.firstChild.textContent, report.diagnoses[0], report.diagnoses.length - 1);
+}
+
+/* "3 of 5 asked entries correct, 1 wrong (…), 1 not answered." */
+function countsText(s, asked) {
+  const total = s.correct + s.wrong + s.blank + s.invalid;
+  return `${s.correct} of ${total} ${asked ? "asked " : ""}entries correct` +
+    (s.wrong ? `, ${s.wrong} wrong` + (s.carried_forward ? ` (${s.carried_forward} of them only because of an earlier slip)` : "") : "") +
+    (s.blank ? `, ${s.blank} not answered` : "") + (s.invalid ? `, ${s.invalid} could not be read` : "") + ".";
+}
+
+function legendMarks(anyCarried) {
+  return el("span", { class: "legend-marks" },
+    el("span", { text: "✓ correct" }), el("span", { text: "✗ wrong" }),
+    anyCarried ? el("span", { text: "↪ wrong, but right from your own earlier answers" }) : null,
+    el("span", { text: "? could not be read" }));
+}
+
+/* The report's diagnoses in the feedback card: a link to each one shown at its grid, the others in full; then
+ * what could not be read outside a cell. */
+function diagnosesInto(diag, report, byGrid, sv) {
+  for (const d of report.diagnoses) {
+    const placed = Object.values(byGrid).some((ds) => ds.includes(d));
+    if (!placed) { diag.append(diagnosisBox(d, sv, false)); continue; }
+    const key = Object.keys(byGrid).find((k) => byGrid[k].includes(d));
+    diag.append(el("p", { class: "diag-link" }, d.code === "early-rounding" ? "Note: " : "✗ ", titleOf(d), ": ",
+      el("a", { href: "#" + d._id }, `at ${gridLabel(key)}${d.step ? `, re-read ${stepSpan(d)}` : ""}`)));
+  }
+  errorsInto(diag, report);
+}
+
+function errorsInto(diag, report) {
+  for (const e of report.errors || []) {
+    if (e.entry) continue;        // an unreadable entry is shown in its cell
+    diag.append(el("p", { class: "alert", text: humanize(e.message) }));
+  }
+}
+
+/* The check bar's status (what the summary says, and a link to the first diagnosis), and the feedback shown. */
+function finishReport(wrongAny, text, first, more) {
+  const status = $("#check-status");
+  status.classList.toggle("bad", wrongAny);
+  status.replaceChildren(text);
+  if (first) {
+    status.append(" ", el("a", { href: "#" + first._id, class: "to-diag" },
+      `What went wrong: ${first.title}${more > 0 ? ` (and ${more} more)` : ""}`));
+  }
+  $("#solution-actions").hidden = S.info.no_solutions;
+  $("#feedback").hidden = false;
+}
+
+/* The current problem's grids and choice questions marked from its report; the diagnoses placed at their grids.
+ * Returns whether any answer is wrong, the diagnoses by grid, the solution's view and (on a quiz) the counts of
+ * the asked entries. */
+async function markGrids(report) {
+  const root = gridsRoot();
+  clearMarks(root);
   const sv = await solutionView();
   const asked = askedCells();
   let wrongAny = false;
   const byGrid = {};   // the diagnoses at the grid they concern (the first of their grids on the page)
   report.diagnoses.forEach((d, k) => {
-    const key = (d.matrices || []).find((x) => $(`#answer-grids fieldset[data-key="${CSS.escape(x)}"]`));
-    d._id = `diag-${k}`;
+    const key = (d.matrices || []).find((x) => $(`fieldset[data-key="${CSS.escape(x)}"]`, root));
+    d._id = `diag-${idPre()}${k}`;
     if (key) (byGrid[key] = byGrid[key] || []).push(d);
   });
-  for (const fs of $$("#answer-grids fieldset.grid:not(.choice)")) {
+  for (const fs of $$("fieldset.grid:not(.choice)", root)) {
     const key = fs.dataset.key;
     const m = report.matrices[key];
     if (!m) continue;
@@ -612,13 +809,10 @@ async function renderReport(report) {
       }
     }
   }
-  for (const fs of $$("#answer-grids fieldset.choice")) if (markChoice(fs, report)) wrongAny = true;
-  // the feedback card
-  const s = report.summary;
-  const summary = $("#summary");
-  if (asked) {   // a quiz: only the asked cells count
-    const t = { correct: 0, wrong: 0, blank: 0, invalid: 0, carried_forward: 0 };
-    for (const fs of $$("#answer-grids fieldset.grid:not(.choice)")) {
+  for (const fs of $$("fieldset.choice", root)) if (markChoice(fs, report)) wrongAny = true;
+  const t = { correct: 0, wrong: 0, blank: 0, invalid: 0, carried_forward: 0 };    // a quiz: the asked entries
+  if (asked) {
+    for (const fs of $$("fieldset.grid:not(.choice)", root)) {
       for (const input of $$("input", fs)) {
         const m = report.matrices[fs.dataset.key];
         if (!m) { t.blank += 1; continue; }
@@ -628,46 +822,8 @@ async function renderReport(report) {
       }
     }
     for (const q of report.questions || []) if (q.type === "choice") t[q.chosen ? (q.right ? "correct" : "wrong") : "blank"] += 1;
-    Object.assign(s, t);
-    report.summary_text = null;
   }
-  const total = s.correct + s.wrong + s.blank + s.invalid;
-  summary.textContent = report.summary_text || (`${s.correct} of ${total} ${asked ? "asked " : ""}entries correct` +
-    (s.wrong ? `, ${s.wrong} wrong` + (s.carried_forward ? ` (${s.carried_forward} of them only because of an earlier slip)` : "") : "") +
-    (s.blank ? `, ${s.blank} not answered` : "") + (s.invalid ? `, ${s.invalid} could not be read` : "") + ".");
-  if (report.score) {
-    summary.append(el("br"), el("strong", { class: "score", text: `Points: ${report.score.earned} of ${report.score.points}` }),
-      " (" + report.questions.map((q) => `${q.name || q.ask}: ${q.earned} of ${q.points}`).join("; ") + ")");
-  }
-  const anyCarried = s.carried_forward > 0;
-  summary.append(el("br"), el("span", { class: "legend-marks" },
-    el("span", { text: "✓ correct" }), el("span", { text: "✗ wrong" }),
-    anyCarried ? el("span", { text: "↪ wrong, but right from your own earlier answers" }) : null,
-    el("span", { text: "? could not be read" })));
-  const diag = $("#diagnoses");
-  diag.replaceChildren();
-  if (report.diagnoses.length) diag.append(el("h3", { text: "What went wrong" }));
-  for (const d of report.diagnoses) {
-    const placed = Object.values(byGrid).some((ds) => ds.includes(d));
-    if (!placed) { diag.append(diagnosisBox(d, sv, false)); continue; }
-    const key = Object.keys(byGrid).find((k) => byGrid[k].includes(d));
-    diag.append(el("p", { class: "diag-link" }, (d.code === "early-rounding" ? "Note: " : "✗ ") + capital(d.title) + ": ",
-      el("a", { href: "#" + d._id }, `at ${gridLabel(key)}${d.step ? `, re-read ${stepSpan(d)}` : ""}`)));
-  }
-  for (const e of report.errors || []) {
-    if (e.entry) continue;        // an unreadable entry is shown in its cell
-    diag.append(el("p", { class: "alert", text: humanize(e.message) }));
-  }
-  const status = $("#check-status");
-  status.classList.toggle("bad", wrongAny);
-  status.replaceChildren(summary.firstChild.textContent);
-  if (report.diagnoses.length) {
-    const first = report.diagnoses[0];
-    status.append(" ", el("a", { href: "#" + first._id, class: "to-diag" },
-      `What went wrong: ${first.title}${report.diagnoses.length > 1 ? ` (and ${report.diagnoses.length - 1} more)` : ""}`));
-  }
-  $("#solution-actions").hidden = S.info.no_solutions;
-  $("#feedback").hidden = false;
+  return { wrongAny, byGrid, sv, t };
 }
 
 /* A choice question's verdict: the option chosen marked, the points, and for a wrong option the mistake it is
@@ -689,7 +845,7 @@ function markChoice(fs, report) {
   if (scored.mistake) {
     const d = scored.mistake;
     slot.append(el("div", { class: "diag", role: "note" },
-      el("p", { class: "diag-title" }, `✗ ${scored.chosen}: ${capital(d.title)} `, el("code", { text: d.code })),
+      el("p", { class: "diag-title" }, `✗ ${scored.chosen}: `, titleOf(d), " ", el("code", { text: d.code })),
       el("p", { class: "msg" }, prose(d.message_math, d.message))));
   }
   return !!scored.chosen && !scored.right;
@@ -726,11 +882,17 @@ function stepSpan(d) {
 
 function capital(t) { return t.charAt(0).toUpperCase() + t.slice(1); }
 
+/* A mistake's title with its math (the server's title_math: "K·Qᵀ instead of Q·Kᵀ" as MathML), capitalised. */
+function titleOf(d) {
+  const parts = d.title_math && d.title_math.map((x, k) => (k === 0 && !x.mathml ? { text: capital(x.text) } : x));
+  return prose(parts, capital(d.title));
+}
+
 /* A named mistake: what it is, where, and the step to re-read (with that step, folded). */
 function diagnosisBox(d, sv, atGrid) {   // atGrid: the key of the grid it is shown at, or false
   const info = d.code === "early-rounding";
   const box = el("div", { class: "diag" + (info ? " info" : ""), role: info ? null : "note", id: d._id, tabindex: "-1" },
-    el(atGrid ? "p" : "h3", { class: "diag-title" }, (info ? "Note: " : "✗ ") + capital(d.title) + " ", el("code", { text: d.code })),
+    el(atGrid ? "p" : "h3", { class: "diag-title" }, info ? "Note: " : "✗ ", titleOf(d), " ", el("code", { text: d.code })),
     el("p", { class: "msg" }, prose(d.message_math, d.message)),
     d.matrices && d.matrices.length ? el("p", { text: "Where: " + d.matrices.map(gridLabel).join(", ") + "." }) : null);
   if (d.step) {
@@ -789,14 +951,23 @@ function renderStep(step, sv, number) {
 async function showSolution() {
   const btn = $("#show-solution");
   busy(btn, true, "Loading…");
-  const sv = await solutionView();
+  const parts = S.student.parts || [null];       // a mixed variant: each part's solution under its name
+  const views = [];
+  for (const p of parts) {
+    if (p) usePart(p);
+    views.push(await solutionView());
+  }
+  if (parts[0]) usePart(null);
   busy(btn, false);
-  if (!sv) { $("#check-status").textContent = "The worked solution is not available on this server."; return; }
+  if (views.some((sv) => !sv)) { $("#check-status").textContent = "The worked solution is not available on this server."; return; }
   const body = $("#solution-body");
   body.replaceChildren();
-  const steps = el("div", { class: "steps" });
-  sv.steps.forEach((s, k) => steps.append(renderStep(s, sv, k + 1)));
-  body.append(steps);
+  views.forEach((sv, k) => {
+    const steps = el("div", { class: "steps" });
+    sv.steps.forEach((s, n) => steps.append(renderStep(s, sv, n + 1)));
+    if (parts[k]) body.append(el("h3", { class: "part-head", text: partName(parts[k]) }));
+    body.append(steps);
+  });
   const sec = $("#solution");
   sec.hidden = false;
   sec.focus();
@@ -1552,7 +1723,7 @@ async function start() {
   $("#answers-form").addEventListener("input", () => { clearTimeout(S.saveTimer); S.saveTimer = setTimeout(saveAnswers, 400); });
   $("#clear-btn").addEventListener("click", () => {
     for (const input of $$("#answer-grids input")) { if (input.type === "radio") input.checked = false; else input.value = ""; }
-    clearMarks(); saveAnswers(); $("#feedback").hidden = true; $("#check-status").textContent = "";
+    clearMarks($("#answer-grids")); saveAnswers(); $("#feedback").hidden = true; $("#check-status").textContent = "";
   });
   $("#show-solution").addEventListener("click", showSolution);
   $("#student-downloads").addEventListener("click", (ev) => {
