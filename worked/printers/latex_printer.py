@@ -61,6 +61,9 @@ class LatexPrinter(Printer):
     def _print_Entry(self, n):
         return f"{self.doprint(n.base)}[{self.label(n.row)},{self.label(n.col)}]"
 
+    def _print_Item(self, n):
+        return f"{self.doprint(n.base)}[{self.label(n.index)}]"
+
     def _print_Col(self, n):
         return f"{self.doprint(n.base)}[:,{self.label(n.col)}]"
 
