@@ -314,7 +314,7 @@ def test_each_block_grid_writes_its_definition_in_every_format():
                 assert pr(tree), (s.id, pr)
     assert printers.text(eq.Rel((stages.BLOCK_KINDS["post-ln"]["before"][0].grid.lhs(S),
                                  stages.BLOCK_KINDS["post-ln"]["before"][0].grid.definition(S, p)), (eq.EQ,))) \
-        == "P[pos, 2i] = sin(pos/(10000^(2i/d_model)))"
+        == "P[pos, 2i] = sin(pos/(10000^(2i/d)))"
 
 
 def drawn(seed: int) -> Problem:

@@ -628,29 +628,40 @@ def _ln_of(which: str, x):
     return eq.Call(f"LN_{which}", (x,))
 
 
+def _ln_check(tok, head) -> eq.Prose:
+    """What the worksheet asks of one row's layer norm."""
+    return eq.prose(f"Row {tok}: write the mean ", eq.Sym("μ"), ", each x − μ, the variance ", eq.Pow(eq.Sym("σ"), eq.num(2)),
+                    ", the root ", eq.Sqrt(eq.Add((eq.Pow(eq.Sym("σ"), eq.num(2)), eq.Sym("ε")))), ", then the normalised row.")
+
+
 _BLOCK_GRIDS = {
     "P": Grid("Positions P", lambda S: eq.Entry(_B("P"), "pos", "2i"), lambda S, p: eq.Call("sin", (eq.Frac(
-        _B("pos", upright=True), eq.Pow(eq.num(10000), eq.Frac(_B("2i", upright=True), _B("d_model")))),)),
-              lambda p: "odd columns 2i + 1: cos of the same; pos counts from 0"),
+        _B("pos", upright=True), eq.Pow(eq.num(10000), eq.Frac(_B("2i", upright=True), _B("d")))),)),
+              lambda p: "d = d_model; odd columns 2i + 1: cos of the same; pos counts from 0",
+              row_check=lambda tok, h: eq.prose(f"Row {tok}: write each angle pos/10000^(2i/d_model), then its sin (even "
+                                                "columns) or cos (odd columns), in radians.")),
     "X0": Grid("Block input X0", "X_0", lambda S, p: eq.Add((_X, _B("P")))),
     "R1": Grid("First residual sum", "R_1", lambda S, p: eq.Add((_B("X_0"), _B("Z")))),
-    "N1": Grid("Layer norm LN_1", "N_1", lambda S, p: _ln_of("1", _B("X_0"))),
+    "N1": Grid("Layer norm LN_1", "N_1", lambda S, p: _ln_of("1", _B("X_0")), row_check=_ln_check),
     "H1": Grid("After the attention sublayer H1", "H_1", lambda S, p: (
-        _ln_of("1", _B("R_1")) if p.block.kind == "post-ln" else eq.Add((_B("X_0"), _B("Z"))))),
-    "N2": Grid("Layer norm LN_2", "N_2", lambda S, p: _ln_of("2", _B("H_1"))),
+        _ln_of("1", _B("R_1")) if p.block.kind == "post-ln" else eq.Add((_B("X_0"), _B("Z")))), row_check=_ln_check),
+    "N2": Grid("Layer norm LN_2", "N_2", lambda S, p: _ln_of("2", _B("H_1")), row_check=_ln_check),
     "U": Grid("Feed-forward, first layer", "U", lambda S, p: eq.Add((eq.Mul((
         _B("H_1" if p.block.kind == "post-ln" else "N_2"), _B("W_1"))), _B("b_1"))), beside=True, dot_check=True),
-    "G": Grid("After ReLU", "G", lambda S, p: eq.Call("relu", (_B("U"),))),
+    "G": Grid("After ReLU", "G", lambda S, p: eq.Call("relu", (_B("U"),)),
+              row_check=lambda tok, h: eq.prose(f"Row {tok}: write relu of each entry of the row of ", _B("U"), ".")),
     "F": Grid("Feed-forward output", "F", lambda S, p: eq.Add((eq.Mul((_B("G"), _B("W_2"))), _B("b_2"))),
               beside=True, dot_check=True),
     "R2": Grid("Second residual sum", "R_2", lambda S, p: eq.Add((_B("H_1"), _B("F")))),
     "H": Grid("Block output H", "H", lambda S, p: (
-        _ln_of("2", _B("R_2")) if p.block.kind == "post-ln" else eq.Add((_B("H_1"), _B("F"))))),
-    "Hf": Grid("Final layer norm", "H_f", lambda S, p: _ln_of("f", _B("H"))),
+        _ln_of("2", _B("R_2")) if p.block.kind == "post-ln" else eq.Add((_B("H_1"), _B("F")))), row_check=_ln_check),
+    "Hf": Grid("Final layer norm", "H_f", lambda S, p: _ln_of("f", _B("H")), row_check=_ln_check),
     "logits": Grid("Logits", "logits", lambda S, p: eq.Mul((_B("H" if p.block.kind == "post-ln" else "H_f"),
                                                             _B("W_out"))), dot_check=True),
     "probs": Grid("Next-token probabilities", "probs", lambda S, p: eq.Call("softmax", (_B("logits", upright=True),)),
-                  lambda p: "softmax of each row", heatmap=True),
+                  lambda p: "softmax of each row", heatmap=True,
+                  row_check=lambda tok, h: eq.prose(f"Row {tok}: write ", _EX, " of each logit, the row total, then each "
+                                                    "probability.")),
     "loss": Grid("Loss", lambda S: eq.Sym("L"), lambda S, p: eq.Neg(eq.Mul((eq.Frac(eq.num(1), eq.Sym("n")), eq.Sum(
         eq.Call("ln", (eq.Entry(_B("probs", upright=True), "i", "target_i"),)), "i")))),
                  lambda p: "natural log; the mean over the positions"),

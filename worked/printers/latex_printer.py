@@ -13,6 +13,10 @@ from .base import ATOM, InlineFractions, Printer
 _OPS = {eq.EQ: "=", eq.APPROX: r"\approx", eq.TO: r"\to"}
 
 
+#: a Greek letter a name is (a layer norm's μ, σ, ε, γ, β) as ASCII LaTeX
+_GREEK = {"μ": r"\mu", "σ": r"\sigma", "ε": r"\varepsilon", "γ": r"\gamma", "β": r"\beta"}
+
+
 class LatexPrinter(Printer):
     PLUS, MINUS, TIMES, JUXTAPOSE, DOT, NEG = " + ", " - ", r" \cdot ", "", r" \cdot ", "-"
     OPS = {op: f" {tex} " for op, tex in _OPS.items()}
@@ -41,7 +45,7 @@ class LatexPrinter(Printer):
         """``W'_{Q}``, ``{W_{Q}}^{(1)}``, ``x_{\\text{cats}}``: the name's own subscript or the label, never both
         nested; a prime right after the letters."""
         base, _, namesub = n.name.partition("_")
-        s = rf"\mathrm{{{base}}}" if (n.upright or len(base) > 1) else base
+        s = _GREEK.get(base) or (rf"\mathrm{{{base}}}" if (n.upright or len(base) > 1) else base)
         if n.prime:
             s += "'"
         label = self.label(n.sub) if n.sub is not None else None

@@ -240,8 +240,8 @@ def _positions_body(ctx, stage, v) -> Body:
         angles = [v.by_hand.angle(i, c, d) for c in range(d)]
         lines += [line(x, f"row {ctx.p.tokens[i]}") for x in position_lines(ctx.lab[i], i, d, angles, R.hand[i], ctx.P)]
     why = p("Attention itself does not know the order of the tokens: each position gets its own pattern of sines and "
-            "cosines, added to its row of ", eq.Sym("X"), ". Column 2i of row pos is sin(pos/10000^(2i/d_model)), "
-            "column 2i + 1 the cos of the same angle (in radians); pos counts from 0, so the first row is [0, 1, 0, 1, …].")
+            "cosines, added to its row of ", eq.Sym("X"), ". Even columns 2i take the sin of the angle, odd columns 2i + 1 "
+            "the cos of the same angle (in radians); pos counts from 0, so the first row is [0, 1, 0, 1, …].")
     return Body(why, lines, [f"Values are carried to {ctx.P} places."], precision=ctx.P)
 
 
