@@ -29,7 +29,7 @@ class LatexPrinter(Printer):
             return r"\cdot"
         if s == ":":
             return ":"
-        return rf"\text{{{s}}}" if self.is_word(s) else s
+        return rf"\text{{{s}}}".replace("_", r"\_") if self.is_word(s) else s     # target_i: an underscore in text
 
     def _print_Num(self, n):
         v = n.value

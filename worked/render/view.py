@@ -542,7 +542,7 @@ def _problem_fields(p, display: str | None) -> dict[str, Any]:
         ]
     facts_rich += [
         ("Scaling", eq.prose(scale_prose(p), f"; mask: {mask_text(p)}; answers to {places} decimal places")),
-    ] + _block_facts(p)
+    ] + block_facts(p)
     facts = [(a, printers.text(b)) for a, b in facts_rich]
     return dict(
         training=training(p),
@@ -568,7 +568,7 @@ def _kicker(p) -> str:
     return ("Cross-attention" if p.cross else "Self-attention") + ", worked by hand"
 
 
-def _block_facts(p) -> list:
+def block_facts(p) -> list:
     """What a Transformer block adds to the problem's facts: its order as formulas, the positions, ε, the
     vocabulary and the targets."""
     b = getattr(p, "block", None)

@@ -242,7 +242,7 @@ def _positions_body(ctx, stage, v) -> Body:
     why = p("Attention itself does not know the order of the tokens: each position gets its own pattern of sines and "
             "cosines, added to its row of ", eq.Sym("X"), ". Even columns 2i take the sin of the angle, odd columns 2i + 1 "
             "the cos of the same angle (in radians); pos counts from 0, so the first row is [0, 1, 0, 1, …].")
-    return Body(why, lines, [f"Values are carried to {ctx.P} places."], precision=ctx.P)
+    return Body(why, lines, precision=ctx.P)
 
 
 def _plus_body(ctx, stage, v) -> Body:
@@ -326,10 +326,70 @@ def _loss_body(ctx, stage, v) -> Body:
     return Body(why, lines, precision=ctx.P)
 
 
-POSITIONS = Shown(_title, _positions_body)
-PLUS = Shown(_title, _plus_body)
-NORM = Shown(_title, _norm_body)
-AFFINE = Shown(_title, _affine_body)
-RELU = Shown(_title, _relu_body)
-SOFTMAX = Shown(_title, _softmax_body)
-LOSS = Shown(_title, _loss_body)
+# ---- the notebook's NumPy code of each step (nb: the notebook being written; the variables are the stage ids)
+def _show(v: str) -> str:
+    return f'print("{v} shape:", np.shape({v}))\nshow({v})'
+
+
+def _positions_numpy(nb, stage, h):
+    v = stage.id
+    if nb.p.block.positional == "none":
+        return v, f"{v} = np.zeros((n, d_model))   # no positions\n" + _show(v)
+    return v, (f"pos = np.arange(n)[:, None]                    # 0, 1, 2, … down the rows\n"
+               f"two_i = (np.arange(d_model) // 2 * 2)[None, :]  # 0, 0, 2, 2, … across the columns\n"
+               f"angle = pos / 10000 ** (two_i / d_model)\n"
+               f"{v} = np.where(np.arange(d_model) % 2 == 0, np.sin(angle), np.cos(angle))   # sin even, cos odd\n" + _show(v))
+
+
+def _plus_numpy(nb, stage, h):
+    a, b = stage.inputs
+    return stage.id, f"{stage.id} = {a} + {b}\n" + _show(stage.id)
+
+
+def _norm_numpy(nb, stage, h):
+    src = ""
+    if "layer_norm" not in nb.defined:
+        nb.defined.add("layer_norm")
+        src = ("def layer_norm(x, gamma, beta):              # each row over its d_model entries\n"
+               "    mu = x.mean(axis=1, keepdims=True)\n"
+               "    var = ((x - mu) ** 2).mean(axis=1, keepdims=True)   # divide by d_model (not d_model - 1)\n"
+               "    return gamma * (x - mu) / np.sqrt(var + eps) + beta\n\n")
+    x, g, b = stage.inputs
+    return stage.id, src + f"{stage.id} = layer_norm({x}, {g}, {b})\n" + _show(stage.id)
+
+
+def _affine_numpy(nb, stage, h):
+    x, w = stage.inputs[:2]
+    bias = f" + {stage.inputs[2]}" if len(stage.inputs) > 2 else ""
+    return stage.id, f"{stage.id} = {x} @ {w}{bias}\n" + _show(stage.id)
+
+
+def _relu_numpy(nb, stage, h):
+    return stage.id, f"{stage.id} = np.maximum({stage.inputs[0]}, 0)   # ReLU: negatives become 0\n" + _show(stage.id)
+
+
+def _softmax_numpy(nb, stage, h):
+    src = ""
+    if "softmax" not in nb.defined:
+        nb.defined.add("softmax")
+        src = ("def softmax(z):\n"
+               "    e = np.exp(z)\n"
+               "    return e / e.sum(axis=1, keepdims=True)\n\n")
+    v = stage.id
+    return v, src + f"{v} = softmax({stage.inputs[0]})\n" + _show(v) + f'\nprint("row sums:", {v}.sum(axis=1))'
+
+
+def _loss_numpy(nb, stage, h):
+    probs, targets = stage.inputs
+    v = stage.id
+    return v, (f"{v} = -np.mean(np.log({probs}[np.arange(n), {targets}]))   # natural log of each target's probability\n"
+               f"show({v})")
+
+
+POSITIONS = Shown(_title, _positions_body, _positions_numpy)
+PLUS = Shown(_title, _plus_body, _plus_numpy)
+NORM = Shown(_title, _norm_body, _norm_numpy)
+AFFINE = Shown(_title, _affine_body, _affine_numpy)
+RELU = Shown(_title, _relu_body, _relu_numpy)
+SOFTMAX = Shown(_title, _softmax_body, _softmax_numpy)
+LOSS = Shown(_title, _loss_body, _loss_numpy)
