@@ -559,6 +559,7 @@ class BlockRun(NamedTuple):
     problem: Any
     b: Any
     t: Any
+    lenient: bool = False   # a student's entries carried on: a row of variance 0 (with ε = 0) is not defined, no error
 
 
 def _positions(r: BlockRun):
@@ -583,6 +584,9 @@ def _layer_norm(r: BlockRun, M, gamma, beta):
     out = []
     for i, row in enumerate(M):
         parts = norm_parts(r.b, row, gamma, beta, r.problem.block.eps)
+        if parts.out is None and r.lenient:      # from a student's own row: not defined (a band of nothing)
+            out.append([None] * len(row))
+            continue
         if parts.out is None:
             from .errors import ProblemError
 
@@ -680,6 +684,11 @@ _OUTPUT_LAYER = (
     _block_stage("loss", ("probs", "targets"), "1", "1", "the loss: the mean of −ln p of each target", _cross_entropy,
                  step=shown_block.LOSS),
 )
+_FFN_REST = (      # the feed-forward after its first layer, in either order
+    _block_stage("G", ("U",), "n", "d_ff", "the feed-forward's hidden values after ReLU", _relu, step=shown_block.RELU),
+    _block_stage("F", ("G", "W_2", "b_2"), "n", "d_model", "the feed-forward's output G·W_2 + b_2", _affine,
+                 step=shown_block.AFFINE),
+)
 #: the stages of a post-LN block (Vaswani et al. 2017): before the heads, the heads' input, after the heads
 POST_LN = {
     "before": (_POSITIONS, _BLOCK_IN),
@@ -688,8 +697,7 @@ POST_LN = {
         _block_stage("R1", ("X0", "Z"), "n", "d_model", "the first residual sum X0 + Z", _plus, step=shown_block.PLUS),
         _block_stage("H1", ("R1", "gamma_1", "beta_1"), "n", "d_model", "H1 = LN_1(X0 + Z)", _layer_norm, step=shown_block.NORM),
         _block_stage("U", ("H1", "W_1", "b_1"), "n", "d_ff", "the feed-forward's first layer H1·W_1 + b_1", _affine, step=shown_block.AFFINE),
-        _block_stage("G", ("U",), "n", "d_ff", "the feed-forward's hidden values after ReLU", _relu, step=shown_block.RELU),
-        _block_stage("F", ("G", "W_2", "b_2"), "n", "d_model", "the feed-forward's output G·W_2 + b_2", _affine, step=shown_block.AFFINE),
+        *_FFN_REST,
         _block_stage("R2", ("H1", "F"), "n", "d_model", "the second residual sum H1 + F", _plus, step=shown_block.PLUS),
         _block_stage("H", ("R2", "gamma_2", "beta_2"), "n", "d_model", "the block's output H = LN_2(H1 + F)", _layer_norm, step=shown_block.NORM),
         _block_stage("logits", ("H", "W_out"), "n", "vocab", "the logits H·W_out", _times, step=shown_block.AFFINE),
@@ -705,8 +713,7 @@ PRE_LN = {
         _block_stage("H1", ("X0", "Z"), "n", "d_model", "H1 = X0 + Z (the residual add)", _plus, step=shown_block.PLUS),
         _block_stage("N2", ("H1", "gamma_2", "beta_2"), "n", "d_model", "LN_2(H1), the feed-forward's input", _layer_norm, step=shown_block.NORM),
         _block_stage("U", ("N2", "W_1", "b_1"), "n", "d_ff", "the feed-forward's first layer N2·W_1 + b_1", _affine, step=shown_block.AFFINE),
-        _block_stage("G", ("U",), "n", "d_ff", "the feed-forward's hidden values after ReLU", _relu, step=shown_block.RELU),
-        _block_stage("F", ("G", "W_2", "b_2"), "n", "d_model", "the feed-forward's output G·W_2 + b_2", _affine, step=shown_block.AFFINE),
+        *_FFN_REST,
         _block_stage("H", ("H1", "F"), "n", "d_model", "the block's output H = H1 + F", _plus, step=shown_block.PLUS),
         _block_stage("Hf", ("H", "gamma_f", "beta_f"), "n", "d_model", "the final layer norm LN_f(H)", _layer_norm, step=shown_block.NORM),
         _block_stage("logits", ("Hf", "W_out"), "n", "vocab", "the logits LN_f(H)·W_out", _times, step=shown_block.AFFINE),

@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 from .. import eq
 from .. import numfmt as F
 from ..lines import APPROX, EQ, Body, Shown, entries, is_, line, p
+from .attention import SOFTMAX_CODE, once
 
 
 class NormParts(NamedTuple):
@@ -346,14 +347,14 @@ def _plus_numpy(nb, stage, h):
     return stage.id, f"{stage.id} = {a} + {b}\n" + _show(stage.id)
 
 
+_LAYER_NORM_CODE = ("def layer_norm(x, gamma, beta):              # each row over its d_model entries\n"
+                    "    mu = x.mean(axis=1, keepdims=True)\n"
+                    "    var = ((x - mu) ** 2).mean(axis=1, keepdims=True)   # divide by d_model (not d_model - 1)\n"
+                    "    return gamma * (x - mu) / np.sqrt(var + eps) + beta\n\n")
+
+
 def _norm_numpy(nb, stage, h):
-    src = ""
-    if "layer_norm" not in nb.defined:
-        nb.defined.add("layer_norm")
-        src = ("def layer_norm(x, gamma, beta):              # each row over its d_model entries\n"
-               "    mu = x.mean(axis=1, keepdims=True)\n"
-               "    var = ((x - mu) ** 2).mean(axis=1, keepdims=True)   # divide by d_model (not d_model - 1)\n"
-               "    return gamma * (x - mu) / np.sqrt(var + eps) + beta\n\n")
+    src = once(nb, "layer_norm", _LAYER_NORM_CODE)
     x, g, b = stage.inputs
     return stage.id, src + f"{stage.id} = layer_norm({x}, {g}, {b})\n" + _show(stage.id)
 
@@ -369,12 +370,7 @@ def _relu_numpy(nb, stage, h):
 
 
 def _softmax_numpy(nb, stage, h):
-    src = ""
-    if "softmax" not in nb.defined:
-        nb.defined.add("softmax")
-        src = ("def softmax(z):\n"
-               "    e = np.exp(z)\n"
-               "    return e / e.sum(axis=1, keepdims=True)\n\n")
+    src = once(nb, "softmax", SOFTMAX_CODE)
     v = stage.id
     return v, src + f"{v} = softmax({stage.inputs[0]})\n" + _show(v) + f'\nprint("row sums:", {v}.sum(axis=1))'
 
