@@ -577,7 +577,7 @@ def test_a_block_solution_reads_as_a_student_works_it():
     assert [s.id for s in sol.steps] == ["P", "X0", "Q", "K", "V", "scores", "scaled", "weights", "Z", "concat", "output",
                                          "R1", "H1", "U", "G", "F", "R2", "H", "logits", "probs", "loss"]
     assert text["P"][2] == "P[sat, 3] = sin(2/(10000^(2/4))) = sin(0.02) ≈ 0.0200"
-    assert text["U"][0].startswith("U[sat, 3] = H1[sat, ·]·W_1[:, 3] + b_1[3] = ")
+    assert text["U"][0].startswith("U[sat, 3] = H_1[sat, ·]·W_1[:, 3] + b_1[3] = ")
     assert text["H1"][0].startswith("μ_sat = (") and text["H1"][3].startswith("√(σ_sat^2 + ε) = √(")
     assert text["loss"][-1].startswith("L = (") and len(text["loss"]) == 4
     assert any(x.startswith("sum_sat = ") for x in text["probs"])
@@ -645,3 +645,22 @@ def test_a_students_row_of_variance_zero_is_checked_not_an_error():
     answers["R1"][0] = ["1"] * p.d_model
     r = check_answers(p, answers).to_dict()
     assert r["matrices"]["R1"]["verdicts"][0][0] == "wrong" and not r["errors"]
+
+
+def test_quiz_words_and_mistake_worlds_of_a_block():
+    """What a quiz reads of a block problem (a family that draws blocks comes with `worked new --block`): a
+    question's words name the rows by token and the columns of probs by word of the vocabulary, and every
+    mistake's world is a whole block's pass (the heads' mistakes reach the loss)."""
+    from worked import printers
+    from worked.quiz import describe, mistake_worlds
+
+    p = read()
+    text = printers.text(describe({"matrix": "probs", "ask": "probs[2,3]"}, p))
+    assert text.startswith("the next-token probabilities") and "row 2 (cat), column 3 (sat)" in text
+    assert printers.text(describe({"matrix": "H", "ask": "H[2,*]"}, p)).endswith("row 2 (cat), every column")
+    worlds = dict(mistake_worlds(p))
+    assert worlds and all("loss" in w and "P" in w for w in worlds.values())
+    from worked import solve
+
+    true = solve(p)["loss"].value(0, 0)
+    assert any(abs(w["loss"][0][0] - true) > 1e-6 for w in worlds.values())      # a slip in the heads moves the loss

@@ -72,6 +72,12 @@ _TOKEN_LABELS = {"n": lambda p: list(p.tokens), "n_kv": lambda p: list(p.tokens_
                  "vocab": lambda p: list(p.block.vocab)}
 
 
+def words_of(size: str, problem) -> list[str] | None:
+    """The words that name a matrix's rows or columns of *size*: the tokens (the decoder's or the encoder's), a
+    block's vocabulary; None for a size whose rows are numbered."""
+    return _TOKEN_LABELS[size](problem) if size in ("n", "n_kv", "vocab") else None
+
+
 def labels(size: str, problem) -> list[str]:
     """The labels of a matrix's rows or columns of *size* (a key of the sizes) in *problem*: its tokens (the
     decoder's or the encoder's), a head's columns side by side (``2.1``), or the numbers 1, 2, …"""
