@@ -664,3 +664,14 @@ def test_quiz_words_and_mistake_worlds_of_a_block():
 
     true = solve(p)["loss"].value(0, 0)
     assert any(abs(w["loss"][0][0] - true) > 1e-6 for w in worlds.values())      # a slip in the heads moves the loss
+
+
+def test_a_probability_a_hand_rounds_to_0_is_a_clear_error_not_a_crash():
+    """−ln of a target's probability that rounds to 0 at the carried places (one more tried) has no value for a hand:
+    the solution says so in one line naming the loss, as bad input does."""
+    from worked import solve
+
+    d = drawn(23).to_dict()
+    d["decimals"] = 1
+    with pytest.raises(ProblemError, match="loss: a value a hand carries to 4 places has no value here"):
+        solve(Problem.from_dict(d, "d.toml")).audit()
