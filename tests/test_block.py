@@ -675,3 +675,18 @@ def test_a_probability_a_hand_rounds_to_0_is_a_clear_error_not_a_crash():
     d["decimals"] = 1
     with pytest.raises(ProblemError, match="loss: a value a hand carries to 4 places has no value here"):
         solve(Problem.from_dict(d, "d.toml")).audit()
+
+
+def test_a_block_familys_sizes_are_a_block_problems():
+    """What a quiz reads of a family of blocks (its shapes, from ``Dims.of_family``) is what a problem of those
+    sizes has: the same matrices, the same shapes (a family's block, d_ff and vocab, as worked new --block draws)."""
+    from types import SimpleNamespace
+
+    from worked import stages
+
+    for name in ("post-ln-causal", "pre-ln-causal", "no-positions-no-output"):
+        p = read(VARIANTS[name])
+        b = p.block
+        fam = SimpleNamespace(n=p.n, d_model=p.d_model, d_k=p.d_k, dv=p.d_v, heads=1, train=False, n_enc=p.n,
+                              attention="self", block=b.kind, d_ff=b.d_ff, vocab=len(b.vocab or ()))
+        assert stages.matrices(stages.Dims.of_family(fam)) == stages.matrices(stages.Dims.of_problem(p)), name
