@@ -690,3 +690,38 @@ def test_a_block_familys_sizes_are_a_block_problems():
         fam = SimpleNamespace(n=p.n, d_model=p.d_model, d_k=p.d_k, dv=p.d_v, heads=1, train=False, n_enc=p.n,
                               attention="self", block=b.kind, d_ff=b.d_ff, vocab=len(b.vocab or ()))
         assert stages.matrices(stages.Dims.of_family(fam)) == stages.matrices(stages.Dims.of_problem(p)), name
+
+
+def test_a_quiz_over_a_given_block(tmp_path):
+    """A quiz spec with a [problem] table (a block) instead of a [family]: every variant works that problem, the
+    questions (H[2,3], probs[1,*], loss) expect the key's values, and the sheets and LMS exports are written."""
+    import json
+    from pathlib import Path
+
+    from worked import solve
+    from worked.quiz import load_spec
+
+    spec_path = Path(__file__).resolve().parents[1] / "problems" / "quiz-7-block.toml"
+    spec = load_spec(spec_path)
+    assert [q.ask for q in spec.questions] == ["H[2,3]", "probs[1,*]", "loss"]
+    r = subprocess.run([sys.executable, "-m", "worked", "quiz", str(spec_path), "-n", "2", "-o", str(tmp_path / "q")],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    out = tmp_path / "q"
+    manifest = json.loads((out / "manifest.json").read_text())
+    sol = solve(spec.family.problem)
+    for v in manifest["variants"]:
+        q = {x["ask"]: x for x in v["questions"]}
+        assert abs(q["H[2,3]"]["expected"] - sol["H"].value(1, 2)) < 1e-9
+        assert [round(x, 9) for x in q["probs[1,*]"]["expected"]] == [round(sol["probs"].value(0, j), 9) for j in range(4)]
+        assert abs(q["loss"]["expected"][0][0] - sol["loss"].value(0, 0)) < 1e-9      # a whole 1×1 matrix
+    assert all((out / f).exists() for f in ("moodle.xml", "quiz.gift.txt", "canvas-qti.zip"))
+
+
+def test_a_quiz_spec_gives_a_family_or_a_problem_not_both():
+    from worked.quiz import spec_from_dict
+
+    with pytest.raises(ProblemError, match="problem: give a \\[family\\]"):
+        spec_from_dict({"family": {}, "problem": {"X": [[1]]}, "questions": [{"ask": "Z"}]}, "q.toml")
+    with pytest.raises(ProblemError, match="problem: expected a table"):
+        spec_from_dict({"problem": "block.toml", "questions": [{"ask": "Z"}]}, "q.toml")
