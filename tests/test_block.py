@@ -725,3 +725,12 @@ def test_a_quiz_spec_gives_a_family_or_a_problem_not_both():
         spec_from_dict({"family": {}, "problem": {"X": [[1]]}, "questions": [{"ask": "Z"}]}, "q.toml")
     with pytest.raises(ProblemError, match="problem: expected a table"):
         spec_from_dict({"problem": "block.toml", "questions": [{"ask": "Z"}]}, "q.toml")
+
+
+def test_a_scaled_score_too_large_for_a_hand_is_a_clear_error():
+    """As for attention: a block whose heads would take e^x of a huge scaled score is refused in one line, before any
+    e^x is shown."""
+    from worked import solve
+
+    with pytest.raises(ProblemError, match="scores: a scaled score of about .* is too large for a hand exercise"):
+        solve(read(swap("X", "[[900, 0, 900, 0], [0, 900, 0, 900], [900, 900, 0, 0]]")))
