@@ -734,3 +734,25 @@ def test_a_scaled_score_too_large_for_a_hand_is_a_clear_error():
 
     with pytest.raises(ProblemError, match="scores: a scaled score of about .* is too large for a hand exercise"):
         solve(read(swap("X", "[[900, 0, 900, 0], [0, 900, 0, 900], [900, 900, 0, 0]]")))
+
+
+def test_solve_writes_a_block_as_text_markdown_and_json():
+    """`worked solve` of a block: the text and Markdown give the block's order and every step; the JSON's "block"
+    names the matrices as the API does (P … loss), the loss a number and P exact."""
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "problems" / "block-pre-ln-causal.toml"
+    out = {}
+    for fmt in ("text", "markdown", "json"):
+        r = subprocess.run([sys.executable, "-m", "worked", "solve", str(path), "--format", fmt], capture_output=True,
+                           text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+        out[fmt] = r.stdout
+    assert "pre-LN (GPT-2)" in out["text"] and "−ln(probs[sat, a])" in out["text"]
+    assert "pre-LN (GPT-2)" in out["markdown"] and r"\mathrm{probs}[\text{sat},\text{a}]" in out["markdown"]
+    b = json.loads(out["json"])["block"]
+    assert list(b["matrices"]) == ["P", "X0", "N1", "H1", "N2", "U", "G", "F", "H", "Hf", "logits", "probs", "loss"]
+    assert b["order"] == "pre-ln" and b["targets"] == ["cat", "sat", "a"] and isinstance(b["loss"], float)
+    assert b["matrices"]["P"]["exact"][1] == ["sin(1)", "cos(1)", "sin(1/100)", "cos(1/100)"]
+    assert b["matrices"]["loss"]["shape"] == [] and b["matrices"]["loss"]["value"] == b["loss"]
