@@ -109,7 +109,8 @@ class Given:
         return {"problem": self.problem.to_dict()}
 
 
-def _dims(fam) -> "stages.Dims":
+def family_dims(fam) -> "stages.Dims":
+    """The sizes of a family's variants (or of the given problem's)."""
     return stages.Dims.of_problem(fam.problem) if isinstance(fam, Given) else stages.Dims.of_family(fam)
 
 
@@ -126,7 +127,7 @@ def _draw(fam, seed: int, title: str):
 
 def _may_be_inf(key: str, fam: Family) -> bool:
     """May an entry of the matrix of *key* be −∞ (a score the mask hides)? Its stage says."""
-    stage = (stages.of(fam.problem) if isinstance(fam, Given) else stages.of(_dims(fam))).stage(key.rpartition(".")[2])
+    stage = (stages.of(fam.problem) if isinstance(fam, Given) else stages.of(family_dims(fam))).stage(key.rpartition(".")[2])
     return stage is not None and stage.may_be_inf
 
 
@@ -139,7 +140,7 @@ def matrix_shapes(fam: Family) -> dict[str, tuple[int, int]]:
             out.update({f"block{k}.{key}": s for key, s in matrix_shapes(bf).items()})
         out[stages.OUTPUT] = out[f"block{len(fam.blocks)}.{stages.OUTPUT}"]
         return out
-    return stages.matrices(_dims(fam))
+    return stages.matrices(family_dims(fam))
 
 
 def _in_block(matrix: str) -> tuple[int | None, str]:
