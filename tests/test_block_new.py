@@ -2,6 +2,7 @@
 rule of a good block met (checked here from the file read back, with an independent float pass), one-line errors."""
 import math
 import subprocess
+from fractions import Fraction
 import sys
 
 import pytest
@@ -15,6 +16,8 @@ FAMILIES = {
     "pre-ln-causal-positions-vocab": dict(block="pre-ln", positional="sinusoidal", vocab=4, mask="causal", d_ff=3),
     "post-ln-two-heads-vocab": dict(block="post-ln", positional="sinusoidal", vocab=4, heads=2, d_ff=3),
     "pre-ln-four-tokens-eps": dict(block="pre-ln", tokens=4, vocab=5, eps="1/100"),
+    "post-ln-train": dict(block="post-ln", vocab=4, train=True, mask="causal"),
+    "pre-ln-train-lr": dict(block="pre-ln", positional="sinusoidal", vocab=3, train=True, lr="1/20", words=["a", "b", "c"]),
 }
 
 
@@ -122,8 +125,14 @@ def test_every_drawn_block_is_good_and_its_file_loads_and_runs(name):
         again = Problem.from_text(p.to_toml(), "drawn.toml")
         assert again == p
         for backend in (Float(), Interval(again, widen=False), Hand(again, "decimal", again.precision.carried)):
-            run = block_forward(again, backend)
+            run = block_forward(again, backend, backward=False)
             assert ("loss" in run.shown) == bool(fam.vocab)
+        assert (p.train is not None) == fam.train
+        if fam.train:       # cross-entropy; the family's lr, or one of 1/10 … 1/100; the step lowers the loss
+            assert p.train.loss == "cross-entropy" and p.train.lr == (fam.lr or p.train.lr) and p.train.lr <= Fraction(1, 10)
+            run = block_forward(p, Float())
+            assert run.loss_after < run.loss
+            assert max(abs(x) for k, m in run.shown.items() if k.rpartition(".")[2].startswith("d") for r in m for x in r) <= 10
 
 
 def test_same_seed_same_bytes_and_other_seeds_differ(tmp_path):

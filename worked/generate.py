@@ -726,20 +726,38 @@ def _block_rules(fam: Family, p: Problem) -> dict[str, float]:
         src = run.shown.get(s.inputs[0]) if s.id in run.shown and s.inputs else None
         if src is None:
             continue
-        if s.forward is stages._layer_norm:
+        if stages.computes(s) == "layer norm":
             for row in src:
                 mu = math.fsum(row) / len(row)
                 out[BLOCK_RULES[1]] += max(0.0, MIN_VAR - math.fsum((x - mu) ** 2 for x in row) / len(row))
-        elif s.forward is stages._relu:
+        elif stages.computes(s) == "relu":
             U = [x for row in src for x in row]
             if min(U) > 0:
                 out[BLOCK_RULES[2]] += min(U) + 0.1
             elif max(U) <= 0:
                 out[BLOCK_RULES[2]] += 0.1 - max(U)
-        elif s.forward is stages._row_softmax:
+        elif stages.computes(s) == "softmax":
             for row in src:
                 out[BLOCK_RULES[3]] += _row_penalty(fam, row, lmax, lmin, div=1.0, ties=True)
     return {k: round(v, 9) for k, v in out.items()}
+
+
+def _block_step(fam: Family, p: Problem) -> Problem | None:
+    """The block *p* with a [train] table (cross-entropy; the family's lr, or the largest of LRS that does: *p*'s own
+    where it has one) whose step keeps every gradient hand-sized (|entry| ≤ MAX_GRAD) and lowers the loss; None when
+    no lr does."""
+    from .attention import block_forward
+
+    lrs = [p.train.lr] if p.train is not None else [fam.lr] if fam.lr is not None else LRS
+    for lr in lrs:
+        q = Problem.from_dict({**p.to_dict(), "train": {"loss": "cross-entropy", "lr": str(lr)}}, p.source)
+        run = block_forward(q, Float())
+        grads = [x for k in run.shown if k.rpartition(".")[2].startswith("d") for row in run.shown[k] for x in row]
+        if max(map(abs, grads)) > MAX_GRAD:
+            return None
+        if run.loss_after < run.loss:
+            return q
+    return None
 
 
 def _block_problem(fam: Family, m: dict, vocab: list | None, targets: list | None, title) -> Problem:
@@ -809,7 +827,9 @@ def generate_block(fam: Family, seed: int, *, title: str | None = None) -> Probl
         if bad == 0 and not _twin_rows(m["X"], xlo, xhi):
             p = _block_problem(fam, m, vocab, targets, title)
             if _by_hand(p) or _by_hand(p, extra=3):     # a deep block's key may carry one more place (it says so)
-                return p
+                p = _block_step(fam, p) if fam.train else p
+                if p is not None:
+                    return p
     raise WorkedError(
         f"{fam.source + ': ' if fam.source else ''}no block of this family met the constraints in {MAX_BLOCK_STEPS} "
         f"tries (the heads' and the output's softmax rows: largest weight ≤ {fam.max_weight:g}, every weight ≥ "
@@ -863,7 +883,10 @@ def _by_hand(p: Problem, true=None, extra: int = 2) -> bool:
     from .attention import block_forward
 
     dec = p.decimals
-    run = block_forward if p.block is not None else forward     # a block is worked in decimals (its pages do)
+    if p.block is not None:     # a block is worked in decimals (its pages do); its forward pass (of the training
+        run = lambda p, b: block_forward(p, b, backward=False)  # noqa: E731   step: the sizes of generate_block)
+    else:
+        run = forward
     hand = run(p, Hand(p, "decimal" if p.block is not None else p.display, dec + extra))
     true = true if true is not None else run(p, Float())
     unit = 10 ** dec
@@ -953,6 +976,10 @@ def violations(fam: Family, problem: Problem) -> list[str]:
                 out.append(f"{name} entry outside weight range")
         if (b.kind, b.positional, b.d_ff, len(b.vocab or ()), b.eps) != (fam.block, fam.positional, fam.dff, fam.vocab, fam.eps):
             out.append("not the family's block")
+        if fam.train != (problem.train is not None):
+            out.append("a [train] table where the family has none, or none where it has one")
+        elif fam.train and _block_step(fam, problem) is None:
+            out.append("the training step's gradients are not hand-sized or it does not lower the loss")
         return out + [k for k, v in _block_rules(fam, problem).items() if v > 0]
     if _softmax_broken(fam, problem):
         out.append("softmax rule broken")
@@ -1002,7 +1029,9 @@ def header_comment(fam: Family, seed: int) -> str:
             f"{f'; every scaled score within ±{fam.max_score:g}' if fam.max_score else ''}"
             f"{'' if fam.ties else '; no tie for the top score'}"
             + (f"; every row a layer norm takes has variance ≥ {MIN_VAR:g}; ReLU cuts some entries but not all"
-               + ("; the output's softmax rows keep the same weights" if fam.vocab else "") if fam.block else "")
+               + ("; the output's softmax rows keep the same weights" if fam.vocab else "")
+               + (f"; a training step (cross-entropy) whose gradients stay within ±{MAX_GRAD:g} and which lowers the loss"
+                  if fam.train else "") if fam.block else "")
             + ".\n")
 
 

@@ -680,6 +680,239 @@ def _block_stage(sid, inputs, rows, cols, words, forward, **kw) -> Stage:
     return Stage(sid, inputs, rows, cols, _words(words), scope="layer", forward=forward, grid=_BLOCK_GRIDS[sid], **kw)
 
 
+# ---- a block's training step (issue 27; [train] loss = "cross-entropy"): the gradient of every weight, the update
+def _col_sums(b, M) -> list:
+    """The sums of *M*'s columns, as a 1 × cols matrix (a bias's gradient: each row added it once)."""
+    return [[b.total([row[j] for row in M]) for j in range(len(M[0]))]]
+
+
+def flat(v) -> list:
+    """A vector as the stages take it (a list), from a 1 × k matrix or a list."""
+    return list(v[0]) if v and isinstance(v[0], list) else list(v)     # (an Interval's entry is a tuple)
+
+
+def _d_logits(r: BlockRun, probs, targets):
+    """(probs − Y)/n, Y one-hot of each position's target: the gradient of the mean cross-entropy at the logits."""
+    b = r.b
+    n, one = b.entry(Fraction(len(probs))), b.entry(Fraction(1))
+    return [[b.div(b.sub(p, one) if j == t else p, n) for j, p in enumerate(row)] for row, t in zip(probs, targets)]
+
+
+def _d_of_weight(r: BlockRun, M, d):
+    """Mᵀ·d: the gradient of a weight that multiplies M (W_out, W_1, W_2, W_O)."""
+    cols = list(zip(*d))
+    return [[r.b.dot(mc, dc) for dc in cols] for mc in zip(*M)]
+
+
+def _d_of_input(r: BlockRun, d, W):
+    """d·Wᵀ: the gradient of what a weight W multiplies."""
+    return [[r.b.dot(row, wr) for wr in W] for row in d]
+
+
+def _d_bias(r: BlockRun, d):
+    """The sums of d's columns: the gradient of a bias (β, b_1, b_2)."""
+    return _col_sums(r.b, d)
+
+
+def _d_relu(r: BlockRun, dG, U):
+    """dG where U > 0, else 0 (ReLU's slope: 1 above 0, 0 at or below it)."""
+    return [[r.b.relu_back(g, u) for g, u in zip(gr, ur)] for gr, ur in zip(dG, U)]
+
+
+def _norm_back_rows(r: BlockRun, dY, M, gamma):
+    """Each row's layer-norm backward: with x̂ = (x − μ)/√(σ² + ε) and dx̂ = γ ⊙ dY,
+    dx = (dx̂ − mean(dx̂) − x̂ ⊙ mean(dx̂ ⊙ x̂))/√(σ² + ε); and the x̂ rows (for dγ)."""
+    b, eps = r.b, r.problem.block.eps
+    zero = [b.entry(Fraction(0))] * len(gamma)
+    out, hats = [], []
+    for dy, row in zip(dY, M):
+        parts = norm_parts(b, row, gamma, zero, eps)
+        size = b.entry(Fraction(len(row)))
+        dh = [b.mul(g, x) for g, x in zip(gamma, dy)]
+        m1 = b.div(b.total(dh), size)
+        m2 = b.div(b.total([b.mul(x, h) for x, h in zip(dh, parts.normed)]), size)
+        out.append([b.div(b.sub(b.sub(x, m1), b.mul(h, m2)), parts.root) for x, h in zip(dh, parts.normed)])
+        hats.append(parts.normed)
+    return out, hats
+
+
+def _d_norm(r: BlockRun, dY, M, gamma):
+    """The gradient of a layer norm's input M from the gradient dY of its output."""
+    return _norm_back_rows(r, dY, M, gamma)[0]
+
+
+def _d_gamma(r: BlockRun, dY, M, gamma):
+    """dγ: the sums of the columns of dY ⊙ x̂ (x̂ the normalised rows of the layer norm's input M)."""
+    hats = _norm_back_rows(r, dY, M, gamma)[1]
+    return _col_sums(r.b, [[r.b.mul(d, h) for d, h in zip(dr, hr)] for dr, hr in zip(dY, hats)])
+
+
+def _d_residual_ffn(r: BlockRun, d_res, dU, W_1):
+    """post-LN: dH1 = dR2 + dU·W_1ᵀ (H1 feeds the residual add and the feed-forward)."""
+    return _plus(r, d_res, _d_of_input(r, dU, W_1))
+
+
+def _d_residual_norm(r: BlockRun, d_res, dN, M, gamma):
+    """pre-LN: dH1 = dH + LN_2's backward of dN2 (H1 feeds the residual add and LN_2)."""
+    return _plus(r, d_res, _d_norm(r, dN, M, gamma))
+
+
+def _same(r: BlockRun, d):
+    """The gradient passed on unchanged (the residual add's branch: dZ = dR1, or dH1)."""
+    return [list(row) for row in d]
+
+
+def _d_heads_input(r: BlockRun, heads):
+    """pre-LN: dN1 = Σ over the heads of dQ·W_Qᵀ + dK·W_Kᵀ + dV·W_Vᵀ (N1 feeds every head's projections)."""
+    b = r.b
+    terms = [_d_of_input(r, h[d], h[w]) for h in heads for d, w in (("dQ", "W_Q"), ("dK", "W_K"), ("dV", "W_V"))]
+    return [[b.total([t[i][j] for t in terms]) for j in range(len(terms[0][0]))] for i in range(len(terms[0]))]
+
+
+def _block_update(r: BlockRun, W, dW):
+    """W − lr·dW (a vector's as a 1 × k matrix)."""
+    b, lr = r.b, r.b.entry(r.problem.train.lr)
+    W = W if W and isinstance(W[0], list) else [W]
+    return [[b.sub(x, b.mul(lr, g)) for x, g in zip(wr, gr)] for wr, gr in zip(W, dW)]
+
+
+_D = lambda name: eq.matrix_sym("d" + name)  # noqa: E731
+
+
+def _grad_grid(sid: str, label: str, definition: Callable, hint: Callable | None = None) -> Grid:
+    return Grid(label, lambda S, sid=sid: eq.matrix_sym(sid), lambda S, p, f=definition: f(p), hint)
+
+
+def _mT(name: str):
+    return eq.Pow(_B(name), eq.Sym("T"))
+
+
+def _back(dY: str, M: str, gamma: str):
+    return eq.Call("LNback", (eq.matrix_sym(dY), _B(M), _B(gamma)))
+
+
+_LN_BACK_HINT = lambda p: ("the layer norm's backward, row by row: dx = (dx̂ − mean(dx̂) − x̂·mean(dx̂·x̂))/√(σ² + ε), "  # noqa: E731
+                           "dx̂ = γ ⊙ dY")
+_BLOCK_TRAIN_GRIDS = {
+    "dlogits": _grad_grid("dlogits", "Gradient of the logits", lambda p: eq.Frac(
+        eq.Add((_B("probs", upright=True), eq.Neg(_B("Y")))), eq.Sym("n")), lambda p: "Y: 1 at each position's target, else 0"),
+    "dW_out": _grad_grid("dW_out", "Gradient dW_out", lambda p: eq.Mul((_mT("H" if p.block.kind == "post-ln" else "H_f"),
+                                                                        _D("logits")))),
+    "dH": _grad_grid("dH", "Gradient of the block output", lambda p: eq.Mul((_D("logits"), _mT("W_out")))
+                     if p.block.kind == "post-ln" else _back("dHf", "H", "γ_f"),
+                     lambda p: None if p.block.kind == "post-ln" else _LN_BACK_HINT(p)),
+    "dHf": _grad_grid("dHf", "Gradient of the final layer norm", lambda p: eq.Mul((_D("logits"), _mT("W_out")))),
+    "dR2": _grad_grid("dR2", "Gradient of the second residual sum", lambda p: _back("dH", "R_2", "γ_2"), _LN_BACK_HINT),
+    "dW_2": _grad_grid("dW_2", "Gradient dW_2", lambda p: eq.Mul((_mT("G"), _D("R2" if p.block.kind == "post-ln" else "H")))),
+    "db_2": _grad_grid("db_2", "Gradient db_2", lambda p: eq.Call("colsum", (_D("R2" if p.block.kind == "post-ln" else "H"),))),
+    "dG": _grad_grid("dG", "Gradient of the hidden values", lambda p: eq.Mul((_D("R2" if p.block.kind == "post-ln" else "H"),
+                                                                             _mT("W_2")))),
+    "dU": _grad_grid("dU", "Gradient before ReLU", lambda p: eq.Mul((_D("G"), eq.Call("step", (_B("U"),)))),
+                     lambda p: "dG where U > 0, else 0"),
+    "dW_1": _grad_grid("dW_1", "Gradient dW_1", lambda p: eq.Mul((_mT("H_1" if p.block.kind == "post-ln" else "N_2"), _D("U")))),
+    "db_1": _grad_grid("db_1", "Gradient db_1", lambda p: eq.Call("colsum", (_D("U"),))),
+    "dN2": _grad_grid("dN2", "Gradient of LN_2's output", lambda p: eq.Mul((_D("U"), _mT("W_1")))),
+    "dgamma_2": _grad_grid("dgamma_2", "Gradient dγ_2", lambda p: eq.Call("colsum", (eq.Mul((
+        _D("H" if p.block.kind == "post-ln" else "N2"), _B("x̂"))),)), lambda p: "x̂: LN_2's normalised rows"),
+    "dbeta_2": _grad_grid("dbeta_2", "Gradient dβ_2", lambda p: eq.Call("colsum", (_D("H" if p.block.kind == "post-ln" else "N2"),))),
+    "dgamma_f": _grad_grid("dgamma_f", "Gradient dγ_f", lambda p: eq.Call("colsum", (eq.Mul((_D("Hf"), _B("x̂"))),)),
+                           lambda p: "x̂: LN_f's normalised rows"),
+    "dbeta_f": _grad_grid("dbeta_f", "Gradient dβ_f", lambda p: eq.Call("colsum", (_D("Hf"),))),
+    "dH1": _grad_grid("dH1", "Gradient of H1", lambda p: eq.Add((_D("R2"), eq.Mul((_D("U"), _mT("W_1")))))
+                      if p.block.kind == "post-ln" else eq.Add((_D("H"), _back("dN2", "H_1", "γ_2")))),
+    "dR1": _grad_grid("dR1", "Gradient of the first residual sum", lambda p: _back("dH1", "R_1", "γ_1"), _LN_BACK_HINT),
+    "dZ": _grad_grid("dZ", "Gradient of the attention's output", lambda p: _D("R1" if p.block.kind == "post-ln" else "H1")),
+    "dconcat": _grad_grid("dconcat", "Gradient dconcat", lambda p: eq.Mul((_D("Z"), _mT("W_O")))),
+    "dW_O": _grad_grid("dW_O", "Gradient dW_O", lambda p: eq.Mul((_mT("concat"), _D("Z")))),
+    "dgamma_1": _grad_grid("dgamma_1", "Gradient dγ_1", lambda p: eq.Call("colsum", (eq.Mul((
+        _D("H1" if p.block.kind == "post-ln" else "N1"), _B("x̂"))),)), lambda p: "x̂: LN_1's normalised rows"),
+    "dbeta_1": _grad_grid("dbeta_1", "Gradient dβ_1", lambda p: eq.Call("colsum", (_D("H1" if p.block.kind == "post-ln" else "N1"),))),
+    "dN1": _grad_grid("dN1", "Gradient of LN_1's output", lambda p: eq.Sum(eq.Add(tuple(
+        eq.Mul((_D(x), _mT("W_" + x))) for x in ("Q", "K", "V"))), "heads")),
+}
+
+
+def _block_grad(sid, inputs, rows, cols, words, forward) -> Stage:
+    return Stage(sid, inputs, rows, cols, _words(words), scope="layer", forward=forward, grid=_BLOCK_TRAIN_GRIDS[sid])
+
+
+_DLOGITS = (
+    _block_grad("dlogits", ("probs", "targets"), "n", "vocab", "the gradient of the logits (probs − Y)/n", _d_logits),
+)
+_DW_O = (      # dconcat's columns, head by head, are each head's dZ (the heads' backward starts from them)
+    _block_grad("dconcat", ("dZ", "W_O"), "n", "heads·d_v", "the gradient of the concatenated heads dZ·W_Oᵀ",
+                _d_of_input)._replace(by_head="dZ"),
+    _block_grad("dW_O", ("concat", "dZ"), "heads·d_v", "d_model", "the gradient dW_O = concatᵀ·dZ", _d_of_weight),
+)
+#: the weights a block's training step updates (the heads' W_Q, W_K, W_V by the attention's own update stages)
+BLOCK_WEIGHTS = ("W_O", "W_1", "b_1", "W_2", "b_2", "gamma_1", "beta_1", "gamma_2", "beta_2", "gamma_f", "beta_f", "W_out")
+_SHAPES = {"W_O": ("heads·d_v", "d_model"), "W_1": ("d_model", "d_ff"), "b_1": ("1", "d_ff"), "W_2": ("d_ff", "d_model"),
+           "W_out": ("d_model", "vocab")}
+
+
+_LOSS_AFTER = Stage("loss_after", ("loss_new",), "1", "1", _words("the loss after the update ", eq.Sym("L", prime=True)),
+                    scope="layer", forward=_same, grid=Grid("Loss after the update L′", lambda S: eq.Sym("L", prime=True),
+                                                            lambda S, p: eq.Sym("L", prime=True),
+                                                            lambda p: "the loss of a fresh pass with the updated weights"))
+
+
+def _block_updates(weights: tuple) -> tuple:
+    """Each weight's update W − lr·dW, then the loss after them (its input ``loss_new``: the loss of a fresh pass
+    with the updated weights)."""
+    return tuple(Stage(w + "_new", (w, "d" + w), *_SHAPES.get(w, ("1", "d_model")), _words(f"the updated {w}"),
+                       scope="layer", forward=_block_update,
+                       grid=Grid(f"Updated {w}", lambda S, w=w: eq.Sym(w, prime=True),
+                                 lambda S, p, w=w: eq.Add((_B(w), eq.Neg(eq.Mul((eq.Sym("lr", upright=True),
+                                                                                  eq.matrix_sym("d" + w)))))))) for w in weights) + (
+        _LOSS_AFTER,)
+
+
+_POST_TRAIN = _DLOGITS + (
+    _block_grad("dW_out", ("H", "dlogits"), "d_model", "vocab", "the gradient dW_out = Hᵀ·dlogits", _d_of_weight),
+    _block_grad("dH", ("dlogits", "W_out"), "n", "d_model", "the gradient of the block's output dlogits·W_outᵀ", _d_of_input),
+    _block_grad("dR2", ("dH", "R2", "gamma_2"), "n", "d_model", "the gradient of the second residual sum (LN_2 backward)", _d_norm),
+    _block_grad("dgamma_2", ("dH", "R2", "gamma_2"), "1", "d_model", "the gradient dγ_2", _d_gamma),
+    _block_grad("dbeta_2", ("dH",), "1", "d_model", "the gradient dβ_2", _d_bias),
+    _block_grad("dW_2", ("G", "dR2"), "d_ff", "d_model", "the gradient dW_2 = Gᵀ·dR2", _d_of_weight),
+    _block_grad("db_2", ("dR2",), "1", "d_model", "the gradient db_2", _d_bias),
+    _block_grad("dG", ("dR2", "W_2"), "n", "d_ff", "the gradient of the hidden values dR2·W_2ᵀ", _d_of_input),
+    _block_grad("dU", ("dG", "U"), "n", "d_ff", "the gradient before ReLU", _d_relu),
+    _block_grad("dW_1", ("H1", "dU"), "d_model", "d_ff", "the gradient dW_1 = H1ᵀ·dU", _d_of_weight),
+    _block_grad("db_1", ("dU",), "1", "d_ff", "the gradient db_1", _d_bias),
+    _block_grad("dH1", ("dR2", "dU", "W_1"), "n", "d_model", "the gradient of H1 dR2 + dU·W_1ᵀ", _d_residual_ffn),
+    _block_grad("dR1", ("dH1", "R1", "gamma_1"), "n", "d_model", "the gradient of the first residual sum (LN_1 backward)", _d_norm),
+    _block_grad("dgamma_1", ("dH1", "R1", "gamma_1"), "1", "d_model", "the gradient dγ_1", _d_gamma),
+    _block_grad("dbeta_1", ("dH1",), "1", "d_model", "the gradient dβ_1", _d_bias),
+    _block_grad("dZ", ("dR1",), "n", "d_model", "the gradient of the attention's output dZ = dR1", _same),
+) + _DW_O
+_PRE_TRAIN = _DLOGITS + (
+    _block_grad("dW_out", ("Hf", "dlogits"), "d_model", "vocab", "the gradient dW_out = Hfᵀ·dlogits", _d_of_weight),
+    _block_grad("dHf", ("dlogits", "W_out"), "n", "d_model", "the gradient of LN_f's output dlogits·W_outᵀ", _d_of_input),
+    _block_grad("dH", ("dHf", "H", "gamma_f"), "n", "d_model", "the gradient of the block's output (LN_f backward)", _d_norm),
+    _block_grad("dgamma_f", ("dHf", "H", "gamma_f"), "1", "d_model", "the gradient dγ_f", _d_gamma),
+    _block_grad("dbeta_f", ("dHf",), "1", "d_model", "the gradient dβ_f", _d_bias),
+    _block_grad("dW_2", ("G", "dH"), "d_ff", "d_model", "the gradient dW_2 = Gᵀ·dH", _d_of_weight),
+    _block_grad("db_2", ("dH",), "1", "d_model", "the gradient db_2", _d_bias),
+    _block_grad("dG", ("dH", "W_2"), "n", "d_ff", "the gradient of the hidden values dH·W_2ᵀ", _d_of_input),
+    _block_grad("dU", ("dG", "U"), "n", "d_ff", "the gradient before ReLU", _d_relu),
+    _block_grad("dW_1", ("N2", "dU"), "d_model", "d_ff", "the gradient dW_1 = N2ᵀ·dU", _d_of_weight),
+    _block_grad("db_1", ("dU",), "1", "d_ff", "the gradient db_1", _d_bias),
+    _block_grad("dN2", ("dU", "W_1"), "n", "d_model", "the gradient of LN_2's output dU·W_1ᵀ", _d_of_input),
+    _block_grad("dgamma_2", ("dN2", "H1", "gamma_2"), "1", "d_model", "the gradient dγ_2", _d_gamma),
+    _block_grad("dbeta_2", ("dN2",), "1", "d_model", "the gradient dβ_2", _d_bias),
+    _block_grad("dH1", ("dH", "dN2", "H1", "gamma_2"), "n", "d_model", "the gradient of H1: dH + LN_2's backward of dN2",
+                _d_residual_norm),
+    _block_grad("dZ", ("dH1",), "n", "d_model", "the gradient of the attention's output dZ = dH1", _same),
+) + _DW_O
+#: pre-LN's stages after the heads' backward: LN_1 feeds the heads
+_PRE_AFTER_HEADS = (
+    _block_grad("dN1", ("head_grads",), "n", "d_model", "the gradient of LN_1's output (every head's projections)",
+                _d_heads_input),
+    _block_grad("dgamma_1", ("dN1", "X0", "gamma_1"), "1", "d_model", "the gradient dγ_1", _d_gamma),
+    _block_grad("dbeta_1", ("dN1",), "1", "d_model", "the gradient dβ_1", _d_bias),
+)
+
+
 _POSITIONS = _block_stage("P", (), "n", "d_model", "the positions P (sinusoidal)", _positions)
 _BLOCK_IN = _block_stage("X0", ("X", "P"), "n", "d_model", "the block's input X + P", _plus)
 _OUTPUT_LAYER = (
@@ -701,6 +934,10 @@ POST_LN = {
         _block_stage("H", ("R2", "gamma_2", "beta_2"), "n", "d_model", "the block's output H = LN_2(H1 + F)", _layer_norm),
         _block_stage("logits", ("H", "W_out"), "n", "vocab", "the logits H·W_out", _times),
     ) + _OUTPUT_LAYER,
+    # a [train] step: the layer's gradients down to dZ, then the heads' (the attention's stages), then those after them
+    "train": _POST_TRAIN,
+    "after_heads": (),
+    "update": _block_updates(tuple(w for w in BLOCK_WEIGHTS if not w.endswith("_f"))),
 }
 #: a pre-LN block (GPT-2): layer norm before each sublayer, a final one before the output layer
 PRE_LN = {
@@ -718,8 +955,18 @@ PRE_LN = {
         _block_stage("Hf", ("H", "gamma_f", "beta_f"), "n", "d_model", "the final layer norm LN_f(H)", _layer_norm),
         _block_stage("logits", ("Hf", "W_out"), "n", "vocab", "the logits LN_f(H)·W_out", _times),
     ) + _OUTPUT_LAYER,
+    "train": _PRE_TRAIN,
+    "after_heads": _PRE_AFTER_HEADS,
+    "update": _block_updates(BLOCK_WEIGHTS),
 }
 BLOCK_KINDS = {"post-ln": POST_LN, "pre-ln": PRE_LN}
+_COMPUTES = {_layer_norm: "layer norm", _relu: "relu", _row_softmax: "softmax"}
+
+
+def computes(stage: Stage) -> str | None:
+    """What a block stage computes, for those whose kind a rule reads (``worked new --block``'s): "layer norm",
+    "relu", "softmax" (the output's rows), else None."""
+    return _COMPUTES.get(stage.forward)
 
 
 def block_inputs(problem, backend) -> dict:
