@@ -1,6 +1,7 @@
-"""A whole Transformer block (issue 27), part one: the problem file. Its keys are read exactly, checked against
-the attention's shapes, and every bad one is a one-line error naming the field (exit 2, no traceback); a block
-is not solved yet, and says so in one line."""
+"""A whole Transformer block (issue 27): the problem file (its keys read exactly, checked against the attention's
+shapes, every bad one a one-line error naming the field: exit 2, no traceback), the forward pass on every backend
+against an independent NumPy reference, the worked lines, and the solution the solver makes of the block's
+architecture (every matrix, every line audited)."""
 import subprocess
 import sys
 from fractions import Fraction
@@ -120,10 +121,11 @@ def test_the_command_line_says_it_in_one_line(tmp_path):
     bad, good = tmp_path / "bad.toml", tmp_path / "good.toml"
     bad.write_text(swap("W_2", "[[1, 0, 0, 1]]"))
     good.write_text(BLOCK)
-    for path, fragment in ((bad, "W_2: expected 3×4"), (good, "block: a Transformer block is read and checked, but not solved yet")):
-        r = subprocess.run([sys.executable, "-m", "worked", "solve", str(path)], capture_output=True, text=True, timeout=120)
-        assert r.returncode == 2 and r.stdout == ""
-        assert r.stderr.count("\n") == 1 and fragment in r.stderr and str(path) in r.stderr, r.stderr
+    r = subprocess.run([sys.executable, "-m", "worked", "solve", str(bad)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.count("\n") == 1 and "W_2: expected 3×4" in r.stderr and str(bad) in r.stderr, r.stderr
+    r = subprocess.run([sys.executable, "-m", "worked", "solve", str(good)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stderr == "" and "−ln(probs[sat, on])" in r.stdout, r.stderr
 
 
 # ---------------------------------------------------------------- the forward pass (part 2: the stages' computation)
@@ -311,7 +313,7 @@ def test_each_block_grid_writes_its_definition_in_every_format():
                 assert pr(tree), (s.id, pr)
     assert printers.text(eq.Rel((stages.BLOCK_KINDS["post-ln"]["before"][0].grid.lhs(S),
                                  stages.BLOCK_KINDS["post-ln"]["before"][0].grid.definition(S, p)), (eq.EQ,))) \
-        == "P[pos, 2i] = sin(pos/(10000^(2i/d_model)))"
+        == "P[pos, 2i] = sin(pos/(10000^(2i/d)))"
 
 
 def drawn(seed: int) -> Problem:
@@ -513,3 +515,68 @@ def test_every_softmax_row_of_the_output_holds_by_hand():
             assert [hand.shown(w) for w in weights] == run.shown[probs_stage.id][i]
             lines = softmax_lines(p.tokens[i], list(p.block.vocab), row, state, weights, P)
             assert not audit_lines(lines), (seed, [printers.text(x) for x in lines], audit_lines(lines))
+
+
+# ---------------------------------------------------------------- the solution (part 3: the solver walks the block)
+@pytest.mark.parametrize("name", list(VARIANTS))
+def test_the_solution_is_the_numpy_reference(name):
+    """``solve`` walks the block's architecture: every matrix under its API name (P, X0, the heads', Z, H1, H, the
+    logits, probs and the loss, a number), its 50-digit values the reference's; P and X0 exact in sympy."""
+    import sympy as sp
+
+    from worked import solve, stages
+
+    p = read(VARIANTS[name])
+    sol = solve(p)
+    ref = reference(p)
+    mats = sol.matrices()
+    assert list(mats) == list(stages.matrices(stages.Dims.of_problem(p)))
+    for key, want in ref.items():
+        np.testing.assert_allclose(sol[key].to_numpy(), want, rtol=1e-12, atol=1e-12, err_msg=key)
+    if p.block.positional == "sinusoidal":
+        assert sol["P"][1, 0] == sp.sin(1) and sol["P"][2, 2] == sp.sin(sp.Rational(2, 100))
+        assert sol["X0"][1, 0] == sp.sin(1) and sol["X0"][0, 1] == 1       # X + P: cos 0 = 1 added to 0
+    if "loss" in ref:
+        assert sol["loss"].is_scalar and sol["loss"].shape == (1, 1)
+    assert sol["Z"] is sol.output and sol["H"].shape == (p.n, p.d_model)
+    assert ("N1" in mats) == (p.block.kind == "pre-ln") and ("Hf" in mats) == (p.block.kind == "pre-ln" and "logits" in ref)
+
+
+@pytest.mark.parametrize("checks", ["one", "row", "all"])
+@pytest.mark.parametrize("name", list(VARIANTS))
+def test_every_line_of_a_block_solution_holds_by_hand(name, checks):
+    """Every step of the block (positions, X0, the heads, W_O, the residual adds, the layer norms, the
+    feed-forward, ReLU, the logits, a softmax row, the loss) has its lines, and each holds by the hand rule."""
+    from worked import printers, solve
+
+    sol = solve(read(VARIANTS[name]), checks=checks).audit()
+    ids = [s.id for s in sol.steps]
+    assert ids[:2] == ["P", "X0"] and ("loss" in ids) == ("probs" in ids)
+    for st in sol.steps:
+        if st.id in ("concat",) or (st.id == "P" and "positional" not in VARIANTS[name]):
+            continue
+        assert st.lines, (st.id, printers.text(st.title_prose))
+
+
+def test_two_hundred_drawn_block_solutions_hold_by_hand():
+    """The hand rule on every line of 200 drawn blocks, every entry and row worked (checks "all")."""
+    from worked import solve
+
+    for seed in range(200):
+        solve(drawn(seed), checks="all").audit()
+
+
+def test_a_block_solution_reads_as_a_student_works_it():
+    """The steps in order, the bias as an entry of its vector (b_1[3], not a subscript), one row's layer norm,
+    one softmax row, −ln p of each target."""
+    from worked import printers, solve
+
+    sol = solve(read())
+    text = {s.id: [printers.text(x.eq) for x in s.lines] for s in sol.steps}
+    assert [s.id for s in sol.steps] == ["P", "X0", "Q", "K", "V", "scores", "scaled", "weights", "Z", "concat", "output",
+                                         "R1", "H1", "U", "G", "F", "R2", "H", "logits", "probs", "loss"]
+    assert text["P"][2] == "P[sat, 3] = sin(2/(10000^(2/4))) = sin(0.02) ≈ 0.0200"
+    assert text["U"][0].startswith("U[sat, 3] = H1[sat, ·]·W_1[:, 3] + b_1[3] = ")
+    assert text["H1"][0].startswith("μ_sat = (") and text["H1"][3].startswith("√(σ_sat^2 + ε) = √(")
+    assert text["loss"][-1].startswith("L = (") and len(text["loss"]) == 4
+    assert any(x.startswith("sum_sat = ") for x in text["probs"])

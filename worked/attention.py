@@ -185,6 +185,8 @@ def forward(problem, backend, *, transform: Transform | None = None, given: dict
     X_enc = _inputs(backend, problem.X_enc) if problem.cross else X
     arch = stages.of(problem)
     inputs = stages.sides(t, {"X": X, "X_enc": X_enc})
+    if arch.attends:                # a block's heads take the stage it names (X0, or LN_1(X0))
+        inputs[arch.attends] = X
     masked = stages.masked_entries(len(inputs["X"]), problem.mask, t.mask, len(inputs["X_enc" if problem.cross else "X"]))
     weights_arg = weights
     if weights is None:
@@ -227,26 +229,25 @@ def block_forward(problem, backend, *, transform: Transform | None = None, weigh
     the backend's numbers, by name (``W_1``, ``b_1`` …, ``W_O``, and ``heads``: each head's (W_Q, W_K, W_V))."""
     t = transform or Transform()
     weights = weights or {}
-    kind = stages.BLOCK_KINDS[problem.block.kind]
+    arch = stages.of(problem)
     run = stages.BlockRun(problem, backend, t)
     env = {"X": _inputs(backend, problem.X), **stages.block_inputs(problem, backend),
            **{k: v for k, v in weights.items() if k not in ("heads", "W_O")}}
     done: dict[str, list] = {}
     shown = lambda grid: [[backend.shown(x) for x in row] for row in grid]  # noqa: E731  (a hand rounds each)
-    for stage in kind["before"]:
+    for stage in arch.before:
         env[stage.id] = done[stage.id] = shown(stage.forward(run, *(env[k] for k in stage.inputs)))
-    out = forward(problem, backend, transform=t, X=env[kind["attends"]], backward=False, weights=weights.get("heads"),
+    out = forward(problem, backend, transform=t, X=env[arch.attends], backward=False, weights=weights.get("heads"),
                   W_O=weights.get("W_O"))
     env[stages.OUTPUT] = out.output
-    for stage in kind["after"]:
-        if all(k in env for k in stage.inputs):        # the output layer only with W_out, the loss with targets
-            env[stage.id] = done[stage.id] = shown(stage.forward(run, *(env[k] for k in stage.inputs)))
-    before = {k: done[k] for k in (s.id for s in kind["before"])}
+    for stage in arch.runs(stages.Dims.of_problem(problem)):  # the output layer only with W_out, the loss with targets
+        env[stage.id] = done[stage.id] = shown(stage.forward(run, *(env[k] for k in stage.inputs)))
+    before = {k: done[k] for k in (s.id for s in arch.before)}
     out.shown = {**before, **out.shown, **{k: v for k, v in done.items() if k not in before}}
-    out.values.update({s.id: done[s.id][0][0] if _scalar(s) else done[s.id] for s in kind["before"] + kind["after"]
+    out.values.update({s.id: done[s.id][0][0] if _scalar(s) else done[s.id] for s in arch.before + arch.after
                        if s.id in done})      # the loss a number, as the attention's
     if backward and problem.train is not None:
-        _block_backward(problem, backend, t, out, env, kind, weights)
+        _block_backward(problem, backend, t, out, env, stages.BLOCK_KINDS[problem.block.kind], weights)
     return out
 
 
@@ -337,6 +338,41 @@ def block_central_difference(problem, backend, name: str, r: int, c: int, h):
             m[c] = backend.add(m[c], delta)
         losses.append(block_loss(problem, backend, {key: value}))
     return backend.div(backend.sub(losses[0], losses[1]), backend.entry(2 * Fraction(h)))
+
+
+def run_pass(problem, backend, **kw) -> Pass:
+    """The forward pass of *problem* with *backend*: a Transformer block's (:func:`block_forward`), else the
+    attention's (:func:`forward`)."""
+    if getattr(problem, "block", None) is not None:
+        return block_forward(problem, backend, **kw)
+    return forward(problem, backend, **kw)
+
+
+def block_exact(problem, nums: Pass) -> Pass:
+    """A block's Exact pass: the stages before the heads in closed form where they have a small one (P: sin and cos
+    of rationals, X0 = X + P; a layer norm's entries are :data:`INEXACT` unless rational), every later value
+    :data:`INEXACT` (its closed form explodes: a layer norm of softmax rows), as the training step keeps a
+    gradient; the solver takes those from the 50-digit pass *nums* (the :class:`Interval` point pass), and −∞ where
+    the mask hides a score. The divisor of the scores is exact."""
+    b = Exact()
+    arch = stages.of(problem)
+    run = stages.BlockRun(problem, b, Transform())
+    env = {"X": _inputs(b, problem.X), **stages.block_inputs(problem, b)}
+    out = Pass()
+    for stage in arch.before:
+        env[stage.id] = out.shown[stage.id] = stage.forward(run, *(env[k] for k in stage.inputs))
+    inexact = lambda grid: [[b.NEG_INF if iv is None else INEXACT for iv in row] for row in grid]  # noqa: E731
+    for key, grid in nums.shown.items():
+        if key not in out.shown:
+            out.shown[key] = inexact(grid)
+    out.carried = out.shown
+    out.factor = b.factor(problem, None)
+    for hp in nums.heads:
+        out.heads.append(HeadPass({k: inexact(v) for k, v in hp.values.items()}, inexact(hp.raw_scores), hp.masked,
+                                  [None] * len(hp.raw_scores)))
+    out.output = out.shown[stages.OUTPUT]
+    out.values.update({k: out.shown[k] for k in nums.values if k in out.shown})
+    return out
 
 
 def backward(problem, backend, *, transform: Transform | None = None, given: dict | None = None) -> Pass:
@@ -667,6 +703,26 @@ class Exact:
         two_i = col - col % 2
         angle = sp.Integer(pos) / sp.Integer(10000) ** sp.Rational(two_i, d_model)
         return (sp.sin if (col % 2 == 0) != swapped else sp.cos)(angle)
+
+    # a Transformer block's arithmetic (issue 27), where a closed form stays small: rationals exactly, the rest INEXACT
+    def div(self, a, b):
+        return a / b if isinstance(a, Fraction) and isinstance(b, Fraction) and b else INEXACT
+
+    def sqrt(self, x):
+        if isinstance(x, Fraction) and x >= 0:
+            r = (math.isqrt(x.numerator), math.isqrt(x.denominator))
+            if Fraction(r[0] ** 2, r[1] ** 2) == x:
+                return Fraction(*r)
+        return INEXACT
+
+    def relu(self, x):
+        return max(x, Fraction(0)) if isinstance(x, Fraction) else INEXACT
+
+    def ln(self, x):
+        return Fraction(0) if isinstance(x, Fraction) and x == 1 else INEXACT
+
+    def may_be_zero(self, x) -> bool:
+        return _zero(x)
 
     def mix(self, state, a_row, v_col):
         sp = self.sp

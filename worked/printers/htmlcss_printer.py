@@ -114,6 +114,9 @@ class HtmlCssPrinter(Printer):
     def _print_Entry(self, n):
         return f"{self.doprint(n.base)}[{self.label(n.row)},{_NB}{self.label(n.col)}]"
 
+    def _print_Item(self, n):
+        return f"{self.doprint(n.base)}[{self.label(n.index)}]"
+
     def _print_Col(self, n):
         return f"{self.doprint(n.base)}[:,{self.label(n.col)}]"
 

@@ -79,6 +79,9 @@ class MathMLPrinter(Printer):
     def _print_Entry(self, n):
         return _row(self.doprint(n.base), _mo("["), self.label(n.row), _mo(","), self.label(n.col), _mo("]"))
 
+    def _print_Item(self, n):
+        return _row(self.doprint(n.base), _mo("["), self.label(n.index), _mo("]"))
+
     def _print_Col(self, n):
         return _row(self.doprint(n.base), _mo("["), _mo(":"), _mo(","), self.label(n.col), _mo("]"))
 

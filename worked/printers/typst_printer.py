@@ -76,6 +76,9 @@ class TypstPrinter(Printer):
         quoted_sub = type(base) is eq.Sym and "_" in base.name and base.head is None and base.sub is None
         return s if s.endswith('"') and not quoted_sub else s + " "     # X_"enc" [":", 1]: not the subscript's
 
+    def _print_Item(self, n):
+        return f"{self._before_index(n.base)}[{self.label(n.index)}]"
+
     def _print_Col(self, n):
         return f'{self._before_index(n.base)}[":", {self.label(n.col)}]'
 
