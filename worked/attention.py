@@ -235,10 +235,15 @@ def block_forward(problem, backend, *, transform: Transform | None = None, weigh
            **{k: v for k, v in weights.items() if k not in ("heads", "W_O")}}
     done: dict[str, list] = {}
     shown = lambda grid: [[backend.shown(x) for x in row] for row in grid]  # noqa: E731  (a hand rounds each)
+    heads_env = env     # what the heads' side reads (the mistake of positions after attention: X, not X + P)
     for stage in arch.before:
-        env[stage.id] = done[stage.id] = shown(stage.forward(run, *(env[k] for k in stage.inputs)))
-    out = forward(problem, backend, transform=t, X=env[arch.attends], backward=False, weights=weights.get("heads"),
-                  W_O=weights.get("W_O"))
+        env[stage.id] = done[stage.id] = shown(stage.forward(run, *(heads_env[k] for k in stage.inputs)))
+        if t.positions == "after-attention" and arch.before[0].id in stage.inputs:    # X0 = X + P: kept for the
+            heads_env = {**env, stage.id: env["X"]}                                   # residual, not the heads
+        elif heads_env is not env:
+            heads_env[stage.id] = env[stage.id]
+    out = forward(problem, backend, transform=t, X=heads_env[arch.attends], backward=False,
+                  weights=weights.get("heads"), W_O=weights.get("W_O"))
     env[stages.OUTPUT] = out.output
     for stage in arch.runs(stages.Dims.of_problem(problem)):  # the output layer only with W_out, the loss with targets
         env[stage.id] = done[stage.id] = shown(stage.forward(run, *(env[k] for k in stage.inputs)))
@@ -247,7 +252,8 @@ def block_forward(problem, backend, *, transform: Transform | None = None, weigh
     out.values.update({s.id: done[s.id][0][0] if _scalar(s) else done[s.id] for s in arch.before + arch.after
                        if s.id in done})      # the loss a number, as the attention's
     if backward and problem.train is not None:
-        _block_backward(problem, backend, t, out, env, stages.BLOCK_KINDS[problem.block.kind], weights)
+        _block_backward(problem, backend, t, out, {**env, arch.attends: heads_env[arch.attends]},
+                        stages.BLOCK_KINDS[problem.block.kind], weights)
     return out
 
 

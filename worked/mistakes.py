@@ -33,10 +33,12 @@ def _owners() -> dict[str, tuple]:
     out: dict[str, tuple] = {}
     for arch in stages.ARCHS.values():
         updates = tuple((s.inputs[0], s.id) for s in arch.update if s.scope == "head")
-        for s in stages.every(arch):
+        seen: dict[str, str] = {}       # within an architecture, one stage declares a mistake (across them, the
+        for s in stages.every(arch):    # first keeps it: a block's first layer norm is H1 in post-LN, N1 in pre-LN)
             for m in s.mistakes:
-                if out.setdefault(m.id, (s, updates))[0] is not s and out[m.id][0].id != s.id:
-                    raise ValueError(f"mistake {m.id!r} is declared by two stages: {out[m.id][0].id}, {s.id}")
+                if seen.setdefault(m.id, s.id) != s.id:
+                    raise ValueError(f"mistake {m.id!r} is declared by two stages: {seen[m.id]}, {s.id}")
+                out.setdefault(m.id, (s, updates))
     return out
 
 

@@ -566,7 +566,8 @@ def _positions(r: BlockRun):
     d = r.problem.d_model
     if r.problem.block.positional == "none":        # no positions: P is 0, X0 is X
         return [[r.b.entry(Fraction(0))] * d for _ in range(r.problem.n)]
-    return [[r.b.position(pos, c, d) for c in range(d)] for pos in range(r.problem.n)]
+    swapped = r.t.sincos == "swapped"      # the mistake: cos in the even columns, sin in the odd
+    return [[r.b.position(pos, c, d, swapped) for c in range(d)] for pos in range(r.problem.n)]
 
 
 def _plus(r: BlockRun, A, B):
@@ -577,9 +578,42 @@ def _plus(r: BlockRun, A, B):
 NormParts, norm_parts = shown_block.NormParts, shown_block.norm_parts     # one row's layer norm (worked.steps.block)
 
 
+def _residual(which: str) -> Callable:
+    """A residual add, A + B (the mistake: the *which* one, "first" or "second", left out: B alone)."""
+    def add(r: BlockRun, A, B):
+        return [list(row) for row in B] if r.t.residual == f"no-{which}" else _plus(r, A, B)
+    add.__doc__ = f"The {which} residual add: its input plus the sublayer's output."
+    return add
+
+
+def _norm_slip(r: BlockRun, M, gamma, beta):
+    """A layer norm as the mistakes take it: over each column (the tokens) instead of each row, σ² over d − 1, the
+    √ or ε left out; None where it divides by what may be 0."""
+    b, t, eps = r.b, r.t, r.problem.block.eps
+    cols = t.norm_axis == "columns"
+    lines = [list(c) for c in zip(*M)] if cols else M
+
+    def one(xs):
+        k = len(xs) - (1 if t.variance == "n-1" else 0)
+        if k == 0:
+            return [None] * len(xs)
+        mu = b.div(b.total(xs), b.entry(Fraction(len(xs))))
+        devs = [b.sub(x, mu) for x in xs]
+        var = b.div(b.total([b.mul(x, x) for x in devs]), b.entry(Fraction(k)))
+        root = {"sqrt": lambda: b.sqrt(b.add(var, b.entry(eps))), "no-sqrt": lambda: b.add(var, b.entry(eps)),
+                "no-eps": lambda: b.sqrt(var)}[t.norm_root]()
+        return [None] * len(xs) if b.may_be_zero(root) else [b.div(x, root) for x in devs]
+
+    normed = [one(xs) for xs in lines]
+    normed = [list(c) for c in zip(*normed)] if cols else normed
+    return [[None if q is None else b.add(b.mul(g, q), be) for q, g, be in zip(row, gamma, beta)] for row in normed]
+
+
 def _layer_norm(r: BlockRun, M, gamma, beta):
     """Each row over d_model: μ = the row's mean, σ² = the mean of (x − μ)² (dividing by d_model), then
-    γ ⊙ (x − μ)/√(σ² + ε) + β."""
+    γ ⊙ (x − μ)/√(σ² + ε) + β (the mistakes: :func:`_norm_slip`)."""
+    if (r.t.norm_axis, r.t.variance, r.t.norm_root) != ("rows", "n", "sqrt"):
+        return _norm_slip(r, M, gamma, beta)
     out = []
     for i, row in enumerate(M):
         parts = norm_parts(r.b, row, gamma, beta, r.problem.block.eps)
@@ -599,8 +633,12 @@ def _affine(r: BlockRun, M, W, bias):
     return [[r.b.add(r.b.dot(row, c), be) for c, be in zip(cols, bias)] for row in M]
 
 
-def _relu(r: BlockRun, U):
-    return [[r.b.relu(x) for x in row] for row in U]
+def _relu(r: BlockRun, U, bias):
+    """relu(U), U = x·W_1 + b_1 (the mistake: ReLU before the bias, relu(x·W_1) + b_1 = relu(U − b_1) + b_1)."""
+    b = r.b
+    if r.t.relu == "before-bias":
+        return [[b.add(b.relu(b.sub(x, be)), be) for x, be in zip(row, bias)] for row in U]
+    return [[b.relu(x) for x in row] for row in U]
 
 
 def _times(r: BlockRun, M, W):
@@ -609,6 +647,10 @@ def _times(r: BlockRun, M, W):
 
 
 def _row_softmax(r: BlockRun, L):
+    """The softmax of each row (the mistake: of each column)."""
+    if r.t.output_softmax == "columns":
+        cols = [r.b.softmax(list(c))[0] for c in zip(*L)]
+        return [list(row) for row in zip(*cols)]
     return [r.b.softmax(row)[0] for row in L]
 
 
@@ -618,6 +660,9 @@ def _cross_entropy(r: BlockRun, probs, targets):
     terms = [b.ln(probs[i][t]) for i, t in enumerate(targets)]
     if any(x is None for x in terms):     # a hand's probability rounded to 0: no ln of it (the value is not defined)
         return [[None]]
+    if r.t.log == "log10":                # the mistake: log base 10, ln p / ln 10
+        ten = b.ln(b.entry(Fraction(10)))
+        terms = [b.div(x, ten) for x in terms]
     return [[b.div(b.sub(b.entry(Fraction(0)), b.total(terms)), b.entry(Fraction(len(terms))))]]
 
 
@@ -905,25 +950,31 @@ _PRE_AFTER_HEADS = (
 )
 
 
-_POSITIONS = _block_stage("P", (), "n", "d_model", "the positions P (sinusoidal)", _positions, step=shown_block.POSITIONS)
+_POSITIONS = _block_stage("P", (), "n", "d_model", "the positions P (sinusoidal)", _positions, step=shown_block.POSITIONS,
+                          mistakes=(slips.SIN_COS_SWAPPED,))
+_NORM_SLIPS = (slips.NORM_OVER_COLUMNS, slips.VARIANCE_N_MINUS_1, slips.NORM_ROOT)      # the block's first layer norm's
 _BLOCK_IN = _block_stage("X0", ("X", "P"), "n", "d_model", "the block's input X + P", _plus, step=shown_block.PLUS)
 _OUTPUT_LAYER = (
     _block_stage("probs", ("logits",), "n", "vocab", "the next-token probabilities (softmax of each row of the logits)",
-                 _row_softmax, step=shown_block.SOFTMAX),
+                 _row_softmax, step=shown_block.SOFTMAX, mistakes=(slips.OUTPUT_SOFTMAX_COLUMNS,)),
     _block_stage("loss", ("probs", "targets"), "1", "1", "the loss: the mean of −ln p of each target", _cross_entropy,
-                 step=shown_block.LOSS),
+                 step=shown_block.LOSS, mistakes=(slips.LOG10_LOSS,)),
 )
 #: the stages of a post-LN block (Vaswani et al. 2017): before the heads, the heads' input, after the heads
 POST_LN = {
     "before": (_POSITIONS, _BLOCK_IN),
     "attends": "X0",
     "after": (
-        _block_stage("R1", ("X0", "Z"), "n", "d_model", "the first residual sum X0 + Z", _plus, step=shown_block.PLUS),
-        _block_stage("H1", ("R1", "gamma_1", "beta_1"), "n", "d_model", "H1 = LN_1(X0 + Z)", _layer_norm, step=shown_block.NORM),
+        _block_stage("R1", ("X0", "Z"), "n", "d_model", "the first residual sum X0 + Z", _residual("first"),
+                     step=shown_block.PLUS, mistakes=(slips.NO_RESIDUAL,)),
+        _block_stage("H1", ("R1", "gamma_1", "beta_1"), "n", "d_model", "H1 = LN_1(X0 + Z)", _layer_norm, step=shown_block.NORM,
+                     mistakes=_NORM_SLIPS),
         _block_stage("U", ("H1", "W_1", "b_1"), "n", "d_ff", "the feed-forward's first layer H1·W_1 + b_1", _affine, step=shown_block.AFFINE),
-        _block_stage("G", ("U",), "n", "d_ff", "the feed-forward's hidden values after ReLU", _relu, step=shown_block.RELU),
+        _block_stage("G", ("U", "b_1"), "n", "d_ff", "the feed-forward's hidden values after ReLU", _relu,
+                     step=shown_block.RELU, mistakes=(slips.RELU_BEFORE_BIAS,)),
         _block_stage("F", ("G", "W_2", "b_2"), "n", "d_model", "the feed-forward's output G·W_2 + b_2", _affine, step=shown_block.AFFINE),
-        _block_stage("R2", ("H1", "F"), "n", "d_model", "the second residual sum H1 + F", _plus, step=shown_block.PLUS),
+        _block_stage("R2", ("H1", "F"), "n", "d_model", "the second residual sum H1 + F", _residual("second"),
+                     step=shown_block.PLUS),
         _block_stage("H", ("R2", "gamma_2", "beta_2"), "n", "d_model", "the block's output H = LN_2(H1 + F)", _layer_norm, step=shown_block.NORM),
         _block_stage("logits", ("H", "W_out"), "n", "vocab", "the logits H·W_out", _times, step=shown_block.AFFINE),
     ) + _OUTPUT_LAYER,
@@ -936,15 +987,19 @@ POST_LN = {
 PRE_LN = {
     "before": (_POSITIONS, _BLOCK_IN,
                _block_stage("N1", ("X0", "gamma_1", "beta_1"), "n", "d_model", "LN_1(X0), the heads' input",
-                            _layer_norm, step=shown_block.NORM)),
+                            _layer_norm, step=shown_block.NORM,
+                            mistakes=_NORM_SLIPS + (slips.POSITIONS_AFTER_ATTENTION,))),
     "attends": "N1",
     "after": (
-        _block_stage("H1", ("X0", "Z"), "n", "d_model", "H1 = X0 + Z (the residual add)", _plus, step=shown_block.PLUS),
+        _block_stage("H1", ("X0", "Z"), "n", "d_model", "H1 = X0 + Z (the residual add)", _residual("first"),
+                     step=shown_block.PLUS, mistakes=(slips.NO_RESIDUAL,)),
         _block_stage("N2", ("H1", "gamma_2", "beta_2"), "n", "d_model", "LN_2(H1), the feed-forward's input", _layer_norm, step=shown_block.NORM),
         _block_stage("U", ("N2", "W_1", "b_1"), "n", "d_ff", "the feed-forward's first layer N2·W_1 + b_1", _affine, step=shown_block.AFFINE),
-        _block_stage("G", ("U",), "n", "d_ff", "the feed-forward's hidden values after ReLU", _relu, step=shown_block.RELU),
+        _block_stage("G", ("U", "b_1"), "n", "d_ff", "the feed-forward's hidden values after ReLU", _relu,
+                     step=shown_block.RELU, mistakes=(slips.RELU_BEFORE_BIAS,)),
         _block_stage("F", ("G", "W_2", "b_2"), "n", "d_model", "the feed-forward's output G·W_2 + b_2", _affine, step=shown_block.AFFINE),
-        _block_stage("H", ("H1", "F"), "n", "d_model", "the block's output H = H1 + F", _plus, step=shown_block.PLUS),
+        _block_stage("H", ("H1", "F"), "n", "d_model", "the block's output H = H1 + F", _residual("second"),
+                     step=shown_block.PLUS),
         _block_stage("Hf", ("H", "gamma_f", "beta_f"), "n", "d_model", "the final layer norm LN_f(H)", _layer_norm, step=shown_block.NORM),
         _block_stage("logits", ("Hf", "W_out"), "n", "vocab", "the logits LN_f(H)·W_out", _times, step=shown_block.AFFINE),
     ) + _OUTPUT_LAYER,
@@ -1033,6 +1088,8 @@ def _block_heads(attends: str) -> tuple:
             s = s._replace(inputs=(attends,) + s.inputs[1:], grid=g._replace(
                 definition=lambda S, p, w=s.inputs[1]: eq.Mul((x, S(w))),
                 task=lambda p, *_, what=g.label.split()[0].lower(): _project_task(what, x, "")))
+            if not out and attends == "X0":     # post-LN: the heads take X0 itself, so positions added after them
+                s = s._replace(mistakes=s.mistakes + (slips.POSITIONS_AFTER_ATTENTION,))     # first show in Q
         out.append(s)
     return tuple(out)
 
