@@ -758,19 +758,33 @@ def _d_relu(r: BlockRun, dG, U):
 
 def _norm_back_rows(r: BlockRun, dY, M, gamma):
     """Each row's layer-norm backward: with x̂ = (x − μ)/√(σ² + ε) and dx̂ = γ ⊙ dY,
-    dx = (dx̂ − mean(dx̂) − x̂ ⊙ mean(dx̂ ⊙ x̂))/√(σ² + ε); and the x̂ rows (for dγ)."""
-    b, eps = r.b, r.problem.block.eps
-    zero = [b.entry(Fraction(0))] * len(gamma)
-    out, hats = [], []
-    for dy, row in zip(dY, M):
-        parts = norm_parts(b, row, gamma, zero, eps)
-        size = b.entry(Fraction(len(row)))
-        dh = [b.mul(g, x) for g, x in zip(gamma, dy)]
-        m1 = b.div(b.total(dh), size)
-        m2 = b.div(b.total([b.mul(x, h) for x, h in zip(dh, parts.normed)]), size)
-        out.append([b.div(b.sub(b.sub(x, m1), b.mul(h, m2)), parts.root) for x, h in zip(dh, parts.normed)])
-        hats.append(parts.normed)
-    return out, hats
+    dx = (dx̂ − mean(dx̂) − x̂ ⊙ mean(dx̂ ⊙ x̂))/√(σ² + ε); and the x̂ rows (for dγ). :func:`norm_back_parts`
+    gives one row's parts as a hand writes them."""
+    parts = [norm_back_parts(r.b, dy, row, gamma, r.problem.block.eps) for dy, row in zip(dY, M)]
+    return [q.dx for q in parts], [q.norm.normed for q in parts]
+
+
+class NormBack(NamedTuple):
+    """One row's layer-norm backward as a hand works it: the forward's parts (*norm*: μ, …, the root, x̂),
+    dx̂ = γ ⊙ dY, its mean *m1*, the mean *m2* of dx̂ ⊙ x̂, and dx = (dx̂ − m1 − x̂·m2)/root."""
+
+    norm: Any
+    dh: list
+    m1: Any
+    m2: Any
+    dx: list
+
+
+def norm_back_parts(b, dy, row, gamma, eps) -> NormBack:
+    """The layer-norm backward of one *row* (its output's gradient *dy*) in backend *b*, each value as a hand
+    writes it (a :class:`~worked.attention.Hand` rounds dx̂, the two means and each dx)."""
+    parts = norm_parts(b, row, gamma, [b.entry(Fraction(0))] * len(gamma), eps)
+    size = b.entry(Fraction(len(row)))
+    dh = [b.carry(b.mul(g, x)) for g, x in zip(gamma, dy)]
+    m1 = b.div(b.total(dh), size)
+    m2 = b.div(b.total([b.mul(x, h) for x, h in zip(dh, parts.normed)]), size)
+    return NormBack(parts, dh, m1, m2, [b.div(b.sub(b.sub(x, m1), b.mul(h, m2)), parts.root)
+                                        for x, h in zip(dh, parts.normed)])
 
 
 def _d_norm(r: BlockRun, dY, M, gamma):
