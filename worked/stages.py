@@ -918,39 +918,45 @@ def _block_updates(weights: tuple) -> tuple:
         _LOSS_AFTER,)
 
 
-_POST_TRAIN = _DLOGITS + (
-    _block_grad("dW_out", ("H", "dlogits"), "d_model", "vocab", "the gradient dW_out = Hᵀ·dlogits", _d_of_weight),
-    _block_grad("dH", ("dlogits", "W_out"), "n", "d_model", "the gradient of the block's output dlogits·W_outᵀ", _d_of_input),
-    _block_grad("dR2", ("dH", "R2", "gamma_2"), "n", "d_model", "the gradient of the second residual sum (LN_2 backward)", _d_norm),
-    _block_grad("dgamma_2", ("dH", "R2", "gamma_2"), "1", "d_model", "the gradient dγ_2", _d_gamma),
-    _block_grad("dbeta_2", ("dH",), "1", "d_model", "the gradient dβ_2", _d_bias),
-    _block_grad("dW_2", ("G", "dR2"), "d_ff", "d_model", "the gradient dW_2 = Gᵀ·dR2", _d_of_weight),
-    _block_grad("db_2", ("dR2",), "1", "d_model", "the gradient db_2", _d_bias),
-    _block_grad("dG", ("dR2", "W_2"), "n", "d_ff", "the gradient of the hidden values dR2·W_2ᵀ", _d_of_input),
-    _block_grad("dU", ("dG", "U"), "n", "d_ff", "the gradient before ReLU", _d_relu),
-    _block_grad("dW_1", ("H1", "dU"), "d_model", "d_ff", "the gradient dW_1 = H1ᵀ·dU", _d_of_weight),
-    _block_grad("db_1", ("dU",), "1", "d_ff", "the gradient db_1", _d_bias),
+def _ffn_back(d_out: str, x_in: str) -> tuple:
+    """The feed-forward's backward, from the gradient *d_out* of its output F to its weights, given its input
+    *x_in*: dW_2, db_2, dG, dU (through ReLU), dW_1, db_1."""
+    return (
+        _block_grad("dW_2", ("G", d_out), "d_ff", "d_model", f"the gradient dW_2 = Gᵀ·{d_out}", _d_of_weight),
+        _block_grad("db_2", (d_out,), "1", "d_model", "the gradient db_2", _d_bias),
+        _block_grad("dG", (d_out, "W_2"), "n", "d_ff", f"the gradient of the hidden values {d_out}·W_2ᵀ", _d_of_input),
+        _block_grad("dU", ("dG", "U"), "n", "d_ff", "the gradient before ReLU", _d_relu),
+        _block_grad("dW_1", (x_in, "dU"), "d_model", "d_ff", f"the gradient dW_1 = {x_in}ᵀ·dU", _d_of_weight),
+        _block_grad("db_1", ("dU",), "1", "d_ff", "the gradient db_1", _d_bias),
+    )
+
+
+def _output_back(H: str, dH: str) -> tuple:
+    """The output layer's backward, from dlogits: dW_out = Hᵀ·dlogits and the gradient *dH* of its input *H*."""
+    return (
+        _block_grad("dW_out", (H, "dlogits"), "d_model", "vocab", f"the gradient dW_out = {H}ᵀ·dlogits", _d_of_weight),
+        _block_grad(dH, ("dlogits", "W_out"), "n", "d_model", f"the gradient of {H}: dlogits·W_outᵀ", _d_of_input),
+    )
+
+
+def _norm_back(d: str, M: str, k: str, dM: str | None) -> tuple:
+    """A layer norm's backward from the gradient *d* of its output (its input *M*, its γ and β ``gamma_`` + *k*):
+    the gradient *dM* of its input (None: not needed), dγ and dβ."""
+    return ((_block_grad(dM, (d, M, "gamma_" + k), "n", "d_model", f"the gradient of {M} (LN_{k} backward)", _d_norm),)
+            if dM else ()) + (
+        _block_grad("dgamma_" + k, (d, M, "gamma_" + k), "1", "d_model", f"the gradient dγ_{k}", _d_gamma),
+        _block_grad("dbeta_" + k, (d,), "1", "d_model", f"the gradient dβ_{k}", _d_bias),
+    )
+
+
+_POST_TRAIN = _DLOGITS + _output_back("H", "dH") + _norm_back("dH", "R2", "2", "dR2") + _ffn_back("dR2", "H1") + (
     _block_grad("dH1", ("dR2", "dU", "W_1"), "n", "d_model", "the gradient of H1 dR2 + dU·W_1ᵀ", _d_residual_ffn),
-    _block_grad("dR1", ("dH1", "R1", "gamma_1"), "n", "d_model", "the gradient of the first residual sum (LN_1 backward)", _d_norm),
-    _block_grad("dgamma_1", ("dH1", "R1", "gamma_1"), "1", "d_model", "the gradient dγ_1", _d_gamma),
-    _block_grad("dbeta_1", ("dH1",), "1", "d_model", "the gradient dβ_1", _d_bias),
+) + _norm_back("dH1", "R1", "1", "dR1") + (
     _block_grad("dZ", ("dR1",), "n", "d_model", "the gradient of the attention's output dZ = dR1", _same),
 ) + _DW_O
-_PRE_TRAIN = _DLOGITS + (
-    _block_grad("dW_out", ("Hf", "dlogits"), "d_model", "vocab", "the gradient dW_out = Hfᵀ·dlogits", _d_of_weight),
-    _block_grad("dHf", ("dlogits", "W_out"), "n", "d_model", "the gradient of LN_f's output dlogits·W_outᵀ", _d_of_input),
-    _block_grad("dH", ("dHf", "H", "gamma_f"), "n", "d_model", "the gradient of the block's output (LN_f backward)", _d_norm),
-    _block_grad("dgamma_f", ("dHf", "H", "gamma_f"), "1", "d_model", "the gradient dγ_f", _d_gamma),
-    _block_grad("dbeta_f", ("dHf",), "1", "d_model", "the gradient dβ_f", _d_bias),
-    _block_grad("dW_2", ("G", "dH"), "d_ff", "d_model", "the gradient dW_2 = Gᵀ·dH", _d_of_weight),
-    _block_grad("db_2", ("dH",), "1", "d_model", "the gradient db_2", _d_bias),
-    _block_grad("dG", ("dH", "W_2"), "n", "d_ff", "the gradient of the hidden values dH·W_2ᵀ", _d_of_input),
-    _block_grad("dU", ("dG", "U"), "n", "d_ff", "the gradient before ReLU", _d_relu),
-    _block_grad("dW_1", ("N2", "dU"), "d_model", "d_ff", "the gradient dW_1 = N2ᵀ·dU", _d_of_weight),
-    _block_grad("db_1", ("dU",), "1", "d_ff", "the gradient db_1", _d_bias),
+_PRE_TRAIN = _DLOGITS + _output_back("Hf", "dHf") + _norm_back("dHf", "H", "f", "dH") + _ffn_back("dH", "N2") + (
     _block_grad("dN2", ("dU", "W_1"), "n", "d_model", "the gradient of LN_2's output dU·W_1ᵀ", _d_of_input),
-    _block_grad("dgamma_2", ("dN2", "H1", "gamma_2"), "1", "d_model", "the gradient dγ_2", _d_gamma),
-    _block_grad("dbeta_2", ("dN2",), "1", "d_model", "the gradient dβ_2", _d_bias),
+) + _norm_back("dN2", "H1", "2", None) + (
     _block_grad("dH1", ("dH", "dN2", "H1", "gamma_2"), "n", "d_model", "the gradient of H1: dH + LN_2's backward of dN2",
                 _d_residual_norm),
     _block_grad("dZ", ("dH1",), "n", "d_model", "the gradient of the attention's output dZ = dH1", _same),
@@ -959,9 +965,7 @@ _PRE_TRAIN = _DLOGITS + (
 _PRE_AFTER_HEADS = (
     _block_grad("dN1", ("head_grads",), "n", "d_model", "the gradient of LN_1's output (every head's projections)",
                 _d_heads_input),
-    _block_grad("dgamma_1", ("dN1", "X0", "gamma_1"), "1", "d_model", "the gradient dγ_1", _d_gamma),
-    _block_grad("dbeta_1", ("dN1",), "1", "d_model", "the gradient dβ_1", _d_bias),
-)
+) + _norm_back("dN1", "X0", "1", None)
 
 
 _POSITIONS = _block_stage("P", (), "n", "d_model", "the positions P (sinusoidal)", _positions, step=shown_block.POSITIONS,
@@ -974,6 +978,11 @@ _OUTPUT_LAYER = (
     _block_stage("loss", ("probs", "targets"), "1", "1", "the loss: the mean of −ln p of each target", _cross_entropy,
                  step=shown_block.LOSS, mistakes=(slips.LOG10_LOSS,)),
 )
+_FFN_OUT = (        # the feed-forward after its first layer U: ReLU, then G·W_2 + b_2 (both orders)
+    _block_stage("G", ("U", "b_1"), "n", "d_ff", "the feed-forward's hidden values after ReLU", _relu,
+                 step=shown_block.RELU, mistakes=(slips.RELU_BEFORE_BIAS,)),
+    _block_stage("F", ("G", "W_2", "b_2"), "n", "d_model", "the feed-forward's output G·W_2 + b_2", _affine, step=shown_block.AFFINE),
+)
 #: the stages of a post-LN block (Vaswani et al. 2017): before the heads, the heads' input, after the heads
 POST_LN = {
     "before": (_POSITIONS, _BLOCK_IN),
@@ -984,9 +993,7 @@ POST_LN = {
         _block_stage("H1", ("R1", "gamma_1", "beta_1"), "n", "d_model", "H1 = LN_1(X0 + Z)", _layer_norm, step=shown_block.NORM,
                      mistakes=_NORM_SLIPS),
         _block_stage("U", ("H1", "W_1", "b_1"), "n", "d_ff", "the feed-forward's first layer H1·W_1 + b_1", _affine, step=shown_block.AFFINE),
-        _block_stage("G", ("U", "b_1"), "n", "d_ff", "the feed-forward's hidden values after ReLU", _relu,
-                     step=shown_block.RELU, mistakes=(slips.RELU_BEFORE_BIAS,)),
-        _block_stage("F", ("G", "W_2", "b_2"), "n", "d_model", "the feed-forward's output G·W_2 + b_2", _affine, step=shown_block.AFFINE),
+        *_FFN_OUT,
         _block_stage("R2", ("H1", "F"), "n", "d_model", "the second residual sum H1 + F", _residual("second"),
                      step=shown_block.PLUS),
         _block_stage("H", ("R2", "gamma_2", "beta_2"), "n", "d_model", "the block's output H = LN_2(H1 + F)", _layer_norm, step=shown_block.NORM),
@@ -1009,9 +1016,7 @@ PRE_LN = {
                      step=shown_block.PLUS, mistakes=(slips.NO_RESIDUAL,)),
         _block_stage("N2", ("H1", "gamma_2", "beta_2"), "n", "d_model", "LN_2(H1), the feed-forward's input", _layer_norm, step=shown_block.NORM),
         _block_stage("U", ("N2", "W_1", "b_1"), "n", "d_ff", "the feed-forward's first layer N2·W_1 + b_1", _affine, step=shown_block.AFFINE),
-        _block_stage("G", ("U", "b_1"), "n", "d_ff", "the feed-forward's hidden values after ReLU", _relu,
-                     step=shown_block.RELU, mistakes=(slips.RELU_BEFORE_BIAS,)),
-        _block_stage("F", ("G", "W_2", "b_2"), "n", "d_model", "the feed-forward's output G·W_2 + b_2", _affine, step=shown_block.AFFINE),
+        *_FFN_OUT,
         _block_stage("H", ("H1", "F"), "n", "d_model", "the block's output H = H1 + F", _residual("second"),
                      step=shown_block.PLUS),
         _block_stage("Hf", ("H", "gamma_f", "beta_f"), "n", "d_model", "the final layer norm LN_f(H)", _layer_norm, step=shown_block.NORM),
