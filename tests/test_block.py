@@ -576,7 +576,101 @@ def test_a_block_solution_reads_as_a_student_works_it():
     assert [s.id for s in sol.steps] == ["P", "X0", "Q", "K", "V", "scores", "scaled", "weights", "Z", "concat", "output",
                                          "R1", "H1", "U", "G", "F", "R2", "H", "logits", "probs", "loss"]
     assert text["P"][2] == "P[sat, 3] = sin(2/(10000^(2/4))) = sin(0.02) ≈ 0.0200"
-    assert text["U"][0].startswith("U[sat, 3] = H1[sat, ·]·W_1[:, 3] + b_1[3] = ")
+    assert text["U"][0].startswith("U[sat, 3] = H_1[sat, ·]·W_1[:, 3] + b_1[3] = ")
     assert text["H1"][0].startswith("μ_sat = (") and text["H1"][3].startswith("√(σ_sat^2 + ε) = √(")
     assert text["loss"][-1].startswith("L = (") and len(text["loss"]) == 4
     assert any(x.startswith("sum_sat = ") for x in text["probs"])
+
+
+# ---------------------------------------------------------------- checking answers to a block (part 4)
+def _key_answers(sol, keys):
+    """The key's answers at the problem's places, by matrix."""
+    out = {}
+    for k in keys:
+        m = sol[k]
+        out[k] = [[str(m.rounded(i, j, sol.problem.decimals)) for j in range(m.shape[1])] for i in range(m.shape[0])]
+    return out
+
+
+@pytest.mark.parametrize("name", ["post-ln-causal", "pre-ln-causal"])
+def test_the_key_checks_correct_and_a_planted_slip_follows_through(name):
+    """The key's own answers are all correct; a slip in one entry of U is wrong, and G and F worked from the
+    student's own U are wrong but consistent with their earlier step (error carried forward), not counted twice."""
+    from worked import solve
+    from worked.check import check_answers
+
+    p = read(VARIANTS[name])
+    sol = solve(p)
+    keys = [k for k in sol.matrices() if not k.startswith("head")]
+    good = _key_answers(sol, keys)
+    report = check_answers(p, good).to_dict()
+    assert not report["errors"] and report["summary"]["wrong"] == 0, report["errors"]
+    assert set(report["matrices"]) == set(keys)
+
+    slipped = {k: [list(r) for r in v] for k, v in good.items()}
+    i = p.n - 1
+    u = sol["U"].value(i, 0)
+    slipped["U"][i][0] = f"{u + 1:.2f}"                                       # the slip
+    slipped["G"][i][0] = f"{max(u + 1, 0):.2f}"                                # relu of the student's own U
+    byname = check_answers(p, slipped).to_dict()["matrices"]
+    assert byname["U"]["verdicts"][i][0] == "wrong" and not byname["U"]["carried_forward"][i][0]
+    if max(u + 1, 0) != max(u, 0):
+        assert byname["G"]["verdicts"][i][0] == "wrong" and byname["G"]["carried_forward"][i][0]
+        assert "U" in byname["G"]["based_on"]
+
+
+def test_a_wrong_loss_is_named_and_right_ones_count():
+    from worked import solve
+    from worked.check import check_answers
+
+    p = read()
+    sol = solve(p)
+    L = sol["loss"].value(0, 0)
+    r = check_answers(p, {"loss": [[f"{L:.2f}"]], "probs": _key_answers(sol, ["probs"])["probs"]}).to_dict()
+    assert r["summary"]["wrong"] == 0 and r["summary"]["correct"] == 13
+    r = check_answers(p, {"loss": [[f"{L / 2.302585:.2f}"]]}).to_dict()           # log base 10: wrong
+    assert r["summary"]["wrong"] == 1
+
+
+def test_a_students_row_of_variance_zero_is_checked_not_an_error():
+    """With ε = 0, a student's own R1 row of equal entries has no layer norm: the check says H1 is wrong there,
+    it does not fail."""
+    from worked import solve
+    from worked.check import check_answers
+
+    p = read(swap("eps", '"0"'))
+    sol = solve(p)
+    answers = _key_answers(sol, ["R1", "H1"])
+    answers["R1"][0] = ["1"] * p.d_model
+    r = check_answers(p, answers).to_dict()
+    assert r["matrices"]["R1"]["verdicts"][0][0] == "wrong" and not r["errors"]
+
+
+def test_quiz_words_and_mistake_worlds_of_a_block():
+    """What a quiz reads of a block problem (a family that draws blocks comes with `worked new --block`): a
+    question's words name the rows by token and the columns of probs by word of the vocabulary, and every
+    mistake's world is a whole block's pass (the heads' mistakes reach the loss)."""
+    from worked import printers
+    from worked.quiz import describe, mistake_worlds
+
+    p = read()
+    text = printers.text(describe({"matrix": "probs", "ask": "probs[2,3]"}, p))
+    assert text.startswith("the next-token probabilities") and "row 2 (cat), column 3 (sat)" in text
+    assert printers.text(describe({"matrix": "H", "ask": "H[2,*]"}, p)).endswith("row 2 (cat), every column")
+    worlds = dict(mistake_worlds(p))
+    assert worlds and all("loss" in w and "P" in w for w in worlds.values())
+    from worked import solve
+
+    true = solve(p)["loss"].value(0, 0)
+    assert any(abs(w["loss"][0][0] - true) > 1e-6 for w in worlds.values())      # a slip in the heads moves the loss
+
+
+def test_a_probability_a_hand_rounds_to_0_is_a_clear_error_not_a_crash():
+    """−ln of a target's probability that rounds to 0 at the carried places (one more tried) has no value for a hand:
+    the solution says so in one line naming the loss, as bad input does."""
+    from worked import solve
+
+    d = drawn(23).to_dict()
+    d["decimals"] = 1
+    with pytest.raises(ProblemError, match="loss: a value a hand carries to 4 places has no value here"):
+        solve(Problem.from_dict(d, "d.toml")).audit()

@@ -218,37 +218,48 @@ def forward(problem, backend, *, transform: Transform | None = None, given: dict
     return out
 
 
-def block_forward(problem, backend, *, transform: Transform | None = None, weights: dict | None = None,
-                  backward: bool = True) -> Pass:
+def block_forward(problem, backend, *, transform: Transform | None = None, given: dict | None = None,
+                  points: Pass | None = None, weights: dict | None = None, backward: bool = True) -> Pass:
     """The forward pass of a whole Transformer block (``problem.block``, issue 27) with *backend*: the stages
     before the heads (the positions, X0 = X + P, and for pre-LN LN_1), the heads and W_O as :func:`forward` runs
     them on the heads' input, then the stages after (residual adds, layer norms, the feed-forward, and with an
     output layer the logits, probabilities and loss), each where the problem has its inputs. Every matrix is in
-    ``shown`` under its stage id, as :func:`forward` keeps the heads'. With a ``[train]`` table (and *backward*),
-    then the training step: :func:`_block_backward`. *weights*: the weights to use instead of the problem's, in
-    the backend's numbers, by name (``W_1``, ``b_1`` …, ``W_O``, and ``heads``: each head's (W_Q, W_K, W_V))."""
+    ``shown`` under its stage id, as :func:`forward` keeps the heads'. *given*: a student's entries (by key, NA
+    where not given), carried on instead of the computed ones, as :func:`forward` does (*points* is not used).
+    With a ``[train]`` table (and *backward*), then the training step: :func:`_block_backward`. *weights*: the
+    weights to use instead of the problem's, in the backend's numbers, by name (``W_1``, ``b_1`` …, ``W_O``, and
+    ``heads``: each head's (W_Q, W_K, W_V))."""
     t = transform or Transform()
+    given = given or {}
     weights = weights or {}
     arch = stages.of(problem)
-    run = stages.BlockRun(problem, backend, t)
+    run = stages.BlockRun(problem, backend, t, lenient=bool(given))
     env = {"X": _inputs(backend, problem.X), **stages.block_inputs(problem, backend),
            **{k: v for k, v in weights.items() if k not in ("heads", "W_O")}}
     done: dict[str, list] = {}
-    shown = lambda grid: [[backend.shown(x) for x in row] for row in grid]  # noqa: E731  (a hand rounds each)
+    carried: dict[str, list] = {}
+
+    def put(key, grid):
+        band = done[key] = [[backend.shown(x) for x in row] for row in grid]    # a hand rounds each
+        g = given.get(key)
+        carried[key] = band if g is None else [[b if a is NA else a for a, b in zip(ga, ba)] for ga, ba in zip(g, band)]
+        return carried[key]
+
     heads_env = env     # what the heads' side reads (the mistake of positions after attention: X, not X + P)
     for stage in arch.before:
-        env[stage.id] = done[stage.id] = shown(stage.forward(run, *(heads_env[k] for k in stage.inputs)))
+        env[stage.id] = put(stage.id, stage.forward(run, *(heads_env[k] for k in stage.inputs)))
         if t.positions == "after-attention" and arch.before[0].id in stage.inputs:    # X0 = X + P: kept for the
             heads_env = {**env, stage.id: env["X"]}                                   # residual, not the heads
         elif heads_env is not env:
             heads_env[stage.id] = env[stage.id]
-    out = forward(problem, backend, transform=t, X=heads_env[arch.attends], backward=False,
+    out = forward(problem, backend, transform=t, X=heads_env[arch.attends], backward=False, given=given,
                   weights=weights.get("heads"), W_O=weights.get("W_O"))
-    env[stages.OUTPUT] = out.output
+    env[stages.OUTPUT] = out.carried[stages.OUTPUT]
     for stage in arch.runs(stages.Dims.of_problem(problem)):  # the output layer only with W_out, the loss with targets
-        env[stage.id] = done[stage.id] = shown(stage.forward(run, *(env[k] for k in stage.inputs)))
+        env[stage.id] = put(stage.id, stage.forward(run, *(env[k] for k in stage.inputs)))
     before = {k: done[k] for k in (s.id for s in arch.before)}
     out.shown = {**before, **out.shown, **{k: v for k, v in done.items() if k not in before}}
+    out.carried = {**{k: carried[k] for k in before}, **out.carried, **{k: v for k, v in carried.items() if k not in before}}
     out.values.update({s.id: done[s.id][0][0] if _scalar(s) else done[s.id] for s in arch.before + arch.after
                        if s.id in done})      # the loss a number, as the attention's
     if backward and problem.train is not None:
@@ -838,7 +849,7 @@ class Float:
         return math.log(x)
 
     def may_be_zero(self, x) -> bool:
-        return x == 0
+        return x is None or x == 0
 
     def beyond(self):
         """A value no answer matches (the loss after a step that has none a hand could work out)."""
@@ -1074,7 +1085,11 @@ class Interval:
         return None if a is None or b is None else (DOWN.subtract(a[0], b[1]), UP.subtract(a[1], b[0]))
 
     def mul(self, a, b):
-        return None if a is None or b is None else iv_mul(a, b)
+        if a is None or b is None:
+            return None
+        if a is b and a[0] < 0 < a[1]:      # x·x of one value (a layer norm's squared deviation): never below 0
+            return (_ZERO, max(UP.multiply(a[0], a[0]), UP.multiply(a[1], a[1])))
+        return iv_mul(a, b)
 
     def total(self, xs):
         xs = list(xs)
@@ -1325,17 +1340,17 @@ class Hand:
         return self.dot(a_row, v_col)
 
     def add(self, a, b):
-        return self._mark(a + b, a, b)
+        return None if a is None or b is None else self._mark(a + b, a, b)
 
     def sub(self, a, b):
-        return self._mark(a - b, a, b)
+        return None if a is None or b is None else self._mark(a - b, a, b)
 
     def mul(self, a, b):
-        return self._mark(a * b, a, b)
+        return None if a is None or b is None else self._mark(a * b, a, b)
 
     def total(self, xs):
         xs = list(xs)
-        return self._mark(sum(xs, Fraction(0)), *xs)
+        return None if any(x is None for x in xs) else self._mark(sum(xs, Fraction(0)), *xs)
 
     # a Transformer block's arithmetic (issue 27): each value a hand writes down, rounded as it is written
     def angle(self, pos: int, col: int, d_model: int):
@@ -1354,25 +1369,27 @@ class Hand:
         return self._round(trig_value(a, (col % 2 == 0) != swapped))
 
     def div(self, a, b):
-        return self.shown(self._mark(Fraction(a) / Fraction(b), a, b))
+        return None if a is None or b is None else self.shown(self._mark(Fraction(a) / Fraction(b), a, b))
 
     def sqrt(self, x):
+        if x is None:
+            return None
         r = F.N.sqrt(F.mp(x))
         if not isinstance(x, Approx) and Fraction(r) ** 2 == Fraction(x):
             return Fraction(r)        # √(1/4) = 1/2, exactly
         return self._round(r)
 
     def relu(self, x):
-        return x if x > 0 else Fraction(0)
+        return None if x is None else x if x > 0 else Fraction(0)
 
     def relu_back(self, g, u):
         return g if u > 0 else Fraction(0)
 
     def ln(self, x):
         """ln x rounded; None for a probability a hand rounded to 0 (no ln: the page needs more places there)."""
-        if x <= 0:
+        if x is None or x <= 0:
             return None
         return Fraction(0) if x == 1 else self._round(F.CTX.ln(F.mp(x)))
 
     def may_be_zero(self, x) -> bool:
-        return x == 0
+        return x is None or x == 0

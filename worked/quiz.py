@@ -47,7 +47,7 @@ from typing import Any
 from . import choice, eq, printers, stages
 from . import exporters as E
 from .ask import AskError, Question, parse
-from .attention import Float, forward
+from .attention import Float, run_pass
 from .check import Tolerance
 from .errors import ProblemError, WorkedError
 from .generate import Family, block_families, generate
@@ -415,7 +415,7 @@ def mistake_worlds(problem) -> list[tuple[str, dict[str, list[list[float]]]]]:
         last = len(sol.blocks)
         return [(mid, {**{f"block{k}.{key}": v for key, v in world.items()}, **({stages.OUTPUT: world[stages.OUTPUT]} if k == last else {})})
                 for k, b in enumerate(sol.blocks, 1) for mid, world in mistake_worlds(b.problem)]
-    return [(m.id, forward(problem, Float(), transform=t).matrices())
+    return [(m.id, run_pass(problem, Float(), transform=t).matrices())
             for m in mistakes_of(stages.of(problem)) if m.answer for t in m.transforms(problem) if t.update_of is None]
 
 
@@ -511,9 +511,8 @@ def describe(q: dict, problem) -> eq.Prose:
     arch = stages.of(problem)
     words = stages.words(q["matrix"], arch)
     stage = arch.stage(base)
-    names = {"n": problem.tokens, "n_kv": problem.tokens_kv}
-    rows_t = names.get(stage.rows) if stage else None
-    cols_t = names.get(stage.cols) if stage else None
+    rows_t = stages.words_of(stage.rows, problem) if stage else None       # tokens (a block's vocabulary) by name
+    cols_t = stages.words_of(stage.cols, problem) if stage else None
     a = parse(q["ask"])
     r, c = a.row, a.col
     rname = lambda: f" ({rows_t[int(r) - 1]})" if rows_t else ""  # noqa: E731

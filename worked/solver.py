@@ -160,9 +160,23 @@ def hand_pass(problem: Problem, display: str, nums=None):
         run = run_pass(problem, Hand(problem, display, places))
         off = _off_answers(run, nums, dec)
         first = off if first is None else first
-        if not off:
+        if not off and not _undefined(run, nums):
             break
+    if _undefined(run, nums):
+        key = _undefined(run, nums)
+        raise ProblemError(key, f"a value a hand carries to {places} places has no value here ({key}: a probability "
+                           "rounds to 0 where its ln is taken): give other numbers or more decimals", problem.source)
     return places, run, off, first
+
+
+def _undefined(hand, nums) -> str | None:
+    """The key of a matrix whose hand value is not defined where its true value is (−ln of a probability a hand
+    rounded to 0: a block's loss), or None."""
+    for key, grid in hand.shown.items():
+        true = nums.shown.get(key)
+        if true is not None and any(h is None and t is not None for hr, tr in zip(grid, true) for h, t in zip(hr, tr)):
+            return key
+    return None
 
 
 def _off_answers(hand, nums, dec: int) -> list:
@@ -344,6 +358,9 @@ def _answer_notes(ctx: lines.Ctx, sol: Solution, step: Step, first: bool, by_res
     notes = []
     first_off = ctx.carry.first_off
     mats = sol.matrices()
+    if first and not first_off and ctx.P > ctx.p.precision.carried:
+        notes.append(lines.p(f"Values are carried to {ctx.P} places in this solution, one more than usual: with "
+                             f"{ctx.p.precision.carried}, a probability would round to 0 where its ln is taken."))
     if first and first_off:
         key, i, j, h = first_off[0]
         m = mats[key]

@@ -72,6 +72,12 @@ _TOKEN_LABELS = {"n": lambda p: list(p.tokens), "n_kv": lambda p: list(p.tokens_
                  "vocab": lambda p: list(p.block.vocab)}
 
 
+def words_of(size: str, problem) -> list[str] | None:
+    """The words that name a matrix's rows or columns of *size*: the tokens (the decoder's or the encoder's), a
+    block's vocabulary; None for a size whose rows are numbered."""
+    return _TOKEN_LABELS[size](problem) if size in ("n", "n_kv", "vocab") else None
+
+
 def labels(size: str, problem) -> list[str]:
     """The labels of a matrix's rows or columns of *size* (a key of the sizes) in *problem*: its tokens (the
     decoder's or the encoder's), a head's columns side by side (``2.1``), or the numbers 1, 2, …"""
@@ -559,6 +565,7 @@ class BlockRun(NamedTuple):
     problem: Any
     b: Any
     t: Any
+    lenient: bool = False   # a student's entries carried on: a row of variance 0 (with ε = 0) is not defined, no error
 
 
 def _positions(r: BlockRun):
@@ -617,6 +624,9 @@ def _layer_norm(r: BlockRun, M, gamma, beta):
     out = []
     for i, row in enumerate(M):
         parts = norm_parts(r.b, row, gamma, beta, r.problem.block.eps)
+        if parts.out is None and r.lenient:      # from a student's own row: not defined (a band of nothing)
+            out.append([None] * len(row))
+            continue
         if parts.out is None:
             from .errors import ProblemError
 
@@ -978,10 +988,11 @@ _OUTPUT_LAYER = (
     _block_stage("loss", ("probs", "targets"), "1", "1", "the loss: the mean of −ln p of each target", _cross_entropy,
                  step=shown_block.LOSS, mistakes=(slips.LOG10_LOSS,)),
 )
-_FFN_OUT = (        # the feed-forward after its first layer U: ReLU, then G·W_2 + b_2 (both orders)
+_FFN_REST = (      # the feed-forward after its first layer, in either order (G takes b_1 for ReLU before the bias)
     _block_stage("G", ("U", "b_1"), "n", "d_ff", "the feed-forward's hidden values after ReLU", _relu,
                  step=shown_block.RELU, mistakes=(slips.RELU_BEFORE_BIAS,)),
-    _block_stage("F", ("G", "W_2", "b_2"), "n", "d_model", "the feed-forward's output G·W_2 + b_2", _affine, step=shown_block.AFFINE),
+    _block_stage("F", ("G", "W_2", "b_2"), "n", "d_model", "the feed-forward's output G·W_2 + b_2", _affine,
+                 step=shown_block.AFFINE),
 )
 #: the stages of a post-LN block (Vaswani et al. 2017): before the heads, the heads' input, after the heads
 POST_LN = {
@@ -993,7 +1004,7 @@ POST_LN = {
         _block_stage("H1", ("R1", "gamma_1", "beta_1"), "n", "d_model", "H1 = LN_1(X0 + Z)", _layer_norm, step=shown_block.NORM,
                      mistakes=_NORM_SLIPS),
         _block_stage("U", ("H1", "W_1", "b_1"), "n", "d_ff", "the feed-forward's first layer H1·W_1 + b_1", _affine, step=shown_block.AFFINE),
-        *_FFN_OUT,
+        *_FFN_REST,
         _block_stage("R2", ("H1", "F"), "n", "d_model", "the second residual sum H1 + F", _residual("second"),
                      step=shown_block.PLUS),
         _block_stage("H", ("R2", "gamma_2", "beta_2"), "n", "d_model", "the block's output H = LN_2(H1 + F)", _layer_norm, step=shown_block.NORM),
@@ -1016,7 +1027,7 @@ PRE_LN = {
                      step=shown_block.PLUS, mistakes=(slips.NO_RESIDUAL,)),
         _block_stage("N2", ("H1", "gamma_2", "beta_2"), "n", "d_model", "LN_2(H1), the feed-forward's input", _layer_norm, step=shown_block.NORM),
         _block_stage("U", ("N2", "W_1", "b_1"), "n", "d_ff", "the feed-forward's first layer N2·W_1 + b_1", _affine, step=shown_block.AFFINE),
-        *_FFN_OUT,
+        *_FFN_REST,
         _block_stage("H", ("H1", "F"), "n", "d_model", "the block's output H = H1 + F", _residual("second"),
                      step=shown_block.PLUS),
         _block_stage("Hf", ("H", "gamma_f", "beta_f"), "n", "d_model", "the final layer norm LN_f(H)", _layer_norm, step=shown_block.NORM),

@@ -146,7 +146,8 @@ class HtmlCssPrinter(Printer):
         return f"∑<sub>{_ident(n.index)}</sub>{_NB}{self.doprint(n.body)}"
 
     def _print_Call(self, n):
-        head = self.doprint(eq.Sym(n.name)) if len(n.name) == 1 else escape(n.name)   # L(…) italic, as L
+        name, _, sub = n.name.partition("_")      # LN_1(…): the operator LN with its subscript
+        head = self.doprint(eq.Sym(n.name)) if len(n.name) == 1 else escape(name) + (f"<sub>{escape(sub)}</sub>" if sub else "")
         return head + self.paren(self.SEP.join(self.doprint(a) for a in n.args))
 
     def _print_Blank(self, n):

@@ -98,7 +98,8 @@ class LatexPrinter(Printer):
         return rf"{{\textstyle\sum_{{{n.index}}}}} {self.doprint(n.body)}"
 
     def _print_Call(self, n):
-        head = self.doprint(eq.Sym(n.name)) if len(n.name) == 1 else rf"\operatorname{{{n.name}}}"   # L(…) italic, as L
+        name, _, sub = n.name.partition("_")      # LN_1(…): the operator LN with its subscript
+        head = self.doprint(eq.Sym(n.name)) if len(n.name) == 1 else rf"\operatorname{{{name}}}" + (f"_{{{sub}}}" if sub else "")
         return head + r"\left(" + r",\ ".join(self.doprint(a) for a in n.args) + r"\right)"
 
     def _print_Blank(self, n):

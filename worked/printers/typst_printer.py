@@ -111,7 +111,8 @@ class TypstPrinter(Printer):
         return f"scripts(sum)_({n.index}) {self.doprint(n.body)}"
 
     def _print_Call(self, n):
-        head = self.doprint(eq.Sym(n.name)) if len(n.name) == 1 else f"op({_str(n.name)})"   # L(…) italic, as L
+        name, _, sub = n.name.partition("_")      # LN_1(…): the operator LN with its subscript
+        head = self.doprint(eq.Sym(n.name)) if len(n.name) == 1 else f"op({_str(name)})" + (f"_({_str(sub)})" if sub else "")
         return head + "(" + ", ".join(self.doprint(a) for a in n.args) + ")"
 
     def _print_Blank(self, n):

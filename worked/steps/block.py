@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 from .. import eq
 from .. import numfmt as F
 from ..lines import APPROX, EQ, Body, Shown, entries, is_, line, p
+from .attention import SOFTMAX_CODE, once
 
 
 class NormParts(NamedTuple):
@@ -213,6 +214,11 @@ def _grid(v, name: str) -> list:
     return [list(r) for r in v.input(name)]
 
 
+def _name(v, name: str) -> str:
+    """The name a line writes for a matrix: a stage's symbol (N_2 for the stage N2), else the input's own name."""
+    return v.mat(name).sym.name if name in v.mats else name
+
+
 def _rows(ctx, n: int) -> list:
     """The rows a step works out: every row with checks "all", else the last (the token that sees every other
     one under a causal mask)."""
@@ -248,14 +254,15 @@ def _positions_body(ctx, stage, v) -> Body:
 def _plus_body(ctx, stage, v) -> Body:
     a_name, b_name = stage.inputs
     A, B, R = _grid(v, a_name), _grid(v, b_name), v.mat(stage.id)
-    lines = [line(residual_line(stage.id, ctx.lab[i], a_name, A[i], b_name, B[i], R.hand[i], ctx.P))
-             for i in _rows(ctx, R.shape[0])]
+    lines = [line(residual_line(_name(v, stage.id), ctx.lab[i], _name(v, a_name), A[i], _name(v, b_name), B[i], R.hand[i],
+                                ctx.P)) for i in _rows(ctx, R.shape[0])]
     if b_name == "P":
         why = p("Add the positions to the input, entry by entry: the block works on ", is_(eq.Sym("X_0"), eq.Add((
             eq.Sym("X"), eq.Sym("P")))), ".")
     else:
         why = p("The residual add: the sublayer's output is added back to its input, entry by entry (",
-                is_(eq.Sym(stage.id), eq.Add((eq.Sym(a_name), eq.Sym(b_name)))), "), so what the sublayer adds is a "
+                is_(eq.Sym(_name(v, stage.id)), eq.Add((eq.Sym(_name(v, a_name)), eq.Sym(_name(v, b_name))))),
+                "), so what the sublayer adds is a "
                 "correction to the row, not a replacement of it.")
     return Body(why, lines, precision=ctx.P)
 
@@ -268,7 +275,7 @@ def _norm_body(ctx, stage, v) -> Body:
     for i in _rows(ctx, R.shape[0]):
         parts = norm_parts(hb, X[i], gamma, beta, eps)
         lines += [line(x, f"row {ctx.p.tokens[i]}") for x in
-                  layer_norm_lines(stage.id, ctx.lab[i], X[i], gamma, beta, eps, parts, ctx.P)]
+                  layer_norm_lines(_name(v, stage.id), ctx.lab[i], X[i], gamma, beta, eps, parts, ctx.P)]
     mu, var = eq.Sym("μ"), eq.Pow(eq.Sym("σ"), eq.num(2))
     why = p("Layer norm, each row on its own (over its ", eq.Sym("d_model"), " entries): its mean ", mu, ", its variance ",
             var, " (the mean of the squared deviations, dividing by ", eq.Sym("d_model"), "), then each entry's deviation "
@@ -288,9 +295,10 @@ def _affine_body(ctx, stage, v) -> Body:
     n, m = R.shape
     i0 = n - 1
     first = (i0, max(range(m), key=lambda j: (abs(R.num[i0][j]), -j)))
-    lines = [line(affine_line(stage.id, ctx.lab[i], j, x_name, X[i], w_name, [row[j] for row in W], b_name,
-                              bias[j] if bias else None, R.hand[i][j], ctx.P)) for i, j in entries(ctx.checks, n, m, first)]
-    x, w = eq.Sym(x_name), eq.Sym(w_name)
+    lines = [line(affine_line(_name(v, stage.id), ctx.lab[i], j, _name(v, x_name), X[i], w_name, [row[j] for row in W],
+                              b_name, bias[j] if bias else None, R.hand[i][j], ctx.P))
+             for i, j in entries(ctx.checks, n, m, first)]
+    x, w = eq.Sym(_name(v, x_name)), eq.Sym(w_name)
     what = p("Each entry is a row of ", x, " times a column of ", w)
     why = p(what, ", plus that column's entry of ", eq.Sym(b_name), " (the bias).") if b_name else p(what, ".")
     return Body(why, lines, precision=ctx.P)
@@ -298,7 +306,7 @@ def _affine_body(ctx, stage, v) -> Body:
 
 def _relu_body(ctx, stage, v) -> Body:
     U, R = _grid(v, stage.inputs[0]), v.mat(stage.id)
-    lines = [line(relu_line(stage.id, ctx.lab[i], j, U[i][j], R.hand[i][j], ctx.P), f"row {ctx.p.tokens[i]}")
+    lines = [line(relu_line(_name(v, stage.id), ctx.lab[i], j, U[i][j], R.hand[i][j], ctx.P), f"row {ctx.p.tokens[i]}")
              for i in _rows(ctx, R.shape[0]) for j in range(R.shape[1])]
     why = p("ReLU keeps each positive entry and makes every other one 0: ", is_(eq.Call("relu", (eq.Sym("x"),)),
                                                                                eq.Call("max", (eq.Sym("x"), eq.num(0)))), ".")
@@ -346,14 +354,14 @@ def _plus_numpy(nb, stage, h):
     return stage.id, f"{stage.id} = {a} + {b}\n" + _show(stage.id)
 
 
+_LAYER_NORM_CODE = ("def layer_norm(x, gamma, beta):              # each row over its d_model entries\n"
+                    "    mu = x.mean(axis=1, keepdims=True)\n"
+                    "    var = ((x - mu) ** 2).mean(axis=1, keepdims=True)   # divide by d_model (not d_model - 1)\n"
+                    "    return gamma * (x - mu) / np.sqrt(var + eps) + beta\n\n")
+
+
 def _norm_numpy(nb, stage, h):
-    src = ""
-    if "layer_norm" not in nb.defined:
-        nb.defined.add("layer_norm")
-        src = ("def layer_norm(x, gamma, beta):              # each row over its d_model entries\n"
-               "    mu = x.mean(axis=1, keepdims=True)\n"
-               "    var = ((x - mu) ** 2).mean(axis=1, keepdims=True)   # divide by d_model (not d_model - 1)\n"
-               "    return gamma * (x - mu) / np.sqrt(var + eps) + beta\n\n")
+    src = once(nb, "layer_norm", _LAYER_NORM_CODE)
     x, g, b = stage.inputs
     return stage.id, src + f"{stage.id} = layer_norm({x}, {g}, {b})\n" + _show(stage.id)
 
@@ -369,12 +377,7 @@ def _relu_numpy(nb, stage, h):
 
 
 def _softmax_numpy(nb, stage, h):
-    src = ""
-    if "softmax" not in nb.defined:
-        nb.defined.add("softmax")
-        src = ("def softmax(z):\n"
-               "    e = np.exp(z)\n"
-               "    return e / e.sum(axis=1, keepdims=True)\n\n")
+    src = once(nb, "softmax", SOFTMAX_CODE)
     v = stage.id
     return v, src + f"{v} = softmax({stage.inputs[0]})\n" + _show(v) + f'\nprint("row sums:", {v}.sum(axis=1))'
 
