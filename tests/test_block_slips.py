@@ -127,3 +127,25 @@ def test_a_mistake_applies_only_where_the_problem_can_make_it():
     att = read("X = [[1, 0], [0, 1]]\nW_Q = [[1, 0], [0, 1]]\nW_K = [[1, 0], [0, 1]]\nW_V = [[1, 0], [0, 1]]\n")
     assert not {m.id for m in mistakes.of(stages.of(att))} & BLOCK_IDS
     assert all(M[mid].transforms(att) == [] for mid in BLOCK_IDS)
+
+
+@pytest.mark.parametrize("text", [EPS, PRE], ids=["post-ln", "pre-ln"])
+def test_worked_check_names_each_planted_block_mistake(text):
+    """A student's answers to the matrix where a mistake first shows, made with that mistake (every transform of
+    each) and written at the problem's places: `worked check` names it. The loss alone is one number: a wrong
+    loss matches some mistake by chance too often for the checker to name log₁₀ from it (its evidence rule), so
+    that one is not named from the loss alone."""
+    from worked.check import check_answers
+    from worked.solver import solve
+
+    p = read(text)
+    arch, sol = stages.of(p), solve(p)
+    for mid in sorted(BLOCK_IDS):
+        for t in mistakes.MISTAKES[mid].transforms(p):
+            key = declared(arch, mid)
+            if t.residual == "no-second":
+                key = "R2" if p.block.kind == "post-ln" else "H"
+            wrong = block_forward(p, Float(), transform=t).shown[key]
+            report = check_answers(p, {key: [[round(x, p.decimals) for x in row] for row in wrong]}, solution=sol)
+            named = report.summary()["mistakes"]
+            assert named == ([mid] if mid != "log10-loss" else []), (mid, t, key, report.text()[:600])
