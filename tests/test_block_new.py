@@ -127,6 +127,10 @@ def test_every_drawn_block_is_good_and_its_file_loads_and_runs(name):
         for backend in (Float(), Interval(again, widen=False), Hand(again, "decimal", again.precision.carried)):
             run = block_forward(again, backend, backward=False)
             assert ("loss" in run.shown) == bool(fam.vocab)
+        if seed < 3 and not fam.train:      # the solver works it, every line audited (a block with [train]: not yet)
+            from worked.solver import solve
+
+            solve(again, checks="all").audit()
         assert (p.train is not None) == fam.train
         if fam.train:       # cross-entropy; the family's lr, or one of 1/10 … 1/100; the step lowers the loss
             assert p.train.loss == "cross-entropy" and p.train.lr == (fam.lr or p.train.lr) and p.train.lr <= Fraction(1, 10)
