@@ -231,7 +231,7 @@ def test_pytorch_encoder_layer_agrees(order, mask):
     """nn.TransformerEncoderLayer (one head, d_k = d_v = d_model, dropout 0, ReLU, norm_first for pre-LN) with our
     weights mapped into in_proj/out_proj/linear1/linear2/norm1/norm2 (biases of the attention 0), then the output
     layer (pre-LN: the final LN first) and F.cross_entropy: its block output and every gradient are ours."""
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", reason="PyTorch is optional: pip install 'worked[torch]' (torch==2.13.0, CPU)")
     from worked.attention import Float, block_forward
 
     text = TORCH_BLOCK.replace('"post-ln"', f'"{order}"').replace('mask = "causal"', f'mask = "{mask}"')
