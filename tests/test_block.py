@@ -674,3 +674,84 @@ def test_a_probability_a_hand_rounds_to_0_is_a_clear_error_not_a_crash():
     d["decimals"] = 1
     with pytest.raises(ProblemError, match="loss: a value a hand carries to 4 places has no value here"):
         solve(Problem.from_dict(d, "d.toml")).audit()
+
+
+def test_a_block_familys_sizes_are_a_block_problems():
+    """What a quiz reads of a family of blocks (its shapes, from ``Dims.of_family``) is what a problem of those
+    sizes has: the same matrices, the same shapes (a family's block, d_ff and vocab, as worked new --block draws)."""
+    from types import SimpleNamespace
+
+    from worked import stages
+
+    for name in ("post-ln-causal", "pre-ln-causal", "no-positions-no-output"):
+        p = read(VARIANTS[name])
+        b = p.block
+        fam = SimpleNamespace(n=p.n, d_model=p.d_model, d_k=p.d_k, dv=p.d_v, heads=1, train=False, n_enc=p.n,
+                              attention="self", block=b.kind, d_ff=b.d_ff, vocab=len(b.vocab or ()))
+        assert stages.matrices(stages.Dims.of_family(fam)) == stages.matrices(stages.Dims.of_problem(p)), name
+
+
+def test_a_quiz_over_a_given_block(tmp_path):
+    """A quiz spec with a [problem] table (a block) instead of a [family]: every variant works that problem, the
+    questions (H[2,3], probs[1,*], loss) expect the key's values, and the sheets and LMS exports are written."""
+    import json
+    from pathlib import Path
+
+    from worked import solve
+    from worked.quiz import load_spec
+
+    spec_path = Path(__file__).resolve().parents[1] / "problems" / "quiz-7-block.toml"
+    spec = load_spec(spec_path)
+    assert [q.ask for q in spec.questions] == ["H[2,3]", "probs[1,*]", "loss"]
+    r = subprocess.run([sys.executable, "-m", "worked", "quiz", str(spec_path), "-n", "2", "-o", str(tmp_path / "q")],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    out = tmp_path / "q"
+    manifest = json.loads((out / "manifest.json").read_text())
+    sol = solve(spec.family.problem)
+    for v in manifest["variants"]:
+        q = {x["ask"]: x for x in v["questions"]}
+        assert abs(q["H[2,3]"]["expected"] - sol["H"].value(1, 2)) < 1e-9
+        assert [round(x, 9) for x in q["probs[1,*]"]["expected"]] == [round(sol["probs"].value(0, j), 9) for j in range(4)]
+        assert abs(q["loss"]["expected"][0][0] - sol["loss"].value(0, 0)) < 1e-9      # a whole 1×1 matrix
+    assert all((out / f).exists() for f in ("moodle.xml", "quiz.gift.txt", "canvas-qti.zip"))
+
+
+def test_a_quiz_spec_gives_a_family_or_a_problem_not_both():
+    from worked.quiz import spec_from_dict
+
+    with pytest.raises(ProblemError, match="problem: give a \\[family\\]"):
+        spec_from_dict({"family": {}, "problem": {"X": [[1]]}, "questions": [{"ask": "Z"}]}, "q.toml")
+    with pytest.raises(ProblemError, match="problem: expected a table"):
+        spec_from_dict({"problem": "block.toml", "questions": [{"ask": "Z"}]}, "q.toml")
+
+
+def test_a_scaled_score_too_large_for_a_hand_is_a_clear_error():
+    """As for attention: a block whose heads would take e^x of a huge scaled score is refused in one line, before any
+    e^x is shown."""
+    from worked import solve
+
+    with pytest.raises(ProblemError, match="scores: a scaled score of about .* is too large for a hand exercise"):
+        solve(read(swap("X", "[[900, 0, 900, 0], [0, 900, 0, 900], [900, 900, 0, 0]]")))
+
+
+def test_solve_writes_a_block_as_text_markdown_and_json():
+    """`worked solve` of a block: the text and Markdown give the block's order and every step; the JSON's "block"
+    names the matrices as the API does (P … loss), the loss a number and P exact."""
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "problems" / "block-pre-ln-causal.toml"
+    out = {}
+    for fmt in ("text", "markdown", "json"):
+        r = subprocess.run([sys.executable, "-m", "worked", "solve", str(path), "--format", fmt], capture_output=True,
+                           text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+        out[fmt] = r.stdout
+    assert "pre-LN (GPT-2)" in out["text"] and "−ln(probs[sat, a])" in out["text"]
+    assert "pre-LN (GPT-2)" in out["markdown"] and r"\mathrm{probs}[\text{sat},\text{a}]" in out["markdown"]
+    b = json.loads(out["json"])["block"]
+    assert list(b["matrices"]) == ["P", "X0", "N1", "H1", "N2", "U", "G", "F", "H", "Hf", "logits", "probs", "loss"]
+    assert b["order"] == "pre-ln" and b["targets"] == ["cat", "sat", "a"] and isinstance(b["loss"], float)
+    assert b["matrices"]["P"]["exact"][1] == ["sin(1)", "cos(1)", "sin(1/100)", "cos(1/100)"]
+    assert b["matrices"]["loss"]["shape"] == [] and b["matrices"]["loss"]["value"] == b["loss"]

@@ -31,7 +31,7 @@ def _attention_problems():
     [[blocks]], has its notebook checked in tests/test_blocks.py)."""
     out = []
     for f in sorted((ROOT / "problems").glob("*.toml")):
-        if not {"family", "parts", "blocks"} & set(tomllib.loads(f.read_text(encoding="utf-8"))):
+        if not {"family", "parts", "blocks", "problem"} & set(tomllib.loads(f.read_text(encoding="utf-8"))):
             out.append(f)
     return out
 

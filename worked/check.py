@@ -612,14 +612,14 @@ def _block_bands(ctx: _Ctx, given=None, transform=None) -> dict:
                 if iv is None:
                     r.append(None)
                     continue
-                ends = [iv[0], iv[1]] + [F_mp(x[key][i][j]) for x in hands if x[key][i][j] is not None]
+                ends = [iv[0], iv[1]] + [_decimal_of(x[key][i][j]) for x in hands if x[key][i][j] is not None]
                 r.append((CTX.subtract(min(ends), h), CTX.add(max(ends), h)))
             rows.append(r)
         band[key] = rows
     return band
 
 
-def F_mp(x) -> Decimal:
+def _decimal_of(x) -> Decimal:
     """A hand's value (a Fraction) as a 50-digit Decimal."""
     return CTX.divide(Decimal(x.numerator), Decimal(x.denominator))
 

@@ -54,7 +54,7 @@ from .generate import Family, block_families, generate
 from .mistakes import MISTAKES
 from .mistakes import of as mistakes_of      # the mistakes an architecture's stages declare
 
-SPEC_KEYS = ("title", "seed", "count", "paper", "instructions", "family", "questions", "parts")
+SPEC_KEYS = ("title", "seed", "count", "paper", "instructions", "family", "problem", "questions", "parts")
 PART_KEYS = ("title", "family", "questions")
 MAX_PARTS = 10
 QUESTION_KEYS = ("ask", "points", "tolerance", "name", "type", "choices")
@@ -87,9 +87,47 @@ class QuizSpec:
     parts: tuple = ()
 
 
+@dataclass(frozen=True)
+class Given:
+    """A quiz over one given problem (a ``[problem]`` table: a problem file's keys) instead of a [family]: every
+    variant works the same problem (a Transformer block's, until ``worked new --block`` draws them)."""
+
+    problem: Any
+    title: str = ""
+    blocks = None           # not a chain of blocks
+    train = False
+
+    @property
+    def decimals(self) -> int:
+        return self.problem.decimals
+
+    @property
+    def mask(self) -> str:
+        return self.problem.mask
+
+    def to_dict(self) -> dict:
+        return {"problem": self.problem.to_dict()}
+
+
+def family_dims(fam) -> "stages.Dims":
+    """The sizes of a family's variants (or of the given problem's)."""
+    return stages.Dims.of_problem(fam.problem) if isinstance(fam, Given) else stages.Dims.of_family(fam)
+
+
+def _draw(fam, seed: int, title: str):
+    """A variant's problem: drawn from the family with *seed*, or the given problem (titled as the quiz)."""
+    if isinstance(fam, Given):
+        d = fam.problem.to_dict()
+        d["title"] = title
+        from .problem import Problem
+
+        return Problem.from_dict(d, source=fam.problem.source)
+    return generate(fam, seed, title=title)
+
+
 def _may_be_inf(key: str, fam: Family) -> bool:
     """May an entry of the matrix of *key* be −∞ (a score the mask hides)? Its stage says."""
-    stage = stages.of(stages.Dims.of_family(fam)).stage(key.rpartition(".")[2])
+    stage = (stages.of(fam.problem) if isinstance(fam, Given) else stages.of(family_dims(fam))).stage(key.rpartition(".")[2])
     return stage is not None and stage.may_be_inf
 
 
@@ -102,7 +140,7 @@ def matrix_shapes(fam: Family) -> dict[str, tuple[int, int]]:
             out.update({f"block{k}.{key}": s for key, s in matrix_shapes(bf).items()})
         out[stages.OUTPUT] = out[f"block{len(fam.blocks)}.{stages.OUTPUT}"]
         return out
-    return stages.matrices(stages.Dims.of_family(fam))
+    return stages.matrices(family_dims(fam))
 
 
 def _in_block(matrix: str) -> tuple[int | None, str]:
@@ -180,15 +218,28 @@ def spec_from_dict(data: dict, source: str) -> QuizSpec:
             parts.append(QuizSpec(title=f"{title} — {ptitle}", family=fam, questions=tuple(questions), **common))
         return QuizSpec(title=title, family=parts[0].family, questions=tuple(q for p in parts for q in p.questions),
                         parts=tuple(parts), **common)
-    fam, questions = _family_and_questions(data.get("family", {}), data.get("questions"), title, err, "", 1, set(), source)
+    if "problem" in data:       # one given problem for every variant
+        if "family" in data:
+            raise err("problem", "give a [family] (a problem drawn for each student) or a [problem], not both")
+        if not isinstance(data["problem"], dict):
+            raise err("problem", "expected a table with a problem file's keys (X, W_Q, …, block, …)")
+        from .problem import Problem
+
+        fam = Given(Problem.from_dict(data["problem"], source=f"{source}: problem"), title=title)
+    else:
+        fam = data.get("family", {})
+    fam, questions = _family_and_questions(fam, data.get("questions"), title, err, "", 1, set(), source)
     return QuizSpec(title=title, family=fam, questions=tuple(questions), **common)
 
 
 def _family_and_questions(fam_data, qs, title, err, prefix: str, first: int, names: set, source: str):
     """A [family] and its [[questions]] (at *prefix*: "" or "parts[2]."), the questions named q<first>, … unless
     named; *names*: the names taken (by the parts before)."""
-    fam = Family.from_dict(dict(fam_data) if isinstance(fam_data, dict) else fam_data, source=source,
-                           prefix=prefix + "family.")
+    if isinstance(fam_data, Given):
+        fam = fam_data
+    else:
+        fam = Family.from_dict(dict(fam_data) if isinstance(fam_data, dict) else fam_data, source=source,
+                               prefix=prefix + "family.")
     if not fam.title:
         from dataclasses import replace
 
@@ -250,6 +301,14 @@ def _family_and_questions(fam_data, qs, title, err, prefix: str, first: int, nam
             raise err(f"{where}.ask", f"a choice question asks one value: expected an ask that names one entry "
                                       f"(such as Z[1,2]) or a scalar (such as loss), got {question.ask!r}")
     return fam, questions
+
+
+def read_questions(fam_data, qs: list, *, prefix: str = "", first: int = 1, source: str = "<spec>"):
+    """A ``[family]`` and its ``[[questions]]`` (of a part at *prefix*, such as ``parts[2].``) read and checked as
+    :func:`spec_from_dict` reads them: (family, questions), or the :class:`ProblemError` it raises (the web page's
+    quiz builder checks a question at a time with it)."""
+    return _family_and_questions(fam_data, qs, "quiz", lambda f, m: ProblemError(f, m, source), prefix, first, set(),
+                                 source)
 
 
 def load_spec(path) -> QuizSpec:
@@ -387,7 +446,7 @@ def draw_problem(spec: QuizSpec, variant: Variant):
     last = None
     tries = CHOICE_REDRAWS if any(q.kind == "choice" for q in spec.questions) else REDRAWS
     for attempt in range(tries):
-        problem = generate(spec.family, variant.seed + attempt, title=title)
+        problem = _draw(spec.family, variant.seed + attempt, title)
         try:
             sol = solve(problem).audit()
         except AuditFailure as exc:  # pragma: no cover - depends on the solver's auditor
@@ -522,7 +581,8 @@ def describe(q: dict, problem) -> eq.Prose:
         parts.append(f"row {r}{rname()}")
     if c:
         parts.append(f"column {c}{cname()}")
-    where = ", ".join(parts) if parts else "the whole matrix"
+    scalar = stage is not None and (stage.rows, stage.cols) == ("1", "1")
+    where = ", ".join(parts) if parts else "a number" if scalar else "the whole matrix"
     if c and not r:
         where = f"column {c}{cname()}, every row"
     if r and not c:
@@ -1012,7 +1072,7 @@ def run(spec_path, *, count=None, roster=None, seed=None, outdir=None, formats=N
         if any(q.kind == "choice" for q in part.questions):
             draw_problem(part, replace(variants[0], seed=seed0))
         else:
-            generate(part.family, seed0)
+            _draw(part.family, seed0, part.title)
     out = Path(outdir) if outdir else Path("output") / (Path(spec_path).stem or "quiz")
     if jobs is None:
         jobs = os.cpu_count() or 1

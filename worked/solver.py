@@ -208,6 +208,17 @@ def _check_size(problem: Problem, run: HeadPass, factor, masked_at: str) -> None
                            "use smaller entries or a larger scale", problem.source)
 
 
+def _check_block_size(problem: Problem, run: HeadPass, factor, masked_at: str) -> None:
+    """:func:`_check_size` for a block's head, whose scores are known by their 50-digit enclosures."""
+    top = max((max(abs(iv[0]), abs(iv[1])) for i, row in enumerate(run.raw_scores) for j, iv in enumerate(row)
+               if (i, j) not in run.masked), default=0)
+    big = float(top) / float(factor)
+    if big > MAX_SCALED:
+        raise ProblemError(masked_at, f"a scaled score of about {big:.0f} is too large for a hand exercise "
+                           f"(e^x would have {int(big / 2.302585) + 1} digits; at most {MAX_SCALED} in size): "
+                           "use smaller entries or a larger scale", problem.source)
+
+
 class _Carry:
     """The values a hand carries and their places (:func:`hand_pass`), worked out when a line first needs them:
     a solution read only for its values and headings (checking answers) never makes the hand pass."""
@@ -280,6 +291,8 @@ def solve(problem: Problem, checks: str = "one", display: str | None = None) -> 
     if block:       # a block: the 50-digit pass first, the Exact pass in closed form where it stays small (P, X0)
         nums = run_pass(problem, Interval(problem, widen=False))
         run = block_exact(problem, nums)
+        for hp in nums.heads:
+            _check_block_size(problem, hp, run.factor, masked_at)
     else:
         run = forward(problem, Exact())
         for hp in run.heads:

@@ -56,8 +56,14 @@ class Dims(NamedTuple):
     @classmethod
     def of_family(cls, f) -> "Dims":
         cross = getattr(f, "attention", "self") == "cross"
-        return cls(f.n, f.d_model, f.d_k, f.dv, f.heads, f.d_model if f.heads > 1 else f.dv, bool(f.train),
-                   f.n_enc if cross else f.n, cross)
+        # a family of Transformer blocks (its block, d_ff and vocab, where the family has them: worked new --block)
+        block = getattr(f, "block", None) or ""
+        v = getattr(f, "vocab", None) or 0
+        vocab = len(v) if isinstance(v, (list, tuple)) else int(v)
+        given = (("W_out", "targets") + (("gamma_f", "beta_f") if block == "pre-ln" else ())) if block and vocab else ()
+        return cls(f.n, f.d_model, f.d_k, f.dv, f.heads, f.d_model if f.heads > 1 or block else f.dv, bool(f.train),
+                   f.n_enc if cross else f.n, cross, int(getattr(f, "d_ff", 0) or 0) if block else 0,
+                   vocab if block else 0, block, given)
 
 
 # the sizes a stage's rows and columns have

@@ -306,7 +306,7 @@ def shade(w: float | None) -> dict:
     return {"gray": g, "dark": g < 118, "pct": round(100 * (255 - g) / 255)}
 
 
-def heatmap(m, places: int, title: str) -> dict:
+def heatmap(m, places: int, title: str, darker: str = "get more attention") -> dict:
     r, c = m.shape
     cells = []
     for i in range(r):
@@ -319,7 +319,8 @@ def heatmap(m, places: int, title: str) -> dict:
             cell.update(shade(0.0 if masked else v))
             row.append(cell)
         cells.append(row)
-    return {"title": title, "rows": list(m.rows), "cols": list(m.cols), "cells": cells, "symbol": printers.latex(m.sym)}
+    return {"title": title, "rows": list(m.rows), "cols": list(m.cols), "cells": cells, "symbol": printers.latex(m.sym),
+            "darker": darker}
 
 
 _X = eq.Sym("X")
@@ -660,7 +661,8 @@ def build(sol, kind: str, student: dict | None = None, questions: Questions | No
         v["label"] = eq.prose(sol.output.sym, " (output)")
         glance.append(v)
     arch = stages.of(p)
-    heat += [heatmap(m, places, arch.stage(key).grid.label) for key, m in sol.after.items() if arch.stage(key).grid.heatmap]
+    heat += [heatmap(m, places, arch.stage(key).grid.label, "are the likelier next words") for key, m in sol.after.items()
+             if arch.stage(key).grid.heatmap]
     glance += [_glance_view(m, places) for m in sol.after.values()]      # and R1 … the loss after the heads
     for key, m in (sol.train or {}).items():
         v = mat_view(m, places, rel="=")

@@ -8,13 +8,18 @@ Routes (all JSON unless noted; errors are ``{"error": message}`` with a 4xx/5xx 
 ``GET /api/variants/{code}``                a quiz variant by its code (when the folder holds a quiz)
 ``POST /api/view``     ``{"problem"}``      a problem checked and laid out for the page (teacher view)
 ``POST /api/solve``    ``{"problem"}``      the JSON of ``worked solve --format json`` (``?view=1`` adds MathML)
-``POST /api/check``    ``{"problem", "answers"[, "tolerance"]}``  the JSON of ``worked check --format json``
+``POST /api/check``    ``{"problem", "answers"[, "tolerance"]}``  the JSON of ``worked check --format json`` (``?view=1``
+                                            adds the diagnoses' math as MathML)
 ``POST /api/new``      ``{options of worked new, "seed"}``        a random problem
 ``POST /api/download`` ``{"problem", "document", "format"}``      worksheet / answer-key as pdf, html or tex;
                                             notebook / exercise as ipynb
 ``POST /api/quiz``     ``{"spec", "seed", "count" | "roster", "formats"}``  the teacher's quiz builder: ``worked quiz``
                                             on the spec (TOML text) → one zip (its manifest.json the command's)
-``GET /api/quiz-specs/{name}``              a quiz spec of the folder as TOML text (the quiz builder starts from it)
+``POST /api/quiz-form`` ``{"spec"}``          the quiz builder's form (the spec's tables) → its TOML, the matrices
+                                            for the ask picker and each question's error (``spec`` of /api/quiz may
+                                            be those tables too: the server writes the TOML)
+``GET /api/quiz-specs/{name}``              a quiz spec of the folder as TOML text and as its tables (the builder
+                                            starts from it)
 ``GET /download/problems/{name}/{document}.{format}``, ``GET /download/variants/{code}/{document}.{format}``
 (also ``notebook.ipynb`` and ``exercise.ipynb``: the Jupyter/Colab notebook, with the answers or as an exercise)
 
@@ -487,7 +492,9 @@ def _read_manifest(path: Path) -> dict:
 
 # ------------------------------------------------------------------ reading requests
 
-async def read_json(request: Request, cfg: Config) -> dict:
+async def read_json(request: Request, cfg: Config, parse_float=str) -> dict:
+    """The request's JSON object, its decimals as strings (exact), or as floats with *parse_float* float (a quiz
+    spec's tables: the floats its TOML holds)."""
     ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if ctype != "application/json":
         raise ApiError(415, "send the request body as JSON (Content-Type: application/json)")
@@ -507,7 +514,7 @@ async def read_json(request: Request, cfg: Config) -> dict:
     from ..readfile import InputError, loads_json
 
     try:
-        data = loads_json(body.decode("utf-8"), "")
+        data = loads_json(body.decode("utf-8"), "", parse_float=parse_float)
     except UnicodeDecodeError:
         raise ApiError(400, "request body is not UTF-8") from None
     except InputError as exc:
@@ -628,13 +635,15 @@ def create_app(cfg: Config | None = None) -> Starlette:
             raise ApiError(400, '"tolerance": expected a number such as 0.01 or a percentage such as "2%"')
         reveal = bool(data.get("reveal")) and not cfg.no_solutions
         pkey = problem_key(problem)
+        # ?view=1: the diagnoses' math as MathML too (message_math, the step's title_math), as /api/solve?view=1
+        want_view = request.query_params.get("view") in ("1", "true", "yes")
         if variant is not None:
-            key = _digest("check-variant", variant.code, pkey, answers, reveal, cfg.no_solutions)
+            key = _digest("check-variant", variant.code, pkey, answers, reveal, cfg.no_solutions, want_view)
             return await engine.run(key, engine.lane(problem), jobs.check_variant_json, problem, answers, variant,
-                                    reveal, cfg.no_solutions, what="checking", affinity=pkey)
-        key = _digest("check", pkey, answers, str(tolerance), reveal, cfg.no_solutions)
+                                    reveal, cfg.no_solutions, want_view, what="checking", affinity=pkey)
+        key = _digest("check", pkey, answers, str(tolerance), reveal, cfg.no_solutions, want_view)
         return await engine.run(key, engine.lane(problem), jobs.check_json, problem, answers, tolerance, reveal,
-                                cfg.no_solutions, what="checking", affinity=pkey)
+                                cfg.no_solutions, want_view, what="checking", affinity=pkey)
 
     async def api_new(request: Request):
         data = await read_json(request, cfg)
@@ -654,10 +663,11 @@ def create_app(cfg: Config | None = None) -> Starlette:
         (CSV text), formats → one zip of what `worked quiz` writes."""
         if cfg.no_solutions:
             raise ApiError(403, "the quiz builder is turned off on this server (--no-solutions): a quiz holds its keys")
-        data = await read_json(request, cfg)
+        data = await read_json(request, cfg, parse_float=float)
         spec = data.get("spec")
-        if not isinstance(spec, str) or not spec.strip():
-            raise ApiError(400, '"spec": expected the quiz spec as TOML text (title, seed, [family], [[questions]])')
+        if not (isinstance(spec, str) and spec.strip() or isinstance(spec, dict) and spec):
+            raise ApiError(400, '"spec": expected the quiz spec as TOML text (title, seed, [family], [[questions]]) '
+                                'or as its tables (the builder\'s form)')
         seed, count = data.get("seed"), data.get("count")
         for name, v in (("seed", seed), ("count", count)):
             if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
@@ -676,6 +686,17 @@ def create_app(cfg: Config | None = None) -> Starlette:
             out.headers["Cache-Control"] = "no-store"
         return out
 
+    async def api_quiz_form(request: Request):
+        """The quiz builder's form as it is typed: ``{"spec": its tables}`` → its TOML, its first error and, per
+        part, the matrices for the ask picker and each question's error (:func:`worked.server.quizform.form`)."""
+        if cfg.no_solutions:
+            raise ApiError(403, "the quiz builder is turned off on this server (--no-solutions)")
+        spec = (await read_json(request, cfg, parse_float=float)).get("spec")
+        if not isinstance(spec, dict):
+            raise ApiError(400, '"spec": expected the quiz spec\'s tables (title, seed, family, questions or parts)')
+        return await engine.run(_digest("quiz-form", spec), engine.quick, jobs.quiz_form_json, spec,
+                                what="reading the quiz spec")
+
     async def get_quiz_spec(request: Request):
         """A quiz spec of the folder as its TOML text (the quiz builder's starting point)."""
         if cfg.no_solutions:
@@ -683,13 +704,17 @@ def create_app(cfg: Config | None = None) -> Starlette:
         path = lib.quiz_specs().get(request.path_params["name"])
         if path is None:
             raise ApiError(404, "no such quiz spec")
-        from ..readfile import InputError, read_text
+        from ..readfile import InputError, loads_toml, read_text
 
         try:
             text = read_text(path, expected="a TOML quiz spec")
         except InputError as exc:
             raise ApiError(422, exc.message) from None
-        return JSONResponse({"name": path.stem, "text": text})
+        try:    # its tables too, for the builder's form (None: the form cannot show it, the text can)
+            spec = json.loads(json.dumps(loads_toml(text, path.name, parse_float=float), allow_nan=False))
+        except (InputError, TypeError, ValueError):
+            spec = None
+        return JSONResponse({"name": path.stem, "text": text, "spec": spec})
 
     async def _document(problem: Problem, document: str, fmt: str, student: dict | None, paper: str = "a4"):
         if fmt == "ipynb":
@@ -776,6 +801,7 @@ def create_app(cfg: Config | None = None) -> Starlette:
         Route("/api/new", api_new, methods=["POST"]),
         Route("/api/download", api_download, methods=["POST"]),
         Route("/api/quiz", api_quiz, methods=["POST"]),
+        Route("/api/quiz-form", api_quiz_form, methods=["POST"]),
         Route("/api/quiz-specs/{name}", get_quiz_spec),
         Route("/download/problems/{name}/{document}.{format}", download_problem),
         Route("/download/variants/{code}/{document}.{format}", download_variant),

@@ -98,14 +98,14 @@ def layer_norm_lines(name: str, label: str, row, gamma, beta, eps, parts, places
 
 
 def residual_line(name: str, label: str, a_name: str, a_row, b_name: str, b_row, out_row, places: int):
-    """``R1[cat] = X0[cat] + Z[cat] = [a…] + [b…] = [a + b…]``: one row's residual add, from the shown rows."""
+    """``R_1[cat, ·] = X_0[cat, ·] + Z[cat, ·] = [a…] + [b…] = [a + b…]``: one row's residual add, from the shown rows."""
     a, b = _vec(a_row, places), _vec(b_row, places)
     out = _vec(out_row, places)
     total = eq.Add((a, b))
     ok = all(eq.rational_value(x) + eq.rational_value(y) == eq.rational_value(z)
              for x, y, z in zip(a.items, b.items, out.items))
-    return eq.Rel((eq.Sym(name, sub=label), eq.Add((eq.Sym(a_name, sub=label), eq.Sym(b_name, sub=label))), total, out),
-                  (EQ, EQ, EQ if ok else APPROX))
+    row = lambda n: eq.Entry(eq.Sym(n), label, eq.ALL)  # noqa: E731  (R_1[cat, ·]: no subscript in a subscript)
+    return eq.Rel((row(name), eq.Add((row(a_name), row(b_name))), total, out), (EQ, EQ, EQ if ok else APPROX))
 
 
 def affine_line(name: str, label: str, col: int, x_name: str, x_row, w_name: str, w_col, b_name: str | None, bias,

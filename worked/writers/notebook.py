@@ -175,8 +175,9 @@ class _Builder:
             text += [" · ".join(f"**{words[k]}:** {_md(self.student[k])}" for k in ("name", "id", "variant")
                                 if k in self.student), ""]
         text += [
-                "Self-attention in code with NumPy: we run one step at a time, print the result, and check it "
-                "against the worked answer key.", "", facts, "",
+                ("A Transformer block" if stages.of(p).attends else "Self-attention")
+                + " in code with NumPy: we run one step at a time, print the result, and check it against the worked "
+                "answer key.", "", facts, "",
                 "You don't need anything installed. Open this notebook in Google Colab (free, runs in your browser), "
                 "or in any Python where numpy is available, and you'll get exactly the same numbers as the key."]
         if self.hidden:
