@@ -62,7 +62,7 @@ class Dims(NamedTuple):
         vocab = len(v) if isinstance(v, (list, tuple)) else int(v)
         given = (("W_out", "targets") + (("gamma_f", "beta_f") if block == "pre-ln" else ())) if block and vocab else ()
         return cls(f.n, f.d_model, f.d_k, f.dv, f.heads, f.d_model if f.heads > 1 or block else f.dv, bool(f.train),
-                   f.n_enc if cross else f.n, cross, int(getattr(f, "d_ff", 0) or 0) if block else 0,
+                   f.n_enc if cross else f.n, cross, int(getattr(f, "dff", None) or getattr(f, "d_ff", 0) or 0) if block else 0,
                    vocab if block else 0, block, given)
 
 
