@@ -187,3 +187,23 @@ def test_an_impossible_block_family_fails_at_once_and_a_hard_one_gives_up_in_one
     with pytest.raises(WorkedError, match="no block of this family met the constraints in 3 tries") as e:
         generate(family("post-ln-two-heads-vocab"), 1)
     assert "\n" not in str(e.value)
+
+
+def test_a_quiz_family_of_blocks_draws_good_blocks(tmp_path):
+    """A quiz spec's [family] with block (the options of worked new --block): every variant is a good block of
+    the family, asked H[2,3] and the loss."""
+    import json
+
+    spec = tmp_path / "quiz.toml"
+    spec.write_text('title = "Block quiz"\nseed = 3\n[family]\nblock = "post-ln"\nvocab = 4\n'
+                    '[[questions]]\nask = "H[2,3]"\n[[questions]]\nask = "loss"\n')
+    r = subprocess.run([sys.executable, "-m", "worked", "quiz", str(spec), "-n", "2", "-o", str(tmp_path / "out"),
+                        "--format", "html"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    fam = Family.from_dict({"block": "post-ln", "vocab": 4})
+    assert len(manifest["variants"]) == 2
+    for v in manifest["variants"]:
+        p = Problem.from_dict(v["problem"])
+        assert p.block is not None and violations(fam, p) == []
+        assert [q["matrix"] for q in v["questions"]] == ["H", "loss"]
