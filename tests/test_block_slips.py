@@ -149,3 +149,16 @@ def test_worked_check_names_each_planted_block_mistake(text):
             report = check_answers(p, {key: [[round(x, p.decimals) for x in row] for row in wrong]}, solution=sol)
             named = report.summary()["mistakes"]
             assert named == ([mid] if mid != "log10-loss" else []), (mid, t, key, report.text()[:600])
+
+
+def test_a_mistakes_pass_through_a_row_of_variance_zero_is_undefined_not_an_error():
+    """With ε = 0, leaving out the second residual add here leaves a row of equal entries (F's) for LN_2: the
+    mistake's pass has no value there (NaN in floats: a quiz offers no such world), where the problem's own pass
+    would be an error."""
+    p = read(BLOCK.replace('eps = "1/100"', 'eps = "0"'))
+    run = block_forward(p, Float(), transform=Transform(residual="no-second"))
+    assert any(x != x for row in run.shown["H"] for x in row)        # NaN: no value
+    from worked.quiz import mistake_worlds
+
+    assert "no-residual" in dict(mistake_worlds(p))                   # the first residual's world is still offered
+    assert all(x is not None for row in block_forward(p, Float()).shown["H"] for x in row)

@@ -767,9 +767,11 @@ class Exact:
 # ---------------------------------------------------------------- floats
 
 class Float:
-    """Python floats (``-inf`` for a masked score)."""
+    """Python floats (``-inf`` for a masked score; NaN where a mistake's pass has no value, as a layer norm of a row
+    of variance 0)."""
 
     NEG_INF = -math.inf
+    UNDEFINED = math.nan
 
     def entry(self, x: Fraction) -> float:
         return float(x)

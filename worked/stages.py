@@ -601,7 +601,7 @@ def _residual(which: str) -> Callable:
 
 def _norm_slip(r: BlockRun, M, gamma, beta):
     """A layer norm as the mistakes take it: over each column (the tokens) instead of each row, σ² over d − 1, the
-    √ or ε left out; None where it divides by what may be 0."""
+    √ or ε left out; no value (the backend's UNDEFINED, else None) where it divides by what may be 0."""
     b, t, eps = r.b, r.t, r.problem.block.eps
     cols = t.norm_axis == "columns"
     lines = [list(c) for c in zip(*M)] if cols else M
@@ -619,7 +619,8 @@ def _norm_slip(r: BlockRun, M, gamma, beta):
 
     normed = [one(xs) for xs in lines]
     normed = [list(c) for c in zip(*normed)] if cols else normed
-    return [[None if q is None else b.add(b.mul(g, q), be) for q, g, be in zip(row, gamma, beta)] for row in normed]
+    undefined = getattr(b, "UNDEFINED", None)       # a value the pass does not have (Float: NaN; else None)
+    return [[undefined if q is None else b.add(b.mul(g, q), be) for q, g, be in zip(row, gamma, beta)] for row in normed]
 
 
 def _layer_norm(r: BlockRun, M, gamma, beta):
@@ -630,8 +631,10 @@ def _layer_norm(r: BlockRun, M, gamma, beta):
     out = []
     for i, row in enumerate(M):
         parts = norm_parts(r.b, row, gamma, beta, r.problem.block.eps)
-        if parts.out is None and r.lenient:      # from a student's own row: not defined (a band of nothing)
-            out.append([None] * len(row))
+        # from a student's own row, or in a mistake's pass (a residual left out may leave a row of equal entries):
+        # not defined (a band of nothing), never an error
+        if parts.out is None and (r.lenient or r.t != type(r.t)()):
+            out.append([getattr(r.b, "UNDEFINED", None)] * len(row))
             continue
         if parts.out is None:
             from .errors import ProblemError
