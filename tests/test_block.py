@@ -750,7 +750,7 @@ def test_solve_writes_a_block_as_text_markdown_and_json():
         out[fmt] = r.stdout
     assert "pre-LN (GPT-2)" in out["text"] and "−ln(probs[sat, a])" in out["text"]
     assert "pre-LN (GPT-2)" in out["markdown"] and r"\mathrm{probs}[\text{sat},\text{a}]" in out["markdown"]
-    b = json.loads(out["json"])["block"]
+    b = json.loads(out["json"])["transformer"]
     assert list(b["matrices"]) == ["P", "X0", "N1", "H1", "N2", "U", "G", "F", "H", "Hf", "logits", "probs", "loss"]
     assert b["order"] == "pre-ln" and b["targets"] == ["cat", "sat", "a"] and isinstance(b["loss"], float)
     assert b["matrices"]["P"]["exact"][1] == ["sin(1)", "cos(1)", "sin(1/100)", "cos(1/100)"]

@@ -346,7 +346,9 @@ def _check_prompts(step, lt: list[str], tokens, checks: str = "one", p=None) -> 
                 seen.append(ln.group)
         for grp in seen:
             tok = grp[4:] if grp.startswith("row ") else grp
-            out.append({"rich": g.row_check(tok, step.head), "eq": None})
+            # room to write: six lines for a row worked in many lines (a softmax row, a layer norm), else three
+            worked = sum(ln.group == grp for ln in step.lines)
+            out.append({"rich": g.row_check(tok, step.head), "eq": None, "lines": 6 if worked > 4 else 3})
         if checks == "one" and len(seen) > 1:
             out = out[:1] + [{"rich": eq.prose("(Only the first row is asked for a full check; fill the other rows in the grid.)"),
                               "eq": None, "aside": True}]

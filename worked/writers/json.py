@@ -112,7 +112,7 @@ def solution(sol, text=None) -> dict[str, Any]:
            for s, m in zip(stages.of(p).combine, (sol.concat, sol.output))},
         "steps": [step(s) for s in sol.steps],
         "train": train(sol, text),
-        "block": block(sol, text),
+        "transformer": block(sol, text),      # a Transformer block's own (None without one)
     }
 
 
