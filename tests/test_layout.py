@@ -402,7 +402,7 @@ def test_every_folder_that_ships_is_a_package():
 #: the modules that declare the stages (their ids, computations, grids, words) and the stages' mistakes
 #: and their worked steps (worked/steps/: titles, lines, NumPy code)
 STAGE_DEFINITIONS = ("worked/stages.py", "worked/slips.py", "worked/steps/attention.py", "worked/steps/heads.py",
-                     "worked/steps/train.py")
+                     "worked/steps/train.py", "worked/steps/block.py")
 #: string literals equal to a stage id that are not one: (file, literal) → what the literal is
 STAGE_IDS_ALLOWED = {
     ("worked/problem.py", "loss"): "the [train] table's field naming the loss function (loss = \"mse\")",
@@ -416,6 +416,7 @@ STAGE_IDS_ALLOWED = {
     ("worked/generate.py", "loss"): "the [train] table's field naming the loss function (loss = \"mse\")",
     ("worked/server/warm.py", "Q"): "the answers of the server's warm-up check (an example request)",
     ("worked/render/view.py", "loss"): "the page model's key of the loss formula (the templates' doc.training.loss)",
+    ("worked/cli.py", "H"): "the metavar of --heads (a number of heads), not the block's output H",
 }
 #: calls whose string argument is math notation in an equation tree (eq.Sym("Q")), not a stage id
 MATH_CALLS = {"Sym", "matrix_sym", "head_sym"}
@@ -481,14 +482,20 @@ def test_the_stage_id_scan_sees_what_it_looks_for(tmp_path):
 
 
 def test_every_mistake_is_declared_by_its_stage():
-    """Each mistake of :mod:`worked.slips` is listed by one stage (its owner, the matrix where it first shows),
-    and the registry holds them all, in the order of ``slips.ALL``."""
+    """Each mistake of :mod:`worked.slips` is listed by one stage of an architecture (its owner, the matrix where it
+    first shows: a block's first layer norm is H1 in post-LN, N1 in pre-LN), and the registry holds them all, in
+    the order of ``slips.ALL``, each with the stage of the first architecture that declares it."""
     from worked import slips, stages
     from worked.mistakes import MISTAKES
 
-    owners = {}
-    for s in stages.every():
-        for m in s.mistakes:
-            owners.setdefault(m.id, set()).add(s.id)
+    first = {}
+    for arch in stages.ARCHS.values():
+        owners = {}
+        for s in stages.every(arch):
+            for m in s.mistakes:
+                owners.setdefault(m.id, set()).add(s.id)
+        assert all(len(o) == 1 for o in owners.values()), (arch.name, owners)
+        for mid, o in owners.items():
+            first.setdefault(mid, o)
     assert list(MISTAKES) == [m.id for m in slips.ALL]
-    assert all(len(owners[m]) == 1 and MISTAKES[m].stage in owners[m] for m in MISTAKES), owners
+    assert all(MISTAKES[m].stage in first[m] for m in MISTAKES), first

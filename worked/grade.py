@@ -684,7 +684,7 @@ def report_html(manifest: Manifest, results: list[StudentResult], warnings: list
         difficulty=Markup(_svg_bars([(q["ask"], q["right"]) for q in qstats], vmax=100, fmt=lambda v: f"{v}%",
                                     title=_("per-question difficulty: share of entries right"))),
         questions=qstats,
-        misconceptions=[{"code": c, "title": translate(MISTAKES[c].title) + (_(" (accepted, pointed out)")
+        misconceptions=[{"code": c, "title": MISTAKES[c].title_text() + (_(" (accepted, pointed out)")
                                                                               if MISTAKES[c].accepted else ""),
                          "count": n} for c, n in mis],
         mis_chart=Markup(_svg_bars([(c, n, "#8c8c8c") if MISTAKES[c].accepted else (c, n) for c, n in mis],

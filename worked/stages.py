@@ -20,6 +20,7 @@ from . import eq
 from .i18n import N_
 from .lines import Shown
 from .steps import attention as shown_attention
+from .steps import block as shown_block
 from .steps import heads as shown_heads
 from .steps import train as shown_train
 from . import slips
@@ -40,6 +41,8 @@ class Dims(NamedTuple):
     cross: bool = False
     d_ff: int = 0           # a Transformer block's: the feed-forward's width
     vocab: int = 0          # and its output layer's columns (0: none)
+    block: str = ""         # its order ("post-ln", "pre-ln"; "": no block)
+    given: tuple = ()       # its optional inputs the problem gives (W_out, targets, gamma_f, beta_f)
 
     @classmethod
     def of_problem(cls, p) -> "Dims":
@@ -47,13 +50,21 @@ class Dims(NamedTuple):
         b = getattr(p, "block", None)
         return cls(p.n, p.d_model, p.d_k, p.d_v, len(p.heads) if p.multihead else 1, d_out,
                    getattr(p, "train", None) is not None, p.n_kv, p.cross,
-                   b.d_ff if b is not None else 0, len(b.vocab) if b is not None and b.vocab else 0)
+                   b.d_ff if b is not None else 0, len(b.vocab) if b is not None and b.vocab else 0,
+                   b.kind if b is not None else "",
+                   tuple(k for k in ("W_out", "targets", "gamma_f", "beta_f") if b is not None and getattr(b, k) is not None))
 
     @classmethod
     def of_family(cls, f) -> "Dims":
         cross = getattr(f, "attention", "self") == "cross"
-        return cls(f.n, f.d_model, f.d_k, f.dv, f.heads, f.d_model if f.heads > 1 else f.dv, bool(f.train),
-                   f.n_enc if cross else f.n, cross)
+        # a family of Transformer blocks (its block, d_ff and vocab, where the family has them: worked new --block)
+        block = getattr(f, "block", None) or ""
+        v = getattr(f, "vocab", None) or 0
+        vocab = len(v) if isinstance(v, (list, tuple)) else int(v)
+        given = (("W_out", "targets") + (("gamma_f", "beta_f") if block == "pre-ln" else ())) if block and vocab else ()
+        return cls(f.n, f.d_model, f.d_k, f.dv, f.heads, f.d_model if f.heads > 1 or block else f.dv, bool(f.train),
+                   f.n_enc if cross else f.n, cross, int(getattr(f, "dff", None) or getattr(f, "d_ff", 0) or 0) if block else 0,
+                   vocab if block else 0, block, given)
 
 
 # the sizes a stage's rows and columns have
@@ -66,6 +77,12 @@ _SIZE = {
 _TOKEN_LABELS = {"n": lambda p: list(p.tokens), "n_kv": lambda p: list(p.tokens_kv), "1": lambda p: ["1"],
                  "heads·d_v": lambda p: [f"{h}.{c + 1}" for h in range(1, len(p.heads) + 1) for c in range(p.d_v)],
                  "vocab": lambda p: list(p.block.vocab)}
+
+
+def words_of(size: str, problem) -> list[str] | None:
+    """The words that name a matrix's rows or columns of *size*: the tokens (the decoder's or the encoder's), a
+    block's vocabulary; None for a size whose rows are numbered."""
+    return _TOKEN_LABELS[size](problem) if size in ("n", "n_kv", "vocab") else None
 
 
 def labels(size: str, problem) -> list[str]:
@@ -326,7 +343,8 @@ _TRAIN_GRIDS = {
     "dV": Grid(N_("Gradient dV"), "dV", lambda S, p: eq.Mul((_tr(S("A")), S("dZ")))),
     "dA": Grid(N_("Gradient dA"), "dA", lambda S, p: eq.Mul((S("dZ"), _tr(S("V")))), _zero),
     "dS": Grid(N_("Softmax backward dS"), _dS_entry, _dS_def,
-               lambda p: "each row adds up to 0" + _causal(p, "; masked entries get zero gradient", "")),
+               lambda p: _causal(p, eq.say("each row adds up to 0; masked entries get zero gradient"),
+                                  eq.say("each row adds up to 0"))),
     "dscores": Grid(N_("Gradient of the scores"), "dscores", lambda S, p: scaled_def(p, S("dS")), _zero),
     "dQ": Grid(N_("Gradient dQ"), "dQ", lambda S, p: eq.Mul((S("dscores"), S("K")))),
     "dK": Grid(N_("Gradient dK"), "dK", lambda S, p: eq.Mul((_tr(S("dscores")), S("Q")))),
@@ -558,6 +576,7 @@ class BlockRun(NamedTuple):
     problem: Any
     b: Any
     t: Any
+    lenient: bool = False   # a student's entries carried on: a row of variance 0 (with ε = 0) is not defined, no error
 
 
 def _positions(r: BlockRun):
@@ -565,7 +584,8 @@ def _positions(r: BlockRun):
     d = r.problem.d_model
     if r.problem.block.positional == "none":        # no positions: P is 0, X0 is X
         return [[r.b.entry(Fraction(0))] * d for _ in range(r.problem.n)]
-    return [[r.b.position(pos, c, d) for c in range(d)] for pos in range(r.problem.n)]
+    swapped = r.t.sincos == "swapped"      # the mistake: cos in the even columns, sin in the odd
+    return [[r.b.position(pos, c, d, swapped) for c in range(d)] for pos in range(r.problem.n)]
 
 
 def _plus(r: BlockRun, A, B):
@@ -573,39 +593,54 @@ def _plus(r: BlockRun, A, B):
     return [[r.b.add(a, x) for a, x in zip(ra, rb)] for ra, rb in zip(A, B)]
 
 
-class NormParts(NamedTuple):
-    """One row's layer norm, as the step writes it: the mean μ, the deviations x − μ, the variance σ², the root
-    √(σ² + ε), the normalised entries (x − μ)/root, and the output γ ⊙ normalised + β."""
-
-    mu: Any
-    devs: list
-    var: Any
-    root: Any
-    normed: list
-    out: list
+NormParts, norm_parts = shown_block.NormParts, shown_block.norm_parts     # one row's layer norm (worked.steps.block)
 
 
-def norm_parts(b, row, gamma, beta, eps) -> NormParts:
-    """The layer norm of *row* in backend *b*, each value as the step will write it down (a :class:`Hand` rounds
-    it there): μ, each x − μ (exact from the shown x and μ), σ² from those (the squares not rounded on their own:
-    σ² = (d₁² + … + d_n²)/d_model ≈ σ²), the root, each (x − μ)/root; None for the root's parts when it may be 0."""
-    size, eps_ = b.entry(Fraction(len(row))), b.entry(eps)
-    mu = b.div(b.total(row), size)
-    devs = [b.carry(b.sub(x, mu)) for x in row]
-    var = b.div(b.total([b.mul(x, x) for x in devs]), size)
-    root = b.sqrt(b.add(var, eps_))
-    if b.may_be_zero(root):
-        return NormParts(mu, devs, var, root, None, None)
-    normed = [b.carry(b.div(x, root)) for x in devs]
-    return NormParts(mu, devs, var, root, normed, [b.add(b.mul(g, q), be) for q, g, be in zip(normed, gamma, beta)])
+def _residual(which: str) -> Callable:
+    """A residual add, A + B (the mistake: the *which* one, "first" or "second", left out: B alone)."""
+    def add(r: BlockRun, A, B):
+        return [list(row) for row in B] if r.t.residual == f"no-{which}" else _plus(r, A, B)
+    add.__doc__ = f"The {which} residual add: its input plus the sublayer's output."
+    return add
+
+
+def _norm_slip(r: BlockRun, M, gamma, beta):
+    """A layer norm as the mistakes take it: over each column (the tokens) instead of each row, σ² over d − 1, the
+    √ or ε left out; no value (the backend's UNDEFINED, else None) where it divides by what may be 0."""
+    b, t, eps = r.b, r.t, r.problem.block.eps
+    cols = t.norm_axis == "columns"
+    lines = [list(c) for c in zip(*M)] if cols else M
+
+    def one(xs):
+        k = len(xs) - (1 if t.variance == "n-1" else 0)
+        if k == 0:
+            return [None] * len(xs)
+        mu = b.div(b.total(xs), b.entry(Fraction(len(xs))))
+        devs = [b.sub(x, mu) for x in xs]
+        var = b.div(b.total([b.mul(x, x) for x in devs]), b.entry(Fraction(k)))
+        root = {"sqrt": lambda: b.sqrt(b.add(var, b.entry(eps))), "no-sqrt": lambda: b.add(var, b.entry(eps)),
+                "no-eps": lambda: b.sqrt(var)}[t.norm_root]()
+        return [None] * len(xs) if b.may_be_zero(root) else [b.div(x, root) for x in devs]
+
+    normed = [one(xs) for xs in lines]
+    normed = [list(c) for c in zip(*normed)] if cols else normed
+    undefined = getattr(b, "UNDEFINED", None)       # a value the pass does not have (Float: NaN; else None)
+    return [[undefined if q is None else b.add(b.mul(g, q), be) for q, g, be in zip(row, gamma, beta)] for row in normed]
 
 
 def _layer_norm(r: BlockRun, M, gamma, beta):
     """Each row over d_model: μ = the row's mean, σ² = the mean of (x − μ)² (dividing by d_model), then
-    γ ⊙ (x − μ)/√(σ² + ε) + β."""
+    γ ⊙ (x − μ)/√(σ² + ε) + β (the mistakes: :func:`_norm_slip`)."""
+    if (r.t.norm_axis, r.t.variance, r.t.norm_root) != ("rows", "n", "sqrt"):
+        return _norm_slip(r, M, gamma, beta)
     out = []
     for i, row in enumerate(M):
         parts = norm_parts(r.b, row, gamma, beta, r.problem.block.eps)
+        # from a student's own row, or in a mistake's pass (a residual left out may leave a row of equal entries):
+        # not defined (a band of nothing), never an error
+        if parts.out is None and (r.lenient or r.t != type(r.t)()):
+            out.append([getattr(r.b, "UNDEFINED", None)] * len(row))
+            continue
         if parts.out is None:
             from .errors import ProblemError
 
@@ -622,8 +657,12 @@ def _affine(r: BlockRun, M, W, bias):
     return [[r.b.add(r.b.dot(row, c), be) for c, be in zip(cols, bias)] for row in M]
 
 
-def _relu(r: BlockRun, U):
-    return [[r.b.relu(x) for x in row] for row in U]
+def _relu(r: BlockRun, U, bias):
+    """relu(U), U = x·W_1 + b_1 (the mistake: ReLU before the bias, relu(x·W_1) + b_1 = relu(U − b_1) + b_1)."""
+    b = r.b
+    if r.t.relu == "before-bias":
+        return [[b.add(b.relu(b.sub(x, be)), be) for x, be in zip(row, bias)] for row in U]
+    return [[b.relu(x) for x in row] for row in U]
 
 
 def _times(r: BlockRun, M, W):
@@ -632,6 +671,10 @@ def _times(r: BlockRun, M, W):
 
 
 def _row_softmax(r: BlockRun, L):
+    """The softmax of each row (the mistake: of each column)."""
+    if r.t.output_softmax == "columns":
+        cols = [r.b.softmax(list(c))[0] for c in zip(*L)]
+        return [list(row) for row in zip(*cols)]
     return [r.b.softmax(row)[0] for row in L]
 
 
@@ -641,6 +684,9 @@ def _cross_entropy(r: BlockRun, probs, targets):
     terms = [b.ln(probs[i][t]) for i, t in enumerate(targets)]
     if any(x is None for x in terms):     # a hand's probability rounded to 0: no ln of it (the value is not defined)
         return [[None]]
+    if r.t.log == "log10":                # the mistake: log base 10, ln p / ln 10
+        ten = b.ln(b.entry(Fraction(10)))
+        terms = [b.div(x, ten) for x in terms]
     return [[b.div(b.sub(b.entry(Fraction(0)), b.total(terms)), b.entry(Fraction(len(terms))))]]
 
 
@@ -651,32 +697,44 @@ def _ln_of(which: str, x):
     return eq.Call(f"LN_{which}", (x,))
 
 
+def _ln_check(tok, head) -> eq.Prose:
+    """What the worksheet asks of one row's layer norm."""
+    return eq.say("Row {token}: write the mean {mu}, each x − μ, the variance {var}, the root {root}, then the normalised "
+                  "row.", token=tok, mu=eq.Sym("μ"), var=eq.Pow(eq.Sym("σ"), eq.num(2)),
+                  root=eq.Sqrt(eq.Add((eq.Pow(eq.Sym("σ"), eq.num(2)), eq.Sym("ε")))))
+
+
 _BLOCK_GRIDS = {
     "P": Grid(N_("Positions P"), lambda S: eq.Entry(_B("P"), "pos", "2i"), lambda S, p: eq.Call("sin", (eq.Frac(
-        _B("pos", upright=True), eq.Pow(eq.num(10000), eq.Frac(_B("2i", upright=True), _B("d_model")))),)),
-              lambda p: "odd columns 2i + 1: cos of the same; pos counts from 0"),
+        _B("pos", upright=True), eq.Pow(eq.num(10000), eq.Frac(_B("2i", upright=True), _B("d")))),)),
+              lambda p: eq.say("d = d_model; odd columns 2i + 1: cos of the same; pos counts from 0"),
+              row_check=lambda tok, h: eq.say("Row {token}: write each angle pos/10000^(2i/d_model), then its sin (even "
+                                               "columns) or cos (odd columns), in radians.", token=tok)),
     "X0": Grid(N_("Block input X0"), "X_0", lambda S, p: eq.Add((_X, _B("P")))),
     "R1": Grid(N_("First residual sum"), "R_1", lambda S, p: eq.Add((_B("X_0"), _B("Z")))),
-    "N1": Grid(N_("Layer norm LN_1"), "N_1", lambda S, p: _ln_of("1", _B("X_0"))),
+    "N1": Grid(N_("Layer norm LN_1"), "N_1", lambda S, p: _ln_of("1", _B("X_0")), row_check=_ln_check),
     "H1": Grid(N_("After the attention sublayer H1"), "H_1", lambda S, p: (
-        _ln_of("1", _B("R_1")) if p.block.kind == "post-ln" else eq.Add((_B("X_0"), _B("Z"))))),
-    "N2": Grid(N_("Layer norm LN_2"), "N_2", lambda S, p: _ln_of("2", _B("H_1"))),
+        _ln_of("1", _B("R_1")) if p.block.kind == "post-ln" else eq.Add((_B("X_0"), _B("Z")))), row_check=_ln_check),
+    "N2": Grid(N_("Layer norm LN_2"), "N_2", lambda S, p: _ln_of("2", _B("H_1")), row_check=_ln_check),
     "U": Grid(N_("Feed-forward, first layer"), "U", lambda S, p: eq.Add((eq.Mul((
         _B("H_1" if p.block.kind == "post-ln" else "N_2"), _B("W_1"))), _B("b_1"))), beside=True, dot_check=True),
-    "G": Grid(N_("After ReLU"), "G", lambda S, p: eq.Call("relu", (_B("U"),))),
+    "G": Grid(N_("After ReLU"), "G", lambda S, p: eq.Call("relu", (_B("U"),)),
+              row_check=lambda tok, h: eq.say("Row {token}: write relu of each entry of the row of {U}.", token=tok, U=_B("U"))),
     "F": Grid(N_("Feed-forward output"), "F", lambda S, p: eq.Add((eq.Mul((_B("G"), _B("W_2"))), _B("b_2"))),
               beside=True, dot_check=True),
     "R2": Grid(N_("Second residual sum"), "R_2", lambda S, p: eq.Add((_B("H_1"), _B("F")))),
     "H": Grid(N_("Block output H"), "H", lambda S, p: (
-        _ln_of("2", _B("R_2")) if p.block.kind == "post-ln" else eq.Add((_B("H_1"), _B("F"))))),
-    "Hf": Grid(N_("Final layer norm"), "H_f", lambda S, p: _ln_of("f", _B("H"))),
+        _ln_of("2", _B("R_2")) if p.block.kind == "post-ln" else eq.Add((_B("H_1"), _B("F")))), row_check=_ln_check),
+    "Hf": Grid(N_("Final layer norm"), "H_f", lambda S, p: _ln_of("f", _B("H")), row_check=_ln_check),
     "logits": Grid(N_("Logits"), "logits", lambda S, p: eq.Mul((_B("H" if p.block.kind == "post-ln" else "H_f"),
                                                             _B("W_out"))), dot_check=True),
     "probs": Grid(N_("Next-token probabilities"), "probs", lambda S, p: eq.Call("softmax", (_B("logits", upright=True),)),
-                  lambda p: "softmax of each row", heatmap=True),
+                  lambda p: eq.say("softmax of each row"), heatmap=True,
+                  row_check=lambda tok, h: eq.say("Row {token}: write {ex} of each logit, the row total, then each "
+                                                  "probability.", token=tok, ex=_EX)),
     "loss": Grid(N_("Loss"), lambda S: eq.Sym("L"), lambda S, p: eq.Neg(eq.Mul((eq.Frac(eq.num(1), eq.Sym("n")), eq.Sum(
         eq.Call("ln", (eq.Entry(_B("probs", upright=True), "i", "target_i"),)), "i")))),
-                 lambda p: "natural log; the mean over the positions"),
+                 lambda p: eq.say("natural log; the mean over the positions")),
 }
 
 
@@ -684,46 +742,324 @@ def _block_stage(sid, inputs, rows, cols, words, forward, **kw) -> Stage:
     return Stage(sid, inputs, rows, cols, _words(words), scope="layer", forward=forward, grid=_BLOCK_GRIDS[sid], **kw)
 
 
-_POSITIONS = _block_stage("P", (), "n", "d_model", "the positions P (sinusoidal)", _positions)
-_BLOCK_IN = _block_stage("X0", ("X", "P"), "n", "d_model", "the block's input X + P", _plus)
+# ---- a block's training step (issue 27; [train] loss = "cross-entropy"): the gradient of every weight, the update
+def _col_sums(b, M) -> list:
+    """The sums of *M*'s columns, as a 1 × cols matrix (a bias's gradient: each row added it once)."""
+    return [[b.total([row[j] for row in M]) for j in range(len(M[0]))]]
+
+
+def flat(v) -> list:
+    """A vector as the stages take it (a list), from a 1 × k matrix or a list."""
+    return list(v[0]) if v and isinstance(v[0], list) else list(v)     # (an Interval's entry is a tuple)
+
+
+def _d_logits(r: BlockRun, probs, targets):
+    """(probs − Y)/n, Y one-hot of each position's target: the gradient of the mean cross-entropy at the logits."""
+    b = r.b
+    n, one = b.entry(Fraction(len(probs))), b.entry(Fraction(1))
+    return [[b.div(b.sub(p, one) if j == t else p, n) for j, p in enumerate(row)] for row, t in zip(probs, targets)]
+
+
+def _d_of_weight(r: BlockRun, M, d):
+    """Mᵀ·d: the gradient of a weight that multiplies M (W_out, W_1, W_2, W_O)."""
+    cols = list(zip(*d))
+    return [[r.b.dot(mc, dc) for dc in cols] for mc in zip(*M)]
+
+
+def _d_of_input(r: BlockRun, d, W):
+    """d·Wᵀ: the gradient of what a weight W multiplies."""
+    return [[r.b.dot(row, wr) for wr in W] for row in d]
+
+
+def _d_bias(r: BlockRun, d):
+    """The sums of d's columns: the gradient of a bias (β, b_1, b_2)."""
+    return _col_sums(r.b, d)
+
+
+def _d_relu(r: BlockRun, dG, U):
+    """dG where U > 0, else 0 (ReLU's slope: 1 above 0, 0 at or below it)."""
+    return [[r.b.relu_back(g, u) for g, u in zip(gr, ur)] for gr, ur in zip(dG, U)]
+
+
+def _norm_back_rows(r: BlockRun, dY, M, gamma):
+    """Each row's layer-norm backward: with x̂ = (x − μ)/√(σ² + ε) and dx̂ = γ ⊙ dY,
+    dx = (dx̂ − mean(dx̂) − x̂ ⊙ mean(dx̂ ⊙ x̂))/√(σ² + ε); and the x̂ rows (for dγ). :func:`norm_back_parts`
+    gives one row's parts as a hand writes them."""
+    parts = [norm_back_parts(r.b, dy, row, gamma, r.problem.block.eps) for dy, row in zip(dY, M)]
+    return [q.dx for q in parts], [q.norm.normed for q in parts]
+
+
+class NormBack(NamedTuple):
+    """One row's layer-norm backward as a hand works it: the forward's parts (*norm*: μ, …, the root, x̂),
+    dx̂ = γ ⊙ dY, its mean *m1*, the mean *m2* of dx̂ ⊙ x̂, and dx = (dx̂ − m1 − x̂·m2)/root."""
+
+    norm: Any
+    dh: list
+    m1: Any
+    m2: Any
+    dx: list
+
+
+def norm_back_parts(b, dy, row, gamma, eps) -> NormBack:
+    """The layer-norm backward of one *row* (its output's gradient *dy*) in backend *b*, each value as a hand
+    writes it (a :class:`~worked.attention.Hand` rounds dx̂, the two means and each dx)."""
+    parts = norm_parts(b, row, gamma, [b.entry(Fraction(0))] * len(gamma), eps)
+    size = b.entry(Fraction(len(row)))
+    dh = [b.carry(b.mul(g, x)) for g, x in zip(gamma, dy)]
+    m1 = b.div(b.total(dh), size)
+    m2 = b.div(b.total([b.mul(x, h) for x, h in zip(dh, parts.normed)]), size)
+    return NormBack(parts, dh, m1, m2, [b.div(b.sub(b.sub(x, m1), b.mul(h, m2)), parts.root)
+                                        for x, h in zip(dh, parts.normed)])
+
+
+def _d_norm(r: BlockRun, dY, M, gamma):
+    """The gradient of a layer norm's input M from the gradient dY of its output."""
+    return _norm_back_rows(r, dY, M, gamma)[0]
+
+
+def _d_gamma(r: BlockRun, dY, M, gamma):
+    """dγ: the sums of the columns of dY ⊙ x̂ (x̂ the normalised rows of the layer norm's input M)."""
+    hats = _norm_back_rows(r, dY, M, gamma)[1]
+    return _col_sums(r.b, [[r.b.mul(d, h) for d, h in zip(dr, hr)] for dr, hr in zip(dY, hats)])
+
+
+def _d_residual_ffn(r: BlockRun, d_res, dU, W_1):
+    """post-LN: dH1 = dR2 + dU·W_1ᵀ (H1 feeds the residual add and the feed-forward)."""
+    return _plus(r, d_res, _d_of_input(r, dU, W_1))
+
+
+def _d_residual_norm(r: BlockRun, d_res, dN, M, gamma):
+    """pre-LN: dH1 = dH + LN_2's backward of dN2 (H1 feeds the residual add and LN_2)."""
+    return _plus(r, d_res, _d_norm(r, dN, M, gamma))
+
+
+def _same(r: BlockRun, d):
+    """The gradient passed on unchanged (the residual add's branch: dZ = dR1, or dH1)."""
+    return [list(row) for row in d]
+
+
+def _d_heads_input(r: BlockRun, heads):
+    """pre-LN: dN1 = Σ over the heads of dQ·W_Qᵀ + dK·W_Kᵀ + dV·W_Vᵀ (N1 feeds every head's projections)."""
+    b = r.b
+    terms = [_d_of_input(r, h[d], h[w]) for h in heads for d, w in (("dQ", "W_Q"), ("dK", "W_K"), ("dV", "W_V"))]
+    return [[b.total([t[i][j] for t in terms]) for j in range(len(terms[0][0]))] for i in range(len(terms[0]))]
+
+
+def _block_update(r: BlockRun, W, dW):
+    """W − lr·dW (a vector's as a 1 × k matrix)."""
+    b, lr = r.b, r.b.entry(r.problem.train.lr)
+    W = W if W and isinstance(W[0], list) else [W]
+    return [[b.sub(x, b.mul(lr, g)) for x, g in zip(wr, gr)] for wr, gr in zip(W, dW)]
+
+
+_D = lambda name: eq.matrix_sym("d" + name)  # noqa: E731
+
+
+def _grad_grid(sid: str, label: str, definition: Callable, hint: Callable | None = None) -> Grid:
+    return Grid(label, lambda S, sid=sid: eq.matrix_sym(sid), lambda S, p, f=definition: f(p), hint)
+
+
+def _mT(name: str):
+    return eq.Pow(_B(name), eq.Sym("T"))
+
+
+def _back(dY: str, M: str, gamma: str):
+    return eq.Call("LNback", (eq.matrix_sym(dY), _B(M), _B(gamma)))
+
+
+_LN_BACK_HINT = lambda p: ("the layer norm's backward, row by row: dx = (dx̂ − mean(dx̂) − x̂·mean(dx̂·x̂))/√(σ² + ε), "  # noqa: E731
+                           "dx̂ = γ ⊙ dY")
+_BLOCK_TRAIN_GRIDS = {
+    "dlogits": _grad_grid("dlogits", "Gradient of the logits", lambda p: eq.Frac(
+        eq.Add((_B("probs", upright=True), eq.Neg(_B("Y")))), eq.Sym("n")), lambda p: eq.say("Y: 1 at each position's target, else 0")),
+    "dW_out": _grad_grid("dW_out", "Gradient dW_out", lambda p: eq.Mul((_mT("H" if p.block.kind == "post-ln" else "H_f"),
+                                                                        _D("logits")))),
+    "dH": _grad_grid("dH", "Gradient of the block output", lambda p: eq.Mul((_D("logits"), _mT("W_out")))
+                     if p.block.kind == "post-ln" else _back("dHf", "H", "γ_f"),
+                     lambda p: None if p.block.kind == "post-ln" else _LN_BACK_HINT(p)),
+    "dHf": _grad_grid("dHf", "Gradient of the final layer norm", lambda p: eq.Mul((_D("logits"), _mT("W_out")))),
+    "dR2": _grad_grid("dR2", "Gradient of the second residual sum", lambda p: _back("dH", "R_2", "γ_2"), _LN_BACK_HINT),
+    "dW_2": _grad_grid("dW_2", "Gradient dW_2", lambda p: eq.Mul((_mT("G"), _D("R2" if p.block.kind == "post-ln" else "H")))),
+    "db_2": _grad_grid("db_2", "Gradient db_2", lambda p: eq.Call("colsum", (_D("R2" if p.block.kind == "post-ln" else "H"),))),
+    "dG": _grad_grid("dG", "Gradient of the hidden values", lambda p: eq.Mul((_D("R2" if p.block.kind == "post-ln" else "H"),
+                                                                             _mT("W_2")))),
+    "dU": _grad_grid("dU", "Gradient before ReLU", lambda p: eq.Mul((_D("G"), eq.Call("step", (_B("U"),)))),
+                     lambda p: eq.say("dG where U > 0, else 0")),
+    "dW_1": _grad_grid("dW_1", "Gradient dW_1", lambda p: eq.Mul((_mT("H_1" if p.block.kind == "post-ln" else "N_2"), _D("U")))),
+    "db_1": _grad_grid("db_1", "Gradient db_1", lambda p: eq.Call("colsum", (_D("U"),))),
+    "dN2": _grad_grid("dN2", "Gradient of LN_2's output", lambda p: eq.Mul((_D("U"), _mT("W_1")))),
+    "dgamma_2": _grad_grid("dgamma_2", "Gradient dγ_2", lambda p: eq.Call("colsum", (eq.Mul((
+        _D("H" if p.block.kind == "post-ln" else "N2"), _B("x̂"))),)), lambda p: eq.say("x̂: LN_2's normalised rows")),
+    "dbeta_2": _grad_grid("dbeta_2", "Gradient dβ_2", lambda p: eq.Call("colsum", (_D("H" if p.block.kind == "post-ln" else "N2"),))),
+    "dgamma_f": _grad_grid("dgamma_f", "Gradient dγ_f", lambda p: eq.Call("colsum", (eq.Mul((_D("Hf"), _B("x̂"))),)),
+                           lambda p: eq.say("x̂: LN_f's normalised rows")),
+    "dbeta_f": _grad_grid("dbeta_f", "Gradient dβ_f", lambda p: eq.Call("colsum", (_D("Hf"),))),
+    "dH1": _grad_grid("dH1", "Gradient of H1", lambda p: eq.Add((_D("R2"), eq.Mul((_D("U"), _mT("W_1")))))
+                      if p.block.kind == "post-ln" else eq.Add((_D("H"), _back("dN2", "H_1", "γ_2")))),
+    "dR1": _grad_grid("dR1", "Gradient of the first residual sum", lambda p: _back("dH1", "R_1", "γ_1"), _LN_BACK_HINT),
+    "dZ": _grad_grid("dZ", "Gradient of the attention's output", lambda p: _D("R1" if p.block.kind == "post-ln" else "H1")),
+    "dconcat": _grad_grid("dconcat", "Gradient dconcat", lambda p: eq.Mul((_D("Z"), _mT("W_O")))),
+    "dW_O": _grad_grid("dW_O", "Gradient dW_O", lambda p: eq.Mul((_mT("concat"), _D("Z")))),
+    "dgamma_1": _grad_grid("dgamma_1", "Gradient dγ_1", lambda p: eq.Call("colsum", (eq.Mul((
+        _D("H1" if p.block.kind == "post-ln" else "N1"), _B("x̂"))),)), lambda p: eq.say("x̂: LN_1's normalised rows")),
+    "dbeta_1": _grad_grid("dbeta_1", "Gradient dβ_1", lambda p: eq.Call("colsum", (_D("H1" if p.block.kind == "post-ln" else "N1"),))),
+    "dN1": _grad_grid("dN1", "Gradient of LN_1's output", lambda p: eq.Sum(eq.Add(tuple(
+        eq.Mul((_D(x), _mT("W_" + x))) for x in ("Q", "K", "V"))), "heads")),
+}
+
+
+def _block_grad(sid, inputs, rows, cols, words, forward) -> Stage:
+    return Stage(sid, inputs, rows, cols, _words(words), scope="layer", forward=forward, grid=_BLOCK_TRAIN_GRIDS[sid])
+
+
+_DLOGITS = (
+    _block_grad("dlogits", ("probs", "targets"), "n", "vocab", "the gradient of the logits (probs − Y)/n", _d_logits),
+)
+_DW_O = (      # dconcat's columns, head by head, are each head's dZ (the heads' backward starts from them)
+    _block_grad("dconcat", ("dZ", "W_O"), "n", "heads·d_v", "the gradient of the concatenated heads dZ·W_Oᵀ",
+                _d_of_input)._replace(by_head="dZ"),
+    _block_grad("dW_O", ("concat", "dZ"), "heads·d_v", "d_model", "the gradient dW_O = concatᵀ·dZ", _d_of_weight),
+)
+#: the weights a block's training step updates (the heads' W_Q, W_K, W_V by the attention's own update stages)
+BLOCK_WEIGHTS = ("W_O", "W_1", "b_1", "W_2", "b_2", "gamma_1", "beta_1", "gamma_2", "beta_2", "gamma_f", "beta_f", "W_out")
+_SHAPES = {"W_O": ("heads·d_v", "d_model"), "W_1": ("d_model", "d_ff"), "b_1": ("1", "d_ff"), "W_2": ("d_ff", "d_model"),
+           "W_out": ("d_model", "vocab")}
+
+
+_LOSS_AFTER = Stage("loss_after", ("loss_new",), "1", "1", _words("the loss after the update ", eq.Sym("L", prime=True)),
+                    scope="layer", forward=_same, grid=Grid("Loss after the update L′", lambda S: eq.Sym("L", prime=True),
+                                                            lambda S, p: eq.Sym("L", prime=True),
+                                                            lambda p: eq.say("the loss of a fresh pass with the updated weights")))
+
+
+def _block_updates(weights: tuple) -> tuple:
+    """Each weight's update W − lr·dW, then the loss after them (its input ``loss_new``: the loss of a fresh pass
+    with the updated weights)."""
+    return tuple(Stage(w + "_new", (w, "d" + w), *_SHAPES.get(w, ("1", "d_model")), _words(f"the updated {w}"),
+                       scope="layer", forward=_block_update,
+                       grid=Grid(f"Updated {w}", lambda S, w=w: eq.Sym(w, prime=True),
+                                 lambda S, p, w=w: eq.Add((_B(w), eq.Neg(eq.Mul((eq.Sym("lr", upright=True),
+                                                                                  eq.matrix_sym("d" + w)))))))) for w in weights) + (
+        _LOSS_AFTER,)
+
+
+def _ffn_back(d_out: str, x_in: str) -> tuple:
+    """The feed-forward's backward, from the gradient *d_out* of its output F to its weights, given its input
+    *x_in*: dW_2, db_2, dG, dU (through ReLU), dW_1, db_1."""
+    return (
+        _block_grad("dW_2", ("G", d_out), "d_ff", "d_model", f"the gradient dW_2 = Gᵀ·{d_out}", _d_of_weight),
+        _block_grad("db_2", (d_out,), "1", "d_model", "the gradient db_2", _d_bias),
+        _block_grad("dG", (d_out, "W_2"), "n", "d_ff", f"the gradient of the hidden values {d_out}·W_2ᵀ", _d_of_input),
+        _block_grad("dU", ("dG", "U"), "n", "d_ff", "the gradient before ReLU", _d_relu),
+        _block_grad("dW_1", (x_in, "dU"), "d_model", "d_ff", f"the gradient dW_1 = {x_in}ᵀ·dU", _d_of_weight),
+        _block_grad("db_1", ("dU",), "1", "d_ff", "the gradient db_1", _d_bias),
+    )
+
+
+def _output_back(H: str, dH: str) -> tuple:
+    """The output layer's backward, from dlogits: dW_out = Hᵀ·dlogits and the gradient *dH* of its input *H*."""
+    return (
+        _block_grad("dW_out", (H, "dlogits"), "d_model", "vocab", f"the gradient dW_out = {H}ᵀ·dlogits", _d_of_weight),
+        _block_grad(dH, ("dlogits", "W_out"), "n", "d_model", f"the gradient of {H}: dlogits·W_outᵀ", _d_of_input),
+    )
+
+
+def _norm_back(d: str, M: str, k: str, dM: str | None) -> tuple:
+    """A layer norm's backward from the gradient *d* of its output (its input *M*, its γ and β ``gamma_`` + *k*):
+    the gradient *dM* of its input (None: not needed), dγ and dβ."""
+    return ((_block_grad(dM, (d, M, "gamma_" + k), "n", "d_model", f"the gradient of {M} (LN_{k} backward)", _d_norm),)
+            if dM else ()) + (
+        _block_grad("dgamma_" + k, (d, M, "gamma_" + k), "1", "d_model", f"the gradient dγ_{k}", _d_gamma),
+        _block_grad("dbeta_" + k, (d,), "1", "d_model", f"the gradient dβ_{k}", _d_bias),
+    )
+
+
+_POST_TRAIN = _DLOGITS + _output_back("H", "dH") + _norm_back("dH", "R2", "2", "dR2") + _ffn_back("dR2", "H1") + (
+    _block_grad("dH1", ("dR2", "dU", "W_1"), "n", "d_model", "the gradient of H1 dR2 + dU·W_1ᵀ", _d_residual_ffn),
+) + _norm_back("dH1", "R1", "1", "dR1") + (
+    _block_grad("dZ", ("dR1",), "n", "d_model", "the gradient of the attention's output dZ = dR1", _same),
+) + _DW_O
+_PRE_TRAIN = _DLOGITS + _output_back("Hf", "dHf") + _norm_back("dHf", "H", "f", "dH") + _ffn_back("dH", "N2") + (
+    _block_grad("dN2", ("dU", "W_1"), "n", "d_model", "the gradient of LN_2's output dU·W_1ᵀ", _d_of_input),
+) + _norm_back("dN2", "H1", "2", None) + (
+    _block_grad("dH1", ("dH", "dN2", "H1", "gamma_2"), "n", "d_model", "the gradient of H1: dH + LN_2's backward of dN2",
+                _d_residual_norm),
+    _block_grad("dZ", ("dH1",), "n", "d_model", "the gradient of the attention's output dZ = dH1", _same),
+) + _DW_O
+#: pre-LN's stages after the heads' backward: LN_1 feeds the heads
+_PRE_AFTER_HEADS = (
+    _block_grad("dN1", ("head_grads",), "n", "d_model", "the gradient of LN_1's output (every head's projections)",
+                _d_heads_input),
+) + _norm_back("dN1", "X0", "1", None)
+
+
+_POSITIONS = _block_stage("P", (), "n", "d_model", "the positions P (sinusoidal)", _positions, step=shown_block.POSITIONS,
+                          mistakes=(slips.SIN_COS_SWAPPED,))
+_NORM_SLIPS = (slips.NORM_OVER_COLUMNS, slips.VARIANCE_N_MINUS_1, slips.NORM_ROOT)      # the block's first layer norm's
+_BLOCK_IN = _block_stage("X0", ("X", "P"), "n", "d_model", "the block's input X + P", _plus, step=shown_block.PLUS)
 _OUTPUT_LAYER = (
     _block_stage("probs", ("logits",), "n", "vocab", "the next-token probabilities (softmax of each row of the logits)",
-                 _row_softmax),
-    _block_stage("loss", ("probs", "targets"), "1", "1", "the loss: the mean of −ln p of each target", _cross_entropy),
+                 _row_softmax, step=shown_block.SOFTMAX, mistakes=(slips.OUTPUT_SOFTMAX_COLUMNS,)),
+    _block_stage("loss", ("probs", "targets"), "1", "1", "the loss: the mean of −ln p of each target", _cross_entropy,
+                 step=shown_block.LOSS, mistakes=(slips.LOG10_LOSS,)),
+)
+_FFN_REST = (      # the feed-forward after its first layer, in either order (G takes b_1 for ReLU before the bias)
+    _block_stage("G", ("U", "b_1"), "n", "d_ff", "the feed-forward's hidden values after ReLU", _relu,
+                 step=shown_block.RELU, mistakes=(slips.RELU_BEFORE_BIAS,)),
+    _block_stage("F", ("G", "W_2", "b_2"), "n", "d_model", "the feed-forward's output G·W_2 + b_2", _affine,
+                 step=shown_block.AFFINE),
 )
 #: the stages of a post-LN block (Vaswani et al. 2017): before the heads, the heads' input, after the heads
 POST_LN = {
     "before": (_POSITIONS, _BLOCK_IN),
     "attends": "X0",
     "after": (
-        _block_stage("R1", ("X0", "Z"), "n", "d_model", "the first residual sum X0 + Z", _plus),
-        _block_stage("H1", ("R1", "gamma_1", "beta_1"), "n", "d_model", "H1 = LN_1(X0 + Z)", _layer_norm),
-        _block_stage("U", ("H1", "W_1", "b_1"), "n", "d_ff", "the feed-forward's first layer H1·W_1 + b_1", _affine),
-        _block_stage("G", ("U",), "n", "d_ff", "the feed-forward's hidden values after ReLU", _relu),
-        _block_stage("F", ("G", "W_2", "b_2"), "n", "d_model", "the feed-forward's output G·W_2 + b_2", _affine),
-        _block_stage("R2", ("H1", "F"), "n", "d_model", "the second residual sum H1 + F", _plus),
-        _block_stage("H", ("R2", "gamma_2", "beta_2"), "n", "d_model", "the block's output H = LN_2(H1 + F)", _layer_norm),
-        _block_stage("logits", ("H", "W_out"), "n", "vocab", "the logits H·W_out", _times),
+        _block_stage("R1", ("X0", "Z"), "n", "d_model", "the first residual sum X0 + Z", _residual("first"),
+                     step=shown_block.PLUS, mistakes=(slips.NO_RESIDUAL,)),
+        _block_stage("H1", ("R1", "gamma_1", "beta_1"), "n", "d_model", "H1 = LN_1(X0 + Z)", _layer_norm, step=shown_block.NORM,
+                     mistakes=_NORM_SLIPS),
+        _block_stage("U", ("H1", "W_1", "b_1"), "n", "d_ff", "the feed-forward's first layer H1·W_1 + b_1", _affine, step=shown_block.AFFINE),
+        *_FFN_REST,
+        _block_stage("R2", ("H1", "F"), "n", "d_model", "the second residual sum H1 + F", _residual("second"),
+                     step=shown_block.PLUS),
+        _block_stage("H", ("R2", "gamma_2", "beta_2"), "n", "d_model", "the block's output H = LN_2(H1 + F)", _layer_norm, step=shown_block.NORM),
+        _block_stage("logits", ("H", "W_out"), "n", "vocab", "the logits H·W_out", _times, step=shown_block.AFFINE),
     ) + _OUTPUT_LAYER,
+    # a [train] step: the layer's gradients down to dZ, then the heads' (the attention's stages), then those after them
+    "train": _POST_TRAIN,
+    "after_heads": (),
+    "update": _block_updates(tuple(w for w in BLOCK_WEIGHTS if not w.endswith("_f"))),
 }
 #: a pre-LN block (GPT-2): layer norm before each sublayer, a final one before the output layer
 PRE_LN = {
     "before": (_POSITIONS, _BLOCK_IN,
                _block_stage("N1", ("X0", "gamma_1", "beta_1"), "n", "d_model", "LN_1(X0), the heads' input",
-                            _layer_norm)),
+                            _layer_norm, step=shown_block.NORM,
+                            mistakes=_NORM_SLIPS + (slips.POSITIONS_AFTER_ATTENTION,))),
     "attends": "N1",
     "after": (
-        _block_stage("H1", ("X0", "Z"), "n", "d_model", "H1 = X0 + Z (the residual add)", _plus),
-        _block_stage("N2", ("H1", "gamma_2", "beta_2"), "n", "d_model", "LN_2(H1), the feed-forward's input", _layer_norm),
-        _block_stage("U", ("N2", "W_1", "b_1"), "n", "d_ff", "the feed-forward's first layer N2·W_1 + b_1", _affine),
-        _block_stage("G", ("U",), "n", "d_ff", "the feed-forward's hidden values after ReLU", _relu),
-        _block_stage("F", ("G", "W_2", "b_2"), "n", "d_model", "the feed-forward's output G·W_2 + b_2", _affine),
-        _block_stage("H", ("H1", "F"), "n", "d_model", "the block's output H = H1 + F", _plus),
-        _block_stage("Hf", ("H", "gamma_f", "beta_f"), "n", "d_model", "the final layer norm LN_f(H)", _layer_norm),
-        _block_stage("logits", ("Hf", "W_out"), "n", "vocab", "the logits LN_f(H)·W_out", _times),
+        _block_stage("H1", ("X0", "Z"), "n", "d_model", "H1 = X0 + Z (the residual add)", _residual("first"),
+                     step=shown_block.PLUS, mistakes=(slips.NO_RESIDUAL,)),
+        _block_stage("N2", ("H1", "gamma_2", "beta_2"), "n", "d_model", "LN_2(H1), the feed-forward's input", _layer_norm, step=shown_block.NORM),
+        _block_stage("U", ("N2", "W_1", "b_1"), "n", "d_ff", "the feed-forward's first layer N2·W_1 + b_1", _affine, step=shown_block.AFFINE),
+        *_FFN_REST,
+        _block_stage("H", ("H1", "F"), "n", "d_model", "the block's output H = H1 + F", _residual("second"),
+                     step=shown_block.PLUS),
+        _block_stage("Hf", ("H", "gamma_f", "beta_f"), "n", "d_model", "the final layer norm LN_f(H)", _layer_norm, step=shown_block.NORM),
+        _block_stage("logits", ("Hf", "W_out"), "n", "vocab", "the logits LN_f(H)·W_out", _times, step=shown_block.AFFINE),
     ) + _OUTPUT_LAYER,
+    "train": _PRE_TRAIN,
+    "after_heads": _PRE_AFTER_HEADS,
+    "update": _block_updates(BLOCK_WEIGHTS),
 }
 BLOCK_KINDS = {"post-ln": POST_LN, "pre-ln": PRE_LN}
+_COMPUTES = {_layer_norm: "layer norm", _relu: "relu", _row_softmax: "softmax"}
+
+
+def computes(stage: Stage) -> str | None:
+    """What a block stage computes, for those whose kind a rule reads (``worked new --block``'s): "layer norm",
+    "relu", "softmax" (the output's rows), else None."""
+    return _COMPUTES.get(stage.forward)
 
 
 def block_inputs(problem, backend) -> dict:
@@ -756,10 +1092,27 @@ class Arch(NamedTuple):
     update: tuple
     inputs: tuple
     checks: tuple = ()      # steps of their own between the training step and the update (the gradient check)
+    # a Transformer block's: the layer stages before the heads (P, X0, …), the stage the heads take as their X
+    # (*attends*), and the layer stages after the heads' combination (the residual adds … the loss)
+    before: tuple = ()
+    after: tuple = ()
+    attends: str | None = None
 
     def stage(self, sid: str) -> "Stage | None":
         """The stage of id *sid* (a head's forward stage before the layer's of the same id), or None."""
-        return next((s for s in self.forward + self.combine + self.train + self.update if s.id == sid), None)
+        return next((s for s in self.forward + self.combine + self.before + self.after + self.train + self.update
+                     if s.id == sid), None)
+
+    def runs(self, d: "Dims") -> tuple:
+        """The stages after the heads that a problem of sizes *d* has: each whose inputs it has (the output
+        layer with W_out, the loss with targets, the final layer norm's γ and β where the output layer is)."""
+        known = {s.id for s in self.before + self.forward + self.combine} | set(_BLOCK_ALWAYS) | set(d.given)
+        out = []
+        for s in self.after:
+            if all(k in known for k in s.inputs):
+                out.append(s)
+                known.add(s.id)
+        return tuple(out)
 
 
 SELF = Arch("self", FORWARD, COMBINE, TRAIN, UPDATE, (("X", "the input, one row per token"),),
@@ -768,13 +1121,39 @@ CROSS = Arch("cross", CROSS_FORWARD, COMBINE, CROSS_TRAIN, UPDATE,
              (("X", "the decoder side, one row per decoder token: the queries come from it"),
               ("X_enc", "the encoder side, one row per encoder token: the keys and values come from it")),
              checks=(shown_train.GRADCHECK,))
-ARCHS = {a.name: a for a in (SELF, CROSS)}
+
+
+def _block_heads(attends: str) -> tuple:
+    """A block's head stages: self-attention's, whose queries, keys and values take the block's *attends*."""
+    x = _S({"X0": "X_0", "N1": "N_1"}[attends])
+    out = []
+    for s in FORWARD:
+        if s.inputs[0] == "X":
+            g = s.grid
+            s = s._replace(inputs=(attends,) + s.inputs[1:], grid=g._replace(
+                definition=lambda S, p, w=s.inputs[1]: eq.Mul((x, S(w))),
+                task=lambda p, *_, what=g.label.split()[0].lower(): _project_task(what, x, "")))
+            if not out and attends == "X0":     # post-LN: the heads take X0 itself, so positions added after them
+                s = s._replace(mistakes=s.mistakes + (slips.POSITIONS_AFTER_ATTENTION,))     # first show in Q
+        out.append(s)
+    return tuple(out)
+
+
+_BLOCK_INPUTS = (("X", "the input, one row per token (the block adds the positions P to it)"),)
+_BLOCK_ALWAYS = ("X", "W_1", "b_1", "W_2", "b_2", "gamma_1", "beta_1", "gamma_2", "beta_2")
+BLOCK_ARCHS = {name: Arch(name, _block_heads(k["attends"]), COMBINE, (), (), _BLOCK_INPUTS, before=k["before"],
+                          after=k["after"], attends=k["attends"]) for name, k in BLOCK_KINDS.items()}
+ARCHS = {a.name: a for a in (SELF, CROSS, *BLOCK_ARCHS.values())}
 
 
 def of(p) -> Arch:
-    """The architecture of a problem (or of a :class:`Dims`, or a quiz family)."""
+    """The architecture of a problem (or of a :class:`Dims`, or a quiz family): a Transformer block's (post-LN or
+    pre-LN), cross-attention or self-attention."""
     if isinstance(p, Dims):
-        return CROSS if p.cross else SELF
+        return BLOCK_ARCHS[p.block] if p.block else CROSS if p.cross else SELF
+    b = getattr(p, "block", None)
+    if b is not None and not isinstance(b, str):
+        return BLOCK_ARCHS[b.kind]
     return ARCHS[getattr(p, "attention", "self")]
 
 
@@ -799,12 +1178,14 @@ ALL = FORWARD + COMBINE + TRAIN + UPDATE
 def matrices(d: Dims) -> dict[str, tuple[int, int]]:
     """Every matrix of a problem of these sizes, key → shape, in the order of the steps (the keys of
     :meth:`worked.model.Solution.matrices`)."""
-    several = d.heads > 1
     a = of(d)
+    several = d.heads > 1 or bool(a.attends)     # a block's one head is the heads' combination with one head
     pres = [f"head{h}." for h in range(1, d.heads + 1)] if several else [""]
-    out = {p + s.id: s.shape(d) for p in pres for s in a.forward}
+    out = {s.id: s.shape(d) for s in a.before}
+    out.update({p + s.id: s.shape(d) for p in pres for s in a.forward})
     if several:
         out.update({s.id: s.shape(d) for s in a.combine})
+    out.update({s.id: s.shape(d) for s in a.runs(d)})
     if d.train:
         for part in (a.train, a.update):
             for s in part:
@@ -848,7 +1229,7 @@ def every(arch: "Arch | None" = None) -> tuple:
     """Every stage of *arch* in the order of the steps (a head's, the heads' combination, the training step,
     the update); with no *arch*, of every architecture (a stage shared by several once)."""
     if arch is not None:
-        return arch.forward + arch.combine + arch.train + arch.update
+        return arch.before + arch.forward + arch.combine + arch.after + arch.train + arch.update
     return tuple(dict.fromkeys(s for a in ARCHS.values() for s in every(a)))
 
 

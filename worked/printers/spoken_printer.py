@@ -48,6 +48,9 @@ class SpokenPrinter(Printer):
             return _("{name} row {row}", name=self._name(n.base), row=n.row)
         return _("{name} row {row}, column {col}", name=self._name(n.base), row=n.row, col=n.col)
 
+    def _print_Item(self, n):
+        return f"entry {n.index} of {self._name(n.base)}"
+
     def _print_Col(self, n):
         return _("column {col} of {name}", col=n.col, name=self._name(n.base))
 

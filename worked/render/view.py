@@ -293,7 +293,8 @@ def _grid_of(step, p) -> "stages.Grid | None":
         return None
     arch = stages.of(p)
     pre, _dot, base = step.result.rpartition(".")
-    parts = arch.combine + arch.train + arch.update if p.multihead and not pre else arch.forward + arch.train + arch.update
+    parts = arch.before + arch.combine + arch.after + arch.train + arch.update if p.multihead and not pre \
+        else arch.forward + arch.train + arch.update
     stage = next((s for s in parts if s.id == base), None)
     return stage.grid if stage is not None else None
 
@@ -317,7 +318,7 @@ def shade(w: float | None) -> dict:
     return {"gray": g, "dark": g < 118, "pct": round(100 * (255 - g) / 255)}
 
 
-def heatmap(m, places: int, title: str) -> dict:
+def heatmap(m, places: int, title: str, darker: str = "get more attention") -> dict:
     r, c = m.shape
     cells = []
     for i in range(r):
@@ -330,7 +331,8 @@ def heatmap(m, places: int, title: str) -> dict:
             cell.update(shade(0.0 if masked else v))
             row.append(cell)
         cells.append(row)
-    return {"title": title, "rows": list(m.rows), "cols": list(m.cols), "cells": cells, "symbol": printers.latex(m.sym)}
+    return {"title": title, "rows": list(m.rows), "cols": list(m.cols), "cells": cells, "symbol": printers.latex(m.sym),
+            "darker": darker}
 
 
 _X = eq.Sym("X")
@@ -356,7 +358,9 @@ def _check_prompts(step, lt: list[str], tokens, checks: str = "one", p=None) -> 
                 seen.append(ln.group)
         for grp in seen:
             tok = grp[4:] if grp.startswith("row ") else grp
-            out.append({"rich": g.row_check(tok, step.head), "eq": None})
+            # room to write: six lines for a row worked in many lines (a softmax row, a layer norm), else three
+            worked = sum(ln.group == grp for ln in step.lines)
+            out.append({"rich": g.row_check(tok, step.head), "eq": None, "lines": 6 if worked > 4 else 3})
         if checks == "one" and len(seen) > 1:
             out = out[:1] + [{"rich": eq.say(N_("(Only the first row is asked for a full check; fill the other rows in the grid.)")),
                               "eq": None, "aside": True}]
@@ -410,8 +414,39 @@ def given(p, places: int | None = None) -> list[dict]:
     if p.multihead:
         g = input_matrix("W_O", eq.Sym("W_O"), p.W_O, nums(len(p.W_O)), nums(len(p.W_O[0])), places)
         out.append(dict(g, key="W_O", note=_("output projection")))
+    out += _block_given(p, places, nums)
     for g in out:
         g["shape"] = f"{g['n_rows']}×{g['n_cols']}"
+    return out
+
+
+_BLOCK_GIVEN = (      # a Transformer block's own inputs: key, what it is, whether shown when it is the default
+    ("W_1", N_("the feed-forward's first layer"), True), ("b_1", N_("its bias"), True),
+    ("W_2", N_("the feed-forward's second layer"), True), ("b_2", N_("its bias"), True),
+    ("gamma_1", N_("layer norm 1's scale γ"), False), ("beta_1", N_("layer norm 1's shift β"), False),
+    ("gamma_2", N_("layer norm 2's scale γ"), False), ("beta_2", N_("layer norm 2's shift β"), False),
+    ("gamma_f", N_("the final layer norm's scale γ"), False), ("beta_f", N_("the final layer norm's shift β"), False),
+    ("W_out", N_("the output layer: one column per word of the vocabulary"), True),
+)
+
+
+def _block_given(p, places, nums) -> list[dict]:
+    """A Transformer block's given matrices and vectors (a vector as one row), each γ and β only when it is not
+    the default (all 1, all 0)."""
+    b = getattr(p, "block", None)
+    if b is None:
+        return []
+    out = []
+    for key, note, always in _BLOCK_GIVEN:
+        v = getattr(b, key)
+        if v is None or not always and all(x == (1 if key.startswith("gamma") else 0) for x in v):
+            continue
+        M = v if isinstance(v[0], (list, tuple)) else [v]
+        rows = nums(len(M)) if len(M) > 1 or key.startswith("W") else [""]
+        cols = list(b.vocab) if key == "W_out" else nums(len(M[0]))
+        name = {"gamma": "γ", "beta": "β"}.get(key.split("_")[0])
+        sym = eq.Sym(f"{name}_{key.split('_')[1]}" if name else key)
+        out.append(dict(input_matrix(key, sym, M, rows, cols, places), key=key, note=translate(note)))
     return out
 
 
@@ -444,7 +479,7 @@ def answer_grids(p) -> list[dict]:
             out["hint"] = None
         return out
 
-    grids = []
+    grids = [grid(s, head_sym) for s in arch.before]       # a block's stages before the heads (P, X0, …)
     syms = {h: (lambda b, h=h, **kw: head_sym(b, h, **kw)) for h in heads}
     for h in heads:
         pre = f"head{h}." if h else ""
@@ -452,6 +487,7 @@ def answer_grids(p) -> list[dict]:
         grids += [grid(s, syms[h], pre, hx) for s in arch.forward]
     if p.multihead:
         grids += [grid(s, head_sym) for s in arch.combine]
+    grids += [grid(s, head_sym) for s in arch.runs(dims)]     # and after them (the residual adds … the loss)
     if getattr(p, "train", None) is not None:     # the loss and dZ (dconcat), each head's gradients and updates, L′
         layer = lambda part: [grid(s, head_sym) for s in part if s.scope == "layer" and (p.multihead or s.several)]  # noqa: E731
         grids += layer(arch.train)
@@ -494,7 +530,9 @@ CHECKS_WORDS = {"one": N_("Check one"), "row": N_("Check a row"), "all": N_("Che
 
 def _heads(p):
     """``, 2 heads`` after the sizes of a problem with several heads."""
-    return eq.say(", {count} heads", count=str(len(p.heads))) if p.multihead else ""
+    if not p.multihead:
+        return ""
+    return eq.say(", {count} heads", count=str(len(p.heads))) if len(p.heads) > 1 else eq.say(", 1 head")
 
 
 def problem_page(p, display: str | None = None) -> ProblemPage:
@@ -533,7 +571,7 @@ def _problem_fields(p, display: str | None) -> dict[str, Any]:
     facts_rich += [
         (_("Scaling"), eq.prose(scale_prose(p), eq.say("; mask: {mask}; answers to {places} decimal places",
                                                        mask=mask_text(p), places=str(places)))),
-    ]
+    ] + block_facts(p)
     facts = [(a, printers.text(b)) for a, b in facts_rich]
     return dict(
         training=training(p),
@@ -547,8 +585,44 @@ def _problem_fields(p, display: str | None) -> dict[str, Any]:
         grids=answer_grids(p),
         places=places, n=p.n, multihead=p.multihead, causal=p.mask == "causal",
         big=p.n > 5 or p.d_model > 6,
-        kicker=_("Cross-attention, worked by hand") if p.cross else _("Self-attention, worked by hand"),
+        kicker=_kicker(p),
     )
+
+
+def _kicker(p) -> str:
+    """The running head: the architecture, worked by hand."""
+    b = getattr(p, "block", None)
+    if b is not None:
+        return _("A Transformer block (post-LN), worked by hand") if b.kind == "post-ln" else \
+            _("A Transformer block (pre-LN), worked by hand")
+    return _("Cross-attention, worked by hand") if p.cross else _("Self-attention, worked by hand")
+
+
+def block_facts(p) -> list:
+    """What a Transformer block adds to the problem's facts: its order as formulas, the positions, ε, the
+    vocabulary and the targets."""
+    b = getattr(p, "block", None)
+    if b is None:
+        return []
+    arch = stages.of(p)
+    S = lambda base, **kw: head_sym(base, None, **kw)  # noqa: E731
+    dims = stages.Dims.of_problem(p)
+    forms = [eq.Rel((s.grid.lhs(S), s.grid.definition(S, p)), (eq.EQ,)) for s in arch.before + arch.runs(dims)
+             if isinstance(s.grid.symbol, str)]      # X_0 = X + P … probs = softmax(logits)
+    order = eq.prose(eq.say("post-LN (Vaswani et al. 2017)") if b.kind == "post-ln" else eq.say("pre-LN (GPT-2)"), ": ",
+                     *[x for f in forms for x in (f, "; ")][:-1])
+    out = [(_("Block"), order),
+           (_("Positions"), eq.say("sinusoidal, added to {X} (pos counts from 0)", X=_X) if b.positional == "sinusoidal"
+            else eq.say("none")),
+           (_("Layer norm"), eq.say("over each row, dividing by {d_model}; {eps}; ReLU in the feed-forward",
+                                    d_model=eq.Sym("d_model"), eps=eq.Rel((eq.Sym("ε"), eq.num(b.eps)), (eq.EQ,)))),
+           ]
+    if b.vocab:
+        out.append((_("Vocabulary"), eq.prose(", ".join(b.vocab))))
+    if b.targets is not None:
+        out.append((_("Targets"), eq.say("{targets} (the next token at each position)",
+                                         targets=", ".join(b.vocab[t] for t in b.targets))))
+    return out
 
 
 def build(sol, kind: str, student: dict | None = None, questions: Questions | None = None) -> Page:
@@ -598,7 +672,7 @@ def build(sol, kind: str, student: dict | None = None, questions: Questions | No
 
     # -- heatmaps and answers at a glance
     heat = []
-    glance = []
+    glance = [_glance_view(m, places) for m in sol.before.values()]      # a block's P, X0 (N1) first
     for h in sol.heads:
         suffix = _(" (head {n})").replace("{n}", str(h.index)) if p.multihead else ""
         heat += [heatmap(getattr(h, s.id), places, translate(s.grid.label) + suffix) for s in stages.of(p).forward if s.grid.heatmap]
@@ -616,6 +690,10 @@ def build(sol, kind: str, student: dict | None = None, questions: Questions | No
         v = mat_view(sol.output, places, rel="=")
         v["label"] = eq.prose(sol.output.sym, _(" (output)"))
         glance.append(v)
+    arch = stages.of(p)
+    heat += [heatmap(m, places, translate(arch.stage(key).grid.label), "are the likelier next words") for key, m in sol.after.items()
+             if arch.stage(key).grid.heatmap]
+    glance += [_glance_view(m, places) for m in sol.after.values()]      # and R1 … the loss after the heads
     for key, m in (sol.train or {}).items():
         v = mat_view(m, places, rel="=")
         v["label"] = eq.prose(m.sym)       # the symbol as math (dW_Q, W_Q′), in every format
@@ -629,6 +707,15 @@ def build(sol, kind: str, student: dict | None = None, questions: Questions | No
         stu = {k: str(student.get(k, "")) for k in ("name", "id", "variant") if student.get(k) not in (None, "")}
     return Page(**page, **_kind_fields(kind), student=stu, steps=steps, heatmaps=heat, glance=glance, final=final,
                 questions=questions)
+
+
+def _glance_view(m, places: int) -> dict:
+    """A matrix of the layer at a glance: its symbol as math; a number (the loss) in a box, no labels."""
+    v = mat_view(m, places, rel="=")
+    v["label"] = eq.prose(m.sym)
+    if m.is_scalar:
+        v["rows"], v["cols"] = [""], [""]
+    return v
 
 
 def _kind_fields(kind: str) -> dict[str, Any]:
