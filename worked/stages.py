@@ -739,7 +739,7 @@ _BLOCK_GRIDS = {
 
 
 def _block_stage(sid, inputs, rows, cols, words, forward, **kw) -> Stage:
-    return Stage(sid, inputs, rows, cols, _words(words), scope="layer", forward=forward, grid=_BLOCK_GRIDS[sid], **kw)
+    return Stage(sid, inputs, rows, cols, eq.prose(eq.say(words)), scope="layer", forward=forward, grid=_BLOCK_GRIDS[sid], **kw)
 
 
 # ---- a block's training step (issue 27; [train] loss = "cross-entropy"): the gradient of every weight, the update
@@ -867,58 +867,59 @@ def _back(dY: str, M: str, gamma: str):
     return eq.Call("LNback", (eq.matrix_sym(dY), _B(M), _B(gamma)))
 
 
-_LN_BACK_HINT = lambda p: ("the layer norm's backward, row by row: dx = (dx̂ − mean(dx̂) − x̂·mean(dx̂·x̂))/√(σ² + ε), "  # noqa: E731
-                           "dx̂ = γ ⊙ dY")
+_LN_BACK_HINT = lambda p: eq.say("the layer norm's backward, row by row: dx = (dx̂ − mean(dx̂) − x̂·mean(dx̂·x̂))/√(σ² + ε), "  # noqa: E731
+                                 "dx̂ = γ ⊙ dY")
 _BLOCK_TRAIN_GRIDS = {
-    "dlogits": _grad_grid("dlogits", "Gradient of the logits", lambda p: eq.Frac(
+    "dlogits": _grad_grid("dlogits", N_("Gradient of the logits"), lambda p: eq.Frac(
         eq.Add((_B("probs", upright=True), eq.Neg(_B("Y")))), eq.Sym("n")), lambda p: eq.say("Y: 1 at each position's target, else 0")),
-    "dW_out": _grad_grid("dW_out", "Gradient dW_out", lambda p: eq.Mul((_mT("H" if p.block.kind == "post-ln" else "H_f"),
+    "dW_out": _grad_grid("dW_out", N_("Gradient dW_out"), lambda p: eq.Mul((_mT("H" if p.block.kind == "post-ln" else "H_f"),
                                                                         _D("logits")))),
-    "dH": _grad_grid("dH", "Gradient of the block output", lambda p: eq.Mul((_D("logits"), _mT("W_out")))
+    "dH": _grad_grid("dH", N_("Gradient of the block output"), lambda p: eq.Mul((_D("logits"), _mT("W_out")))
                      if p.block.kind == "post-ln" else _back("dHf", "H", "γ_f"),
                      lambda p: None if p.block.kind == "post-ln" else _LN_BACK_HINT(p)),
-    "dHf": _grad_grid("dHf", "Gradient of the final layer norm", lambda p: eq.Mul((_D("logits"), _mT("W_out")))),
-    "dR2": _grad_grid("dR2", "Gradient of the second residual sum", lambda p: _back("dH", "R_2", "γ_2"), _LN_BACK_HINT),
-    "dW_2": _grad_grid("dW_2", "Gradient dW_2", lambda p: eq.Mul((_mT("G"), _D("R2" if p.block.kind == "post-ln" else "H")))),
-    "db_2": _grad_grid("db_2", "Gradient db_2", lambda p: eq.Call("colsum", (_D("R2" if p.block.kind == "post-ln" else "H"),))),
-    "dG": _grad_grid("dG", "Gradient of the hidden values", lambda p: eq.Mul((_D("R2" if p.block.kind == "post-ln" else "H"),
+    "dHf": _grad_grid("dHf", N_("Gradient of the final layer norm"), lambda p: eq.Mul((_D("logits"), _mT("W_out")))),
+    "dR2": _grad_grid("dR2", N_("Gradient of the second residual sum"), lambda p: _back("dH", "R_2", "γ_2"), _LN_BACK_HINT),
+    "dW_2": _grad_grid("dW_2", N_("Gradient dW_2"), lambda p: eq.Mul((_mT("G"), _D("R2" if p.block.kind == "post-ln" else "H")))),
+    "db_2": _grad_grid("db_2", N_("Gradient db_2"), lambda p: eq.Call("colsum", (_D("R2" if p.block.kind == "post-ln" else "H"),))),
+    "dG": _grad_grid("dG", N_("Gradient of the hidden values"), lambda p: eq.Mul((_D("R2" if p.block.kind == "post-ln" else "H"),
                                                                              _mT("W_2")))),
-    "dU": _grad_grid("dU", "Gradient before ReLU", lambda p: eq.Mul((_D("G"), eq.Call("step", (_B("U"),)))),
+    "dU": _grad_grid("dU", N_("Gradient before ReLU"), lambda p: eq.Mul((_D("G"), eq.Call("step", (_B("U"),)))),
                      lambda p: eq.say("dG where U > 0, else 0")),
-    "dW_1": _grad_grid("dW_1", "Gradient dW_1", lambda p: eq.Mul((_mT("H_1" if p.block.kind == "post-ln" else "N_2"), _D("U")))),
-    "db_1": _grad_grid("db_1", "Gradient db_1", lambda p: eq.Call("colsum", (_D("U"),))),
-    "dN2": _grad_grid("dN2", "Gradient of LN_2's output", lambda p: eq.Mul((_D("U"), _mT("W_1")))),
-    "dgamma_2": _grad_grid("dgamma_2", "Gradient dγ_2", lambda p: eq.Call("colsum", (eq.Mul((
+    "dW_1": _grad_grid("dW_1", N_("Gradient dW_1"), lambda p: eq.Mul((_mT("H_1" if p.block.kind == "post-ln" else "N_2"), _D("U")))),
+    "db_1": _grad_grid("db_1", N_("Gradient db_1"), lambda p: eq.Call("colsum", (_D("U"),))),
+    "dN2": _grad_grid("dN2", N_("Gradient of LN_2's output"), lambda p: eq.Mul((_D("U"), _mT("W_1")))),
+    "dgamma_2": _grad_grid("dgamma_2", N_("Gradient dγ_2"), lambda p: eq.Call("colsum", (eq.Mul((
         _D("H" if p.block.kind == "post-ln" else "N2"), _B("x̂"))),)), lambda p: eq.say("x̂: LN_2's normalised rows")),
-    "dbeta_2": _grad_grid("dbeta_2", "Gradient dβ_2", lambda p: eq.Call("colsum", (_D("H" if p.block.kind == "post-ln" else "N2"),))),
-    "dgamma_f": _grad_grid("dgamma_f", "Gradient dγ_f", lambda p: eq.Call("colsum", (eq.Mul((_D("Hf"), _B("x̂"))),)),
+    "dbeta_2": _grad_grid("dbeta_2", N_("Gradient dβ_2"), lambda p: eq.Call("colsum", (_D("H" if p.block.kind == "post-ln" else "N2"),))),
+    "dgamma_f": _grad_grid("dgamma_f", N_("Gradient dγ_f"), lambda p: eq.Call("colsum", (eq.Mul((_D("Hf"), _B("x̂"))),)),
                            lambda p: eq.say("x̂: LN_f's normalised rows")),
-    "dbeta_f": _grad_grid("dbeta_f", "Gradient dβ_f", lambda p: eq.Call("colsum", (_D("Hf"),))),
-    "dH1": _grad_grid("dH1", "Gradient of H1", lambda p: eq.Add((_D("R2"), eq.Mul((_D("U"), _mT("W_1")))))
+    "dbeta_f": _grad_grid("dbeta_f", N_("Gradient dβ_f"), lambda p: eq.Call("colsum", (_D("Hf"),))),
+    "dH1": _grad_grid("dH1", N_("Gradient of H1"), lambda p: eq.Add((_D("R2"), eq.Mul((_D("U"), _mT("W_1")))))
                       if p.block.kind == "post-ln" else eq.Add((_D("H"), _back("dN2", "H_1", "γ_2")))),
-    "dR1": _grad_grid("dR1", "Gradient of the first residual sum", lambda p: _back("dH1", "R_1", "γ_1"), _LN_BACK_HINT),
-    "dZ": _grad_grid("dZ", "Gradient of the attention's output", lambda p: _D("R1" if p.block.kind == "post-ln" else "H1")),
-    "dconcat": _grad_grid("dconcat", "Gradient dconcat", lambda p: eq.Mul((_D("Z"), _mT("W_O")))),
-    "dW_O": _grad_grid("dW_O", "Gradient dW_O", lambda p: eq.Mul((_mT("concat"), _D("Z")))),
-    "dgamma_1": _grad_grid("dgamma_1", "Gradient dγ_1", lambda p: eq.Call("colsum", (eq.Mul((
+    "dR1": _grad_grid("dR1", N_("Gradient of the first residual sum"), lambda p: _back("dH1", "R_1", "γ_1"), _LN_BACK_HINT),
+    "dZ": _grad_grid("dZ", N_("Gradient of the attention's output"), lambda p: _D("R1" if p.block.kind == "post-ln" else "H1")),
+    "dconcat": _grad_grid("dconcat", N_("Gradient dconcat"), lambda p: eq.Mul((_D("Z"), _mT("W_O")))),
+    "dW_O": _grad_grid("dW_O", N_("Gradient dW_O"), lambda p: eq.Mul((_mT("concat"), _D("Z")))),
+    "dgamma_1": _grad_grid("dgamma_1", N_("Gradient dγ_1"), lambda p: eq.Call("colsum", (eq.Mul((
         _D("H1" if p.block.kind == "post-ln" else "N1"), _B("x̂"))),)), lambda p: eq.say("x̂: LN_1's normalised rows")),
-    "dbeta_1": _grad_grid("dbeta_1", "Gradient dβ_1", lambda p: eq.Call("colsum", (_D("H1" if p.block.kind == "post-ln" else "N1"),))),
-    "dN1": _grad_grid("dN1", "Gradient of LN_1's output", lambda p: eq.Sum(eq.Add(tuple(
+    "dbeta_1": _grad_grid("dbeta_1", N_("Gradient dβ_1"), lambda p: eq.Call("colsum", (_D("H1" if p.block.kind == "post-ln" else "N1"),))),
+    "dN1": _grad_grid("dN1", N_("Gradient of LN_1's output"), lambda p: eq.Sum(eq.Add(tuple(
         eq.Mul((_D(x), _mT("W_" + x))) for x in ("Q", "K", "V"))), "heads")),
 }
 
 
 def _block_grad(sid, inputs, rows, cols, words, forward) -> Stage:
-    return Stage(sid, inputs, rows, cols, _words(words), scope="layer", forward=forward, grid=_BLOCK_TRAIN_GRIDS[sid])
+    return Stage(sid, inputs, rows, cols, eq.prose(eq.say(words) if isinstance(words, str) else words), scope="layer", forward=forward,
+                 grid=_BLOCK_TRAIN_GRIDS[sid])
 
 
 _DLOGITS = (
-    _block_grad("dlogits", ("probs", "targets"), "n", "vocab", "the gradient of the logits (probs − Y)/n", _d_logits),
+    _block_grad("dlogits", ("probs", "targets"), "n", "vocab", N_("the gradient of the logits (probs − Y)/n"), _d_logits),
 )
 _DW_O = (      # dconcat's columns, head by head, are each head's dZ (the heads' backward starts from them)
-    _block_grad("dconcat", ("dZ", "W_O"), "n", "heads·d_v", "the gradient of the concatenated heads dZ·W_Oᵀ",
+    _block_grad("dconcat", ("dZ", "W_O"), "n", "heads·d_v", N_("the gradient of the concatenated heads dZ·W_Oᵀ"),
                 _d_of_input)._replace(by_head="dZ"),
-    _block_grad("dW_O", ("concat", "dZ"), "heads·d_v", "d_model", "the gradient dW_O = concatᵀ·dZ", _d_of_weight),
+    _block_grad("dW_O", ("concat", "dZ"), "heads·d_v", "d_model", N_("the gradient dW_O = concatᵀ·dZ"), _d_of_weight),
 )
 #: the weights a block's training step updates (the heads' W_Q, W_K, W_V by the attention's own update stages)
 BLOCK_WEIGHTS = ("W_O", "W_1", "b_1", "W_2", "b_2", "gamma_1", "beta_1", "gamma_2", "beta_2", "gamma_f", "beta_f", "W_out")
@@ -926,18 +927,25 @@ _SHAPES = {"W_O": ("heads·d_v", "d_model"), "W_1": ("d_model", "d_ff"), "b_1": 
            "W_out": ("d_model", "vocab")}
 
 
-_LOSS_AFTER = Stage("loss_after", ("loss_new",), "1", "1", _words("the loss after the update ", eq.Sym("L", prime=True)),
-                    scope="layer", forward=_same, grid=Grid("Loss after the update L′", lambda S: eq.Sym("L", prime=True),
+_LOSS_AFTER = Stage("loss_after", ("loss_new",), "1", "1", eq.say("the loss after the update {L}", L=eq.Sym("L", prime=True)),
+                    scope="layer", forward=_same, grid=Grid(N_("Loss after the update L′"), lambda S: eq.Sym("L", prime=True),
                                                             lambda S, p: eq.Sym("L", prime=True),
                                                             lambda p: eq.say("the loss of a fresh pass with the updated weights")))
+
+
+#: an updated weight's grid label, marked for the catalogues
+_UPDATED = {"W_O": N_("Updated W_O"), "W_1": N_("Updated W_1"), "b_1": N_("Updated b_1"), "W_2": N_("Updated W_2"),
+            "b_2": N_("Updated b_2"), "gamma_1": N_("Updated gamma_1"), "beta_1": N_("Updated beta_1"),
+            "gamma_2": N_("Updated gamma_2"), "beta_2": N_("Updated beta_2"), "gamma_f": N_("Updated gamma_f"),
+            "beta_f": N_("Updated beta_f"), "W_out": N_("Updated W_out")}
 
 
 def _block_updates(weights: tuple) -> tuple:
     """Each weight's update W − lr·dW, then the loss after them (its input ``loss_new``: the loss of a fresh pass
     with the updated weights)."""
-    return tuple(Stage(w + "_new", (w, "d" + w), *_SHAPES.get(w, ("1", "d_model")), _words(f"the updated {w}"),
+    return tuple(Stage(w + "_new", (w, "d" + w), *_SHAPES.get(w, ("1", "d_model")), eq.say("the updated {w}", w=w),
                        scope="layer", forward=_block_update,
-                       grid=Grid(f"Updated {w}", lambda S, w=w: eq.Sym(w, prime=True),
+                       grid=Grid(_UPDATED[w], lambda S, w=w: eq.Sym(w, prime=True),
                                  lambda S, p, w=w: eq.Add((_B(w), eq.Neg(eq.Mul((eq.Sym("lr", upright=True),
                                                                                   eq.matrix_sym("d" + w)))))))) for w in weights) + (
         _LOSS_AFTER,)
@@ -947,66 +955,66 @@ def _ffn_back(d_out: str, x_in: str) -> tuple:
     """The feed-forward's backward, from the gradient *d_out* of its output F to its weights, given its input
     *x_in*: dW_2, db_2, dG, dU (through ReLU), dW_1, db_1."""
     return (
-        _block_grad("dW_2", ("G", d_out), "d_ff", "d_model", f"the gradient dW_2 = Gᵀ·{d_out}", _d_of_weight),
-        _block_grad("db_2", (d_out,), "1", "d_model", "the gradient db_2", _d_bias),
-        _block_grad("dG", (d_out, "W_2"), "n", "d_ff", f"the gradient of the hidden values {d_out}·W_2ᵀ", _d_of_input),
-        _block_grad("dU", ("dG", "U"), "n", "d_ff", "the gradient before ReLU", _d_relu),
-        _block_grad("dW_1", (x_in, "dU"), "d_model", "d_ff", f"the gradient dW_1 = {x_in}ᵀ·dU", _d_of_weight),
-        _block_grad("db_1", ("dU",), "1", "d_ff", "the gradient db_1", _d_bias),
+        _block_grad("dW_2", ("G", d_out), "d_ff", "d_model", eq.say("the gradient dW_2 = Gᵀ·{d}", d=d_out), _d_of_weight),
+        _block_grad("db_2", (d_out,), "1", "d_model", N_("the gradient db_2"), _d_bias),
+        _block_grad("dG", (d_out, "W_2"), "n", "d_ff", eq.say("the gradient of the hidden values {d}·W_2ᵀ", d=d_out), _d_of_input),
+        _block_grad("dU", ("dG", "U"), "n", "d_ff", N_("the gradient before ReLU"), _d_relu),
+        _block_grad("dW_1", (x_in, "dU"), "d_model", "d_ff", eq.say("the gradient dW_1 = {x}ᵀ·dU", x=x_in), _d_of_weight),
+        _block_grad("db_1", ("dU",), "1", "d_ff", N_("the gradient db_1"), _d_bias),
     )
 
 
 def _output_back(H: str, dH: str) -> tuple:
     """The output layer's backward, from dlogits: dW_out = Hᵀ·dlogits and the gradient *dH* of its input *H*."""
     return (
-        _block_grad("dW_out", (H, "dlogits"), "d_model", "vocab", f"the gradient dW_out = {H}ᵀ·dlogits", _d_of_weight),
-        _block_grad(dH, ("dlogits", "W_out"), "n", "d_model", f"the gradient of {H}: dlogits·W_outᵀ", _d_of_input),
+        _block_grad("dW_out", (H, "dlogits"), "d_model", "vocab", eq.say("the gradient dW_out = {H}ᵀ·dlogits", H=H), _d_of_weight),
+        _block_grad(dH, ("dlogits", "W_out"), "n", "d_model", eq.say("the gradient of {H}: dlogits·W_outᵀ", H=H), _d_of_input),
     )
 
 
 def _norm_back(d: str, M: str, k: str, dM: str | None) -> tuple:
     """A layer norm's backward from the gradient *d* of its output (its input *M*, its γ and β ``gamma_`` + *k*):
     the gradient *dM* of its input (None: not needed), dγ and dβ."""
-    return ((_block_grad(dM, (d, M, "gamma_" + k), "n", "d_model", f"the gradient of {M} (LN_{k} backward)", _d_norm),)
+    return ((_block_grad(dM, (d, M, "gamma_" + k), "n", "d_model", eq.say("the gradient of {M} (LN_{k} backward)", M=M, k=k), _d_norm),)
             if dM else ()) + (
-        _block_grad("dgamma_" + k, (d, M, "gamma_" + k), "1", "d_model", f"the gradient dγ_{k}", _d_gamma),
-        _block_grad("dbeta_" + k, (d,), "1", "d_model", f"the gradient dβ_{k}", _d_bias),
+        _block_grad("dgamma_" + k, (d, M, "gamma_" + k), "1", "d_model", eq.say("the gradient dγ_{k}", k=k), _d_gamma),
+        _block_grad("dbeta_" + k, (d,), "1", "d_model", eq.say("the gradient dβ_{k}", k=k), _d_bias),
     )
 
 
 _POST_TRAIN = _DLOGITS + _output_back("H", "dH") + _norm_back("dH", "R2", "2", "dR2") + _ffn_back("dR2", "H1") + (
-    _block_grad("dH1", ("dR2", "dU", "W_1"), "n", "d_model", "the gradient of H1 dR2 + dU·W_1ᵀ", _d_residual_ffn),
+    _block_grad("dH1", ("dR2", "dU", "W_1"), "n", "d_model", N_("the gradient of H1 dR2 + dU·W_1ᵀ"), _d_residual_ffn),
 ) + _norm_back("dH1", "R1", "1", "dR1") + (
-    _block_grad("dZ", ("dR1",), "n", "d_model", "the gradient of the attention's output dZ = dR1", _same),
+    _block_grad("dZ", ("dR1",), "n", "d_model", N_("the gradient of the attention's output dZ = dR1"), _same),
 ) + _DW_O
 _PRE_TRAIN = _DLOGITS + _output_back("Hf", "dHf") + _norm_back("dHf", "H", "f", "dH") + _ffn_back("dH", "N2") + (
-    _block_grad("dN2", ("dU", "W_1"), "n", "d_model", "the gradient of LN_2's output dU·W_1ᵀ", _d_of_input),
+    _block_grad("dN2", ("dU", "W_1"), "n", "d_model", N_("the gradient of LN_2's output dU·W_1ᵀ"), _d_of_input),
 ) + _norm_back("dN2", "H1", "2", None) + (
-    _block_grad("dH1", ("dH", "dN2", "H1", "gamma_2"), "n", "d_model", "the gradient of H1: dH + LN_2's backward of dN2",
+    _block_grad("dH1", ("dH", "dN2", "H1", "gamma_2"), "n", "d_model", N_("the gradient of H1: dH + LN_2's backward of dN2"),
                 _d_residual_norm),
-    _block_grad("dZ", ("dH1",), "n", "d_model", "the gradient of the attention's output dZ = dH1", _same),
+    _block_grad("dZ", ("dH1",), "n", "d_model", N_("the gradient of the attention's output dZ = dH1"), _same),
 ) + _DW_O
 #: pre-LN's stages after the heads' backward: LN_1 feeds the heads
 _PRE_AFTER_HEADS = (
-    _block_grad("dN1", ("head_grads",), "n", "d_model", "the gradient of LN_1's output (every head's projections)",
+    _block_grad("dN1", ("head_grads",), "n", "d_model", N_("the gradient of LN_1's output (every head's projections)"),
                 _d_heads_input),
 ) + _norm_back("dN1", "X0", "1", None)
 
 
-_POSITIONS = _block_stage("P", (), "n", "d_model", "the positions P (sinusoidal)", _positions, step=shown_block.POSITIONS,
+_POSITIONS = _block_stage("P", (), "n", "d_model", N_("the positions P (sinusoidal)"), _positions, step=shown_block.POSITIONS,
                           mistakes=(slips.SIN_COS_SWAPPED,))
 _NORM_SLIPS = (slips.NORM_OVER_COLUMNS, slips.VARIANCE_N_MINUS_1, slips.NORM_ROOT)      # the block's first layer norm's
-_BLOCK_IN = _block_stage("X0", ("X", "P"), "n", "d_model", "the block's input X + P", _plus, step=shown_block.PLUS)
+_BLOCK_IN = _block_stage("X0", ("X", "P"), "n", "d_model", N_("the block's input X + P"), _plus, step=shown_block.PLUS)
 _OUTPUT_LAYER = (
-    _block_stage("probs", ("logits",), "n", "vocab", "the next-token probabilities (softmax of each row of the logits)",
+    _block_stage("probs", ("logits",), "n", "vocab", N_("the next-token probabilities (softmax of each row of the logits)"),
                  _row_softmax, step=shown_block.SOFTMAX, mistakes=(slips.OUTPUT_SOFTMAX_COLUMNS,)),
-    _block_stage("loss", ("probs", "targets"), "1", "1", "the loss: the mean of −ln p of each target", _cross_entropy,
+    _block_stage("loss", ("probs", "targets"), "1", "1", N_("the loss: the mean of −ln p of each target"), _cross_entropy,
                  step=shown_block.LOSS, mistakes=(slips.LOG10_LOSS,)),
 )
 _FFN_REST = (      # the feed-forward after its first layer, in either order (G takes b_1 for ReLU before the bias)
-    _block_stage("G", ("U", "b_1"), "n", "d_ff", "the feed-forward's hidden values after ReLU", _relu,
+    _block_stage("G", ("U", "b_1"), "n", "d_ff", N_("the feed-forward's hidden values after ReLU"), _relu,
                  step=shown_block.RELU, mistakes=(slips.RELU_BEFORE_BIAS,)),
-    _block_stage("F", ("G", "W_2", "b_2"), "n", "d_model", "the feed-forward's output G·W_2 + b_2", _affine,
+    _block_stage("F", ("G", "W_2", "b_2"), "n", "d_model", N_("the feed-forward's output G·W_2 + b_2"), _affine,
                  step=shown_block.AFFINE),
 )
 #: the stages of a post-LN block (Vaswani et al. 2017): before the heads, the heads' input, after the heads
@@ -1014,16 +1022,16 @@ POST_LN = {
     "before": (_POSITIONS, _BLOCK_IN),
     "attends": "X0",
     "after": (
-        _block_stage("R1", ("X0", "Z"), "n", "d_model", "the first residual sum X0 + Z", _residual("first"),
+        _block_stage("R1", ("X0", "Z"), "n", "d_model", N_("the first residual sum X0 + Z"), _residual("first"),
                      step=shown_block.PLUS, mistakes=(slips.NO_RESIDUAL,)),
-        _block_stage("H1", ("R1", "gamma_1", "beta_1"), "n", "d_model", "H1 = LN_1(X0 + Z)", _layer_norm, step=shown_block.NORM,
+        _block_stage("H1", ("R1", "gamma_1", "beta_1"), "n", "d_model", N_("H1 = LN_1(X0 + Z)"), _layer_norm, step=shown_block.NORM,
                      mistakes=_NORM_SLIPS),
-        _block_stage("U", ("H1", "W_1", "b_1"), "n", "d_ff", "the feed-forward's first layer H1·W_1 + b_1", _affine, step=shown_block.AFFINE),
+        _block_stage("U", ("H1", "W_1", "b_1"), "n", "d_ff", N_("the feed-forward's first layer H1·W_1 + b_1"), _affine, step=shown_block.AFFINE),
         *_FFN_REST,
-        _block_stage("R2", ("H1", "F"), "n", "d_model", "the second residual sum H1 + F", _residual("second"),
+        _block_stage("R2", ("H1", "F"), "n", "d_model", N_("the second residual sum H1 + F"), _residual("second"),
                      step=shown_block.PLUS),
-        _block_stage("H", ("R2", "gamma_2", "beta_2"), "n", "d_model", "the block's output H = LN_2(H1 + F)", _layer_norm, step=shown_block.NORM),
-        _block_stage("logits", ("H", "W_out"), "n", "vocab", "the logits H·W_out", _times, step=shown_block.AFFINE),
+        _block_stage("H", ("R2", "gamma_2", "beta_2"), "n", "d_model", N_("the block's output H = LN_2(H1 + F)"), _layer_norm, step=shown_block.NORM),
+        _block_stage("logits", ("H", "W_out"), "n", "vocab", N_("the logits H·W_out"), _times, step=shown_block.AFFINE),
     ) + _OUTPUT_LAYER,
     # a [train] step: the layer's gradients down to dZ, then the heads' (the attention's stages), then those after them
     "train": _POST_TRAIN,
@@ -1033,20 +1041,20 @@ POST_LN = {
 #: a pre-LN block (GPT-2): layer norm before each sublayer, a final one before the output layer
 PRE_LN = {
     "before": (_POSITIONS, _BLOCK_IN,
-               _block_stage("N1", ("X0", "gamma_1", "beta_1"), "n", "d_model", "LN_1(X0), the heads' input",
+               _block_stage("N1", ("X0", "gamma_1", "beta_1"), "n", "d_model", N_("LN_1(X0), the heads' input"),
                             _layer_norm, step=shown_block.NORM,
                             mistakes=_NORM_SLIPS + (slips.POSITIONS_AFTER_ATTENTION,))),
     "attends": "N1",
     "after": (
-        _block_stage("H1", ("X0", "Z"), "n", "d_model", "H1 = X0 + Z (the residual add)", _residual("first"),
+        _block_stage("H1", ("X0", "Z"), "n", "d_model", N_("H1 = X0 + Z (the residual add)"), _residual("first"),
                      step=shown_block.PLUS, mistakes=(slips.NO_RESIDUAL,)),
-        _block_stage("N2", ("H1", "gamma_2", "beta_2"), "n", "d_model", "LN_2(H1), the feed-forward's input", _layer_norm, step=shown_block.NORM),
-        _block_stage("U", ("N2", "W_1", "b_1"), "n", "d_ff", "the feed-forward's first layer N2·W_1 + b_1", _affine, step=shown_block.AFFINE),
+        _block_stage("N2", ("H1", "gamma_2", "beta_2"), "n", "d_model", N_("LN_2(H1), the feed-forward's input"), _layer_norm, step=shown_block.NORM),
+        _block_stage("U", ("N2", "W_1", "b_1"), "n", "d_ff", N_("the feed-forward's first layer N2·W_1 + b_1"), _affine, step=shown_block.AFFINE),
         *_FFN_REST,
-        _block_stage("H", ("H1", "F"), "n", "d_model", "the block's output H = H1 + F", _residual("second"),
+        _block_stage("H", ("H1", "F"), "n", "d_model", N_("the block's output H = H1 + F"), _residual("second"),
                      step=shown_block.PLUS),
-        _block_stage("Hf", ("H", "gamma_f", "beta_f"), "n", "d_model", "the final layer norm LN_f(H)", _layer_norm, step=shown_block.NORM),
-        _block_stage("logits", ("Hf", "W_out"), "n", "vocab", "the logits LN_f(H)·W_out", _times, step=shown_block.AFFINE),
+        _block_stage("Hf", ("H", "gamma_f", "beta_f"), "n", "d_model", N_("the final layer norm LN_f(H)"), _layer_norm, step=shown_block.NORM),
+        _block_stage("logits", ("Hf", "W_out"), "n", "vocab", N_("the logits LN_f(H)·W_out"), _times, step=shown_block.AFFINE),
     ) + _OUTPUT_LAYER,
     "train": _PRE_TRAIN,
     "after_heads": _PRE_AFTER_HEADS,

@@ -296,8 +296,9 @@ class _Builder:
                 last = st
         var = self.numpy(last, "")[0]
         src += ["", f"show({var})"]
-        self.md("whole-md", "## The whole block in one cell\n\nEverything together, from X to the last step: paste it into "
-                "Colab and run it." + ("\n\nWrite it yourself, in one cell." if self.hidden else ""))
+        self.md("whole-md", "## " + _("The whole block in one cell") + "\n\n" + _(
+                "Everything together, from X to the last step: paste it into Colab and run it.")
+                + ("\n\n" + _("Write it yourself, in one cell.") if self.hidden else ""))
         self.step_code("whole", "\n".join(src), f"{var}, from X and the weights, in one block",
                        self.sol.matrices()[last.result].shape)
         self.check("whole-check", var, self.sol.matrices()[last.result], "The whole thing in one block", last.result)

@@ -151,7 +151,7 @@ function inputGrid(prefix, label, rows, cols, opts = {}) {
       });
       if (opts.values && opts.values[i] && opts.values[i][j] !== undefined) input.value = String(opts.values[i][j]);
       if (opts.asked && !opts.asked.has(`${i},${j}`)) {   // a quiz: a cell no question asks for is not an answer
-        tr.append(el("td", { class: "not-asked" }, el("span", { "aria-label": "not asked", text: "·" })));
+        tr.append(el("td", { class: "not-asked" }, el("span", { "aria-label": _t("not asked"), text: "·" })));
         return;
       }
       if (opts.asked) { input.classList.add("asked"); input.setAttribute("aria-label", `${input.getAttribute("aria-label")}, asked`); }
@@ -221,7 +221,7 @@ function pasteMatrix(ev, table, label, rowNames, colNames, onError) {
     const cell = table.querySelector(`input[data-i="${i0 + di}"][data-j="${j0 + dj}"]`);
     if (cell) { cell.value = v; fitCell(cell); }
   }));
-  if (onError) onError(`Pasted ${rows.length}×${width} into ${label}.`, true);
+  if (onError) onError(_t("Pasted {rows}×{cols} into {grid}.", { rows: rows.length, cols: width, grid: label }), true);
   at.dispatchEvent(new Event("input", { bubbles: true }));
 }
 
@@ -314,7 +314,7 @@ function idPre() { return S.student.part ? `p${S.student.part.part}-` : ""; }
 /* "Part 2: Causal attention" (the part's title without the quiz's, which the page's heading says). */
 function partName(p) {
   const t = p.title && S.student.title && p.title.startsWith(S.student.title + " — ") ? p.title.slice(S.student.title.length + 3) : p.title;
-  return `Part ${p.part}` + (t ? `: ${t}` : "");
+  return t ? _t("Part {k}: {title}", { k: p.part, title: t }) : _t("Part {k}", { k: p.part });
 }
 
 function renderMixed() {
@@ -328,8 +328,8 @@ function renderMixed() {
     total += pts;
     list.append(el("li", { text: `${partName(p)} (${pts} pt${pts === 1 ? "" : "s"})` }));
   }
-  facts.replaceChildren(el("dt", { text: "Parts" }), el("dd", {}, list),
-    el("dt", { text: "Points" }), el("dd", { text: `${total} in all; each part's problem and questions are below` }));
+  facts.replaceChildren(el("dt", { text: _t("Parts") }), el("dd", {}, list),
+    el("dt", { text: _t("Points") }), el("dd", { text: _t("{total} in all; each part's problem and questions are below", { total }) }));
   $("#problem-inputs").replaceChildren();
   $("#student-downloads").hidden = true;      // worked quiz wrote a sheet per part; the page prints none
   $("#problem-card").hidden = false;
@@ -378,19 +378,19 @@ async function renderMixedReport(report) {
     const res = await markGrids(r);
     wrongAny = wrongAny || res.wrongAny;
     anyCarried = anyCarried || res.t.carried_forward > 0;
-    lines.append(el("li", {}, el("strong", { text: `${partName(p)}: ${r.score.earned} of ${r.score.points} points` }),
-      ` (${r.questions.map((q) => `${q.name || q.ask}: ${q.earned} of ${q.points}`).join("; ")}). ` + countsText(res.t, true)));
+    lines.append(el("li", {}, el("strong", { text: _t("{part}: {earned} of {points} points", { part: partName(p), earned: r.score.earned, points: r.score.points }) }),
+      ` (${r.questions.map((q) => `${q.name || q.ask}: ` + _t("{earned} of {points}", { earned: q.earned, points: q.points })).join("; ")}). ` + countsText(res.t, true)));
     if (r.diagnoses.length) {
-      diag.append(el("h3", { text: `What went wrong in ${partName(p)}` }));
+      diag.append(el("h3", { text: _t("What went wrong in {part}", { part: partName(p) }) }));
       diagnosesInto(diag, r, res.byGrid, res.sv);
       if (first) more += r.diagnoses.length; else { first = r.diagnoses[0]; more += r.diagnoses.length - 1; }
     } else errorsInto(diag, r);
   }
   usePart(null);
   const summary = $("#summary");
-  summary.replaceChildren(el("strong", { class: "score", text: `Points: ${report.score.earned} of ${report.score.points}` }),
+  summary.replaceChildren(el("strong", { class: "score", text: _t("Points: {earned} of {points}", { earned: report.score.earned, points: report.score.points }) }),
     lines, legendMarks(anyCarried));
-  finishReport(wrongAny, `Points: ${report.score.earned} of ${report.score.points}.`, first, more);
+  finishReport(wrongAny, _t("Points: {earned} of {points}.", { earned: report.score.earned, points: report.score.points }), first, more);
 }
 
 function renderProblem() {
@@ -511,9 +511,9 @@ function renderAnswerGrids() {
 
 /* The words of a choice question on the page. */
 const CHOICE_WORDS = {
-  points: (n) => `${n} pt${n === 1 ? "" : "s"}`, choose: (pts) => `Choose one (${pts}).`,
-  right: "✓ right", wrong: "✗ wrong", blank: "Not answered.", gotRight: (pts) => `Right (${pts}).`,
-  gotWrong: (pts) => `Not the right option (${pts}).`, earned: (e, pts) => `${e} of ${pts}`,
+  points: (n) => (n === 1 ? _t("{n} pt", { n }) : _t("{n} pts", { n })), choose: (pts) => _t("Choose one ({pts}).", { pts }),
+  right: _t("✓ right"), wrong: _t("✗ wrong"), blank: _t("Not answered."), gotRight: (pts) => _t("Right ({pts}).", { pts }),
+  gotWrong: (pts) => _t("Not the right option ({pts}).", { pts }), earned: (e, pts) => _t("{earned} of {points}", { earned: e, points: pts }),
 };
 
 /* A choice question: its options as radio buttons in a fieldset whose legend says what is asked. */
@@ -580,7 +580,7 @@ function saveAnswers() {
 
 /* ------------------------------------------------------------------ student: checking */
 
-const VERDICT_TEXT = { correct: "correct", wrong: "wrong", blank: "not answered", invalid: "could not be read" };
+const VERDICT_TEXT = { correct: _t("correct"), wrong: _t("wrong"), blank: _t("not answered"), invalid: _t("could not be read") };
 
 function clearMarks(root = gridsRoot()) {
   for (const td of $$("td", root)) {
@@ -668,13 +668,13 @@ async function renderReport(report) {
   }
   summary.textContent = report.summary_text || countsText(report.summary, !!askedCells());
   if (report.score) {
-    summary.append(el("br"), el("strong", { class: "score", text: `Points: ${report.score.earned} of ${report.score.points}` }),
-      " (" + report.questions.map((q) => `${q.name || q.ask}: ${q.earned} of ${q.points}`).join("; ") + ")");
+    summary.append(el("br"), el("strong", { class: "score", text: _t("Points: {earned} of {points}", { earned: report.score.earned, points: report.score.points }) }),
+      " (" + report.questions.map((q) => `${q.name || q.ask}: ` + _t("{earned} of {points}", { earned: q.earned, points: q.points })).join("; ") + ")");
   }
   summary.append(el("br"), legendMarks(report.summary.carried_forward > 0));
   const diag = $("#diagnoses");
   diag.replaceChildren();
-  if (report.diagnoses.length) diag.append(el("h3", { text: "What went wrong" }));
+  if (report.diagnoses.length) diag.append(el("h3", { text: _t("What went wrong") }));
   diagnosesInto(diag, report, byGrid, sv);
   finishReport(wrongAny, summary.firstChild.textContent, report.diagnoses[0], report.diagnoses.length - 1);
 }
@@ -682,16 +682,16 @@ async function renderReport(report) {
 /* "3 of 5 asked entries correct, 1 wrong (…), 1 not answered." */
 function countsText(s, asked) {
   const total = s.correct + s.wrong + s.blank + s.invalid;
-  return `${s.correct} of ${total} ${asked ? "asked " : ""}entries correct` +
-    (s.wrong ? `, ${s.wrong} wrong` + (s.carried_forward ? ` (${s.carried_forward} of them only because of an earlier slip)` : "") : "") +
-    (s.blank ? `, ${s.blank} not answered` : "") + (s.invalid ? `, ${s.invalid} could not be read` : "") + ".";
+  return (asked ? _t("{n} of {total} asked entries correct", { n: s.correct, total }) : _t("{n} of {total} entries correct", { n: s.correct, total })) +
+    (s.wrong ? _t(", {n} wrong", { n: s.wrong }) + (s.carried_forward ? _t(" ({n} of them only because of an earlier slip)", { n: s.carried_forward }) : "") : "") +
+    (s.blank ? _t(", {n} not answered", { n: s.blank }) : "") + (s.invalid ? _t(", {n} could not be read", { n: s.invalid }) : "") + ".";
 }
 
 function legendMarks(anyCarried) {
   return el("span", { class: "legend-marks" },
-    el("span", { text: "✓ correct" }), el("span", { text: "✗ wrong" }),
-    anyCarried ? el("span", { text: "↪ wrong, but right from your own earlier answers" }) : null,
-    el("span", { text: "? could not be read" }));
+    el("span", { text: _t("✓ correct") }), el("span", { text: _t("✗ wrong") }),
+    anyCarried ? el("span", { text: _t("↪ wrong, but right from your own earlier answers") }) : null,
+    el("span", { text: _t("? could not be read") }));
 }
 
 /* The report's diagnoses in the feedback card: a link to each one shown at its grid, the others in full; then
@@ -701,8 +701,8 @@ function diagnosesInto(diag, report, byGrid, sv) {
     const placed = Object.values(byGrid).some((ds) => ds.includes(d));
     if (!placed) { diag.append(diagnosisBox(d, sv, false)); continue; }
     const key = Object.keys(byGrid).find((k) => byGrid[k].includes(d));
-    diag.append(el("p", { class: "diag-link" }, d.code === "early-rounding" ? "Note: " : "✗ ", titleOf(d), ": ",
-      el("a", { href: "#" + d._id }, `at ${gridLabel(key)}${d.step ? `, re-read ${stepSpan(d)}` : ""}`)));
+    diag.append(el("p", { class: "diag-link" }, d.code === "early-rounding" ? _t("Note: ") : "✗ ", titleOf(d), ": ",
+      el("a", { href: "#" + d._id }, d.step ? _t("at {grid}, re-read {steps}", { grid: gridLabel(key), steps: stepSpan(d) }) : _t("at {grid}", { grid: gridLabel(key) }))));
   }
   errorsInto(diag, report);
 }
@@ -721,7 +721,7 @@ function finishReport(wrongAny, text, first, more) {
   status.replaceChildren(text);
   if (first) {
     status.append(" ", el("a", { href: "#" + first._id, class: "to-diag" },
-      `What went wrong: ${first.title}${more > 0 ? ` (and ${more} more)` : ""}`));
+      more > 0 ? _t("What went wrong: {title} (and {n} more)", { title: first.title, n: more }) : _t("What went wrong: {title}", { title: first.title })));
   }
   $("#solution-actions").hidden = S.info.no_solutions;
   $("#feedback").hidden = false;
@@ -763,7 +763,7 @@ async function markGrids(report) {
       else if (v === "wrong" && carried) { td.classList.add("ecf"); mark.textContent = "↪"; }
       else if (v === "wrong") { td.classList.add("bad"); mark.textContent = "✗"; input.setAttribute("aria-invalid", "true"); }
       else if (v === "invalid") { td.classList.add("bad"); mark.textContent = "?"; input.setAttribute("aria-invalid", "true"); }
-      sr.textContent = v === "blank" ? "" : (carried ? "wrong, but right from your own earlier answers" : VERDICT_TEXT[v]);
+      sr.textContent = v === "blank" ? "" : (carried ? _t("wrong, but right from your own earlier answers") : VERDICT_TEXT[v]);
       input.removeAttribute("title");
       const notes = [];
       if (v === "invalid") notes.push(el("span", { class: "why", text: unreadableReason(input.value, errs[`${i},${j}`]) }));
@@ -910,7 +910,7 @@ function diagnosisBox(d, sv, atGrid) {   // atGrid: the key of the grid it is sh
       : _t("Re-read {steps}: ", { steps: span }), prose(d.step.title_math, d.step.title), "."));
     const own = sv && atGrid && sv.steps[d.step.number - 1] && sv.steps[d.step.number - 1].result === atGrid;
     if (sv && sv.steps[d.step.number - 1] && !own) {   // (the grid's own step is under the grid already)
-      const det = el("details", { class: "step" }, el("summary", { text: `Show Step ${d.step.number}` }));
+      const det = el("details", { class: "step" }, el("summary", { text: _t("Show Step {n}", { n: d.step.number }) }));
       det.append(renderStep(sv.steps[d.step.number - 1], sv, d.step.number));
       box.append(det);
     }
@@ -928,9 +928,9 @@ function gridLabel(key) {
 function renderStep(step, sv, number) {
   const n = number || sv.steps.indexOf(step) + 1;
   const box = el("div", { class: "s" });
-  box.append(el("h3", { text: `Step ${n}. ${step.title}` }));
+  box.append(el("h3", { text: _t("Step {n}. {title}", { n, title: step.title }) }));
   if (step.why) box.append(el("p", { class: "why", text: step.why }));
-  if (step.shape) box.append(el("p", { class: "shape", text: `shapes: ${step.shape}` }));
+  if (step.shape) box.append(el("p", { class: "shape", text: _t("shapes: {shape}", { shape: step.shape }) }));
   for (const note of step.notes || []) box.append(el("p", { class: "notes", text: note }));
   const lines = el("div", { class: "lines", tabindex: "0", role: "region", "aria-label": _t("Step {n}, the lines", { n }) });
   let group = null;
@@ -1210,7 +1210,7 @@ function buildRandomForm() {
       const v = (k) => $("#r-" + k).value.trim();
       if (!/^\d+$/.test(v("seed"))) throw new Error(_t("Seed: expected a whole number"));
       const seed = parseInt(v("seed"), 10);
-      family.title = `random problem (seed ${seed})`;
+      family.title = _t("random problem (seed {seed})", { seed });
       const data = await api("/api/new", { family, seed });
       S.teacher.problem = data.problem;
       fillTeacher(data.problem);
@@ -1227,16 +1227,18 @@ function buildRandomForm() {
  * and makes the quiz from them. */
 
 const QUIZ_WORDS = {
-  part: (k) => `Part ${k}`, single: "The problem and its questions", question: (k) => `Question ${k}`,
-  family: "Problem family (the knobs of worked new; empty: the default)", useRandom: "Use the random problem's knobs",
-  addQuestion: "Add a question", removePart: "Remove this part", up: "Move up", down: "Move down", remove: "Remove",
-  ask: "Ask", askHelp: "such as scores[2,3], weights[1,*] or Z", matrix: "Matrix", row: "Row", col: "Column",
-  every: (what) => `every ${what} (*)`, typed: "(as typed)", type: "Type", value: "a number to type",
-  choice: "choose among options", choices: "Options", choicesHelp: "empty: 4; the right value and named mistakes' values",
-  points: "Points", pointsHelp: "empty: 1", abs: "Tolerance ±", absHelp: "absolute; empty: one unit of the last place",
-  rel: "Relative tolerance", relHelp: "0.02 is 2 %", name: "Name", nameHelp: "empty: q1, q2, …",
-  partTitle: "Title of the part", ready: (q, p) => `The spec makes a quiz: ${q} question${q === 1 ? "" : "s"}` +
-    (p > 1 ? ` in ${p} parts.` : "."), notYet: "The spec cannot make a quiz yet: ",
+  part: (k) => _t("Part {k}", { k }), single: _t("The problem and its questions"), question: (k) => _t("Question {k}", { k }),
+  family: _t("Problem family (the knobs of worked new; empty: the default)"), useRandom: _t("Use the random problem's knobs"),
+  addQuestion: _t("Add a question"), removePart: _t("Remove this part"), up: _t("Move up"), down: _t("Move down"), remove: _t("Remove"),
+  ask: _t("Ask"), askHelp: _t("such as scores[2,3], weights[1,*] or Z"), matrix: _t("Matrix"), row: _t("Row"), col: _t("Column"),
+  every: (what) => _t("every {what} (*)", { what }), typed: _t("(as typed)"), type: _t("Type"), value: _t("a number to type"),
+  choice: _t("choose among options"), choices: _t("Options"), choicesHelp: _t("empty: 4; the right value and named mistakes' values"),
+  points: _t("Points"), pointsHelp: _t("empty: 1"), abs: _t("Tolerance ±"), absHelp: _t("absolute; empty: one unit of the last place"),
+  rel: _t("Relative tolerance"), relHelp: _t("0.02 is 2 %"), name: _t("Name"), nameHelp: _t("empty: q1, q2, …"),
+  partTitle: _t("Title of the part"),
+  ready: (q, p) => (p > 1 ? (q === 1 ? _t("The spec makes a quiz: {q} question in {p} parts.", { q, p }) : _t("The spec makes a quiz: {q} questions in {p} parts.", { q, p }))
+    : (q === 1 ? _t("The spec makes a quiz: {q} question.", { q }) : _t("The spec makes a quiz: {q} questions.", { q }))),
+  notYet: _t("The spec cannot make a quiz yet: "),
 };
 
 const QUIZ_START = { title: "Attention quiz 1", seed: 2026, count: 2,
@@ -1544,7 +1546,7 @@ function applyQuizCheck(r) {
   });
   const line = $("#q-check");
   const n = $$("#q-parts .qrows > li").length, p = $$("#q-parts > fieldset.qpart").length;
-  const text = r.error ? QUIZ_WORDS.notYet + (shown ? "see the field marked above." : r.error.message) : QUIZ_WORDS.ready(n, p);
+  const text = r.error ? QUIZ_WORDS.notYet + (shown ? _t("see the field marked above.") : r.error.message) : QUIZ_WORDS.ready(n, p);
   if (line.textContent !== text) line.textContent = text;      // (a live region: said when it changes)
   line.classList.toggle("bad", !!r.error);
 }
@@ -1583,7 +1585,7 @@ function setupQuizBuilder() {
     if (b.getAttribute("aria-disabled") === "true") return;
     if (b.classList.contains("use-random")) {
       showError($("#quiz-error"), null);
-      try { fillPartFamily(part, randomFamily()); $("#quiz-status").textContent = "The part's family is now the random problem's knobs."; }
+      try { fillPartFamily(part, randomFamily()); $("#quiz-status").textContent = _t("The part's family is now the random problem's knobs."); }
       catch (e) { showError($("#quiz-error"), e); }
     } else if (b.classList.contains("add-question")) {
       const r = questionRow(part);
@@ -1607,7 +1609,7 @@ function setupQuizBuilder() {
       if (b.dataset.act === "up") other.before(row); else other.after(row);
       renumberQuiz();
       b.focus();        // (moving the row took the focus away)
-      $("#quiz-status").textContent = `Moved: now ${$("legend", row).textContent.toLowerCase()}.`;
+      $("#quiz-status").textContent = _t("Moved: now {where}.", { where: $("legend", row).textContent.toLowerCase() });
     } else return;
     checkQuiz();
   });
