@@ -112,6 +112,9 @@ ANSWERS_FORMS = "2√2, 1/3, e^2/(1+e^2)"
 def prose_parts(prose) -> list:
     """A run of prose (:class:`worked.eq.Prose`) for the page: its strings as ``{"text"}`` and its math as
     ``{"text", "mathml"}`` (allow-listed MathML, with the text when it cannot be printed)."""
+    from .. import i18n
+
+    prose = eq.prose(i18n.localize(prose))     # its sentences (eq.say) in the page's language: words and math
     return [{"text": x} if isinstance(x, str) else _heading(x) for x in prose.parts]
 
 
