@@ -208,8 +208,9 @@ function pasteMatrix(ev, table, label, rowNames, colNames, onError) {
   const said = shown.length > 60 ? shown.slice(0, 57) + "…" : shown;
   const report = (msg) => { if (onError) onError(msg); };
   if (rows.some((r) => r.length !== width)) {
+    const and = _t(" and ");
     report(_t("Could not paste “{text}”: its rows have {sizes} entries; {grid} needs {cols} entries in each of its {rows} rows ({names}).",
-      { text: said, sizes: [...new Set(rows.map((r) => r.length))].join(" / "), grid: label, cols: colNames.length, rows: rowNames.length, names: rowNames.join(", ") }));
+      { text: said, sizes: [...new Set(rows.map((r) => r.length))].join(and), grid: label, cols: colNames.length, rows: rowNames.length, names: rowNames.join(", ") }));
     return;
   }
   if (rows.length > roomR || width > roomC) {
@@ -537,8 +538,10 @@ function choiceField(q, saved) {
 
 /* "weights[1,2]" as the grid labels it: "Attention weights[cats, chase]". */
 function readableAsk(ask, g) {
+  const everyRow = _t("every row");
+  const everyCol = _t("every column");
   return ask.replace(/^([\w.]+)\[([\d*]+),\s*([\d*]+)\]$/, (all, key, i, j) =>
-    `${g.label}[${i === "*" ? _t("every row") : g.rows[+i - 1] || i}, ${j === "*" ? _t("every column") : g.cols[+j - 1] || j}]`);
+    `${g.label}[${i === "*" ? everyRow : g.rows[+i - 1] || i}, ${j === "*" ? everyCol : g.cols[+j - 1] || j}]`);
 }
 
 function collectAnswers() {
@@ -648,12 +651,13 @@ function unreadableReason(raw, message) {
   if (nums.length > 1 && nums.every((x) => /^[-+−]?\d*[.,]?\d+$/.test(x))) {
     return _t("“{text}” is {n} numbers; a cell holds one (paste a whole row or matrix into a cell to fill several)", { text: raw.trim(), n: nums.length });
   }
+  const nan = _t("not a number");
   let m = message || "";
   m = m.replace(/^[^:]*\[\d+,\d+\]:\s*/, "");
   m = m.replace(/^cannot read '(?:[^'\\]|\\.)*':\s*/, "").replace(/^cannot read "(?:[^"\\]|\\.)*":\s*/, "");
   const lead = raw.trim() + ": ";
   if (m.startsWith(lead)) m = m.slice(lead.length);
-  return _t("“{text}” cannot be read: {why}", { text: raw.trim(), why: m || _t("not a number") });
+  return _t("“{text}” cannot be read: {why}", { text: raw.trim(), why: m || nan });
 }
 
 function gridId(key) { return "grid-" + idPre() + key.replace(/\W/g, "_"); }
