@@ -387,9 +387,9 @@ def draw_problem(spec: QuizSpec, variant: Variant):
     last = None
     tries = CHOICE_REDRAWS if any(q.kind == "choice" for q in spec.questions) else REDRAWS
     for attempt in range(tries):
-        problem = generate(spec.family, variant.seed + attempt, title=title)
+        problem, hand = generate(spec.family, variant.seed + attempt, title=title, with_hand=True)
         try:
-            sol = solve(problem).audit()
+            sol = solve(problem, hand=hand).audit()
         except AuditFailure as exc:  # pragma: no cover - depends on the solver's auditor
             last = exc
             continue
