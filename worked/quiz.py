@@ -794,9 +794,12 @@ class _Progress:
 
 def _warm_up(formats: tuple[str, ...], engine: str) -> None:
     """Load, before the workers fork (they inherit it), what every variant would load lazily: the
-    templates, the Typst binding, sympy's tensor module (which sympy's Add imports on first use), the
-    printers. No Typst compiler is made here: each process makes its own (see worked.render.typst)."""
-    import sympy.tensor.tensor  # noqa: F401
+    templates, each format's renderer (and the page model), the Typst binding, what sympy imports on its
+    first evaluated sum and e^x (its tensor and set-expression modules), the printers. No Typst compiler is
+    made here: each process makes its own (see worked.render.typst)."""
+    import sympy as sp
+
+    sp.exp(sp.Rational(1, 2)) + 1
 
     from . import render, solver  # noqa: F401
     from .render.env import env
