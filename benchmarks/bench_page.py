@@ -1,5 +1,6 @@
 """Timings of what issue 29 added to ``worked serve``: the teacher's quiz builder (POST /api/quiz → a zip of what
-``worked quiz`` writes) and a check whose entries are unreadable (shown in their cells).
+``worked quiz`` writes; POST /api/quiz-form, its fields checked as they are typed) and a check whose entries are
+unreadable (shown in their cells).
 
     PYTHONPATH=. .venv/bin/python benchmarks/bench_page.py [--rounds 3]
 
@@ -10,16 +11,25 @@ uses another seed). Measured on the 2-core shared development machine (2026-12-0
     quiz.zip, 2 variants, html+gift              median 0.09 s  (rounds 0.55 cold, 0.09, 0.09)
     quiz.zip, 10 variants, html+moodle+qti+gift  median 0.43 s  (0.48, 0.40, 0.43)
     check with 4 unreadable entries              median 0.003 s (0.04 cold, 0.002, 0.003)
+
+Issue 29's quiz builder as form fields and the diagnoses' math (issue 30's choice questions), the same machine
+(2026-12-05, 03:50 UTC, busier: the zips above took 0.155 s and 0.876 s then):
+
+    quiz form check, quiz-1 (3 questions)        median 0.003 s (0.046 cold, 0.003, 0.002)
+    quiz form check, quiz-6-mixed (3 parts)      median 0.003 s (0.003, 0.003, 0.003)
+    check with the diagnoses' math (?view=1)     median 0.002 s (0.002, 0.002, 0.002)
 """
 from __future__ import annotations
 
 import argparse
 import statistics
 import time
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC = (ROOT / "problems" / "quiz-1.toml").read_text(encoding="utf-8")
+SPECS = {n: tomllib.loads((ROOT / "problems" / f"{n}.toml").read_text(encoding="utf-8")) for n in ("quiz-1", "quiz-6-mixed")}
 
 
 def main() -> int:
@@ -41,6 +51,13 @@ def main() -> int:
             ("check with 4 unreadable entries", lambda k: client.post("/api/check", json={
                 "problem": problem, "reveal": True,
                 "answers": {"Q": [["1..67", "0.49e"], ["3..0", "2, 4, 2"], [str(k), "1"]]}})),
+            # the builder's form, checked as it is typed (each round another title: a cache miss)
+            ("quiz form check, quiz-1 (3 questions)", lambda k: client.post("/api/quiz-form", json={
+                "spec": {**SPECS["quiz-1"], "title": f"t{k}"}})),
+            ("quiz form check, quiz-6-mixed (3 parts)", lambda k: client.post("/api/quiz-form", json={
+                "spec": {**SPECS["quiz-6-mixed"], "title": f"t{k}"}})),
+            ("check with the diagnoses' math (?view=1)", lambda k: client.post("/api/check?view=1", json={
+                "problem": problem, "answers": {"scaled": [[str(k), "2.83", "1.41"]]}})),
         ]
         for name, call in cases:
             times = []

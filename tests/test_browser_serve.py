@@ -142,7 +142,8 @@ def test_student_checks_part9_with_a_no_scaling_mistake(page):
     assert page.locator('fieldset[data-key="weights"] td.ecf').count() > 0  # ↪ follows from the slip
     diag = page.locator(".diag", has_text="no-scaling")
     assert diag.count() == 1
-    assert "√d_k" in diag.inner_text() and "Step 5" in diag.inner_text()
+    assert "Step 5" in diag.inner_text()     # √d_k = √2, set as math (its alt text read aloud)
+    assert "square root of d k" in diag.locator(".msg math").first.get_attribute("alttext")
     cell = page.get_by_label("Scaled scores, row cats, column chase")
     assert cell.get_attribute("aria-invalid") == "true"
     # the worked step for the wrong matrix

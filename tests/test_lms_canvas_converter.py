@@ -41,14 +41,19 @@ def _canvas_answers(item: ET.Element) -> list[dict]:
     return out
 
 
-@pytest.mark.parametrize("spec", ["quiz-1.toml", "quiz-2-causal.toml"])
+@pytest.mark.parametrize("spec", ["quiz-1.toml", "quiz-2-causal.toml", "quiz-6-mixed.toml"])
 def test_qtimigrationtool_output_as_canvas_reads_it(tmp_path, spec):
+    """Every value question's window as Canvas reads it, and every question's points (a quiz with [[parts]]: every
+    part's; its choice questions' options are checked in the test below)."""
+    from worked.lms import all_questions
+
     man, test = _convert(tmp_path, spec, 3)
-    cells = {(v["variant"], q["name"], e["ask"]): e
-             for v in man["variants"] for q in v["questions"] for e in q["entries"] if e["expected"] is not None}
+    cells = {(v["variant"], q["name"], e["ask"]): e for v in man["variants"] for q in all_questions(v)
+             if q.get("type") != "choice" for e in q["entries"] if e["expected"] is not None}
+    choices = {(v["variant"], q["name"]) for v in man["variants"] for q in all_questions(v) if q.get("type") == "choice"}
     troot = ET.parse(test).getroot()
     sections = troot.findall("t:testPart/t:assessmentSection/t:assessmentSection", NS)
-    points = {q["name"]: Decimal(repr(q["points"])) for q in man["variants"][0]["questions"]}
+    points = {q["name"]: Decimal(repr(q["points"])) for q in all_questions(man["variants"][0])}
     got_points: dict[str, Decimal] = {}
     seen = set()
     for sec in sections:
@@ -61,7 +66,12 @@ def test_qtimigrationtool_output_as_canvas_reads_it(tmp_path, spec):
             item = ET.parse(test.parent / ref.get("href")).getroot()
             code, qname, ask = item.get("title").split(" ", 2)
             fields = {f.get("name"): f.get("value") for f in item.iter("{%s}instructureField" % NS["t"])}
-            assert fields["question_type"] == "numerical_question" and Decimal(fields["points_possible"]) == ppi
+            assert Decimal(fields["points_possible"]) == ppi
+            if (code, qname) in choices:
+                assert fields["question_type"] == "multiple_choice_question"
+                seen.add((code, qname))
+                continue
+            assert fields["question_type"] == "numerical_question"
             e = cells[(code, qname, ask)]
             (a,) = _canvas_answers(item)
             exact, tol = Decimal(repr(e["expected"])), Decimal(repr(e["tolerance"]))
@@ -71,7 +81,7 @@ def test_qtimigrationtool_output_as_canvas_reads_it(tmp_path, spec):
             assert a["exact"] == exact and a["margin"] == tol
             seen.add((code, qname, ask))
         got_points[qname] = got_points.get(qname, 0) + ppi
-    assert seen == set(cells) and got_points == points
+    assert seen == set(cells) | choices and got_points == points
     assert Path(test).read_text().count("<assessmentSection") == len(sections) + 1
 
 

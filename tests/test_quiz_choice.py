@@ -119,6 +119,8 @@ def test_moodle_multichoice(batch):
     assert len(mc) == len(_choice_questions(man))
     for el, (v, q) in zip(mc, _choice_questions(man)):
         assert el.findtext("single") == "true" and el.findtext("shuffleanswers") == "true"
+        # Moodle shows the combined feedback after the option's own: blank, or the right one says "Correct." twice
+        assert [el.findtext(f"{k}feedback/text") for k in ("correct", "partiallycorrect", "incorrect")] == ["", "", ""]
         assert el.findtext("idnumber") == f"{v['variant']}-{q['name']}"
         answers = el.findall("answer")
         assert [(a.findtext("text"), a.get("fraction")) for a in answers] == [

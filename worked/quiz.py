@@ -252,6 +252,14 @@ def _family_and_questions(fam_data, qs, title, err, prefix: str, first: int, nam
     return fam, questions
 
 
+def read_questions(fam_data, qs: list, *, prefix: str = "", first: int = 1, source: str = "<spec>"):
+    """A ``[family]`` and its ``[[questions]]`` (of a part at *prefix*, such as ``parts[2].``) read and checked as
+    :func:`spec_from_dict` reads them: (family, questions), or the :class:`ProblemError` it raises (the web page's
+    quiz builder checks a question at a time with it)."""
+    return _family_and_questions(fam_data, qs, "quiz", lambda f, m: ProblemError(f, m, source), prefix, first, set(),
+                                 source)
+
+
 def load_spec(path) -> QuizSpec:
     """Read a TOML quiz spec (a regular file of at most 1 MB, a BOM allowed; see :mod:`worked.readfile`)."""
     from .readfile import InputError, loads_toml, read_text

@@ -101,15 +101,16 @@ def _reject_constant(name):
     raise ValueError(f"non-finite number {name} is not allowed")
 
 
-def loads_json(text: str, src: str, constants: bool = False):
-    """JSON with decimals kept as strings (exact), integers of at most :data:`MAX_INT_DIGITS` digits,
-    NaN/Infinity refused unless *constants* (then floats, as ``-Infinity`` for a masked score in an
-    answers file), and nesting bounded (a RecursionError becomes a one-line error)."""
+def loads_json(text: str, src: str, constants: bool = False, parse_float=str):
+    """JSON with decimals kept as strings (exact; *parse_float* float: as floats, as a quiz spec reads them),
+    integers of at most :data:`MAX_INT_DIGITS` digits, NaN/Infinity refused unless *constants* (then floats, as
+    ``-Infinity`` for a masked score in an answers file), and nesting bounded (a RecursionError becomes a one-line
+    error)."""
     import json   # here: a TOML problem file (the usual case) needs no JSON parser
 
     text = text.removeprefix(BOM)
     try:
-        return json.loads(text, parse_float=str, parse_int=_int, parse_constant=None if constants else _reject_constant)
+        return json.loads(text, parse_float=parse_float, parse_int=_int, parse_constant=None if constants else _reject_constant)
     except json.JSONDecodeError as exc:
         raise InputError(src, f"not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
     except RecursionError:

@@ -52,29 +52,31 @@ class Mistake:
     dataclass: every ``worked solve`` imports the mistakes its stages declare, and a dataclass imports
     :mod:`dataclasses` and writes and compiles its methods at import (see :mod:`worked.model`).
 
-    *id*, *title*; *feedback*: for a student's check report (prose: its math as trees); *answer*: "This is the
-    value you get …", the feedback of a wrong answer in a quiz; *_transforms*: problem → the Transforms that
-    apply (None: no transform); *accepted*: not a mistake, answers within the band, pointed out (rounded too
-    early). What the stage that declares the mistake gives it (:mod:`worked.mistakes` collects them from the
-    architectures, :meth:`replace`): *stage*, that stage's id, the matrix (and worked step) where the mistake
-    first shows; *updates*: (weight matrix, the id of the stage that updates it), for a mistake of the update."""
+    *id*; *name*: its title, prose where it holds math (K·Qᵀ instead of Q·Kᵀ, as trees); *feedback*: for a
+    student's check report (prose: its math as trees); *answer*: "This is the value you get …", the feedback of a
+    wrong answer in a quiz; *_transforms*: problem → the Transforms that apply (None: no transform); *accepted*:
+    not a mistake, answers within the band, pointed out (rounded too early). What the stage that declares the
+    mistake gives it (:mod:`worked.mistakes` collects them from the architectures, :meth:`replace`): *stage*, that
+    stage's id, the matrix (and worked step) where the mistake first shows; *updates*: (weight matrix, the id of
+    the stage that updates it), for a mistake of the update."""
 
-    __slots__ = ("id", "title", "feedback", "answer", "_transforms", "accepted", "stage", "updates")
+    __slots__ = ("id", "name", "feedback", "answer", "_transforms", "accepted", "stage", "updates")
 
-    def __init__(self, id: str, title: str, feedback: "str | eq.Prose | Callable", answer: "str | eq.Prose | None",
-                 _transforms: Callable | None = None, accepted: bool = False, stage: str = "", updates: tuple = ()):
-        for name, value in zip(self.__slots__, (id, title, feedback, answer, _transforms, accepted, stage, updates)):
-            object.__setattr__(self, name, value)
+    def __init__(self, id: str, name: "str | eq.Prose", feedback: "str | eq.Prose | Callable",
+                 answer: "str | eq.Prose | None", _transforms: Callable | None = None, accepted: bool = False,
+                 stage: str = "", updates: tuple = ()):
+        for field, value in zip(self.__slots__, (id, name, feedback, answer, _transforms, accepted, stage, updates)):
+            object.__setattr__(self, field, value)
 
     def _fields(self) -> tuple:
-        return tuple(getattr(self, name) for name in self.__slots__)
+        return tuple(getattr(self, field) for field in self.__slots__)
 
     def replace(self, **changes) -> "Mistake":
         """A copy with *changes* (field name → value)."""
-        return Mistake(**{name: changes.pop(name, getattr(self, name)) for name in self.__slots__}, **changes)
+        return Mistake(**{field: changes.pop(field, getattr(self, field)) for field in self.__slots__}, **changes)
 
-    def __setattr__(self, name, value):
-        raise AttributeError(f"Mistake is immutable: cannot set {name}")
+    def __setattr__(self, field, value):
+        raise AttributeError(f"Mistake is immutable: cannot set {field}")
 
     def __eq__(self, other):
         return self._fields() == other._fields() if type(other) is Mistake else NotImplemented
@@ -86,7 +88,19 @@ class Mistake:
         return Mistake, self._fields()
 
     def __repr__(self):
-        return f"Mistake({', '.join(f'{name}={getattr(self, name)!r}' for name in self.__slots__)})"
+        return f"Mistake({', '.join(f'{field}={getattr(self, field)!r}' for field in self.__slots__)})"
+
+    @property
+    def title_prose(self) -> eq.Prose:
+        """The title as prose, its math as trees (for a writer that sets math: the web page's MathML)."""
+        return eq.prose(self.name)
+
+    @property
+    def title(self) -> str:
+        """The title as Unicode text (the text printer of :attr:`title_prose`), as reports and exports write it."""
+        from . import printers
+
+        return printers.text(self.title_prose)
 
     def transforms(self, problem) -> list[Transform]:
         return list(self._transforms(problem)) if self._transforms else []
@@ -196,12 +210,12 @@ NO_SCALING = Mistake("no-scaling", "no scaling",
     _P("This is the value you get without dividing the scores by the scale (", _SQRT_DK, "): "
        "the unscaled score was used."),
     lambda p: [Transform(scale="one")] if _scaled(p) else [])
-SCALED_BY_DK = Mistake("scaled-by-dk", "divided by d_k instead of √d_k",
+SCALED_BY_DK = Mistake("scaled-by-dk", _P("divided by ", _DK, " instead of ", _SQRT_DK),
     _P("The scores were divided by ", _DK, " itself instead of by its square root ", _SQRT_DK, "."),
     _P("This is the value you get by dividing the scores by ", _DK, " instead of by its square root ",
        _SQRT_DK, "."),
     lambda p: [Transform(scale="d_k")] if p.scale == "sqrt" and p.d_k != 1 else [])
-TRANSPOSED_SCORES = Mistake("transposed-scores", "K·Qᵀ instead of Q·Kᵀ",
+TRANSPOSED_SCORES = Mistake("transposed-scores", _P(_KQ, " instead of ", _QK),
     _P("The scores were computed as ", _KQ, ", the transpose of ", _QK, ": row ", _I, " must be token ", _I, "'s "
        "query matched against every key, not its key against every query."),
     _P("This is the value you get from ", _KQ, " instead of ", _QK, ": the scores are transposed "
@@ -226,7 +240,7 @@ NO_EXP = Mistake("no-exp", "no exponentials",
     _P("This is the value you get by dividing each scaled score by its row's sum without taking ", _EX,
        " first; the softmax divides ", _EX, " by the row's sum of ", _EX, "."),
     lambda p: [Transform(softmax="no-exp")])
-WEIGHTS_TRANSPOSED = Mistake("weights-transposed", "Aᵀ·V instead of A·V",
+WEIGHTS_TRANSPOSED = Mistake("weights-transposed", _P(_ATV, " instead of ", _AV),
     _P(_m("Z"), " was computed with the transposed weights (", _ATV, "): row ", _I, " of ", _m("Z"),
        " must blend the value rows with token ", _I, "'s row of ", _m("A"), "."),
     _P("This is the value you get from ", _ATV, " instead of ", _AV, ": row ", _I, " of ", _m("Z"),
@@ -262,7 +276,7 @@ HEADS_SWAPPED = Mistake("heads-swapped", "heads concatenated in the wrong order"
     _P("This is the value you get by concatenating the heads in the wrong order; they go in the order of "
        "the heads, ", _CONCAT_HEADS, " for two, head 1 first."),
     lambda p: [Transform(heads="reversed")] if p.multihead and len(p.heads) > 1 else [])
-NO_W_O = Mistake("no-W_O", "W_O left out",
+NO_W_O = Mistake("no-W_O", _P(_m("W_O"), " left out"),
     _P("The output was taken to be the concatenated heads themselves; the output projection is still "
        "to come: ", _OUT, "."),
     _P("This is the value you get by leaving out ", _m("W_O"), ": the output is ",
@@ -285,20 +299,20 @@ SOFTMAX_BACKWARD_SUM = Mistake("softmax-backward-sum", "softmax backward without
     _P("This is the value you get by treating the softmax as the identity (or leaving out the row's Σ term) "
        "on the way back: ", _DS_RULE, "."),
     lambda p: [Transform(softmax_back="identity"), Transform(softmax_back="no-sum")] if p.train else [])
-DV_NOT_TRANSPOSED = Mistake("dV-not-transposed", "dV = A·dZ instead of Aᵀ·dZ",
+DV_NOT_TRANSPOSED = Mistake("dV-not-transposed", _P(_DV_WRONG, " instead of ", eq.Mul((_T(_m("A")), _m("dZ")))),
     _P(_m("dV"), " was computed as ", eq.Mul((_m("A"), _m("dZ"))), "; ", _is(_m("Z"), _AV), " gives ", _DV,
        ": value row ", _J, " collects column ", _J, " of ", _m("A"), " (every token that attended to token ",
        _J, "), not row ", _J, "."),
     _P("This is the value you get from ", _DV_WRONG, " instead of ", eq.Mul((_T(_m("A")), _m("dZ"))),
        " (the weights not transposed)."),
     lambda p: [Transform(dV="AdZ")] if p.train else [])
-NO_SCALING_BACKWARD = Mistake("no-scaling-backward", "1/√d_k forgotten on the way back",
+NO_SCALING_BACKWARD = Mistake("no-scaling-backward", _P(eq.Frac(eq.num(1), _SQRT_DK), " forgotten on the way back"),
     _P("The gradient of the scores was not divided by the scale factor again: the forward pass divided the "
        "scores by it, so on the way back ", _DSCORES, "."),
     _P("This is the value you get when the gradient is not divided by the scale (", _SQRT_DK,
        ") again on the way back."),
     lambda p: [Transform(back_scale="forgot")] if p.train and _scaled(p) else [])
-DK_NOT_TRANSPOSED = Mistake("dK-not-transposed", "dK without the transpose",
+DK_NOT_TRANSPOSED = Mistake("dK-not-transposed", _P(_m("dK"), " without the transpose"),
     _P(_m("dK"), " was computed as ", eq.Mul((_m("dscores"), _m("Q"))), "; ", _is(_m("scores"), _QK), " gives ",
        _DK_RULE, ": token ", _J, "'s key collects column ", _J, " of ", _m("dscores"),
        " (every query matched with it)."),

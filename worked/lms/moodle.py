@@ -95,8 +95,9 @@ def _multichoice(name: str, ident: str, text: str, points: Decimal, q: dict) -> 
            f"    <idnumber>{xesc(ident)}</idnumber>\n",
            "    <single>true</single>\n    <shuffleanswers>true</shuffleanswers>\n"
            "    <answernumbering>ABCD</answernumbering>\n    <showstandardinstruction>0</showstandardinstruction>\n",
-           _text("correctfeedback", "Correct."), _text("partiallycorrectfeedback", ""),
-           _text("incorrectfeedback", "")]
+           # no combined feedback: Moodle shows it under the chosen option's own ("Correct." or the mistake's),
+           # which would say "Correct." twice (as GIFT's import leaves it, blank)
+           _text("correctfeedback", ""), _text("partiallycorrectfeedback", ""), _text("incorrectfeedback", "")]
     for o in q["options"]:
         out.append(f'    <answer fraction="{100 if o["right"] else 0}" format="html">\n'
                    f"      <text>{xesc(escape(o['value'], quote=False))}</text>\n"

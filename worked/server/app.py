@@ -8,13 +8,19 @@ Routes (all JSON unless noted; errors are ``{"error": message}`` with a 4xx/5xx 
 ``GET /api/variants/{code}``                a quiz variant by its code (when the folder holds a quiz)
 ``POST /api/view``     ``{"problem"}``      a problem checked and laid out for the page (teacher view)
 ``POST /api/solve``    ``{"problem"}``      the JSON of ``worked solve --format json`` (``?view=1`` adds MathML)
-``POST /api/check``    ``{"problem", "answers"[, "tolerance"]}``  the JSON of ``worked check --format json``
+``POST /api/check``    ``{"problem", "answers"[, "tolerance"]}``  the JSON of ``worked check --format json`` (``?view=1``
+                                            adds the diagnoses' math as MathML); ``{"variant", "answers"}``: a quiz variant, marked as
+                                            ``worked grade`` marks it (a mixed quiz's: ``answers`` a list, a table per part)
 ``POST /api/new``      ``{options of worked new, "seed"}``        a random problem
 ``POST /api/download`` ``{"problem", "document", "format"}``      worksheet / answer-key as pdf, html or tex;
                                             notebook / exercise as ipynb
 ``POST /api/quiz``     ``{"spec", "seed", "count" | "roster", "formats"}``  the teacher's quiz builder: ``worked quiz``
                                             on the spec (TOML text) → one zip (its manifest.json the command's)
-``GET /api/quiz-specs/{name}``              a quiz spec of the folder as TOML text (the quiz builder starts from it)
+``POST /api/quiz-form`` ``{"spec"}``          the quiz builder's form (the spec's tables) → its TOML, the matrices
+                                            for the ask picker and each question's error (``spec`` of /api/quiz may
+                                            be those tables too: the server writes the TOML)
+``GET /api/quiz-specs/{name}``              a quiz spec of the folder as TOML text and as its tables (the builder
+                                            starts from it)
 ``GET /download/problems/{name}/{document}.{format}``, ``GET /download/variants/{code}/{document}.{format}``
 (also ``notebook.ipynb`` and ``exercise.ipynb``: the Jupyter/Colab notebook, with the answers or as an exercise)
 
@@ -300,6 +306,18 @@ class Variant:
     title: str = ""
     questions: list = field(default_factory=list)   # [{"ask": "scores[2,3]", "name": "q1", "points": 1,
                                                     #   "tolerance": {"abs": 0.01, "rel": 0}}] (no expected values)
+    parts: list | None = None   # a quiz that mixes families ([[parts]]): a Variant per part (its problem, title and
+    #                             questions), in order; then *problem* is None and *questions* empty
+
+    def problems(self) -> list:
+        """The variant's problems (one per part, or its one problem) as :class:`Problem`; 422 when one is not."""
+        out = []
+        for k, v in enumerate(self.parts or [self], 1):
+            try:
+                out.append(Problem.from_dict(v.problem, source=f"variant {self.code}" + (f" part {k}" if self.parts else "")))
+            except WorkedError as exc:
+                raise ApiError(422, str(exc)) from None
+        return out
 
 
 @dataclass
@@ -402,9 +420,6 @@ class Library:
         if not CODE_RE.fullmatch(norm):
             raise ApiError(404, "no variant with that code")
         v = q["variants"].get(norm)
-        if v is None and norm in q.get("mixed", ()):
-            raise ApiError(404, f"variant {norm} is of a quiz that mixes problem families ([[parts]]): this page "
-                                "does not check those yet (worked grade does)")
         if v is None:
             raise ApiError(404, f"no variant with the code {code.strip()!r}; check the code on your sheet")
         return v
@@ -460,34 +475,51 @@ def _read_manifest(path: Path) -> dict:
     items = data if isinstance(data, list) else next(
         (data[k] for k in ("variants", "students", "entries") if isinstance(data.get(k), list)), [])
     variants: dict[str, Variant] = {}
-    mixed: set[str] = set()     # variants of a quiz with [[parts]] (a problem per part): not served yet
+
+    def questions(it):
+        return [{"ask": q["ask"][:60], "points": _points(q.get("points")),
+                 "name": q["name"][:40] if isinstance(q.get("name"), str) else "",
+                 "tolerance": q.get("tolerance") if isinstance(q.get("tolerance"), (dict, str, int)) else None,
+                 # a choice question's options (letter, value, right, mistake): worked.server.views reads them
+                 "options": q["options"][:8] if q.get("type") == "choice" and isinstance(q.get("options"), list) else None}
+                for q in it.get("questions") or [] if isinstance(q, dict) and isinstance(q.get("ask"), str)]
+
     for it in items:
         if not isinstance(it, dict):
             continue
         code = next((it[k] for k in ("code", "variant", "variant_code") if isinstance(it.get(k), str)), None)
         prob = it.get("problem")
-        if code is not None and prob is None and isinstance(it.get("parts"), list):
-            mixed.add(_norm_code(code))
-        if code is None or not isinstance(prob, dict):
+        if code is None:
             continue
         norm = _norm_code(code)
-        qs = [{"ask": q["ask"][:60], "points": _points(q.get("points")),
-               "name": q["name"][:40] if isinstance(q.get("name"), str) else "",
-               "tolerance": q.get("tolerance") if isinstance(q.get("tolerance"), (dict, str, int)) else None,
-               # a choice question's options (letter, value, right, mistake): worked.server.views reads them
-               "options": q["options"][:8] if q.get("type") == "choice" and isinstance(q.get("options"), list) else None}
-              for q in it.get("questions") or [] if isinstance(q, dict) and isinstance(q.get("ask"), str)]
-        if CODE_RE.fullmatch(norm):
-            variants.setdefault(norm, Variant(code=norm, problem=prob, title=str(prob.get("title", "")), questions=qs))
+        if not CODE_RE.fullmatch(norm):
+            continue
+        if prob is None and isinstance(it.get("parts"), list):   # a quiz with [[parts]]: a problem per part
+            parts = [Variant(code=norm, problem=p["problem"], title=str(p.get("title") or p["problem"].get("title", "")),
+                             questions=questions(p))
+                     for p in it["parts"][:20] if isinstance(p, dict) and isinstance(p.get("problem"), dict)]
+            if parts and len(parts) == len(it["parts"]):
+                variants.setdefault(norm, Variant(code=norm, problem=None, title=str(title_of(data)), parts=parts))
+            continue
+        if isinstance(prob, dict):
+            variants.setdefault(norm, Variant(code=norm, problem=prob, title=str(prob.get("title", "")),
+                                              questions=questions(it)))
+    title = title_of(data)
+    return {"title": title, "variants": variants}
+
+
+def title_of(data) -> str:
     title = data.get("title", "") if isinstance(data, dict) else ""
-    return {"title": title if isinstance(title, str) else "", "variants": variants, "mixed": mixed}
+    return title if isinstance(title, str) else ""
 
 
 # ------------------------------------------------------------------ what the page shows (MathML, grids)
 
 # ------------------------------------------------------------------ reading requests
 
-async def read_json(request: Request, cfg: Config) -> dict:
+async def read_json(request: Request, cfg: Config, parse_float=str) -> dict:
+    """The request's JSON object, its decimals as strings (exact), or as floats with *parse_float* float (a quiz
+    spec's tables: the floats its TOML holds)."""
     ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if ctype != "application/json":
         raise ApiError(415, "send the request body as JSON (Content-Type: application/json)")
@@ -507,7 +539,7 @@ async def read_json(request: Request, cfg: Config) -> dict:
     from ..readfile import InputError, loads_json
 
     try:
-        data = loads_json(body.decode("utf-8"), "")
+        data = loads_json(body.decode("utf-8"), "", parse_float=parse_float)
     except UnicodeDecodeError:
         raise ApiError(400, "request body is not UTF-8") from None
     except InputError as exc:
@@ -576,10 +608,13 @@ def create_app(cfg: Config | None = None) -> Starlette:
 
     async def get_variant(request: Request):
         v = lib.variant(request.path_params["code"])
-        try:
-            problem = Problem.from_dict(v.problem, source=f"variant {v.code}")
-        except WorkedError as exc:
-            raise ApiError(422, str(exc)) from None
+        if v.parts:     # a quiz that mixes families: every part's problem, view and questions, in order
+            problems = v.problems()
+            return await engine.run(_digest("mixed-page", v.code, [problem_key(p) for p in problems],
+                                            [x.questions for x in v.parts]),
+                                    _lane_of(engine, problems), jobs.mixed_variant_json, problems, v,
+                                    what="laying out the variant", affinity=_digest([problem_key(p) for p in problems]))
+        problem, = v.problems()
         pkey = problem_key(problem)
         return await engine.run(_digest("variant-page", v.code, pkey, v.questions), engine.lane(problem),
                                 jobs.variant_json, problem, v, what="laying out the variant", affinity=pkey)
@@ -608,13 +643,25 @@ def create_app(cfg: Config | None = None) -> Starlette:
             if not isinstance(code, str):
                 raise ApiError(400, '"variant": expected the variant code printed on the sheet')
             variant = lib.variant(code)
-            try:
-                problem = Problem.from_dict(variant.problem, source=f"variant {variant.code}")
-            except WorkedError as exc:
-                raise ApiError(422, str(exc)) from None
+            problem = None if variant.parts else variant.problems()[0]
         else:
             problem = _problem_from(data)
         answers = data.get("answers")
+        if variant is not None and variant.parts:
+            # a quiz that mixes families: the answers to each part, in order, checked against that part's problem
+            if not (isinstance(answers, list) and len(answers) == len(variant.parts)
+                    and all(isinstance(a, dict) for a in answers)):
+                raise ApiError(400, f'"answers": expected a list of {len(variant.parts)} tables, the answers to each '
+                                    'part of the variant in order ([{"Q": [[...]]}, ...])')
+            if cfg.no_solutions:
+                limiter.check(request.client.host if request.client else "?")
+            reveal = bool(data.get("reveal")) and not cfg.no_solutions
+            want_view = request.query_params.get("view") in ("1", "true", "yes")
+            problems = variant.problems()
+            keys = [problem_key(p) for p in problems]
+            return await engine.run(_digest("check-mixed", variant.code, keys, answers, reveal, cfg.no_solutions, want_view),
+                                    _lane_of(engine, problems), jobs.check_mixed_json, problems, answers, variant,
+                                    reveal, cfg.no_solutions, want_view, what="checking", affinity=_digest(keys))
         if not isinstance(answers, dict):
             raise ApiError(400, 'missing "answers": send {"problem": {...}, "answers": {"Q": [[...]], ...}}')
         tolerance = data.get("tolerance")
@@ -628,13 +675,15 @@ def create_app(cfg: Config | None = None) -> Starlette:
             raise ApiError(400, '"tolerance": expected a number such as 0.01 or a percentage such as "2%"')
         reveal = bool(data.get("reveal")) and not cfg.no_solutions
         pkey = problem_key(problem)
+        # ?view=1: the diagnoses' math as MathML too (message_math, the step's title_math), as /api/solve?view=1
+        want_view = request.query_params.get("view") in ("1", "true", "yes")
         if variant is not None:
-            key = _digest("check-variant", variant.code, pkey, answers, reveal, cfg.no_solutions)
+            key = _digest("check-variant", variant.code, pkey, answers, reveal, cfg.no_solutions, want_view)
             return await engine.run(key, engine.lane(problem), jobs.check_variant_json, problem, answers, variant,
-                                    reveal, cfg.no_solutions, what="checking", affinity=pkey)
-        key = _digest("check", pkey, answers, str(tolerance), reveal, cfg.no_solutions)
+                                    reveal, cfg.no_solutions, want_view, what="checking", affinity=pkey)
+        key = _digest("check", pkey, answers, str(tolerance), reveal, cfg.no_solutions, want_view)
         return await engine.run(key, engine.lane(problem), jobs.check_json, problem, answers, tolerance, reveal,
-                                cfg.no_solutions, what="checking", affinity=pkey)
+                                cfg.no_solutions, want_view, what="checking", affinity=pkey)
 
     async def api_new(request: Request):
         data = await read_json(request, cfg)
@@ -654,10 +703,11 @@ def create_app(cfg: Config | None = None) -> Starlette:
         (CSV text), formats → one zip of what `worked quiz` writes."""
         if cfg.no_solutions:
             raise ApiError(403, "the quiz builder is turned off on this server (--no-solutions): a quiz holds its keys")
-        data = await read_json(request, cfg)
+        data = await read_json(request, cfg, parse_float=float)
         spec = data.get("spec")
-        if not isinstance(spec, str) or not spec.strip():
-            raise ApiError(400, '"spec": expected the quiz spec as TOML text (title, seed, [family], [[questions]])')
+        if not (isinstance(spec, str) and spec.strip() or isinstance(spec, dict) and spec):
+            raise ApiError(400, '"spec": expected the quiz spec as TOML text (title, seed, [family], [[questions]]) '
+                                'or as its tables (the builder\'s form)')
         seed, count = data.get("seed"), data.get("count")
         for name, v in (("seed", seed), ("count", count)):
             if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
@@ -676,6 +726,17 @@ def create_app(cfg: Config | None = None) -> Starlette:
             out.headers["Cache-Control"] = "no-store"
         return out
 
+    async def api_quiz_form(request: Request):
+        """The quiz builder's form as it is typed: ``{"spec": its tables}`` → its TOML, its first error and, per
+        part, the matrices for the ask picker and each question's error (:func:`worked.server.quizform.form`)."""
+        if cfg.no_solutions:
+            raise ApiError(403, "the quiz builder is turned off on this server (--no-solutions)")
+        spec = (await read_json(request, cfg, parse_float=float)).get("spec")
+        if not isinstance(spec, dict):
+            raise ApiError(400, '"spec": expected the quiz spec\'s tables (title, seed, family, questions or parts)')
+        return await engine.run(_digest("quiz-form", spec), engine.quick, jobs.quiz_form_json, spec,
+                                what="reading the quiz spec")
+
     async def get_quiz_spec(request: Request):
         """A quiz spec of the folder as its TOML text (the quiz builder's starting point)."""
         if cfg.no_solutions:
@@ -683,13 +744,17 @@ def create_app(cfg: Config | None = None) -> Starlette:
         path = lib.quiz_specs().get(request.path_params["name"])
         if path is None:
             raise ApiError(404, "no such quiz spec")
-        from ..readfile import InputError, read_text
+        from ..readfile import InputError, loads_toml, read_text
 
         try:
             text = read_text(path, expected="a TOML quiz spec")
         except InputError as exc:
             raise ApiError(422, exc.message) from None
-        return JSONResponse({"name": path.stem, "text": text})
+        try:    # its tables too, for the builder's form (None: the form cannot show it, the text can)
+            spec = json.loads(json.dumps(loads_toml(text, path.name, parse_float=float), allow_nan=False))
+        except (InputError, TypeError, ValueError):
+            spec = None
+        return JSONResponse({"name": path.stem, "text": text, "spec": spec})
 
     async def _document(problem: Problem, document: str, fmt: str, student: dict | None, paper: str = "a4"):
         if fmt == "ipynb":
@@ -731,10 +796,10 @@ def create_app(cfg: Config | None = None) -> Starlette:
     async def download_variant(request: Request):
         p = request.path_params
         v = lib.variant(p["code"])
-        try:
-            problem = Problem.from_dict(v.problem, source=f"variant {v.code}")
-        except WorkedError as exc:
-            raise ApiError(422, str(exc)) from None
+        if v.parts:     # its sheets are one per part, as worked quiz wrote them (worksheet-part1.html, …)
+            raise ApiError(404, f"variant {v.code} has {len(v.parts)} parts: print the sheets worked quiz wrote for "
+                                "each part (worksheet-part1, …)")
+        problem, = v.problems()
         if p["document"] == "answer-key" and cfg.no_solutions:
             raise ApiError(403, "answer keys are turned off on this server (--no-solutions)")
         ready = lib.variant_file(v, p["document"], p["format"])
@@ -776,6 +841,7 @@ def create_app(cfg: Config | None = None) -> Starlette:
         Route("/api/new", api_new, methods=["POST"]),
         Route("/api/download", api_download, methods=["POST"]),
         Route("/api/quiz", api_quiz, methods=["POST"]),
+        Route("/api/quiz-form", api_quiz_form, methods=["POST"]),
         Route("/api/quiz-specs/{name}", get_quiz_spec),
         Route("/download/problems/{name}/{document}.{format}", download_problem),
         Route("/download/variants/{code}/{document}.{format}", download_variant),
@@ -806,6 +872,11 @@ def create_app(cfg: Config | None = None) -> Starlette:
     app.state.config = cfg
     app.state.engine = engine
     return app
+
+
+def _lane_of(engine: Engine, problems: list) -> Lane:
+    """The lane for the work on several problems at once (a mixed variant's parts): the heavy one if any needs it."""
+    return engine.heavy if any(engine.lane(p) is engine.heavy for p in problems) else engine.quick
 
 
 def _title_of(lib: Library, name: str) -> str:

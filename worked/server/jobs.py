@@ -90,16 +90,20 @@ def _solve_json(problem, view):
     return 200, _json(out), JSON
 
 
-def check_json(problem, answers: dict, tolerance, reveal: bool, redact: bool):
-    """``worked check --format json``; with *redact* (``--no-solutions``) every expected value removed."""
-    return _guard(_check_json, problem, answers, tolerance, reveal, redact)
+def check_json(problem, answers: dict, tolerance, reveal: bool, redact: bool, view: bool = False):
+    """``worked check --format json``; with *redact* (``--no-solutions``) every expected value removed; with
+    *view*, the diagnoses' math as MathML too (:func:`worked.server.views.with_math`)."""
+    return _guard(_check_json, problem, answers, tolerance, reveal, redact, view)
 
 
-def _check_json(problem, answers, tolerance, reveal, redact_):
+def _check_json(problem, answers, tolerance, reveal, redact_, view):
     from ..check import Tolerance
 
     tol = Tolerance.parse(tolerance) if tolerance is not None else None
-    report = checker(problem).check(answers, tolerance=tol, reveal=reveal).to_dict()
+    ch = checker(problem)
+    report = ch.check(answers, tolerance=tol, reveal=reveal).to_dict()
+    if view:
+        report = views.with_math(report, problem, ch.solution)
     return 200, _json(redact(report) if redact_ else report), JSON
 
 
@@ -143,14 +147,14 @@ def _render(problem, document, fmt, student, paper):
     return 200, e.write(build(sol, document, student), paper=paper), e.media_type
 
 
-def check_variant_json(problem, answers: dict, variant, reveal: bool, redact_: bool):
+def check_variant_json(problem, answers: dict, variant, reveal: bool, redact_: bool, view: bool = False):
     """A quiz variant's answers checked the way ``worked grade`` marks them (each question with its own
     tolerance and points, from the manifest): :func:`worked.server.views.check_variant`."""
-    return _guard(_check_variant_json, problem, answers, variant, reveal, redact_)
+    return _guard(_check_variant_json, problem, answers, variant, reveal, redact_, view)
 
 
-def _check_variant_json(problem, answers, variant, reveal, redact_):
-    report = views.check_variant(problem, answers, variant, checker(problem), reveal)
+def _check_variant_json(problem, answers, variant, reveal, redact_, view):
+    report = views.check_variant(problem, answers, variant, checker(problem), reveal, view)
     return 200, _json(redact(report) if redact_ else report), JSON
 
 
@@ -174,14 +178,49 @@ def _variant_json(problem, variant):
                        "questions": views.question_list(variant, problem, checker(problem).solution)}), JSON
 
 
+def mixed_variant_json(problems, variant):
+    """``GET /api/variants/{code}`` of a quiz that mixes families: each part's problem, the page's view of it and its
+    graded questions, in order (as :func:`variant_json` gives them for a variant of one problem)."""
+    return _guard(_mixed_variant_json, problems, variant)
+
+
+def _mixed_variant_json(problems, variant):
+    parts = [{"part": k, "title": part.title, "problem": problem.to_dict(), "view": views.problem_view(problem),
+              "questions": views.question_list(part, problem, checker(problem).solution)}
+             for k, (part, problem) in enumerate(zip(variant.parts, problems), 1)]
+    return 200, _json({"code": variant.code, "title": variant.title, "parts": parts}), JSON
+
+
+def check_mixed_json(problems, answers: list, variant, reveal: bool, redact_: bool, view: bool = False):
+    """A mixed quiz's variant checked part by part, the way ``worked grade`` marks it
+    (:func:`worked.server.views.check_mixed`)."""
+    return _guard(_check_mixed_json, problems, answers, variant, reveal, redact_, view)
+
+
+def _check_mixed_json(problems, answers, variant, reveal, redact_, view):
+    report = views.check_mixed(problems, answers, variant, [checker(p) for p in problems], reveal, view)
+    return 200, _json(redact(report) if redact_ else report), JSON
+
+
 QUIZ_VARIANTS = 60   # the page's quiz builder: at most this many variants in one request (a class; the CLI has no limit)
 
 
-def quiz_zip(spec_text: str, seed, count, roster_text, formats: str):
+def quiz_zip(spec_text: str | dict, seed, count, roster_text, formats: str):
     """The teacher's quiz builder: ``worked quiz`` run on the spec (TOML text) into a temporary folder, which is
     sent back as one zip; its files are the command's own (the same manifest, byte for byte, for the same spec
     and seed)."""
     return _guard(_quiz_zip, spec_text, seed, count, roster_text, formats)
+
+
+def quiz_form_json(spec: dict):
+    """The quiz builder's form: :func:`worked.server.quizform.form` of the spec's tables."""
+    return _guard(_quiz_form_json, spec)
+
+
+def _quiz_form_json(spec):
+    from . import quizform
+
+    return 200, _json(quizform.form(spec)), JSON
 
 
 def _quiz_zip(spec_text, seed, count, roster_text, formats):
@@ -191,6 +230,10 @@ def _quiz_zip(spec_text, seed, count, roster_text, formats):
     from pathlib import Path
 
     from .. import quiz
+    from . import quizform
+
+    if isinstance(spec_text, dict):     # the builder's form: its tables, written as the TOML worked quiz reads
+        spec_text = quizform.spec_toml(spec_text)
 
     with tempfile.TemporaryDirectory(prefix="worked-quiz-") as tmp:
         spec = Path(tmp) / "quiz.toml"

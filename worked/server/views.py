@@ -108,6 +108,62 @@ def _matrix(m: dict) -> dict:
 ANSWERS_FORMS = "2√2, 1/3, e^2/(1+e^2)"
 
 
+def prose_parts(prose) -> list:
+    """A run of prose (:class:`worked.eq.Prose`) for the page: its strings as ``{"text"}`` and its math as
+    ``{"text", "mathml"}`` (allow-listed MathML, with the text when it cannot be printed)."""
+    return [{"text": x} if isinstance(x, str) else _heading(x) for x in prose.parts]
+
+
+def mistake_math(code: str, problem, message: str) -> list | None:
+    """What ``worked check`` says of the mistake *code* (its *message*, as text) as :func:`prose_parts`: the
+    mistake's prose for *problem*, and any text the checker added after it (where rounding entered); None when
+    the prose is not what the message says (the page then shows the text)."""
+    from ..mistakes import MISTAKES
+
+    m = MISTAKES.get(code)
+    try:
+        prose = m.message_prose(problem) if m is not None else None
+    except Exception:  # noqa: BLE001 - a chain's block, say: the text is shown
+        return None
+    if prose is None or not isinstance(message, str) or not message.startswith(printers.text(prose)):
+        return None
+    rest = message[len(printers.text(prose)):]
+    return prose_parts(prose) + ([{"text": rest}] if rest else [])
+
+
+def title_math(code) -> list | None:
+    """The title of the mistake *code* as :func:`prose_parts` (its math as MathML: K·Qᵀ instead of Q·Kᵀ); None for
+    no such mistake."""
+    from ..mistakes import MISTAKES
+
+    m = MISTAKES.get(code) if isinstance(code, str) else None
+    return prose_parts(m.title_prose) if m is not None else None
+
+
+def with_math(report: dict, problem, solution=None) -> dict:
+    """*report* (a check report's dict) with each diagnosis's message and title as math too (``message_math``,
+    ``title_math``), and the title of each step it names to re-read (the step's ``title_math``, from *solution*'s
+    steps)."""
+    steps = getattr(solution, "steps", None) or []
+
+    def title(step):
+        n = step.get("number") if isinstance(step, dict) else None
+        if isinstance(n, int) and 1 <= n <= len(steps) and printers.text(steps[n - 1].title_prose) == step.get("title"):
+            step["title_math"] = prose_parts(steps[n - 1].title_prose)
+
+    for d in report.get("diagnoses") or ():
+        parts = mistake_math(d.get("code"), problem, d.get("message"))
+        if parts is not None:
+            d["message_math"] = parts
+        named = title_math(d.get("code"))
+        if named is not None and "".join(x["text"] for x in named) == d.get("title"):
+            d["title_math"] = named
+        title(d.get("step"))
+    for m in (report.get("matrices") or {}).values():
+        title(m.get("step"))
+    return report
+
+
 def problem_view(problem: Problem) -> dict:
     """What the page shows of a problem and its empty answer grids (no solution values): the problem
     part of the page model (:func:`worked.render.view.problem_page`) with its trees printed as text and
@@ -230,7 +286,7 @@ def _chosen_options(answers, questions) -> tuple[dict, dict]:
     return answers, picked
 
 
-def check_variant(problem, answers, v, checker, reveal) -> dict:
+def check_variant(problem, answers, v, checker, reveal, view: bool = False) -> dict:
     """Check a variant's answers the way ``worked grade`` marks them: each question's entries with that question's
     tolerance (from the manifest), its points earned for the entries right or carried forward; entries outside
     the questions, and the diagnoses, with the default band. *checker*: the problem's
@@ -260,9 +316,24 @@ def check_variant(problem, answers, v, checker, reveal) -> dict:
                 mine["verdicts"][i][j] = "correct" if o and o["right"] else ("wrong" if o else mine["verdicts"][i][j])
                 mine["carried_forward"][i][j] = False
             right = bool(o and o["right"])
-            scored.append({"name": q.name, "ask": q.ask, "points": points(q.points),
-                           "earned": points(q.points if right else 0), "entries": 1, "right": int(right),
-                           "tolerance": "choose one"})
+            item = {"name": q.name, "ask": q.ask, "points": points(q.points), "earned": points(q.points if right else 0),
+                    "entries": 1, "right": int(right), "tolerance": "choose one", "type": "choice",
+                    "chosen": o["letter"] if o else None}
+            if o and not o["right"] and o.get("mistake"):    # a wrong option: the mistake it is, and its feedback
+                from ..mistakes import MISTAKES
+
+                mk = MISTAKES.get(o["mistake"])
+                if mk is not None and mk.answer is not None:    # the option's feedback, as the LMS exports give it
+                    said = eq.prose(mk.answer)
+                    item["mistake"] = {"code": mk.id, "title": mk.title, "message": printers.text(said)}
+                    if view:
+                        item["mistake"].update(message_math=prose_parts(said), title_math=title_math(mk.id))
+                elif mk is not None:
+                    text = mk.message(problem)
+                    item["mistake"] = {"code": mk.id, "title": mk.title, "message": text}
+                    if view:
+                        item["mistake"].update(message_math=mistake_math(mk.id, problem, text), title_math=title_math(mk.id))
+            scored.append(item)
             continue
         rep = reports[q.tolerance].to_dict()["matrices"].get(key_of(q.matrix))
         if rep is not None:
@@ -290,4 +361,18 @@ def check_variant(problem, answers, v, checker, reveal) -> dict:
     out["score"] = {"earned": points(round(sum(q["earned"] for q in scored), 2)),
                     "points": points(sum(q.points for q in questions))}
     out["variant"] = v.code
-    return out
+    return with_math(out, problem, checker.solution) if view else out
+
+
+def check_mixed(problems, answers: list, v, checkers, reveal, view: bool = False) -> dict:
+    """A variant of a quiz that mixes families (``v.parts``), checked part by part: each part's answers against its
+    own problem with :func:`check_variant` (its questions' points and tolerances, error carried forward within the
+    part), as ``worked grade`` checks each :attr:`worked.grade.Student.parts`; the total is the parts' sum, rounded
+    as :attr:`worked.grade.StudentResult.total` rounds it."""
+    parts = []
+    for k, (part, problem, answers_k, checker) in enumerate(zip(v.parts, problems, answers, checkers), 1):
+        report = check_variant(problem, answers_k, part, checker, reveal, view)
+        parts.append({"part": k, "title": part.title, **report})
+    earned = round(sum(q["earned"] for r in parts for q in r["questions"]), 2)
+    return {"variant": v.code, "parts": parts,
+            "score": {"earned": points(earned), "points": points(sum(r["score"]["points"] for r in parts))}}

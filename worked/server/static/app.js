@@ -275,17 +275,127 @@ async function openProblem(source) {
     return false;
   }
   if (data.code) source.code = data.code;
+  if (data.parts) {     // a quiz that mixes families: a problem per part, each with its questions
+    S.student = { source, problem: null, view: null, solution: null, report: null, questions: [], part: null,
+      title: data.title, parts: data.parts.map((p) => ({ ...p, solution: null, report: null, box: null })) };
+    renderMixed();
+    return true;
+  }
   S.student = { source, problem: data.problem, view: data.view, solution: null, report: null, questions: data.questions || [] };
   renderProblem();
   return true;
 }
 
+/* ------------------------------------------------------------------ a quiz that mixes families
+
+ * Its variant's page holds the parts in order, each with its problem (facts, given matrices), its grids and choice
+ * questions, checked in one go and scored per part (as `worked grade` scores each part against its own problem).
+ * The functions of the one-problem page work on the current part: usePart(p) makes S.student's view, problem,
+ * questions and report that part's, gridsRoot() its box and idPre() the prefix of its elements' ids. */
+function usePart(p) {
+  const st = S.student;
+  st.part = p;
+  if (p) Object.assign(st, { view: p.view, problem: p.problem, questions: p.questions, report: p.report });
+  else Object.assign(st, { view: null, problem: null, questions: [], report: null });
+}
+
+function gridsRoot() { return (S.student.part && S.student.part.box) || $("#answer-grids"); }
+function idPre() { return S.student.part ? `p${S.student.part.part}-` : ""; }
+
+/* "Part 2: Causal attention" (the part's title without the quiz's, which the page's heading says). */
+function partName(p) {
+  const t = p.title && S.student.title && p.title.startsWith(S.student.title + " — ") ? p.title.slice(S.student.title.length + 3) : p.title;
+  return `Part ${p.part}` + (t ? `: ${t}` : "");
+}
+
+function renderMixed() {
+  const st = S.student;
+  $("#problem-title").textContent = `${st.title || "Quiz"} (variant ${st.source.code})`;
+  const facts = $("#problem-facts");
+  const list = el("ol", { class: "questions" });
+  let total = 0;
+  for (const p of st.parts) {
+    const pts = p.questions.reduce((a, q) => a + q.points, 0);
+    total += pts;
+    list.append(el("li", { text: `${partName(p)} (${pts} pt${pts === 1 ? "" : "s"})` }));
+  }
+  facts.replaceChildren(el("dt", { text: "Parts" }), el("dd", {}, list),
+    el("dt", { text: "Points" }), el("dd", { text: `${total} in all; each part's problem and questions are below` }));
+  $("#problem-inputs").replaceChildren();
+  $("#student-downloads").hidden = true;      // worked quiz wrote a sheet per part; the page prints none
+  $("#problem-card").hidden = false;
+  const box = $("#answer-grids");
+  box.replaceChildren();
+  for (const p of st.parts) {
+    const head = el("h3", { id: `part-${p.part}-title`, text: partName(p) });
+    const dl = el("dl", { class: "facts" }), mats = el("div", { class: "mats" });
+    p.box = el("div", { class: "part-grids" });
+    box.append(el("section", { class: "part", "aria-labelledby": head.id }, head, dl, mats, p.box));
+    usePart(p);
+    factsInto(dl);
+    inputsInto(mats);
+    renderAnswerGrids();
+  }
+  usePart(null);
+  $$(".dec-places").forEach((s) => { s.textContent = String(st.parts[0].view.decimals); });
+  $("#feedback").hidden = true;
+  $("#solution").hidden = true;
+  $("#solution-body").replaceChildren();
+}
+
+/* Each part's answers, in order, as the server takes them for a mixed variant. */
+function collectMixed() {
+  const out = { answers: [], any: false };
+  for (const p of S.student.parts) {
+    usePart(p);
+    const { answers, any } = collectAnswers();
+    out.answers.push(answers);
+    out.any = out.any || any;
+  }
+  usePart(null);
+  return out;
+}
+
+async function renderMixedReport(report) {
+  const st = S.student;
+  const diag = $("#diagnoses");
+  diag.replaceChildren();
+  const lines = el("ul", { class: "part-scores" });
+  let wrongAny = false, first = null, more = 0, anyCarried = false;
+  for (const p of st.parts) {
+    const r = report.parts[p.part - 1];
+    p.report = r;
+    usePart(p);
+    const res = await markGrids(r);
+    wrongAny = wrongAny || res.wrongAny;
+    anyCarried = anyCarried || res.t.carried_forward > 0;
+    lines.append(el("li", {}, el("strong", { text: `${partName(p)}: ${r.score.earned} of ${r.score.points} points` }),
+      ` (${r.questions.map((q) => `${q.name || q.ask}: ${q.earned} of ${q.points}`).join("; ")}). ` + countsText(res.t, true)));
+    if (r.diagnoses.length) {
+      diag.append(el("h3", { text: `What went wrong in ${partName(p)}` }));
+      diagnosesInto(diag, r, res.byGrid, res.sv);
+      if (first) more += r.diagnoses.length; else { first = r.diagnoses[0]; more += r.diagnoses.length - 1; }
+    } else errorsInto(diag, r);
+  }
+  usePart(null);
+  const summary = $("#summary");
+  summary.replaceChildren(el("strong", { class: "score", text: `Points: ${report.score.earned} of ${report.score.points}` }),
+    lines, legendMarks(anyCarried));
+  finishReport(wrongAny, `Points: ${report.score.earned} of ${report.score.points}.`, first, more);
+}
+
 function renderProblem() {
   const { view, source } = S.student;
   $("#problem-title").textContent = view.title + (source.kind === "variant" ? ` (variant ${source.code})` : "");
-  const facts = $("#problem-facts");
+  factsInto($("#problem-facts"));
+  inputsInto($("#problem-inputs"));
+  renderProblemRest();
+}
+
+/* The facts of the current problem, and a quiz's graded questions. */
+function factsInto(facts) {
   facts.replaceChildren();
-  for (const f of view.facts) facts.append(el("dt", { text: f.label }), el("dd", { text: f.text }));
+  for (const f of S.student.view.facts) facts.append(el("dt", { text: f.label }), el("dd", { text: f.text }));
   if (S.student.questions.length) {
     const list = el("ol", { class: "questions" });
     for (const q of S.student.questions) {
@@ -293,9 +403,12 @@ function renderProblem() {
     }
     facts.append(el("dt", { text: "Graded questions" }), el("dd", {}, list));
   }
-  const box = $("#problem-inputs");
+}
+
+/* The given matrices of the current problem. */
+function inputsInto(box) {
   box.replaceChildren();
-  for (const m of view.inputs) {
+  for (const m of S.student.view.inputs) {
     const shape = el("span", { class: "shape", text: `${m.shape}${m.note ? ", " + m.note : ""}` });
     if (m.matrix) {   // a bracketed matrix (MathML); its rows are the tokens
       const numbered = m.rows.every((r, i) => r === String(i + 1));
@@ -307,6 +420,10 @@ function renderProblem() {
       box.append(el("figure", { class: "mat" }, cap, matrixTable(m.rows, m.cols, m.cells, `${m.key}, ${m.shape}`)));
     }
   }
+}
+
+function renderProblemRest() {
+  const { view, source } = S.student;
   // downloads of the worksheet
   const dl = $("#student-downloads");
   dl.hidden = !S.info.features.render;
@@ -324,15 +441,20 @@ function renderProblem() {
   $("#solution-body").replaceChildren();
 }
 
+/* The key of the grid a question asks for (a chain's Z is its last block's). */
+function gridKeyOf(q) {
+  const keys = new Set(S.student.view.grids.map((g) => g.key));
+  return !keys.has(q.matrix) && q.matrix === "Z" ? [...keys].filter((k) => /\.Z$/.test(k)).pop() || q.matrix : q.matrix;
+}
+
 /* A quiz variant: which cells its questions ask for, by grid key ("i,j" sets), and the questions per grid. */
 function askedCells() {
   const qs = S.student.questions || [];
   if (!qs.length) return null;
-  const keys = new Set(S.student.view.grids.map((g) => g.key));
   const out = {};
   for (const q of qs) {
-    let key = q.matrix;
-    if (!keys.has(key) && key === "Z") key = [...keys].filter((k) => /\.Z$/.test(k)).pop() || key;  // a chain's last Z
+    if (q.type === "choice") continue;      // chosen among options, not typed into the grid (choiceQuestions)
+    const key = gridKeyOf(q);
     const a = out[key] = out[key] || { cells: new Set(), questions: [] };
     for (const [i, j] of q.cells || []) a.cells.add(`${i},${j}`);
     a.questions.push(q);
@@ -344,12 +466,15 @@ function renderAnswerGrids() {
   const { view, problem } = S.student;
   const saved = JSON.parse(localStorage.getItem(problemKey(problem)) || "{}");
   const asked = askedCells();
-  const box = $("#answer-grids");
+  const box = gridsRoot();
   box.replaceChildren();
+  const choices = (S.student.questions || []).filter((x) => x.type === "choice");
   view.grids.forEach((g) => {
+    // a choice question where its matrix comes in the steps' order (after that matrix's grid, if asked too)
+    const here = () => choices.filter((q) => gridKeyOf(q) === g.key).forEach((q) => box.append(choiceField(q, saved)));
     const mine = asked && asked[g.key];
-    if (asked && !mine) return;          // a quiz shows only the grids its questions ask for
-    const fs = el("fieldset", { class: "grid", "data-key": g.key, id: "grid-" + g.key.replace(/\W/g, "_") });
+    if (asked && !mine) { here(); return; }          // a quiz shows only the grids its questions ask for
+    const fs = el("fieldset", { class: "grid", "data-key": g.key, id: gridId(g.key) });
     fs.append(el("legend", {}, g.label, " ", el("span", { class: "eq" }, math(g.mathml, g.text || ""))));
     fs.append(el("p", { class: "hint", text: `${g.rows.length}×${g.cols.length}` + (g.hint ? ` · ${g.hint}` : "") }));
     if (mine) {
@@ -358,7 +483,7 @@ function renderAnswerGrids() {
           `(${q.points} pt${q.points === 1 ? "" : "s"})`).join("; ") + ". Only the marked cells count."));
     }
     const note = el("p", { class: "paste-note", role: "status" });
-    const table = inputGrid("a-" + g.key.replace(/\W/g, "_"), g.label, g.rows, g.cols,
+    const table = inputGrid("a-" + idPre() + g.key.replace(/\W/g, "_"), g.label, g.rows, g.cols,
       { masked: g.masked, values: saved[g.key], maskedPlaceholder: "−∞ / 0", asked: mine ? mine.cells : null,
         onPasteError: (msg, ok) => { note.textContent = msg; note.className = "paste-note" + (ok ? "" : " bad"); } });
     fs.append(el("div", { class: "scroll" }, table));
@@ -367,9 +492,38 @@ function renderAnswerGrids() {
     fs.append(el("div", { class: "diag-slot" }));
     fs.append(el("div", { class: "step-slot" }));
     box.append(fs);
+    here();
   });
+  const keys = new Set(view.grids.map((g) => g.key));
+  choices.filter((q) => !keys.has(gridKeyOf(q))).forEach((q) => box.append(choiceField(q, saved)));
   $("#answers-form").hidden = false;
   $("#check-status").replaceChildren();
+}
+
+/* The words of a choice question on the page. */
+const CHOICE_WORDS = {
+  points: (n) => `${n} pt${n === 1 ? "" : "s"}`, choose: (pts) => `Choose one (${pts}).`,
+  right: "✓ right", wrong: "✗ wrong", blank: "Not answered.", gotRight: (pts) => `Right (${pts}).`,
+  gotWrong: (pts) => `Not the right option (${pts}).`, earned: (e, pts) => `${e} of ${pts}`,
+};
+
+/* A choice question: its options as radio buttons in a fieldset whose legend says what is asked. */
+function choiceField(q, saved) {
+  const g = S.student.view.grids.find((x) => x.key === gridKeyOf(q));
+  const id = "choice-" + idPre() + (q.name || q.ask).replace(/\W/g, "_");
+  const what = g ? readableAsk(q.ask, g) : q.ask;
+  const fs = el("fieldset", { class: "grid choice", id, "data-choice": q.name || q.ask },
+    el("legend", {}, `${q.name ? q.name + ": " : ""}${what}`),
+    el("p", { class: "hint", text: CHOICE_WORDS.choose(CHOICE_WORDS.points(q.points)) }));
+  const opts = el("div", { class: "options" });
+  for (const o of q.options || []) {
+    const input = el("input", { type: "radio", name: id, value: o.letter, id: `${id}-${o.letter}` });
+    if (saved["choice:" + (q.name || q.ask)] === o.letter) input.checked = true;
+    opts.append(el("label", { for: input.id }, input, el("span", { text: `${o.letter}. ${o.value}` })));
+  }
+  fs.append(opts, el("p", { class: "verdict", "aria-live": "polite" }), el("div", { class: "diag-slot" }));
+  fs.question = q;
+  return fs;
 }
 
 /* "weights[1,2]" as the grid labels it: "Attention weights[cats, chase]". */
@@ -381,17 +535,37 @@ function readableAsk(ask, g) {
 function collectAnswers() {
   const answers = {};
   let any = false;
-  for (const fs of $$("#answer-grids fieldset.grid")) {
+  for (const fs of $$("fieldset.grid:not(.choice)", gridsRoot())) {
     const rows = readGrid($("table", fs));
     if (rows.some((r) => r.some((v) => v !== ""))) { answers[fs.dataset.key] = rows; any = true; }
+  }
+  for (const fs of $$("fieldset.choice", gridsRoot())) {     // a chosen option: its letter at the question's entry
+    const picked = $("input:checked", fs);
+    if (!picked) continue;
+    const q = fs.question, [i, j] = q.cells[0];
+    const g = S.student.view.grids.find((x) => x.key === gridKeyOf(q));
+    const key = g ? g.key : q.matrix;
+    const rows = answers[key] || Array.from({ length: g ? g.rows.length : i + 1 }, () => Array(g ? g.cols.length : j + 1).fill(""));
+    rows[i][j] = picked.value;
+    answers[key] = rows;
+    any = true;
   }
   return { answers, any };
 }
 
 function saveAnswers() {
+  if (S.student.parts && !S.student.part) {      // a mixed variant: each part's answers, kept by its problem
+    for (const p of S.student.parts) { usePart(p); saveAnswers(); }
+    usePart(null);
+    return;
+  }
   if (!S.student.problem) return;
   const all = {};
-  for (const fs of $$("#answer-grids fieldset.grid")) all[fs.dataset.key] = readGrid($("table", fs));
+  for (const fs of $$("fieldset.grid:not(.choice)", gridsRoot())) all[fs.dataset.key] = readGrid($("table", fs));
+  for (const fs of $$("fieldset.choice", gridsRoot())) {
+    const picked = $("input:checked", fs);
+    if (picked) all["choice:" + fs.dataset.choice] = picked.value;
+  }
   try { localStorage.setItem(problemKey(S.student.problem), JSON.stringify(all)); } catch (e) { /* private mode */ }
 }
 
@@ -399,23 +573,24 @@ function saveAnswers() {
 
 const VERDICT_TEXT = { correct: "correct", wrong: "wrong", blank: "not answered", invalid: "could not be read" };
 
-function clearMarks() {
-  for (const td of $$("#answer-grids td")) {
+function clearMarks(root = gridsRoot()) {
+  for (const td of $$("td", root)) {
     td.classList.remove("ok", "bad", "ecf");
     const m = $(".mark", td); if (m) m.textContent = "";
     const v = $(".visually-hidden", td); if (v) v.textContent = "";
     const n = $(".cell-note", td); if (n) n.remove();
     const input = $("input", td); if (input) { input.removeAttribute("aria-invalid"); input.setAttribute("aria-describedby", input.id + "-v"); }
   }
-  for (const p of $$("#answer-grids .verdict")) { p.textContent = ""; p.className = "verdict"; }
-  for (const s of $$("#answer-grids .step-slot, #answer-grids .diag-slot")) s.replaceChildren();
+  for (const p of $$(".verdict", root)) { p.textContent = ""; p.className = "verdict"; }
+  for (const s of $$(".step-slot, .diag-slot", root)) s.replaceChildren();
 }
 
 async function checkAnswers(ev) {
   ev.preventDefault();
   const status = $("#check-status");
   status.classList.remove("bad");
-  const { answers, any } = collectAnswers();
+  const mixed = !!S.student.parts;
+  const { answers, any } = mixed ? collectMixed() : collectAnswers();
   if (!any) { status.textContent = "Type at least one answer first."; status.classList.add("bad"); return; }
   saveAnswers();
   const btn = $("#check-btn");
@@ -423,23 +598,24 @@ async function checkAnswers(ev) {
   let report;
   try {
     const source = S.student.source;
-    report = await api("/api/check", source.kind === "variant" ? { variant: source.code, answers, reveal: true } : { problem: S.student.problem, answers, reveal: true });
+    report = await api("/api/check?view=1", source.kind === "variant" ? { variant: source.code, answers, reveal: true } : { problem: S.student.problem, answers, reveal: true });
     // (the expected values come only from a server that shows solutions; the page hides them behind a button)
   } catch (e) {
     status.textContent = e.message; status.classList.add("bad");
     return;
   } finally { busy(btn, false); }
   S.student.report = report;
-  await renderReport(report);
+  await (mixed ? renderMixedReport(report) : renderReport(report));
 }
 
 async function solutionView() {
   if (S.info.no_solutions) return null;
-  if (!S.student.solution) {
-    try { S.student.solution = await api("/api/solve?view=1", { problem: S.student.problem }); }
+  const holder = S.student.part || S.student;     // (a mixed variant's part keeps its own)
+  if (!holder.solution) {
+    try { holder.solution = await api("/api/solve?view=1", { problem: S.student.problem }); }
     catch (e) { return null; }
   }
-  return S.student.solution.view;
+  return holder.solution.view;
 }
 
 /* A grid's entry as the grid labels it: scaled[3,1] → "Scaled scores[mice, cats]". */
@@ -471,20 +647,93 @@ function unreadableReason(raw, message) {
   return `“${raw.trim()}” cannot be read: ${m || "not a number"}`;
 }
 
-function gridId(key) { return "grid-" + key.replace(/\W/g, "_"); }
+function gridId(key) { return "grid-" + idPre() + key.replace(/\W/g, "_"); }
 
 async function renderReport(report) {
-  clearMarks();
+  const { wrongAny, byGrid, sv, t } = await markGrids(report);
+  // the feedback card
+  const summary = $("#summary");
+  if (askedCells()) {   // a quiz: only the asked cells count
+    Object.assign(report.summary, t);
+    report.summary_text = null;
+  }
+  summary.textContent = report.summary_text || countsText(report.summary, !!askedCells());
+  if (report.score) {
+    summary.append(el("br"), el("strong", { class: "score", text: `Points: ${report.score.earned} of ${report.score.points}` }),
+      " (" + report.questions.map((q) => `${q.name || q.ask}: ${q.earned} of ${q.points}`).join("; ") + ")");
+  }
+  summary.append(el("br"), legendMarks(report.summary.carried_forward > 0));
+  const diag = $("#diagnoses");
+  diag.replaceChildren();
+  if (report.diagnoses.length) diag.append(el("h3", { text: "What went wrong" }));
+  diagnosesInto(diag, report, byGrid, sv);
+  finishReport(wrongAny, summary.firstChild.textContent, report.diagnoses[0], report.diagnoses.length - 1);
+}
+
+/* "3 of 5 asked entries correct, 1 wrong (…), 1 not answered." */
+function countsText(s, asked) {
+  const total = s.correct + s.wrong + s.blank + s.invalid;
+  return `${s.correct} of ${total} ${asked ? "asked " : ""}entries correct` +
+    (s.wrong ? `, ${s.wrong} wrong` + (s.carried_forward ? ` (${s.carried_forward} of them only because of an earlier slip)` : "") : "") +
+    (s.blank ? `, ${s.blank} not answered` : "") + (s.invalid ? `, ${s.invalid} could not be read` : "") + ".";
+}
+
+function legendMarks(anyCarried) {
+  return el("span", { class: "legend-marks" },
+    el("span", { text: "✓ correct" }), el("span", { text: "✗ wrong" }),
+    anyCarried ? el("span", { text: "↪ wrong, but right from your own earlier answers" }) : null,
+    el("span", { text: "? could not be read" }));
+}
+
+/* The report's diagnoses in the feedback card: a link to each one shown at its grid, the others in full; then
+ * what could not be read outside a cell. */
+function diagnosesInto(diag, report, byGrid, sv) {
+  for (const d of report.diagnoses) {
+    const placed = Object.values(byGrid).some((ds) => ds.includes(d));
+    if (!placed) { diag.append(diagnosisBox(d, sv, false)); continue; }
+    const key = Object.keys(byGrid).find((k) => byGrid[k].includes(d));
+    diag.append(el("p", { class: "diag-link" }, d.code === "early-rounding" ? "Note: " : "✗ ", titleOf(d), ": ",
+      el("a", { href: "#" + d._id }, `at ${gridLabel(key)}${d.step ? `, re-read ${stepSpan(d)}` : ""}`)));
+  }
+  errorsInto(diag, report);
+}
+
+function errorsInto(diag, report) {
+  for (const e of report.errors || []) {
+    if (e.entry) continue;        // an unreadable entry is shown in its cell
+    diag.append(el("p", { class: "alert", text: humanize(e.message) }));
+  }
+}
+
+/* The check bar's status (what the summary says, and a link to the first diagnosis), and the feedback shown. */
+function finishReport(wrongAny, text, first, more) {
+  const status = $("#check-status");
+  status.classList.toggle("bad", wrongAny);
+  status.replaceChildren(text);
+  if (first) {
+    status.append(" ", el("a", { href: "#" + first._id, class: "to-diag" },
+      `What went wrong: ${first.title}${more > 0 ? ` (and ${more} more)` : ""}`));
+  }
+  $("#solution-actions").hidden = S.info.no_solutions;
+  $("#feedback").hidden = false;
+}
+
+/* The current problem's grids and choice questions marked from its report; the diagnoses placed at their grids.
+ * Returns whether any answer is wrong, the diagnoses by grid, the solution's view and (on a quiz) the counts of
+ * the asked entries. */
+async function markGrids(report) {
+  const root = gridsRoot();
+  clearMarks(root);
   const sv = await solutionView();
   const asked = askedCells();
   let wrongAny = false;
   const byGrid = {};   // the diagnoses at the grid they concern (the first of their grids on the page)
   report.diagnoses.forEach((d, k) => {
-    const key = (d.matrices || []).find((x) => $(`#answer-grids fieldset[data-key="${CSS.escape(x)}"]`));
-    d._id = `diag-${k}`;
+    const key = (d.matrices || []).find((x) => $(`fieldset[data-key="${CSS.escape(x)}"]`, root));
+    d._id = `diag-${idPre()}${k}`;
     if (key) (byGrid[key] = byGrid[key] || []).push(d);
   });
-  for (const fs of $$("#answer-grids fieldset.grid")) {
+  for (const fs of $$("fieldset.grid:not(.choice)", root)) {
     const key = fs.dataset.key;
     const m = report.matrices[key];
     if (!m) continue;
@@ -547,7 +796,8 @@ async function renderReport(report) {
       wrongAny = true;
       if (!(byGrid[key] || []).length && m.step && c.wrong - (c.carried_forward || 0) > 0) {
         // a plain slip: no mistake named, but the step to redo is
-        slot.append(el("p", { class: "reread" }, `A slip in ${label}: re-read Step ${m.step.number}: ${m.step.title}.`));
+        slot.append(el("p", { class: "reread" }, `A slip in ${label}: re-read Step ${m.step.number}: `,
+          prose(m.step.title_math, m.step.title), "."));
       }
       if (sv) {
         const steps = sv.steps.filter((s) => s.result === key);
@@ -559,12 +809,10 @@ async function renderReport(report) {
       }
     }
   }
-  // the feedback card
-  const s = report.summary;
-  const summary = $("#summary");
-  if (asked) {   // a quiz: only the asked cells count
-    const t = { correct: 0, wrong: 0, blank: 0, invalid: 0, carried_forward: 0 };
-    for (const fs of $$("#answer-grids fieldset.grid")) {
+  for (const fs of $$("fieldset.choice", root)) if (markChoice(fs, report)) wrongAny = true;
+  const t = { correct: 0, wrong: 0, blank: 0, invalid: 0, carried_forward: 0 };    // a quiz: the asked entries
+  if (asked) {
+    for (const fs of $$("fieldset.grid:not(.choice)", root)) {
       for (const input of $$("input", fs)) {
         const m = report.matrices[fs.dataset.key];
         if (!m) { t.blank += 1; continue; }
@@ -573,46 +821,42 @@ async function renderReport(report) {
         if (v === "wrong" && m.carried_forward[+input.dataset.i][+input.dataset.j]) t.carried_forward += 1;
       }
     }
-    Object.assign(s, t);
-    report.summary_text = null;
+    for (const q of report.questions || []) if (q.type === "choice") t[q.chosen ? (q.right ? "correct" : "wrong") : "blank"] += 1;
   }
-  const total = s.correct + s.wrong + s.blank + s.invalid;
-  summary.textContent = report.summary_text || (`${s.correct} of ${total} ${asked ? "asked " : ""}entries correct` +
-    (s.wrong ? `, ${s.wrong} wrong` + (s.carried_forward ? ` (${s.carried_forward} of them only because of an earlier slip)` : "") : "") +
-    (s.blank ? `, ${s.blank} not answered` : "") + (s.invalid ? `, ${s.invalid} could not be read` : "") + ".");
-  if (report.score) {
-    summary.append(el("br"), el("strong", { class: "score", text: `Points: ${report.score.earned} of ${report.score.points}` }),
-      " (" + report.questions.map((q) => `${q.name || q.ask}: ${q.earned} of ${q.points}`).join("; ") + ")");
+  return { wrongAny, byGrid, sv, t };
+}
+
+/* A choice question's verdict: the option chosen marked, the points, and for a wrong option the mistake it is
+ * with that mistake's feedback. True when it is wrong. */
+function markChoice(fs, report) {
+  const scored = (report.questions || []).find((x) => (x.name || x.ask) === fs.dataset.choice);
+  const p = $(".verdict", fs), slot = $(".diag-slot", fs);
+  for (const l of $$(".options label", fs)) { l.classList.remove("ok", "bad"); const m = $(".mark", l); if (m) m.remove(); }
+  slot.replaceChildren();
+  if (!scored) return false;
+  const pts = CHOICE_WORDS.earned(scored.earned, CHOICE_WORDS.points(scored.points));
+  const label = scored.chosen && $(`input[value="${CSS.escape(scored.chosen)}"]`, fs).closest("label");
+  if (label) {
+    label.classList.add(scored.right ? "ok" : "bad");
+    label.append(el("span", { class: "mark", text: scored.right ? CHOICE_WORDS.right : CHOICE_WORDS.wrong }));
   }
-  const anyCarried = s.carried_forward > 0;
-  summary.append(el("br"), el("span", { class: "legend-marks" },
-    el("span", { text: "✓ correct" }), el("span", { text: "✗ wrong" }),
-    anyCarried ? el("span", { text: "↪ wrong, but right from your own earlier answers" }) : null,
-    el("span", { text: "? could not be read" })));
-  const diag = $("#diagnoses");
-  diag.replaceChildren();
-  if (report.diagnoses.length) diag.append(el("h3", { text: "What went wrong" }));
-  for (const d of report.diagnoses) {
-    const placed = Object.values(byGrid).some((ds) => ds.includes(d));
-    if (!placed) { diag.append(diagnosisBox(d, sv, false)); continue; }
-    const key = Object.keys(byGrid).find((k) => byGrid[k].includes(d));
-    diag.append(el("p", { class: "diag-link" }, (d.code === "early-rounding" ? "Note: " : "✗ ") + capital(d.title) + ": ",
-      el("a", { href: "#" + d._id }, `at ${gridLabel(key)}${d.step ? `, re-read ${stepSpan(d)}` : ""}`)));
+  p.className = "verdict " + (!scored.chosen ? "" : scored.right ? "ok" : "bad");
+  p.textContent = !scored.chosen ? CHOICE_WORDS.blank : scored.right ? CHOICE_WORDS.gotRight(pts) : CHOICE_WORDS.gotWrong(pts);
+  if (scored.mistake) {
+    const d = scored.mistake;
+    slot.append(el("div", { class: "diag", role: "note" },
+      el("p", { class: "diag-title" }, `✗ ${scored.chosen}: `, titleOf(d), " ", el("code", { text: d.code })),
+      el("p", { class: "msg" }, prose(d.message_math, d.message))));
   }
-  for (const e of report.errors || []) {
-    if (e.entry) continue;        // an unreadable entry is shown in its cell
-    diag.append(el("p", { class: "alert", text: humanize(e.message) }));
-  }
-  const status = $("#check-status");
-  status.classList.toggle("bad", wrongAny);
-  status.replaceChildren(summary.firstChild.textContent);
-  if (report.diagnoses.length) {
-    const first = report.diagnoses[0];
-    status.append(" ", el("a", { href: "#" + first._id, class: "to-diag" },
-      `What went wrong: ${first.title}${report.diagnoses.length > 1 ? ` (and ${report.diagnoses.length - 1} more)` : ""}`));
-  }
-  $("#solution-actions").hidden = S.info.no_solutions;
-  $("#feedback").hidden = false;
+  return !!scored.chosen && !scored.right;
+}
+
+/* A message with its math (the parts the server printed: text, and allow-listed MathML), or its text. */
+function prose(parts, text) {
+  const span = el("span", { class: "prose" });
+  if (!parts) { span.textContent = humanize(text || ""); return span; }
+  for (const x of parts) span.append(x.mathml ? math(x.mathml, x.text) : document.createTextNode(humanize(x.text)));
+  return span;
 }
 
 /* A link to a diagnosis moves there and focuses it, without changing the address (which holds the problem). */
@@ -638,17 +882,23 @@ function stepSpan(d) {
 
 function capital(t) { return t.charAt(0).toUpperCase() + t.slice(1); }
 
+/* A mistake's title with its math (the server's title_math: "K·Qᵀ instead of Q·Kᵀ" as MathML), capitalised. */
+function titleOf(d) {
+  const parts = d.title_math && d.title_math.map((x, k) => (k === 0 && !x.mathml ? { text: capital(x.text) } : x));
+  return prose(parts, capital(d.title));
+}
+
 /* A named mistake: what it is, where, and the step to re-read (with that step, folded). */
 function diagnosisBox(d, sv, atGrid) {   // atGrid: the key of the grid it is shown at, or false
   const info = d.code === "early-rounding";
   const box = el("div", { class: "diag" + (info ? " info" : ""), role: info ? null : "note", id: d._id, tabindex: "-1" },
-    el(atGrid ? "p" : "h3", { class: "diag-title" }, (info ? "Note: " : "✗ ") + capital(d.title) + " ", el("code", { text: d.code })),
-    el("p", { text: humanize(d.message) }),
+    el(atGrid ? "p" : "h3", { class: "diag-title" }, info ? "Note: " : "✗ ", titleOf(d), " ", el("code", { text: d.code })),
+    el("p", { class: "msg" }, prose(d.message_math, d.message)),
     d.matrices && d.matrices.length ? el("p", { text: "Where: " + d.matrices.map(gridLabel).join(", ") + "." }) : null);
   if (d.step) {
     const span = stepSpan(d);
-    box.append(el("p", { class: "reread", text: span.startsWith("Steps") ? `Re-read ${span}, from Step ${d.step.number}: ${d.step.title}.`
-      : `Re-read ${span}: ${d.step.title}.` }));
+    box.append(el("p", { class: "reread" }, span.startsWith("Steps") ? `Re-read ${span}, from Step ${d.step.number}: `
+      : `Re-read ${span}: `, prose(d.step.title_math, d.step.title), "."));
     const own = sv && atGrid && sv.steps[d.step.number - 1] && sv.steps[d.step.number - 1].result === atGrid;
     if (sv && sv.steps[d.step.number - 1] && !own) {   // (the grid's own step is under the grid already)
       const det = el("details", { class: "step" }, el("summary", { text: `Show Step ${d.step.number}` }));
@@ -701,14 +951,23 @@ function renderStep(step, sv, number) {
 async function showSolution() {
   const btn = $("#show-solution");
   busy(btn, true, "Loading…");
-  const sv = await solutionView();
+  const parts = S.student.parts || [null];       // a mixed variant: each part's solution under its name
+  const views = [];
+  for (const p of parts) {
+    if (p) usePart(p);
+    views.push(await solutionView());
+  }
+  if (parts[0]) usePart(null);
   busy(btn, false);
-  if (!sv) { $("#check-status").textContent = "The worked solution is not available on this server."; return; }
+  if (views.some((sv) => !sv)) { $("#check-status").textContent = "The worked solution is not available on this server."; return; }
   const body = $("#solution-body");
   body.replaceChildren();
-  const steps = el("div", { class: "steps" });
-  sv.steps.forEach((s, k) => steps.append(renderStep(s, sv, k + 1)));
-  body.append(steps);
+  views.forEach((sv, k) => {
+    const steps = el("div", { class: "steps" });
+    sv.steps.forEach((s, n) => steps.append(renderStep(s, sv, n + 1)));
+    if (parts[k]) body.append(el("h3", { class: "part-head", text: partName(parts[k]) }));
+    body.append(steps);
+  });
   const sec = $("#solution");
   sec.hidden = false;
   sec.focus();
@@ -903,34 +1162,37 @@ function randomFamily() {
   return family;
 }
 
+/* The knobs of `worked new`: [key, label, the random form's value, help]. The random form shows them all (and a
+ * seed); the quiz builder shows them per part, empty meaning the default. */
+const KNOBS = [
+  ["tokens", "Tokens", "3", "a count, or words separated by spaces"],
+  ["d_model", "d_model", "4"], ["d_k", "d_k", "2"], ["d_v", "d_v", "", "empty: same as d_k"],
+  ["heads", "Heads", "1"], ["lo", "Smallest entry", "-2"], ["hi", "Largest entry", "3"],
+  ["wlo", "Smallest weight-matrix entry", "", "empty: as the entries"], ["whi", "Largest weight-matrix entry", "", "empty: as the entries"],
+  ["mask", "Mask", "none"], ["scale", "Scale", "sqrt", "sqrt, none or a number"], ["decimals", "Decimals", "2", "the places shown and asked"],
+  ["max_weight", "Largest weight", "0.9", "in every softmax row"], ["min_weight", "Smallest weight", "", "empty: one unit of the last place"],
+  ["max_score", "Largest |scaled score|", "5", "0: no limit"], ["ties", "Allow ties for the largest score", ""],
+  ["attention", "Attention", "self"], ["tokens_enc", "Encoder tokens", "", "cross: a count or words; empty: as the tokens"],
+  ["blocks", "Blocks", "", "a chain, such as self-causal, cross; empty: one block"],
+  ["train", "Add a training step", ""], ["lr", "Learning rate", "", "empty: the default"],
+];
+const KNOB_TEXT = ["tokens", "scale", "tokens_enc", "blocks", "lr"];      // typed as text, not as a number
+
+/* One knob's field: a labelled select, checkbox or input (id *id*, value *def*). */
+function knobField(id, key, label, def, help) {
+  let input;
+  if (key === "mask") input = el("select", { id }, el("option", { text: "none" }), el("option", { text: "causal" }));
+  else if (key === "attention") input = el("select", { id }, el("option", { text: "self" }), el("option", { text: "cross" }));
+  else if (key === "train" || key === "ties") input = el("input", { id, type: "checkbox" });
+  else input = el("input", { id, value: def, spellcheck: "false",
+    inputmode: KNOB_TEXT.includes(key) ? null : ["max_weight", "min_weight", "max_score"].includes(key) ? "decimal" : "numeric" });
+  return el("div", { class: "field" + (["tokens", "blocks", "tokens_enc"].includes(key) ? " wide" : "") },
+    el("label", { for: id }, label, help ? el("span", { class: "sub", text: ` (${help})` }) : null), input);
+}
+
 function buildRandomForm() {
   const form = $("#random-form");
-  const knobs = [
-    ["tokens", "Tokens", "3", "a count, or words separated by spaces"],
-    ["d_model", "d_model", "4"], ["d_k", "d_k", "2"], ["d_v", "d_v", "", "empty: same as d_k"],
-    ["heads", "Heads", "1"], ["lo", "Smallest entry", "-2"], ["hi", "Largest entry", "3"],
-    ["wlo", "Smallest weight-matrix entry", "", "empty: as the entries"], ["whi", "Largest weight-matrix entry", "", "empty: as the entries"],
-    ["mask", "Mask", "none"], ["scale", "Scale", "sqrt", "sqrt, none or a number"], ["decimals", "Decimals", "2"],
-    ["max_weight", "Largest weight", "0.9", "in every softmax row"], ["min_weight", "Smallest weight", "", "empty: one unit of the last place"],
-    ["max_score", "Largest |scaled score|", "5", "0: no limit"], ["ties", "Allow ties for the largest score", ""],
-    ["attention", "Attention", "self"], ["tokens_enc", "Encoder tokens", "", "cross: a count or words; empty: as the tokens"],
-    ["blocks", "Blocks", "", "a chain, such as self-causal, cross; empty: one block"],
-    ["train", "Add a training step", ""], ["lr", "Learning rate", "", "empty: the default"],
-    ["seed", "Seed", "1"],
-  ];
-  for (const [key, label, def, help] of knobs) {
-    const id = "r-" + key;
-    let input;
-    if (key === "mask") input = el("select", { id }, el("option", { text: "none" }), el("option", { text: "causal" }));
-    else if (key === "attention") input = el("select", { id }, el("option", { text: "self" }), el("option", { text: "cross" }));
-    else if (key === "train") input = el("input", { id, type: "checkbox" });
-    else if (key === "ties") input = el("input", { id, type: "checkbox" });
-    else input = el("input", { id, value: def, spellcheck: "false",
-      inputmode: ["tokens", "scale", "tokens_enc", "blocks", "lr"].includes(key) ? null : ["max_weight", "min_weight", "max_score"].includes(key) ? "decimal" : "numeric" });
-    form.append(el("div", { class: "field" + (key === "tokens" ? " wide" : "") },
-      el("label", { for: id }, label, help ? el("span", { class: "sub", text: ` (${help})` }) : null), input));
-    if (key === "blocks" || key === "tokens_enc") form.lastChild.classList.add("wide");
-  }
+  for (const [key, label, def, help] of [...KNOBS, ["seed", "Seed", "1"]]) form.append(knobField("r-" + key, key, label, def, help));
   form.append(el("div", { class: "field wide" }, el("button", { type: "submit", class: "primary", id: "draw", text: "Draw a problem" })));
   form.addEventListener("submit", (ev) => {
     ev.preventDefault();
@@ -948,84 +1210,417 @@ function buildRandomForm() {
   });
 }
 
-const QUIZ_SPEC = `title = "Attention quiz 1"
-seed = 2026
-count = 2
+/* ------------------------------------------------------------------ teacher: the quiz builder
+ * The spec as form fields: the quiz's own fields, then per part its problem family (the knobs of `worked new`) and
+ * its questions, one row each. quizSpec() reads them as the spec's tables; the server writes them as the TOML
+ * `worked quiz` reads (shown under the form), checks them as that command does while they are typed
+ * (POST /api/quiz-form: each question's error in the spec reader's words, and the matrices for the ask picker),
+ * and makes the quiz from them. */
 
-[family]
-tokens = 3
-d_model = 4
-d_k = 2
-range = [-2, 3]
-mask = "none"
+const QUIZ_WORDS = {
+  part: (k) => `Part ${k}`, single: "The problem and its questions", question: (k) => `Question ${k}`,
+  family: "Problem family (the knobs of worked new; empty: the default)", useRandom: "Use the random problem's knobs",
+  addQuestion: "Add a question", removePart: "Remove this part", up: "Move up", down: "Move down", remove: "Remove",
+  ask: "Ask", askHelp: "such as scores[2,3], weights[1,*] or Z", matrix: "Matrix", row: "Row", col: "Column",
+  every: (what) => `every ${what} (*)`, typed: "(as typed)", type: "Type", value: "a number to type",
+  choice: "choose among options", choices: "Options", choicesHelp: "empty: 4; the right value and named mistakes' values",
+  points: "Points", pointsHelp: "empty: 1", abs: "Tolerance ±", absHelp: "absolute; empty: one unit of the last place",
+  rel: "Relative tolerance", relHelp: "0.02 is 2 %", name: "Name", nameHelp: "empty: q1, q2, …",
+  partTitle: "Title of the part", ready: (q, p) => `The spec makes a quiz: ${q} question${q === 1 ? "" : "s"}` +
+    (p > 1 ? ` in ${p} parts.` : "."), notYet: "The spec cannot make a quiz yet: ",
+};
 
-[[questions]]
-ask = "scores[2,3]"
-points = 1
-tolerance = 0.01
+const QUIZ_START = { title: "Attention quiz 1", seed: 2026, count: 2,
+  family: { tokens: 3, d_model: 4, d_k: 2, range: [-2, 3] },
+  questions: [{ ask: "scores[2,3]", points: 1, tolerance: 0.01 }, { ask: "weights[1,*]", points: 2, tolerance: 0.01 },
+    { ask: "Z", points: 3, tolerance: 0.02 }] };
 
-[[questions]]
-ask = "weights[1,*]"
-points = 2
-tolerance = 0.01
+/* A field's text as the spec holds it: a whole number, a decimal, or the text (which the server then refuses, in
+ * the spec reader's words). */
+function specNumber(s) {
+  if (/^-?\d{1,15}$/.test(s)) return parseInt(s, 10);
+  if (/^-?\d*\.\d+$/.test(s)) return parseFloat(s);
+  return s;
+}
+const wordsOf = (s) => s.split(/[\s,]+/).filter(Boolean);
 
-[[questions]]
-ask = "Z"
-points = 3
-tolerance = 0.02
-`;
+const FAMILY_FORM_KEYS = new Set(["tokens", "words", "tokens_enc", "d_model", "d_k", "d_v", "heads", "range",
+  "weight_range", "mask", "scale", "decimals", "max_weight", "min_weight", "max_score", "ties", "attention", "blocks",
+  "train", "lr"]);
 
-/* A TOML value of the family's options (numbers, strings, booleans, lists of them). */
-function tomlValue(v) {
-  if (Array.isArray(v)) return "[" + v.map(tomlValue).join(", ") + "]";
-  if (typeof v === "string") return JSON.stringify(v);
-  return String(v);
+/* A part's family from its knobs: only what is filled in (the rest is worked new's default). */
+function partFamily(part) {
+  const pre = part.dataset.pre;
+  const v = (k) => $(`#${pre}-${k}`, part).value.trim();
+  const on = (k) => $(`#${pre}-${k}`, part).checked;
+  const given = new Set(JSON.parse(part.dataset.given || "[]"));    // a default the loaded spec said is kept said
+  const fam = {};
+  if (v("attention") === "cross" || given.has("attention")) fam.attention = v("attention");
+  if (v("blocks")) fam.blocks = wordsOf(v("blocks"));
+  if (/^\d+$/.test(v("tokens"))) fam.tokens = specNumber(v("tokens"));
+  else if (v("tokens")) fam.words = wordsOf(v("tokens"));
+  if (v("tokens_enc")) fam.tokens_enc = /^\d+$/.test(v("tokens_enc")) ? specNumber(v("tokens_enc")) : wordsOf(v("tokens_enc"));
+  for (const k of ["d_model", "d_k", "d_v", "heads"]) if (v(k)) fam[k] = specNumber(v(k));
+  if (v("lo") || v("hi")) fam.range = [specNumber(v("lo")), specNumber(v("hi"))];
+  if (v("wlo") || v("whi")) fam.weight_range = [specNumber(v("wlo")), specNumber(v("whi"))];
+  if (v("mask") === "causal" || given.has("mask")) fam.mask = v("mask");
+  if (v("scale")) fam.scale = specNumber(v("scale"));
+  for (const k of ["decimals", "max_weight", "min_weight", "max_score"]) if (v(k)) fam[k] = specNumber(v(k));
+  for (const k of ["ties", "train"]) if (on(k) || given.has(k)) fam[k] = on(k);
+  if (v("lr")) fam.lr = specNumber(v("lr"));
+  return Object.assign(fam, JSON.parse(part.dataset.extra || "{}"));
 }
 
-/* The spec's [family] table replaced by *family* (the rest of the spec kept as typed). */
-function withFamily(spec, family) {
-  const table = "[family]\n" + Object.entries(family).filter(([k]) => k !== "title")
-    .map(([k, v]) => `${k} = ${tomlValue(v)}`).join("\n") + "\n";
-  const m = /^\[family\][^\n]*\n(?:(?!\s*\[)[^\n]*\n?)*/m.exec(spec);
-  if (m) return spec.slice(0, m.index) + table + (spec.slice(m.index + m[0].length).startsWith("\n") ? "" : "\n") + spec.slice(m.index + m[0].length);
-  return spec.replace(/\s*$/, "\n\n") + table;
+function fillPartFamily(part, fam) {
+  const pre = part.dataset.pre;
+  const set = (k, x) => {
+    const e = $(`#${pre}-${k}`, part);
+    if (e.type === "checkbox") e.checked = !!x;
+    else e.value = x === undefined || x === null ? "" : Array.isArray(x) ? x.join(k === "blocks" ? ", " : " ") : String(x);
+  };
+  set("tokens", fam.words || fam.tokens);
+  set("tokens_enc", fam.tokens_enc);
+  for (const k of ["d_model", "d_k", "d_v", "heads", "scale", "decimals", "max_weight", "min_weight", "max_score", "lr", "blocks", "ties", "train"]) set(k, fam[k]);
+  set("lo", (fam.range || [])[0]); set("hi", (fam.range || [])[1]);
+  set("wlo", (fam.weight_range || [])[0]); set("whi", (fam.weight_range || [])[1]);
+  set("mask", fam.mask === "causal" ? "causal" : "none");
+  set("attention", fam.attention === "cross" ? "cross" : "self");
+  const extra = {};
+  for (const [k, x] of Object.entries(fam)) if (!FAMILY_FORM_KEYS.has(k)) extra[k] = x;
+  part.dataset.extra = JSON.stringify(extra);
+  part.dataset.given = JSON.stringify(Object.keys(fam).filter((k) => ["mask", "attention", "ties", "train"].includes(k)));
+}
+
+const QUESTION_FORM_KEYS = new Set(["name", "ask", "type", "choices", "points", "tolerance"]);
+
+/* A question row as a [[questions]] table: only what is filled in. */
+function rowQuestion(row) {
+  const v = (k) => $(`[data-q="${k}"]`, row).value.trim();
+  const q = {};
+  if (v("name")) q.name = v("name");
+  if (v("ask")) q.ask = v("ask");
+  if (v("type") === "choice") { q.type = "choice"; if (v("choices")) q.choices = specNumber(v("choices")); }
+  if (v("points")) q.points = specNumber(v("points"));
+  if (v("type") !== "choice" && v("rel")) q.tolerance = Object.assign(v("abs") ? { abs: specNumber(v("abs")) } : {}, { rel: specNumber(v("rel")) });
+  else if (v("type") !== "choice" && v("abs")) q.tolerance = specNumber(v("abs"));
+  return Object.assign(q, JSON.parse(row.dataset.extra || "{}"));
+}
+
+let quizSeq = 0;      // ids of the builder's rows and parts: stable when rows move
+
+function qField(id, key, label, help, input, cls) {
+  input.id = id;
+  input.dataset.q = key;
+  return el("div", { class: "field" + (cls ? " " + cls : "") },
+    el("label", { for: id }, label, help ? el("span", { class: "sub", text: ` (${help})` }) : null), input);
+}
+
+function questionRow(part, q = {}) {
+  const n = ++quizSeq, id = (k) => `qq${n}-${k}`, W = QUIZ_WORDS;
+  const t = q.tolerance;
+  const abs = typeof t === "object" && t !== null ? t.abs : t, rel = typeof t === "object" && t !== null ? t.rel : undefined;
+  const text = (x) => (x === undefined || x === null ? "" : String(x));
+  const input = (x, mode) => el("input", { value: text(x), spellcheck: "false", autocomplete: "off", inputmode: mode || null });
+  const row = el("li", { class: "qrow", "data-n": n });
+  const legend = el("legend", {});
+  const err = el("p", { class: "q-err", id: id("err"), hidden: true });
+  const type = el("select", {}, el("option", { value: "value", text: `value (${W.value})` }), el("option", { value: "choice", text: `choice (${W.choice})` }));
+  type.value = q.type === "choice" ? "choice" : "value";
+  const picker = el("div", { class: "picker" },
+    qField(id("mat"), "mat", W.matrix, null, el("select", {})),
+    qField(id("row"), "row", W.row, null, el("select", {})),
+    qField(id("col"), "col", W.col, null, el("select", {})));
+  const fs = el("fieldset", { class: "qfields" }, legend,
+    qField(id("ask"), "ask", W.ask, W.askHelp, input(q.ask), "wide"), picker,
+    qField(id("type"), "type", W.type, null, type, "wide"),
+    qField(id("choices"), "choices", W.choices, W.choicesHelp, input(q.choices, "numeric"), "when-choice"),
+    qField(id("points"), "points", W.points, W.pointsHelp, input(q.points, "decimal")),
+    qField(id("abs"), "abs", W.abs, W.absHelp, input(abs, "decimal"), "when-value"),
+    qField(id("rel"), "rel", W.rel, W.relHelp, input(rel, "decimal"), "when-value"),
+    qField(id("name"), "name", W.name, W.nameHelp, input(q.name)),
+    el("div", { class: "row-buttons" },
+      el("button", { type: "button", "data-act": "up", text: "↑ " + W.up }),
+      el("button", { type: "button", "data-act": "down", text: "↓ " + W.down }),
+      el("button", { type: "button", "data-act": "remove", text: W.remove })),
+    err);
+  row.append(fs);
+  const extra = {};
+  for (const [k, x] of Object.entries(q)) if (!QUESTION_FORM_KEYS.has(k)) extra[k] = x;
+  row.dataset.extra = JSON.stringify(extra);
+  showQuestionType(row);
+  fillPicker(row, JSON.parse(part.dataset.matrices || "[]"));
+  return row;
+}
+
+function showQuestionType(row) {
+  const choice = $('[data-q="type"]', row).value === "choice";
+  for (const f of $$(".when-choice", row)) f.hidden = !choice;
+  for (const f of $$(".when-value", row)) f.hidden = choice;
+}
+
+/* The ask picker: the part's matrices, and a row and a column (or every one), kept in step with the ask typed. */
+function fillPicker(row, matrices) {
+  const mat = $('[data-q="mat"]', row);
+  const W = QUIZ_WORDS;
+  mat.replaceChildren(el("option", { value: "", text: W.typed }),
+    ...matrices.map((m) => el("option", { value: m.key, text: m.words ? `${m.key}: ${m.words}` : m.key })));
+  row.matrices = matrices;
+  pickerFromAsk(row);
+}
+
+function setIndexOptions(select, size, what) {
+  const keep = select.value;
+  select.replaceChildren(el("option", { value: "*", text: QUIZ_WORDS.every(what) }),
+    ...Array.from({ length: size }, (_, i) => el("option", { value: String(i + 1), text: String(i + 1) })));
+  select.value = [...select.options].some((o) => o.value === keep) ? keep : "*";
+}
+
+function pickerFromAsk(row) {
+  const ask = $('[data-q="ask"]', row).value.trim();
+  const m = /^([A-Za-z][\w.]*)\s*(?:\[\s*([^,\]]+?)\s*,\s*([^,\]]+?)\s*\])?$/.exec(ask);
+  const found = m && (row.matrices || []).find((x) => x.key === m[1]);
+  const mat = $('[data-q="mat"]', row), r = $('[data-q="row"]', row), c = $('[data-q="col"]', row);
+  mat.value = found ? found.key : "";
+  setIndexOptions(r, found ? found.rows : 0, "row");
+  setIndexOptions(c, found ? found.cols : 0, "column");
+  if (found && m[2]) { r.value = [...r.options].some((o) => o.value === m[2]) ? m[2] : "*"; c.value = [...c.options].some((o) => o.value === m[3]) ? m[3] : "*"; }
+  const scalar = found && found.rows === 1 && found.cols === 1;
+  r.closest(".field").hidden = c.closest(".field").hidden = !found || scalar;
+}
+
+function askFromPicker(row, changed) {
+  const mat = $('[data-q="mat"]', row), r = $('[data-q="row"]', row), c = $('[data-q="col"]', row);
+  const found = (row.matrices || []).find((x) => x.key === mat.value);
+  if (!found) return;
+  if (changed === "mat") { setIndexOptions(r, found.rows, "row"); setIndexOptions(c, found.cols, "column"); }
+  const scalar = found.rows === 1 && found.cols === 1;
+  r.closest(".field").hidden = c.closest(".field").hidden = scalar;
+  $('[data-q="ask"]', row).value = scalar || (r.value === "*" && c.value === "*") ? found.key : `${found.key}[${r.value},${c.value}]`;
+}
+
+const isTable = (x) => typeof x === "object" && x !== null && !Array.isArray(x);
+
+function quizPart(spec = {}) {
+  const n = ++quizSeq, pre = `qp${n}`, W = QUIZ_WORDS;
+  const part = el("fieldset", { class: "qpart", "data-pre": pre });
+  part.append(el("legend", {}));
+  part.append(el("div", { class: "field part-title" }, el("label", { for: `${pre}-title`, text: W.partTitle }),
+    el("input", { id: `${pre}-title`, value: spec.title || "", maxlength: "200" })));
+  const knobs = el("div", { class: "knobs" });
+  for (const [key, label, , help] of KNOBS) knobs.append(knobField(`${pre}-${key}`, key, label, "", help));
+  const famErr = el("p", { class: "alert fam-err", id: `${pre}-famerr`, hidden: true });
+  part.append(el("details", { class: "family", open: true }, el("summary", { text: W.family }), knobs,
+    el("p", {}, el("button", { type: "button", class: "use-random", text: W.useRandom }))), famErr);
+  part.append(el("ol", { class: "qrows" }));
+  part.append(el("p", { class: "actions" }, el("button", { type: "button", class: "add-question", text: W.addQuestion }),
+    el("button", { type: "button", class: "remove-part", text: W.removePart })));
+  fillPartFamily(part, isTable(spec.family) ? spec.family : {});
+  const extra = {};
+  for (const [k, x] of Object.entries(spec)) if (!["title", "family", "questions"].includes(k)) extra[k] = x;
+  part.dataset.partExtra = JSON.stringify(extra);
+  const qs = Array.isArray(spec.questions) && spec.questions.length ? spec.questions : [{}];
+  for (const q of qs) $(".qrows", part).append(questionRow(part, isTable(q) ? q : {}));
+  return part;
+}
+
+/* Numbers, legends and labels after rows or parts were added, moved or removed. */
+function renumberQuiz() {
+  const parts = $$("#q-parts > fieldset.qpart");
+  const mixed = S.quiz.mixed || parts.length > 1;
+  parts.forEach((part, pk) => {
+    const head = mixed ? QUIZ_WORDS.part(pk + 1) : QUIZ_WORDS.single;
+    $("legend", part).textContent = head;
+    $(".part-title", part).hidden = !mixed;
+    $(".remove-part", part).hidden = parts.length < 2;
+    $(".remove-part", part).setAttribute("aria-label", `${QUIZ_WORDS.removePart}: ${head}`);
+    $(".add-question", part).setAttribute("aria-label", `${QUIZ_WORDS.addQuestion} to ${head.toLowerCase()}`);
+    $(".use-random", part).setAttribute("aria-label", `${QUIZ_WORDS.useRandom} in ${head.toLowerCase()}`);
+    const rows = $$(".qrows > li", part);
+    rows.forEach((row, k) => {
+      const what = QUIZ_WORDS.question(k + 1) + (mixed ? ` of ${head.toLowerCase()}` : "");
+      $("legend", row).textContent = QUIZ_WORDS.question(k + 1);
+      for (const b of $$("[data-act]", row)) {
+        b.setAttribute("aria-label", `${b.textContent.replace(/^[↑↓] /, "")}: ${what}`);
+        const stuck = (b.dataset.act === "up" && k === 0) || (b.dataset.act === "down" && k === rows.length - 1) ||
+          (b.dataset.act === "remove" && rows.length === 1);
+        if (stuck) b.setAttribute("aria-disabled", "true"); else b.removeAttribute("aria-disabled");
+      }
+    });
+  });
+}
+
+/* The spec's tables from the form. */
+function quizSpec() {
+  const v = (id) => $(id).value.trim();
+  const spec = {};
+  if (v("#q-title")) spec.title = v("#q-title");
+  if (v("#q-seed")) spec.seed = specNumber(v("#q-seed"));
+  if (v("#q-count")) spec.count = specNumber(v("#q-count"));
+  if (v("#q-paper")) spec.paper = v("#q-paper");
+  if (v("#q-instructions")) spec.instructions = $("#q-instructions").value;
+  Object.assign(spec, S.quiz.extra || {});
+  const parts = $$("#q-parts > fieldset.qpart").map((part) => {
+    const p = { family: partFamily(part), questions: $$(".qrows > li", part).map(rowQuestion) };
+    const title = $(`#${part.dataset.pre}-title`).value.trim();
+    return Object.assign(title ? { title } : {}, JSON.parse(part.dataset.partExtra || "{}"), p);
+  });
+  if (S.quiz.mixed || parts.length > 1) spec.parts = parts;
+  else Object.assign(spec, { family: parts[0].family, questions: parts[0].questions });
+  return spec;
+}
+
+function fillQuiz(spec) {
+  const set = (id, x) => { $(id).value = x === undefined || x === null ? "" : String(x); };
+  if (!isTable(spec)) spec = {};
+  set("#q-title", spec.title); set("#q-seed", spec.seed); set("#q-count", spec.count);
+  set("#q-paper", spec.paper); set("#q-instructions", spec.instructions);
+  S.quiz.extra = {};
+  for (const [k, x] of Object.entries(spec)) {
+    if (!["title", "seed", "count", "paper", "instructions", "family", "questions", "parts"].includes(k)) S.quiz.extra[k] = x;
+  }
+  S.quiz.mixed = Array.isArray(spec.parts);
+  const parts = S.quiz.mixed ? spec.parts : [{ family: spec.family, questions: spec.questions }];
+  $("#q-parts").replaceChildren(...(parts.length ? parts : [{}]).map((p) => quizPart(isTable(p) ? p : {})));
+  renumberQuiz();
+  checkQuiz(true);
+}
+
+/* The spec checked as it is typed: each question's error at its row, the family's at its knobs, the matrices for
+ * the pickers, the TOML under the form. */
+function checkQuiz(now) {
+  clearTimeout(S.quiz.timer);
+  S.quiz.timer = setTimeout(async () => {
+    const seq = ++S.quiz.seq;
+    let r;
+    try { r = await api("/api/quiz-form", { spec: quizSpec() }); } catch (e) { r = { error: { message: e.message }, parts: [] }; }
+    if (seq !== S.quiz.seq) return;        // a newer check is on its way
+    applyQuizCheck(r);
+  }, now ? 0 : 350);
+}
+
+const ERROR_FIELD = { tolerance: "abs", choices: "choices", points: "points", name: "name", type: "type", ask: "ask" };
+const FAMILY_FIELD = { words: "tokens", range: "lo", weight_range: "wlo" };
+
+function markField(input, errId, on) {
+  if (!input) return;
+  const ids = (input.getAttribute("aria-describedby") || "").split(" ").filter((x) => x && x !== errId);
+  if (on) { input.setAttribute("aria-invalid", "true"); ids.push(errId); } else input.removeAttribute("aria-invalid");
+  if (ids.length) input.setAttribute("aria-describedby", ids.join(" ")); else input.removeAttribute("aria-describedby");
+}
+
+function applyQuizCheck(r) {
+  $("#q-spec").value = r.toml || "";
+  let shown = false;
+  $$("#q-parts > fieldset.qpart").forEach((part, pk) => {
+    const info = (r.parts || [])[pk] || { family_error: null, matrices: null, questions: [] };
+    const famErr = $(".fam-err", part);
+    for (const i of $$(".knobs [aria-invalid]", part)) markField(i, famErr.id, false);
+    famErr.hidden = !info.family_error;
+    famErr.textContent = info.family_error ? info.family_error.message : "";
+    if (info.family_error) {
+      shown = true;
+      const key = (info.family_error.field || "").split(".").pop();
+      markField($(`#${part.dataset.pre}-${FAMILY_FIELD[key] || key}`), famErr.id, true);
+    }
+    if (info.matrices && info.matrices.length) part.dataset.matrices = JSON.stringify(info.matrices);
+    $$(".qrows > li", part).forEach((row, k) => {
+      const e = (info.questions[k] || {}).error;
+      const err = $(".q-err", row);
+      for (const i of $$("[aria-invalid]", row)) markField(i, err.id, false);
+      err.hidden = !e;
+      err.textContent = e ? e.message : "";
+      if (e) { shown = true; markField($(`[data-q="${ERROR_FIELD[e.field] || "ask"}"]`, row), err.id, true); }
+      if (info.matrices && info.matrices.length && JSON.stringify(row.matrices) !== part.dataset.matrices) fillPicker(row, info.matrices);
+    });
+  });
+  const line = $("#q-check");
+  const n = $$("#q-parts .qrows > li").length, p = $$("#q-parts > fieldset.qpart").length;
+  const text = r.error ? QUIZ_WORDS.notYet + (shown ? "see the field marked above." : r.error.message) : QUIZ_WORDS.ready(n, p);
+  if (line.textContent !== text) line.textContent = text;      // (a live region: said when it changes)
+  line.classList.toggle("bad", !!r.error);
 }
 
 function setupQuizBuilder() {
-  $("#q-spec").value = QUIZ_SPEC;
+  S.quiz = { seq: 0, timer: null, mixed: false, extra: {} };
   const load = $("#q-load");
   for (const name of S.info.quiz_specs || []) load.append(el("option", { value: name, text: name }));
   load.closest(".field").hidden = !(S.info.quiz_specs || []).length;
   load.addEventListener("change", async () => {
     if (!load.value) return;
+    showError($("#quiz-error"), null);
     try {
-      $("#q-spec").value = (await api("/api/quiz-specs/" + encodeURIComponent(load.value))).text;
+      const data = await api("/api/quiz-specs/" + encodeURIComponent(load.value));
+      if (!data.spec) throw new Error(`${load.value}: the form cannot show this spec (its TOML cannot be read)`);
+      fillQuiz(data.spec);
       $("#quiz-status").textContent = `Loaded the spec ${load.value}.`;
     } catch (e) { showError($("#quiz-error"), e); }
   });
-  $("#q-family").addEventListener("click", () => {
-    showError($("#quiz-error"), null);
-    try {
-      $("#q-spec").value = withFamily($("#q-spec").value, randomFamily());
-      $("#quiz-status").textContent = "The spec's [family] is now the random problem's knobs.";
-    } catch (e) { showError($("#quiz-error"), e); }
+  const form = $("#quiz-form");
+  form.addEventListener("input", (ev) => {
+    const row = ev.target.closest("li.qrow");
+    if (row && ev.target.dataset.q === "ask") pickerFromAsk(row);
+    if (!ev.target.closest("fieldset.formats") && ev.target.id !== "q-roster") checkQuiz();
   });
-  $("#quiz-form").addEventListener("submit", (ev) => {
+  form.addEventListener("change", (ev) => {
+    const row = ev.target.closest("li.qrow");
+    if (row && ["mat", "row", "col"].includes(ev.target.dataset.q)) askFromPicker(row, ev.target.dataset.q);
+    if (row && ev.target.dataset.q === "type") showQuestionType(row);
+    if (ev.target.tagName === "SELECT" || ev.target.type === "checkbox") checkQuiz();
+  });
+  form.addEventListener("click", (ev) => {
+    const b = ev.target.closest("button");
+    if (!b || b.type === "submit") return;
+    const part = b.closest("fieldset.qpart"), row = b.closest("li.qrow");
+    if (b.getAttribute("aria-disabled") === "true") return;
+    if (b.classList.contains("use-random")) {
+      showError($("#quiz-error"), null);
+      try { fillPartFamily(part, randomFamily()); $("#quiz-status").textContent = "The part's family is now the random problem's knobs."; }
+      catch (e) { showError($("#quiz-error"), e); }
+    } else if (b.classList.contains("add-question")) {
+      const r = questionRow(part);
+      $(".qrows", part).append(r);
+      renumberQuiz();
+      $('[data-q="ask"]', r).focus();
+    } else if (b.classList.contains("remove-part")) {
+      const next = part.nextElementSibling || part.previousElementSibling;
+      part.remove();
+      S.quiz.mixed = $$("#q-parts > fieldset.qpart").length > 1;
+      renumberQuiz();
+      $("legend", next) && $(".add-question", next).focus();
+    } else if (b.dataset.act === "remove") {
+      const next = row.nextElementSibling || row.previousElementSibling;
+      row.remove();
+      renumberQuiz();
+      $('[data-q="ask"]', next).focus();
+    } else if (b.dataset.act === "up" || b.dataset.act === "down") {
+      const other = b.dataset.act === "up" ? row.previousElementSibling : row.nextElementSibling;
+      if (!other) return;
+      if (b.dataset.act === "up") other.before(row); else other.after(row);
+      renumberQuiz();
+      b.focus();        // (moving the row took the focus away)
+      $("#quiz-status").textContent = `Moved: now ${$("legend", row).textContent.toLowerCase()}.`;
+    } else return;
+    checkQuiz();
+  });
+  $("#q-add-part").addEventListener("click", () => {
+    S.quiz.mixed = true;
+    const first = $("#q-parts > fieldset.qpart");
+    const part = quizPart({ family: first ? partFamily(first) : {}, questions: [{}] });
+    $("#q-parts").append(part);
+    renumberQuiz();
+    $(`#${part.dataset.pre}-title`).focus();
+    checkQuiz();
+  });
+  fillQuiz(QUIZ_START);
+  form.addEventListener("submit", (ev) => {
     ev.preventDefault();
     const err = $("#quiz-error"), status = $("#quiz-status"), btn = $("#make-quiz");
     showError(err, null);
     status.textContent = "";
-    const whole = (id, label) => {
-      const v = $(id).value.trim();
-      if (v === "") return undefined;
-      if (!/^\d{1,15}$/.test(v)) throw new Error(`${label}: expected a whole number ≥ 0, got “${v}”`);
-      return parseInt(v, 10);
-    };
     (async () => {
       busy(btn, true, "Making the quiz…");
       try {
-        const body = { spec: $("#q-spec").value, seed: whole("#q-seed", "Seed"), count: whole("#q-count", "Variants"),
-          formats: $$('input[name="q-fmt"]:checked').map((c) => c.value).join(",") };
+        const body = { spec: quizSpec(), formats: $$('input[name="q-fmt"]:checked').map((c) => c.value).join(",") };
         const file = $("#q-roster").files[0];
         if (file) body.roster = await file.text();
         if (!body.formats) throw new Error("Formats: choose at least one");
@@ -1127,8 +1722,8 @@ async function start() {
   $("#diagnoses").addEventListener("click", goToDiagnosis);
   $("#answers-form").addEventListener("input", () => { clearTimeout(S.saveTimer); S.saveTimer = setTimeout(saveAnswers, 400); });
   $("#clear-btn").addEventListener("click", () => {
-    for (const input of $$("#answer-grids input")) input.value = "";
-    clearMarks(); saveAnswers(); $("#feedback").hidden = true; $("#check-status").textContent = "";
+    for (const input of $$("#answer-grids input")) { if (input.type === "radio") input.checked = false; else input.value = ""; }
+    clearMarks($("#answer-grids")); saveAnswers(); $("#feedback").hidden = true; $("#check-status").textContent = "";
   });
   $("#show-solution").addEventListener("click", showSolution);
   $("#student-downloads").addEventListener("click", (ev) => {
