@@ -19,10 +19,10 @@ def _is_problem(path: Path) -> bool:
 
 
 def is_quiz_spec(path: Path) -> bool:
-    """A quiz spec, not a problem: it has a [family] table, or [[parts]] each with its own."""
+    """A quiz spec, not a problem: it has a [family] table, or [[parts]] each with its own, or one given [problem]."""
     import tomllib
 
-    return bool({"family", "parts"} & set(tomllib.loads(path.read_text(encoding="utf-8"))))
+    return bool({"family", "parts", "problem"} & set(tomllib.loads(path.read_text(encoding="utf-8"))))
 
 
 PROBLEMS = [p for p in sorted((ROOT / "problems").glob("*.toml")) if _is_problem(p)]  # not quiz configs

@@ -1,6 +1,7 @@
-"""A whole Transformer block (issue 27), part one: the problem file. Its keys are read exactly, checked against
-the attention's shapes, and every bad one is a one-line error naming the field (exit 2, no traceback); a block
-is not solved yet, and says so in one line."""
+"""A whole Transformer block (issue 27): the problem file (its keys read exactly, checked against the attention's
+shapes, every bad one a one-line error naming the field: exit 2, no traceback), the forward pass on every backend
+against an independent NumPy reference, the worked lines, and the solution the solver makes of the block's
+architecture (every matrix, every line audited)."""
 import subprocess
 import sys
 from fractions import Fraction
@@ -121,10 +122,11 @@ def test_the_command_line_says_it_in_one_line(tmp_path):
     bad, good = tmp_path / "bad.toml", tmp_path / "good.toml"
     bad.write_text(swap("W_2", "[[1, 0, 0, 1]]"))
     good.write_text(BLOCK)
-    for path, fragment in ((bad, "W_2: expected 3×4"), (good, "block: a Transformer block is read and checked, but not solved yet")):
-        r = subprocess.run([sys.executable, "-m", "worked", "solve", str(path)], capture_output=True, text=True, timeout=120)
-        assert r.returncode == 2 and r.stdout == ""
-        assert r.stderr.count("\n") == 1 and fragment in r.stderr and str(path) in r.stderr, r.stderr
+    r = subprocess.run([sys.executable, "-m", "worked", "solve", str(bad)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.count("\n") == 1 and "W_2: expected 3×4" in r.stderr and str(bad) in r.stderr, r.stderr
+    r = subprocess.run([sys.executable, "-m", "worked", "solve", str(good)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stderr == "" and "−ln(probs[sat, on])" in r.stdout, r.stderr
 
 
 # ---------------------------------------------------------------- the forward pass (part 2: the stages' computation)
@@ -312,7 +314,7 @@ def test_each_block_grid_writes_its_definition_in_every_format():
                 assert pr(tree), (s.id, pr)
     assert printers.text(eq.Rel((stages.BLOCK_KINDS["post-ln"]["before"][0].grid.lhs(S),
                                  stages.BLOCK_KINDS["post-ln"]["before"][0].grid.definition(S, p)), (eq.EQ,))) \
-        == "P[pos, 2i] = sin(pos/(10000^(2i/d_model)))"
+        == "P[pos, 2i] = sin(pos/(10000^(2i/d)))"
 
 
 def drawn(seed: int) -> Problem:
@@ -514,3 +516,243 @@ def test_every_softmax_row_of_the_output_holds_by_hand():
             assert [hand.shown(w) for w in weights] == run.shown[probs_stage.id][i]
             lines = softmax_lines(p.tokens[i], list(p.block.vocab), row, state, weights, P)
             assert not audit_lines(lines), (seed, [printers.text(x) for x in lines], audit_lines(lines))
+
+
+# ---------------------------------------------------------------- the solution (part 3: the solver walks the block)
+@pytest.mark.parametrize("name", list(VARIANTS))
+def test_the_solution_is_the_numpy_reference(name):
+    """``solve`` walks the block's architecture: every matrix under its API name (P, X0, the heads', Z, H1, H, the
+    logits, probs and the loss, a number), its 50-digit values the reference's; P and X0 exact in sympy."""
+    import sympy as sp
+
+    from worked import solve, stages
+
+    p = read(VARIANTS[name])
+    sol = solve(p)
+    ref = reference(p)
+    mats = sol.matrices()
+    assert list(mats) == list(stages.matrices(stages.Dims.of_problem(p)))
+    for key, want in ref.items():
+        np.testing.assert_allclose(sol[key].to_numpy(), want, rtol=1e-12, atol=1e-12, err_msg=key)
+    if p.block.positional == "sinusoidal":
+        assert sol["P"][1, 0] == sp.sin(1) and sol["P"][2, 2] == sp.sin(sp.Rational(2, 100))
+        assert sol["X0"][1, 0] == sp.sin(1) and sol["X0"][0, 1] == 1       # X + P: cos 0 = 1 added to 0
+    if "loss" in ref:
+        assert sol["loss"].is_scalar and sol["loss"].shape == (1, 1)
+    assert sol["Z"] is sol.output and sol["H"].shape == (p.n, p.d_model)
+    assert ("N1" in mats) == (p.block.kind == "pre-ln") and ("Hf" in mats) == (p.block.kind == "pre-ln" and "logits" in ref)
+
+
+@pytest.mark.parametrize("checks", ["one", "row", "all"])
+@pytest.mark.parametrize("name", list(VARIANTS))
+def test_every_line_of_a_block_solution_holds_by_hand(name, checks):
+    """Every step of the block (positions, X0, the heads, W_O, the residual adds, the layer norms, the
+    feed-forward, ReLU, the logits, a softmax row, the loss) has its lines, and each holds by the hand rule."""
+    from worked import printers, solve
+
+    sol = solve(read(VARIANTS[name]), checks=checks).audit()
+    ids = [s.id for s in sol.steps]
+    assert ids[:2] == ["P", "X0"] and ("loss" in ids) == ("probs" in ids)
+    for st in sol.steps:
+        if st.id in ("concat",) or (st.id == "P" and "positional" not in VARIANTS[name]):
+            continue
+        assert st.lines, (st.id, printers.text(st.title_prose))
+
+
+def test_two_hundred_drawn_block_solutions_hold_by_hand():
+    """The hand rule on every line of 200 drawn blocks, every entry and row worked (checks "all")."""
+    from worked import solve
+
+    for seed in range(200):
+        solve(drawn(seed), checks="all").audit()
+
+
+def test_a_block_solution_reads_as_a_student_works_it():
+    """The steps in order, the bias as an entry of its vector (b_1[3], not a subscript), one row's layer norm,
+    one softmax row, −ln p of each target."""
+    from worked import printers, solve
+
+    sol = solve(read())
+    text = {s.id: [printers.text(x.eq) for x in s.lines] for s in sol.steps}
+    assert [s.id for s in sol.steps] == ["P", "X0", "Q", "K", "V", "scores", "scaled", "weights", "Z", "concat", "output",
+                                         "R1", "H1", "U", "G", "F", "R2", "H", "logits", "probs", "loss"]
+    assert text["P"][2] == "P[sat, 3] = sin(2/(10000^(2/4))) = sin(0.02) ≈ 0.0200"
+    assert text["U"][0].startswith("U[sat, 3] = H_1[sat, ·]·W_1[:, 3] + b_1[3] = ")
+    assert text["H1"][0].startswith("μ_sat = (") and text["H1"][3].startswith("√(σ_sat^2 + ε) = √(")
+    assert text["loss"][-1].startswith("L = (") and len(text["loss"]) == 4
+    assert any(x.startswith("sum_sat = ") for x in text["probs"])
+
+
+# ---------------------------------------------------------------- checking answers to a block (part 4)
+def _key_answers(sol, keys):
+    """The key's answers at the problem's places, by matrix."""
+    out = {}
+    for k in keys:
+        m = sol[k]
+        out[k] = [[str(m.rounded(i, j, sol.problem.decimals)) for j in range(m.shape[1])] for i in range(m.shape[0])]
+    return out
+
+
+@pytest.mark.parametrize("name", ["post-ln-causal", "pre-ln-causal"])
+def test_the_key_checks_correct_and_a_planted_slip_follows_through(name):
+    """The key's own answers are all correct; a slip in one entry of U is wrong, and G and F worked from the
+    student's own U are wrong but consistent with their earlier step (error carried forward), not counted twice."""
+    from worked import solve
+    from worked.check import check_answers
+
+    p = read(VARIANTS[name])
+    sol = solve(p)
+    keys = [k for k in sol.matrices() if not k.startswith("head")]
+    good = _key_answers(sol, keys)
+    report = check_answers(p, good).to_dict()
+    assert not report["errors"] and report["summary"]["wrong"] == 0, report["errors"]
+    assert set(report["matrices"]) == set(keys)
+
+    slipped = {k: [list(r) for r in v] for k, v in good.items()}
+    i = p.n - 1
+    u = sol["U"].value(i, 0)
+    slipped["U"][i][0] = f"{u + 1:.2f}"                                       # the slip
+    slipped["G"][i][0] = f"{max(u + 1, 0):.2f}"                                # relu of the student's own U
+    byname = check_answers(p, slipped).to_dict()["matrices"]
+    assert byname["U"]["verdicts"][i][0] == "wrong" and not byname["U"]["carried_forward"][i][0]
+    if max(u + 1, 0) != max(u, 0):
+        assert byname["G"]["verdicts"][i][0] == "wrong" and byname["G"]["carried_forward"][i][0]
+        assert "U" in byname["G"]["based_on"]
+
+
+def test_a_wrong_loss_is_named_and_right_ones_count():
+    from worked import solve
+    from worked.check import check_answers
+
+    p = read()
+    sol = solve(p)
+    L = sol["loss"].value(0, 0)
+    r = check_answers(p, {"loss": [[f"{L:.2f}"]], "probs": _key_answers(sol, ["probs"])["probs"]}).to_dict()
+    assert r["summary"]["wrong"] == 0 and r["summary"]["correct"] == 13
+    r = check_answers(p, {"loss": [[f"{L / 2.302585:.2f}"]]}).to_dict()           # log base 10: wrong
+    assert r["summary"]["wrong"] == 1
+
+
+def test_a_students_row_of_variance_zero_is_checked_not_an_error():
+    """With ε = 0, a student's own R1 row of equal entries has no layer norm: the check says H1 is wrong there,
+    it does not fail."""
+    from worked import solve
+    from worked.check import check_answers
+
+    p = read(swap("eps", '"0"'))
+    sol = solve(p)
+    answers = _key_answers(sol, ["R1", "H1"])
+    answers["R1"][0] = ["1"] * p.d_model
+    r = check_answers(p, answers).to_dict()
+    assert r["matrices"]["R1"]["verdicts"][0][0] == "wrong" and not r["errors"]
+
+
+def test_quiz_words_and_mistake_worlds_of_a_block():
+    """What a quiz reads of a block problem (a family that draws blocks comes with `worked new --block`): a
+    question's words name the rows by token and the columns of probs by word of the vocabulary, and every
+    mistake's world is a whole block's pass (the heads' mistakes reach the loss)."""
+    from worked import printers
+    from worked.quiz import describe, mistake_worlds
+
+    p = read()
+    text = printers.text(describe({"matrix": "probs", "ask": "probs[2,3]"}, p))
+    assert text.startswith("the next-token probabilities") and "row 2 (cat), column 3 (sat)" in text
+    assert printers.text(describe({"matrix": "H", "ask": "H[2,*]"}, p)).endswith("row 2 (cat), every column")
+    worlds = dict(mistake_worlds(p))
+    assert worlds and all("loss" in w and "P" in w for w in worlds.values())
+    from worked import solve
+
+    true = solve(p)["loss"].value(0, 0)
+    assert any(abs(w["loss"][0][0] - true) > 1e-6 for w in worlds.values())      # a slip in the heads moves the loss
+
+
+def test_a_probability_a_hand_rounds_to_0_is_a_clear_error_not_a_crash():
+    """−ln of a target's probability that rounds to 0 at the carried places (one more tried) has no value for a hand:
+    the solution says so in one line naming the loss, as bad input does."""
+    from worked import solve
+
+    d = drawn(23).to_dict()
+    d["decimals"] = 1
+    with pytest.raises(ProblemError, match="loss: a value a hand carries to 4 places has no value here"):
+        solve(Problem.from_dict(d, "d.toml")).audit()
+
+
+def test_a_block_familys_sizes_are_a_block_problems():
+    """What a quiz reads of a family of blocks (its shapes, from ``Dims.of_family``) is what a problem of those
+    sizes has: the same matrices, the same shapes (a family's block, d_ff and vocab, as worked new --block draws)."""
+    from types import SimpleNamespace
+
+    from worked import stages
+
+    for name in ("post-ln-causal", "pre-ln-causal", "no-positions-no-output"):
+        p = read(VARIANTS[name])
+        b = p.block
+        fam = SimpleNamespace(n=p.n, d_model=p.d_model, d_k=p.d_k, dv=p.d_v, heads=1, train=False, n_enc=p.n,
+                              attention="self", block=b.kind, d_ff=b.d_ff, vocab=len(b.vocab or ()))
+        assert stages.matrices(stages.Dims.of_family(fam)) == stages.matrices(stages.Dims.of_problem(p)), name
+
+
+def test_a_quiz_over_a_given_block(tmp_path):
+    """A quiz spec with a [problem] table (a block) instead of a [family]: every variant works that problem, the
+    questions (H[2,3], probs[1,*], loss) expect the key's values, and the sheets and LMS exports are written."""
+    import json
+    from pathlib import Path
+
+    from worked import solve
+    from worked.quiz import load_spec
+
+    spec_path = Path(__file__).resolve().parents[1] / "problems" / "quiz-7-block.toml"
+    spec = load_spec(spec_path)
+    assert [q.ask for q in spec.questions] == ["H[2,3]", "probs[1,*]", "loss"]
+    r = subprocess.run([sys.executable, "-m", "worked", "quiz", str(spec_path), "-n", "2", "-o", str(tmp_path / "q")],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    out = tmp_path / "q"
+    manifest = json.loads((out / "manifest.json").read_text())
+    sol = solve(spec.family.problem)
+    for v in manifest["variants"]:
+        q = {x["ask"]: x for x in v["questions"]}
+        assert abs(q["H[2,3]"]["expected"] - sol["H"].value(1, 2)) < 1e-9
+        assert [round(x, 9) for x in q["probs[1,*]"]["expected"]] == [round(sol["probs"].value(0, j), 9) for j in range(4)]
+        assert abs(q["loss"]["expected"][0][0] - sol["loss"].value(0, 0)) < 1e-9      # a whole 1×1 matrix
+    assert all((out / f).exists() for f in ("moodle.xml", "quiz.gift.txt", "canvas-qti.zip"))
+
+
+def test_a_quiz_spec_gives_a_family_or_a_problem_not_both():
+    from worked.quiz import spec_from_dict
+
+    with pytest.raises(ProblemError, match="problem: give a \\[family\\]"):
+        spec_from_dict({"family": {}, "problem": {"X": [[1]]}, "questions": [{"ask": "Z"}]}, "q.toml")
+    with pytest.raises(ProblemError, match="problem: expected a table"):
+        spec_from_dict({"problem": "block.toml", "questions": [{"ask": "Z"}]}, "q.toml")
+
+
+def test_a_scaled_score_too_large_for_a_hand_is_a_clear_error():
+    """As for attention: a block whose heads would take e^x of a huge scaled score is refused in one line, before any
+    e^x is shown."""
+    from worked import solve
+
+    with pytest.raises(ProblemError, match="scores: a scaled score of about .* is too large for a hand exercise"):
+        solve(read(swap("X", "[[900, 0, 900, 0], [0, 900, 0, 900], [900, 900, 0, 0]]")))
+
+
+def test_solve_writes_a_block_as_text_markdown_and_json():
+    """`worked solve` of a block: the text and Markdown give the block's order and every step; the JSON's "block"
+    names the matrices as the API does (P … loss), the loss a number and P exact."""
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "problems" / "block-pre-ln-causal.toml"
+    out = {}
+    for fmt in ("text", "markdown", "json"):
+        r = subprocess.run([sys.executable, "-m", "worked", "solve", str(path), "--format", fmt], capture_output=True,
+                           text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+        out[fmt] = r.stdout
+    assert "pre-LN (GPT-2)" in out["text"] and "−ln(probs[sat, a])" in out["text"]
+    assert "pre-LN (GPT-2)" in out["markdown"] and r"\mathrm{probs}[\text{sat},\text{a}]" in out["markdown"]
+    b = json.loads(out["json"])["transformer"]
+    assert list(b["matrices"]) == ["P", "X0", "N1", "H1", "N2", "U", "G", "F", "H", "Hf", "logits", "probs", "loss"]
+    assert b["order"] == "pre-ln" and b["targets"] == ["cat", "sat", "a"] and isinstance(b["loss"], float)
+    assert b["matrices"]["P"]["exact"][1] == ["sin(1)", "cos(1)", "sin(1/100)", "cos(1/100)"]
+    assert b["matrices"]["loss"]["shape"] == [] and b["matrices"]["loss"]["value"] == b["loss"]

@@ -21,6 +21,7 @@ PRINTERS = (printers.text, printers.latex, printers.mathml, printers.typst, prin
 SAMPLES = [
     eq.num(Fraction(-1, 3)), eq.dec(Decimal("0.1636")), eq.Sym("W_Q", head=2), eq.Sym("x", sub="cats"),
     eq.Entry(eq.Sym("scaled", upright=True), "cats", eq.ALL), eq.Col(eq.Sym("W_K"), "1"),
+    eq.Item(eq.Sym("b_1"), "2"),
     eq.Vec((eq.num(1), eq.num(-2))), eq.Dot(eq.Vec((eq.num(1),)), eq.Vec((eq.num(2),))),
     eq.Add((eq.num(1), eq.Neg(eq.Exp(eq.Sqrt(eq.num(2)))))), eq.Mul((eq.num(2), eq.Sqrt(eq.num(2)))),
     eq.Frac(eq.num(1), eq.num(3)), eq.Pow(eq.Sym("K"), eq.Sym("T")), eq.Inf(), eq.neg_inf(),

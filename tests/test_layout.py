@@ -395,7 +395,7 @@ def test_every_folder_that_ships_is_a_package():
 #: the modules that declare the stages (their ids, computations, grids, words) and the stages' mistakes
 #: and their worked steps (worked/steps/: titles, lines, NumPy code)
 STAGE_DEFINITIONS = ("worked/stages.py", "worked/slips.py", "worked/steps/attention.py", "worked/steps/heads.py",
-                     "worked/steps/train.py")
+                     "worked/steps/train.py", "worked/steps/block.py")
 #: string literals equal to a stage id that are not one: (file, literal) → what the literal is
 STAGE_IDS_ALLOWED = {
     ("worked/problem.py", "loss"): "the [train] table's field naming the loss function (loss = \"mse\")",
@@ -409,6 +409,7 @@ STAGE_IDS_ALLOWED = {
     ("worked/generate.py", "loss"): "the [train] table's field naming the loss function (loss = \"mse\")",
     ("worked/server/warm.py", "Q"): "the answers of the server's warm-up check (an example request)",
     ("worked/render/view.py", "loss"): "the page model's key of the loss formula (the templates' doc.training.loss)",
+    ("worked/cli.py", "H"): "the metavar of --heads (a number of heads), not the block's output H",
 }
 #: calls whose string argument is math notation in an equation tree (eq.Sym("Q")), not a stage id
 MATH_CALLS = {"Sym", "matrix_sym", "head_sym"}

@@ -31,7 +31,7 @@ def _attention_problems():
     [[blocks]], has its notebook checked in tests/test_blocks.py)."""
     out = []
     for f in sorted((ROOT / "problems").glob("*.toml")):
-        if not {"family", "parts", "blocks"} & set(tomllib.loads(f.read_text(encoding="utf-8"))):
+        if not {"family", "parts", "blocks", "problem"} & set(tomllib.loads(f.read_text(encoding="utf-8"))):
             out.append(f)
     return out
 
@@ -84,7 +84,7 @@ def test_every_shipped_problem_runs_and_every_check_passes(path, kernel):
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
     assert not errors
     checks = check_cells(nb)
-    steps = [st for st in sol.steps if st.id not in nbw.TRAINING_STEPS]   # a [train] problem: its forward pass
+    steps = nbw.coded_steps(sol)   # a [train] problem: its forward pass
     assert len(checks) == len(steps) + 1          # one per step, and the one-block cell's
     for k, c in enumerate(checks, 1):
         want = f"Step {k} (" if k <= len(steps) else "The whole thing in one block"
@@ -153,11 +153,13 @@ def _keys_table(m, places: int) -> list[list[str]]:
 def _printed_tables(sol, nb):
     """(cell id, printed table, the key's table) for every cell that prints a table."""
     p, mats = sol.problem, sol.matrices()
-    want = {"inputs": p.X, "weights": p.heads[0].W_Q, "whole": sol.output}
+    # the one-block cell shows the output Z (a Transformer block's: its last matrix)
+    want = {"inputs": p.X, "weights": p.heads[0].W_Q, "whole": list(sol.after.values())[-1] if sol.after else sol.output}
     if p.cross:
         want["inputs-enc"] = p.X_enc
+    coded = nbw.coded_steps(sol)
     for k, st in enumerate(sol.steps, 1):
-        if st.id not in nbw.TRAINING_STEPS:
+        if st in coded:
             want[f"step{k:02d}-{st.id}" + (f"-head{st.head}" if st.head is not None else "")] = mats[st.result]
     printing = [c for c in nb.cells if c.cell_type == "code" and "[[" in text_of(c)]
     assert {c.id for c in printing} == set(want), "a printed table the test does not know, or one not printed"
@@ -235,7 +237,7 @@ def test_answers_hidden_has_no_solution_code(part10, kernel):
         for bit in ("@", ".T", "np.exp", "softmax(", "np.sqrt", "np.hstack", "np.where", "/ "):
             assert bit not in code, bit
         blanks = [c for c in ex.cells if c.source.startswith(nbw.PLACEHOLDER)]
-        assert len(blanks) == len([st for st in sol.steps if st.id not in nbw.TRAINING_STEPS]) + 1
+        assert len(blanks) == len(nbw.coded_steps(sol)) + 1
         assert [c.source for c in check_cells(ex)] == [c.source for c in check_cells(full_nb)]
         nbformat.validate(ex)
     ex = nbw.build(part10, answers_hidden=True)

@@ -184,6 +184,8 @@ def forward(problem, backend, *, transform: Transform | None = None, given: dict
     X_enc = _inputs(backend, problem.X_enc) if problem.cross else X
     arch = stages.of(problem)
     inputs = stages.sides(t, {"X": X, "X_enc": X_enc})
+    if arch.attends:                # a block's heads take the stage it names (X0, or LN_1(X0))
+        inputs[arch.attends] = X
     masked = stages.masked_entries(len(inputs["X"]), problem.mask, t.mask, len(inputs["X_enc" if problem.cross else "X"]))
     weights_arg = weights
     if weights is None:
@@ -215,28 +217,74 @@ def forward(problem, backend, *, transform: Transform | None = None, given: dict
     return out
 
 
-def block_forward(problem, backend, *, transform: Transform | None = None) -> Pass:
+def block_forward(problem, backend, *, transform: Transform | None = None, given: dict | None = None,
+                  points: Pass | None = None) -> Pass:
     """The forward pass of a whole Transformer block (``problem.block``, issue 27) with *backend*: the stages
     before the heads (the positions, X0 = X + P, and for pre-LN LN_1), the heads and W_O as :func:`forward` runs
     them on the heads' input, then the stages after (residual adds, layer norms, the feed-forward, and with an
     output layer the logits, probabilities and loss), each where the problem has its inputs. Every matrix is in
-    ``shown`` under its stage id, as :func:`forward` keeps the heads'."""
+    ``shown`` under its stage id, as :func:`forward` keeps the heads'. *given*: a student's entries (by key, NA
+    where not given), carried on instead of the computed ones, as :func:`forward` does (*points* is not used: a
+    block has no training step yet)."""
     t = transform or Transform()
-    kind = stages.BLOCK_KINDS[problem.block.kind]
-    run = stages.BlockRun(problem, backend, t)
+    given = given or {}
+    arch = stages.of(problem)
+    run = stages.BlockRun(problem, backend, t, lenient=bool(given))
     env = {"X": _inputs(backend, problem.X), **stages.block_inputs(problem, backend)}
     done: dict[str, list] = {}
-    shown = lambda grid: [[backend.shown(x) for x in row] for row in grid]  # noqa: E731  (a hand rounds each)
-    for stage in kind["before"]:
-        env[stage.id] = done[stage.id] = shown(stage.forward(run, *(env[k] for k in stage.inputs)))
-    out = forward(problem, backend, transform=t, X=env[kind["attends"]], backward=False)
-    env[stages.OUTPUT] = out.output
-    for stage in kind["after"]:
-        if all(k in env for k in stage.inputs):        # the output layer only with W_out, the loss with targets
-            env[stage.id] = done[stage.id] = shown(stage.forward(run, *(env[k] for k in stage.inputs)))
-    before = {k: done[k] for k in (s.id for s in kind["before"])}
+    carried: dict[str, list] = {}
+
+    def put(key, grid):
+        band = done[key] = [[backend.shown(x) for x in row] for row in grid]    # a hand rounds each
+        g = given.get(key)
+        carried[key] = band if g is None else [[b if a is NA else a for a, b in zip(ga, ba)] for ga, ba in zip(g, band)]
+        return carried[key]
+
+    for stage in arch.before:
+        env[stage.id] = put(stage.id, stage.forward(run, *(env[k] for k in stage.inputs)))
+    out = forward(problem, backend, transform=t, X=env[arch.attends], backward=False, given=given)
+    env[stages.OUTPUT] = out.carried[stages.OUTPUT]
+    for stage in arch.runs(stages.Dims.of_problem(problem)):  # the output layer only with W_out, the loss with targets
+        env[stage.id] = put(stage.id, stage.forward(run, *(env[k] for k in stage.inputs)))
+    before = {k: done[k] for k in (s.id for s in arch.before)}
     out.shown = {**before, **out.shown, **{k: v for k, v in done.items() if k not in before}}
+    out.carried = {**{k: carried[k] for k in before}, **out.carried, **{k: v for k, v in carried.items() if k not in before}}
     out.values.update(done)
+    return out
+
+
+def run_pass(problem, backend, **kw) -> Pass:
+    """The forward pass of *problem* with *backend*: a Transformer block's (:func:`block_forward`), else the
+    attention's (:func:`forward`)."""
+    if getattr(problem, "block", None) is not None:
+        return block_forward(problem, backend, **kw)
+    return forward(problem, backend, **kw)
+
+
+def block_exact(problem, nums: Pass) -> Pass:
+    """A block's Exact pass: the stages before the heads in closed form where they have a small one (P: sin and cos
+    of rationals, X0 = X + P; a layer norm's entries are :data:`INEXACT` unless rational), every later value
+    :data:`INEXACT` (its closed form explodes: a layer norm of softmax rows), as the training step keeps a
+    gradient; the solver takes those from the 50-digit pass *nums* (the :class:`Interval` point pass), and −∞ where
+    the mask hides a score. The divisor of the scores is exact."""
+    b = Exact()
+    arch = stages.of(problem)
+    run = stages.BlockRun(problem, b, Transform())
+    env = {"X": _inputs(b, problem.X), **stages.block_inputs(problem, b)}
+    out = Pass()
+    for stage in arch.before:
+        env[stage.id] = out.shown[stage.id] = stage.forward(run, *(env[k] for k in stage.inputs))
+    inexact = lambda grid: [[b.NEG_INF if iv is None else INEXACT for iv in row] for row in grid]  # noqa: E731
+    for key, grid in nums.shown.items():
+        if key not in out.shown:
+            out.shown[key] = inexact(grid)
+    out.carried = out.shown
+    out.factor = b.factor(problem, None)
+    for hp in nums.heads:
+        out.heads.append(HeadPass({k: inexact(v) for k, v in hp.values.items()}, inexact(hp.raw_scores), hp.masked,
+                                  [None] * len(hp.raw_scores)))
+    out.output = out.shown[stages.OUTPUT]
+    out.values.update({k: out.shown[k] for k in nums.values if k in out.shown})
     return out
 
 
@@ -569,6 +617,26 @@ class Exact:
         angle = sp.Integer(pos) / sp.Integer(10000) ** sp.Rational(two_i, d_model)
         return (sp.sin if (col % 2 == 0) != swapped else sp.cos)(angle)
 
+    # a Transformer block's arithmetic (issue 27), where a closed form stays small: rationals exactly, the rest INEXACT
+    def div(self, a, b):
+        return a / b if isinstance(a, Fraction) and isinstance(b, Fraction) and b else INEXACT
+
+    def sqrt(self, x):
+        if isinstance(x, Fraction) and x >= 0:
+            r = (math.isqrt(x.numerator), math.isqrt(x.denominator))
+            if Fraction(r[0] ** 2, r[1] ** 2) == x:
+                return Fraction(*r)
+        return INEXACT
+
+    def relu(self, x):
+        return max(x, Fraction(0)) if isinstance(x, Fraction) else INEXACT
+
+    def ln(self, x):
+        return Fraction(0) if isinstance(x, Fraction) and x == 1 else INEXACT
+
+    def may_be_zero(self, x) -> bool:
+        return _zero(x)
+
     def mix(self, state, a_row, v_col):
         sp = self.sp
         if state is not None:
@@ -673,7 +741,7 @@ class Float:
         return math.log(x)
 
     def may_be_zero(self, x) -> bool:
-        return x == 0
+        return x is None or x == 0
 
     def beyond(self):
         """A value no answer matches (the loss after a step that has none a hand could work out)."""
@@ -909,7 +977,11 @@ class Interval:
         return None if a is None or b is None else (DOWN.subtract(a[0], b[1]), UP.subtract(a[1], b[0]))
 
     def mul(self, a, b):
-        return None if a is None or b is None else iv_mul(a, b)
+        if a is None or b is None:
+            return None
+        if a is b and a[0] < 0 < a[1]:      # x·x of one value (a layer norm's squared deviation): never below 0
+            return (_ZERO, max(UP.multiply(a[0], a[0]), UP.multiply(a[1], a[1])))
+        return iv_mul(a, b)
 
     def total(self, xs):
         xs = list(xs)
@@ -1154,17 +1226,17 @@ class Hand:
         return self.dot(a_row, v_col)
 
     def add(self, a, b):
-        return self._mark(a + b, a, b)
+        return None if a is None or b is None else self._mark(a + b, a, b)
 
     def sub(self, a, b):
-        return self._mark(a - b, a, b)
+        return None if a is None or b is None else self._mark(a - b, a, b)
 
     def mul(self, a, b):
-        return self._mark(a * b, a, b)
+        return None if a is None or b is None else self._mark(a * b, a, b)
 
     def total(self, xs):
         xs = list(xs)
-        return self._mark(sum(xs, Fraction(0)), *xs)
+        return None if any(x is None for x in xs) else self._mark(sum(xs, Fraction(0)), *xs)
 
     # a Transformer block's arithmetic (issue 27): each value a hand writes down, rounded as it is written
     def angle(self, pos: int, col: int, d_model: int):
@@ -1183,22 +1255,24 @@ class Hand:
         return self._round(trig_value(a, (col % 2 == 0) != swapped))
 
     def div(self, a, b):
-        return self.shown(self._mark(Fraction(a) / Fraction(b), a, b))
+        return None if a is None or b is None else self.shown(self._mark(Fraction(a) / Fraction(b), a, b))
 
     def sqrt(self, x):
+        if x is None:
+            return None
         r = F.N.sqrt(F.mp(x))
         if not isinstance(x, Approx) and Fraction(r) ** 2 == Fraction(x):
             return Fraction(r)        # √(1/4) = 1/2, exactly
         return self._round(r)
 
     def relu(self, x):
-        return x if x > 0 else Fraction(0)
+        return None if x is None else x if x > 0 else Fraction(0)
 
     def ln(self, x):
         """ln x rounded; None for a probability a hand rounded to 0 (no ln: the page needs more places there)."""
-        if x <= 0:
+        if x is None or x <= 0:
             return None
         return Fraction(0) if x == 1 else self._round(F.CTX.ln(F.mp(x)))
 
     def may_be_zero(self, x) -> bool:
-        return x == 0
+        return x is None or x == 0

@@ -44,7 +44,7 @@ from typing import Any
 from decimal import Decimal
 
 from . import exprs, mistakes, printers, stages
-from .attention import NA, Interval, contains, forward, pt
+from .attention import NA, Hand, Interval, contains, forward, pt, run_pass
 from .eq import arith
 from .errors import ExpressionError, WorkedError
 from .mistakes import MISTAKES
@@ -569,10 +569,12 @@ def _bands(ctx: _Ctx, given=None, transform=None, centre=None, points=None) -> d
     *given* entries carried forward, a mistake's *transform*. *centre*: the same scenario's exact values
     (points), when they are computed already; *points* the pass they come from (the banded backward pass of
     a training problem starts from it)."""
+    if ctx.tol.default and stages.of(ctx.problem).attends:
+        return _block_bands(ctx, given, transform)
     if ctx.tol.default:
-        return forward(ctx.problem, ctx.banded, transform=transform, given=given, points=points).shown
+        return run_pass(ctx.problem, ctx.banded, transform=transform, given=given, points=points).shown
     if centre is None:
-        centre = forward(ctx.problem, ctx.points, transform=transform, given=given).shown
+        centre = run_pass(ctx.problem, ctx.points, transform=transform, given=given).shown
     band = {}
     for key, grid in centre.items():
         band[key] = []
@@ -587,6 +589,39 @@ def _bands(ctx: _Ctx, given=None, transform=None, centre=None, points=None) -> d
                 r.append((CTX.subtract(iv[0], t), CTX.add(iv[1], t)))
             band[key].append(r)
     return band
+
+
+def _block_bands(ctx: _Ctx, given=None, transform=None) -> dict:
+    """A Transformer block's default bands: interval arithmetic through a layer norm (x − μ over a root of the
+    same x) widens past use, so a block's band is the hull of the values along the ways a careful student
+    rounds: exact (the 50-digit pass), and every value rounded to the problem's places, or one place more, or
+    the carried places (the :class:`~worked.attention.Hand` pass, from the same *given* entries at their
+    middles), each widened by half a unit of the answer's last place."""
+    p, h = ctx.problem, ctx.h
+    exact = run_pass(p, ctx.points, transform=transform, given=given).shown
+    mid = None if given is None else {k: [[a if a is NA or a is None else Fraction(CTX.divide(CTX.add(a[0], a[1]), 2))
+                                            for a in row] for row in g] for k, g in given.items()}
+    hands = [run_pass(p, Hand(p, "decimal", places), transform=transform, given=mid).shown
+             for places in (p.decimals, p.decimals + 1, p.precision.carried)]
+    band = {}
+    for key, grid in exact.items():
+        rows = []
+        for i, row in enumerate(grid):
+            r = []
+            for j, iv in enumerate(row):
+                if iv is None:
+                    r.append(None)
+                    continue
+                ends = [iv[0], iv[1]] + [_decimal_of(x[key][i][j]) for x in hands if x[key][i][j] is not None]
+                r.append((CTX.subtract(min(ends), h), CTX.add(max(ends), h)))
+            rows.append(r)
+        band[key] = rows
+    return band
+
+
+def _decimal_of(x) -> Decimal:
+    """A hand's value (a Fraction) as a 50-digit Decimal."""
+    return CTX.divide(Decimal(x.numerator), Decimal(x.denominator))
 
 
 def _matches(ans, band) -> bool:
@@ -675,6 +710,33 @@ def _earlier(key: str, multihead: bool, nheads: int) -> list[str]:
     return [pre + b for b in stages.upstream(base)]
 
 
+class _Layout:
+    """The order of a problem's matrices, for what feeds what: the rank of a matrix, of the matrix a mistake first
+    shows in, and the matrices before one (nearest first). Attention's by its stages (the functions above); a
+    Transformer block's (its stages before the heads, the heads', after them) by the order of its steps, every
+    earlier matrix feeding a later one."""
+
+    def __init__(self, problem, mats):
+        self.multihead, self.nheads = problem.multihead, len(problem.heads)
+        self.order = list(mats) if stages.of(problem).attends else None
+
+    def rank(self, key: str) -> int:
+        if self.order is None:
+            return _rank(key, self.multihead)
+        return self.order.index(key) if key in self.order else len(self.order)
+
+    def mistake_rank(self, stage: str, crosshead: bool) -> int:
+        if self.order is None:
+            return _mistake_rank(stage, crosshead)
+        return next((k for k, key in enumerate(self.order) if (key == stage if crosshead else _split(key)[1] == stage)),
+                    len(self.order))
+
+    def earlier(self, key: str) -> list[str]:
+        if self.order is None:
+            return _earlier(key, self.multihead, self.nheads)
+        return list(reversed(self.order[:self.rank(key)]))
+
+
 def _stage_of(key: str) -> str:
     return _split(key)[1]
 
@@ -742,7 +804,7 @@ class Checker:
     def _correct_centre(self, ctx: _Ctx, k: int, transform) -> dict:
         """The values of mistake *k* made on the correct values (no answers carried)."""
         if k not in self._centres:
-            self._centres[k] = forward(self.problem, ctx.points, transform=transform, given=None)
+            self._centres[k] = run_pass(self.problem, ctx.points, transform=transform, given=None)
         return self._centres[k].shown
 
     def _correct_scenario(self, ctx: _Ctx, k: int, transform) -> tuple:
@@ -832,6 +894,7 @@ class Checker:
             verdict[key], carried[key] = V, C
 
         nheads = len(problem.heads)
+        lay = _Layout(problem, mats)
         wrong_keys = {k for k, V in verdict.items() if any(v == "wrong" for row in V for v in row)}
 
         # misconceptions
@@ -844,15 +907,15 @@ class Checker:
             tried = self._tried_mistakes()
             # how many mistakes could explain a matrix: a chance match is that much likelier (a wrong sign in one
             # matrix's update gives that matrix as the wrong sign in all three does: one explanation, counted once)
-            reach = {k: sum(_mistake_rank(m.stage_of(t), t.across_heads) <= _rank(k, multihead)
+            reach = {k: sum(lay.mistake_rank(m.stage_of(t), t.across_heads) <= lay.rank(k)
                             for m, t in tried if t.update_of is None)
                      for k in candidates}
             for index, (mistake, transform) in enumerate(tried):
                 code = mistake.id
                 stage = mistake.stage_of(transform)
                 crosshead = transform.across_heads
-                rank = _mistake_rank(stage, crosshead)
-                targets = [k for k in candidates if _rank(k, multihead) >= rank
+                rank = lay.mistake_rank(stage, crosshead)
+                targets = [k for k in candidates if lay.rank(k) >= rank
                            # the mistake's own matrix answered right: it is not what went wrong later (a training step)
                            and not (_split(k)[0] + stage in parsed and _split(k)[0] + stage not in wrong_keys)]
                 if not targets:
@@ -862,14 +925,14 @@ class Checker:
                 # a mistake that changes a matrix's shape (cross-attention's keys from the decoder side, with fewer
                 # decoder tokens) is compared in the matrices it leaves their shape: the shape error names it
                 targets = [k for k in targets if k in centre and _same_shape(centre[k], true_band[k])
-                           and not _refuted(k, rank, centre, parsed, verdict, true_band, multihead)]
+                           and not _refuted(k, rank, centre, parsed, verdict, true_band, lay)]
                 if not targets:
                     continue
-                before = {k for k in parsed if _rank(k, multihead) < rank}
+                before = {k for k in parsed if lay.rank(k) < rank}
                 scenarios = [self._correct_scenario(ctx, index, transform)]
                 if any(k in wrong_keys for k in before):
                     b = _given_grids(parsed, before, raw, ctx.h)
-                    cpass = forward(problem, ctx.points, transform=transform, given=b)
+                    cpass = run_pass(problem, ctx.points, transform=transform, given=b)
                     centre = cpass.shown
                     scenarios.append((_bands(ctx, b, transform, centre, cpass), centre))
                 for key in targets:
@@ -880,7 +943,7 @@ class Checker:
 
         # early rounding: accepted, but rounded before the end
         for key in parsed if diagnose else ():
-            if _stage_of(key) in EARLY and not wrong_keys & ({key} | set(_earlier(key, problem.multihead, nheads))):
+            if _stage_of(key) in EARLY and not wrong_keys & ({key} | set(lay.earlier(key))):
                 hit = _early_rounding(ctx, key, parsed[key], verdict[key], self)
                 if hit:
                     diag_by_key[key].append(_diag(ctx, "early-rounding", key, hit))
@@ -889,7 +952,7 @@ class Checker:
         reports = []
         for key in parsed:
             m = mats[key]
-            feeds = [k for k in _earlier(key, problem.multihead, nheads) if k in parsed]
+            feeds = [k for k in lay.earlier(key) if k in parsed]
             feeding_wrong = [k for k in feeds if k in wrong_keys]
             V, C = verdict[key], carried[key]
             answered = [(i, j) for i in range(len(V)) for j in range(len(V[0])) if V[i][j] in ("correct", "wrong")]
@@ -972,13 +1035,13 @@ def _chance(entries, mb, true_b, h) -> Decimal:
     return p
 
 
-def _refuted(key, rank, centre, parsed, verdict, true_band, multihead) -> bool:
+def _refuted(key, rank, centre, parsed, verdict, true_band, lay: "_Layout") -> bool:
     """Did the student show, in a matrix between the mistake's stage and *key*, that they made no such mistake:
     entries the mistake would change, answered correctly? (A K·Qᵀ is not seen in the weights of a student
     whose scores are right.)"""
     pre = _split(key)[0]
     for k in parsed:
-        between = _rank(k, multihead) < _rank(key, multihead) and _rank(k, multihead) >= rank
+        between = lay.rank(k) < lay.rank(key) and lay.rank(k) >= rank
         if not between or _split(k)[0] != pre or k not in centre or not _same_shape(centre[k], true_band[k]):
             continue
         V = verdict[k]

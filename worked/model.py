@@ -295,7 +295,8 @@ class Solution:
     """Every intermediate as an exact matrix, plus the ordered display steps."""
 
     def __init__(self, problem: Any, heads: list[HeadResult], concat: Mat | None, output: Mat, steps: list[Step],
-                 checks: str = "one", scale_factor: Any = None, display: str = "exact", train: dict | None = None):
+                 checks: str = "one", scale_factor: Any = None, display: str = "exact", train: dict | None = None,
+                 before: dict | None = None, after: dict | None = None):
         self.problem = problem
         self.heads = heads
         self.concat = concat
@@ -306,6 +307,9 @@ class Solution:
         self.display = display        # "exact" (√2, e^(√2)/(2 + e^(√2))) or "decimal" (Part 10 style)
         self.train = train            # a [train] problem's matrices by key: loss, dZ, (dconcat, head1.dZ, …), dV,
                                       # dA, dS, dscores, dQ, dK, dW_Q, dW_K, dW_V, W_Q_new, W_K_new, W_V_new, loss_after
+        # a Transformer block's matrices by stage id: before the heads (P, X0, N1) and after them (R1 … loss)
+        self.before = before or {}
+        self.after = after or {}
 
     def __repr__(self):
         t = self.problem.title
@@ -340,8 +344,9 @@ class Solution:
         return self.problem.decimals
 
     def matrices(self) -> dict[str, Mat]:
-        """All matrices by key: ``"Q"`` … ``"Z"`` for one head; ``"head1.Q"`` …, ``"concat"``, ``"Z"`` for several."""
-        out: dict[str, Mat] = {}
+        """All matrices by key: ``"Q"`` … ``"Z"`` for one head; ``"head1.Q"`` …, ``"concat"``, ``"Z"`` for several;
+        a Transformer block's ``"P"``, ``"X0"`` (``"N1"``) first and ``"R1"`` … ``"loss"`` after them."""
+        out: dict[str, Mat] = dict(self.before)
         if len(self.heads) == 1 and not self.problem.multihead:
             out.update(self.heads[0].matrices())
         else:
@@ -350,6 +355,7 @@ class Solution:
                     out[f"head{h.index}.{k}"] = m
             # the heads' combination: the solver's concat and output, in the order of the combine stages
             out.update(zip((s.id for s in stages.of(self.problem).combine), (self.concat, self.output)))
+        out.update(self.after)
         if self.train:
             out.update(self.train)
         return Matrices(out)

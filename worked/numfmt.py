@@ -81,12 +81,22 @@ def shortest_in(lo: Decimal, hi: Decimal) -> Decimal:
     if lo <= 0 <= hi:
         return Decimal(0)
     wide = Context(prec=max(60, lo.adjusted() + 80, hi.adjusted() + 80))
-    for places in range(0, 120):
-        q = Decimal(1).scaleb(-places)
-        c = lo.quantize(q, rounding=ROUND_CEILING, context=wide)
-        if c <= hi:
-            return c
-    return lo
+
+    def at(places):         # the smallest decimal of *places* places from lo up, when it is in [lo, hi]
+        c = lo.quantize(Decimal(1).scaleb(-places), rounding=ROUND_CEILING, context=wide)
+        return c if c <= hi else None
+
+    high = min(119, wide.prec - abs(lo.adjusted()) - 2)       # places whose quantize the context holds
+    if at(high) is None:
+        return lo
+    low = 0         # a decimal with k places in [lo, hi] is one with k + 1 places too: search the fewest
+    while low < high:
+        mid = (low + high) // 2
+        if at(mid) is None:
+            low = mid + 1
+        else:
+            high = mid
+    return at(low)
 
 
 def exact_at(exact, places: int) -> bool:

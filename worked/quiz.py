@@ -47,14 +47,14 @@ from typing import Any
 from . import choice, eq, printers, stages
 from . import exporters as E
 from .ask import AskError, Question, parse
-from .attention import Float, forward
+from .attention import Float, run_pass
 from .check import Tolerance
 from .errors import ProblemError, WorkedError
 from .generate import Family, block_families, generate
 from .mistakes import MISTAKES
 from .mistakes import of as mistakes_of      # the mistakes an architecture's stages declare
 
-SPEC_KEYS = ("title", "seed", "count", "paper", "instructions", "family", "questions", "parts")
+SPEC_KEYS = ("title", "seed", "count", "paper", "instructions", "family", "problem", "questions", "parts")
 PART_KEYS = ("title", "family", "questions")
 MAX_PARTS = 10
 QUESTION_KEYS = ("ask", "points", "tolerance", "name", "type", "choices")
@@ -87,9 +87,49 @@ class QuizSpec:
     parts: tuple = ()
 
 
+@dataclass(frozen=True)
+class Given:
+    """A quiz over one given problem (a ``[problem]`` table: a problem file's keys) instead of a [family]: every
+    variant works the same problem (a Transformer block's, until ``worked new --block`` draws them)."""
+
+    problem: Any
+    title: str = ""
+    blocks = None           # not a chain of blocks
+    train = False
+
+    @property
+    def decimals(self) -> int:
+        return self.problem.decimals
+
+    @property
+    def mask(self) -> str:
+        return self.problem.mask
+
+    def to_dict(self) -> dict:
+        return {"problem": self.problem.to_dict()}
+
+
+def family_dims(fam) -> "stages.Dims":
+    """The sizes of a family's variants (or of the given problem's)."""
+    return stages.Dims.of_problem(fam.problem) if isinstance(fam, Given) else stages.Dims.of_family(fam)
+
+
+def _draw(fam, seed: int, title: str):
+    """A variant's problem: drawn from the family with *seed*, or the given problem (titled as the quiz); and the
+    hand pass that accepted a drawn problem, for its solution to show (:func:`worked.generate.generate`; None for a
+    given problem)."""
+    if isinstance(fam, Given):
+        d = fam.problem.to_dict()
+        d["title"] = title
+        from .problem import Problem
+
+        return Problem.from_dict(d, source=fam.problem.source), None
+    return generate(fam, seed, title=title, with_hand=True)
+
+
 def _may_be_inf(key: str, fam: Family) -> bool:
     """May an entry of the matrix of *key* be −∞ (a score the mask hides)? Its stage says."""
-    stage = stages.of(stages.Dims.of_family(fam)).stage(key.rpartition(".")[2])
+    stage = (stages.of(fam.problem) if isinstance(fam, Given) else stages.of(family_dims(fam))).stage(key.rpartition(".")[2])
     return stage is not None and stage.may_be_inf
 
 
@@ -102,7 +142,7 @@ def matrix_shapes(fam: Family) -> dict[str, tuple[int, int]]:
             out.update({f"block{k}.{key}": s for key, s in matrix_shapes(bf).items()})
         out[stages.OUTPUT] = out[f"block{len(fam.blocks)}.{stages.OUTPUT}"]
         return out
-    return stages.matrices(stages.Dims.of_family(fam))
+    return stages.matrices(family_dims(fam))
 
 
 def _in_block(matrix: str) -> tuple[int | None, str]:
@@ -180,15 +220,28 @@ def spec_from_dict(data: dict, source: str) -> QuizSpec:
             parts.append(QuizSpec(title=f"{title} — {ptitle}", family=fam, questions=tuple(questions), **common))
         return QuizSpec(title=title, family=parts[0].family, questions=tuple(q for p in parts for q in p.questions),
                         parts=tuple(parts), **common)
-    fam, questions = _family_and_questions(data.get("family", {}), data.get("questions"), title, err, "", 1, set(), source)
+    if "problem" in data:       # one given problem for every variant
+        if "family" in data:
+            raise err("problem", "give a [family] (a problem drawn for each student) or a [problem], not both")
+        if not isinstance(data["problem"], dict):
+            raise err("problem", "expected a table with a problem file's keys (X, W_Q, …, block, …)")
+        from .problem import Problem
+
+        fam = Given(Problem.from_dict(data["problem"], source=f"{source}: problem"), title=title)
+    else:
+        fam = data.get("family", {})
+    fam, questions = _family_and_questions(fam, data.get("questions"), title, err, "", 1, set(), source)
     return QuizSpec(title=title, family=fam, questions=tuple(questions), **common)
 
 
 def _family_and_questions(fam_data, qs, title, err, prefix: str, first: int, names: set, source: str):
     """A [family] and its [[questions]] (at *prefix*: "" or "parts[2]."), the questions named q<first>, … unless
     named; *names*: the names taken (by the parts before)."""
-    fam = Family.from_dict(dict(fam_data) if isinstance(fam_data, dict) else fam_data, source=source,
-                           prefix=prefix + "family.")
+    if isinstance(fam_data, Given):
+        fam = fam_data
+    else:
+        fam = Family.from_dict(dict(fam_data) if isinstance(fam_data, dict) else fam_data, source=source,
+                               prefix=prefix + "family.")
     if not fam.title:
         from dataclasses import replace
 
@@ -395,7 +448,7 @@ def draw_problem(spec: QuizSpec, variant: Variant):
     last = None
     tries = CHOICE_REDRAWS if any(q.kind == "choice" for q in spec.questions) else REDRAWS
     for attempt in range(tries):
-        problem, hand = generate(spec.family, variant.seed + attempt, title=title, with_hand=True)
+        problem, hand = _draw(spec.family, variant.seed + attempt, title)
         try:
             sol = solve(problem, hand=hand).audit()
         except AuditFailure as exc:  # pragma: no cover - depends on the solver's auditor
@@ -423,7 +476,7 @@ def mistake_worlds(problem) -> list[tuple[str, dict[str, list[list[float]]]]]:
         last = len(sol.blocks)
         return [(mid, {**{f"block{k}.{key}": v for key, v in world.items()}, **({stages.OUTPUT: world[stages.OUTPUT]} if k == last else {})})
                 for k, b in enumerate(sol.blocks, 1) for mid, world in mistake_worlds(b.problem)]
-    return [(m.id, forward(problem, Float(), transform=t).matrices())
+    return [(m.id, run_pass(problem, Float(), transform=t).matrices())
             for m in mistakes_of(stages.of(problem)) if m.answer for t in m.transforms(problem) if t.update_of is None]
 
 
@@ -519,9 +572,8 @@ def describe(q: dict, problem) -> eq.Prose:
     arch = stages.of(problem)
     words = stages.words(q["matrix"], arch)
     stage = arch.stage(base)
-    names = {"n": problem.tokens, "n_kv": problem.tokens_kv}
-    rows_t = names.get(stage.rows) if stage else None
-    cols_t = names.get(stage.cols) if stage else None
+    rows_t = stages.words_of(stage.rows, problem) if stage else None       # tokens (a block's vocabulary) by name
+    cols_t = stages.words_of(stage.cols, problem) if stage else None
     a = parse(q["ask"])
     r, c = a.row, a.col
     rname = lambda: f" ({rows_t[int(r) - 1]})" if rows_t else ""  # noqa: E731
@@ -531,7 +583,8 @@ def describe(q: dict, problem) -> eq.Prose:
         parts.append(f"row {r}{rname()}")
     if c:
         parts.append(f"column {c}{cname()}")
-    where = ", ".join(parts) if parts else "the whole matrix"
+    scalar = stage is not None and (stage.rows, stage.cols) == ("1", "1")
+    where = ", ".join(parts) if parts else "a number" if scalar else "the whole matrix"
     if c and not r:
         where = f"column {c}{cname()}, every row"
     if r and not c:
@@ -1024,7 +1077,7 @@ def run(spec_path, *, count=None, roster=None, seed=None, outdir=None, formats=N
         if any(q.kind == "choice" for q in part.questions):
             draw_problem(part, replace(variants[0], seed=seed0))
         else:
-            generate(part.family, seed0)
+            _draw(part.family, seed0, part.title)
     out = Path(outdir) if outdir else Path("output") / (Path(spec_path).stem or "quiz")
     if jobs is None:
         jobs = os.cpu_count() or 1

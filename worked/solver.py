@@ -26,7 +26,7 @@ import sympy as sp
 from . import eq, lines, stages
 from . import numfmt as F
 from .numfmt import N
-from .attention import INEXACT, Approx, Exact, Hand, HeadPass, Interval, forward, loss_of
+from .attention import INEXACT, Approx, Exact, Hand, HeadPass, Interval, block_exact, forward, loss_of, run_pass
 from .audit import failure as audit_failure
 from .errors import ProblemError
 from .model import HeadResult, Line, Mat, Solution, Step
@@ -58,7 +58,17 @@ class View:
         return self.mats[sid]
 
     def input(self, name: str):
+        """An input by name: the problem's (exact), or a block's stage that a head takes as its X (X0, N1), as its
+        rows are carried (the nodes a line shows)."""
+        if name not in self.inputs and name in getattr(self, "layer", {}):
+            m = self.layer[name]
+            return [[m.carried(i, j) for j in range(m.shape[1])] for i in range(m.shape[0])]
         return self.inputs[name]
+
+    @property
+    def by_hand(self) -> Hand:
+        """The arithmetic of a hand at the solution's carried places (a block's steps work a row with it)."""
+        return Hand(self.ctx.p, "decimal" if self.ctx.decimal else "exact", self.ctx.P)
 
     @property
     def hand(self):
@@ -143,17 +153,31 @@ def hand_pass(problem: Problem, display: str, nums=None, first=None):
     values), when already computed; *first* (the argument): the pass at ``decimals + 2``, when already computed
     (:func:`worked.generate.generate` makes it to accept a problem it draws)."""
     if nums is None:
-        nums = forward(problem, Interval(problem, widen=False))
+        nums = run_pass(problem, Interval(problem, widen=False))
     dec = problem.decimals
     pr = problem.precision
     given, first = first, None
     for places in (pr.carried, pr.more().carried):
-        run = given if given is not None and places == pr.carried else forward(problem, Hand(problem, display, places))
+        run = given if given is not None and places == pr.carried else run_pass(problem, Hand(problem, display, places))
         off = _off_answers(run, nums, dec)
         first = off if first is None else first
-        if not off:
+        if not off and not _undefined(run, nums):
             break
+    if _undefined(run, nums):
+        key = _undefined(run, nums)
+        raise ProblemError(key, f"a value a hand carries to {places} places has no value here ({key}: a probability "
+                           "rounds to 0 where its ln is taken): give other numbers or more decimals", problem.source)
     return places, run, off, first
+
+
+def _undefined(hand, nums) -> str | None:
+    """The key of a matrix whose hand value is not defined where its true value is (−ln of a probability a hand
+    rounded to 0: a block's loss), or None."""
+    for key, grid in hand.shown.items():
+        true = nums.shown.get(key)
+        if true is not None and any(h is None and t is not None for hr, tr in zip(grid, true) for h, t in zip(hr, tr)):
+            return key
+    return None
 
 
 def _off_answers(hand, nums, dec: int) -> list:
@@ -180,6 +204,17 @@ def _check_size(problem: Problem, run: HeadPass, factor, masked_at: str) -> None
               default=Fraction(0))
     if top * top > MAX_SCALED**2 * F.frac(factor**2):     # |scaled| = top/factor, compared in rationals
         big = float(sp.Rational(top.numerator, top.denominator) / factor)
+        raise ProblemError(masked_at, f"a scaled score of about {big:.0f} is too large for a hand exercise "
+                           f"(e^x would have {int(big / 2.302585) + 1} digits; at most {MAX_SCALED} in size): "
+                           "use smaller entries or a larger scale", problem.source)
+
+
+def _check_block_size(problem: Problem, run: HeadPass, factor, masked_at: str) -> None:
+    """:func:`_check_size` for a block's head, whose scores are known by their 50-digit enclosures."""
+    top = max((max(abs(iv[0]), abs(iv[1])) for i, row in enumerate(run.raw_scores) for j, iv in enumerate(row)
+               if (i, j) not in run.masked), default=0)
+    big = float(top) / float(factor)
+    if big > MAX_SCALED:
         raise ProblemError(masked_at, f"a scaled score of about {big:.0f} is too large for a hand exercise "
                            f"(e^x would have {int(big / 2.302585) + 1} digits; at most {MAX_SCALED} in size): "
                            "use smaller entries or a larger scale", problem.source)
@@ -241,23 +276,27 @@ def solve(problem: Problem, checks: str = "one", display: str | None = None, *, 
         from .chain import solve_chain
 
         return solve_chain(problem, solve, checks=checks, display=display)
-    if getattr(problem, "block", None) is not None:     # issue 27: the file is read, its stages are not there yet
-        raise ProblemError("block", "a Transformer block is read and checked, but not solved yet: its stages (positions, "
-                           "layer norm, feed-forward, output) are still to come; leave out block and its keys to work "
-                           "the attention", problem.source)
-    display = display or getattr(problem, "display", "exact")
+    block = getattr(problem, "block", None) is not None
+    # a Transformer block is worked in decimals (its positions and layer norms are irrational)
+    display = "decimal" if block else display or getattr(problem, "display", "exact")
     if display not in DISPLAYS:
         raise ValueError(f"display must be one of {DISPLAYS}, got {display!r}")
     arch = stages.of(problem)
     toks, toks_kv = list(problem.tokens), list(problem.tokens_kv)
-    run = forward(problem, Exact())
     # the stage the mask enters at (the scores: the first whose entries may be −∞); its matrix before the mask
     # is what its worked lines show
     masked_at = next(s.id for s in arch.forward if s.may_be_inf)
-    for hp in run.heads:
-        _check_size(problem, hp, run.factor, masked_at)
-    nums = forward(problem, Interval(problem, widen=False))
-    carry = _Carry(problem, display, nums, hand if display == getattr(problem, "display", "exact") else None)
+    if block:       # a block: the 50-digit pass first, the Exact pass in closed form where it stays small (P, X0)
+        nums = run_pass(problem, Interval(problem, widen=False))
+        run = block_exact(problem, nums)
+        for hp in nums.heads:
+            _check_block_size(problem, hp, run.factor, masked_at)
+    else:
+        run = forward(problem, Exact())
+        for hp in run.heads:
+            _check_size(problem, hp, run.factor, masked_at)
+        nums = forward(problem, Interval(problem, widen=False))
+    carry = _Carry(problem, display, nums, hand if not block and display == getattr(problem, "display", "exact") else None)
     ctx = lines.Ctx(problem, checks, display, carry, run, nums, Approx)
     causal = problem.mask == "causal"
     given = {"X": [list(r) for r in problem.X], "X_enc": [list(r) for r in problem.X_kv]}
@@ -271,6 +310,14 @@ def solve(problem: Problem, checks: str = "one", display: str | None = None, *, 
 
     steps: list[Step] = []
     heads: list[HeadResult] = []
+    # a block's layer stages (before the heads, after them): each a matrix and a step, as a head's
+    before, after, block_in = {}, {}, {}
+    if block:
+        block_in = {"X": problem.X, **stages.block_inputs(problem, Exact())}
+        view = View(ctx, None, None, before, block_in)
+        for s in arch.before:
+            before[s.id] = M(s, s.id, None)
+            steps.append(_shown_later(ctx, s, view, s.id))
     for hi, (head, hp) in enumerate(zip(problem.heads, run.heads), 1):
         hid = hi if problem.multihead else None
         pre = f"head{hi}." if problem.multihead else ""
@@ -281,7 +328,7 @@ def solve(problem: Problem, checks: str = "one", display: str | None = None, *, 
                    hand=carry.shown(h0, "raw_scores"))
         heads.append(HeadResult(hi, mats, raw_scores=raw if causal else None))
         view = View(ctx, hid, h0, mats, {**given, "W_Q": head.W_Q, "W_K": head.W_K, "W_V": head.W_V}, exact=hp, raw=raw,
-                    masked=hp.masked)
+                    masked=hp.masked, layer=before)
         steps += [_shown_later(ctx, s, view, pre + s.id) for s in arch.forward]
 
     # the heads' combination: its first stage side by side (concat), its last the layer's output; with one head
@@ -295,13 +342,19 @@ def solve(problem: Problem, checks: str = "one", display: str | None = None, *, 
         steps += [_shown_later(ctx, s, view, s.id) for s in arch.combine]
         concat = layer[arch.combine[0].id]
     output = layer[out_id]
+    if block:
+        view = View(ctx, None, None, {**before, out_id: output, **after}, block_in)
+        for s in arch.runs(stages.Dims.of_problem(problem)):
+            view.mats[s.id] = after[s.id] = M(s, s.id, None)
+            steps.append(_shown_later(ctx, s, view, s.id))
 
     train = None
     if problem.train is not None:
         train = ctx.train_mats
         steps += _training(ctx, arch, heads, given, layer)
 
-    sol = Solution(problem, heads, concat, output, steps, checks, run.factor, display, train=train)
+    sol = Solution(problem, heads, concat, output, steps, checks, run.factor, display, train=train, before=before,
+                   after=after)
     by_result = {s.result: s for s in steps if s.result}
     for k, st in enumerate(steps):
         st.then(lambda st: _checked(st, st.title_prose))
@@ -316,6 +369,9 @@ def _answer_notes(ctx: lines.Ctx, sol: Solution, step: Step, first: bool, by_res
     notes = []
     first_off = ctx.carry.first_off
     mats = sol.matrices()
+    if first and not first_off and ctx.P > ctx.p.precision.carried:
+        notes.append(lines.p(f"Values are carried to {ctx.P} places in this solution, one more than usual: with "
+                             f"{ctx.p.precision.carried}, a probability would round to 0 where its ln is taken."))
     if first and first_off:
         key, i, j, h = first_off[0]
         m = mats[key]

@@ -19,6 +19,7 @@ from typing import Any, Callable, NamedTuple
 from . import eq
 from .lines import Shown
 from .steps import attention as shown_attention
+from .steps import block as shown_block
 from .steps import heads as shown_heads
 from .steps import train as shown_train
 from . import slips
@@ -39,6 +40,8 @@ class Dims(NamedTuple):
     cross: bool = False
     d_ff: int = 0           # a Transformer block's: the feed-forward's width
     vocab: int = 0          # and its output layer's columns (0: none)
+    block: str = ""         # its order ("post-ln", "pre-ln"; "": no block)
+    given: tuple = ()       # its optional inputs the problem gives (W_out, targets, gamma_f, beta_f)
 
     @classmethod
     def of_problem(cls, p) -> "Dims":
@@ -46,13 +49,21 @@ class Dims(NamedTuple):
         b = getattr(p, "block", None)
         return cls(p.n, p.d_model, p.d_k, p.d_v, len(p.heads) if p.multihead else 1, d_out,
                    getattr(p, "train", None) is not None, p.n_kv, p.cross,
-                   b.d_ff if b is not None else 0, len(b.vocab) if b is not None and b.vocab else 0)
+                   b.d_ff if b is not None else 0, len(b.vocab) if b is not None and b.vocab else 0,
+                   b.kind if b is not None else "",
+                   tuple(k for k in ("W_out", "targets", "gamma_f", "beta_f") if b is not None and getattr(b, k) is not None))
 
     @classmethod
     def of_family(cls, f) -> "Dims":
         cross = getattr(f, "attention", "self") == "cross"
-        return cls(f.n, f.d_model, f.d_k, f.dv, f.heads, f.d_model if f.heads > 1 else f.dv, bool(f.train),
-                   f.n_enc if cross else f.n, cross)
+        # a family of Transformer blocks (its block, d_ff and vocab, where the family has them: worked new --block)
+        block = getattr(f, "block", None) or ""
+        v = getattr(f, "vocab", None) or 0
+        vocab = len(v) if isinstance(v, (list, tuple)) else int(v)
+        given = (("W_out", "targets") + (("gamma_f", "beta_f") if block == "pre-ln" else ())) if block and vocab else ()
+        return cls(f.n, f.d_model, f.d_k, f.dv, f.heads, f.d_model if f.heads > 1 or block else f.dv, bool(f.train),
+                   f.n_enc if cross else f.n, cross, int(getattr(f, "d_ff", 0) or 0) if block else 0,
+                   vocab if block else 0, block, given)
 
 
 # the sizes a stage's rows and columns have
@@ -65,6 +76,12 @@ _SIZE = {
 _TOKEN_LABELS = {"n": lambda p: list(p.tokens), "n_kv": lambda p: list(p.tokens_kv), "1": lambda p: ["1"],
                  "heads·d_v": lambda p: [f"{h}.{c + 1}" for h in range(1, len(p.heads) + 1) for c in range(p.d_v)],
                  "vocab": lambda p: list(p.block.vocab)}
+
+
+def words_of(size: str, problem) -> list[str] | None:
+    """The words that name a matrix's rows or columns of *size*: the tokens (the decoder's or the encoder's), a
+    block's vocabulary; None for a size whose rows are numbered."""
+    return _TOKEN_LABELS[size](problem) if size in ("n", "n_kv", "vocab") else None
 
 
 def labels(size: str, problem) -> list[str]:
@@ -554,6 +571,7 @@ class BlockRun(NamedTuple):
     problem: Any
     b: Any
     t: Any
+    lenient: bool = False   # a student's entries carried on: a row of variance 0 (with ε = 0) is not defined, no error
 
 
 def _positions(r: BlockRun):
@@ -569,31 +587,7 @@ def _plus(r: BlockRun, A, B):
     return [[r.b.add(a, x) for a, x in zip(ra, rb)] for ra, rb in zip(A, B)]
 
 
-class NormParts(NamedTuple):
-    """One row's layer norm, as the step writes it: the mean μ, the deviations x − μ, the variance σ², the root
-    √(σ² + ε), the normalised entries (x − μ)/root, and the output γ ⊙ normalised + β."""
-
-    mu: Any
-    devs: list
-    var: Any
-    root: Any
-    normed: list
-    out: list
-
-
-def norm_parts(b, row, gamma, beta, eps) -> NormParts:
-    """The layer norm of *row* in backend *b*, each value as the step will write it down (a :class:`Hand` rounds
-    it there): μ, each x − μ (exact from the shown x and μ), σ² from those (the squares not rounded on their own:
-    σ² = (d₁² + … + d_n²)/d_model ≈ σ²), the root, each (x − μ)/root; None for the root's parts when it may be 0."""
-    size, eps_ = b.entry(Fraction(len(row))), b.entry(eps)
-    mu = b.div(b.total(row), size)
-    devs = [b.carry(b.sub(x, mu)) for x in row]
-    var = b.div(b.total([b.mul(x, x) for x in devs]), size)
-    root = b.sqrt(b.add(var, eps_))
-    if b.may_be_zero(root):
-        return NormParts(mu, devs, var, root, None, None)
-    normed = [b.carry(b.div(x, root)) for x in devs]
-    return NormParts(mu, devs, var, root, normed, [b.add(b.mul(g, q), be) for q, g, be in zip(normed, gamma, beta)])
+NormParts, norm_parts = shown_block.NormParts, shown_block.norm_parts     # one row's layer norm (worked.steps.block)
 
 
 def _layer_norm(r: BlockRun, M, gamma, beta):
@@ -602,6 +596,9 @@ def _layer_norm(r: BlockRun, M, gamma, beta):
     out = []
     for i, row in enumerate(M):
         parts = norm_parts(r.b, row, gamma, beta, r.problem.block.eps)
+        if parts.out is None and r.lenient:      # from a student's own row: not defined (a band of nothing)
+            out.append([None] * len(row))
+            continue
         if parts.out is None:
             from .errors import ProblemError
 
@@ -647,29 +644,40 @@ def _ln_of(which: str, x):
     return eq.Call(f"LN_{which}", (x,))
 
 
+def _ln_check(tok, head) -> eq.Prose:
+    """What the worksheet asks of one row's layer norm."""
+    return eq.prose(f"Row {tok}: write the mean ", eq.Sym("μ"), ", each x − μ, the variance ", eq.Pow(eq.Sym("σ"), eq.num(2)),
+                    ", the root ", eq.Sqrt(eq.Add((eq.Pow(eq.Sym("σ"), eq.num(2)), eq.Sym("ε")))), ", then the normalised row.")
+
+
 _BLOCK_GRIDS = {
     "P": Grid("Positions P", lambda S: eq.Entry(_B("P"), "pos", "2i"), lambda S, p: eq.Call("sin", (eq.Frac(
-        _B("pos", upright=True), eq.Pow(eq.num(10000), eq.Frac(_B("2i", upright=True), _B("d_model")))),)),
-              lambda p: "odd columns 2i + 1: cos of the same; pos counts from 0"),
+        _B("pos", upright=True), eq.Pow(eq.num(10000), eq.Frac(_B("2i", upright=True), _B("d")))),)),
+              lambda p: "d = d_model; odd columns 2i + 1: cos of the same; pos counts from 0",
+              row_check=lambda tok, h: eq.prose(f"Row {tok}: write each angle pos/10000^(2i/d_model), then its sin (even "
+                                                "columns) or cos (odd columns), in radians.")),
     "X0": Grid("Block input X0", "X_0", lambda S, p: eq.Add((_X, _B("P")))),
     "R1": Grid("First residual sum", "R_1", lambda S, p: eq.Add((_B("X_0"), _B("Z")))),
-    "N1": Grid("Layer norm LN_1", "N_1", lambda S, p: _ln_of("1", _B("X_0"))),
+    "N1": Grid("Layer norm LN_1", "N_1", lambda S, p: _ln_of("1", _B("X_0")), row_check=_ln_check),
     "H1": Grid("After the attention sublayer H1", "H_1", lambda S, p: (
-        _ln_of("1", _B("R_1")) if p.block.kind == "post-ln" else eq.Add((_B("X_0"), _B("Z"))))),
-    "N2": Grid("Layer norm LN_2", "N_2", lambda S, p: _ln_of("2", _B("H_1"))),
+        _ln_of("1", _B("R_1")) if p.block.kind == "post-ln" else eq.Add((_B("X_0"), _B("Z")))), row_check=_ln_check),
+    "N2": Grid("Layer norm LN_2", "N_2", lambda S, p: _ln_of("2", _B("H_1")), row_check=_ln_check),
     "U": Grid("Feed-forward, first layer", "U", lambda S, p: eq.Add((eq.Mul((
         _B("H_1" if p.block.kind == "post-ln" else "N_2"), _B("W_1"))), _B("b_1"))), beside=True, dot_check=True),
-    "G": Grid("After ReLU", "G", lambda S, p: eq.Call("relu", (_B("U"),))),
+    "G": Grid("After ReLU", "G", lambda S, p: eq.Call("relu", (_B("U"),)),
+              row_check=lambda tok, h: eq.prose(f"Row {tok}: write relu of each entry of the row of ", _B("U"), ".")),
     "F": Grid("Feed-forward output", "F", lambda S, p: eq.Add((eq.Mul((_B("G"), _B("W_2"))), _B("b_2"))),
               beside=True, dot_check=True),
     "R2": Grid("Second residual sum", "R_2", lambda S, p: eq.Add((_B("H_1"), _B("F")))),
     "H": Grid("Block output H", "H", lambda S, p: (
-        _ln_of("2", _B("R_2")) if p.block.kind == "post-ln" else eq.Add((_B("H_1"), _B("F"))))),
-    "Hf": Grid("Final layer norm", "H_f", lambda S, p: _ln_of("f", _B("H"))),
+        _ln_of("2", _B("R_2")) if p.block.kind == "post-ln" else eq.Add((_B("H_1"), _B("F")))), row_check=_ln_check),
+    "Hf": Grid("Final layer norm", "H_f", lambda S, p: _ln_of("f", _B("H")), row_check=_ln_check),
     "logits": Grid("Logits", "logits", lambda S, p: eq.Mul((_B("H" if p.block.kind == "post-ln" else "H_f"),
                                                             _B("W_out"))), dot_check=True),
     "probs": Grid("Next-token probabilities", "probs", lambda S, p: eq.Call("softmax", (_B("logits", upright=True),)),
-                  lambda p: "softmax of each row", heatmap=True),
+                  lambda p: "softmax of each row", heatmap=True,
+                  row_check=lambda tok, h: eq.prose(f"Row {tok}: write ", _EX, " of each logit, the row total, then each "
+                                                    "probability.")),
     "loss": Grid("Loss", lambda S: eq.Sym("L"), lambda S, p: eq.Neg(eq.Mul((eq.Frac(eq.num(1), eq.Sym("n")), eq.Sum(
         eq.Call("ln", (eq.Entry(_B("probs", upright=True), "i", "target_i"),)), "i")))),
                  lambda p: "natural log; the mean over the positions"),
@@ -680,43 +688,47 @@ def _block_stage(sid, inputs, rows, cols, words, forward, **kw) -> Stage:
     return Stage(sid, inputs, rows, cols, _words(words), scope="layer", forward=forward, grid=_BLOCK_GRIDS[sid], **kw)
 
 
-_POSITIONS = _block_stage("P", (), "n", "d_model", "the positions P (sinusoidal)", _positions)
-_BLOCK_IN = _block_stage("X0", ("X", "P"), "n", "d_model", "the block's input X + P", _plus)
+_POSITIONS = _block_stage("P", (), "n", "d_model", "the positions P (sinusoidal)", _positions, step=shown_block.POSITIONS)
+_BLOCK_IN = _block_stage("X0", ("X", "P"), "n", "d_model", "the block's input X + P", _plus, step=shown_block.PLUS)
 _OUTPUT_LAYER = (
     _block_stage("probs", ("logits",), "n", "vocab", "the next-token probabilities (softmax of each row of the logits)",
-                 _row_softmax),
-    _block_stage("loss", ("probs", "targets"), "1", "1", "the loss: the mean of −ln p of each target", _cross_entropy),
+                 _row_softmax, step=shown_block.SOFTMAX),
+    _block_stage("loss", ("probs", "targets"), "1", "1", "the loss: the mean of −ln p of each target", _cross_entropy,
+                 step=shown_block.LOSS),
+)
+_FFN_REST = (      # the feed-forward after its first layer, in either order
+    _block_stage("G", ("U",), "n", "d_ff", "the feed-forward's hidden values after ReLU", _relu, step=shown_block.RELU),
+    _block_stage("F", ("G", "W_2", "b_2"), "n", "d_model", "the feed-forward's output G·W_2 + b_2", _affine,
+                 step=shown_block.AFFINE),
 )
 #: the stages of a post-LN block (Vaswani et al. 2017): before the heads, the heads' input, after the heads
 POST_LN = {
     "before": (_POSITIONS, _BLOCK_IN),
     "attends": "X0",
     "after": (
-        _block_stage("R1", ("X0", "Z"), "n", "d_model", "the first residual sum X0 + Z", _plus),
-        _block_stage("H1", ("R1", "gamma_1", "beta_1"), "n", "d_model", "H1 = LN_1(X0 + Z)", _layer_norm),
-        _block_stage("U", ("H1", "W_1", "b_1"), "n", "d_ff", "the feed-forward's first layer H1·W_1 + b_1", _affine),
-        _block_stage("G", ("U",), "n", "d_ff", "the feed-forward's hidden values after ReLU", _relu),
-        _block_stage("F", ("G", "W_2", "b_2"), "n", "d_model", "the feed-forward's output G·W_2 + b_2", _affine),
-        _block_stage("R2", ("H1", "F"), "n", "d_model", "the second residual sum H1 + F", _plus),
-        _block_stage("H", ("R2", "gamma_2", "beta_2"), "n", "d_model", "the block's output H = LN_2(H1 + F)", _layer_norm),
-        _block_stage("logits", ("H", "W_out"), "n", "vocab", "the logits H·W_out", _times),
+        _block_stage("R1", ("X0", "Z"), "n", "d_model", "the first residual sum X0 + Z", _plus, step=shown_block.PLUS),
+        _block_stage("H1", ("R1", "gamma_1", "beta_1"), "n", "d_model", "H1 = LN_1(X0 + Z)", _layer_norm, step=shown_block.NORM),
+        _block_stage("U", ("H1", "W_1", "b_1"), "n", "d_ff", "the feed-forward's first layer H1·W_1 + b_1", _affine, step=shown_block.AFFINE),
+        *_FFN_REST,
+        _block_stage("R2", ("H1", "F"), "n", "d_model", "the second residual sum H1 + F", _plus, step=shown_block.PLUS),
+        _block_stage("H", ("R2", "gamma_2", "beta_2"), "n", "d_model", "the block's output H = LN_2(H1 + F)", _layer_norm, step=shown_block.NORM),
+        _block_stage("logits", ("H", "W_out"), "n", "vocab", "the logits H·W_out", _times, step=shown_block.AFFINE),
     ) + _OUTPUT_LAYER,
 }
 #: a pre-LN block (GPT-2): layer norm before each sublayer, a final one before the output layer
 PRE_LN = {
     "before": (_POSITIONS, _BLOCK_IN,
                _block_stage("N1", ("X0", "gamma_1", "beta_1"), "n", "d_model", "LN_1(X0), the heads' input",
-                            _layer_norm)),
+                            _layer_norm, step=shown_block.NORM)),
     "attends": "N1",
     "after": (
-        _block_stage("H1", ("X0", "Z"), "n", "d_model", "H1 = X0 + Z (the residual add)", _plus),
-        _block_stage("N2", ("H1", "gamma_2", "beta_2"), "n", "d_model", "LN_2(H1), the feed-forward's input", _layer_norm),
-        _block_stage("U", ("N2", "W_1", "b_1"), "n", "d_ff", "the feed-forward's first layer N2·W_1 + b_1", _affine),
-        _block_stage("G", ("U",), "n", "d_ff", "the feed-forward's hidden values after ReLU", _relu),
-        _block_stage("F", ("G", "W_2", "b_2"), "n", "d_model", "the feed-forward's output G·W_2 + b_2", _affine),
-        _block_stage("H", ("H1", "F"), "n", "d_model", "the block's output H = H1 + F", _plus),
-        _block_stage("Hf", ("H", "gamma_f", "beta_f"), "n", "d_model", "the final layer norm LN_f(H)", _layer_norm),
-        _block_stage("logits", ("Hf", "W_out"), "n", "vocab", "the logits LN_f(H)·W_out", _times),
+        _block_stage("H1", ("X0", "Z"), "n", "d_model", "H1 = X0 + Z (the residual add)", _plus, step=shown_block.PLUS),
+        _block_stage("N2", ("H1", "gamma_2", "beta_2"), "n", "d_model", "LN_2(H1), the feed-forward's input", _layer_norm, step=shown_block.NORM),
+        _block_stage("U", ("N2", "W_1", "b_1"), "n", "d_ff", "the feed-forward's first layer N2·W_1 + b_1", _affine, step=shown_block.AFFINE),
+        *_FFN_REST,
+        _block_stage("H", ("H1", "F"), "n", "d_model", "the block's output H = H1 + F", _plus, step=shown_block.PLUS),
+        _block_stage("Hf", ("H", "gamma_f", "beta_f"), "n", "d_model", "the final layer norm LN_f(H)", _layer_norm, step=shown_block.NORM),
+        _block_stage("logits", ("Hf", "W_out"), "n", "vocab", "the logits LN_f(H)·W_out", _times, step=shown_block.AFFINE),
     ) + _OUTPUT_LAYER,
 }
 BLOCK_KINDS = {"post-ln": POST_LN, "pre-ln": PRE_LN}
@@ -752,10 +764,27 @@ class Arch(NamedTuple):
     update: tuple
     inputs: tuple
     checks: tuple = ()      # steps of their own between the training step and the update (the gradient check)
+    # a Transformer block's: the layer stages before the heads (P, X0, …), the stage the heads take as their X
+    # (*attends*), and the layer stages after the heads' combination (the residual adds … the loss)
+    before: tuple = ()
+    after: tuple = ()
+    attends: str | None = None
 
     def stage(self, sid: str) -> "Stage | None":
         """The stage of id *sid* (a head's forward stage before the layer's of the same id), or None."""
-        return next((s for s in self.forward + self.combine + self.train + self.update if s.id == sid), None)
+        return next((s for s in self.forward + self.combine + self.before + self.after + self.train + self.update
+                     if s.id == sid), None)
+
+    def runs(self, d: "Dims") -> tuple:
+        """The stages after the heads that a problem of sizes *d* has: each whose inputs it has (the output
+        layer with W_out, the loss with targets, the final layer norm's γ and β where the output layer is)."""
+        known = {s.id for s in self.before + self.forward + self.combine} | set(_BLOCK_ALWAYS) | set(d.given)
+        out = []
+        for s in self.after:
+            if all(k in known for k in s.inputs):
+                out.append(s)
+                known.add(s.id)
+        return tuple(out)
 
 
 SELF = Arch("self", FORWARD, COMBINE, TRAIN, UPDATE, (("X", "the input, one row per token"),),
@@ -764,13 +793,37 @@ CROSS = Arch("cross", CROSS_FORWARD, COMBINE, CROSS_TRAIN, UPDATE,
              (("X", "the decoder side, one row per decoder token: the queries come from it"),
               ("X_enc", "the encoder side, one row per encoder token: the keys and values come from it")),
              checks=(shown_train.GRADCHECK,))
-ARCHS = {a.name: a for a in (SELF, CROSS)}
+
+
+def _block_heads(attends: str) -> tuple:
+    """A block's head stages: self-attention's, whose queries, keys and values take the block's *attends*."""
+    x = _S({"X0": "X_0", "N1": "N_1"}[attends])
+    out = []
+    for s in FORWARD:
+        if s.inputs[0] == "X":
+            g = s.grid
+            s = s._replace(inputs=(attends,) + s.inputs[1:], grid=g._replace(
+                definition=lambda S, p, w=s.inputs[1]: eq.Mul((x, S(w))),
+                task=lambda p, *_, what=g.label.split()[0].lower(): _project_task(what, x, "")))
+        out.append(s)
+    return tuple(out)
+
+
+_BLOCK_INPUTS = (("X", "the input, one row per token (the block adds the positions P to it)"),)
+_BLOCK_ALWAYS = ("X", "W_1", "b_1", "W_2", "b_2", "gamma_1", "beta_1", "gamma_2", "beta_2")
+BLOCK_ARCHS = {name: Arch(name, _block_heads(k["attends"]), COMBINE, (), (), _BLOCK_INPUTS, before=k["before"],
+                          after=k["after"], attends=k["attends"]) for name, k in BLOCK_KINDS.items()}
+ARCHS = {a.name: a for a in (SELF, CROSS, *BLOCK_ARCHS.values())}
 
 
 def of(p) -> Arch:
-    """The architecture of a problem (or of a :class:`Dims`, or a quiz family)."""
+    """The architecture of a problem (or of a :class:`Dims`, or a quiz family): a Transformer block's (post-LN or
+    pre-LN), cross-attention or self-attention."""
     if isinstance(p, Dims):
-        return CROSS if p.cross else SELF
+        return BLOCK_ARCHS[p.block] if p.block else CROSS if p.cross else SELF
+    b = getattr(p, "block", None)
+    if b is not None and not isinstance(b, str):
+        return BLOCK_ARCHS[b.kind]
     return ARCHS[getattr(p, "attention", "self")]
 
 
@@ -795,12 +848,14 @@ ALL = FORWARD + COMBINE + TRAIN + UPDATE
 def matrices(d: Dims) -> dict[str, tuple[int, int]]:
     """Every matrix of a problem of these sizes, key → shape, in the order of the steps (the keys of
     :meth:`worked.model.Solution.matrices`)."""
-    several = d.heads > 1
     a = of(d)
+    several = d.heads > 1 or bool(a.attends)     # a block's one head is the heads' combination with one head
     pres = [f"head{h}." for h in range(1, d.heads + 1)] if several else [""]
-    out = {p + s.id: s.shape(d) for p in pres for s in a.forward}
+    out = {s.id: s.shape(d) for s in a.before}
+    out.update({p + s.id: s.shape(d) for p in pres for s in a.forward})
     if several:
         out.update({s.id: s.shape(d) for s in a.combine})
+    out.update({s.id: s.shape(d) for s in a.runs(d)})
     if d.train:
         for part in (a.train, a.update):
             for s in part:
@@ -839,7 +894,7 @@ def every(arch: "Arch | None" = None) -> tuple:
     """Every stage of *arch* in the order of the steps (a head's, the heads' combination, the training step,
     the update); with no *arch*, of every architecture (a stage shared by several once)."""
     if arch is not None:
-        return arch.forward + arch.combine + arch.train + arch.update
+        return arch.before + arch.forward + arch.combine + arch.after + arch.train + arch.update
     return tuple(dict.fromkeys(s for a in ARCHS.values() for s in every(a)))
 
 

@@ -13,6 +13,7 @@ Dec         a rounded decimal with a fixed number of places: ``0.1636``
 Sym         a named thing: ``Q``, ``W_Q``, ``x_cats``, ``Q⁽¹⁾``, ``scaled``, ``sum``
 Entry       an entry or a row of a matrix: ``Q[cats, 1]``, ``scaled[cats, ·]``
 Col         a column of a matrix: ``W_Q[:, 1]``
+Item        an entry of a vector: ``b_1[2]``
 Vec         a row vector ``[a, b, c]``
 Dot         a dot product ``a·b`` of two vectors (or of two symbols)
 Add, Mul    sums (a negative term prints as ``− x``) and products (``2√2``, ``0.16·[2, 1]``)
@@ -38,7 +39,7 @@ from decimal import Decimal
 from fractions import Fraction
 
 __all__ = [
-    "Node", "Num", "Dec", "Sym", "Entry", "Col", "Vec", "Dot", "Add", "Mul", "Neg", "Frac", "Pow", "Sqrt",
+    "Node", "Num", "Dec", "Sym", "Entry", "Col", "Item", "Vec", "Dot", "Add", "Mul", "Neg", "Frac", "Pow", "Sqrt",
     "Exp", "Inf", "Sum", "Call", "Blank", "Dims", "Rel", "Prose", "ALL", "prose", "num", "dec", "neg_inf", "matrix_sym", "from_sympy", "evaluate", "is_label",
     "EQ", "APPROX", "TO",
 ]
@@ -171,6 +172,11 @@ class Entry(Node):
 class Col(Node):
     """Column ``col`` of ``base``: ``W_Q[:, 1]``."""
     __slots__ = ('base', 'col')
+
+
+class Item(Node):
+    """Entry ``index`` of the vector ``base``: ``b_1[2]`` (a bias, γ or β of a Transformer block)."""
+    __slots__ = ('base', 'index')
 
 
 class Vec(Node):

@@ -114,6 +114,9 @@ class HtmlCssPrinter(Printer):
     def _print_Entry(self, n):
         return f"{self.doprint(n.base)}[{self.label(n.row)},{_NB}{self.label(n.col)}]"
 
+    def _print_Item(self, n):
+        return f"{self.doprint(n.base)}[{self.label(n.index)}]"
+
     def _print_Col(self, n):
         return f"{self.doprint(n.base)}[:,{self.label(n.col)}]"
 
@@ -143,7 +146,8 @@ class HtmlCssPrinter(Printer):
         return f"∑<sub>{_ident(n.index)}</sub>{_NB}{self.doprint(n.body)}"
 
     def _print_Call(self, n):
-        head = self.doprint(eq.Sym(n.name)) if len(n.name) == 1 else escape(n.name)   # L(…) italic, as L
+        name, _, sub = n.name.partition("_")      # LN_1(…): the operator LN with its subscript
+        head = self.doprint(eq.Sym(n.name)) if len(n.name) == 1 else escape(name) + (f"<sub>{escape(sub)}</sub>" if sub else "")
         return head + self.paren(self.SEP.join(self.doprint(a) for a in n.args))
 
     def _print_Blank(self, n):

@@ -13,6 +13,10 @@ from .base import ATOM, InlineFractions, Printer
 _OPS = {eq.EQ: "=", eq.APPROX: r"\approx", eq.TO: r"\to"}
 
 
+#: a Greek letter a name is (a layer norm's μ, σ, ε, γ, β) as ASCII LaTeX
+_GREEK = {"μ": r"\mu", "σ": r"\sigma", "ε": r"\varepsilon", "γ": r"\gamma", "β": r"\beta"}
+
+
 class LatexPrinter(Printer):
     PLUS, MINUS, TIMES, JUXTAPOSE, DOT, NEG = " + ", " - ", r" \cdot ", "", r" \cdot ", "-"
     OPS = {op: f" {tex} " for op, tex in _OPS.items()}
@@ -25,7 +29,7 @@ class LatexPrinter(Printer):
             return r"\cdot"
         if s == ":":
             return ":"
-        return rf"\text{{{s}}}" if self.is_word(s) else s
+        return rf"\text{{{s}}}".replace("_", r"\_") if self.is_word(s) else s     # target_i: an underscore in text
 
     def _print_Num(self, n):
         v = n.value
@@ -41,7 +45,7 @@ class LatexPrinter(Printer):
         """``W'_{Q}``, ``{W_{Q}}^{(1)}``, ``x_{\\text{cats}}``: the name's own subscript or the label, never both
         nested; a prime right after the letters."""
         base, _, namesub = n.name.partition("_")
-        s = rf"\mathrm{{{base}}}" if (n.upright or len(base) > 1) else base
+        s = _GREEK.get(base) or (rf"\mathrm{{{base}}}" if (n.upright or len(base) > 1) else base)
         if n.prime:
             s += "'"
         label = self.label(n.sub) if n.sub is not None else None
@@ -60,6 +64,9 @@ class LatexPrinter(Printer):
 
     def _print_Entry(self, n):
         return f"{self.doprint(n.base)}[{self.label(n.row)},{self.label(n.col)}]"
+
+    def _print_Item(self, n):
+        return f"{self.doprint(n.base)}[{self.label(n.index)}]"
 
     def _print_Col(self, n):
         return f"{self.doprint(n.base)}[:,{self.label(n.col)}]"
@@ -91,7 +98,8 @@ class LatexPrinter(Printer):
         return rf"{{\textstyle\sum_{{{n.index}}}}} {self.doprint(n.body)}"
 
     def _print_Call(self, n):
-        head = self.doprint(eq.Sym(n.name)) if len(n.name) == 1 else rf"\operatorname{{{n.name}}}"   # L(…) italic, as L
+        name, _, sub = n.name.partition("_")      # LN_1(…): the operator LN with its subscript
+        head = self.doprint(eq.Sym(n.name)) if len(n.name) == 1 else rf"\operatorname{{{name}}}" + (f"_{{{sub}}}" if sub else "")
         return head + r"\left(" + r",\ ".join(self.doprint(a) for a in n.args) + r"\right)"
 
     def _print_Blank(self, n):

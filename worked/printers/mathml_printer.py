@@ -79,6 +79,9 @@ class MathMLPrinter(Printer):
     def _print_Entry(self, n):
         return _row(self.doprint(n.base), _mo("["), self.label(n.row), _mo(","), self.label(n.col), _mo("]"))
 
+    def _print_Item(self, n):
+        return _row(self.doprint(n.base), _mo("["), self.label(n.index), _mo("]"))
+
     def _print_Col(self, n):
         return _row(self.doprint(n.base), _mo("["), _mo(":"), _mo(","), self.label(n.col), _mo("]"))
 
@@ -108,7 +111,9 @@ class MathMLPrinter(Printer):
 
     def _print_Call(self, n):
         args = _mo(",").join(self.doprint(a) for a in n.args)
-        return _row(f"<mi>{escape(n.name)}</mi>", _mo("&#x2061;"), _mo("("), args, _mo(")"))
+        name, _, sub = n.name.partition("_")      # LN_1(…): the operator LN with its subscript
+        head = f"<mi>{escape(name)}</mi>" if not sub else f"<msub><mi>{escape(name)}</mi><mi>{escape(sub)}</mi></msub>"
+        return _row(head, _mo("&#x2061;"), _mo("("), args, _mo(")"))
 
     def _print_Blank(self, n):
         return "<mrow></mrow>"

@@ -41,6 +41,9 @@ class SpokenPrinter(Printer):
             return f"{self._name(n.base)} row {n.row}"
         return f"{self._name(n.base)} row {n.row}, column {n.col}"
 
+    def _print_Item(self, n):
+        return f"entry {n.index} of {self._name(n.base)}"
+
     def _print_Col(self, n):
         return f"column {n.col} of {self._name(n.base)}"
 

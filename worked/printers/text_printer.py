@@ -38,6 +38,9 @@ class TextPrinter(Printer):
     def _print_Entry(self, n):
         return f"{self.doprint(n.base)}[{n.row}, {n.col}]"
 
+    def _print_Item(self, n):
+        return f"{self.doprint(n.base)}[{n.index}]"
+
     def _print_Col(self, n):
         return f"{self.doprint(n.base)}[:, {n.col}]"
 

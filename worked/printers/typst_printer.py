@@ -76,6 +76,9 @@ class TypstPrinter(Printer):
         quoted_sub = type(base) is eq.Sym and "_" in base.name and base.head is None and base.sub is None
         return s if s.endswith('"') and not quoted_sub else s + " "     # X_"enc" [":", 1]: not the subscript's
 
+    def _print_Item(self, n):
+        return f"{self._before_index(n.base)}[{self.label(n.index)}]"
+
     def _print_Col(self, n):
         return f'{self._before_index(n.base)}[":", {self.label(n.col)}]'
 
@@ -108,7 +111,8 @@ class TypstPrinter(Printer):
         return f"scripts(sum)_({n.index}) {self.doprint(n.body)}"
 
     def _print_Call(self, n):
-        head = self.doprint(eq.Sym(n.name)) if len(n.name) == 1 else f"op({_str(n.name)})"   # L(…) italic, as L
+        name, _, sub = n.name.partition("_")      # LN_1(…): the operator LN with its subscript
+        head = self.doprint(eq.Sym(n.name)) if len(n.name) == 1 else f"op({_str(name)})" + (f"_({_str(sub)})" if sub else "")
         return head + "(" + ", ".join(self.doprint(a) for a in n.args) + ")"
 
     def _print_Blank(self, n):

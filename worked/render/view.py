@@ -281,7 +281,8 @@ def _grid_of(step, p) -> "stages.Grid | None":
         return None
     arch = stages.of(p)
     pre, _, base = step.result.rpartition(".")
-    parts = arch.combine + arch.train + arch.update if p.multihead and not pre else arch.forward + arch.train + arch.update
+    parts = arch.before + arch.combine + arch.after + arch.train + arch.update if p.multihead and not pre \
+        else arch.forward + arch.train + arch.update
     stage = next((s for s in parts if s.id == base), None)
     return stage.grid if stage is not None else None
 
@@ -305,7 +306,7 @@ def shade(w: float | None) -> dict:
     return {"gray": g, "dark": g < 118, "pct": round(100 * (255 - g) / 255)}
 
 
-def heatmap(m, places: int, title: str) -> dict:
+def heatmap(m, places: int, title: str, darker: str = "get more attention") -> dict:
     r, c = m.shape
     cells = []
     for i in range(r):
@@ -318,7 +319,8 @@ def heatmap(m, places: int, title: str) -> dict:
             cell.update(shade(0.0 if masked else v))
             row.append(cell)
         cells.append(row)
-    return {"title": title, "rows": list(m.rows), "cols": list(m.cols), "cells": cells, "symbol": printers.latex(m.sym)}
+    return {"title": title, "rows": list(m.rows), "cols": list(m.cols), "cells": cells, "symbol": printers.latex(m.sym),
+            "darker": darker}
 
 
 _X = eq.Sym("X")
@@ -344,7 +346,9 @@ def _check_prompts(step, lt: list[str], tokens, checks: str = "one", p=None) -> 
                 seen.append(ln.group)
         for grp in seen:
             tok = grp[4:] if grp.startswith("row ") else grp
-            out.append({"rich": g.row_check(tok, step.head), "eq": None})
+            # room to write: six lines for a row worked in many lines (a softmax row, a layer norm), else three
+            worked = sum(ln.group == grp for ln in step.lines)
+            out.append({"rich": g.row_check(tok, step.head), "eq": None, "lines": 6 if worked > 4 else 3})
         if checks == "one" and len(seen) > 1:
             out = out[:1] + [{"rich": eq.prose("(Only the first row is asked for a full check; fill the other rows in the grid.)"),
                               "eq": None, "aside": True}]
@@ -397,8 +401,39 @@ def given(p, places: int | None = None) -> list[dict]:
     if p.multihead:
         g = input_matrix("W_O", eq.Sym("W_O"), p.W_O, nums(len(p.W_O)), nums(len(p.W_O[0])), places)
         out.append(dict(g, key="W_O", note="output projection"))
+    out += _block_given(p, places, nums)
     for g in out:
         g["shape"] = f"{g['n_rows']}×{g['n_cols']}"
+    return out
+
+
+_BLOCK_GIVEN = (      # a Transformer block's own inputs: key, what it is, whether shown when it is the default
+    ("W_1", "the feed-forward's first layer", True), ("b_1", "its bias", True),
+    ("W_2", "the feed-forward's second layer", True), ("b_2", "its bias", True),
+    ("gamma_1", "layer norm 1's scale γ", False), ("beta_1", "layer norm 1's shift β", False),
+    ("gamma_2", "layer norm 2's scale γ", False), ("beta_2", "layer norm 2's shift β", False),
+    ("gamma_f", "the final layer norm's scale γ", False), ("beta_f", "the final layer norm's shift β", False),
+    ("W_out", "the output layer: one column per word of the vocabulary", True),
+)
+
+
+def _block_given(p, places, nums) -> list[dict]:
+    """A Transformer block's given matrices and vectors (a vector as one row), each γ and β only when it is not
+    the default (all 1, all 0)."""
+    b = getattr(p, "block", None)
+    if b is None:
+        return []
+    out = []
+    for key, note, always in _BLOCK_GIVEN:
+        v = getattr(b, key)
+        if v is None or not always and all(x == (1 if key.startswith("gamma") else 0) for x in v):
+            continue
+        M = v if isinstance(v[0], (list, tuple)) else [v]
+        rows = nums(len(M)) if len(M) > 1 or key.startswith("W") else [""]
+        cols = list(b.vocab) if key == "W_out" else nums(len(M[0]))
+        name = {"gamma": "γ", "beta": "β"}.get(key.split("_")[0])
+        sym = eq.Sym(f"{name}_{key.split('_')[1]}" if name else key)
+        out.append(dict(input_matrix(key, sym, M, rows, cols, places), key=key, note=note))
     return out
 
 
@@ -431,7 +466,7 @@ def answer_grids(p) -> list[dict]:
             out["hint"] = None
         return out
 
-    grids = []
+    grids = [grid(s, head_sym) for s in arch.before]       # a block's stages before the heads (P, X0, …)
     syms = {h: (lambda b, h=h, **kw: head_sym(b, h, **kw)) for h in heads}
     for h in heads:
         pre = f"head{h}." if h else ""
@@ -439,6 +474,7 @@ def answer_grids(p) -> list[dict]:
         grids += [grid(s, syms[h], pre, hx) for s in arch.forward]
     if p.multihead:
         grids += [grid(s, head_sym) for s in arch.combine]
+    grids += [grid(s, head_sym) for s in arch.runs(dims)]     # and after them (the residual adds … the loss)
     if getattr(p, "train", None) is not None:     # the loss and dZ (dconcat), each head's gradients and updates, L′
         layer = lambda part: [grid(s, head_sym) for s in part if s.scope == "layer" and (p.multihead or s.several)]  # noqa: E731
         grids += layer(arch.train)
@@ -505,11 +541,11 @@ def _problem_fields(p, display: str | None) -> dict[str, Any]:
         facts_rich = [
             ("Tokens", eq.prose(", ".join(toks))),
             ("Sizes", eq.prose(size("n", p.n), " tokens, ", size("d_model", p.d_model), ", ", size("d_k", p.d_k), ", ",
-                               size("d_v", p.d_v), f", {len(p.heads)} heads" if p.multihead else "")),
+                               size("d_v", p.d_v), f", {len(p.heads)} head" + "s" * (len(p.heads) > 1) if p.multihead else "")),
         ]
     facts_rich += [
         ("Scaling", eq.prose(scale_prose(p), f"; mask: {mask_text(p)}; answers to {places} decimal places")),
-    ]
+    ] + block_facts(p)
     facts = [(a, printers.text(b)) for a, b in facts_rich]
     return dict(
         training=training(p),
@@ -523,8 +559,42 @@ def _problem_fields(p, display: str | None) -> dict[str, Any]:
         grids=answer_grids(p),
         places=places, n=p.n, multihead=p.multihead, causal=p.mask == "causal",
         big=p.n > 5 or p.d_model > 6,
-        kicker=("Cross-attention" if p.cross else "Self-attention") + ", worked by hand",
+        kicker=_kicker(p),
     )
+
+
+def _kicker(p) -> str:
+    """The running head: the architecture, worked by hand."""
+    b = getattr(p, "block", None)
+    if b is not None:
+        return f"A Transformer block ({'post' if b.kind == 'post-ln' else 'pre'}-LN), worked by hand"
+    return ("Cross-attention" if p.cross else "Self-attention") + ", worked by hand"
+
+
+def block_facts(p) -> list:
+    """What a Transformer block adds to the problem's facts: its order as formulas, the positions, ε, the
+    vocabulary and the targets."""
+    b = getattr(p, "block", None)
+    if b is None:
+        return []
+    arch = stages.of(p)
+    S = lambda base, **kw: head_sym(base, None, **kw)  # noqa: E731
+    dims = stages.Dims.of_problem(p)
+    forms = [eq.Rel((s.grid.lhs(S), s.grid.definition(S, p)), (eq.EQ,)) for s in arch.before + arch.runs(dims)
+             if isinstance(s.grid.symbol, str)]      # X_0 = X + P … probs = softmax(logits)
+    order = eq.prose("post-LN (Vaswani et al. 2017)" if b.kind == "post-ln" else "pre-LN (GPT-2)", ": ",
+                     *[x for f in forms for x in (f, "; ")][:-1])
+    out = [("Block", order),
+           ("Positions", eq.prose("sinusoidal, added to ", _X, " (pos counts from 0)" if b.positional == "sinusoidal"
+                                  else "none")),
+           ("Layer norm", eq.prose("over each row, dividing by ", eq.Sym("d_model"), "; ",
+                                   eq.Rel((eq.Sym("ε"), eq.num(b.eps)), (eq.EQ,)), "; ReLU in the feed-forward")),
+           ]
+    if b.vocab:
+        out.append(("Vocabulary", eq.prose(", ".join(b.vocab))))
+    if b.targets is not None:
+        out.append(("Targets", eq.prose(", ".join(b.vocab[t] for t in b.targets) + " (the next token at each position)")))
+    return out
 
 
 def build(sol, kind: str, student: dict | None = None, questions: Questions | None = None) -> Page:
@@ -574,7 +644,7 @@ def build(sol, kind: str, student: dict | None = None, questions: Questions | No
 
     # -- heatmaps and answers at a glance
     heat = []
-    glance = []
+    glance = [_glance_view(m, places) for m in sol.before.values()]      # a block's P, X0 (N1) first
     for h in sol.heads:
         suffix = f" (head {h.index})" if p.multihead else ""
         heat += [heatmap(getattr(h, s.id), places, s.grid.label + suffix) for s in stages.of(p).forward if s.grid.heatmap]
@@ -592,6 +662,10 @@ def build(sol, kind: str, student: dict | None = None, questions: Questions | No
         v = mat_view(sol.output, places, rel="=")
         v["label"] = eq.prose(sol.output.sym, " (output)")
         glance.append(v)
+    arch = stages.of(p)
+    heat += [heatmap(m, places, arch.stage(key).grid.label, "are the likelier next words") for key, m in sol.after.items()
+             if arch.stage(key).grid.heatmap]
+    glance += [_glance_view(m, places) for m in sol.after.values()]      # and R1 … the loss after the heads
     for key, m in (sol.train or {}).items():
         v = mat_view(m, places, rel="=")
         v["label"] = eq.prose(m.sym)       # the symbol as math (dW_Q, W_Q′), in every format
@@ -605,6 +679,15 @@ def build(sol, kind: str, student: dict | None = None, questions: Questions | No
         stu = {k: str(student.get(k, "")) for k in ("name", "id", "variant") if student.get(k) not in (None, "")}
     return Page(**page, **_kind_fields(kind), student=stu, steps=steps, heatmaps=heat, glance=glance, final=final,
                 questions=questions)
+
+
+def _glance_view(m, places: int) -> dict:
+    """A matrix of the layer at a glance: its symbol as math; a number (the loss) in a box, no labels."""
+    v = mat_view(m, places, rel="=")
+    v["label"] = eq.prose(m.sym)
+    if m.is_scalar:
+        v["rows"], v["cols"] = [""], [""]
+    return v
 
 
 def _kind_fields(kind: str) -> dict[str, Any]:

@@ -76,8 +76,10 @@ def spec_toml(data) -> str:
     ``[[parts]]`` (each with its title, ``[parts.family]`` and ``[[parts.questions]]``). What the text means is
     :func:`worked.quiz.spec_from_dict`'s to say (an unknown key is written as it is, and that refuses it)."""
     data = _table(data, "the spec")
-    top = [k for k in data if k not in ("family", "questions", "parts")]
+    top = [k for k in data if k not in ("family", "problem", "questions", "parts")]
     lines = _pairs({k: data[k] for k in sorted(top, key=lambda k: (_TOP.index(k) if k in _TOP else len(_TOP), k))}, "")
+    if "problem" in data:       # one given problem instead of a [family]: its keys as a table
+        lines += ["", "[problem]"] + _pairs(_table(data["problem"], "problem"), "problem.")
     lines += _family_and_questions(data, "")
     parts = data.get("parts")
     if parts is not None:
@@ -91,7 +93,7 @@ def spec_toml(data) -> str:
 
 def _matrices(fam) -> list[dict]:
     """The matrices a variant of *fam* has, for the ask picker: key, shape and what it is in words."""
-    arch = stages.of(stages.Dims.of_family(fam)) if not fam.blocks else stages.SELF
+    arch = stages.of(quiz.family_dims(fam)) if not fam.blocks else stages.SELF
     out = []
     for key, (r, c) in quiz.matrix_shapes(fam).items():
         try:
@@ -110,8 +112,13 @@ def _part(data: dict, where: str) -> dict:
     fam_data = data.get("family", {})
     out: dict = {"family_error": None, "matrices": [], "questions": []}
     try:
-        fam = Family.from_dict(dict(fam_data) if isinstance(fam_data, dict) else fam_data, source=SOURCE,
-                               prefix=where + "family.")
+        if "problem" in data:       # one given problem (a Transformer block's, say): its matrices, its questions
+            from ..problem import Problem
+
+            fam = fam_data = quiz.Given(Problem.from_dict(_table(data["problem"], "problem"), source=SOURCE))
+        else:
+            fam = Family.from_dict(dict(fam_data) if isinstance(fam_data, dict) else fam_data, source=SOURCE,
+                                   prefix=where + "family.")
     except (WorkedError, TypeError, ValueError, RecursionError) as exc:
         out["family_error"] = {"message": str(exc), "field": getattr(exc, "field", "")}
         fam = None

@@ -312,14 +312,22 @@ def _weights(ctx, stage, v) -> Body:
     return Body(why, lines, notes, precision=P)
 
 
+def once(nb, name: str, code: str) -> str:
+    """*code* (a helper's definition, such as ``softmax``) the first time a notebook's step asks for *name*, then ""."""
+    if name in nb.defined:
+        return ""
+    nb.defined.add(name)
+    return code
+
+
+SOFTMAX_CODE = ('def softmax(z):                         # turn each row into a "pie"\n'
+                "    e = np.exp(z)\n"
+                "    return e / e.sum(axis=1, keepdims=True)\n\n")
+
+
 def _weights_numpy(nb, stage, h):
     v = "A" + h
-    src = ""
-    if "softmax" not in nb.defined:
-        nb.defined.add("softmax")
-        src = ('def softmax(z):                         # turn each row into a "pie"\n'
-               "    e = np.exp(z)\n"
-               "    return e / e.sum(axis=1, keepdims=True)\n\n")
+    src = once(nb, "softmax", SOFTMAX_CODE)
     return v, src + f"{v} = softmax(scaled{h})\n" + _show(v) + f'\nprint("row sums:", {v}.sum(axis=1))'
 
 

@@ -2,16 +2,47 @@
 (μ → σ² → √(σ² + ε) → the normalised row → γ and β), the residual add of one row, one entry of a product
 with a bias (the feed-forward's x·W_1 + b_1, W_2's, the logits), ReLU, one row's positions (sin and cos with
 their arguments) and the loss (−ln p of each target, then the mean). Each line shows the
-values a hand writes down (:class:`worked.attention.Hand`, through :func:`worked.stages.norm_parts`) and holds
-by the hand rule (:mod:`worked.audit`). Not yet a stage's :class:`worked.lines.Shown`: the solver does not work a
-block yet."""
+values a hand writes down (:class:`worked.attention.Hand`, through :func:`norm_parts`) and holds by the hand
+rule (:mod:`worked.audit`). At the end, each block stage's step (:class:`worked.lines.Shown`: its title from its
+answer grid, its body from the lines above, read through the solver's view), which :mod:`worked.stages` declares
+with the stage: ``POSITIONS``, ``PLUS`` (X0 = X + P and each residual add), ``NORM``, ``AFFINE`` (x·W + b, and
+the logits x·W), ``RELU``, ``SOFTMAX`` (the next-token probabilities) and ``LOSS``."""
 from __future__ import annotations
 
 from fractions import Fraction
+from typing import Any, NamedTuple
 
 from .. import eq
 from .. import numfmt as F
-from ..lines import APPROX, EQ
+from ..lines import APPROX, EQ, Body, Shown, entries, is_, line, p
+from .attention import SOFTMAX_CODE, once
+
+
+class NormParts(NamedTuple):
+    """One row's layer norm, as the step writes it: the mean μ, the deviations x − μ, the variance σ², the root
+    √(σ² + ε), the normalised entries (x − μ)/root, and the output γ ⊙ normalised + β."""
+
+    mu: Any
+    devs: list
+    var: Any
+    root: Any
+    normed: list
+    out: list
+
+
+def norm_parts(b, row, gamma, beta, eps) -> NormParts:
+    """The layer norm of *row* in backend *b*, each value as the step will write it down (a :class:`Hand` rounds
+    it there): μ, each x − μ (exact from the shown x and μ), σ² from those (the squares not rounded on their own:
+    σ² = (d₁² + … + d_n²)/d_model ≈ σ²), the root, each (x − μ)/root; None for the root's parts when it may be 0."""
+    size, eps_ = b.entry(Fraction(len(row))), b.entry(eps)
+    mu = b.div(b.total(row), size)
+    devs = [b.carry(b.sub(x, mu)) for x in row]
+    var = b.div(b.total([b.mul(x, x) for x in devs]), size)
+    root = b.sqrt(b.add(var, eps_))
+    if b.may_be_zero(root):
+        return NormParts(mu, devs, var, root, None, None)
+    normed = [b.carry(b.div(x, root)) for x in devs]
+    return NormParts(mu, devs, var, root, normed, [b.add(b.mul(g, q), be) for q, g, be in zip(normed, gamma, beta)])
 
 
 def shown(x, places: int):
@@ -61,20 +92,20 @@ def layer_norm_lines(name: str, label: str, row, gamma, beta, eps, parts, places
     if any(g != 1 for g in gamma) or any(b != 0 for b in beta):
         affine = eq.Vec(tuple(eq.Add((eq.Mul((eq.num(g), q)), eq.num(b))) for g, q, b in zip(gamma, normed.items, beta)))
         out = _vec(parts.out, places)
-        ok = all(eq.rational_value(a) == Fraction(v) for a, v in zip(affine.items, parts.out))
+        ok = all(eq.rational_value(a) == eq.rational_value(v) for a, v in zip(affine.items, out.items))
         lines.append(eq.Rel((eq.Entry(eq.Sym(name), label, eq.ALL), affine, out), (EQ, EQ if ok else APPROX)))
     return lines
 
 
 def residual_line(name: str, label: str, a_name: str, a_row, b_name: str, b_row, out_row, places: int):
-    """``R1[cat] = X0[cat] + Z[cat] = [a…] + [b…] = [a + b…]``: one row's residual add, from the shown rows."""
+    """``R_1[cat, ·] = X_0[cat, ·] + Z[cat, ·] = [a…] + [b…] = [a + b…]``: one row's residual add, from the shown rows."""
     a, b = _vec(a_row, places), _vec(b_row, places)
     out = _vec(out_row, places)
     total = eq.Add((a, b))
     ok = all(eq.rational_value(x) + eq.rational_value(y) == eq.rational_value(z)
              for x, y, z in zip(a.items, b.items, out.items))
-    return eq.Rel((eq.Sym(name, sub=label), eq.Add((eq.Sym(a_name, sub=label), eq.Sym(b_name, sub=label))), total, out),
-                  (EQ, EQ, EQ if ok else APPROX))
+    row = lambda n: eq.Entry(eq.Sym(n), label, eq.ALL)  # noqa: E731  (R_1[cat, ·]: no subscript in a subscript)
+    return eq.Rel((row(name), eq.Add((row(a_name), row(b_name))), total, out), (EQ, EQ, EQ if ok else APPROX))
 
 
 def affine_line(name: str, label: str, col: int, x_name: str, x_row, w_name: str, w_col, b_name: str | None, bias,
@@ -87,7 +118,7 @@ def affine_line(name: str, label: str, col: int, x_name: str, x_row, w_name: str
     dot = eq.Dot(eq.Vec(tuple(xs)), eq.Vec(tuple(ws)))
     if b_name is not None:
         b = eq.num(Fraction(bias))
-        named, dot, worked = (eq.Add((named, eq.Sym(b_name, sub=str(col + 1)))), eq.Add((dot, b)),
+        named, dot, worked = (eq.Add((named, eq.Item(eq.Sym(b_name), str(col + 1)))), eq.Add((dot, b)),
                               eq.Add(products + (b,)))
     else:
         worked = eq.Add(products)
@@ -128,7 +159,7 @@ def loss_lines(cells: list, terms: list, loss, places: int) -> list:
     lines = []
     minus = []
     for (row, target, prob), ln in zip(cells, terms):
-        value = shown(-Fraction(ln), places)
+        value = shown(type(ln)(-ln), places)      # −ln p as carried (a rounded ln stays a rounded value)
         minus.append(value)
         lines.append(eq.Rel((eq.Neg(eq.Call("ln", (eq.Entry(eq.Sym("probs", upright=True), row, target),))),
                              eq.Neg(eq.Call("ln", (shown(prob, places),))), value),
@@ -165,3 +196,203 @@ def softmax_lines(label: str, cols: list, row, state, weights, places: int) -> l
         lines.append(eq.Rel((eq.Entry(eq.Sym("probs", upright=True), label, cols[j]), q, w),
                             (EQ, EQ if eq.rational_value(q) == eq.rational_value(w) else APPROX)))
     return lines
+
+
+# ---------------------------------------------------------------- the stages' steps (read through the solver's view)
+
+def _title(ctx, stage, head):
+    """``Layer norm LN_1: N_1 = LN_1(X_0)``: the stage's answer grid, its symbol and definition."""
+    g = stage.grid
+    S = lambda base, **kw: ctx.sym(base, None, **kw)  # noqa: E731
+    return p(f"{g.label}: ", is_(g.lhs(S), g.definition(S, ctx.p)))
+
+
+def _grid(v, name: str) -> list:
+    """The matrix *name* as the lines carry it: a stage's values a hand carries, or an input as given."""
+    if name in v.mats:
+        return v.mat(name).hand
+    return [list(r) for r in v.input(name)]
+
+
+def _name(v, name: str) -> str:
+    """The name a line writes for a matrix: a stage's symbol (N_2 for the stage N2), else the input's own name."""
+    return v.mat(name).sym.name if name in v.mats else name
+
+
+def _rows(ctx, n: int) -> list:
+    """The rows a step works out: every row with checks "all", else the last (the token that sees every other
+    one under a causal mask)."""
+    return list(range(n)) if ctx.checks == "all" else [n - 1]
+
+
+def _given(v, name: str) -> list:
+    """A vector or matrix of the block's inputs as the hand pass took it (rounded where a decimal display
+    rounds it)."""
+    hb = v.by_hand
+    M = v.input(name)
+    if M and isinstance(M[0], (list, tuple)):
+        return [[hb.entry(Fraction(x)) for x in row] for row in M]
+    return [hb.entry(Fraction(x)) for x in M]
+
+
+def _positions_body(ctx, stage, v) -> Body:
+    R = v.mat(stage.id)
+    n, d = R.shape
+    if ctx.p.block.positional == "none":
+        return Body(p('This block adds no positions (positional = "none"): P is 0, so ', is_(eq.Sym("X_0"), eq.Sym("X")),
+                      "."), [])
+    lines = []
+    for i in _rows(ctx, n):
+        angles = [v.by_hand.angle(i, c, d) for c in range(d)]
+        lines += [line(x, f"row {ctx.p.tokens[i]}") for x in position_lines(ctx.lab[i], i, d, angles, R.hand[i], ctx.P)]
+    why = p("Attention itself does not know the order of the tokens: each position gets its own pattern of sines and "
+            "cosines, added to its row of ", eq.Sym("X"), ". Even columns 2i take the sin of the angle, odd columns 2i + 1 "
+            "the cos of the same angle (in radians); pos counts from 0, so the first row is [0, 1, 0, 1, …].")
+    return Body(why, lines, precision=ctx.P)
+
+
+def _plus_body(ctx, stage, v) -> Body:
+    a_name, b_name = stage.inputs
+    A, B, R = _grid(v, a_name), _grid(v, b_name), v.mat(stage.id)
+    lines = [line(residual_line(_name(v, stage.id), ctx.lab[i], _name(v, a_name), A[i], _name(v, b_name), B[i], R.hand[i],
+                                ctx.P)) for i in _rows(ctx, R.shape[0])]
+    if b_name == "P":
+        why = p("Add the positions to the input, entry by entry: the block works on ", is_(eq.Sym("X_0"), eq.Add((
+            eq.Sym("X"), eq.Sym("P")))), ".")
+    else:
+        why = p("The residual add: the sublayer's output is added back to its input, entry by entry (",
+                is_(eq.Sym(_name(v, stage.id)), eq.Add((eq.Sym(_name(v, a_name)), eq.Sym(_name(v, b_name))))),
+                "), so what the sublayer adds is a "
+                "correction to the row, not a replacement of it.")
+    return Body(why, lines, precision=ctx.P)
+
+
+def _norm_body(ctx, stage, v) -> Body:
+    src, g_name, b_name = stage.inputs
+    X, R, hb = _grid(v, src), v.mat(stage.id), v.by_hand
+    gamma, beta, eps = _given(v, g_name), _given(v, b_name), ctx.p.block.eps
+    lines = []
+    for i in _rows(ctx, R.shape[0]):
+        parts = norm_parts(hb, X[i], gamma, beta, eps)
+        lines += [line(x, f"row {ctx.p.tokens[i]}") for x in
+                  layer_norm_lines(_name(v, stage.id), ctx.lab[i], X[i], gamma, beta, eps, parts, ctx.P)]
+    mu, var = eq.Sym("μ"), eq.Pow(eq.Sym("σ"), eq.num(2))
+    why = p("Layer norm, each row on its own (over its ", eq.Sym("d_model"), " entries): its mean ", mu, ", its variance ",
+            var, " (the mean of the squared deviations, dividing by ", eq.Sym("d_model"), "), then each entry's deviation "
+            "over ", eq.Sqrt(eq.Add((var, eq.Sym("ε")))), ", then ", eq.Sym("γ"), " times that plus ", eq.Sym("β"),
+            f" (column by column). Values are carried to {ctx.P} places.")
+    notes = [p("Here ", is_(eq.Sym("ε"), eq.num(Fraction(eps))), ", and ", eq.Sym("γ"), " is all 1 and ", eq.Sym("β"),
+               " all 0, so the normalised row is the output row.")] if all(x == 1 for x in gamma) and \
+        not any(beta) else []
+    return Body(why, lines, notes, precision=ctx.P)
+
+
+def _affine_body(ctx, stage, v) -> Body:
+    x_name, w_name = stage.inputs[:2]
+    b_name = stage.inputs[2] if len(stage.inputs) > 2 else None
+    X, W, R = _grid(v, x_name), _given(v, w_name), v.mat(stage.id)
+    bias = _given(v, b_name) if b_name else None
+    n, m = R.shape
+    i0 = n - 1
+    first = (i0, max(range(m), key=lambda j: (abs(R.num[i0][j]), -j)))
+    lines = [line(affine_line(_name(v, stage.id), ctx.lab[i], j, _name(v, x_name), X[i], w_name, [row[j] for row in W],
+                              b_name, bias[j] if bias else None, R.hand[i][j], ctx.P))
+             for i, j in entries(ctx.checks, n, m, first)]
+    x, w = eq.Sym(_name(v, x_name)), eq.Sym(w_name)
+    what = p("Each entry is a row of ", x, " times a column of ", w)
+    why = p(what, ", plus that column's entry of ", eq.Sym(b_name), " (the bias).") if b_name else p(what, ".")
+    return Body(why, lines, precision=ctx.P)
+
+
+def _relu_body(ctx, stage, v) -> Body:
+    U, R = _grid(v, stage.inputs[0]), v.mat(stage.id)
+    lines = [line(relu_line(_name(v, stage.id), ctx.lab[i], j, U[i][j], R.hand[i][j], ctx.P), f"row {ctx.p.tokens[i]}")
+             for i in _rows(ctx, R.shape[0]) for j in range(R.shape[1])]
+    why = p("ReLU keeps each positive entry and makes every other one 0: ", is_(eq.Call("relu", (eq.Sym("x"),)),
+                                                                               eq.Call("max", (eq.Sym("x"), eq.num(0)))), ".")
+    return Body(why, lines, precision=ctx.P)
+
+
+def _softmax_body(ctx, stage, v) -> Body:
+    L, R, hb = _grid(v, stage.inputs[0]), v.mat(stage.id), v.by_hand
+    lines = []
+    for i in _rows(ctx, R.shape[0]):
+        weights, state = hb.softmax(L[i])
+        lines += [line(x, f"row {ctx.p.tokens[i]}") for x in softmax_lines(ctx.lab[i], R.cols, L[i], state, weights, ctx.P)]
+    why = p("Softmax each row of the logits: ", eq.Exp(eq.Sym("x")), " of every logit, then each over the row's total: "
+            "the probability of each word of the vocabulary coming next.")
+    return Body(why, lines, precision=ctx.P)
+
+
+def _loss_body(ctx, stage, v) -> Body:
+    probs, R, hb = v.mat(stage.inputs[0]), v.mat(stage.id), v.by_hand
+    cells = [(ctx.lab[i], probs.cols[t], probs.hand[i][t]) for i, t in enumerate(v.input(stage.inputs[1]))]
+    terms = [hb.ln(c[2]) for c in cells]
+    lines = [line(x) for x in loss_lines(cells, terms, R.hand[0][0], ctx.P)]
+    why = p("The loss: at each position, −ln of the probability given to the word that really comes next (the "
+            "target), then the mean over the positions. The natural log: ln, not log₁₀.")
+    return Body(why, lines, precision=ctx.P)
+
+
+# ---- the notebook's NumPy code of each step (nb: the notebook being written; the variables are the stage ids)
+def _show(v: str) -> str:
+    return f'print("{v} shape:", np.shape({v}))\nshow({v})'
+
+
+def _positions_numpy(nb, stage, h):
+    v = stage.id
+    if nb.p.block.positional == "none":
+        return v, f"{v} = np.zeros((n, d_model))   # no positions\n" + _show(v)
+    return v, (f"pos = np.arange(n)[:, None]                    # 0, 1, 2, … down the rows\n"
+               f"two_i = (np.arange(d_model) // 2 * 2)[None, :]  # 0, 0, 2, 2, … across the columns\n"
+               f"angle = pos / 10000 ** (two_i / d_model)\n"
+               f"{v} = np.where(np.arange(d_model) % 2 == 0, np.sin(angle), np.cos(angle))   # sin even, cos odd\n" + _show(v))
+
+
+def _plus_numpy(nb, stage, h):
+    a, b = stage.inputs
+    return stage.id, f"{stage.id} = {a} + {b}\n" + _show(stage.id)
+
+
+_LAYER_NORM_CODE = ("def layer_norm(x, gamma, beta):              # each row over its d_model entries\n"
+                    "    mu = x.mean(axis=1, keepdims=True)\n"
+                    "    var = ((x - mu) ** 2).mean(axis=1, keepdims=True)   # divide by d_model (not d_model - 1)\n"
+                    "    return gamma * (x - mu) / np.sqrt(var + eps) + beta\n\n")
+
+
+def _norm_numpy(nb, stage, h):
+    src = once(nb, "layer_norm", _LAYER_NORM_CODE)
+    x, g, b = stage.inputs
+    return stage.id, src + f"{stage.id} = layer_norm({x}, {g}, {b})\n" + _show(stage.id)
+
+
+def _affine_numpy(nb, stage, h):
+    x, w = stage.inputs[:2]
+    bias = f" + {stage.inputs[2]}" if len(stage.inputs) > 2 else ""
+    return stage.id, f"{stage.id} = {x} @ {w}{bias}\n" + _show(stage.id)
+
+
+def _relu_numpy(nb, stage, h):
+    return stage.id, f"{stage.id} = np.maximum({stage.inputs[0]}, 0)   # ReLU: negatives become 0\n" + _show(stage.id)
+
+
+def _softmax_numpy(nb, stage, h):
+    src = once(nb, "softmax", SOFTMAX_CODE)
+    v = stage.id
+    return v, src + f"{v} = softmax({stage.inputs[0]})\n" + _show(v) + f'\nprint("row sums:", {v}.sum(axis=1))'
+
+
+def _loss_numpy(nb, stage, h):
+    probs, targets = stage.inputs
+    v = stage.id
+    return v, (f"{v} = -np.mean(np.log({probs}[np.arange(n), {targets}]))   # natural log of each target's probability\n"
+               f"show({v})")
+
+
+POSITIONS = Shown(_title, _positions_body, _positions_numpy)
+PLUS = Shown(_title, _plus_body, _plus_numpy)
+NORM = Shown(_title, _norm_body, _norm_numpy)
+AFFINE = Shown(_title, _affine_body, _affine_numpy)
+RELU = Shown(_title, _relu_body, _relu_numpy)
+SOFTMAX = Shown(_title, _softmax_body, _softmax_numpy)
+LOSS = Shown(_title, _loss_body, _loss_numpy)

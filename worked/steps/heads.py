@@ -18,8 +18,12 @@ def _concat(ctx, stage, v) -> Body:
     h, n = len(ctx.p.heads), concat.shape[0]
     dv = concat.shape[1] // h
     i = eq.Sym("i")
-    why = p(f"Put the {h} heads' outputs side by side: row ", i, " of the result is token ", i, "'s row of every head, "
-            "one after another, so each token now carries what every head found.")
+    if h == 1:      # a Transformer block's one head, as the heads' combination
+        why = p("With one head, concat is that head's output ", ctx.sym("Z", 1), " as it is; ", eq.Sym("W_O"),
+                " then projects it back to d_model columns.")
+    else:
+        why = p(f"Put the {h} heads' outputs side by side: row ", i, " of the result is token ", i, "'s row of every "
+                "head, one after another, so each token now carries what every head found.")
     return Body(why, [], shape_eq=eq.Rel((eq.Mul((eq.num(h), eq.Dims(n, dv))), eq.Dims(n, h * dv)), (eq.TO,)))
 
 

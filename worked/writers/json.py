@@ -112,6 +112,24 @@ def solution(sol, text=None) -> dict[str, Any]:
            for s, m in zip(stages.of(p).combine, (sol.concat, sol.output))},
         "steps": [step(s) for s in sol.steps],
         "train": train(sol, text),
+        "transformer": block(sol, text),      # a Transformer block's own (None without one)
+    }
+
+
+def block(sol, text=str) -> dict[str, Any] | None:
+    """A Transformer block's own: its order and settings, the loss (a number, with targets) and its matrices by
+    the API's names (``P``, ``X0``, ``H1``, ``H``, ``logits``, ``probs``, ``loss`` …); None without a block."""
+    b = getattr(sol.problem, "block", None)
+    if b is None:
+        return None
+    mats = {**sol.before, **sol.after}
+    return {
+        "order": b.kind, "positional": b.positional, "activation": b.activation,
+        "eps": str(sp.Rational(b.eps.numerator, b.eps.denominator)),
+        "vocab": list(b.vocab) if b.vocab else None,
+        "targets": [b.vocab[t] for t in b.targets] if b.targets is not None else None,
+        **{k: float(m.num[0][0]) for k, m in mats.items() if m.is_scalar},       # the loss
+        "matrices": {k: matrix(m, text) for k, m in mats.items()},
     }
 
 

@@ -57,8 +57,10 @@ def _body(sol: Solution, h: str, answer: str | None = None, first: int = 1) -> l
                    f"X_enc. Encoder tokens: {', '.join(_cell(t) for t in p.tokens_enc)}; n_enc = {p.n_kv}.")
         out.append("")
     out.append(f"{'Decoder tokens' if p.cross else 'Tokens'}: {', '.join(_cell(t) for t in p.tokens)}; n = {p.n}, d_model = {p.d_model}, d_k = {p.d_k}"
-               + (f", {len(p.heads)} heads" if p.multihead else "") + f"; mask: {p.mask}.")
+               + (f", {len(p.heads)} head" + "s" * (len(p.heads) > 1) if p.multihead else "") + f"; mask: {p.mask}.")
     out.append("")
+    for label, prose in view.block_facts(p):       # a Transformer block: its order, positions, ε, vocabulary, targets
+        out += [f"{label}: {_cell(printers.text(prose))}", ""]
     mats = sol.matrices()
     for k, step in enumerate(sol.steps, first):
         out += [f"{h} Step {k}. {_cell(printers.text(step.title_prose))}", "", _cell(printers.text(step.why_prose)), ""]

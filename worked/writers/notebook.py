@@ -175,8 +175,9 @@ class _Builder:
             text += [" · ".join(f"**{words[k]}:** {_md(self.student[k])}" for k in ("name", "id", "variant")
                                 if k in self.student), ""]
         text += [
-                "Self-attention in code with NumPy: we run one step at a time, print the result, and check it "
-                "against the worked answer key.", "", facts, "",
+                ("A Transformer block" if stages.of(p).attends else "Self-attention")
+                + " in code with NumPy: we run one step at a time, print the result, and check it against the worked "
+                "answer key.", "", facts, "",
                 "You don't need anything installed. Open this notebook in Google Colab (free, runs in your browser), "
                 "or in any Python where numpy is available, and you'll get exactly the same numbers as the key."]
         if self.hidden:
@@ -230,6 +231,58 @@ class _Builder:
             src.append("mask = np.triu(np.ones((n, n), dtype=bool), k=1)   # True above the diagonal: a later word")
         self.md("weights-md", _md_keep(text))
         self.code("weights", "\n".join(src))
+        if getattr(p, "block", None) is not None:
+            self.block_inputs()
+
+    def block_inputs(self):
+        """A Transformer block's own inputs: the feed-forward's weights and biases, the layer norms' γ, β and ε,
+        the output layer, the vocabulary and the targets (each position's next word, as its column)."""
+        b = self.p.block
+        src = []
+        for name in ("W_1", "b_1", "W_2", "b_2", "gamma_1", "beta_1", "gamma_2", "beta_2", "gamma_f", "beta_f", "W_out"):
+            v = getattr(b, name)
+            if v is None:
+                continue
+            src.append(_input(name, v) if isinstance(v[0], (list, tuple)) else f"{name} = np.array([{', '.join(_lit(x) for x in v)}])")
+        src.append(f"eps = {_lit(b.eps)}   # layer norm's ε, inside the square root")
+        if b.vocab:
+            src.append("vocab = [" + ", ".join(repr(t) for t in b.vocab) + "]")
+        if b.targets is not None:
+            src.append("targets = np.array([" + ", ".join(str(t) for t in b.targets) + "])   # each position's next word: "
+                       + ", ".join(b.vocab[t] for t in b.targets))
+        self.md("block-md", "## The rest of the block\n\nThe feed-forward's two layers (W_1, b_1, then W_2, b_2), the "
+                "layer norms' scales γ and shifts β and their ε" + (", the output layer W_out, the vocabulary and each "
+                "position's target word" if b.vocab else "") + ".")
+        self.code("block", "\n".join(src))
+        self.block_src = src
+
+    def one_block_of_steps(self):
+        """A Transformer block in one cell: the inputs, then every step's code (without its printing), in order,
+        and the check of the last matrix."""
+        p = self.p
+        src = ["import numpy as np", _show_code(p.decimals), "", f"n, d_model, d_k = {p.n}, {p.d_model}, {p.d_k}",
+               _input("X", p.X)]
+        for suf, head in [(f"{h}" if p.multihead else "", head) for h, head in enumerate(p.heads, 1)]:
+            src += [_input(nm + suf, w) for nm, w in (("W_Q", head.W_Q), ("W_K", head.W_K), ("W_V", head.W_V))]
+        if p.multihead:
+            src.append(_input("W_O", p.W_O))
+        if p.mask == "causal":
+            src.append("mask = np.triu(np.ones((n, n), dtype=bool), k=1)   # later words are hidden")
+        src += self.block_src + [""]
+        self.defined = set()
+        last = None
+        for st in self.sol.steps:
+            if st.id in self.stages:
+                var, code = self.numpy(st, str(st.head) if st.head is not None else "")
+                src += [ln for ln in code.splitlines() if not ln.startswith(("print(", "show("))]
+                last = st
+        var = self.numpy(last, "")[0]
+        src += ["", f"show({var})"]
+        self.md("whole-md", "## The whole block in one cell\n\nEverything together, from X to the last step: paste it into "
+                "Colab and run it." + ("\n\nWrite it yourself, in one cell." if self.hidden else ""))
+        self.step_code("whole", "\n".join(src), f"{var}, from X and the weights, in one block",
+                       self.sol.matrices()[last.result].shape)
+        self.check("whole-check", var, self.sol.matrices()[last.result], "The whole thing in one block", last.result)
 
     # -- one cell per step
     def step(self, k: int, st):
@@ -322,10 +375,17 @@ TRAINING_STEPS = frozenset([s.step.id or s.id for a in stages.ARCHS.values() for
                            + [c.id for a in stages.ARCHS.values() for c in a.checks])
 
 
+def coded_steps(sol) -> list:
+    """The steps of *sol* the notebook writes code for (its forward pass: a [train] problem's training step is not
+    in the notebook yet), in order."""
+    coded = _coded(sol.problem)
+    return [st for st in sol.steps if st.id in coded]
+
+
 def _coded(problem) -> dict:
     """The stages of *problem*'s architecture that declare NumPy code, by the id of their step."""
     a = stages.of(problem)
-    return {s.step.id or s.id: s for part in (a.forward, a.combine, a.train, a.update) for s in part
+    return {s.step.id or s.id: s for part in (a.before, a.forward, a.combine, a.after, a.train, a.update) for s in part
             if s.step is not None and s.step.numpy is not None}
 
 
@@ -343,7 +403,10 @@ def build(sol: Solution, *, answers_hidden: bool = False, student: dict | None =
     for k, st in enumerate(sol.steps, 1):
         if st.id in b.stages:
             b.step(k, st)
-    b.one_block()
+    if stages.of(sol.problem).attends:     # a Transformer block: its steps' code in one cell
+        b.one_block_of_steps()
+    else:
+        b.one_block()
     nb = v4.new_notebook(cells=b.cells, metadata={"kernelspec": dict(KERNELSPEC), "language_info": dict(LANGUAGE_INFO)})
     nbformat.validate(nb)
     return nb

@@ -129,6 +129,8 @@ def _body(sol, width: int, answer: str = stages.OUTPUT, first: int = 1) -> list[
                + (f", n_enc = {p.n_kv}" if p.cross else "") + f", d_model = {p.d_model}, d_k = {p.d_k}, d_v = {p.d_v}"
                + (f", heads = {len(p.heads)}" if p.multihead else ""))
     out.append(f"scale: {view.scale_text(p)}    mask: {p.mask}    decimals shown: {places}")
+    for label, prose in view.block_facts(p):       # a Transformer block: its order, positions, ε, vocabulary, targets
+        out += textwrap.wrap(f"{label.lower()}: {printers.text(prose)}", width, subsequent_indent="    ")
     out.append("")
     mats = sol.matrices()
     for k, step in enumerate(sol.steps, first):

@@ -411,7 +411,7 @@ function inputsInto(box) {
   for (const m of S.student.view.inputs) {
     const shape = el("span", { class: "shape", text: `${m.shape}${m.note ? ", " + m.note : ""}` });
     if (m.matrix) {   // a bracketed matrix (MathML); its rows are the tokens
-      const numbered = m.rows.every((r, i) => r === String(i + 1));
+      const numbered = m.rows.every((r, i) => r === String(i + 1) || r === "");   // or a vector: one row, no name
       const rows = numbered ? null : el("span", { class: "shape", text: `· rows: ${m.rows.join(", ")}` });
       box.append(el("figure", { class: "mat" }, el("div", { class: "bracketed" }, math(m.matrix, m.text || m.key)),
         el("figcaption", {}, shape, rows)));
