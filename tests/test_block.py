@@ -104,7 +104,6 @@ CASES = [
     ("final-ln-post", BLOCK + "beta_f = [0, 0, 0, 0]\n", "beta_f: the final layer norm"),
     ("key-without-block", drop("block"), 'positional: positional is only used in a Transformer block'),
     ("cross", BLOCK + 'attention = "cross"\nX_enc = [[1, 0, 0, 0]]\n', "attention: a block with cross-attention"),
-    ("train", BLOCK + "[train]\ntarget = [[0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0]]\nlr = 1\n", "train: a training step through a block"),
     ("W_Q-named-as-written", swap("W_Q", "[[1, 0], [0, 1]]"), "block.toml: W_Q: expected 4 rows"),
 ]
 

@@ -14,6 +14,7 @@ import math
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from worked import slips
 from worked.attention import NA, Float, forward
 from worked.check import check_answers
 from worked.mistakes import MISTAKES
@@ -30,7 +31,12 @@ SIDES = ["kv-from-decoder", "queries-from-encoder", "causal-mask-on-cross"]   # 
 
 def test_every_transform_mistake_is_tried_here():
     """Each mistake with a transform (early-rounding has none) is covered by one of the tests below."""
-    assert {m.id for m in MISTAKES.values() if m.id != "early-rounding"} <= set(SINGLE) | set(CROSS) | set(SIDES) | BACKWARD
+    assert {m.id for m in MISTAKES.values() if m.id != "early-rounding"} <= set(SINGLE) | set(CROSS) | set(SIDES) | BACKWARD \
+        | BLOCK
+
+
+# a Transformer block's mistakes: changed at the block's forward (tests/test_block_slips.py); its checker is to come
+BLOCK = {m.id for m in slips.BLOCK_MISTAKES}
 
 
 # mistakes of the backward pass (another part of the registry) are not forward-pass slips

@@ -146,7 +146,8 @@ class Pass(_Values):
         return self.shown
 
 
-_LAYER = {s.id for s in stages.every() if s.scope == "layer"}      # the stages after (or without) the heads
+_LAYER = {s.id for s in stages.every() if s.scope == "layer"} | {      # the stages after (or without) the heads,
+    s.id for kind in stages.BLOCK_KINDS.values() for part in kind.values() if isinstance(part, tuple) for s in part}  # a block's
 
 
 def _scalar(stage) -> bool:
@@ -155,7 +156,7 @@ def _scalar(stage) -> bool:
 
 def forward(problem, backend, *, transform: Transform | None = None, given: dict | None = None,
             weights: list | None = None, backward: bool = True, check_scaled: Callable | None = None,
-            points: Pass | None = None, X: list | None = None) -> Pass:
+            points: Pass | None = None, X: list | None = None, W_O: list | None = None) -> Pass:
     """Run the attention forward pass of *problem* with *backend* (see the module docstring); for a problem
     with a ``[train]`` table, then the backward pass too (:func:`backward`) unless *backward* is False.
     *weights*: each head's (W_Q, W_K, W_V) already in the backend's numbers, instead of the problem's.
@@ -203,7 +204,7 @@ def forward(problem, backend, *, transform: Transform | None = None, given: dict
         out.heads.append(HeadPass({s.id: out.shown[pre + s.id] for s in arch.forward}, run.raw, masked, run.states))
     if problem.multihead:
         layer = stages.LayerRun(problem, backend, t, envs)
-        env = {"W_O": _inputs(backend, problem.W_O)}
+        env = {"W_O": _inputs(backend, problem.W_O) if W_O is None else W_O}
         for stage in arch.combine:      # concat, Z
             grid = stage.forward(layer, *(env[k] for k in stage.inputs))
             env[stage.id] = put(stage.id, grid, shown=not isinstance(grid, stages.AsIs))
@@ -218,19 +219,23 @@ def forward(problem, backend, *, transform: Transform | None = None, given: dict
 
 
 def block_forward(problem, backend, *, transform: Transform | None = None, given: dict | None = None,
-                  points: Pass | None = None) -> Pass:
+                  points: Pass | None = None, weights: dict | None = None, backward: bool = True) -> Pass:
     """The forward pass of a whole Transformer block (``problem.block``, issue 27) with *backend*: the stages
     before the heads (the positions, X0 = X + P, and for pre-LN LN_1), the heads and W_O as :func:`forward` runs
     them on the heads' input, then the stages after (residual adds, layer norms, the feed-forward, and with an
     output layer the logits, probabilities and loss), each where the problem has its inputs. Every matrix is in
     ``shown`` under its stage id, as :func:`forward` keeps the heads'. *given*: a student's entries (by key, NA
-    where not given), carried on instead of the computed ones, as :func:`forward` does (*points* is not used: a
-    block has no training step yet)."""
+    where not given), carried on instead of the computed ones, as :func:`forward` does (*points* is not used).
+    With a ``[train]`` table (and *backward*), then the training step: :func:`_block_backward`. *weights*: the
+    weights to use instead of the problem's, in the backend's numbers, by name (``W_1``, ``b_1`` …, ``W_O``, and
+    ``heads``: each head's (W_Q, W_K, W_V))."""
     t = transform or Transform()
     given = given or {}
+    weights = weights or {}
     arch = stages.of(problem)
     run = stages.BlockRun(problem, backend, t, lenient=bool(given))
-    env = {"X": _inputs(backend, problem.X), **stages.block_inputs(problem, backend)}
+    env = {"X": _inputs(backend, problem.X), **stages.block_inputs(problem, backend),
+           **{k: v for k, v in weights.items() if k not in ("heads", "W_O")}}
     done: dict[str, list] = {}
     carried: dict[str, list] = {}
 
@@ -240,17 +245,116 @@ def block_forward(problem, backend, *, transform: Transform | None = None, given
         carried[key] = band if g is None else [[b if a is NA else a for a, b in zip(ga, ba)] for ga, ba in zip(g, band)]
         return carried[key]
 
+    heads_env = env     # what the heads' side reads (the mistake of positions after attention: X, not X + P)
     for stage in arch.before:
-        env[stage.id] = put(stage.id, stage.forward(run, *(env[k] for k in stage.inputs)))
-    out = forward(problem, backend, transform=t, X=env[arch.attends], backward=False, given=given)
+        env[stage.id] = put(stage.id, stage.forward(run, *(heads_env[k] for k in stage.inputs)))
+        if t.positions == "after-attention" and arch.before[0].id in stage.inputs:    # X0 = X + P: kept for the
+            heads_env = {**env, stage.id: env["X"]}                                   # residual, not the heads
+        elif heads_env is not env:
+            heads_env[stage.id] = env[stage.id]
+    out = forward(problem, backend, transform=t, X=heads_env[arch.attends], backward=False, given=given,
+                  weights=weights.get("heads"), W_O=weights.get("W_O"))
     env[stages.OUTPUT] = out.carried[stages.OUTPUT]
     for stage in arch.runs(stages.Dims.of_problem(problem)):  # the output layer only with W_out, the loss with targets
         env[stage.id] = put(stage.id, stage.forward(run, *(env[k] for k in stage.inputs)))
     before = {k: done[k] for k in (s.id for s in arch.before)}
     out.shown = {**before, **out.shown, **{k: v for k, v in done.items() if k not in before}}
     out.carried = {**{k: carried[k] for k in before}, **out.carried, **{k: v for k, v in carried.items() if k not in before}}
-    out.values.update(done)
+    out.values.update({s.id: done[s.id][0][0] if _scalar(s) else done[s.id] for s in arch.before + arch.after
+                       if s.id in done})      # the loss a number, as the attention's
+    if backward and problem.train is not None:
+        _block_backward(problem, backend, t, out, {**env, arch.attends: heads_env[arch.attends]},
+                        stages.BLOCK_KINDS[problem.block.kind], weights)
     return out
+
+
+def _block_backward(problem, b, t: Transform, out: Pass, env: dict, kind: dict, weights: dict) -> None:
+    """One training step of a block (``[train] loss = "cross-entropy"``), after its forward pass *out*: the layer's
+    gradients from the logits down to the attention's output dZ (``kind["train"]``), each head's (the attention's
+    own backward stages, on its block of dconcat and the heads' input), pre-LN's LN_1 after them
+    (``kind["after_heads"]``), every weight updated, W − lr·dW (the heads' by the attention's update stages), and
+    the loss after: a fresh pass with the new weights. Every matrix is in ``shown`` (the heads' as ``head1.dQ``
+    …), ``loss_after`` the new loss (a number, as ``loss``), ``after`` its pass. The Exact backend has no closed
+    form here."""
+    run = stages.BlockRun(problem, b, t)
+    env = {**env, **out.values, "targets": list(problem.block.targets),
+           "W_O": weights.get("W_O") or _inputs(b, problem.W_O)}      # the heads' combination: concat, Z
+
+    shown = lambda grid: [[b.shown(x) for x in row] for row in grid]  # noqa: E731  (a hand rounds each)
+
+    def layer(part):
+        for stage in stages.in_order(part, env):
+            env[stage.id] = out.shown[stage.id] = shown(stage.forward(run, *(env[k] for k in stage.inputs)))
+            out.values[stage.id] = env[stage.id][0][0] if _scalar(stage) else env[stage.id]
+
+    layer(kind["train"])
+    arch = stages.SELF
+    per_head = [s for s in arch.train + arch.update if s.scope == "head"]
+    split = next(s for s in kind["train"] if s.by_head)         # dconcat: each head's block of its columns
+    dv, lr = problem.d_v, b.entry(problem.train.lr)
+    ws = weights.get("heads") or [tuple(_inputs(b, w) for w in (hd.W_Q, hd.W_K, hd.W_V)) for hd in problem.heads]
+    heads, new_heads = [], []
+    for h, (hp, W) in enumerate(zip(out.heads, ws), 1):
+        hv = {"X": env[kind["attends"]], "W_Q": W[0], "W_K": W[1], "W_V": W[2], **hp.values,
+              split.by_head: [row[(h - 1) * dv:h * dv] for row in env[split.id]]}
+        brun = stages.BackRun(problem, b, t, out.factor, lr, hp.masked)
+        for stage in stages.in_order(per_head, hv):
+            hv[stage.id] = out.shown[f"head{h}.{stage.id}"] = shown(stage.forward(brun, *(hv[k] for k in stage.inputs)))
+        heads.append(hv)
+        new_heads.append(tuple(hv[w + "_new"] for w in ("W_Q", "W_K", "W_V")))
+        out.grads.append(HeadGrad({s.id: hv[s.id] for s in per_head}, brun.rowsum,
+                                  {w: hv["d" + w] for w in ("W_Q", "W_K", "W_V")},
+                                  {w: hv[w + "_new"] for w in ("W_Q", "W_K", "W_V")}))
+    env["head_grads"] = heads
+    layer(kind["after_heads"])
+    updates = [s for s in kind["update"] if not _scalar(s)]
+    layer(updates)
+    # the vectors (b_1, γ, β: 1 × k matrices of the update) as the stages take them, lists
+    new = {"heads": new_heads, **{s.inputs[0]: stages.flat(env[s.id]) if s.rows == "1" else env[s.id] for s in updates}}
+    out.after = block_forward(problem, b, transform=t, weights=new, backward=False)
+    after = next(s for s in kind["update"] if _scalar(s))       # the loss after, from the fresh pass's loss
+    env[after.inputs[0]] = out.after.shown[_loss_id(kind)]
+    layer((after,))
+
+
+def _loss_id(kind: dict) -> str:
+    """The id of a block's loss (its one 1 × 1 stage)."""
+    return next(s.id for s in kind["after"] if _scalar(s))
+
+
+def block_loss(problem, backend, weights: dict | None = None):
+    """The loss of the block's forward pass (a 1 × 1 matrix's entry), with *weights* instead of the problem's
+    where given (see :func:`block_forward`)."""
+    run = block_forward(problem, backend, weights=weights, backward=False)
+    return run.values[_loss_id(stages.BLOCK_KINDS[problem.block.kind])]
+
+
+def block_weight(problem, backend, name: str):
+    """The problem's weight *name* in the backend's numbers, as :func:`block_forward`'s *weights* takes it:
+    ``W_1``, ``b_1``, ``gamma_1`` …, ``W_O``, or a head's ``head2.W_Q`` (as the value of ``heads``)."""
+    if "." in name:
+        h, w = name.split(".")
+        ws = [[_inputs(backend, m) for m in (hd.W_Q, hd.W_K, hd.W_V)] for hd in problem.heads]
+        return "heads", ws, (int(h.removeprefix("head")) - 1, ("W_Q", "W_K", "W_V").index(w))
+    if name == "W_O":
+        return name, _inputs(backend, problem.W_O), None
+    return name, stages.block_inputs(problem, backend)[name], None
+
+
+def block_central_difference(problem, backend, name: str, r: int, c: int, h):
+    """(L(w + h) − L(w − h))/2h for entry (r, c) of the weight *name* (row r of a vector is 0): the numerical check
+    of the backward pass's entry ``d`` + *name* (a head's ``head1.W_Q``: of ``head1.dW_Q``)."""
+    losses = []
+    for sign in (1, -1):
+        key, value, where = block_weight(problem, backend, name)
+        m = value[where[0]][where[1]] if where else value
+        delta = backend.mul(backend.entry(Fraction(sign)), backend.entry(Fraction(h)))
+        if isinstance(m[0], list):
+            m[r][c] = backend.add(m[r][c], delta)
+        else:
+            m[c] = backend.add(m[c], delta)
+        losses.append(block_loss(problem, backend, {key: value}))
+    return backend.div(backend.sub(losses[0], losses[1]), backend.entry(2 * Fraction(h)))
 
 
 def run_pass(problem, backend, **kw) -> Pass:
@@ -663,9 +767,11 @@ class Exact:
 # ---------------------------------------------------------------- floats
 
 class Float:
-    """Python floats (``-inf`` for a masked score)."""
+    """Python floats (``-inf`` for a masked score; NaN where a mistake's pass has no value, as a layer norm of a row
+    of variance 0)."""
 
     NEG_INF = -math.inf
+    UNDEFINED = math.nan
 
     def entry(self, x: Fraction) -> float:
         return float(x)
@@ -736,6 +842,10 @@ class Float:
 
     def relu(self, x):
         return x if x > 0 else 0.0
+
+    def relu_back(self, g, u):
+        """The gradient *g* through ReLU at *u*: g above 0, else 0 (PyTorch's slope at 0 is 0 too)."""
+        return g if u > 0 else 0.0
 
     def ln(self, x):
         return math.log(x)
@@ -1011,6 +1121,12 @@ class Interval:
     def relu(self, a):
         return None if a is None else (max(a[0], _ZERO), max(a[1], _ZERO))
 
+    def relu_back(self, g, u):
+        """*g* where all of *u* is above 0, 0 where none is; None (no value) where *u* straddles 0."""
+        if g is None or u is None:
+            return None
+        return g if u[0] > 0 else pt(_ZERO) if u[1] <= 0 else None
+
     def ln(self, a):
         """ln a (correctly rounded to the nearest: one unit outward); None when a ≤ 0 may be."""
         if a is None or a[0] <= 0:
@@ -1267,6 +1383,9 @@ class Hand:
 
     def relu(self, x):
         return None if x is None else x if x > 0 else Fraction(0)
+
+    def relu_back(self, g, u):
+        return g if u > 0 else Fraction(0)
 
     def ln(self, x):
         """ln x rounded; None for a probability a hand rounded to 0 (no ln: the page needs more places there)."""

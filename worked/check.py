@@ -900,19 +900,21 @@ class Checker:
         # misconceptions
         multihead = problem.multihead
         diag_by_key: dict[str, list[dict]] = {k: [] for k in parsed}
-        candidates = [k for k in parsed if _stage_of(k) in STAGES + LAYER + TRAIN_STAGES
+        arch = stages.of(problem)
+        known = set(STAGES + LAYER + TRAIN_STAGES) | {s.id for s in stages.every(arch)}     # a block's stages too
+        candidates = [k for k in parsed if _stage_of(k) in known
                       and any(verdict[k][i][j] == "wrong" and not carried[k][i][j]
                               for i in range(len(verdict[k])) for j in range(len(verdict[k][0])))]
         if candidates and diagnose:
             tried = self._tried_mistakes()
             # how many mistakes could explain a matrix: a chance match is that much likelier (a wrong sign in one
             # matrix's update gives that matrix as the wrong sign in all three does: one explanation, counted once)
-            reach = {k: sum(lay.mistake_rank(m.stage_of(t), t.across_heads) <= lay.rank(k)
+            reach = {k: sum(lay.mistake_rank(mistakes.stage_in(arch, m, t), t.across_heads) <= lay.rank(k)
                             for m, t in tried if t.update_of is None)
                      for k in candidates}
             for index, (mistake, transform) in enumerate(tried):
                 code = mistake.id
-                stage = mistake.stage_of(transform)
+                stage = mistakes.stage_in(arch, mistake, transform)
                 crosshead = transform.across_heads
                 rank = lay.mistake_rank(stage, crosshead)
                 targets = [k for k in candidates if lay.rank(k) >= rank

@@ -119,6 +119,16 @@ def _new_options(p):
     p.add_argument("--blocks", default=None, metavar="KINDS",
                    help="a chain of blocks, comma-separated among self, self-causal, cross (a decoder layer: "
                         "self-causal,cross); block k+1's X is block k's output Z, rounded")
+    p.add_argument("--block", choices=("post-ln", "pre-ln"), default=None,
+                   help="a whole Transformer block around the attention: layer norm after each residual add (post-ln) "
+                        "or before each sublayer (pre-ln), with a feed-forward (one head has its W_O)")
+    p.add_argument("--positional", choices=("none", "sinusoidal"), default=None,
+                   help="with --block: sinusoidal positions added to X (default none)")
+    p.add_argument("--d-ff", type=int, default=None, metavar="N", help="with --block: the feed-forward's width (default d_model)")
+    p.add_argument("--vocab", type=int, default=None, metavar="N",
+                   help="with --block: an output layer W_out over N words, with the next token at each position as "
+                        "targets (mean cross-entropy)")
+    p.add_argument("--eps", default=None, metavar="NUMBER", help="with --block: layer norm's ε, exact (default 0)")
     p.add_argument("--scale", default=None, metavar="sqrt|none|NUMBER", help="divide the scores by √d_k (default), 1, or NUMBER")
     p.add_argument("--decimals", type=int, default=None, help="decimal places shown (default 2)")
     p.add_argument("--max-weight", type=float, default=None, metavar="W", help="largest weight allowed per row (default 0.9)")
@@ -171,7 +181,8 @@ def cmd_new(args) -> int:
         seed = secrets.randbelow(10**9)
     elif seed < 0:
         raise WorkedError(f"--seed: expected a whole number ≥ 0, got {seed}")
-    problem = generate(fam, seed, title=fam.title or f"Random attention problem (seed {seed})")
+    what = "Transformer block" if fam.block else "attention problem"
+    problem = generate(fam, seed, title=fam.title or f"Random {what} (seed {seed})")
     text = header_comment(fam, seed) + problem.to_toml()
     if args.output in (None, "-"):
         sys.stdout.write(text)

@@ -37,11 +37,14 @@ from . import numfmt as F
 from .attention import Approx, Float, Hand, forward, loss_of
 from .errors import ProblemError, WorkedError
 from .exact import EntryError, to_fraction
-from .problem import LIMITS, Chain, Problem, Work, work_of
+from .problem import LIMITS, POSITIONALS, TBLOCKS, Chain, Problem, Work, work_of
 
 # keys of a [family] table / options of `worked new`
 FAMILY_KEYS = ("attention", "blocks", "tokens", "words", "tokens_enc", "words_enc", "d_model", "d_k", "d_v", "heads", "range", "weight_range", "mask", "scale",
-               "decimals", "max_weight", "min_weight", "max_score", "ties", "title", "train", "lr")
+               "decimals", "max_weight", "min_weight", "max_score", "ties", "title", "train", "lr", "block", "positional",
+               "d_ff", "vocab", "eps")
+#: a Transformer block family's own keys (used only with ``block``)
+TBLOCK_FAMILY_KEYS = ("positional", "d_ff", "vocab", "eps")
 
 MAX_TWIN_DRAWS = 25     # good draws refused for two equal rows of X; then (a family whose other rules leave no room
                         # for distinct rows, such as 4 tokens in d_model 2 over 0..2) twins are taken
@@ -79,6 +82,11 @@ class Family:
     tokens_enc: int | None = None   # cross: the encoder side's tokens (default: as many as the decoder's)
     words_enc: tuple[str, ...] | None = None
     blocks: tuple[str, ...] | None = None   # a chain of blocks ([[blocks]]): each "self", "self-causal" or "cross"
+    block: str | None = None        # a whole Transformer block (issue 27): "post-ln" or "pre-ln"
+    positional: str = "none"        # a block's positions: "none" or "sinusoidal"
+    d_ff: int | None = None         # a block's feed-forward width (default: d_model)
+    vocab: int = 0                  # a block's output layer: |vocab| columns of W_out, with next-token targets (0: none)
+    eps: Fraction = Fraction(0)     # a block's layer norms' ε
     source: str | None = field(default=None, compare=False)
 
     # -- derived
@@ -96,6 +104,10 @@ class Family:
     @property
     def dv(self) -> int:
         return self.d_v if self.d_v is not None else self.d_k
+
+    @property
+    def dff(self) -> int:
+        return self.d_ff if self.d_ff is not None else self.d_model
 
     @property
     def wrange(self) -> tuple[int, int]:
@@ -249,6 +261,33 @@ class Family:
             if f is None or not 0 < f <= LIMITS["lr"]:
                 raise err("lr", f'expected a positive number of at most {LIMITS["lr"]} such as "1/10", got {data["lr"]!r}')
             kw["lr"] = f
+        if "block" in data:
+            if data["block"] not in TBLOCKS:
+                raise err("block", f'expected "post-ln" or "pre-ln", got {data["block"]!r}')
+            for key in ("attention", "blocks"):
+                if key in data:
+                    raise err(key, f"with block, {key} is not a family option: a Transformer block's attention is "
+                              "self-attention (its mask from mask)")
+            kw["block"] = data["block"]
+        for key in TBLOCK_FAMILY_KEYS:
+            if key in data and "block" not in data:
+                raise err(key, f'{key} is only used in a Transformer block: add block = "post-ln" or "pre-ln"')
+        if "positional" in data:
+            if data["positional"] not in POSITIONALS:
+                raise err("positional", f'expected "none" or "sinusoidal", got {data["positional"]!r}')
+            kw["positional"] = data["positional"]
+        if "d_ff" in data:
+            kw["d_ff"] = whole("d_ff", 1, LIMITS["dim"])
+        if "vocab" in data:
+            kw["vocab"] = whole("vocab", 2, LIMITS["dim"])
+        if "eps" in data:
+            try:
+                f, _ = to_fraction(data["eps"]) if not isinstance(data["eps"], bool) else (None, 0)
+            except EntryError:
+                f = None
+            if f is None or not 0 <= f <= 1:
+                raise err("eps", f'expected a number from 0 to 1 (layer norm\'s ε) such as "0" or "1/100", got {data["eps"]!r}')
+            kw["eps"] = f
         if "title" in data:
             if not isinstance(data["title"], str) or len(data["title"]) > LIMITS["title"]:
                 raise err("title", f"expected a string of at most {LIMITS['title']} characters")
@@ -327,6 +366,14 @@ def check_feasible(fam: Family, prefix: str = "family.") -> None:
         for bf in bfs:
             check_feasible(bf, prefix)
         return
+    if fam.block:
+        if fam.attention == "cross" or fam.blocks:
+            raise err("block", "a Transformer block's attention is self-attention: leave out attention and blocks")
+        if fam.train and not fam.vocab:
+            raise err("train", "a block's training step needs its output layer and targets: give vocab too")
+        if fam.vocab and (fam.min_w >= 1 / fam.vocab or fam.max_weight <= 1 / fam.vocab):
+            raise err("vocab", f"{fam.vocab} words leave no output softmax row within the weights {fam.min_w:g} to "
+                      f"{fam.max_weight:g} (a row of {fam.vocab} has one of at least and one of at most 1/{fam.vocab})")
     if fam.min_w > fam.max_weight:
         raise err("min_weight", f"{fam.min_w:g} is above max_weight {fam.max_weight:g}: no row can meet both")
     sizes = [k for k in _row_sizes(fam) if k >= 2]
@@ -381,13 +428,15 @@ def _matmul(A, B):
     return [[sum(a * b for a, b in zip(r, c)) for c in Bt] for r in A]
 
 
-def _row_penalty(fam: Family, s: list[int], lmax: float, lmin: float) -> float:
-    """How far one row of integer scores is from the softmax rules (0 when they hold)."""
+def _row_penalty(fam: Family, s: list, lmax: float, lmin: float, div: float | None = None, ties: bool | None = None) -> float:
+    """How far one row of integer scores is from the softmax rules (0 when they hold); *div*: what divides them
+    (the family's divisor), *ties*: whether a tie for the top is allowed (the family's rule)."""
     if len(s) < 2:
         return 0.0
     m = max(s)
-    bad = 1.0 if (not fam.ties and s.count(m) > 1) else 0.0
-    div = fam.divisor
+    # a tie for the top (within 1e-9: a block's scores are floats, equal ones may differ in the last bit)
+    bad = 1.0 if (not (fam.ties if ties is None else ties) and sorted(s)[-2] >= m - 1e-9) else 0.0
+    div = fam.divisor if div is None else div
     if fam.max_score:
         for x in s:
             over = abs(x) / div - fam.max_score
@@ -493,12 +542,15 @@ def generate(fam: Family, seed: int, *, title: str | None = None, X=None, X_enc=
     :class:`~worked.problem.Chain`: :func:`generate_chain`). *X*, *X_enc*: given inputs (a chain's later block),
     only the weights drawn for them. With *with_hand*, ``(problem, hand)``: *hand* the hand pass at the problem's
     carried places that accepted it (:func:`_by_hand`), for :func:`worked.solver.solve` to show rather than make
-    again (None for a chain or a [train] problem)."""
+    again (None for a chain, a Transformer block or a [train] problem)."""
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise WorkedError(f"seed: expected a whole number ≥ 0, got {seed!r}")
     if fam.blocks:
         chain = generate_chain(fam, seed, title=title)
         return (chain, None) if with_hand else chain
+    if fam.block:
+        block = generate_block(fam, seed, title=title)
+        return (block, None) if with_hand else block
     check_feasible(fam)
     X_fixed, Xe_fixed = X, X_enc
     rng = random.Random(seed)
@@ -534,18 +586,9 @@ def generate(fam: Family, seed: int, *, title: str | None = None, X=None, X_enc=
             which, h, i, j, lo, hi = cells[rng.randrange(len(cells))]
             m = X if which == "X" else Xe if which == "E" else (WQs if which == "Q" else WKs)[h]
             old = m[i][j]
-            if rng.randrange(2):  # a small step (keeps what is good about the current draw)
-                new = old + (1 if rng.randrange(2) else -1)
-                if not lo <= new <= hi:
-                    continue
-            else:  # a jump anywhere in the range
-                new = rng.randint(lo, hi - 1) if hi > lo else lo
-                if new >= old and hi > lo:
-                    new += 1
-                if new == old:
-                    continue
-            if new == 0 and not any(x for k, x in enumerate(m[i]) if k != j):
-                continue  # would make an all-zero row
+            new = _move(rng, m[i], j, lo, hi)
+            if new is None:
+                continue
             st.change(which, h, i, j, new - old)
             b = st.total()
             if b <= bad:
@@ -579,6 +622,26 @@ def generate(fam: Family, seed: int, *, title: str | None = None, X=None, X_enc=
         "use a smaller range, a scale, a larger max_weight or max_score, or a smaller min_weight"
         + (f"; with --train also a target whose gradients stay within ±{MAX_GRAD:g} and whose step lowers the loss"
            " (a smaller range or lr helps)" if fam.train else ""))
+
+
+def _move(rng: random.Random, row: list, j: int, lo: int, hi: int) -> int | None:
+    """A new value for entry *j* of *row* in the search: a small step (keeps what is good about the current draw)
+    or a jump anywhere in lo..hi; None when the draw gives none (out of range, the same value, or an all-zero
+    row)."""
+    old = row[j]
+    if rng.randrange(2):
+        new = old + (1 if rng.randrange(2) else -1)
+        if not lo <= new <= hi:
+            return None
+    else:
+        new = rng.randint(lo, hi - 1) if hi > lo else lo
+        if new >= old and hi > lo:
+            new += 1
+        if new == old:
+            return None
+    if new == 0 and not any(x for k, x in enumerate(row) if k != j):
+        return None
+    return new
 
 
 def _twin_rows(X, lo: int, hi: int) -> bool:
@@ -635,6 +698,150 @@ def generate_chain(fam: Family, seed: int, *, title: str | None = None) -> Chain
     return Chain.from_dict(data)
 
 
+# ---------------------------------------------------------------- a whole Transformer block (issue 27)
+
+MAX_BLOCK_STEPS = 8000   # search steps for a block (each a float pass of the whole block) before giving up
+MIN_VAR = 0.05           # the smallest variance of a row a block's layer norm takes (none near 0: no division by ~0)
+#: the rules of a good block, beyond its entries' ranges: what :func:`violations` names
+BLOCK_RULES = ("softmax rule broken", "layer norm of a row with (nearly) no variance", "ReLU cuts no entry or every entry",
+               "output softmax rule broken")
+
+
+def _block_rules(fam: Family, p: Problem) -> dict[str, float]:
+    """How far a block problem is from each rule of a good block (0 where it holds), in floats: the heads' softmax
+    rows as the family's (largest weight, smallest weight, |scaled score|, ties), every row a layer norm takes with
+    variance at least MIN_VAR, ReLU cutting some but not all entries of its input, and each row of the output's
+    softmax within the same weights (its logits within ±max_score; a tie there is allowed)."""
+    from . import stages
+    from .attention import block_forward
+
+    out = dict.fromkeys(BLOCK_RULES, 0.0)
+    try:
+        run = block_forward(p, Float())
+    except ProblemError:        # a row of variance 0 with ε = 0: layer norm is not defined
+        out[BLOCK_RULES[1]] = 1.0
+        return out
+    lmax, lmin = _logs(fam)
+    for hp in run.heads:
+        for i in range(p.n):
+            out[BLOCK_RULES[0]] += _row_penalty(fam, [hp.raw_scores[i][j] for j in range(p.n) if (i, j) not in hp.masked],
+                                                lmax, lmin)
+    kind = stages.BLOCK_KINDS[p.block.kind]
+    for s in kind["before"] + kind["after"]:
+        src = run.shown.get(s.inputs[0]) if s.id in run.shown and s.inputs else None
+        if src is None:
+            continue
+        if stages.computes(s) == "layer norm":
+            for row in src:
+                mu = math.fsum(row) / len(row)
+                out[BLOCK_RULES[1]] += max(0.0, MIN_VAR - math.fsum((x - mu) ** 2 for x in row) / len(row))
+        elif stages.computes(s) == "relu":
+            U = [x for row in src for x in row]
+            if min(U) > 0:
+                out[BLOCK_RULES[2]] += min(U) + 0.1
+            elif max(U) <= 0:
+                out[BLOCK_RULES[2]] += 0.1 - max(U)
+        elif stages.computes(s) == "softmax":
+            for row in src:
+                out[BLOCK_RULES[3]] += _row_penalty(fam, row, lmax, lmin, div=1.0, ties=True)
+    return {k: round(v, 9) for k, v in out.items()}
+
+
+def _block_step(fam: Family, p: Problem) -> Problem | None:
+    """The block *p* with a [train] table (cross-entropy; the family's lr, or the largest of LRS that does: *p*'s own
+    where it has one) whose step keeps every gradient hand-sized (|entry| ≤ MAX_GRAD) and lowers the loss; None when
+    no lr does."""
+    from .attention import block_forward
+
+    lrs = [p.train.lr] if p.train is not None else [fam.lr] if fam.lr is not None else LRS
+    for lr in lrs:
+        q = Problem.from_dict({**p.to_dict(), "train": {"loss": "cross-entropy", "lr": str(lr)}}, p.source)
+        run = block_forward(q, Float())
+        grads = [x for k in run.shown if k.rpartition(".")[2].startswith("d") for row in run.shown[k] for x in row]
+        if max(map(abs, grads)) > MAX_GRAD:
+            return None
+        if run.loss_after < run.loss:
+            return q
+    return None
+
+
+def _block_problem(fam: Family, m: dict, vocab: list | None, targets: list | None, title) -> Problem:
+    """The block problem of the search's integer matrices *m* (``X``, ``W_Q1``…, ``W_O``, ``W_1``, ``b_1``…)."""
+    block = {"block": fam.block, "positional": fam.positional, "W_1": m["W_1"], "b_1": m["b_1"][0], "W_2": m["W_2"],
+             "b_2": m["b_2"][0], "eps": str(fam.eps)}
+    if vocab:
+        block.update(W_out=m["W_out"], vocab=vocab, targets=targets)
+    heads = [(m[f"W_Q{h}"], m[f"W_K{h}"], m[f"W_V{h}"]) for h in range(1, fam.heads + 1)]
+    return _problem(fam, m["X"], heads, m["W_O"], title, block=block)
+
+
+def _vocab(fam: Family, rng: random.Random) -> tuple[list, list]:
+    """The output layer's vocabulary (the problem's tokens first, then ``v1``, ``v2``, …) and the next-token
+    targets: each position's next token where the vocabulary has it, else a word drawn from it."""
+    tokens = list(fam.words) if fam.words else [f"x{i}" for i in range(1, fam.n + 1)]
+    vocab = list(dict.fromkeys(tokens))[:fam.vocab]
+    k = 1
+    while len(vocab) < fam.vocab:
+        if f"v{k}" not in vocab:
+            vocab.append(f"v{k}")
+        k += 1
+    nxt = tokens[1:] + [None]
+    return vocab, [t if t in vocab else vocab[rng.randrange(len(vocab))] for t in nxt]
+
+
+def generate_block(fam: Family, seed: int, *, title: str | None = None) -> Problem:
+    """A Transformer block worth doing by hand (``worked new --block``): integer entries in the family's ranges
+    (no all-zero row), drawn with ``random.Random(seed)`` and then changed one entry at a time, a change kept when
+    it does not make the rules' violation (:func:`_block_rules`) worse, until every rule holds and a hand carrying
+    two (else three) more places gets every answer right; the same problem for the same seed."""
+    check_feasible(fam)
+    rng = random.Random(seed)
+    n, dm, dk, dv, H, dff = fam.n, fam.d_model, fam.d_k, fam.dv, fam.heads, fam.dff
+    (xlo, xhi), (wlo, whi) = fam.range, fam.wrange
+    shapes = {"X": (n, dm, xlo, xhi, False)}
+    for h in range(1, H + 1):
+        shapes.update({f"W_Q{h}": (dm, dk, wlo, whi, True), f"W_K{h}": (dm, dk, wlo, whi, True),
+                       f"W_V{h}": (dm, dv, wlo, whi, False)})
+    shapes.update({"W_O": (H * dv, dm, wlo, whi, False), "W_1": (dm, dff, wlo, whi, False), "b_1": (1, dff, wlo, whi, True),
+                   "W_2": (dff, dm, wlo, whi, False), "b_2": (1, dm, wlo, whi, True)})
+    if fam.vocab:
+        shapes["W_out"] = (dm, fam.vocab, wlo, whi, False)
+    cells = [(k, i, j, lo, hi) for k, (r, c, lo, hi, _) in shapes.items() for i in range(r) for j in range(c)]
+    steps = 0
+    while steps < MAX_BLOCK_STEPS:
+        m = {k: _draw_matrix(rng, r, c, lo, hi, sparse=sp) for k, (r, c, lo, hi, sp) in shapes.items()}
+        vocab, targets = _vocab(fam, rng) if fam.vocab else (None, None)
+        bad = sum(_block_rules(fam, _block_problem(fam, m, vocab, targets, title)).values())
+        stale = 0
+        while bad > 0 and stale < STEPS_PER_START and steps < MAX_BLOCK_STEPS:
+            steps += 1
+            stale += 1
+            k, i, j, lo, hi = cells[rng.randrange(len(cells))]
+            old = m[k][i][j]
+            new = _move(rng, m[k][i], j, lo, hi)
+            if new is None:
+                continue
+            m[k][i][j] = new
+            b = sum(_block_rules(fam, _block_problem(fam, m, vocab, targets, title)).values())
+            if b <= bad:
+                stale = 0 if b < bad else stale
+                bad = b
+            else:
+                m[k][i][j] = old
+        steps += 1
+        if bad == 0 and not _twin_rows(m["X"], xlo, xhi):
+            p = _block_problem(fam, m, vocab, targets, title)
+            if _by_hand(p) or _by_hand(p, extra=3):     # a deep block's key may carry one more place (it says so)
+                p = _block_step(fam, p) if fam.train else p
+                if p is not None:
+                    return p
+    raise WorkedError(
+        f"{fam.source + ': ' if fam.source else ''}no block of this family met the constraints in {MAX_BLOCK_STEPS} "
+        f"tries (the heads' and the output's softmax rows: largest weight ≤ {fam.max_weight:g}, every weight ≥ "
+        f"{fam.min_w:g}; every layer norm's row of variance ≥ {MIN_VAR:g}; ReLU cutting some but not all entries; "
+        "every answer right by hand): use a smaller range, a larger max_weight or max_score, or a smaller min_weight")
+
+
 MAX_GRAD = 10.0    # largest |entry| of a generated training problem's gradients (hand-sized)
 TARGET_TRIES = 30
 LRS = (Fraction(1, 10), Fraction(1, 20), Fraction(1, 50), Fraction(1, 100))
@@ -680,9 +887,15 @@ def _by_hand(p: Problem, true=None, extra: int = 2):
     place. *true*: the Float pass of *p*, when already computed; a true value within 1e-6 of a half (where a
     float cannot tell) is decided by the 50-digit pass (:func:`worked.solver.hand_pass`). Returns that hand
     pass when it does (the pass a solution of *p* shows, when *extra* is 2), None when it does not."""
+    from .attention import block_forward
+
     dec = p.decimals
-    hand = forward(p, Hand(p, p.display, dec + extra))
-    true = true if true is not None else forward(p, Float())
+    if p.block is not None:     # a block is worked in decimals (its pages do); its forward pass (of the training
+        run = lambda p, b: block_forward(p, b, backward=False)  # noqa: E731   step: the sizes of generate_block)
+    else:
+        run = forward
+    hand = run(p, Hand(p, "decimal" if p.block is not None else p.display, dec + extra))
+    true = true if true is not None else run(p, Float())
     unit = 10 ** dec
     for key, grid in hand.shown.items():
         t = true.shown.get(key)
@@ -694,10 +907,12 @@ def _by_hand(p: Problem, true=None, extra: int = 2):
                     continue
                 y = abs(x) * unit
                 if abs(y - math.floor(y) - 0.5) < 1e-6:
+                    if p.block is not None:
+                        return None      # too near a half for floats to tell: another draw
                     from .solver import hand_pass
 
-                    places, run, off, _ = hand_pass(p, p.display)
-                    return run if places <= dec + extra and not off else None
+                    places, shown, off, _ = hand_pass(p, p.display)
+                    return shown if places <= dec + extra and not off else None
                 mine = F.round_decimal(Fraction(h), None, dec)
                 if mine != Decimal(math.copysign(math.floor(y + 0.5), x) if x else 0).scaleb(-dec):
                     return None
@@ -723,11 +938,15 @@ def _checks_by_hand(q: Problem, run, places: int | None = None) -> bool:
     return False
 
 
-def _problem(fam: Family, X, heads, WO, title, train=None, X_enc=None) -> Problem:
+def _problem(fam: Family, X, heads, WO, title, train=None, X_enc=None, block=None) -> Problem:
     kw = dict(tokens=list(fam.words) if fam.words else None, title=title if title is not None else fam.title,
               scale=fam.scale, mask=fam.mask, decimals=fam.decimals, train=train)
     if fam.attention == "cross":
         kw.update(attention="cross", X_enc=X_enc, tokens_enc=list(fam.words_enc) if fam.words_enc else None)
+    if block is not None:       # one head with its W_O, or [[heads]]
+        kw["block"] = block
+        if fam.heads == 1:
+            return Problem(X, *heads[0], W_O=WO, **kw)
     if fam.heads == 1:
         WQ, WK, WV = heads[0]
         return Problem(X, WQ, WK, WV, **kw)
@@ -737,7 +956,9 @@ def _problem(fam: Family, X, heads, WO, title, train=None, X_enc=None) -> Proble
 # ---------------------------------------------------------------- checking a problem against the rules
 
 def violations(fam: Family, problem: Problem) -> list[str]:
-    """The rules a problem breaks (empty when it is a good member of the family). Used by the tests."""
+    """The rules a problem breaks (empty when it is a good member of the family). Used by the tests. A block's
+    own matrices and vectors are in the weight range too, and its rules are :func:`_block_rules`."""
+    b = problem.block
     out = []
     lo, hi = fam.range
     wlo, whi = fam.wrange
@@ -749,11 +970,24 @@ def violations(fam: Family, problem: Problem) -> list[str]:
                                   for k in ("W_Q", "W_K", "W_V")]
     if problem.W_O is not None:
         mats.append(("W_O", problem.W_O))
+    if b is not None:
+        mats += [("W_1", b.W_1), ("W_2", b.W_2)] + ([("W_out", b.W_out)] if b.W_out is not None else [])
     for name, m in mats:
         if any(not any(row) for row in m):
             out.append(f"{name} has an all-zero row")
-        if not name.startswith("X") and any(not wlo <= x <= whi for row in m for x in row):
+        if not name.startswith("X") and any(not wlo <= x <= whi or x.denominator != 1 for row in m for x in row):
             out.append(f"{name} entry outside weight range")
+    if b is not None:
+        for name, v in (("b_1", b.b_1), ("b_2", b.b_2)):
+            if any(not wlo <= x <= whi or x.denominator != 1 for x in v):
+                out.append(f"{name} entry outside weight range")
+        if (b.kind, b.positional, b.d_ff, len(b.vocab or ()), b.eps) != (fam.block, fam.positional, fam.dff, fam.vocab, fam.eps):
+            out.append("not the family's block")
+        if fam.train != (problem.train is not None):
+            out.append("a [train] table where the family has none, or none where it has one")
+        elif fam.train and _block_step(fam, problem) is None:
+            out.append("the training step's gradients are not hand-sized or it does not lower the loss")
+        return out + [k for k, v in _block_rules(fam, problem).items() if v > 0]
     if _softmax_broken(fam, problem):
         out.append("softmax rule broken")
     return out
@@ -800,7 +1034,12 @@ def header_comment(fam: Family, seed: int) -> str:
             f"# Constraints met: integer entries, no all-zero rows; in every softmax row the largest weight ≤ "
             f"{fam.max_weight:g} and every weight ≥ {fam.min_w:g}"
             f"{f'; every scaled score within ±{fam.max_score:g}' if fam.max_score else ''}"
-            f"{'' if fam.ties else '; no tie for the top score'}.\n")
+            f"{'' if fam.ties else '; no tie for the top score'}"
+            + (f"; every row a layer norm takes has variance ≥ {MIN_VAR:g}; ReLU cuts some entries but not all"
+               + ("; the output's softmax rows keep the same weights" if fam.vocab else "")
+               + (f"; a training step (cross-entropy) whose gradients stay within ±{MAX_GRAD:g} and which lowers the loss"
+                  if fam.train else "") if fam.block else "")
+            + ".\n")
 
 
 def family_from_args(args, source: str = "option") -> Family:
@@ -816,7 +1055,7 @@ def family_from_args(args, source: str = "option") -> Family:
         t = args.tokens_enc.strip()
         d["tokens_enc" if t.isdigit() else "words_enc"] = int(t) if t.isdigit() else [w.strip() for w in t.split(",")]
     for key in ("attention", "d_model", "d_k", "d_v", "heads", "range", "weight_range", "mask", "scale", "decimals",
-                "max_weight", "min_weight", "max_score", "title"):
+                "max_weight", "min_weight", "max_score", "title", "block", "positional", "d_ff", "vocab", "eps"):
         v = getattr(args, key, None)
         if v is not None:
             d[key] = v

@@ -23,7 +23,7 @@ from __future__ import annotations
 from . import slips, stages
 from .slips import Mistake, Transform
 
-__all__ = ["MISTAKES", "Mistake", "Transform", "of"]
+__all__ = ["MISTAKES", "Mistake", "Transform", "of", "stage_in"]
 
 
 def _owners() -> dict[str, tuple]:
@@ -31,10 +31,12 @@ def _owners() -> dict[str, tuple]:
     out: dict[str, tuple] = {}
     for arch in stages.ARCHS.values():
         updates = tuple((s.inputs[0], s.id) for s in arch.update if s.scope == "head")
-        for s in stages.every(arch):
+        seen: dict[str, str] = {}       # within an architecture, one stage declares a mistake (across them, the
+        for s in stages.every(arch):    # first keeps it: a block's first layer norm is H1 in post-LN, N1 in pre-LN)
             for m in s.mistakes:
-                if out.setdefault(m.id, (s, updates))[0] is not s and out[m.id][0].id != s.id:
-                    raise ValueError(f"mistake {m.id!r} is declared by two stages: {out[m.id][0].id}, {s.id}")
+                if seen.setdefault(m.id, s.id) != s.id:
+                    raise ValueError(f"mistake {m.id!r} is declared by two stages: {seen[m.id]}, {s.id}")
+                out.setdefault(m.id, (s, updates))
     return out
 
 
@@ -47,3 +49,11 @@ def of(arch: "stages.Arch") -> list[Mistake]:
     """The mistakes *arch*'s stages declare, in the order of :data:`MISTAKES`."""
     ids = {m.id for s in stages.every(arch) for m in s.mistakes}
     return [m for m in MISTAKES.values() if m.id in ids]
+
+
+def stage_in(arch: "stages.Arch", m: Mistake, t: Transform) -> str:
+    """Where mistake *m*, made by *t*, first shows in *arch*: the stage of *arch* that declares it (a block's first
+    layer norm is H1 in post-LN, N1 in pre-LN), or for a wrong sign in one matrix's update that update."""
+    if t.update_of is not None:
+        return m.stage_of(t)
+    return next((s.id for s in stages.every(arch) if any(x.id == m.id for x in s.mistakes)), m.stage)

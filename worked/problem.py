@@ -38,6 +38,7 @@ ACTIVATIONS = ("relu",)
 ATTENTIONS = ("self", "cross")   # queries, keys and values from X; or queries from X, keys and values from X_enc
 TRAIN_KEYS = {"target", "loss", "lr"}
 LOSSES = ("mse",)
+BLOCK_LOSSES = ("cross-entropy",)     # a block's [train]: the mean cross-entropy of its output layer's targets
 DISPLAYS = ("auto", "exact", "decimal")
 HEAD_KEYS = {"W_Q", "W_K", "W_V"}
 
@@ -52,9 +53,10 @@ class Head(NamedTuple):
 
 class Train(NamedTuple):
     """The ``[train]`` table: one gradient step. ``target`` T has the shape of the output Z; ``loss`` is
-    "mse" (L = ½ Σ (Z − T)²); ``lr`` the learning rate, exact and positive."""
+    "mse" (L = ½ Σ (Z − T)²); ``lr`` the learning rate, exact and positive. In a Transformer block the loss is
+    "cross-entropy" (the block's own, against its ``targets``) and there is no target T (None)."""
 
-    target: Matrix
+    target: Matrix | None
     loss: str
     lr: Fraction
 
@@ -205,14 +207,24 @@ def _tblock(data: dict, n: int, d_model: int, places) -> TBlock:
                   norms["gamma_2"], norms["beta_2"], gamma_f, beta_f, W_out, vocab, targets)
 
 
-def _train(value, n: int, width: int, places) -> Train:
+def _train(value, n: int, width: int, places, block: "TBlock | None" = None) -> Train:
     if isinstance(value, Train):
         value = {"target": value.target, "loss": value.loss, "lr": value.lr}
     if not isinstance(value, dict):
-        raise ProblemError("train", "expected a table with target, loss and lr")
+        raise ProblemError("train", "expected a table with " + ("loss and lr" if block is not None else "target, loss and lr"))
     unknown = sorted(set(value) - TRAIN_KEYS)
     if unknown:
         raise ProblemError(f"train.{unknown[0]}", f"unknown key (expected some of: {', '.join(sorted(TRAIN_KEYS))})")
+    if block is not None:       # a block's step: its own loss, the cross-entropy of its output layer's targets
+        if block.targets is None:
+            raise ProblemError("train", "a block's training step needs its output layer and targets (W_out, vocab, "
+                               "targets): its loss is their mean cross-entropy")
+        if value.get("target") is not None:
+            raise ProblemError("train.target", "a block has no target T: its loss is the cross-entropy of its targets")
+        if value.get("loss", "cross-entropy") not in BLOCK_LOSSES:
+            raise ProblemError("train.loss", f'expected "cross-entropy" in a block (the mean of −ln p of each target), '
+                               f"got {shown(value.get('loss'))}")
+        return Train(None, "cross-entropy", _lr(value, places))
     if value.get("target") is None:
         raise ProblemError("train.target", f"missing: the target T, a {n}×{width} matrix like the output Z")
     T = _matrix("train.target", value["target"], places)
@@ -221,6 +233,11 @@ def _train(value, n: int, width: int, places) -> Train:
     loss = value.get("loss", "mse")
     if loss not in LOSSES:
         raise ProblemError("train.loss", f'expected "mse" (L = ½ Σ (Z − T)²), got {loss!r}')
+    return Train(T, loss, _lr(value, places))
+
+
+def _lr(value: dict, places) -> Fraction:
+    """The [train] table's learning rate, exact and positive."""
     if "lr" not in value:
         raise ProblemError("train.lr", 'missing: the learning rate, an exact positive number such as "1/10"')
     raw = value["lr"]
@@ -232,7 +249,7 @@ def _train(value, n: int, width: int, places) -> Train:
         raise ProblemError("train.lr", f"expected a positive number of at most {LIMITS['lr']}, got {raw!r}")
     if places is not None and lr_places > places:
         raise ProblemError("train.lr", f"{raw} has {lr_places} decimal places (at most {places})")
-    return Train(T, loss, lr)
+    return lr
 
 
 def _shape(m: Matrix) -> tuple[int, int]:
@@ -373,8 +390,6 @@ class Problem:
                 if attention == "cross":
                     raise ProblemError("attention", 'a block with cross-attention is not supported: use attention = "self" '
                                        "with block")
-                if train is not None:
-                    raise ProblemError("train", "a training step through a block is not supported yet: leave out [train]")
                 if one_head:      # one head with its W_O: the heads' combination with one head
                     heads, W_Q, W_K, W_V = [(W_Q, W_K, W_V)], None, None, None
             try:
@@ -391,7 +406,7 @@ class Problem:
             if block is not None and not isinstance(block, TBlock):
                 block = _tblock(block, self.n, self.d_model, _places_limit)
             object.__setattr__(self, "block", block)
-            object.__setattr__(self, "train", None if train is None else _train(train, self.n, width, _places_limit))
+            object.__setattr__(self, "train", None if train is None else _train(train, self.n, width, _places_limit, block))
             if _work_limit:     # off only to measure problems over the limit (benchmarks/bench_train_limits.py --fit)
                 _check_work(self)
         except ProblemError as exc:
@@ -660,7 +675,9 @@ class Problem:
         if self.display_option != "auto":
             d["display"] = self.display_option
         if self.train is not None:
-            d["train"] = {"target": mat(self.train.target), "loss": self.train.loss, "lr": exact_text(self.train.lr)}
+            d["train"] = {"loss": self.train.loss, "lr": exact_text(self.train.lr)}
+            if self.train.target is not None:
+                d["train"] = {"target": mat(self.train.target), **d["train"]}
         if self.block is not None:
             d.update(self.block.to_dict())
         return d
@@ -721,8 +738,8 @@ class Problem:
             for k in ("W_Q", "W_K", "W_V"):
                 out.append(f"{k} = {mat(d[k])}")
         if "train" in d:
-            out += ["", "[train]", f"target = {mat(d['train']['target'])}", f"loss = {q(d['train']['loss'])}",
-                    f"lr = {q(d['train']['lr'])}"]
+            out += ["", "[train]"] + ([f"target = {mat(d['train']['target'])}"] if "target" in d["train"] else []) + [
+                f"loss = {q(d['train']['loss'])}", f"lr = {q(d['train']['lr'])}"]
         return "\n".join(out) + "\n"
 
 
@@ -1096,7 +1113,7 @@ def work_of(n: int, d_model: int, d_k: int, d_v: int, heads: int = 1, d_out: int
 def entry_digits(problem: "Problem") -> int:
     """The digits of the problem's longest input entry (numerator and denominator together)."""
     mats = [problem.X] + ([problem.X_enc] if problem.cross else []) + [m for hd in problem.heads for m in hd] + ([problem.W_O] if problem.multihead else [])
-    if problem.train is not None:
+    if problem.train is not None and problem.train.target is not None:
         mats.append(problem.train.target)
     return max(len(str(abs(x.numerator))) + (len(str(x.denominator)) if x.denominator != 1 else 0)
                for m in mats for row in m for x in row)

@@ -476,8 +476,11 @@ def mistake_worlds(problem) -> list[tuple[str, dict[str, list[list[float]]]]]:
         last = len(sol.blocks)
         return [(mid, {**{f"block{k}.{key}": v for key, v in world.items()}, **({stages.OUTPUT: world[stages.OUTPUT]} if k == last else {})})
                 for k, b in enumerate(sol.blocks, 1) for mid, world in mistake_worlds(b.problem)]
-    return [(m.id, run_pass(problem, Float(), transform=t).matrices())
-            for m in mistakes_of(stages.of(problem)) if m.answer for t in m.transforms(problem) if t.update_of is None]
+    worlds = [(m.id, run_pass(problem, Float(), transform=t).matrices())
+              for m in mistakes_of(stages.of(problem)) if m.answer for t in m.transforms(problem) if t.update_of is None]
+    # a mistake whose pass has no value here (a block's layer norm of a row of variance 0: NaN) offers no answer
+    block = getattr(problem, "block", None) is not None
+    return [(mid, w) for mid, w in worlds if not block or all(x == x for m in w.values() for row in m for x in row)]
 
 
 def _num(x: float) -> float:

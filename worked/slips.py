@@ -40,6 +40,16 @@ class Transform(NamedTuple):
     update: str = "minus"            # "plus": W + lr·dW
     update_of: str | None = None     # "W_Q", "W_K" or "W_V": the update's sign applies to that matrix only
                                      # (the others are updated W − lr·dW); None: to all three
+    # a Transformer block's stages (issue 27; see worked.stages, the block's forwards)
+    norm_axis: str = "rows"          # "columns": each layer norm over a column (the tokens) instead of a row
+    variance: str = "n"              # "n-1": σ² divided by d_model − 1 instead of d_model
+    norm_root: str = "sqrt"          # "no-sqrt": (x − μ)/(σ² + ε), the root forgotten; "no-eps": (x − μ)/√σ²
+    residual: str = "both"           # "no-first" / "no-second": that residual add left out (the sublayer's output alone)
+    relu: str = "after-bias"         # "before-bias": G = relu(x·W_1) + b_1
+    positions: str = "before"        # "after-attention": the heads take X without P; P enters with the residual
+    sincos: str = "sin-even"         # "swapped": cos in the even columns, sin in the odd ones
+    log: str = "ln"                  # "log10": the loss with log base 10
+    output_softmax: str = "rows"     # "columns": the probabilities a softmax down each column of the logits
 
     @property
     def across_heads(self) -> bool:
@@ -327,6 +337,78 @@ UPDATE_WRONG_SIGN = Mistake("update-wrong-sign", "update with the wrong sign",
     lambda p: [Transform(update="plus")] + [Transform(update="plus", update_of=w) for w in ("W_Q", "W_K", "W_V")]
     if p.train else [])
 # ---- end of the backward pass's mistakes
+# ---- a Transformer block's (issue 27): layer norm, the residual adds, the feed-forward, positions, the output
+_MU, _VAR, _EPS, _GAM, _BET = eq.Sym("μ"), eq.Pow(eq.Sym("σ"), eq.num(2)), eq.Sym("ε"), eq.Sym("γ"), eq.Sym("β")
+_XMU = eq.Add((eq.Sym("x"), eq.Neg(_MU)))
+_LN_RULE = eq.Add((eq.Mul((_GAM, eq.Frac(_XMU, eq.Sqrt(eq.Add((_VAR, _EPS)))))), _BET))
+
+
+def _block(p):
+    return getattr(p, "block", None)
+
+
+def _eps(p) -> bool:
+    return _block(p) is not None and _block(p).eps > 0
+
+
+def _positional(p) -> bool:
+    return _block(p) is not None and _block(p).positional == "sinusoidal"
+
+
+def _output(p) -> bool:
+    return _block(p) is not None and _block(p).W_out is not None
+
+
+NORM_OVER_COLUMNS = Mistake("norm-over-columns", "layer norm over the wrong axis",
+    _P("The layer norm was taken down each column (over the tokens); it normalises each row, one token's d_model "
+       "values: ", _MU, " and ", _VAR, " are that row's mean and mean square deviation."),
+    _P("This is the value you get by normalising each column instead of each row: a layer norm works on one token's "
+       "row at a time."),
+    lambda p: [Transform(norm_axis="columns")] if _block(p) is not None and p.n > 1 else [])
+VARIANCE_N_MINUS_1 = Mistake("variance-n-minus-1", "variance divided by n − 1",
+    _P("The variance was divided by d_model − 1; layer norm divides the sum of squared deviations by d_model (the "
+       "biased variance, as PyTorch's LayerNorm does)."),
+    _P("This is the value you get by dividing the squared deviations by d_model − 1 instead of d_model."),
+    lambda p: [Transform(variance="n-1")] if _block(p) is not None and p.d_model > 1 else [])
+NORM_ROOT = Mistake("norm-root", "the √ (or ε) forgotten in layer norm",
+    _P("The deviations were divided by ", eq.Add((_VAR, _EPS)), " without its square root, or by ", eq.Sqrt(_VAR),
+       " without ε; layer norm divides by ", eq.Sqrt(eq.Add((_VAR, _EPS))), ": ", _LN_RULE, "."),
+    _P("This is the value you get by leaving out the square root (or ε) in layer norm's ",
+       eq.Sqrt(eq.Add((_VAR, _EPS))), "."),
+    lambda p: ([Transform(norm_root="no-sqrt")] + ([Transform(norm_root="no-eps")] if _eps(p) else []))
+    if _block(p) is not None else [])
+NO_RESIDUAL = Mistake("no-residual", "the residual add forgotten",
+    _P("A residual add was left out: each sublayer's output is added to its input (", _m("X_0"), " + ", _m("Z"),
+       ", ", _m("H_1"), " + ", _m("F"), ") before going on."),
+    _P("This is the value you get by leaving out the residual add: the sublayer's input is added to its output."),
+    lambda p: [Transform(residual="no-first"), Transform(residual="no-second")] if _block(p) is not None else [])
+RELU_BEFORE_BIAS = Mistake("relu-before-bias", "ReLU before the bias",
+    _P("ReLU was applied before adding the bias: ", _is(_m("G"), eq.Call("relu", (eq.Add((
+        eq.Mul((eq.Sym("x"), _m("W_1"))), _m("b_1"))),))), ", the bias first."),
+    _P("This is the value you get by applying ReLU before adding ", _m("b_1"), "."),
+    lambda p: [Transform(relu="before-bias")] if _block(p) is not None and any(_block(p).b_1) else [])
+POSITIONS_AFTER_ATTENTION = Mistake("positions-after-attention", "positions added after attention",
+    _P("The positions were added after the attention: they go in before it, ", _is(_m("X_0"), eq.Add((_m("X"), _m("P")))),
+       ", so that the queries, keys and values know each token's place."),
+    _P("This is the value you get by adding the positions after the attention instead of to ", _m("X"), " before it."),
+    lambda p: [Transform(positions="after-attention")] if _positional(p) else [])
+SIN_COS_SWAPPED = Mistake("sin-cos-swapped", "sin and cos swapped",
+    _P("sin and cos were swapped: the even columns 2i take sin, the odd ones 2i + 1 take cos (of the same angle)."),
+    _P("This is the value you get with cos in the even columns and sin in the odd ones."),
+    lambda p: [Transform(sincos="swapped")] if _positional(p) else [])
+LOG10_LOSS = Mistake("log10-loss", "log base 10 instead of ln",
+    _P("The loss was taken with log base 10; cross-entropy uses the natural log: ",
+       eq.Neg(eq.Call("ln", (eq.Sym("p"),))), " of each target's probability."),
+    _P("This is the value you get with log₁₀ instead of ln in the loss."),
+    lambda p: [Transform(log="log10")] if _output(p) and _block(p).targets is not None else [])
+OUTPUT_SOFTMAX_COLUMNS = Mistake("output-softmax-columns", "output softmax over the wrong axis",
+    _P("The softmax of the logits was taken down each column; each position's row of logits is a distribution over "
+       "the vocabulary, so the softmax runs along the row."),
+    _P("This is the value you get by applying the softmax down each column of the logits instead of along each row."),
+    lambda p: [Transform(output_softmax="columns")] if _output(p) and p.n > 1 else [])
+BLOCK_MISTAKES = (NORM_OVER_COLUMNS, VARIANCE_N_MINUS_1, NORM_ROOT, NO_RESIDUAL, RELU_BEFORE_BIAS,
+                  POSITIONS_AFTER_ATTENTION, SIN_COS_SWAPPED, LOG10_LOSS, OUTPUT_SOFTMAX_COLUMNS)
+# ---- end of a block's mistakes
 # not a different pass: accepted answers that differ from the exact values rounded at the end the way
 # values rounded earlier do (worked.check tests the paths of early rounding itself)
 EARLY_ROUNDING = Mistake("early-rounding", "rounded too early",
@@ -337,4 +419,4 @@ EARLY_ROUNDING = Mistake("early-rounding", "rounded too early",
     None, None, accepted=True)
 
 #: every mistake, in the order reports list them
-ALL = (NO_SCALING, SCALED_BY_DK, TRANSPOSED_SCORES, WRONG_MASK, COLUMN_SOFTMAX, NO_EXP, WEIGHTS_TRANSPOSED, KV_FROM_DECODER, QUERIES_FROM_ENCODER, CAUSAL_MASK_ON_CROSS, HEADS_SWAPPED, NO_W_O, HEADS_AVERAGED, SOFTMAX_BACKWARD_SUM, DV_NOT_TRANSPOSED, NO_SCALING_BACKWARD, DK_NOT_TRANSPOSED, UPDATE_WRONG_SIGN, EARLY_ROUNDING)
+ALL = (NO_SCALING, SCALED_BY_DK, TRANSPOSED_SCORES, WRONG_MASK, COLUMN_SOFTMAX, NO_EXP, WEIGHTS_TRANSPOSED, KV_FROM_DECODER, QUERIES_FROM_ENCODER, CAUSAL_MASK_ON_CROSS, HEADS_SWAPPED, NO_W_O, HEADS_AVERAGED, SOFTMAX_BACKWARD_SUM, DV_NOT_TRANSPOSED, NO_SCALING_BACKWARD, DK_NOT_TRANSPOSED, UPDATE_WRONG_SIGN) + BLOCK_MISTAKES + (EARLY_ROUNDING,)

@@ -277,6 +277,11 @@ def solve(problem: Problem, checks: str = "one", display: str | None = None, *, 
 
         return solve_chain(problem, solve, checks=checks, display=display)
     block = getattr(problem, "block", None) is not None
+    if block and problem.train is not None:
+        from .errors import ProblemError
+
+        raise ProblemError("train", "a block's training step is computed (worked.attention.block_forward) but not yet "
+                           "worked on the pages: leave out [train] to solve the block", problem.source)
     # a Transformer block is worked in decimals (its positions and layer norms are irrational)
     display = "decimal" if block else display or getattr(problem, "display", "exact")
     if display not in DISPLAYS:

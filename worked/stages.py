@@ -62,7 +62,7 @@ class Dims(NamedTuple):
         vocab = len(v) if isinstance(v, (list, tuple)) else int(v)
         given = (("W_out", "targets") + (("gamma_f", "beta_f") if block == "pre-ln" else ())) if block and vocab else ()
         return cls(f.n, f.d_model, f.d_k, f.dv, f.heads, f.d_model if f.heads > 1 or block else f.dv, bool(f.train),
-                   f.n_enc if cross else f.n, cross, int(getattr(f, "d_ff", 0) or 0) if block else 0,
+                   f.n_enc if cross else f.n, cross, int(getattr(f, "dff", None) or getattr(f, "d_ff", 0) or 0) if block else 0,
                    vocab if block else 0, block, given)
 
 
@@ -579,7 +579,8 @@ def _positions(r: BlockRun):
     d = r.problem.d_model
     if r.problem.block.positional == "none":        # no positions: P is 0, X0 is X
         return [[r.b.entry(Fraction(0))] * d for _ in range(r.problem.n)]
-    return [[r.b.position(pos, c, d) for c in range(d)] for pos in range(r.problem.n)]
+    swapped = r.t.sincos == "swapped"      # the mistake: cos in the even columns, sin in the odd
+    return [[r.b.position(pos, c, d, swapped) for c in range(d)] for pos in range(r.problem.n)]
 
 
 def _plus(r: BlockRun, A, B):
@@ -590,14 +591,50 @@ def _plus(r: BlockRun, A, B):
 NormParts, norm_parts = shown_block.NormParts, shown_block.norm_parts     # one row's layer norm (worked.steps.block)
 
 
+def _residual(which: str) -> Callable:
+    """A residual add, A + B (the mistake: the *which* one, "first" or "second", left out: B alone)."""
+    def add(r: BlockRun, A, B):
+        return [list(row) for row in B] if r.t.residual == f"no-{which}" else _plus(r, A, B)
+    add.__doc__ = f"The {which} residual add: its input plus the sublayer's output."
+    return add
+
+
+def _norm_slip(r: BlockRun, M, gamma, beta):
+    """A layer norm as the mistakes take it: over each column (the tokens) instead of each row, σ² over d − 1, the
+    √ or ε left out; no value (the backend's UNDEFINED, else None) where it divides by what may be 0."""
+    b, t, eps = r.b, r.t, r.problem.block.eps
+    cols = t.norm_axis == "columns"
+    lines = [list(c) for c in zip(*M)] if cols else M
+
+    def one(xs):
+        k = len(xs) - (1 if t.variance == "n-1" else 0)
+        if k == 0:
+            return [None] * len(xs)
+        mu = b.div(b.total(xs), b.entry(Fraction(len(xs))))
+        devs = [b.sub(x, mu) for x in xs]
+        var = b.div(b.total([b.mul(x, x) for x in devs]), b.entry(Fraction(k)))
+        root = {"sqrt": lambda: b.sqrt(b.add(var, b.entry(eps))), "no-sqrt": lambda: b.add(var, b.entry(eps)),
+                "no-eps": lambda: b.sqrt(var)}[t.norm_root]()
+        return [None] * len(xs) if b.may_be_zero(root) else [b.div(x, root) for x in devs]
+
+    normed = [one(xs) for xs in lines]
+    normed = [list(c) for c in zip(*normed)] if cols else normed
+    undefined = getattr(b, "UNDEFINED", None)       # a value the pass does not have (Float: NaN; else None)
+    return [[undefined if q is None else b.add(b.mul(g, q), be) for q, g, be in zip(row, gamma, beta)] for row in normed]
+
+
 def _layer_norm(r: BlockRun, M, gamma, beta):
     """Each row over d_model: μ = the row's mean, σ² = the mean of (x − μ)² (dividing by d_model), then
-    γ ⊙ (x − μ)/√(σ² + ε) + β."""
+    γ ⊙ (x − μ)/√(σ² + ε) + β (the mistakes: :func:`_norm_slip`)."""
+    if (r.t.norm_axis, r.t.variance, r.t.norm_root) != ("rows", "n", "sqrt"):
+        return _norm_slip(r, M, gamma, beta)
     out = []
     for i, row in enumerate(M):
         parts = norm_parts(r.b, row, gamma, beta, r.problem.block.eps)
-        if parts.out is None and r.lenient:      # from a student's own row: not defined (a band of nothing)
-            out.append([None] * len(row))
+        # from a student's own row, or in a mistake's pass (a residual left out may leave a row of equal entries):
+        # not defined (a band of nothing), never an error
+        if parts.out is None and (r.lenient or r.t != type(r.t)()):
+            out.append([getattr(r.b, "UNDEFINED", None)] * len(row))
             continue
         if parts.out is None:
             from .errors import ProblemError
@@ -615,8 +652,12 @@ def _affine(r: BlockRun, M, W, bias):
     return [[r.b.add(r.b.dot(row, c), be) for c, be in zip(cols, bias)] for row in M]
 
 
-def _relu(r: BlockRun, U):
-    return [[r.b.relu(x) for x in row] for row in U]
+def _relu(r: BlockRun, U, bias):
+    """relu(U), U = x·W_1 + b_1 (the mistake: ReLU before the bias, relu(x·W_1) + b_1 = relu(U − b_1) + b_1)."""
+    b = r.b
+    if r.t.relu == "before-bias":
+        return [[b.add(b.relu(b.sub(x, be)), be) for x, be in zip(row, bias)] for row in U]
+    return [[b.relu(x) for x in row] for row in U]
 
 
 def _times(r: BlockRun, M, W):
@@ -625,6 +666,10 @@ def _times(r: BlockRun, M, W):
 
 
 def _row_softmax(r: BlockRun, L):
+    """The softmax of each row (the mistake: of each column)."""
+    if r.t.output_softmax == "columns":
+        cols = [r.b.softmax(list(c))[0] for c in zip(*L)]
+        return [list(row) for row in zip(*cols)]
     return [r.b.softmax(row)[0] for row in L]
 
 
@@ -634,6 +679,9 @@ def _cross_entropy(r: BlockRun, probs, targets):
     terms = [b.ln(probs[i][t]) for i, t in enumerate(targets)]
     if any(x is None for x in terms):     # a hand's probability rounded to 0: no ln of it (the value is not defined)
         return [[None]]
+    if r.t.log == "log10":                # the mistake: log base 10, ln p / ln 10
+        ten = b.ln(b.entry(Fraction(10)))
+        terms = [b.div(x, ten) for x in terms]
     return [[b.div(b.sub(b.entry(Fraction(0)), b.total(terms)), b.entry(Fraction(len(terms))))]]
 
 
@@ -688,16 +736,270 @@ def _block_stage(sid, inputs, rows, cols, words, forward, **kw) -> Stage:
     return Stage(sid, inputs, rows, cols, _words(words), scope="layer", forward=forward, grid=_BLOCK_GRIDS[sid], **kw)
 
 
-_POSITIONS = _block_stage("P", (), "n", "d_model", "the positions P (sinusoidal)", _positions, step=shown_block.POSITIONS)
+# ---- a block's training step (issue 27; [train] loss = "cross-entropy"): the gradient of every weight, the update
+def _col_sums(b, M) -> list:
+    """The sums of *M*'s columns, as a 1 × cols matrix (a bias's gradient: each row added it once)."""
+    return [[b.total([row[j] for row in M]) for j in range(len(M[0]))]]
+
+
+def flat(v) -> list:
+    """A vector as the stages take it (a list), from a 1 × k matrix or a list."""
+    return list(v[0]) if v and isinstance(v[0], list) else list(v)     # (an Interval's entry is a tuple)
+
+
+def _d_logits(r: BlockRun, probs, targets):
+    """(probs − Y)/n, Y one-hot of each position's target: the gradient of the mean cross-entropy at the logits."""
+    b = r.b
+    n, one = b.entry(Fraction(len(probs))), b.entry(Fraction(1))
+    return [[b.div(b.sub(p, one) if j == t else p, n) for j, p in enumerate(row)] for row, t in zip(probs, targets)]
+
+
+def _d_of_weight(r: BlockRun, M, d):
+    """Mᵀ·d: the gradient of a weight that multiplies M (W_out, W_1, W_2, W_O)."""
+    cols = list(zip(*d))
+    return [[r.b.dot(mc, dc) for dc in cols] for mc in zip(*M)]
+
+
+def _d_of_input(r: BlockRun, d, W):
+    """d·Wᵀ: the gradient of what a weight W multiplies."""
+    return [[r.b.dot(row, wr) for wr in W] for row in d]
+
+
+def _d_bias(r: BlockRun, d):
+    """The sums of d's columns: the gradient of a bias (β, b_1, b_2)."""
+    return _col_sums(r.b, d)
+
+
+def _d_relu(r: BlockRun, dG, U):
+    """dG where U > 0, else 0 (ReLU's slope: 1 above 0, 0 at or below it)."""
+    return [[r.b.relu_back(g, u) for g, u in zip(gr, ur)] for gr, ur in zip(dG, U)]
+
+
+def _norm_back_rows(r: BlockRun, dY, M, gamma):
+    """Each row's layer-norm backward: with x̂ = (x − μ)/√(σ² + ε) and dx̂ = γ ⊙ dY,
+    dx = (dx̂ − mean(dx̂) − x̂ ⊙ mean(dx̂ ⊙ x̂))/√(σ² + ε); and the x̂ rows (for dγ). :func:`norm_back_parts`
+    gives one row's parts as a hand writes them."""
+    parts = [norm_back_parts(r.b, dy, row, gamma, r.problem.block.eps) for dy, row in zip(dY, M)]
+    return [q.dx for q in parts], [q.norm.normed for q in parts]
+
+
+class NormBack(NamedTuple):
+    """One row's layer-norm backward as a hand works it: the forward's parts (*norm*: μ, …, the root, x̂),
+    dx̂ = γ ⊙ dY, its mean *m1*, the mean *m2* of dx̂ ⊙ x̂, and dx = (dx̂ − m1 − x̂·m2)/root."""
+
+    norm: Any
+    dh: list
+    m1: Any
+    m2: Any
+    dx: list
+
+
+def norm_back_parts(b, dy, row, gamma, eps) -> NormBack:
+    """The layer-norm backward of one *row* (its output's gradient *dy*) in backend *b*, each value as a hand
+    writes it (a :class:`~worked.attention.Hand` rounds dx̂, the two means and each dx)."""
+    parts = norm_parts(b, row, gamma, [b.entry(Fraction(0))] * len(gamma), eps)
+    size = b.entry(Fraction(len(row)))
+    dh = [b.carry(b.mul(g, x)) for g, x in zip(gamma, dy)]
+    m1 = b.div(b.total(dh), size)
+    m2 = b.div(b.total([b.mul(x, h) for x, h in zip(dh, parts.normed)]), size)
+    return NormBack(parts, dh, m1, m2, [b.div(b.sub(b.sub(x, m1), b.mul(h, m2)), parts.root)
+                                        for x, h in zip(dh, parts.normed)])
+
+
+def _d_norm(r: BlockRun, dY, M, gamma):
+    """The gradient of a layer norm's input M from the gradient dY of its output."""
+    return _norm_back_rows(r, dY, M, gamma)[0]
+
+
+def _d_gamma(r: BlockRun, dY, M, gamma):
+    """dγ: the sums of the columns of dY ⊙ x̂ (x̂ the normalised rows of the layer norm's input M)."""
+    hats = _norm_back_rows(r, dY, M, gamma)[1]
+    return _col_sums(r.b, [[r.b.mul(d, h) for d, h in zip(dr, hr)] for dr, hr in zip(dY, hats)])
+
+
+def _d_residual_ffn(r: BlockRun, d_res, dU, W_1):
+    """post-LN: dH1 = dR2 + dU·W_1ᵀ (H1 feeds the residual add and the feed-forward)."""
+    return _plus(r, d_res, _d_of_input(r, dU, W_1))
+
+
+def _d_residual_norm(r: BlockRun, d_res, dN, M, gamma):
+    """pre-LN: dH1 = dH + LN_2's backward of dN2 (H1 feeds the residual add and LN_2)."""
+    return _plus(r, d_res, _d_norm(r, dN, M, gamma))
+
+
+def _same(r: BlockRun, d):
+    """The gradient passed on unchanged (the residual add's branch: dZ = dR1, or dH1)."""
+    return [list(row) for row in d]
+
+
+def _d_heads_input(r: BlockRun, heads):
+    """pre-LN: dN1 = Σ over the heads of dQ·W_Qᵀ + dK·W_Kᵀ + dV·W_Vᵀ (N1 feeds every head's projections)."""
+    b = r.b
+    terms = [_d_of_input(r, h[d], h[w]) for h in heads for d, w in (("dQ", "W_Q"), ("dK", "W_K"), ("dV", "W_V"))]
+    return [[b.total([t[i][j] for t in terms]) for j in range(len(terms[0][0]))] for i in range(len(terms[0]))]
+
+
+def _block_update(r: BlockRun, W, dW):
+    """W − lr·dW (a vector's as a 1 × k matrix)."""
+    b, lr = r.b, r.b.entry(r.problem.train.lr)
+    W = W if W and isinstance(W[0], list) else [W]
+    return [[b.sub(x, b.mul(lr, g)) for x, g in zip(wr, gr)] for wr, gr in zip(W, dW)]
+
+
+_D = lambda name: eq.matrix_sym("d" + name)  # noqa: E731
+
+
+def _grad_grid(sid: str, label: str, definition: Callable, hint: Callable | None = None) -> Grid:
+    return Grid(label, lambda S, sid=sid: eq.matrix_sym(sid), lambda S, p, f=definition: f(p), hint)
+
+
+def _mT(name: str):
+    return eq.Pow(_B(name), eq.Sym("T"))
+
+
+def _back(dY: str, M: str, gamma: str):
+    return eq.Call("LNback", (eq.matrix_sym(dY), _B(M), _B(gamma)))
+
+
+_LN_BACK_HINT = lambda p: ("the layer norm's backward, row by row: dx = (dx̂ − mean(dx̂) − x̂·mean(dx̂·x̂))/√(σ² + ε), "  # noqa: E731
+                           "dx̂ = γ ⊙ dY")
+_BLOCK_TRAIN_GRIDS = {
+    "dlogits": _grad_grid("dlogits", "Gradient of the logits", lambda p: eq.Frac(
+        eq.Add((_B("probs", upright=True), eq.Neg(_B("Y")))), eq.Sym("n")), lambda p: "Y: 1 at each position's target, else 0"),
+    "dW_out": _grad_grid("dW_out", "Gradient dW_out", lambda p: eq.Mul((_mT("H" if p.block.kind == "post-ln" else "H_f"),
+                                                                        _D("logits")))),
+    "dH": _grad_grid("dH", "Gradient of the block output", lambda p: eq.Mul((_D("logits"), _mT("W_out")))
+                     if p.block.kind == "post-ln" else _back("dHf", "H", "γ_f"),
+                     lambda p: None if p.block.kind == "post-ln" else _LN_BACK_HINT(p)),
+    "dHf": _grad_grid("dHf", "Gradient of the final layer norm", lambda p: eq.Mul((_D("logits"), _mT("W_out")))),
+    "dR2": _grad_grid("dR2", "Gradient of the second residual sum", lambda p: _back("dH", "R_2", "γ_2"), _LN_BACK_HINT),
+    "dW_2": _grad_grid("dW_2", "Gradient dW_2", lambda p: eq.Mul((_mT("G"), _D("R2" if p.block.kind == "post-ln" else "H")))),
+    "db_2": _grad_grid("db_2", "Gradient db_2", lambda p: eq.Call("colsum", (_D("R2" if p.block.kind == "post-ln" else "H"),))),
+    "dG": _grad_grid("dG", "Gradient of the hidden values", lambda p: eq.Mul((_D("R2" if p.block.kind == "post-ln" else "H"),
+                                                                             _mT("W_2")))),
+    "dU": _grad_grid("dU", "Gradient before ReLU", lambda p: eq.Mul((_D("G"), eq.Call("step", (_B("U"),)))),
+                     lambda p: "dG where U > 0, else 0"),
+    "dW_1": _grad_grid("dW_1", "Gradient dW_1", lambda p: eq.Mul((_mT("H_1" if p.block.kind == "post-ln" else "N_2"), _D("U")))),
+    "db_1": _grad_grid("db_1", "Gradient db_1", lambda p: eq.Call("colsum", (_D("U"),))),
+    "dN2": _grad_grid("dN2", "Gradient of LN_2's output", lambda p: eq.Mul((_D("U"), _mT("W_1")))),
+    "dgamma_2": _grad_grid("dgamma_2", "Gradient dγ_2", lambda p: eq.Call("colsum", (eq.Mul((
+        _D("H" if p.block.kind == "post-ln" else "N2"), _B("x̂"))),)), lambda p: "x̂: LN_2's normalised rows"),
+    "dbeta_2": _grad_grid("dbeta_2", "Gradient dβ_2", lambda p: eq.Call("colsum", (_D("H" if p.block.kind == "post-ln" else "N2"),))),
+    "dgamma_f": _grad_grid("dgamma_f", "Gradient dγ_f", lambda p: eq.Call("colsum", (eq.Mul((_D("Hf"), _B("x̂"))),)),
+                           lambda p: "x̂: LN_f's normalised rows"),
+    "dbeta_f": _grad_grid("dbeta_f", "Gradient dβ_f", lambda p: eq.Call("colsum", (_D("Hf"),))),
+    "dH1": _grad_grid("dH1", "Gradient of H1", lambda p: eq.Add((_D("R2"), eq.Mul((_D("U"), _mT("W_1")))))
+                      if p.block.kind == "post-ln" else eq.Add((_D("H"), _back("dN2", "H_1", "γ_2")))),
+    "dR1": _grad_grid("dR1", "Gradient of the first residual sum", lambda p: _back("dH1", "R_1", "γ_1"), _LN_BACK_HINT),
+    "dZ": _grad_grid("dZ", "Gradient of the attention's output", lambda p: _D("R1" if p.block.kind == "post-ln" else "H1")),
+    "dconcat": _grad_grid("dconcat", "Gradient dconcat", lambda p: eq.Mul((_D("Z"), _mT("W_O")))),
+    "dW_O": _grad_grid("dW_O", "Gradient dW_O", lambda p: eq.Mul((_mT("concat"), _D("Z")))),
+    "dgamma_1": _grad_grid("dgamma_1", "Gradient dγ_1", lambda p: eq.Call("colsum", (eq.Mul((
+        _D("H1" if p.block.kind == "post-ln" else "N1"), _B("x̂"))),)), lambda p: "x̂: LN_1's normalised rows"),
+    "dbeta_1": _grad_grid("dbeta_1", "Gradient dβ_1", lambda p: eq.Call("colsum", (_D("H1" if p.block.kind == "post-ln" else "N1"),))),
+    "dN1": _grad_grid("dN1", "Gradient of LN_1's output", lambda p: eq.Sum(eq.Add(tuple(
+        eq.Mul((_D(x), _mT("W_" + x))) for x in ("Q", "K", "V"))), "heads")),
+}
+
+
+def _block_grad(sid, inputs, rows, cols, words, forward) -> Stage:
+    return Stage(sid, inputs, rows, cols, _words(words), scope="layer", forward=forward, grid=_BLOCK_TRAIN_GRIDS[sid])
+
+
+_DLOGITS = (
+    _block_grad("dlogits", ("probs", "targets"), "n", "vocab", "the gradient of the logits (probs − Y)/n", _d_logits),
+)
+_DW_O = (      # dconcat's columns, head by head, are each head's dZ (the heads' backward starts from them)
+    _block_grad("dconcat", ("dZ", "W_O"), "n", "heads·d_v", "the gradient of the concatenated heads dZ·W_Oᵀ",
+                _d_of_input)._replace(by_head="dZ"),
+    _block_grad("dW_O", ("concat", "dZ"), "heads·d_v", "d_model", "the gradient dW_O = concatᵀ·dZ", _d_of_weight),
+)
+#: the weights a block's training step updates (the heads' W_Q, W_K, W_V by the attention's own update stages)
+BLOCK_WEIGHTS = ("W_O", "W_1", "b_1", "W_2", "b_2", "gamma_1", "beta_1", "gamma_2", "beta_2", "gamma_f", "beta_f", "W_out")
+_SHAPES = {"W_O": ("heads·d_v", "d_model"), "W_1": ("d_model", "d_ff"), "b_1": ("1", "d_ff"), "W_2": ("d_ff", "d_model"),
+           "W_out": ("d_model", "vocab")}
+
+
+_LOSS_AFTER = Stage("loss_after", ("loss_new",), "1", "1", _words("the loss after the update ", eq.Sym("L", prime=True)),
+                    scope="layer", forward=_same, grid=Grid("Loss after the update L′", lambda S: eq.Sym("L", prime=True),
+                                                            lambda S, p: eq.Sym("L", prime=True),
+                                                            lambda p: "the loss of a fresh pass with the updated weights"))
+
+
+def _block_updates(weights: tuple) -> tuple:
+    """Each weight's update W − lr·dW, then the loss after them (its input ``loss_new``: the loss of a fresh pass
+    with the updated weights)."""
+    return tuple(Stage(w + "_new", (w, "d" + w), *_SHAPES.get(w, ("1", "d_model")), _words(f"the updated {w}"),
+                       scope="layer", forward=_block_update,
+                       grid=Grid(f"Updated {w}", lambda S, w=w: eq.Sym(w, prime=True),
+                                 lambda S, p, w=w: eq.Add((_B(w), eq.Neg(eq.Mul((eq.Sym("lr", upright=True),
+                                                                                  eq.matrix_sym("d" + w)))))))) for w in weights) + (
+        _LOSS_AFTER,)
+
+
+def _ffn_back(d_out: str, x_in: str) -> tuple:
+    """The feed-forward's backward, from the gradient *d_out* of its output F to its weights, given its input
+    *x_in*: dW_2, db_2, dG, dU (through ReLU), dW_1, db_1."""
+    return (
+        _block_grad("dW_2", ("G", d_out), "d_ff", "d_model", f"the gradient dW_2 = Gᵀ·{d_out}", _d_of_weight),
+        _block_grad("db_2", (d_out,), "1", "d_model", "the gradient db_2", _d_bias),
+        _block_grad("dG", (d_out, "W_2"), "n", "d_ff", f"the gradient of the hidden values {d_out}·W_2ᵀ", _d_of_input),
+        _block_grad("dU", ("dG", "U"), "n", "d_ff", "the gradient before ReLU", _d_relu),
+        _block_grad("dW_1", (x_in, "dU"), "d_model", "d_ff", f"the gradient dW_1 = {x_in}ᵀ·dU", _d_of_weight),
+        _block_grad("db_1", ("dU",), "1", "d_ff", "the gradient db_1", _d_bias),
+    )
+
+
+def _output_back(H: str, dH: str) -> tuple:
+    """The output layer's backward, from dlogits: dW_out = Hᵀ·dlogits and the gradient *dH* of its input *H*."""
+    return (
+        _block_grad("dW_out", (H, "dlogits"), "d_model", "vocab", f"the gradient dW_out = {H}ᵀ·dlogits", _d_of_weight),
+        _block_grad(dH, ("dlogits", "W_out"), "n", "d_model", f"the gradient of {H}: dlogits·W_outᵀ", _d_of_input),
+    )
+
+
+def _norm_back(d: str, M: str, k: str, dM: str | None) -> tuple:
+    """A layer norm's backward from the gradient *d* of its output (its input *M*, its γ and β ``gamma_`` + *k*):
+    the gradient *dM* of its input (None: not needed), dγ and dβ."""
+    return ((_block_grad(dM, (d, M, "gamma_" + k), "n", "d_model", f"the gradient of {M} (LN_{k} backward)", _d_norm),)
+            if dM else ()) + (
+        _block_grad("dgamma_" + k, (d, M, "gamma_" + k), "1", "d_model", f"the gradient dγ_{k}", _d_gamma),
+        _block_grad("dbeta_" + k, (d,), "1", "d_model", f"the gradient dβ_{k}", _d_bias),
+    )
+
+
+_POST_TRAIN = _DLOGITS + _output_back("H", "dH") + _norm_back("dH", "R2", "2", "dR2") + _ffn_back("dR2", "H1") + (
+    _block_grad("dH1", ("dR2", "dU", "W_1"), "n", "d_model", "the gradient of H1 dR2 + dU·W_1ᵀ", _d_residual_ffn),
+) + _norm_back("dH1", "R1", "1", "dR1") + (
+    _block_grad("dZ", ("dR1",), "n", "d_model", "the gradient of the attention's output dZ = dR1", _same),
+) + _DW_O
+_PRE_TRAIN = _DLOGITS + _output_back("Hf", "dHf") + _norm_back("dHf", "H", "f", "dH") + _ffn_back("dH", "N2") + (
+    _block_grad("dN2", ("dU", "W_1"), "n", "d_model", "the gradient of LN_2's output dU·W_1ᵀ", _d_of_input),
+) + _norm_back("dN2", "H1", "2", None) + (
+    _block_grad("dH1", ("dH", "dN2", "H1", "gamma_2"), "n", "d_model", "the gradient of H1: dH + LN_2's backward of dN2",
+                _d_residual_norm),
+    _block_grad("dZ", ("dH1",), "n", "d_model", "the gradient of the attention's output dZ = dH1", _same),
+) + _DW_O
+#: pre-LN's stages after the heads' backward: LN_1 feeds the heads
+_PRE_AFTER_HEADS = (
+    _block_grad("dN1", ("head_grads",), "n", "d_model", "the gradient of LN_1's output (every head's projections)",
+                _d_heads_input),
+) + _norm_back("dN1", "X0", "1", None)
+
+
+_POSITIONS = _block_stage("P", (), "n", "d_model", "the positions P (sinusoidal)", _positions, step=shown_block.POSITIONS,
+                          mistakes=(slips.SIN_COS_SWAPPED,))
+_NORM_SLIPS = (slips.NORM_OVER_COLUMNS, slips.VARIANCE_N_MINUS_1, slips.NORM_ROOT)      # the block's first layer norm's
 _BLOCK_IN = _block_stage("X0", ("X", "P"), "n", "d_model", "the block's input X + P", _plus, step=shown_block.PLUS)
 _OUTPUT_LAYER = (
     _block_stage("probs", ("logits",), "n", "vocab", "the next-token probabilities (softmax of each row of the logits)",
-                 _row_softmax, step=shown_block.SOFTMAX),
+                 _row_softmax, step=shown_block.SOFTMAX, mistakes=(slips.OUTPUT_SOFTMAX_COLUMNS,)),
     _block_stage("loss", ("probs", "targets"), "1", "1", "the loss: the mean of −ln p of each target", _cross_entropy,
-                 step=shown_block.LOSS),
+                 step=shown_block.LOSS, mistakes=(slips.LOG10_LOSS,)),
 )
-_FFN_REST = (      # the feed-forward after its first layer, in either order
-    _block_stage("G", ("U",), "n", "d_ff", "the feed-forward's hidden values after ReLU", _relu, step=shown_block.RELU),
+_FFN_REST = (      # the feed-forward after its first layer, in either order (G takes b_1 for ReLU before the bias)
+    _block_stage("G", ("U", "b_1"), "n", "d_ff", "the feed-forward's hidden values after ReLU", _relu,
+                 step=shown_block.RELU, mistakes=(slips.RELU_BEFORE_BIAS,)),
     _block_stage("F", ("G", "W_2", "b_2"), "n", "d_model", "the feed-forward's output G·W_2 + b_2", _affine,
                  step=shown_block.AFFINE),
 )
@@ -706,32 +1008,52 @@ POST_LN = {
     "before": (_POSITIONS, _BLOCK_IN),
     "attends": "X0",
     "after": (
-        _block_stage("R1", ("X0", "Z"), "n", "d_model", "the first residual sum X0 + Z", _plus, step=shown_block.PLUS),
-        _block_stage("H1", ("R1", "gamma_1", "beta_1"), "n", "d_model", "H1 = LN_1(X0 + Z)", _layer_norm, step=shown_block.NORM),
+        _block_stage("R1", ("X0", "Z"), "n", "d_model", "the first residual sum X0 + Z", _residual("first"),
+                     step=shown_block.PLUS, mistakes=(slips.NO_RESIDUAL,)),
+        _block_stage("H1", ("R1", "gamma_1", "beta_1"), "n", "d_model", "H1 = LN_1(X0 + Z)", _layer_norm, step=shown_block.NORM,
+                     mistakes=_NORM_SLIPS),
         _block_stage("U", ("H1", "W_1", "b_1"), "n", "d_ff", "the feed-forward's first layer H1·W_1 + b_1", _affine, step=shown_block.AFFINE),
         *_FFN_REST,
-        _block_stage("R2", ("H1", "F"), "n", "d_model", "the second residual sum H1 + F", _plus, step=shown_block.PLUS),
+        _block_stage("R2", ("H1", "F"), "n", "d_model", "the second residual sum H1 + F", _residual("second"),
+                     step=shown_block.PLUS),
         _block_stage("H", ("R2", "gamma_2", "beta_2"), "n", "d_model", "the block's output H = LN_2(H1 + F)", _layer_norm, step=shown_block.NORM),
         _block_stage("logits", ("H", "W_out"), "n", "vocab", "the logits H·W_out", _times, step=shown_block.AFFINE),
     ) + _OUTPUT_LAYER,
+    # a [train] step: the layer's gradients down to dZ, then the heads' (the attention's stages), then those after them
+    "train": _POST_TRAIN,
+    "after_heads": (),
+    "update": _block_updates(tuple(w for w in BLOCK_WEIGHTS if not w.endswith("_f"))),
 }
 #: a pre-LN block (GPT-2): layer norm before each sublayer, a final one before the output layer
 PRE_LN = {
     "before": (_POSITIONS, _BLOCK_IN,
                _block_stage("N1", ("X0", "gamma_1", "beta_1"), "n", "d_model", "LN_1(X0), the heads' input",
-                            _layer_norm, step=shown_block.NORM)),
+                            _layer_norm, step=shown_block.NORM,
+                            mistakes=_NORM_SLIPS + (slips.POSITIONS_AFTER_ATTENTION,))),
     "attends": "N1",
     "after": (
-        _block_stage("H1", ("X0", "Z"), "n", "d_model", "H1 = X0 + Z (the residual add)", _plus, step=shown_block.PLUS),
+        _block_stage("H1", ("X0", "Z"), "n", "d_model", "H1 = X0 + Z (the residual add)", _residual("first"),
+                     step=shown_block.PLUS, mistakes=(slips.NO_RESIDUAL,)),
         _block_stage("N2", ("H1", "gamma_2", "beta_2"), "n", "d_model", "LN_2(H1), the feed-forward's input", _layer_norm, step=shown_block.NORM),
         _block_stage("U", ("N2", "W_1", "b_1"), "n", "d_ff", "the feed-forward's first layer N2·W_1 + b_1", _affine, step=shown_block.AFFINE),
         *_FFN_REST,
-        _block_stage("H", ("H1", "F"), "n", "d_model", "the block's output H = H1 + F", _plus, step=shown_block.PLUS),
+        _block_stage("H", ("H1", "F"), "n", "d_model", "the block's output H = H1 + F", _residual("second"),
+                     step=shown_block.PLUS),
         _block_stage("Hf", ("H", "gamma_f", "beta_f"), "n", "d_model", "the final layer norm LN_f(H)", _layer_norm, step=shown_block.NORM),
         _block_stage("logits", ("Hf", "W_out"), "n", "vocab", "the logits LN_f(H)·W_out", _times, step=shown_block.AFFINE),
     ) + _OUTPUT_LAYER,
+    "train": _PRE_TRAIN,
+    "after_heads": _PRE_AFTER_HEADS,
+    "update": _block_updates(BLOCK_WEIGHTS),
 }
 BLOCK_KINDS = {"post-ln": POST_LN, "pre-ln": PRE_LN}
+_COMPUTES = {_layer_norm: "layer norm", _relu: "relu", _row_softmax: "softmax"}
+
+
+def computes(stage: Stage) -> str | None:
+    """What a block stage computes, for those whose kind a rule reads (``worked new --block``'s): "layer norm",
+    "relu", "softmax" (the output's rows), else None."""
+    return _COMPUTES.get(stage.forward)
 
 
 def block_inputs(problem, backend) -> dict:
@@ -805,6 +1127,8 @@ def _block_heads(attends: str) -> tuple:
             s = s._replace(inputs=(attends,) + s.inputs[1:], grid=g._replace(
                 definition=lambda S, p, w=s.inputs[1]: eq.Mul((x, S(w))),
                 task=lambda p, *_, what=g.label.split()[0].lower(): _project_task(what, x, "")))
+            if not out and attends == "X0":     # post-LN: the heads take X0 itself, so positions added after them
+                s = s._replace(mistakes=s.mistakes + (slips.POSITIONS_AFTER_ATTENTION,))     # first show in Q
         out.append(s)
     return tuple(out)
 
