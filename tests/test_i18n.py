@@ -182,9 +182,10 @@ def test_no_english_sentence_on_a_page(name, kind, lang):
     assert _stray_english(_visible(html), sol) == []
 
 
+@pytest.mark.parametrize("name", ["decimal-inputs", "block-pre-ln-causal"])
 @pytest.mark.parametrize("lang", COMMA)
-def test_a_german_key_writes_decimal_commas(lang):
-    sol = solution("decimal-inputs")
+def test_a_german_key_writes_decimal_commas(lang, name):
+    sol = solution(name)
     with i18n.using(lang):
         page = view.build(sol, "answer-key")
         html = render_html(page)
@@ -197,6 +198,24 @@ def test_a_german_key_writes_decimal_commas(lang):
     lt, region = i18n.get(lang).typst
     assert f'#set text(lang: "{lt}"' in typ
     assert f"{i18n.get(lang).babel_name}.ldf" in tex
+
+
+def test_a_german_block_key_and_its_mistakes_speak_german():
+    """A Transformer block's words (its steps, grids and facts) and its mistakes' titles, math and all, in German;
+    the title JSON keeps stays English."""
+    from worked.mistakes import MISTAKES
+
+    sol = solution("block-pre-ln-causal")
+    with i18n.using("de"):
+        text = _visible(render_html(view.build(sol, "answer-key")))
+        titles = {c: MISTAKES[c].title_text() for c in ("norm-over-columns", "no-residual", "transposed-scores")}
+        feedback = MISTAKES["relu-before-bias"].message(sol.problem)
+    for words in ("Schichtnormalisierung", "Residualaddition", "Feed-Forward", "Vokabular", "Ziele"):
+        assert words in text
+    assert titles == {"norm-over-columns": "Schichtnormalisierung über die falsche Achse",
+                      "no-residual": "Residualaddition vergessen", "transposed-scores": "K·Qᵀ statt Q·Kᵀ"}
+    assert feedback.startswith("ReLU wurde vor der Addition des Bias angewendet: G = relu(")
+    assert MISTAKES["transposed-scores"].title == "K·Qᵀ instead of Q·Kᵀ"
 
 
 @pytest.mark.parametrize("lang", SHIPPED)

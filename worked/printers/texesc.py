@@ -20,6 +20,7 @@ _UNICODE = {
     "✓": r"\ensuremath{\checkmark}", "½": r"\textonehalf{}", "¼": r"\textonequarter{}", "¾": r"\textthreequarters{}", "°": r"\textdegree{}", "⁽": r"\textsuperscript{(}", "⁾": r"\textsuperscript{)}",
 }
 _SUPERSCRIPTS = dict(zip("⁰¹²³⁴⁵⁶⁷⁸⁹", "0123456789"))
+_SUBSCRIPTS = dict(zip("₀₁₂₃₄₅₆₇₈₉", "0123456789"))      # log₁₀ in words
 _ACCENTS = {"\u0301": "'", "\u0300": "`", "\u0302": "^", "\u0308": '"', "\u0303": "~", "\u0304": "=",
             "\u0327": "c", "\u030c": "v", "\u0306": "u", "\u030a": "r", "\u0328": "k", "\u0307": "."}
 _LETTERS = {"ß": r"\ss{}", "æ": r"\ae{}", "Æ": r"\AE{}", "ø": r"\o{}", "Ø": r"\O{}", "œ": r"\oe{}",
@@ -39,6 +40,8 @@ def _char(c: str) -> str:
         return _UNICODE[c]
     if c in _SUPERSCRIPTS:
         return r"\textsuperscript{" + _SUPERSCRIPTS[c] + "}"
+    if c in _SUBSCRIPTS:
+        return r"\textsubscript{" + _SUBSCRIPTS[c] + "}"
     if c in _LETTERS:
         return _LETTERS[c]
     d = unicodedata.normalize("NFD", c)
