@@ -580,7 +580,7 @@ def describe(q: dict, problem) -> eq.Prose:
         k, matrix = _in_block(q["matrix"])
         k = k or len(blocks)
         inner = dict(q, matrix=matrix, ask=q["ask"].split(".", 1)[1] if q["ask"].startswith("block") else q["ask"])
-        return eq.say("block {k}, {what}", k=str(k), what=describe(inner, blocks[k - 1]))
+        return eq.prose(eq.say("block {k}, {what}", k=str(k), what=describe(inner, blocks[k - 1])))
     base = q["matrix"].split(".")[-1]
     arch = stages.of(problem)
     words = stages.words(q["matrix"], arch)
@@ -602,7 +602,7 @@ def describe(q: dict, problem) -> eq.Prose:
         where = eq.say("a number")
     else:
         where = eq.say("the whole matrix")
-    return eq.say("{what}: {where}", what=words, where=where)
+    return eq.prose(eq.say("{what}: {where}", what=words, where=where))
 
 
 def ask_tree(q: dict):
