@@ -133,14 +133,10 @@ class Mistake:
 
     def message_prose(self, problem) -> eq.Prose:
         """The check report's explanation for this problem (the scale named as it is: √d_k = √4 = 2), as
-        prose with its math as trees, for a writer that sets math: its sentence in the current language."""
-        from . import i18n
-
+        prose with its math as trees, for a writer that sets math."""
         if self.id == "no-scaling":      # the scale named as the problem has it (√d_k = √4 = 2)
-            said = eq.say(_NOT_SCALED, scale=_scale_named(problem))
-        else:
-            said = self.feedback(problem) if callable(self.feedback) else self.feedback
-        return eq.prose(i18n.localize(eq.prose(said)))
+            return eq.prose(eq.say(_NOT_SCALED, scale=_scale_named(problem)))
+        return eq.prose(self.feedback(problem) if callable(self.feedback) else self.feedback)
 
     def message(self, problem) -> str:
         """The check report's explanation, for this problem, as Unicode text (the text printer)."""
