@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import worked
-from worked import eq, printers
+from worked import eq, i18n, printers
 from worked.render import answer_key_html, answer_key_tex, answer_key_typst, worksheet_tex, worksheet_typst
 
 ROOT = Path(__file__).resolve().parent.parent
