@@ -24,6 +24,11 @@ function _t(msgid, args) {
   return args ? s.replace(/\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (m, k) => (k in args ? String(args[k]) : m)) : s;
 }
 
+/* A heading's words inside a sentence: lower case, except in German (its nouns keep their capital). */
+function lowered(text) {
+  return /^de\b/.test(document.documentElement.lang || "") ? text : text.toLowerCase();
+}
+
 const $ = (sel, root = document) => root.querySelector(sel);
 const $$ = (sel, root = document) => Array.from(root.querySelectorAll(sel));
 
@@ -144,7 +149,7 @@ function inputGrid(prefix, label, rows, cols, opts = {}) {
       const id = `${prefix}-${i}-${j}`;
       const input = el("input", {
         id, type: "text", autocomplete: "off", autocapitalize: "off", spellcheck: "false",
-        "aria-label": `${label}, row ${r}, column ${c}`,
+        "aria-label": _t("{grid}, row {row}, column {col}", { grid: label, row: r, col: c }),
         "data-i": i, "data-j": j, class: masked.has(`${i},${j}`) ? "masked" : null,
         inputmode: opts.numeric ? "decimal" : null,
         placeholder: masked.has(`${i},${j}`) ? opts.maskedPlaceholder || "" : null,
@@ -154,7 +159,7 @@ function inputGrid(prefix, label, rows, cols, opts = {}) {
         tr.append(el("td", { class: "not-asked" }, el("span", { "aria-label": _t("not asked"), text: "·" })));
         return;
       }
-      if (opts.asked) { input.classList.add("asked"); input.setAttribute("aria-label", `${input.getAttribute("aria-label")}, asked`); }
+      if (opts.asked) { input.classList.add("asked"); input.setAttribute("aria-label", _t("{cell}, asked", { cell: input.getAttribute("aria-label") })); }
       input.addEventListener("paste", (ev) => pasteMatrix(ev, t, label, rows, cols, opts.onPasteError));
       input.addEventListener("input", () => fitCell(input));
       fitCell(input);
@@ -1235,7 +1240,7 @@ const QUIZ_WORDS = {
   family: _t("Problem family (the knobs of worked new; empty: the default)"), useRandom: _t("Use the random problem's knobs"),
   addQuestion: _t("Add a question"), removePart: _t("Remove this part"), up: _t("Move up"), down: _t("Move down"), remove: _t("Remove"),
   ask: _t("Ask"), askHelp: _t("such as scores[2,3], weights[1,*] or Z"), matrix: _t("Matrix"), row: _t("Row"), col: _t("Column"),
-  every: (what) => _t("every {what} (*)", { what }), typed: _t("(as typed)"), type: _t("Type"), value: _t("a number to type"),
+  every: (what) => (what === "row" ? _t("every row (*)") : _t("every column (*)")), typed: _t("(as typed)"), type: _t("Type"), value: _t("a number to type"),
   choice: _t("choose among options"), choices: _t("Options"), choicesHelp: _t("empty: 4; the right value and named mistakes' values"),
   points: _t("Points"), pointsHelp: _t("empty: 1"), abs: _t("Tolerance ±"), absHelp: _t("absolute; empty: one unit of the last place"),
   rel: _t("Relative tolerance"), relHelp: _t("0.02 is 2 %"), name: _t("Name"), nameHelp: _t("empty: q1, q2, …"),
@@ -1448,11 +1453,11 @@ function renumberQuiz() {
     $(".part-title", part).hidden = !mixed;
     $(".remove-part", part).hidden = parts.length < 2;
     $(".remove-part", part).setAttribute("aria-label", `${QUIZ_WORDS.removePart}: ${head}`);
-    $(".add-question", part).setAttribute("aria-label", `${QUIZ_WORDS.addQuestion} to ${head.toLowerCase()}`);
-    $(".use-random", part).setAttribute("aria-label", `${QUIZ_WORDS.useRandom} in ${head.toLowerCase()}`);
+    $(".add-question", part).setAttribute("aria-label", _t("Add a question to {part}", { part: lowered(head) }));
+    $(".use-random", part).setAttribute("aria-label", _t("Use the random problem's knobs in {part}", { part: lowered(head) }));
     const rows = $$(".qrows > li", part);
     rows.forEach((row, k) => {
-      const what = QUIZ_WORDS.question(k + 1) + (mixed ? ` of ${head.toLowerCase()}` : "");
+      const what = mixed ? _t("{question} of {part}", { question: QUIZ_WORDS.question(k + 1), part: lowered(head) }) : QUIZ_WORDS.question(k + 1);
       $("legend", row).textContent = QUIZ_WORDS.question(k + 1);
       for (const b of $$("[data-act]", row)) {
         b.setAttribute("aria-label", `${b.textContent.replace(/^[↑↓] /, "")}: ${what}`);
@@ -1613,7 +1618,7 @@ function setupQuizBuilder() {
       if (b.dataset.act === "up") other.before(row); else other.after(row);
       renumberQuiz();
       b.focus();        // (moving the row took the focus away)
-      $("#quiz-status").textContent = _t("Moved: now {where}.", { where: $("legend", row).textContent.toLowerCase() });
+      $("#quiz-status").textContent = _t("Moved: now {where}.", { where: lowered($("legend", row).textContent) });
     } else return;
     checkQuiz();
   });
