@@ -399,7 +399,7 @@ SIN_COS_SWAPPED = Mistake("sin-cos-swapped", "sin and cos swapped",
 LOG10_LOSS = Mistake("log10-loss", "log base 10 instead of ln",
     _P("The loss was taken with log base 10; cross-entropy uses the natural log: ",
        eq.Neg(eq.Call("ln", (eq.Sym("p"),))), " of each target's probability."),
-    _P("This is the value you get with log₁₀ instead of ln in the loss."),
+    _P("This is the value you get with ", eq.Sym("log", sub="10", upright=True), " instead of ln in the loss."),
     lambda p: [Transform(log="log10")] if _output(p) and _block(p).targets is not None else [])
 OUTPUT_SOFTMAX_COLUMNS = Mistake("output-softmax-columns", "output softmax over the wrong axis",
     _P("The softmax of the logits was taken down each column; each position's row of logits is a distribution over "
