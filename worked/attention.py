@@ -297,6 +297,7 @@ def _block_backward(problem, b, t: Transform, out: Pass, env: dict, kind: dict, 
     for h, (hp, W) in enumerate(zip(out.heads, ws), 1):
         hv = {"X": env[kind["attends"]], "W_Q": W[0], "W_K": W[1], "W_V": W[2], **hp.values,
               split.by_head: [row[(h - 1) * dv:h * dv] for row in env[split.id]]}
+        out.shown[f"head{h}.{split.by_head}"] = hv[split.by_head]      # each head's block of dconcat (its dZ)
         brun = stages.BackRun(problem, b, t, out.factor, lr, hp.masked)
         for stage in stages.in_order(per_head, hv):
             hv[stage.id] = out.shown[f"head{h}.{stage.id}"] = shown(stage.forward(brun, *(hv[k] for k in stage.inputs)))

@@ -20,6 +20,7 @@ from . import eq
 from .lines import Shown
 from .steps import attention as shown_attention
 from .steps import block as shown_block
+from .steps import block_train as shown_block_train
 from .steps import heads as shown_heads
 from .steps import train as shown_train
 from . import slips
@@ -903,7 +904,18 @@ _BLOCK_TRAIN_GRIDS = {
 
 
 def _block_grad(sid, inputs, rows, cols, words, forward) -> Stage:
-    return Stage(sid, inputs, rows, cols, _words(words), scope="layer", forward=forward, grid=_BLOCK_TRAIN_GRIDS[sid])
+    return Stage(sid, inputs, rows, cols, _words(words), scope="layer", forward=forward, grid=_BLOCK_TRAIN_GRIDS[sid],
+                 step=_BLOCK_TRAIN_STEPS[forward])
+
+
+#: each kind of a block's gradient, its worked step (worked/steps/block_train.py)
+_BLOCK_TRAIN_STEPS = {
+    _d_logits: shown_block_train.DLOGITS, _d_of_weight: shown_block_train.WEIGHT_GRAD,
+    _d_of_input: shown_block_train.INPUT_GRAD, _d_bias: shown_block_train.BIAS_GRAD, _d_relu: shown_block_train.RELU_BACK,
+    _d_norm: shown_block_train.NORM_BACK, _d_gamma: shown_block_train.GAMMA_GRAD,
+    _d_residual_ffn: shown_block_train.RESIDUAL_FFN, _d_residual_norm: shown_block_train.RESIDUAL_NORM,
+    _same: shown_block_train.PASSED_ON, _d_heads_input: shown_block_train.HEADS_INPUT,
+}
 
 
 _DLOGITS = (
@@ -923,7 +935,8 @@ _SHAPES = {"W_O": ("heads·d_v", "d_model"), "W_1": ("d_model", "d_ff"), "b_1": 
 _LOSS_AFTER = Stage("loss_after", ("loss_new",), "1", "1", _words("the loss after the update ", eq.Sym("L", prime=True)),
                     scope="layer", forward=_same, grid=Grid("Loss after the update L′", lambda S: eq.Sym("L", prime=True),
                                                             lambda S, p: eq.Sym("L", prime=True),
-                                                            lambda p: "the loss of a fresh pass with the updated weights"))
+                                                            lambda p: "the loss of a fresh pass with the updated weights"),
+                    step=shown_block_train.LOSS_AFTER)
 
 
 def _block_updates(weights: tuple) -> tuple:
@@ -931,6 +944,7 @@ def _block_updates(weights: tuple) -> tuple:
     with the updated weights)."""
     return tuple(Stage(w + "_new", (w, "d" + w), *_SHAPES.get(w, ("1", "d_model")), _words(f"the updated {w}"),
                        scope="layer", forward=_block_update,
+                       step=shown_block_train.UPDATE,
                        grid=Grid(f"Updated {w}", lambda S, w=w: eq.Sym(w, prime=True),
                                  lambda S, p, w=w: eq.Add((_B(w), eq.Neg(eq.Mul((eq.Sym("lr", upright=True),
                                                                                   eq.matrix_sym("d" + w)))))))) for w in weights) + (
@@ -1135,8 +1149,28 @@ def _block_heads(attends: str) -> tuple:
 
 _BLOCK_INPUTS = (("X", "the input, one row per token (the block adds the positions P to it)"),)
 _BLOCK_ALWAYS = ("X", "W_1", "b_1", "W_2", "b_2", "gamma_1", "beta_1", "gamma_2", "beta_2")
-BLOCK_ARCHS = {name: Arch(name, _block_heads(k["attends"]), COMBINE, (), (), _BLOCK_INPUTS, before=k["before"],
-                          after=k["after"], attends=k["attends"]) for name, k in BLOCK_KINDS.items()}
+
+
+def _block_head_train(attends: str, part: tuple) -> tuple:
+    """A block's head stages of the training step (*part*: the attention's train or update stages): the attention's
+    own, the gradients of W_Q, W_K and W_V taking the block's *attends* (X0 or N1) where the attention takes X."""
+    x = _S({"X0": "X_0", "N1": "N_1"}[attends])
+    out = []
+    for s in part:
+        if s.scope != "head":
+            continue
+        if s.inputs[0] == "X":
+            s = s._replace(inputs=(attends,) + s.inputs[1:], grid=s.grid._replace(
+                definition=lambda S, p, d=s.inputs[1]: eq.Mul((_tr(x), S(d)))))
+        out.append(s)
+    return tuple(out)
+
+
+BLOCK_ARCHS = {name: Arch(name, _block_heads(k["attends"]), COMBINE,
+                          k["train"] + _block_head_train(k["attends"], TRAIN) + k["after_heads"],
+                          _block_head_train(k["attends"], UPDATE) + k["update"], _BLOCK_INPUTS,
+                          checks=(shown_train.GRADCHECK,), before=k["before"], after=k["after"], attends=k["attends"])
+               for name, k in BLOCK_KINDS.items()}
 ARCHS = {a.name: a for a in (SELF, CROSS, *BLOCK_ARCHS.values())}
 
 

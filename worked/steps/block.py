@@ -153,19 +153,20 @@ def position_lines(label: str, pos: int, d_model: int, angles: list, values: lis
     return lines
 
 
-def loss_lines(cells: list, terms: list, loss, places: int) -> list:
+def loss_lines(cells: list, terms: list, loss, places: int, prime: bool = False) -> list:
     """``−ln probs[cat, sat] = −ln(0.2312) ≈ 1.4645`` for each position's target (*cells*: (row label, target,
-    probability as carried); *terms*: each ln as carried), then ``L = (1.4645 + …)/n ≈ L``."""
+    probability as carried); *terms*: each ln as carried), then ``L = (1.4645 + …)/n ≈ L``; *prime*: the loss after
+    the update's (probs′, L′)."""
     lines = []
     minus = []
     for (row, target, prob), ln in zip(cells, terms):
         value = shown(type(ln)(-ln), places)      # −ln p as carried (a rounded ln stays a rounded value)
         minus.append(value)
-        lines.append(eq.Rel((eq.Neg(eq.Call("ln", (eq.Entry(eq.Sym("probs", upright=True), row, target),))),
+        lines.append(eq.Rel((eq.Neg(eq.Call("ln", (eq.Entry(eq.Sym("probs", upright=True, prime=prime), row, target),))),
                              eq.Neg(eq.Call("ln", (shown(prob, places),))), value),
                             (EQ, EQ if Fraction(prob) == 1 else APPROX)))
     mean = eq.Frac(eq.Add(tuple(minus)) if len(minus) > 1 else minus[0], eq.num(len(minus)))
-    lines.append(eq.Rel((eq.Sym("L"), mean, shown(loss, places)), (EQ, _op(mean, loss))))
+    lines.append(eq.Rel((eq.Sym("L", prime=prime), mean, shown(loss, places)), (EQ, _op(mean, loss))))
     return lines
 
 

@@ -3,15 +3,17 @@ one entry of each kind of gradient (the logits' (p − y)/n, a sum of products f
 for a bias or β, ReLU's gate, a residual's two branches), one row's layer-norm backward, one entry of the update
 W − lr·dW and the central-difference check. Each line shows the values a hand writes down (the
 :class:`worked.attention.Hand` pass of :func:`worked.attention.block_forward`, through
-:func:`worked.stages.norm_back_parts` for a layer norm) and holds by the hand rule (:mod:`worked.audit`). Not yet
-a stage's :class:`worked.lines.Shown`: the solver refuses a block's [train] in one line until they are wired."""
+:func:`worked.stages.norm_back_parts` for a layer norm) and holds by the hand rule (:mod:`worked.audit`). At the
+end, each block train stage's step (:class:`worked.lines.Shown`, declared with the stage in :mod:`worked.stages`):
+``DLOGITS``, ``WEIGHT_GRAD`` (Mᵀ·d), ``INPUT_GRAD`` (d·Wᵀ), ``BIAS_GRAD``, ``RELU_BACK``, ``NORM_BACK``,
+``GAMMA_GRAD``, ``RESIDUAL_FFN``, ``RESIDUAL_NORM``, ``PASSED_ON``, ``HEADS_INPUT``, ``UPDATE`` and ``LOSS_AFTER``."""
 from __future__ import annotations
 
 from fractions import Fraction
 
 from .. import eq
-from ..lines import APPROX, EQ, rel
-from .block import shown
+from ..lines import APPROX, EQ, Body, Shown, entries, line, p, pick, rel
+from .block import _given, _grid, _rows, _title, loss_lines, residual_line, shown
 
 
 def _op(node, value) -> str:
@@ -106,3 +108,202 @@ def gradcheck_lines(name: str, row: str, col: str, h, loss_up, loss_down, grad, 
             eq.Rel((eq.Frac(eq.Add((up, eq.Neg(down))), eq.Mul((eq.num(2), hs))), quot, shown(q, places)),
                    (APPROX, _op(quot, q))),
             eq.Rel((_entry("d" + name, row, col), shown(grad, places)), (APPROX,))]
+
+
+# ---------------------------------------------------------------- the stages' steps (read through the solver's view)
+# A step reads its stage's inputs as the hand pass carried them (a stage's matrix) or as given (an input), and shows
+# one entry of its kind with checks "one" (the largest), a row with "row", every entry with "all".
+
+def _sym(v, sid: str):
+    return v.mat(sid).sym
+
+
+def _cells(ctx, R, first=None) -> list:
+    return entries(ctx.checks, R.shape[0], R.shape[1], first or pick(R))
+
+
+def _labels(ctx, R) -> tuple:
+    return ctx.labels(R.rows), R.cols
+
+
+def _dlogits_body(ctx, stage, v) -> Body:
+    probs, R = v.mat(stage.inputs[0]), v.mat(stage.id)
+    targets = v.input(stage.inputs[1])
+    n = R.shape[0]
+    lines = [line(dlogits_line(ctx.lab[i], R.cols[j], probs.hand[i][j], j == targets[i], n, R.hand[i][j], ctx.P))
+             for i, j in _cells(ctx, R, (n - 1, targets[n - 1]))]
+    why = p("The gradient of the mean cross-entropy at the logits: each probability minus 1 at the position's target "
+            "(minus 0 elsewhere), over the ", eq.Sym("n"), f" = {n} positions (the loss is their mean).")
+    return Body(why, lines, precision=ctx.P)
+
+
+def _weight_grad_body(ctx, stage, v) -> Body:
+    M, d, R = _grid(v, stage.inputs[0]), _grid(v, stage.inputs[1]), v.mat(stage.id)
+    rows, cols = _labels(ctx, R)
+    lines = [line(products_line(eq.Entry(R.sym, rows[r], cols[c]), [(M[i][r], d[i][c]) for i in range(len(M))],
+                                R.hand[r][c], ctx.P)) for r, c in _cells(ctx, R)]
+    m, g = eq.Sym(v.mat(stage.inputs[0]).sym.name), eq.matrix_sym(stage.inputs[1])
+    why = p("The weight multiplies ", m, ", so its gradient is ", eq.Pow(m, eq.Sym("T")), " times ", g, ": entry [r, c] "
+            "is column r of ", m, " (every position's r-th entry) times column c of ", g, ", summed over the positions.")
+    return Body(why, lines, precision=ctx.P)
+
+
+def _input_grad_body(ctx, stage, v) -> Body:
+    d_name, w_name = stage.inputs
+    d, W, R = _grid(v, d_name), _given(v, w_name), v.mat(stage.id)
+    rows, cols = _labels(ctx, R)
+    lines = [line(products_line(eq.Entry(R.sym, rows[i], cols[j]), list(zip(d[i], W[j])), R.hand[i][j], ctx.P))
+             for i, j in _cells(ctx, R)]
+    w, g = eq.Sym(w_name), eq.matrix_sym(d_name)
+    why = p("Back through the weight ", w, ": the gradient of what it multiplies is ", g, " times ", eq.Pow(w, eq.Sym("T")),
+            ": entry [i, j] is row i of ", g, " times row j of ", w, ".")
+    return Body(why, lines, precision=ctx.P)
+
+
+def _bias_grad_body(ctx, stage, v) -> Body:
+    d, R = _grid(v, stage.inputs[0]), v.mat(stage.id)
+    lines = [line(colsum_line(eq.Item(R.sym, R.cols[c]), [row[c] for row in d], R.hand[0][c], ctx.P))
+             for _, c in _cells(ctx, R)]
+    why = p("A bias (or β) is added to every row, so its gradient is each column of ", eq.matrix_sym(stage.inputs[0]),
+            " summed over the positions.")
+    return Body(why, lines, precision=ctx.P)
+
+
+def _relu_back_body(ctx, stage, v) -> Body:
+    dG, U, R = _grid(v, stage.inputs[0]), _grid(v, stage.inputs[1]), v.mat(stage.id)
+    lines = [line(relu_back_line(ctx.lab[i], j, U[i][j], dG[i][j], R.hand[i][j], ctx.P), f"row {ctx.p.tokens[i]}")
+             for i in _rows(ctx, R.shape[0]) for j in range(R.shape[1])]
+    why = p("Back through ReLU: where ", eq.Sym("U"), " was positive ReLU passed it on, so the gradient passes too; where ",
+            eq.Sym("U"), " was 0 or below ReLU gave 0 whatever its input, so the gradient is 0.")
+    return Body(why, lines, precision=ctx.P)
+
+
+def _backs(ctx, v, stage, rows):
+    """Each of *rows*' layer-norm backward (:func:`worked.stages.norm_back_parts`) as the hand pass worked it."""
+    from .. import stages
+
+    d_name, m_name, g_name = stage.inputs[-3:]
+    dY, M, gamma = _grid(v, d_name), _grid(v, m_name), _given(v, g_name)
+    return dY, gamma, {i: stages.norm_back_parts(v.by_hand, dY[i], M[i], gamma, ctx.p.block.eps) for i in rows}
+
+
+_NORM_WHY = ("Back through a layer norm, one row at a time: first ", eq.Sym("dx̂"), " = γ ⊙ dY (the gradient of the normalised "
+             "row), then its mean and the mean of ", eq.Sym("dx̂"), " ⊙ ", eq.Sym("x̂"), " (x̂ the row normalised as in the "
+             "forward pass), then each entry (dx̂ − mean(dx̂) − x̂·mean(dx̂ ⊙ x̂)) over the forward pass's √(σ² + ε).")
+
+
+def _norm_back_body(ctx, stage, v) -> Body:
+    R = v.mat(stage.id)
+    rows = _rows(ctx, R.shape[0])
+    dY, gamma, backs = _backs(ctx, v, stage, rows)
+    lines = [line(x, f"row {ctx.p.tokens[i]}") for i in rows
+             for x in norm_back_lines(ctx.lab[i], dY[i], gamma, backs[i], ctx.P)]
+    return Body(p(*_NORM_WHY), lines, precision=ctx.P)
+
+
+def _gamma_grad_body(ctx, stage, v) -> Body:
+    R = v.mat(stage.id)
+    dY, _, backs = _backs(ctx, v, stage, range(len(_grid(v, stage.inputs[0]))))
+    lines = [line(products_line(eq.Item(R.sym, R.cols[c]), [(dY[i][c], backs[i].norm.normed[c]) for i in backs],
+                                R.hand[0][c], ctx.P)) for _, c in _cells(ctx, R)]
+    why = p("γ multiplies the normalised rows x̂, so its gradient is each column of ", eq.matrix_sym(stage.inputs[0]),
+            " ⊙ x̂ summed over the positions (x̂ as the forward pass carried it).")
+    return Body(why, lines, precision=ctx.P)
+
+
+def _residual_ffn_body(ctx, stage, v) -> Body:
+    d_res, dU, W = _grid(v, stage.inputs[0]), _grid(v, stage.inputs[1]), _given(v, stage.inputs[2])
+    R = v.mat(stage.id)
+    rows, cols = _labels(ctx, R)
+    lines = [line(products_line(eq.Entry(R.sym, rows[i], cols[j]), list(zip(dU[i], W[j])), R.hand[i][j], ctx.P,
+                                plus=d_res[i][j])) for i, j in _cells(ctx, R)]
+    why = p(eq.Sym("H_1"), " feeds two branches, the residual add and the feed-forward, so its gradient is the sum of "
+            "both: ", eq.matrix_sym(stage.inputs[0]), " plus ", eq.matrix_sym("dU"), " times ", eq.Pow(eq.Sym("W_1"), eq.Sym("T")), ".")
+    return Body(why, lines, precision=ctx.P)
+
+
+def _residual_norm_body(ctx, stage, v) -> Body:
+    R = v.mat(stage.id)
+    rows = _rows(ctx, R.shape[0])
+    d_res = _grid(v, stage.inputs[0])
+    dY, gamma, backs = _backs(ctx, v, stage, rows)
+    lines = []
+    for i in rows:
+        lines += [line(x, f"row {ctx.p.tokens[i]}") for x in norm_back_lines(ctx.lab[i], dY[i], gamma, backs[i], ctx.P)]
+        lines.append(line(residual_line(R.sym.name, ctx.lab[i], _sym(v, stage.inputs[0]).name, d_res[i], "dx",
+                                        backs[i].dx, R.hand[i], ctx.P), f"row {ctx.p.tokens[i]}"))
+    why = p(eq.Sym("H_1"), " feeds the residual add and LN_2, so its gradient is ", eq.matrix_sym(stage.inputs[0]),
+            " plus LN_2's backward of ", eq.matrix_sym(stage.inputs[1]), ". ", *_NORM_WHY)
+    return Body(why, lines, precision=ctx.P)
+
+
+def _passed_on_body(ctx, stage, v) -> Body:
+    R, src = v.mat(stage.id), v.mat(stage.inputs[0])
+    lines = [line(eq.Rel((eq.Entry(R.sym, ctx.lab[i], eq.ALL), eq.Entry(src.sym, ctx.lab[i], eq.ALL),
+                          eq.Vec(tuple(shown(x, ctx.P) for x in R.hand[i]))), (EQ, EQ)))
+             for i in _rows(ctx, R.shape[0])]
+    why = p("The attention's output was added on its own (the residual add), so its gradient is the sum's, unchanged: ",
+            eq.Rel((R.sym, src.sym), (EQ,)), ".")
+    return Body(why, lines, precision=ctx.P)
+
+
+def _heads_input_body(ctx, stage, v) -> Body:
+    R = v.mat(stage.id)
+    hand = ctx.carry.run
+    grads = [{k: hand.shown[f"head{h}.d{k}"] for k in "QKV"} for h in range(1, len(ctx.p.heads) + 1)]
+    hb = v.by_hand
+    ws = [{k: [[hb.entry(Fraction(x)) for x in r] for r in getattr(hd, "W_" + k)] for k in "QKV"} for hd in ctx.p.heads]
+    rows, cols = _labels(ctx, R)
+    lines = [line(products_line(eq.Entry(R.sym, rows[i], cols[j]),
+                                [pr for g, w in zip(grads, ws) for k in "QKV" for pr in zip(g[k][i], w[k][j])],
+                                R.hand[i][j], ctx.P)) for i, j in _cells(ctx, R)]
+    why = p(eq.Sym("N_1"), " is the input of every head's queries, keys and values, so its gradient is the sum over the "
+            "heads of ", eq.matrix_sym("dQ"), "·", eq.Pow(eq.Sym("W_Q"), eq.Sym("T")), " + ", eq.matrix_sym("dK"), "·",
+            eq.Pow(eq.Sym("W_K"), eq.Sym("T")), " + ", eq.matrix_sym("dV"), "·", eq.Pow(eq.Sym("W_V"), eq.Sym("T")),
+            ": entry [i, j] is row i of each gradient times row j of its weight, all added.")
+    return Body(why, lines, precision=ctx.P)
+
+
+def _update_body(ctx, stage, v) -> Body:
+    w_name, g_name = stage.inputs
+    W, g, R = _given(v, w_name), _grid(v, g_name), v.mat(stage.id)
+    W = W if W and isinstance(W[0], list) else [W]
+    lr = ctx.p.train.lr
+    lines = [line(update_line(w_name, R.rows[r] if R.shape[0] > 1 else "1", R.cols[c], W[r][c], lr, g[r][c],
+                              R.hand[r][c], ctx.P)) for r, c in _cells(ctx, v.mat(g_name))]
+    lrs = eq.Sym("lr", upright=True)
+    why = p("One step of gradient descent with ", eq.Rel((lrs, eq.num(lr)), (EQ,)), ": every entry moves against its "
+            f"gradient, by {lr} times it. The new weights are carried to {ctx.P} places.")
+    return Body(why, lines, precision=ctx.P)
+
+
+def _loss_after_body(ctx, stage, v) -> Body:
+    """L′: the loss of a fresh forward pass with the updated weights (the hand pass's, from the new weights as
+    carried): −ln of each target's new probability, then the mean."""
+    after, R, hb = ctx.carry.run.after, v.mat(stage.id), v.by_hand
+    probs = after.shown["probs"]
+    vocab = list(ctx.p.block.vocab)
+    cells = [(ctx.lab[i], vocab[t], probs[i][t]) for i, t in enumerate(v.input("targets"))]
+    lines = [line(x) for x in loss_lines(cells, [hb.ln(c[2]) for c in cells], R.hand[0][0], ctx.P, prime=True)]
+    loss = v.mat("loss")
+    went = "went down" if R.num[0][0] < loss.num[0][0] else "did not go down (the learning rate is too large here)"
+    why = p("Run the whole block again (positions, attention, the residual adds and layer norms, the feed-forward, the "
+            "output layer) with every updated weight, then the loss: −ln of each target's new probability, and the mean.")
+    note = p(f"The loss {went}: ", eq.Rel((loss.sym, loss.carried(0, 0)), (APPROX,)), " before, ",
+             eq.Rel((R.sym, R.carried(0, 0)), (APPROX,)), " after.")
+    return Body(why, lines, [note], precision=ctx.P, audit_name="new loss")
+
+
+DLOGITS = Shown(_title, _dlogits_body)
+WEIGHT_GRAD = Shown(_title, _weight_grad_body)
+INPUT_GRAD = Shown(_title, _input_grad_body)
+BIAS_GRAD = Shown(_title, _bias_grad_body)
+RELU_BACK = Shown(_title, _relu_back_body)
+NORM_BACK = Shown(_title, _norm_back_body)
+GAMMA_GRAD = Shown(_title, _gamma_grad_body)
+RESIDUAL_FFN = Shown(_title, _residual_ffn_body)
+RESIDUAL_NORM = Shown(_title, _residual_norm_body)
+PASSED_ON = Shown(_title, _passed_on_body)
+HEADS_INPUT = Shown(_title, _heads_input_body)
+UPDATE = Shown(_title, _update_body)
+LOSS_AFTER = Shown(lambda ctx, stage, head: "New loss: a fresh pass of the block with the updated weights", _loss_after_body)
