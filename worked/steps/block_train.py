@@ -13,7 +13,7 @@ from fractions import Fraction
 
 from .. import eq
 from ..lines import APPROX, EQ, Body, Shown, entries, line, p, pick, rel
-from .block import _given, _grid, _rows, _title, loss_lines, residual_line, shown
+from .block import _given, _grid, _title, loss_lines, residual_line, shown
 
 
 def _op(node, value) -> str:
@@ -114,6 +114,12 @@ def gradcheck_lines(name: str, row: str, col: str, h, loss_up, loss_down, grad, 
 # A step reads its stage's inputs as the hand pass carried them (a stage's matrix) or as given (an input), and shows
 # one entry of its kind with checks "one" (the largest), a row with "row", every entry with "all".
 
+def _rows(ctx, R) -> list:
+    """The rows a step works out: every row with checks "all", else the row of R's largest entry (a gradient's last
+    row may be all 0 under a causal mask)."""
+    return list(range(R.shape[0])) if ctx.checks == "all" else [pick(R)[0]]
+
+
 def _sym(v, sid: str):
     return v.mat(sid).sym
 
@@ -172,7 +178,7 @@ def _bias_grad_body(ctx, stage, v) -> Body:
 def _relu_back_body(ctx, stage, v) -> Body:
     dG, U, R = _grid(v, stage.inputs[0]), _grid(v, stage.inputs[1]), v.mat(stage.id)
     lines = [line(relu_back_line(ctx.lab[i], j, U[i][j], dG[i][j], R.hand[i][j], ctx.P), f"row {ctx.p.tokens[i]}")
-             for i in _rows(ctx, R.shape[0]) for j in range(R.shape[1])]
+             for i in _rows(ctx, R) for j in range(R.shape[1])]
     why = p("Back through ReLU: where ", eq.Sym("U"), " was positive ReLU passed it on, so the gradient passes too; where ",
             eq.Sym("U"), " was 0 or below ReLU gave 0 whatever its input, so the gradient is 0.")
     return Body(why, lines, precision=ctx.P)
@@ -194,7 +200,7 @@ _NORM_WHY = ("Back through a layer norm, one row at a time: first ", eq.Sym("dxÌ
 
 def _norm_back_body(ctx, stage, v) -> Body:
     R = v.mat(stage.id)
-    rows = _rows(ctx, R.shape[0])
+    rows = _rows(ctx, R)
     dY, gamma, backs = _backs(ctx, v, stage, rows)
     lines = [line(x, f"row {ctx.p.tokens[i]}") for i in rows
              for x in norm_back_lines(ctx.lab[i], dY[i], gamma, backs[i], ctx.P)]
@@ -224,7 +230,7 @@ def _residual_ffn_body(ctx, stage, v) -> Body:
 
 def _residual_norm_body(ctx, stage, v) -> Body:
     R = v.mat(stage.id)
-    rows = _rows(ctx, R.shape[0])
+    rows = _rows(ctx, R)
     d_res = _grid(v, stage.inputs[0])
     dY, gamma, backs = _backs(ctx, v, stage, rows)
     lines = []
@@ -241,7 +247,7 @@ def _passed_on_body(ctx, stage, v) -> Body:
     R, src = v.mat(stage.id), v.mat(stage.inputs[0])
     lines = [line(eq.Rel((eq.Entry(R.sym, ctx.lab[i], eq.ALL), eq.Entry(src.sym, ctx.lab[i], eq.ALL),
                           eq.Vec(tuple(shown(x, ctx.P) for x in R.hand[i]))), (EQ, EQ)))
-             for i in _rows(ctx, R.shape[0])]
+             for i in _rows(ctx, R)]
     why = p("The attention's output was added on its own (the residual add), so its gradient is the sum's, unchanged: ",
             eq.Rel((R.sym, src.sym), (EQ,)), ".")
     return Body(why, lines, precision=ctx.P)
