@@ -65,7 +65,7 @@ def relu_back_line(label: str, col: int, u, g, value, places: int) -> eq.Rel:
 
 def norm_back_lines(label: str, dy, gamma, back, places: int) -> list:
     """One row's layer-norm backward (*back*: its :class:`worked.stages.NormBack` from the hand pass): dx̂ = γ ⊙ dY,
-    mean(dx̂), mean(dx̂ ⊙ x̂), then each dx = (dx̂ − mean(dx̂) − x̂·mean(dx̂ ⊙ x̂))/√(σ² + ε)."""
+    mean(dx̂), mean(dx̂ ⊙ x̂), then each entry dx[j] = (dx̂[j] − mean(dx̂) − x̂[j]·mean(dx̂ ⊙ x̂))/√(σ² + ε), a line each."""
     d = len(dy)
     dh = [shown(v, places) for v in back.dh]
     hats = [shown(v, places) for v in back.norm.normed]
@@ -80,10 +80,9 @@ def norm_back_lines(label: str, dy, gamma, back, places: int) -> list:
     lines.append(_close([eq.Call("mean", (dxh,))], mean1, back.m1, places))
     mean2 = eq.Frac(eq.Add(tuple(eq.Mul((a, h)) for a, h in zip(dh, hats))), eq.num(d))
     lines.append(_close([eq.Call("mean", (eq.Mul((dxh, eq.Sym("x̂", sub=label))),))], mean2, back.m2, places))
-    quots = eq.Vec(tuple(eq.Frac(eq.Add((a, eq.Neg(m1), eq.Neg(eq.Mul((h, m2))))), root) for a, h in zip(dh, hats)))
-    out = eq.Vec(tuple(shown(v, places) for v in back.dx))
-    ok = all(eq.rational_value(q) == Fraction(v) for q, v in zip(quots.items, back.dx))
-    lines.append(eq.Rel((eq.Sym("dx", sub=label), quots, out), (EQ, EQ if ok else APPROX)))
+    for j, (a, h, v) in enumerate(zip(dh, hats, back.dx)):      # one line per entry (a row of them is too wide)
+        quot = eq.Frac(eq.Add((a, eq.Neg(m1), eq.Neg(eq.Mul((h, m2))))), root)
+        lines.append(_close([eq.Item(eq.Sym("dx", sub=label), str(j + 1))], quot, v, places))
     return lines
 
 
