@@ -863,7 +863,7 @@ def _back(dY: str, M: str, gamma: str):
 
 
 _LN_BACK_HINT = lambda p: ("the layer norm's backward, row by row: dx = (dx̂ − mean(dx̂) − x̂·mean(dx̂·x̂))/√(σ² + ε), "  # noqa: E731
-                           "dx̂ = γ ⊙ dY")
+                           "dx̂ = γ·dY, entry by entry")
 _BLOCK_TRAIN_GRIDS = {
     "dlogits": _grad_grid("dlogits", "Gradient of the logits", lambda p: eq.Frac(
         eq.Add((_B("probs", upright=True), eq.Neg(_B("Y")))), eq.Sym("n")), lambda p: "Y: 1 at each position's target, else 0"),
@@ -1214,16 +1214,21 @@ def matrices(d: Dims) -> dict[str, tuple[int, int]]:
     if several:
         out.update({s.id: s.shape(d) for s in a.combine})
     out.update({s.id: s.shape(d) for s in a.runs(d)})
-    if d.train:
+    if d.train:     # as the solver makes them: each run of layer stages, then each head's share, then a run of head stages
         for part in (a.train, a.update):
+            groups: list[list] = []
             for s in part:
-                if s.scope == "head":
+                if groups and groups[-1][0].scope == s.scope:
+                    groups[-1].append(s)
+                else:
+                    groups.append([s])
+            for group in groups:
+                if group[0].scope == "head":
+                    out.update({p + s.id: s.shape(d) for p in pres for s in group})
                     continue
-                if several or s.several:
-                    out[s.id] = s.shape(d)
-                if s.id == "dconcat" and several:     # each head's block of dconcat: its dZ
-                    out.update({p + "dZ": (d.n, d.d_v) for p in pres})
-            out.update({p + s.id: s.shape(d) for p in pres for s in part if s.scope == "head"})
+                out.update({s.id: s.shape(d) for s in group if several or s.several})
+                if several:      # each head's block of a layer matrix that splits by head (dconcat's: its dZ)
+                    out.update({p + s.by_head: (d.n, d.d_v) for p in pres for s in group if s.by_head})
         out["loss_after"] = out.pop("loss_after")
     return out
 

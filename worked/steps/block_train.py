@@ -192,9 +192,10 @@ def _backs(ctx, v, stage, rows):
     return dY, gamma, {i: stages.norm_back_parts(v.by_hand, dY[i], M[i], gamma, ctx.p.block.eps) for i in rows}
 
 
-_NORM_WHY = ("Back through a layer norm, one row at a time: first ", eq.Sym("dx̂"), " = γ ⊙ dY (the gradient of the normalised "
-             "row), then its mean and the mean of ", eq.Sym("dx̂"), " ⊙ ", eq.Sym("x̂"), " (x̂ the row normalised as in the "
-             "forward pass), then each entry (dx̂ − mean(dx̂) − x̂·mean(dx̂ ⊙ x̂)) over the forward pass's √(σ² + ε).")
+_NORM_WHY = ("Back through a layer norm, one row at a time: first ", eq.Sym("dx̂"), " = γ·dY, entry by entry (the gradient of "
+             "the normalised row), then its mean and the mean of ", eq.Sym("dx̂"), "·", eq.Sym("x̂"), " (x̂ the row normalised as "
+             "in the forward pass, entry by entry), then each entry (dx̂ − mean(dx̂) − x̂·mean(dx̂·x̂)) over the forward pass's "
+             "√(σ² + ε).")
 
 
 def _norm_back_body(ctx, stage, v) -> Body:
@@ -212,7 +213,7 @@ def _gamma_grad_body(ctx, stage, v) -> Body:
     lines = [line(products_line(eq.Item(R.sym, R.cols[c]), [(dY[i][c], backs[i].norm.normed[c]) for i in backs],
                                 R.hand[0][c], ctx.P)) for _, c in _cells(ctx, R)]
     why = p("γ multiplies the normalised rows x̂, so its gradient is each column of ", eq.matrix_sym(stage.inputs[0]),
-            " ⊙ x̂ summed over the positions (x̂ as the forward pass carried it).")
+            "·x̂ (entry by entry) summed over the positions (x̂ as the forward pass carried it).")
     return Body(why, lines, precision=ctx.P)
 
 
