@@ -46,3 +46,29 @@ def test_a_block_is_shown_and_checked(browser, server):
     assert g_td.locator(".mark").text_content() != "✓"
     assert page.errors == []
     page.context.close()
+
+
+def test_a_blocks_training_step_is_shown_and_checked(browser, server):
+    """The block with [train]: a grid for every gradient, update and the loss after; a slip in dU is marked wrong
+    and db_1 (its column sums) worked from the student's own dU is not marked plain wrong."""
+    sol = solve(load(PROBLEMS / "block-train.toml"))
+    page = new_page(browser)
+    page.goto(server.url)
+    page.locator("#problem-select option").nth(1).wait_for(state="attached")
+    page.select_option("#problem-select", "block-train")
+    page.locator("#a-dW_1-0-0").wait_for()
+    for key in sol.matrices():          # a grid for every matrix, P … dlogits … dW_1 … W_1_new … loss_after
+        if not key.endswith(".dZ"):     # (a head's block of dconcat is no grid of its own: dconcat's columns)
+            assert page.locator(f'fieldset[data-key="{key}"]').count() == 1, key
+    answers = {k: [[sol[k].dec_plain(i, j, 2) for j in range(sol[k].shape[1])] for i in range(sol[k].shape[0])]
+               for k in ("dU", "db_1")}
+    du = sol["dU"].value(0, 0)
+    answers["dU"][0][0] = f"{du + 1:.2f}"               # a slip, and db_1's entry worked from it
+    answers["db_1"][0][0] = f"{sum(float(answers['dU'][i][0]) for i in range(3)):.2f}"
+    fill(page, answers)
+    check(page)
+    assert page.locator("#a-dU-0-0").locator("xpath=ancestor::td").locator(".mark").text_content() == "✗"
+    assert "1 wrong" in page.locator('fieldset[data-key="dU"] .verdict').inner_text()
+    assert page.locator("#a-db_1-0-0").locator("xpath=ancestor::td").locator(".mark").text_content() != "✗"
+    assert page.errors == []
+    page.context.close()
