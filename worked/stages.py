@@ -1162,7 +1162,7 @@ def _block_head_train(attends: str, part: tuple) -> tuple:
         if s.inputs[0] == "X":
             s = s._replace(inputs=(attends,) + s.inputs[1:], grid=s.grid._replace(
                 definition=lambda S, p, d=s.inputs[1]: eq.Mul((_tr(x), S(d)))))
-        out.append(s)
+        out.append(s._replace(step=s.step._replace(numpy=shown_block_train.head_numpy(s.id))))     # its NumPy code
     return tuple(out)
 
 

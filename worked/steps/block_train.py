@@ -13,7 +13,8 @@ from fractions import Fraction
 
 from .. import eq
 from ..lines import APPROX, EQ, Body, Shown, entries, line, p, pick, rel
-from .block import _given, _grid, _title, loss_lines, residual_line, shown
+from .attention import once
+from .block import _given, _grid, _show, _title, loss_lines, residual_line, shown
 
 
 def _op(node, value) -> str:
@@ -300,16 +301,154 @@ def _loss_after_body(ctx, stage, v) -> Body:
     return Body(why, lines, [note], precision=ctx.P, audit_name="new loss")
 
 
-DLOGITS = Shown(_title, _dlogits_body)
-WEIGHT_GRAD = Shown(_title, _weight_grad_body)
-INPUT_GRAD = Shown(_title, _input_grad_body)
-BIAS_GRAD = Shown(_title, _bias_grad_body)
-RELU_BACK = Shown(_title, _relu_back_body)
-NORM_BACK = Shown(_title, _norm_back_body)
-GAMMA_GRAD = Shown(_title, _gamma_grad_body)
-RESIDUAL_FFN = Shown(_title, _residual_ffn_body)
-RESIDUAL_NORM = Shown(_title, _residual_norm_body)
-PASSED_ON = Shown(_title, _passed_on_body)
-HEADS_INPUT = Shown(_title, _heads_input_body)
-UPDATE = Shown(_title, _update_body)
-LOSS_AFTER = Shown(lambda ctx, stage, head: "New loss: a fresh pass of the block with the updated weights", _loss_after_body)
+# ---- the notebook's NumPy code of each training step (the variables are the stage ids; a head's take its number)
+_LR = "lr = {lr}   # the learning rate\n"
+_NORM_BACK_CODE = ("def normalised(x):                           # a layer norm's x̂, each row over its d_model entries\n"
+                   "    mu = x.mean(axis=1, keepdims=True)\n"
+                   "    root = np.sqrt(((x - mu) ** 2).mean(axis=1, keepdims=True) + eps)\n"
+                   "    return (x - mu) / root, root\n\n"
+                   "def layer_norm_back(dy, x, gamma):            # the gradient of a layer norm's input x\n"
+                   "    xhat, root = normalised(x)\n"
+                   "    dxhat = gamma * dy\n"
+                   "    return (dxhat - dxhat.mean(axis=1, keepdims=True)\n"
+                   "            - xhat * (dxhat * xhat).mean(axis=1, keepdims=True)) / root\n\n")
+
+
+def _code(v: str, expr: str, comment: str = "") -> tuple:
+    return v, f"{v} = {expr}" + (f"   # {comment}" if comment else "") + "\n" + _show(v)
+
+
+def _dlogits_numpy(nb, stage, h):
+    probs, targets = stage.inputs
+    return stage.id, (f"Y = np.eye(len(vocab))[{targets}]          # 1 at each position's target\n"
+                      f"{stage.id} = ({probs} - Y) / n\n" + _show(stage.id))
+
+
+def _weight_grad_numpy(nb, stage, h):
+    m, d = stage.inputs
+    return _code(stage.id, f"{m}.T @ {d}")
+
+
+def _input_grad_numpy(nb, stage, h):
+    d, w = stage.inputs
+    v, src = _code(stage.id, f"{d} @ {w}.T")
+    if stage.by_head:       # each head's block of its columns: that head's gradient (dconcat's: each head's dZ)
+        dv = nb.p.d_v
+        src += "".join(f"\n{stage.by_head}{k} = {v}[:, {(k - 1) * dv}:{k * dv}]   # head {k}'s columns"
+                       for k in range(1, len(nb.p.heads) + 1))
+    return v, src
+
+
+def _bias_grad_numpy(nb, stage, h):
+    return _code(stage.id, f"{stage.inputs[0]}.sum(axis=0, keepdims=True)", "each column summed over the positions")
+
+
+def _relu_back_numpy(nb, stage, h):
+    dg, u = stage.inputs
+    return _code(stage.id, f"{dg} * ({u} > 0)", "ReLU passed the gradient where U > 0")
+
+
+def _norm_back_numpy(nb, stage, h):
+    dy, x, g = stage.inputs[-3:]
+    v, src = _code(stage.id, f"layer_norm_back({dy}, {x}, {g})")
+    return v, once(nb, "layer_norm_back", _NORM_BACK_CODE) + src
+
+
+def _gamma_grad_numpy(nb, stage, h):
+    dy, x, _ = stage.inputs
+    v, src = _code(stage.id, f"({dy} * normalised({x})[0]).sum(axis=0, keepdims=True)")
+    return v, once(nb, "layer_norm_back", _NORM_BACK_CODE) + src
+
+
+def _residual_ffn_numpy(nb, stage, h):
+    d_res, du, w = stage.inputs
+    return _code(stage.id, f"{d_res} + {du} @ {w}.T", "both branches")
+
+
+def _residual_norm_numpy(nb, stage, h):
+    d_res, dn, x, g = stage.inputs
+    v, src = _code(stage.id, f"{d_res} + layer_norm_back({dn}, {x}, {g})", "both branches")
+    return v, once(nb, "layer_norm_back", _NORM_BACK_CODE) + src
+
+
+def _passed_on_numpy(nb, stage, h):
+    return _code(stage.id, f"{stage.inputs[0]}.copy()", "the residual add passes it on")
+
+
+def _heads_input_numpy(nb, stage, h):
+    terms = " + ".join(f"d{x}{k} @ W_{x}{k}.T" for k in range(1, len(nb.p.heads) + 1) for x in "QKV")
+    return _code(stage.id, terms, "every head's projections")
+
+
+def _update_numpy(nb, stage, h):
+    w, g = stage.inputs
+    v, src = _code(stage.id, f"{w} - lr * {g}")
+    return v, once(nb, "lr", _LR.format(lr=_lit(nb.p.train.lr))) + src
+
+
+def _lit(x) -> str:
+    x = Fraction(x)
+    return str(x.numerator) if x.denominator == 1 else f"{x.numerator} / {x.denominator}"
+
+
+def _loss_after_numpy(nb, stage, h):
+    """The block's forward pass again, as a function of every trained weight (its body the forward steps' own
+    code), run with the updated weights."""
+    from .. import stages
+
+    a = stages.of(nb.p)
+    fwd = {st.id for st in a.before + a.forward + a.combine + a.after}
+    sol = nb.sol
+    names = [f"W_{x}{k}" for k in range(1, len(sol.problem.heads) + 1) for x in "QKV"]
+    names += [s.inputs[0] for s in nb.stages.values() if s.id.endswith("_new") and s.scope == "layer"]
+    body = []
+    for st in sol.steps:
+        sg = nb.stages.get(st.id)
+        if sg is None or sg.id not in fwd or st.id not in fwd and sg.id != "Z":
+            continue
+        _, code = nb.numpy(st, str(st.head) if st.head is not None else "")
+        body += ["    " + ln for ln in code.splitlines() if ln and not ln.startswith(("print(", "show("))]
+        if sg.id == "loss":
+            break
+    vec = lambda w: f"{w}_new" if w in ("W_O", "W_1", "W_2", "W_out") else f"{w}_new.ravel()"  # noqa: E731
+    args = ", ".join(f"{w}={w.rstrip('0123456789')}_new{w[len(w.rstrip('0123456789')):]}" if w.startswith(("W_Q", "W_K", "W_V"))
+                     else f"{w}={vec(w)}" for w in names)
+    src = (f"def loss_of(" + ", ".join(names) + "):   # the block's forward pass, as above, with these weights\n"
+           + "\n".join(body) + "\n    return loss\n\n"
+           + f"{stage.id} = loss_of({args})\n" + f"show({stage.id})")
+    return stage.id, src
+
+
+def head_numpy(sid: str):
+    """The NumPy code of a block's head stage of the training step (the attention's own stage *sid*: dV … dW_V, its
+    update), on the heads' input the stage takes (X0 or N1); the variables take the head's number (dQ1)."""
+    def numpy(nb, stage, h):
+        v = stage.id + h
+        if sid == "dscores":
+            div = nb.scale_code()
+            return _code(v, f"dS{h} / {div}" if div else f"dS{h}.copy()", "the forward pass's divisor again")
+        if sid.endswith("_new"):
+            w = sid[:-4]
+            return v, once(nb, "lr", _LR.format(lr=_lit(nb.p.train.lr))) + _code(v, f"{w}{h} - lr * d{w}{h}")[1]
+        if sid.startswith("dW_"):
+            return _code(v, f"{stage.inputs[0]}.T @ d{sid[3:]}{h}")
+        return _code(v, {"dV": f"A{h}.T @ dZ{h}", "dA": f"dZ{h} @ V{h}.T",
+                         "dS": f"A{h} * (dA{h} - (A{h} * dA{h}).sum(axis=1, keepdims=True))",
+                         "dQ": f"dscores{h} @ K{h}", "dK": f"dscores{h}.T @ Q{h}"}[sid])
+    return numpy
+
+
+DLOGITS = Shown(_title, _dlogits_body, _dlogits_numpy)
+WEIGHT_GRAD = Shown(_title, _weight_grad_body, _weight_grad_numpy)
+INPUT_GRAD = Shown(_title, _input_grad_body, _input_grad_numpy)
+BIAS_GRAD = Shown(_title, _bias_grad_body, _bias_grad_numpy)
+RELU_BACK = Shown(_title, _relu_back_body, _relu_back_numpy)
+NORM_BACK = Shown(_title, _norm_back_body, _norm_back_numpy)
+GAMMA_GRAD = Shown(_title, _gamma_grad_body, _gamma_grad_numpy)
+RESIDUAL_FFN = Shown(_title, _residual_ffn_body, _residual_ffn_numpy)
+RESIDUAL_NORM = Shown(_title, _residual_norm_body, _residual_norm_numpy)
+PASSED_ON = Shown(_title, _passed_on_body, _passed_on_numpy)
+HEADS_INPUT = Shown(_title, _heads_input_body, _heads_input_numpy)
+UPDATE = Shown(_title, _update_body, _update_numpy)
+LOSS_AFTER = Shown(lambda ctx, stage, head: "New loss: a fresh pass of the block with the updated weights", _loss_after_body,
+                   _loss_after_numpy)
