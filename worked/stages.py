@@ -784,27 +784,8 @@ def _norm_back_rows(r: BlockRun, dY, M, gamma):
     return [q.dx for q in parts], [q.norm.normed for q in parts]
 
 
-class NormBack(NamedTuple):
-    """One row's layer-norm backward as a hand works it: the forward's parts (*norm*: μ, …, the root, x̂),
-    dx̂ = γ ⊙ dY, its mean *m1*, the mean *m2* of dx̂ ⊙ x̂, and dx = (dx̂ − m1 − x̂·m2)/root."""
-
-    norm: Any
-    dh: list
-    m1: Any
-    m2: Any
-    dx: list
-
-
-def norm_back_parts(b, dy, row, gamma, eps) -> NormBack:
-    """The layer-norm backward of one *row* (its output's gradient *dy*) in backend *b*, each value as a hand
-    writes it (a :class:`~worked.attention.Hand` rounds dx̂, the two means and each dx)."""
-    parts = norm_parts(b, row, gamma, [b.entry(Fraction(0))] * len(gamma), eps)
-    size = b.entry(Fraction(len(row)))
-    dh = [b.carry(b.mul(g, x)) for g, x in zip(gamma, dy)]
-    m1 = b.div(b.total(dh), size)
-    m2 = b.div(b.total([b.mul(x, h) for x, h in zip(dh, parts.normed)]), size)
-    return NormBack(parts, dh, m1, m2, [b.div(b.sub(b.sub(x, m1), b.mul(h, m2)), parts.root)
-                                        for x, h in zip(dh, parts.normed)])
+#: one row's layer-norm backward as a hand works it (declared with the steps that show it: worked/steps/block_train.py)
+NormBack, norm_back_parts = shown_block_train.NormBack, shown_block_train.norm_back_parts
 
 
 def _d_norm(r: BlockRun, dY, M, gamma):

@@ -3,18 +3,42 @@ one entry of each kind of gradient (the logits' (p − y)/n, a sum of products f
 for a bias or β, ReLU's gate, a residual's two branches), one row's layer-norm backward, one entry of the update
 W − lr·dW and the central-difference check. Each line shows the values a hand writes down (the
 :class:`worked.attention.Hand` pass of :func:`worked.attention.block_forward`, through
-:func:`worked.stages.norm_back_parts` for a layer norm) and holds by the hand rule (:mod:`worked.audit`). At the
+:func:`norm_back_parts` for a layer norm) and holds by the hand rule (:mod:`worked.audit`). At the
 end, each block train stage's step (:class:`worked.lines.Shown`, declared with the stage in :mod:`worked.stages`):
 ``DLOGITS``, ``WEIGHT_GRAD`` (Mᵀ·d), ``INPUT_GRAD`` (d·Wᵀ), ``BIAS_GRAD``, ``RELU_BACK``, ``NORM_BACK``,
 ``GAMMA_GRAD``, ``RESIDUAL_FFN``, ``RESIDUAL_NORM``, ``PASSED_ON``, ``HEADS_INPUT``, ``UPDATE`` and ``LOSS_AFTER``."""
 from __future__ import annotations
 
 from fractions import Fraction
+from typing import Any, NamedTuple
 
 from .. import eq
 from ..lines import APPROX, EQ, Body, Shown, entries, line, p, pick, rel
 from .attention import once
-from .block import _given, _grid, _show, _title, loss_lines, residual_line, shown
+from .block import carried_grid, given_input, show_code, step_title, loss_lines, norm_parts, residual_line, shown
+
+
+class NormBack(NamedTuple):
+    """One row's layer-norm backward as a hand works it: the forward's parts (*norm*: μ, …, the root, x̂),
+    dx̂ = γ ⊙ dY, its mean *m1*, the mean *m2* of dx̂ ⊙ x̂, and dx = (dx̂ − m1 − x̂·m2)/root."""
+
+    norm: Any
+    dh: list
+    m1: Any
+    m2: Any
+    dx: list
+
+
+def norm_back_parts(b, dy, row, gamma, eps) -> NormBack:
+    """The layer-norm backward of one *row* (its output's gradient *dy*) in backend *b*, each value as a hand
+    writes it (a :class:`~worked.attention.Hand` rounds dx̂, the two means and each dx)."""
+    parts = norm_parts(b, row, gamma, [b.entry(Fraction(0))] * len(gamma), eps)
+    size = b.entry(Fraction(len(row)))
+    dh = [b.carry(b.mul(g, x)) for g, x in zip(gamma, dy)]
+    m1 = b.div(b.total(dh), size)
+    m2 = b.div(b.total([b.mul(x, h) for x, h in zip(dh, parts.normed)]), size)
+    return NormBack(parts, dh, m1, m2, [b.div(b.sub(b.sub(x, m1), b.mul(h, m2)), parts.root)
+                                        for x, h in zip(dh, parts.normed)])
 
 
 def _op(node, value) -> str:
@@ -65,7 +89,7 @@ def relu_back_line(label: str, col: int, u, g, value, places: int) -> eq.Rel:
 
 
 def norm_back_lines(label: str, dy, gamma, back, places: int) -> list:
-    """One row's layer-norm backward (*back*: its :class:`worked.stages.NormBack` from the hand pass): dx̂ = γ ⊙ dY,
+    """One row's layer-norm backward (*back*: its :class:`NormBack` from the hand pass): dx̂ = γ ⊙ dY,
     mean(dx̂), mean(dx̂ ⊙ x̂), then each entry dx[j] = (dx̂[j] − mean(dx̂) − x̂[j]·mean(dx̂ ⊙ x̂))/√(σ² + ε), a line each."""
     d = len(dy)
     dh = [shown(v, places) for v in back.dh]
@@ -144,7 +168,7 @@ def _dlogits_body(ctx, stage, v) -> Body:
 
 
 def _weight_grad_body(ctx, stage, v) -> Body:
-    M, d, R = _grid(v, stage.inputs[0]), _grid(v, stage.inputs[1]), v.mat(stage.id)
+    M, d, R = carried_grid(v, stage.inputs[0]), carried_grid(v, stage.inputs[1]), v.mat(stage.id)
     rows, cols = _labels(ctx, R)
     lines = [line(products_line(eq.Entry(R.sym, rows[r], cols[c]), [(M[i][r], d[i][c]) for i in range(len(M))],
                                 R.hand[r][c], ctx.P)) for r, c in _cells(ctx, R)]
@@ -156,7 +180,7 @@ def _weight_grad_body(ctx, stage, v) -> Body:
 
 def _input_grad_body(ctx, stage, v) -> Body:
     d_name, w_name = stage.inputs
-    d, W, R = _grid(v, d_name), _given(v, w_name), v.mat(stage.id)
+    d, W, R = carried_grid(v, d_name), given_input(v, w_name), v.mat(stage.id)
     rows, cols = _labels(ctx, R)
     lines = [line(products_line(eq.Entry(R.sym, rows[i], cols[j]), list(zip(d[i], W[j])), R.hand[i][j], ctx.P))
              for i, j in _cells(ctx, R)]
@@ -167,7 +191,7 @@ def _input_grad_body(ctx, stage, v) -> Body:
 
 
 def _bias_grad_body(ctx, stage, v) -> Body:
-    d, R = _grid(v, stage.inputs[0]), v.mat(stage.id)
+    d, R = carried_grid(v, stage.inputs[0]), v.mat(stage.id)
     lines = [line(colsum_line(eq.Item(R.sym, R.cols[c]), [row[c] for row in d], R.hand[0][c], ctx.P))
              for _, c in _cells(ctx, R)]
     why = p("A bias (or β) is added to every row, so its gradient is each column of ", eq.matrix_sym(stage.inputs[0]),
@@ -176,7 +200,7 @@ def _bias_grad_body(ctx, stage, v) -> Body:
 
 
 def _relu_back_body(ctx, stage, v) -> Body:
-    dG, U, R = _grid(v, stage.inputs[0]), _grid(v, stage.inputs[1]), v.mat(stage.id)
+    dG, U, R = carried_grid(v, stage.inputs[0]), carried_grid(v, stage.inputs[1]), v.mat(stage.id)
     lines = [line(relu_back_line(ctx.lab[i], j, U[i][j], dG[i][j], R.hand[i][j], ctx.P), f"row {ctx.p.tokens[i]}")
              for i in _rows(ctx, R) for j in range(R.shape[1])]
     why = p("Back through ReLU: where ", eq.Sym("U"), " was positive ReLU passed it on, so the gradient passes too; where ",
@@ -185,12 +209,10 @@ def _relu_back_body(ctx, stage, v) -> Body:
 
 
 def _backs(ctx, v, stage, rows):
-    """Each of *rows*' layer-norm backward (:func:`worked.stages.norm_back_parts`) as the hand pass worked it."""
-    from .. import stages
-
+    """Each of *rows*' layer-norm backward (:func:`norm_back_parts`) as the hand pass worked it."""
     d_name, m_name, g_name = stage.inputs[-3:]
-    dY, M, gamma = _grid(v, d_name), _grid(v, m_name), _given(v, g_name)
-    return dY, gamma, {i: stages.norm_back_parts(v.by_hand, dY[i], M[i], gamma, ctx.p.block.eps) for i in rows}
+    dY, M, gamma = carried_grid(v, d_name), carried_grid(v, m_name), given_input(v, g_name)
+    return dY, gamma, {i: norm_back_parts(v.by_hand, dY[i], M[i], gamma, ctx.p.block.eps) for i in rows}
 
 
 _NORM_WHY = ("Back through a layer norm, one row at a time: first ", eq.Sym("dx̂"), " = γ·dY, entry by entry (the gradient of "
@@ -210,7 +232,7 @@ def _norm_back_body(ctx, stage, v) -> Body:
 
 def _gamma_grad_body(ctx, stage, v) -> Body:
     R = v.mat(stage.id)
-    dY, _, backs = _backs(ctx, v, stage, range(len(_grid(v, stage.inputs[0]))))
+    dY, _, backs = _backs(ctx, v, stage, range(len(carried_grid(v, stage.inputs[0]))))
     lines = [line(products_line(eq.Item(R.sym, R.cols[c]), [(dY[i][c], backs[i].norm.normed[c]) for i in backs],
                                 R.hand[0][c], ctx.P)) for _, c in _cells(ctx, R)]
     why = p("γ multiplies the normalised rows x̂, so its gradient is each column of ", eq.matrix_sym(stage.inputs[0]),
@@ -219,7 +241,7 @@ def _gamma_grad_body(ctx, stage, v) -> Body:
 
 
 def _residual_ffn_body(ctx, stage, v) -> Body:
-    d_res, dU, W = _grid(v, stage.inputs[0]), _grid(v, stage.inputs[1]), _given(v, stage.inputs[2])
+    d_res, dU, W = carried_grid(v, stage.inputs[0]), carried_grid(v, stage.inputs[1]), given_input(v, stage.inputs[2])
     R = v.mat(stage.id)
     rows, cols = _labels(ctx, R)
     lines = [line(products_line(eq.Entry(R.sym, rows[i], cols[j]), list(zip(dU[i], W[j])), R.hand[i][j], ctx.P,
@@ -232,7 +254,7 @@ def _residual_ffn_body(ctx, stage, v) -> Body:
 def _residual_norm_body(ctx, stage, v) -> Body:
     R = v.mat(stage.id)
     rows = _rows(ctx, R)
-    d_res = _grid(v, stage.inputs[0])
+    d_res = carried_grid(v, stage.inputs[0])
     dY, gamma, backs = _backs(ctx, v, stage, rows)
     lines = []
     for i in rows:
@@ -273,7 +295,7 @@ def _heads_input_body(ctx, stage, v) -> Body:
 
 def _update_body(ctx, stage, v) -> Body:
     w_name, g_name = stage.inputs
-    W, g, R = _given(v, w_name), _grid(v, g_name), v.mat(stage.id)
+    W, g, R = given_input(v, w_name), carried_grid(v, g_name), v.mat(stage.id)
     W = W if W and isinstance(W[0], list) else [W]
     lr = ctx.p.train.lr
     lines = [line(update_line(w_name, R.rows[r] if R.shape[0] > 1 else "1", R.cols[c], W[r][c], lr, g[r][c],
@@ -315,13 +337,13 @@ _NORM_BACK_CODE = ("def normalised(x):                           # a layer norm'
 
 
 def _code(v: str, expr: str, comment: str = "") -> tuple:
-    return v, f"{v} = {expr}" + (f"   # {comment}" if comment else "") + "\n" + _show(v)
+    return v, f"{v} = {expr}" + (f"   # {comment}" if comment else "") + "\n" + show_code(v)
 
 
 def _dlogits_numpy(nb, stage, h):
     probs, targets = stage.inputs
     return stage.id, (f"Y = np.eye(len(vocab))[{targets}]          # 1 at each position's target\n"
-                      f"{stage.id} = ({probs} - Y) / n\n" + _show(stage.id))
+                      f"{stage.id} = ({probs} - Y) / n\n" + show_code(stage.id))
 
 
 def _weight_grad_numpy(nb, stage, h):
@@ -394,21 +416,17 @@ def _lit(x) -> str:
 def _loss_after_numpy(nb, stage, h):
     """The block's forward pass again, as a function of every trained weight (its body the forward steps' own
     code), run with the updated weights."""
-    from .. import stages
-
-    a = stages.of(nb.p)
-    fwd = {st.id for st in a.before + a.forward + a.combine + a.after}
     sol = nb.sol
     names = [f"W_{x}{k}" for k in range(1, len(sol.problem.heads) + 1) for x in "QKV"]
     names += [s.inputs[0] for s in nb.stages.values() if s.id.endswith("_new") and s.scope == "layer"]
     body = []
     for st in sol.steps:
         sg = nb.stages.get(st.id)
-        if sg is None or sg.id not in fwd or st.id not in fwd and sg.id != "Z":
+        if sg is None:
             continue
         _, code = nb.numpy(st, str(st.head) if st.head is not None else "")
         body += ["    " + ln for ln in code.splitlines() if ln and not ln.startswith(("print(", "show("))]
-        if sg.id == "loss":
+        if (sg.rows, sg.cols) == ("1", "1"):    # the forward pass ends with the loss (its one 1 × 1 stage)
             break
     vec = lambda w: f"{w}_new" if w in ("W_O", "W_1", "W_2", "W_out") else f"{w}_new.ravel()"  # noqa: E731
     args = ", ".join(f"{w}={w.rstrip('0123456789')}_new{w[len(w.rstrip('0123456789')):]}" if w.startswith(("W_Q", "W_K", "W_V"))
@@ -438,17 +456,17 @@ def head_numpy(sid: str):
     return numpy
 
 
-DLOGITS = Shown(_title, _dlogits_body, _dlogits_numpy)
-WEIGHT_GRAD = Shown(_title, _weight_grad_body, _weight_grad_numpy)
-INPUT_GRAD = Shown(_title, _input_grad_body, _input_grad_numpy)
-BIAS_GRAD = Shown(_title, _bias_grad_body, _bias_grad_numpy)
-RELU_BACK = Shown(_title, _relu_back_body, _relu_back_numpy)
-NORM_BACK = Shown(_title, _norm_back_body, _norm_back_numpy)
-GAMMA_GRAD = Shown(_title, _gamma_grad_body, _gamma_grad_numpy)
-RESIDUAL_FFN = Shown(_title, _residual_ffn_body, _residual_ffn_numpy)
-RESIDUAL_NORM = Shown(_title, _residual_norm_body, _residual_norm_numpy)
-PASSED_ON = Shown(_title, _passed_on_body, _passed_on_numpy)
-HEADS_INPUT = Shown(_title, _heads_input_body, _heads_input_numpy)
-UPDATE = Shown(_title, _update_body, _update_numpy)
+DLOGITS = Shown(step_title, _dlogits_body, _dlogits_numpy)
+WEIGHT_GRAD = Shown(step_title, _weight_grad_body, _weight_grad_numpy)
+INPUT_GRAD = Shown(step_title, _input_grad_body, _input_grad_numpy)
+BIAS_GRAD = Shown(step_title, _bias_grad_body, _bias_grad_numpy)
+RELU_BACK = Shown(step_title, _relu_back_body, _relu_back_numpy)
+NORM_BACK = Shown(step_title, _norm_back_body, _norm_back_numpy)
+GAMMA_GRAD = Shown(step_title, _gamma_grad_body, _gamma_grad_numpy)
+RESIDUAL_FFN = Shown(step_title, _residual_ffn_body, _residual_ffn_numpy)
+RESIDUAL_NORM = Shown(step_title, _residual_norm_body, _residual_norm_numpy)
+PASSED_ON = Shown(step_title, _passed_on_body, _passed_on_numpy)
+HEADS_INPUT = Shown(step_title, _heads_input_body, _heads_input_numpy)
+UPDATE = Shown(step_title, _update_body, _update_numpy)
 LOSS_AFTER = Shown(lambda ctx, stage, head: "New loss: a fresh pass of the block with the updated weights", _loss_after_body,
                    _loss_after_numpy)
