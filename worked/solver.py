@@ -451,13 +451,7 @@ def _training(ctx, arch, heads: list[HeadResult], given: dict, forward_layer: di
     for part in (arch.train, arch.update):
         if part is arch.update:
             steps += [_shown_now(ctx, c, None, views[0], None, None) for c in arch.checks]
-        groups: list[list] = []
-        for s in part:
-            if groups and groups[-1][0].scope == s.scope:
-                groups[-1].append(s)
-            else:
-                groups.append([s])
-        for group in groups:
+        for group in stages.by_scope(part):
             if group[0].scope == "layer":
                 for s in group:
                     if several or s.several:

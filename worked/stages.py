@@ -1197,13 +1197,7 @@ def matrices(d: Dims) -> dict[str, tuple[int, int]]:
     out.update({s.id: s.shape(d) for s in a.runs(d)})
     if d.train:     # as the solver makes them: each run of layer stages, then each head's share, then a run of head stages
         for part in (a.train, a.update):
-            groups: list[list] = []
-            for s in part:
-                if groups and groups[-1][0].scope == s.scope:
-                    groups[-1].append(s)
-                else:
-                    groups.append([s])
-            for group in groups:
+            for group in by_scope(part):
                 if group[0].scope == "head":
                     out.update({p + s.id: s.shape(d) for p in pres for s in group})
                     continue
@@ -1212,6 +1206,18 @@ def matrices(d: Dims) -> dict[str, tuple[int, int]]:
                     out.update({p + s.by_head: (d.n, d.d_v) for p in pres for s in group if s.by_head})
         out["loss_after"] = out.pop("loss_after")
     return out
+
+
+def by_scope(part: tuple) -> list[list]:
+    """*part*'s stages in runs of one scope, in order: a run of layer stages (made once), a run of head stages
+    (made per head), … (the order the solver makes a training step's matrices in)."""
+    groups: list[list] = []
+    for s in part:
+        if groups and groups[-1][0].scope == s.scope:
+            groups[-1].append(s)
+        else:
+            groups.append([s])
+    return groups
 
 
 def upstream(sid: str) -> list[str]:
