@@ -414,7 +414,7 @@ SIN_COS_SWAPPED = Mistake("sin-cos-swapped", eq.say("sin and cos swapped"),
 LOG10_LOSS = Mistake("log10-loss", eq.say("log base 10 instead of ln"),
     eq.say("The loss was taken with log base 10; cross-entropy uses the natural log: {rule} of each target's "
            "probability.", rule=eq.Neg(eq.Call("ln", (eq.Sym("p"),)))),
-    eq.say("This is the value you get with log₁₀ instead of ln in the loss."),
+    eq.say("This is the value you get with {log} instead of ln in the loss.", log=eq.Sym("log", sub="10", upright=True)),
     lambda p: [Transform(log="log10")] if _output(p) and _block(p).targets is not None else [])
 OUTPUT_SOFTMAX_COLUMNS = Mistake("output-softmax-columns", eq.say("output softmax over the wrong axis"),
     eq.say("The softmax of the logits was taken down each column; each position's row of logits is a distribution "
