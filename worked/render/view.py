@@ -519,7 +519,7 @@ def training(p) -> dict | None:
     if getattr(p, "block", None) is not None:      # a block's: the next tokens (its facts' targets), no matrix T
         return {"target": None, "lr": eq.Rel((eq.Sym("lr", upright=True), eq.num(t.lr)), (eq.EQ,)),
                 "loss": loss_def(p), "loss_name": t.loss,
-                "text": "one step of gradient descent on the mean cross-entropy of the next tokens"}
+                "text": _("one step of gradient descent on the mean cross-entropy of the next tokens")}
     toks = list(p.tokens)
     cols = [str(j) for j in range(1, len(t.target[0]) + 1)]
     target = dict(input_matrix("T", eq.Sym("T"), t.target, toks, cols), key="train.target", note=_("the target"))
