@@ -774,7 +774,7 @@ class Float:
     UNDEFINED = math.nan
 
     def entry(self, x: Fraction) -> float:
-        return float(x)
+        return x.numerator / x.denominator if type(x) is Fraction else float(x)    # float(x), without its frames
 
     def dot(self, xs, ys) -> float:
         return math.fsum(x * y for x, y in zip(xs, ys))
@@ -1253,7 +1253,7 @@ class Hand:
     def _round(self, x) -> "Approx":
         if isinstance(x, Decimal):
             return Approx(F.round_decimal(None, x, self.P))
-        return Approx(F.round_decimal(Fraction(x), None, self.P))
+        return Approx(F.round_decimal(x if isinstance(x, Fraction) else Fraction(x), None, self.P))
 
     def shown(self, x):
         if x is None or isinstance(x, Irr):
