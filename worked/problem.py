@@ -275,6 +275,9 @@ def _matrix(name: str, value: Any, places_limit: int | None, seen: list | None =
             width = len(row)
         elif len(row) != width:
             raise ProblemError(name, f"ragged rows: row 1 has {width} entries, row {i} has {len(row)}")
+        if all(type(x) is int and -LIMITS["entry"] <= x <= LIMITS["entry"] for x in row):
+            rows.append(tuple(map(Fraction, row)))      # plain integers within the limit (a drawn problem's): exact
+            continue
         out = []
         for j, x in enumerate(row, 1):
             try:
