@@ -1258,7 +1258,7 @@ class Hand:
     def shown(self, x):
         if x is None or isinstance(x, Irr):
             return x
-        if isinstance(x, Approx) or isinstance(x, Decimal) or (self.decimal and not F.terminating(x, self.P)):
+        if isinstance(x, (Approx, Decimal)) or (self.decimal and not F.terminating(x, self.P)):
             return self._round(x)
         return x
 
@@ -1266,7 +1266,10 @@ class Hand:
 
     @staticmethod
     def _mark(value: Fraction, *parts):
-        return Approx(value) if any(isinstance(p, Approx) for p in parts) else value
+        for p in parts:     # marked when any part is
+            if isinstance(p, Approx):
+                return Approx(value)
+        return value
 
     @staticmethod
     def _dec(x) -> Decimal:
