@@ -234,8 +234,8 @@ def block_forward(problem, backend, *, transform: Transform | None = None, given
     weights = weights or {}
     arch = stages.of(problem)
     run = stages.BlockRun(problem, backend, t, lenient=bool(given))
-    env = {"X": _inputs(backend, problem.X), **stages.block_inputs(problem, backend),
-           **{k: v for k, v in weights.items() if k not in ("heads", "W_O")}}
+    own = {k: v for k, v in weights.items() if k not in ("heads", "W_O")}     # the layer's weights given
+    env = {"X": _inputs(backend, problem.X), **stages.block_inputs(problem, backend, own), **own}
     done: dict[str, list] = {}
     carried: dict[str, list] = {}
 
