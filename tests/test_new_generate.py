@@ -163,3 +163,25 @@ def test_no_two_tokens_are_drawn_with_the_same_row():
         assert generate(fam, seed).to_toml() == p.to_toml()
     tight = Family.from_dict({"tokens": 4, "d_model": 2, "range": [0, 1], "d_k": 1, "max_weight": 0.99})
     assert len({tuple(r) for r in generate(tight, 1).X}) <= 3
+
+
+@pytest.mark.parametrize("fam", [Family(), Family(mask="causal", d_k=4, tokens=4), Family(heads=2),
+                                 Family(attention="cross")], ids=["self", "causal", "two-heads", "cross"])
+def test_the_hand_pass_that_accepts_a_drawn_problem_is_the_one_its_solution_shows(fam, monkeypatch):
+    """generate(..., with_hand=True) hands on the hand pass that accepted the problem (decimals + 2 places, its
+    display); solve(problem, hand=...) shows it instead of making it again, and the solution is the same."""
+    from worked import solver
+    from worked.attention import Hand
+
+    for seed in (1, 2, 3):
+        p, hand = generate(fam, seed, with_hand=True)
+        assert p.to_toml() == generate(fam, seed).to_toml()
+        places, again, _, _ = solver.hand_pass(p, p.display)
+        assert places == p.precision.carried and hand.shown == again.shown
+        made = []
+        real = solver.forward
+        monkeypatch.setattr(solver, "forward", lambda q, b, **kw: (made.append(type(b)), real(q, b, **kw))[1])
+        given = solver.solve(p, hand=hand).audit()
+        assert Hand not in made
+        monkeypatch.setattr(solver, "forward", real)
+        assert given.text() == solver.solve(p).audit().text()

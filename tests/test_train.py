@@ -192,7 +192,11 @@ def test_against_pytorch_autograd():
 def test_loss_after_is_the_loss_of_the_exact_update(p):
     """L′ is the loss of a fresh forward pass with W − lr·dW itself (not the weights rounded for the page):
     the Float pass's own unrounded update agrees to 1e-9, in the matrices and in the JSON (a number)."""
-    sol = worked.solve(p)
+    try:
+        sol = worked.solve(p)
+    except ProblemError as e:       # the update takes a scaled score over the limit: refused in one line (test_train_limits)
+        assume(e.field != "train.lr")
+        raise
     ref = backward(p, Float()).loss_after
     la = sol.matrices()["loss_after"]
     assert abs(float(la.num[0][0]) - ref) < 1e-9 * max(1.0, ref)

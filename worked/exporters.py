@@ -134,6 +134,20 @@ def _latex_require():
 def _typst_warm():
     import typst  # noqa: F401
 
+    from .render import typst as _  # noqa: F401  (its renderer and the page model)
+
+
+def _html_warm():
+    import html  # noqa: F401  (the printers' escape: its entity table)
+
+    from .render.html import font_url
+
+    font_url()      # its renderer, the page model, and the math font every page embeds (read and encoded once)
+
+
+def _tex_warm():
+    from .render import tex  # noqa: F401  (its renderer and the page model)
+
 
 def _weasyprint_warm():
     from .render.pdf import load_weasyprint
@@ -182,9 +196,10 @@ def _gift(manifest):
 EXPORTERS = {e.name: e for e in (
     Exporter("pdf", "sheet", "application/pdf", _pdf, extension=".pdf", encoding=None, compiled=True,
              quiz_default=True),
-    Exporter("html", "sheet", "text/html; charset=utf-8", _html, extension=".html", quiz_default=True, template="html"),
+    Exporter("html", "sheet", "text/html; charset=utf-8", _html, extension=".html", quiz_default=True, template="html",
+             warm=_html_warm),
     Exporter("tex", "sheet", "application/x-tex; charset=utf-8", _tex, extension=".tex", encoding="ascii",
-             template="tex"),
+             template="tex", warm=_tex_warm),
     Exporter("moodle", "batch", "application/xml; charset=utf-8", _moodle, file="moodle.xml", quiz_default=True),
     Exporter("qti", "batch", "application/zip", _qti, file="canvas-qti.zip", encoding=None, quiz_default=True),
     Exporter("gift", "batch", "text/plain; charset=utf-8", _gift, file="quiz.gift.txt", quiz_default=True),

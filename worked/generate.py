@@ -537,16 +537,20 @@ class _Search:
             self.pen[h] = [self._pen(h, i) for i in range(n)]
 
 
-def generate(fam: Family, seed: int, *, title: str | None = None, X=None, X_enc=None) -> Problem:
+def generate(fam: Family, seed: int, *, title: str | None = None, X=None, X_enc=None, with_hand: bool = False):
     """One problem of the family, the same for the same (family, seed) on every machine (with ``blocks``, a
     :class:`~worked.problem.Chain`: :func:`generate_chain`). *X*, *X_enc*: given inputs (a chain's later block),
-    only the weights drawn for them."""
+    only the weights drawn for them. With *with_hand*, ``(problem, hand)``: *hand* the hand pass at the problem's
+    carried places that accepted it (:func:`_by_hand`), for :func:`worked.solver.solve` to show rather than make
+    again (None for a chain, a Transformer block or a [train] problem)."""
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise WorkedError(f"seed: expected a whole number ≥ 0, got {seed!r}")
     if fam.blocks:
-        return generate_chain(fam, seed, title=title)
+        chain = generate_chain(fam, seed, title=title)
+        return (chain, None) if with_hand else chain
     if fam.block:
-        return generate_block(fam, seed, title=title)
+        block = generate_block(fam, seed, title=title)
+        return (block, None) if with_hand else block
     check_feasible(fam)
     X_fixed, Xe_fixed = X, X_enc
     rng = random.Random(seed)
@@ -602,13 +606,14 @@ def generate(fam: Family, seed: int, *, title: str | None = None, X=None, X_enc=
             heads = [(WQs[h], WKs[h], WV[h]) for h in range(H)]
             p = _problem(fam, X, heads, WO, title, X_enc=Xe)
             if not fam.train:
-                if _by_hand(p):
-                    return p
+                hand = _by_hand(p)
+                if hand is not None:
+                    return (p, hand) if with_hand else p
                 steps += 1
                 continue
             p = _with_target(fam, p, rng)
             if p is not None:
-                return p
+                return (p, None) if with_hand else p
     raise WorkedError(
         f"{fam.source + ': ' if fam.source else ''}no problem of this family met the constraints in {MAX_STEPS} tries "
         f"(largest weight ≤ {fam.max_weight:g}, every weight ≥ {fam.min_w:g}"
@@ -867,7 +872,7 @@ def _with_target(fam: Family, p: Problem, rng: random.Random) -> Problem | None:
     family's lr, or the largest of LRS that does) and the key's numerical check agrees (floats); None when
     no target does."""
     Z = forward(p, Float(), backward=False).output
-    if not _by_hand(p):
+    if _by_hand(p) is None:
         return None     # the forward pass alone already needs another place: no target helps
     # two heads: the backward pass through W_O and both heads carries its errors far enough that a key at
     # decimals + 2 places is rarely right everywhere; such a problem may carry one more place (it says so)
@@ -887,18 +892,20 @@ def _with_target(fam: Family, p: Problem, rng: random.Random) -> Problem | None:
             if big > MAX_GRAD:
                 break
             if run.loss_after < run.loss:
-                extra_q = 2 if _by_hand(q, run) else extra if extra > 2 and _by_hand(q, run, extra) else None
+                extra_q = (2 if _by_hand(q, run) is not None else
+                           extra if extra > 2 and _by_hand(q, run, extra) is not None else None)
                 if extra_q and _checks_by_hand(q, run, q.decimals + extra_q):
                     return q
                 break
     return None
 
 
-def _by_hand(p: Problem, true=None, extra: int = 2) -> bool:
+def _by_hand(p: Problem, true=None, extra: int = 2):
     """Does a hand that carries decimals + *extra* places get every answer of *p* right (each carried value
     rounds to the true value's answer)? A problem where it would not is not drawn: its key would need one more
     place. *true*: the Float pass of *p*, when already computed; a true value within 1e-6 of a half (where a
-    float cannot tell) is decided by the 50-digit pass (:func:`worked.solver.hand_pass`)."""
+    float cannot tell) is decided by the 50-digit pass (:func:`worked.solver.hand_pass`). Returns that hand
+    pass when it does (the pass a solution of *p* shows, when *extra* is 2), None when it does not."""
     from .attention import block_forward
 
     dec = p.decimals
@@ -920,15 +927,15 @@ def _by_hand(p: Problem, true=None, extra: int = 2) -> bool:
                 y = abs(x) * unit
                 if abs(y - math.floor(y) - 0.5) < 1e-6:
                     if p.block is not None:
-                        return False     # too near a half for floats to tell: another draw
+                        return None      # too near a half for floats to tell: another draw
                     from .solver import hand_pass
 
-                    places, _, off, _ = hand_pass(p, p.display)
-                    return places <= dec + extra and not off
+                    places, shown, off, _ = hand_pass(p, p.display)
+                    return shown if places <= dec + extra and not off else None
                 mine = F.round_decimal(Fraction(h), None, dec)
                 if mine != Decimal(math.copysign(math.floor(y + 0.5), x) if x else 0).scaleb(-dec):
-                    return False
-    return True
+                    return None
+    return hand
 
 
 def _checks_by_hand(q: Problem, run, places: int | None = None) -> bool:

@@ -20,8 +20,6 @@ exports' feedback, the grader's class report and the web page.
 """
 from __future__ import annotations
 
-import dataclasses
-
 from . import slips, stages
 from .slips import Mistake, Transform
 
@@ -43,7 +41,7 @@ def _owners() -> dict[str, tuple]:
 
 
 _OWNERS = _owners()
-MISTAKES: dict[str, Mistake] = {m.id: dataclasses.replace(m, stage=_OWNERS[m.id][0].id, updates=_OWNERS[m.id][1])
+MISTAKES: dict[str, Mistake] = {m.id: m.replace(stage=_OWNERS[m.id][0].id, updates=_OWNERS[m.id][1])
                                 for m in slips.ALL if m.id in _OWNERS}
 
 

@@ -115,14 +115,16 @@ def family_dims(fam) -> "stages.Dims":
 
 
 def _draw(fam, seed: int, title: str):
-    """A variant's problem: drawn from the family with *seed*, or the given problem (titled as the quiz)."""
+    """A variant's problem: drawn from the family with *seed*, or the given problem (titled as the quiz); and the
+    hand pass that accepted a drawn problem, for its solution to show (:func:`worked.generate.generate`; None for a
+    given problem)."""
     if isinstance(fam, Given):
         d = fam.problem.to_dict()
         d["title"] = title
         from .problem import Problem
 
-        return Problem.from_dict(d, source=fam.problem.source)
-    return generate(fam, seed, title=title)
+        return Problem.from_dict(d, source=fam.problem.source), None
+    return generate(fam, seed, title=title, with_hand=True)
 
 
 def _may_be_inf(key: str, fam: Family) -> bool:
@@ -446,9 +448,9 @@ def draw_problem(spec: QuizSpec, variant: Variant):
     last = None
     tries = CHOICE_REDRAWS if any(q.kind == "choice" for q in spec.questions) else REDRAWS
     for attempt in range(tries):
-        problem = _draw(spec.family, variant.seed + attempt, title)
+        problem, hand = _draw(spec.family, variant.seed + attempt, title)
         try:
-            sol = solve(problem).audit()
+            sol = solve(problem, hand=hand).audit()
         except AuditFailure as exc:  # pragma: no cover - depends on the solver's auditor
             last = exc
             continue
@@ -856,9 +858,12 @@ class _Progress:
 
 def _warm_up(formats: tuple[str, ...], engine: str) -> None:
     """Load, before the workers fork (they inherit it), what every variant would load lazily: the
-    templates, the Typst binding, sympy's tensor module (which sympy's Add imports on first use), the
-    printers. No Typst compiler is made here: each process makes its own (see worked.render.typst)."""
-    import sympy.tensor.tensor  # noqa: F401
+    templates, each format's renderer (and the page model), the Typst binding, what sympy imports on its
+    first evaluated sum and e^x (its tensor and set-expression modules), the printers. No Typst compiler is
+    made here: each process makes its own (see worked.render.typst)."""
+    import sympy as sp
+
+    sp.exp(sp.Rational(1, 2)) + 1
 
     from . import render, solver  # noqa: F401
     from .render.env import env

@@ -8,7 +8,6 @@ order of :data:`ALL` is the order in which reports list the mistakes.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Callable, NamedTuple
 
 from . import eq
@@ -58,17 +57,48 @@ class Transform(NamedTuple):
         return self.heads != Transform._field_defaults["heads"]
 
 
-@dataclass(frozen=True)
 class Mistake:
-    id: str
-    name: "str | eq.Prose"            # its title: prose where it holds math (K·Qᵀ instead of Q·Kᵀ, as trees)
-    feedback: "str | eq.Prose"        # for a student's check report (prose: its math as trees)
-    answer: "str | eq.Prose | None"   # "This is the value you get …": the feedback of a wrong answer in a quiz
-    _transforms: Callable | None = None   # problem → the Transforms that apply; None: no transform
-    accepted: bool = False  # not a mistake: answers within the band, pointed out (rounded too early)
-    # what the stage that declares the mistake gives it (worked.mistakes collects them from the architectures):
-    stage: str = ""         # that stage's id, the matrix (and worked step) where the mistake first shows
-    updates: tuple = ()     # (weight matrix, the id of the stage that updates it), for a mistake of the update
+    """A known mistake: an immutable value (equal to another with the same fields). A plain class, not a
+    dataclass: every ``worked solve`` imports the mistakes its stages declare, and a dataclass imports
+    :mod:`dataclasses` and writes and compiles its methods at import (see :mod:`worked.model`).
+
+    *id*; *name*: its title, prose where it holds math (K·Qᵀ instead of Q·Kᵀ, as trees); *feedback*: for a
+    student's check report (prose: its math as trees); *answer*: "This is the value you get …", the feedback of a
+    wrong answer in a quiz; *_transforms*: problem → the Transforms that apply (None: no transform); *accepted*:
+    not a mistake, answers within the band, pointed out (rounded too early). What the stage that declares the
+    mistake gives it (:mod:`worked.mistakes` collects them from the architectures, :meth:`replace`): *stage*, that
+    stage's id, the matrix (and worked step) where the mistake first shows; *updates*: (weight matrix, the id of
+    the stage that updates it), for a mistake of the update."""
+
+    __slots__ = ("id", "name", "feedback", "answer", "_transforms", "accepted", "stage", "updates")
+
+    def __init__(self, id: str, name: "str | eq.Prose", feedback: "str | eq.Prose | Callable",
+                 answer: "str | eq.Prose | None", _transforms: Callable | None = None, accepted: bool = False,
+                 stage: str = "", updates: tuple = ()):
+        for field, value in zip(self.__slots__, (id, name, feedback, answer, _transforms, accepted, stage, updates)):
+            object.__setattr__(self, field, value)
+
+    def _fields(self) -> tuple:
+        return tuple(getattr(self, field) for field in self.__slots__)
+
+    def replace(self, **changes) -> "Mistake":
+        """A copy with *changes* (field name → value)."""
+        return Mistake(**{field: changes.pop(field, getattr(self, field)) for field in self.__slots__}, **changes)
+
+    def __setattr__(self, field, value):
+        raise AttributeError(f"Mistake is immutable: cannot set {field}")
+
+    def __eq__(self, other):
+        return self._fields() == other._fields() if type(other) is Mistake else NotImplemented
+
+    def __hash__(self):
+        return hash(self._fields())
+
+    def __reduce__(self):
+        return Mistake, self._fields()
+
+    def __repr__(self):
+        return f"Mistake({', '.join(f'{field}={getattr(self, field)!r}' for field in self.__slots__)})"
 
     @property
     def title_prose(self) -> eq.Prose:
@@ -369,7 +399,7 @@ SIN_COS_SWAPPED = Mistake("sin-cos-swapped", "sin and cos swapped",
 LOG10_LOSS = Mistake("log10-loss", "log base 10 instead of ln",
     _P("The loss was taken with log base 10; cross-entropy uses the natural log: ",
        eq.Neg(eq.Call("ln", (eq.Sym("p"),))), " of each target's probability."),
-    _P("This is the value you get with log₁₀ instead of ln in the loss."),
+    _P("This is the value you get with ", eq.Sym("log", sub="10", upright=True), " instead of ln in the loss."),
     lambda p: [Transform(log="log10")] if _output(p) and _block(p).targets is not None else [])
 OUTPUT_SOFTMAX_COLUMNS = Mistake("output-softmax-columns", "output softmax over the wrong axis",
     _P("The softmax of the logits was taken down each column; each position's row of logits is a distribution over "

@@ -144,21 +144,22 @@ def _enclosed(iv) -> sp.Float:
     return sp.Float(str(d), max(digits, 15))
 
 
-def hand_pass(problem: Problem, display: str, nums=None):
+def hand_pass(problem: Problem, display: str, nums=None, first=None):
     """The values a hand carries through *problem* (:class:`worked.attention.Hand`) and the places they are
     carried to: ``decimals + 2``, or one more when at those places some carried value would round to another
     answer than the true value (the solution then says so). Returns ``(places, pass, entries, first)``,
     *entries* the cells ``(key, i, j, carried value)`` whose carried value still rounds to another answer there,
     *first* those at ``decimals + 2``. *nums*: the point :class:`~worked.attention.Interval` pass (the true
-    values), when already computed."""
+    values), when already computed; *first* (the argument): the pass at ``decimals + 2``, when already computed
+    (:func:`worked.generate.generate` makes it to accept a problem it draws)."""
     if nums is None:
         nums = run_pass(problem, Interval(problem, widen=False))
     dec = problem.decimals
-    first = None
     pr = problem.precision
+    given, first = first, None
     answers: dict = {}      # the true values' answers, rounded once for both places
     for places in (pr.carried, pr.more().carried):
-        run = run_pass(problem, Hand(problem, display, places))
+        run = given if given is not None and places == pr.carried else run_pass(problem, Hand(problem, display, places))
         off = _off_answers(run, nums, dec, answers)
         first = off if first is None else first
         if not off and not _undefined(run, nums):
@@ -228,13 +229,13 @@ class _Carry:
     """The values a hand carries and their places (:func:`hand_pass`), worked out when a line first needs them:
     a solution read only for its values and headings (checking answers) never makes the hand pass."""
 
-    def __init__(self, problem: Problem, display: str, nums):
-        self.problem, self.display, self.nums = problem, display, nums
+    def __init__(self, problem: Problem, display: str, nums, hand=None):
+        self.problem, self.display, self.nums, self.hand = problem, display, nums, hand
         self._got = None
 
     def _get(self):
         if self._got is None:
-            self._got = hand_pass(self.problem, self.display, self.nums)
+            self._got = hand_pass(self.problem, self.display, self.nums, self.hand)
         return self._got
 
     @property
@@ -261,7 +262,7 @@ class _Carry:
         return get
 
 
-def solve(problem: Problem, checks: str = "one", display: str | None = None) -> Solution:
+def solve(problem: Problem, checks: str = "one", display: str | None = None, *, hand=None) -> Solution:
     """Solve *problem* exactly and build the worked steps. ``checks`` is "one", "row" or "all";
     ``display`` "exact" or "decimal" (default: the problem's own, see :attr:`Problem.display`).
 
@@ -271,7 +272,9 @@ def solve(problem: Problem, checks: str = "one", display: str | None = None) -> 
     stages of the problem's architecture (:func:`worked.stages.of`), each with its declared step. The values
     and every step's heading are there at once; a forward step's lines, and the hand pass they show
     (:func:`hand_pass`), are built when first read (:meth:`Step.shown_later`), audited then: checking
-    answers reads only the values and the headings. :meth:`Solution.audit` builds and audits them all."""
+    answers reads only the values and the headings. :meth:`Solution.audit` builds and audits them all.
+    *hand*: the hand pass of *problem* at its carried places in its own display, when already made (a drawn
+    problem's, from ``worked.generate.generate(..., with_hand=True)``): shown, not made again."""
     if checks not in CHECKS:
         raise ValueError(f"checks must be one of {CHECKS}, got {checks!r}")
     if isinstance(problem, Chain):      # [[blocks]]: block by block, each solved here
@@ -303,7 +306,7 @@ def solve(problem: Problem, checks: str = "one", display: str | None = None) -> 
         for hp in run.heads:
             _check_size(problem, hp, run.factor, masked_at)
         nums = forward(problem, Interval(problem, widen=False))
-    carry = _Carry(problem, display, nums)
+    carry = _Carry(problem, display, nums, hand if not block and display == getattr(problem, "display", "exact") else None)
     ctx = lines.Ctx(problem, checks, display, carry, run, nums, Approx)
     causal = problem.mask == "causal"
     given = {"X": [list(r) for r in problem.X], "X_enc": [list(r) for r in problem.X_kv]}

@@ -64,7 +64,7 @@ rich_html = _rich(False)
 
 
 @functools.lru_cache(maxsize=1)
-def _font_url():
+def font_url():
     """The embedded math font's ``data:`` URL, marked safe when escaping leaves it as it is (base64 has
     nothing to escape): the template then does not scan its 180 kB for every page."""
     from .fonts import math_font_data_url
@@ -80,5 +80,5 @@ def render_html(page, *, for_pdf: bool = False, template_dir=None, paper: str = 
     name = f"{page.kind}.html"
     math = _math(for_pdf)
     ctx = dict(doc=page, for_pdf=for_pdf, paper=paper, math=math, chain=_chain(math), rich=_rich(for_pdf),
-               math_font_family=FAMILY, math_font_url=(None if for_pdf else _font_url()))
+               math_font_family=FAMILY, math_font_url=(None if for_pdf else font_url()))
     return render("html", name, template_dir, **ctx)

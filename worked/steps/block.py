@@ -330,7 +330,8 @@ def _loss_body(ctx, stage, v) -> Body:
     terms = [hb.ln(c[2]) for c in cells]
     lines = [line(x) for x in loss_lines(cells, terms, R.hand[0][0], ctx.P)]
     why = p("The loss: at each position, −ln of the probability given to the word that really comes next (the "
-            "target), then the mean over the positions. The natural log: ln, not log₁₀.")
+            "target), then the mean over the positions. The natural log: ln, not ", eq.Sym("log", sub="10", upright=True),
+            ".")
     return Body(why, lines, precision=ctx.P)
 
 
