@@ -169,8 +169,10 @@ def forward(problem, backend, *, transform: Transform | None = None, given: dict
     out = Pass()
     n = problem.n
 
+    as_is = getattr(backend, "as_is", False)
+
     def put(key, grid, shown=True):
-        band = [[backend.shown(x) for x in row] for row in grid] if shown else grid
+        band = ([list(row) for row in grid] if as_is else [[backend.shown(x) for x in row] for row in grid]) if shown else grid
         out.shown[key] = band
         g = given.get(key)
         out.carried[key] = band if g is None else [[b if a is NA else a for a, b in zip(ga, ba)]
@@ -239,8 +241,10 @@ def block_forward(problem, backend, *, transform: Transform | None = None, given
     done: dict[str, list] = {}
     carried: dict[str, list] = {}
 
+    as_is = getattr(backend, "as_is", False)
+
     def put(key, grid):
-        band = done[key] = [[backend.shown(x) for x in row] for row in grid]    # a hand rounds each
+        band = done[key] = [list(row) for row in grid] if as_is else [[backend.shown(x) for x in row] for row in grid]    # a hand rounds each
         g = given.get(key)
         carried[key] = band if g is None else [[b if a is NA else a for a, b in zip(ga, ba)] for ga, ba in zip(g, band)]
         return carried[key]
@@ -772,6 +776,7 @@ class Float:
 
     NEG_INF = -math.inf
     UNDEFINED = math.nan
+    as_is = True        # shown and carried as computed (a pass copies its grids without calling shown)
 
     def entry(self, x: Fraction) -> float:
         return x.numerator / x.denominator if type(x) is Fraction else float(x)    # float(x), without its frames
