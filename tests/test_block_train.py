@@ -285,15 +285,3 @@ def test_pytorch_encoder_layer_agrees(order, mask):
         pairs.update({"dgamma_f": final.weight.grad[None], "dbeta_f": final.bias.grad[None]})
     for key, g in pairs.items():
         np.testing.assert_allclose(np.array(ours.shown[key]), g.numpy(), rtol=1e-9, atol=1e-12, err_msg=key)
-
-
-def test_solving_a_block_with_a_training_step_says_in_one_line_that_it_is_not_worked_yet(tmp_path):
-    """Its values are computed (above); its pages are not: `worked solve` says so (exit 2, one line, no traceback)."""
-    import subprocess
-    import sys
-
-    path = tmp_path / "train.toml"
-    path.write_text(CASES["post-ln-causal"])
-    r = subprocess.run([sys.executable, "-m", "worked", "solve", str(path)], capture_output=True, text=True, timeout=120)
-    assert r.returncode == 2 and r.stdout == "" and r.stderr.count("\n") == 1
-    assert "train: a block's training step is computed" in r.stderr and str(path) in r.stderr

@@ -395,7 +395,7 @@ def test_every_folder_that_ships_is_a_package():
 #: the modules that declare the stages (their ids, computations, grids, words) and the stages' mistakes
 #: and their worked steps (worked/steps/: titles, lines, NumPy code)
 STAGE_DEFINITIONS = ("worked/stages.py", "worked/slips.py", "worked/steps/attention.py", "worked/steps/heads.py",
-                     "worked/steps/train.py", "worked/steps/block.py")
+                     "worked/steps/train.py", "worked/steps/block.py", "worked/steps/block_train.py")
 #: string literals equal to a stage id that are not one: (file, literal) → what the literal is
 STAGE_IDS_ALLOWED = {
     ("worked/problem.py", "loss"): "the [train] table's field naming the loss function (loss = \"mse\")",

@@ -84,10 +84,11 @@ def test_every_shipped_problem_runs_and_every_check_passes(path, kernel):
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
     assert not errors
     checks = check_cells(nb)
-    steps = nbw.coded_steps(sol)   # a [train] problem: its forward pass
+    steps = nbw.coded_steps(sol)   # an attention [train] problem: its forward pass; a block's: every step but the check
+    numbers = [sol.steps.index(st) + 1 for st in steps]     # (the gradient check's step has no code: numbers skip it)
     assert len(checks) == len(steps) + 1          # one per step, and the one-block cell's
     for k, c in enumerate(checks, 1):
-        want = f"Step {k} (" if k <= len(steps) else "The whole thing in one block"
+        want = f"Step {numbers[k - 1]} (" if k <= len(steps) else "The whole thing in one block"
         assert text_of(c).startswith("✓ " + want) and "matches the key" in text_of(c), (c.id, text_of(c))
 
 
@@ -153,11 +154,12 @@ def _keys_table(m, places: int) -> list[list[str]]:
 def _printed_tables(sol, nb):
     """(cell id, printed table, the key's table) for every cell that prints a table."""
     p, mats = sol.problem, sol.matrices()
-    # the one-block cell shows the output Z (a Transformer block's: its last matrix)
-    want = {"inputs": p.X, "weights": p.heads[0].W_Q, "whole": list(sol.after.values())[-1] if sol.after else sol.output}
+    # the one-block cell shows its last step's matrix: the output Z (a Transformer block's: its last matrix, with a
+    # training step the loss after it)
+    coded = nbw.coded_steps(sol)
+    want = {"inputs": p.X, "weights": p.heads[0].W_Q, "whole": mats[coded[-1].result]}
     if p.cross:
         want["inputs-enc"] = p.X_enc
-    coded = nbw.coded_steps(sol)
     for k, st in enumerate(sol.steps, 1):
         if st in coded:
             want[f"step{k:02d}-{st.id}" + (f"-head{st.head}" if st.head is not None else "")] = mats[st.result]

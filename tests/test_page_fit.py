@@ -69,6 +69,9 @@ def pdf_text(pdf: bytes, first: int | None = None, last: int | None = None) -> s
 # -- the problems ------------------------------------------------------------------------------------
 NAMES = [p.stem for p in PROBLEMS] + ["part10"]
 TRAIN = [p.stem for p in PROBLEMS if "[train]" in p.read_text(encoding="utf-8")]
+# the attention's (a target T, the squared error) and a Transformer block's (the next tokens, cross-entropy)
+BLOCK_TRAIN = [p.stem for p in PROBLEMS if p.stem in TRAIN and re.search(r"(?m)^block\s*=", p.read_text(encoding="utf-8"))]
+ATTN_TRAIN = [n for n in TRAIN if n not in BLOCK_TRAIN]
 
 
 @lru_cache(maxsize=None)
@@ -122,7 +125,7 @@ def test_training_worksheet_has_every_prompt(name):
 
 @needs_pdftotext
 @pytest.mark.parametrize("kind", ["worksheet", "answer-key"])
-@pytest.mark.parametrize("name", TRAIN)
+@pytest.mark.parametrize("name", ATTN_TRAIN)
 def test_training_problem_section_shows_target_and_rate(name, kind):
     """T as a labelled matrix, the learning rate and the loss, in the problem section (page 1)."""
     sol = solution(name)
@@ -139,13 +142,38 @@ def test_training_problem_section_shows_target_and_rate(name, kind):
     assert src.count('#wk-matrix(head: [#eqn("T ') == 1
 
 
-@pytest.mark.parametrize("name", TRAIN)
+@pytest.mark.parametrize("name", ATTN_TRAIN)
 def test_key_glance_lists_the_training_matrices(name):
     from worked import printers
 
     labels = [printers.text(g["label"]) for g in view.build(solution(name), "answer-key").glance]
     for want in ("L", "dZ", "dV", "dA", "dS", "dQ", "dK", "dW_Q", "dW_K", "dW_V", "W_Q′", "W_K′", "W_V′", "L′"):
         assert want in labels
+
+
+@needs_pdftotext
+@pytest.mark.parametrize("kind", ["worksheet", "answer-key"])
+@pytest.mark.parametrize("name", BLOCK_TRAIN)
+def test_a_block_training_problem_section_shows_rate_and_loss(name, kind):
+    """A block's training step has no matrix T (its targets are the next tokens, in its facts): the learning rate
+    and the mean cross-entropy in the problem section (page 1)."""
+    sol = solution(name)
+    t = view.build(sol, kind).training
+    assert t["target"] is None and t["loss_name"] == "cross-entropy"
+    first = pdf_text(pdf(name, kind), 1, 1)
+    problem = first[first.index("THE PROBLEM"):]
+    assert "learning rate" in problem and "cross-entropy" in problem and "𝐿 =" in problem
+    assert "TARGETS" in problem.upper()
+
+
+@pytest.mark.parametrize("name", BLOCK_TRAIN)
+def test_a_block_key_glance_lists_every_gradient_and_update(name):
+    from worked import printers
+
+    labels = {printers.text(g["label"]).split(" (head")[0] for g in view.build(solution(name), "answer-key").glance}
+    for want in ("L", "dlogits", "dW_out", "dW_1", "db_1", "dW_2", "db_2", "dW_O", "dV⁽¹⁾", "dQ⁽¹⁾", "dW_Q⁽¹⁾",
+                 "W_1′", "W_out′", "W_Q′⁽¹⁾", "L′"):
+        assert want in labels, (want, sorted(labels))
 
 
 @needs_pdftotext

@@ -268,18 +268,26 @@ def block_forward(problem, backend, *, transform: Transform | None = None, given
                        if s.id in done})      # the loss a number, as the attention's
     if backward and problem.train is not None:
         _block_backward(problem, backend, t, out, {**env, arch.attends: heads_env[arch.attends]},
-                        stages.BLOCK_KINDS[problem.block.kind], weights)
+                        stages.BLOCK_KINDS[problem.block.kind], weights, given)
     return out
 
 
-def _block_backward(problem, b, t: Transform, out: Pass, env: dict, kind: dict, weights: dict) -> None:
+def _block_backward(problem, b, t: Transform, out: Pass, env: dict, kind: dict, weights: dict,
+                    given: dict | None = None) -> None:
     """One training step of a block (``[train] loss = "cross-entropy"``), after its forward pass *out*: the layer's
     gradients from the logits down to the attention's output dZ (``kind["train"]``), each head's (the attention's
     own backward stages, on its block of dconcat and the heads' input), pre-LN's LN_1 after them
     (``kind["after_heads"]``), every weight updated, W − lr·dW (the heads' by the attention's update stages), and
     the loss after: a fresh pass with the new weights. Every matrix is in ``shown`` (the heads' as ``head1.dQ``
     …), ``loss_after`` the new loss (a number, as ``loss``), ``after`` its pass. The Exact backend has no closed
-    form here."""
+    form here. *given*: a student's entries (by key, NA where not given), carried on instead of the computed ones
+    (each matrix in ``shown`` is computed from the ones before it as carried), as :func:`block_forward` does."""
+    given = given or {}
+
+    def carry(key, grid):
+        g = given.get(key)
+        return grid if g is None else [[c if a is NA else a for a, c in zip(ga, ca)] for ga, ca in zip(g, grid)]
+
     run = stages.BlockRun(problem, b, t)
     env = {**env, **out.values, "targets": list(problem.block.targets),
            "W_O": weights.get("W_O") or _inputs(b, problem.W_O)}      # the heads' combination: concat, Z
@@ -288,7 +296,8 @@ def _block_backward(problem, b, t: Transform, out: Pass, env: dict, kind: dict, 
 
     def layer(part):
         for stage in stages.in_order(part, env):
-            env[stage.id] = out.shown[stage.id] = shown(stage.forward(run, *(env[k] for k in stage.inputs)))
+            out.shown[stage.id] = shown(stage.forward(run, *(env[k] for k in stage.inputs)))
+            env[stage.id] = carry(stage.id, out.shown[stage.id])
             out.values[stage.id] = env[stage.id][0][0] if _scalar(stage) else env[stage.id]
 
     layer(kind["train"])
@@ -301,9 +310,12 @@ def _block_backward(problem, b, t: Transform, out: Pass, env: dict, kind: dict, 
     for h, (hp, W) in enumerate(zip(out.heads, ws), 1):
         hv = {"X": env[kind["attends"]], "W_Q": W[0], "W_K": W[1], "W_V": W[2], **hp.values,
               split.by_head: [row[(h - 1) * dv:h * dv] for row in env[split.id]]}
+        out.shown[f"head{h}.{split.by_head}"] = hv[split.by_head]      # each head's block of dconcat (its dZ)
+        hv[split.by_head] = carry(f"head{h}.{split.by_head}", hv[split.by_head])
         brun = stages.BackRun(problem, b, t, out.factor, lr, hp.masked)
         for stage in stages.in_order(per_head, hv):
-            hv[stage.id] = out.shown[f"head{h}.{stage.id}"] = shown(stage.forward(brun, *(hv[k] for k in stage.inputs)))
+            out.shown[f"head{h}.{stage.id}"] = shown(stage.forward(brun, *(hv[k] for k in stage.inputs)))
+            hv[stage.id] = carry(f"head{h}.{stage.id}", out.shown[f"head{h}.{stage.id}"])
         heads.append(hv)
         new_heads.append(tuple(hv[w + "_new"] for w in ("W_Q", "W_K", "W_V")))
         out.grads.append(HeadGrad({s.id: hv[s.id] for s in per_head}, brun.rowsum,
@@ -315,8 +327,16 @@ def _block_backward(problem, b, t: Transform, out: Pass, env: dict, kind: dict, 
     layer(updates)
     # the vectors (b_1, γ, β: 1 × k matrices of the update) as the stages take them, lists
     new = {"heads": new_heads, **{s.inputs[0]: stages.flat(env[s.id]) if s.rows == "1" else env[s.id] for s in updates}}
-    out.after = block_forward(problem, b, transform=t, weights=new, backward=False)
     after = next(s for s in kind["update"] if _scalar(s))       # the loss after, from the fresh pass's loss
+    try:
+        out.after = block_forward(problem, b, transform=t, weights=new, backward=False)
+    except ArithmeticError:
+        # a student's gradients (intervals of their rounding) through the fresh pass's layer norms widen past
+        # use: the loss after has no value from them (as a layer norm of variance 0 has none), never an error
+        if not given:
+            raise
+        out.after, out.shown[after.id], out.values[after.id] = None, [[None]], None
+        return
     env[after.inputs[0]] = out.after.shown[_loss_id(kind)]
     layer((after,))
 

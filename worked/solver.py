@@ -26,7 +26,8 @@ import sympy as sp
 from . import eq, lines, stages
 from . import numfmt as F
 from .numfmt import N
-from .attention import INEXACT, Approx, Exact, Hand, HeadPass, Interval, block_exact, forward, loss_of, run_pass
+from .attention import (INEXACT, Approx, Exact, Hand, HeadPass, Interval, block_exact, block_loss, block_weight, forward,
+                        loss_of, run_pass)
 from .audit import failure as audit_failure
 from .errors import ProblemError
 from .model import HeadResult, Line, Mat, Solution, Step
@@ -282,11 +283,6 @@ def solve(problem: Problem, checks: str = "one", display: str | None = None, *, 
 
         return solve_chain(problem, solve, checks=checks, display=display)
     block = getattr(problem, "block", None) is not None
-    if block and problem.train is not None:
-        from .errors import ProblemError
-
-        raise ProblemError("train", "a block's training step is computed (worked.attention.block_forward) but not yet "
-                           "worked on the pages: leave out [train] to solve the block", problem.source)
     # a Transformer block is worked in decimals (its positions and layer norms are irrational)
     display = "decimal" if block else display or getattr(problem, "display", "exact")
     if display not in DISPLAYS:
@@ -361,7 +357,11 @@ def solve(problem: Problem, checks: str = "one", display: str | None = None, *, 
     train = None
     if problem.train is not None:
         train = ctx.train_mats
-        steps += _training(ctx, arch, heads, given, layer)
+        if block:       # a block's training step reads its layer's matrices and inputs, and the heads read its X
+            steps += _training(ctx, arch, heads, {**given, **block_in, "W_O": problem.W_O},
+                               {**before, **layer, **after}, before)
+        else:
+            steps += _training(ctx, arch, heads, given, layer)
 
     sol = Solution(problem, heads, concat, output, steps, checks, run.factor, display, train=train, before=before,
                    after=after)
@@ -409,16 +409,18 @@ def _cell(m: Mat, i: int, j: int):
 
 # ---------------------------------------------------------------- one training step (problems with [train])
 
-def _training(ctx, arch, heads: list[HeadResult], given: dict, forward_layer: dict) -> list[Step]:
+def _training(ctx, arch, heads: list[HeadResult], given: dict, forward_layer: dict, before: dict | None = None) -> list[Step]:
     """The training step's steps, walking *arch*'s train and update stages (and its checks between them): a
     layer stage once, a head stage per head; each stage's matrix (in ``ctx.train_mats``, by key) and its step,
     made now. A layer stage's matrix that splits among the heads (dconcat's blocks: each head's dZ) is each
-    head's share of it."""
+    head's share of it. A Transformer block's: *before*, its stages before the heads (the heads' X, X0 or N1),
+    and the loss with one weight moved is the block's (:func:`worked.attention.block_loss`)."""
     problem, run, nums, hand, P = ctx.p, ctx.run, ctx.nums, ctx.carry.run, ctx.P
     several = problem.multihead
     mats = ctx.train_mats
     keys = stages.matrices(stages.Dims.of_problem(problem))
-    inputs = {**given, "T": problem.train.target}
+    block = before is not None
+    inputs = {**given} if block else {**given, "T": problem.train.target}
     layer = View(ctx, None, None, {**forward_layer}, inputs, after_output=nums.after.output, loss_after=nums.loss_after)
     views = []
     for h0, (hr, head) in enumerate(zip(heads, problem.heads)):
@@ -427,6 +429,11 @@ def _training(ctx, arch, heads: list[HeadResult], given: dict, forward_layer: di
         def loss_moved(w, r, c, delta, h0=h0):
             """The loss of a fresh forward pass (50-digit values) with weight *w*[r, c] of this head moved by *delta*
             (not a new Problem: W ± h is no entry of the user's file, and may pass the limit on entries)."""
+            if block:
+                b = Interval(problem, widen=False)
+                key, value, (h, k) = block_weight(problem, b, f"head{h0 + 1}.{w}")
+                value[h][k][r][c] = b.add(value[h][k][r][c], b.entry(Fraction(delta)))
+                return block_loss(problem, b, {key: value})[0]
             ws = [[[list(row) for row in m] for m in (hd.W_Q, hd.W_K, hd.W_V)] for hd in problem.heads]
             ws[h0][("W_Q", "W_K", "W_V").index(w)][r][c] += delta
             b = Interval(problem, widen=False)
@@ -434,7 +441,7 @@ def _training(ctx, arch, heads: list[HeadResult], given: dict, forward_layer: di
             return loss_of(problem, b, forward(problem, b, weights=ivs, backward=False))[0]
 
         views.append(View(ctx, hid, h0, dict(hr.matrices()), {**inputs, "W_Q": head.W_Q, "W_K": head.W_K, "W_V": head.W_V},
-                          masked=run.heads[h0].masked, loss_moved=loss_moved))
+                          masked=run.heads[h0].masked, loss_moved=loss_moved, layer=before or {}))
 
     def make(stage, key, hid, masked, view):
         sym = _symbol(ctx, stage, hid)
@@ -452,13 +459,7 @@ def _training(ctx, arch, heads: list[HeadResult], given: dict, forward_layer: di
     for part in (arch.train, arch.update):
         if part is arch.update:
             steps += [_shown_now(ctx, c, None, views[0], None, None) for c in arch.checks]
-        groups: list[list] = []
-        for s in part:
-            if groups and groups[-1][0].scope == s.scope:
-                groups[-1].append(s)
-            else:
-                groups.append([s])
-        for group in groups:
+        for group in stages.by_scope(part):
             if group[0].scope == "layer":
                 for s in group:
                     if several or s.several:

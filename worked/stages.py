@@ -20,6 +20,7 @@ from . import eq
 from .lines import Shown
 from .steps import attention as shown_attention
 from .steps import block as shown_block
+from .steps import block_train as shown_block_train
 from .steps import heads as shown_heads
 from .steps import train as shown_train
 from . import slips
@@ -783,27 +784,8 @@ def _norm_back_rows(r: BlockRun, dY, M, gamma):
     return [q.dx for q in parts], [q.norm.normed for q in parts]
 
 
-class NormBack(NamedTuple):
-    """One row's layer-norm backward as a hand works it: the forward's parts (*norm*: μ, …, the root, x̂),
-    dx̂ = γ ⊙ dY, its mean *m1*, the mean *m2* of dx̂ ⊙ x̂, and dx = (dx̂ − m1 − x̂·m2)/root."""
-
-    norm: Any
-    dh: list
-    m1: Any
-    m2: Any
-    dx: list
-
-
-def norm_back_parts(b, dy, row, gamma, eps) -> NormBack:
-    """The layer-norm backward of one *row* (its output's gradient *dy*) in backend *b*, each value as a hand
-    writes it (a :class:`~worked.attention.Hand` rounds dx̂, the two means and each dx)."""
-    parts = norm_parts(b, row, gamma, [b.entry(Fraction(0))] * len(gamma), eps)
-    size = b.entry(Fraction(len(row)))
-    dh = [b.carry(b.mul(g, x)) for g, x in zip(gamma, dy)]
-    m1 = b.div(b.total(dh), size)
-    m2 = b.div(b.total([b.mul(x, h) for x, h in zip(dh, parts.normed)]), size)
-    return NormBack(parts, dh, m1, m2, [b.div(b.sub(b.sub(x, m1), b.mul(h, m2)), parts.root)
-                                        for x, h in zip(dh, parts.normed)])
+#: one row's layer-norm backward as a hand works it (declared with the steps that show it: worked/steps/block_train.py)
+NormBack, norm_back_parts = shown_block_train.NormBack, shown_block_train.norm_back_parts
 
 
 def _d_norm(r: BlockRun, dY, M, gamma):
@@ -862,7 +844,7 @@ def _back(dY: str, M: str, gamma: str):
 
 
 _LN_BACK_HINT = lambda p: ("the layer norm's backward, row by row: dx = (dx̂ − mean(dx̂) − x̂·mean(dx̂·x̂))/√(σ² + ε), "  # noqa: E731
-                           "dx̂ = γ ⊙ dY")
+                           "dx̂ = γ·dY, entry by entry")
 _BLOCK_TRAIN_GRIDS = {
     "dlogits": _grad_grid("dlogits", "Gradient of the logits", lambda p: eq.Frac(
         eq.Add((_B("probs", upright=True), eq.Neg(_B("Y")))), eq.Sym("n")), lambda p: "Y: 1 at each position's target, else 0"),
@@ -903,7 +885,18 @@ _BLOCK_TRAIN_GRIDS = {
 
 
 def _block_grad(sid, inputs, rows, cols, words, forward) -> Stage:
-    return Stage(sid, inputs, rows, cols, _words(words), scope="layer", forward=forward, grid=_BLOCK_TRAIN_GRIDS[sid])
+    return Stage(sid, inputs, rows, cols, _words(words), scope="layer", forward=forward, grid=_BLOCK_TRAIN_GRIDS[sid],
+                 step=_BLOCK_TRAIN_STEPS[forward])
+
+
+#: each kind of a block's gradient, its worked step (worked/steps/block_train.py)
+_BLOCK_TRAIN_STEPS = {
+    _d_logits: shown_block_train.DLOGITS, _d_of_weight: shown_block_train.WEIGHT_GRAD,
+    _d_of_input: shown_block_train.INPUT_GRAD, _d_bias: shown_block_train.BIAS_GRAD, _d_relu: shown_block_train.RELU_BACK,
+    _d_norm: shown_block_train.NORM_BACK, _d_gamma: shown_block_train.GAMMA_GRAD,
+    _d_residual_ffn: shown_block_train.RESIDUAL_FFN, _d_residual_norm: shown_block_train.RESIDUAL_NORM,
+    _same: shown_block_train.PASSED_ON, _d_heads_input: shown_block_train.HEADS_INPUT,
+}
 
 
 _DLOGITS = (
@@ -923,7 +916,8 @@ _SHAPES = {"W_O": ("heads·d_v", "d_model"), "W_1": ("d_model", "d_ff"), "b_1": 
 _LOSS_AFTER = Stage("loss_after", ("loss_new",), "1", "1", _words("the loss after the update ", eq.Sym("L", prime=True)),
                     scope="layer", forward=_same, grid=Grid("Loss after the update L′", lambda S: eq.Sym("L", prime=True),
                                                             lambda S, p: eq.Sym("L", prime=True),
-                                                            lambda p: "the loss of a fresh pass with the updated weights"))
+                                                            lambda p: "the loss of a fresh pass with the updated weights"),
+                    step=shown_block_train.LOSS_AFTER)
 
 
 def _block_updates(weights: tuple) -> tuple:
@@ -931,6 +925,7 @@ def _block_updates(weights: tuple) -> tuple:
     with the updated weights)."""
     return tuple(Stage(w + "_new", (w, "d" + w), *_SHAPES.get(w, ("1", "d_model")), _words(f"the updated {w}"),
                        scope="layer", forward=_block_update,
+                       step=shown_block_train.UPDATE,
                        grid=Grid(f"Updated {w}", lambda S, w=w: eq.Sym(w, prime=True),
                                  lambda S, p, w=w: eq.Add((_B(w), eq.Neg(eq.Mul((eq.Sym("lr", upright=True),
                                                                                   eq.matrix_sym("d" + w)))))))) for w in weights) + (
@@ -1137,8 +1132,28 @@ def _block_heads(attends: str) -> tuple:
 
 _BLOCK_INPUTS = (("X", "the input, one row per token (the block adds the positions P to it)"),)
 _BLOCK_ALWAYS = ("X", "W_1", "b_1", "W_2", "b_2", "gamma_1", "beta_1", "gamma_2", "beta_2")
-BLOCK_ARCHS = {name: Arch(name, _block_heads(k["attends"]), COMBINE, (), (), _BLOCK_INPUTS, before=k["before"],
-                          after=k["after"], attends=k["attends"]) for name, k in BLOCK_KINDS.items()}
+
+
+def _block_head_train(attends: str, part: tuple) -> tuple:
+    """A block's head stages of the training step (*part*: the attention's train or update stages): the attention's
+    own, the gradients of W_Q, W_K and W_V taking the block's *attends* (X0 or N1) where the attention takes X."""
+    x = _S({"X0": "X_0", "N1": "N_1"}[attends])
+    out = []
+    for s in part:
+        if s.scope != "head":
+            continue
+        if s.inputs[0] == "X":
+            s = s._replace(inputs=(attends,) + s.inputs[1:], grid=s.grid._replace(
+                definition=lambda S, p, d=s.inputs[1]: eq.Mul((_tr(x), S(d)))))
+        out.append(s._replace(step=s.step._replace(numpy=shown_block_train.head_numpy(s.id))))     # its NumPy code
+    return tuple(out)
+
+
+BLOCK_ARCHS = {name: Arch(name, _block_heads(k["attends"]), COMBINE,
+                          k["train"] + _block_head_train(k["attends"], TRAIN) + k["after_heads"],
+                          _block_head_train(k["attends"], UPDATE) + k["update"], _BLOCK_INPUTS,
+                          checks=(shown_train.GRADCHECK,), before=k["before"], after=k["after"], attends=k["attends"])
+               for name, k in BLOCK_KINDS.items()}
 ARCHS = {a.name: a for a in (SELF, CROSS, *BLOCK_ARCHS.values())}
 
 
@@ -1182,18 +1197,29 @@ def matrices(d: Dims) -> dict[str, tuple[int, int]]:
     if several:
         out.update({s.id: s.shape(d) for s in a.combine})
     out.update({s.id: s.shape(d) for s in a.runs(d)})
-    if d.train:
+    if d.train:     # as the solver makes them: each run of layer stages, then each head's share, then a run of head stages
         for part in (a.train, a.update):
-            for s in part:
-                if s.scope == "head":
+            for group in by_scope(part):
+                if group[0].scope == "head":
+                    out.update({p + s.id: s.shape(d) for p in pres for s in group})
                     continue
-                if several or s.several:
-                    out[s.id] = s.shape(d)
-                if s.id == "dconcat" and several:     # each head's block of dconcat: its dZ
-                    out.update({p + "dZ": (d.n, d.d_v) for p in pres})
-            out.update({p + s.id: s.shape(d) for p in pres for s in part if s.scope == "head"})
+                out.update({s.id: s.shape(d) for s in group if several or s.several})
+                if several:      # each head's block of a layer matrix that splits by head (dconcat's: its dZ)
+                    out.update({p + s.by_head: (d.n, d.d_v) for p in pres for s in group if s.by_head})
         out["loss_after"] = out.pop("loss_after")
     return out
+
+
+def by_scope(part: tuple) -> list[list]:
+    """*part*'s stages in runs of one scope, in order: a run of layer stages (made once), a run of head stages
+    (made per head), … (the order the solver makes a training step's matrices in)."""
+    groups: list[list] = []
+    for s in part:
+        if groups and groups[-1][0].scope == s.scope:
+            groups[-1].append(s)
+        else:
+            groups.append([s])
+    return groups
 
 
 def upstream(sid: str) -> list[str]:

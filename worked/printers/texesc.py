@@ -15,8 +15,14 @@ _UNICODE = {
     "…": r"\dots{}", "–": "--", "—": "---", "‘": "`", "’": "'", "“": "``", "”": "''", "\u00a0": r"\nobreakspace{}",
     "≤": r"\ensuremath{\le}", "≥": r"\ensuremath{\ge}", "±": r"\ensuremath{\pm}", "÷": r"\ensuremath{\div}",
     "✓": r"\ensuremath{\checkmark}", "½": r"\textonehalf{}", "¼": r"\textonequarter{}", "¾": r"\textthreequarters{}", "°": r"\textdegree{}", "⁽": r"\textsuperscript{(}", "⁾": r"\textsuperscript{)}",
+    # a Transformer block's words (its layer norm's μ, σ, ε, γ, β; ⊙ entry by entry)
+    "μ": r"\ensuremath{\mu}", "σ": r"\ensuremath{\sigma}", "ε": r"\ensuremath{\varepsilon}", "γ": r"\ensuremath{\gamma}",
+    "β": r"\ensuremath{\beta}", "⊙": r"\ensuremath{\odot}", "Σ": r"\ensuremath{\Sigma}", "′": r"\ensuremath{'}",
 }
+#: letters with a combining accent that no precomposed character has (a layer norm's normalised row x̂)
+_MATH_ACCENTS = {"x\u0302": r"\ensuremath{\hat{x}}"}
 _SUPERSCRIPTS = dict(zip("⁰¹²³⁴⁵⁶⁷⁸⁹", "0123456789"))
+_SUBSCRIPTS = dict(zip("₀₁₂₃₄₅₆₇₈₉", "0123456789"))
 _ACCENTS = {"\u0301": "'", "\u0300": "`", "\u0302": "^", "\u0308": '"', "\u0303": "~", "\u0304": "=",
             "\u0327": "c", "\u030c": "v", "\u0306": "u", "\u030a": "r", "\u0328": "k", "\u0307": "."}
 _LETTERS = {"ß": r"\ss{}", "æ": r"\ae{}", "Æ": r"\AE{}", "ø": r"\o{}", "Ø": r"\O{}", "œ": r"\oe{}",
@@ -36,6 +42,8 @@ def _char(c: str) -> str:
         return _UNICODE[c]
     if c in _SUPERSCRIPTS:
         return r"\textsuperscript{" + _SUPERSCRIPTS[c] + "}"
+    if c in _SUBSCRIPTS:
+        return r"\textsubscript{" + _SUBSCRIPTS[c] + "}"
     if c in _LETTERS:
         return _LETTERS[c]
     d = unicodedata.normalize("NFD", c)
@@ -48,7 +56,11 @@ def _char(c: str) -> str:
 
 def tex_escape(s) -> str:
     """*s* as LaTeX text that prints literally, ASCII only."""
-    return "".join(_char(c) for c in str(s))
+    s = str(s)
+    for seq, tex in _MATH_ACCENTS.items():
+        if seq in s:
+            return tex.join(tex_escape(part) for part in s.split(seq))
+    return "".join(_char(c) for c in s)
 
 
 def finalize(value):

@@ -493,7 +493,7 @@ def loss_def(p=None):
     """The loss as a tree: ``L = ½ Σ_{i,j} (Z − T)²``: the definition of the training step's number (its 1×1
     stage) on its answer grid."""
     arch = stages.of(p) if p is not None else stages.SELF
-    g = next(s for s in arch.train if (s.rows, s.cols) == ("1", "1")).grid
+    g = next(s for s in arch.train + arch.after if (s.rows, s.cols) == ("1", "1")).grid     # a block's: its forward loss
     return eq.Rel((g.lhs(head_sym), g.definition(head_sym, p)), (eq.EQ,))
 
 
@@ -503,6 +503,10 @@ def training(p) -> dict | None:
     t = getattr(p, "train", None)
     if t is None:
         return None
+    if getattr(p, "block", None) is not None:      # a block's: the next tokens (its facts' targets), no matrix T
+        return {"target": None, "lr": eq.Rel((eq.Sym("lr", upright=True), eq.num(t.lr)), (eq.EQ,)),
+                "loss": loss_def(p), "loss_name": t.loss,
+                "text": "one step of gradient descent on the mean cross-entropy of the next tokens"}
     toks = list(p.tokens)
     cols = [str(j) for j in range(1, len(t.target[0]) + 1)]
     target = dict(input_matrix("T", eq.Sym("T"), t.target, toks, cols), key="train.target", note="the target")

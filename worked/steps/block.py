@@ -153,19 +153,20 @@ def position_lines(label: str, pos: int, d_model: int, angles: list, values: lis
     return lines
 
 
-def loss_lines(cells: list, terms: list, loss, places: int) -> list:
+def loss_lines(cells: list, terms: list, loss, places: int, prime: bool = False) -> list:
     """``−ln probs[cat, sat] = −ln(0.2312) ≈ 1.4645`` for each position's target (*cells*: (row label, target,
-    probability as carried); *terms*: each ln as carried), then ``L = (1.4645 + …)/n ≈ L``."""
+    probability as carried); *terms*: each ln as carried), then ``L = (1.4645 + …)/n ≈ L``; *prime*: the loss after
+    the update's (probs′, L′)."""
     lines = []
     minus = []
     for (row, target, prob), ln in zip(cells, terms):
         value = shown(type(ln)(-ln), places)      # −ln p as carried (a rounded ln stays a rounded value)
         minus.append(value)
-        lines.append(eq.Rel((eq.Neg(eq.Call("ln", (eq.Entry(eq.Sym("probs", upright=True), row, target),))),
+        lines.append(eq.Rel((eq.Neg(eq.Call("ln", (eq.Entry(eq.Sym("probs", upright=True, prime=prime), row, target),))),
                              eq.Neg(eq.Call("ln", (shown(prob, places),))), value),
                             (EQ, EQ if Fraction(prob) == 1 else APPROX)))
     mean = eq.Frac(eq.Add(tuple(minus)) if len(minus) > 1 else minus[0], eq.num(len(minus)))
-    lines.append(eq.Rel((eq.Sym("L"), mean, shown(loss, places)), (EQ, _op(mean, loss))))
+    lines.append(eq.Rel((eq.Sym("L", prime=prime), mean, shown(loss, places)), (EQ, _op(mean, loss))))
     return lines
 
 
@@ -200,14 +201,14 @@ def softmax_lines(label: str, cols: list, row, state, weights, places: int) -> l
 
 # ---------------------------------------------------------------- the stages' steps (read through the solver's view)
 
-def _title(ctx, stage, head):
+def step_title(ctx, stage, head):
     """``Layer norm LN_1: N_1 = LN_1(X_0)``: the stage's answer grid, its symbol and definition."""
     g = stage.grid
     S = lambda base, **kw: ctx.sym(base, None, **kw)  # noqa: E731
     return p(f"{g.label}: ", is_(g.lhs(S), g.definition(S, ctx.p)))
 
 
-def _grid(v, name: str) -> list:
+def carried_grid(v, name: str) -> list:
     """The matrix *name* as the lines carry it: a stage's values a hand carries, or an input as given."""
     if name in v.mats:
         return v.mat(name).hand
@@ -225,7 +226,7 @@ def _rows(ctx, n: int) -> list:
     return list(range(n)) if ctx.checks == "all" else [n - 1]
 
 
-def _given(v, name: str) -> list:
+def given_input(v, name: str) -> list:
     """A vector or matrix of the block's inputs as the hand pass took it (rounded where a decimal display
     rounds it)."""
     hb = v.by_hand
@@ -253,7 +254,7 @@ def _positions_body(ctx, stage, v) -> Body:
 
 def _plus_body(ctx, stage, v) -> Body:
     a_name, b_name = stage.inputs
-    A, B, R = _grid(v, a_name), _grid(v, b_name), v.mat(stage.id)
+    A, B, R = carried_grid(v, a_name), carried_grid(v, b_name), v.mat(stage.id)
     lines = [line(residual_line(_name(v, stage.id), ctx.lab[i], _name(v, a_name), A[i], _name(v, b_name), B[i], R.hand[i],
                                 ctx.P)) for i in _rows(ctx, R.shape[0])]
     if b_name == "P":
@@ -269,8 +270,8 @@ def _plus_body(ctx, stage, v) -> Body:
 
 def _norm_body(ctx, stage, v) -> Body:
     src, g_name, b_name = stage.inputs
-    X, R, hb = _grid(v, src), v.mat(stage.id), v.by_hand
-    gamma, beta, eps = _given(v, g_name), _given(v, b_name), ctx.p.block.eps
+    X, R, hb = carried_grid(v, src), v.mat(stage.id), v.by_hand
+    gamma, beta, eps = given_input(v, g_name), given_input(v, b_name), ctx.p.block.eps
     lines = []
     for i in _rows(ctx, R.shape[0]):
         parts = norm_parts(hb, X[i], gamma, beta, eps)
@@ -290,8 +291,8 @@ def _norm_body(ctx, stage, v) -> Body:
 def _affine_body(ctx, stage, v) -> Body:
     x_name, w_name = stage.inputs[:2]
     b_name = stage.inputs[2] if len(stage.inputs) > 2 else None
-    X, W, R = _grid(v, x_name), _given(v, w_name), v.mat(stage.id)
-    bias = _given(v, b_name) if b_name else None
+    X, W, R = carried_grid(v, x_name), given_input(v, w_name), v.mat(stage.id)
+    bias = given_input(v, b_name) if b_name else None
     n, m = R.shape
     i0 = n - 1
     first = (i0, max(range(m), key=lambda j: (abs(R.num[i0][j]), -j)))
@@ -305,7 +306,7 @@ def _affine_body(ctx, stage, v) -> Body:
 
 
 def _relu_body(ctx, stage, v) -> Body:
-    U, R = _grid(v, stage.inputs[0]), v.mat(stage.id)
+    U, R = carried_grid(v, stage.inputs[0]), v.mat(stage.id)
     lines = [line(relu_line(_name(v, stage.id), ctx.lab[i], j, U[i][j], R.hand[i][j], ctx.P), f"row {ctx.p.tokens[i]}")
              for i in _rows(ctx, R.shape[0]) for j in range(R.shape[1])]
     why = p("ReLU keeps each positive entry and makes every other one 0: ", is_(eq.Call("relu", (eq.Sym("x"),)),
@@ -314,7 +315,7 @@ def _relu_body(ctx, stage, v) -> Body:
 
 
 def _softmax_body(ctx, stage, v) -> Body:
-    L, R, hb = _grid(v, stage.inputs[0]), v.mat(stage.id), v.by_hand
+    L, R, hb = carried_grid(v, stage.inputs[0]), v.mat(stage.id), v.by_hand
     lines = []
     for i in _rows(ctx, R.shape[0]):
         weights, state = hb.softmax(L[i])
@@ -330,29 +331,28 @@ def _loss_body(ctx, stage, v) -> Body:
     terms = [hb.ln(c[2]) for c in cells]
     lines = [line(x) for x in loss_lines(cells, terms, R.hand[0][0], ctx.P)]
     why = p("The loss: at each position, −ln of the probability given to the word that really comes next (the "
-            "target), then the mean over the positions. The natural log: ln, not ", eq.Sym("log", sub="10", upright=True),
-            ".")
+            "target), then the mean over the positions. The natural log: ln, not the log to base 10.")
     return Body(why, lines, precision=ctx.P)
 
 
 # ---- the notebook's NumPy code of each step (nb: the notebook being written; the variables are the stage ids)
-def _show(v: str) -> str:
+def show_code(v: str) -> str:
     return f'print("{v} shape:", np.shape({v}))\nshow({v})'
 
 
 def _positions_numpy(nb, stage, h):
     v = stage.id
     if nb.p.block.positional == "none":
-        return v, f"{v} = np.zeros((n, d_model))   # no positions\n" + _show(v)
+        return v, f"{v} = np.zeros((n, d_model))   # no positions\n" + show_code(v)
     return v, (f"pos = np.arange(n)[:, None]                    # 0, 1, 2, … down the rows\n"
                f"two_i = (np.arange(d_model) // 2 * 2)[None, :]  # 0, 0, 2, 2, … across the columns\n"
                f"angle = pos / 10000 ** (two_i / d_model)\n"
-               f"{v} = np.where(np.arange(d_model) % 2 == 0, np.sin(angle), np.cos(angle))   # sin even, cos odd\n" + _show(v))
+               f"{v} = np.where(np.arange(d_model) % 2 == 0, np.sin(angle), np.cos(angle))   # sin even, cos odd\n" + show_code(v))
 
 
 def _plus_numpy(nb, stage, h):
     a, b = stage.inputs
-    return stage.id, f"{stage.id} = {a} + {b}\n" + _show(stage.id)
+    return stage.id, f"{stage.id} = {a} + {b}\n" + show_code(stage.id)
 
 
 _LAYER_NORM_CODE = ("def layer_norm(x, gamma, beta):              # each row over its d_model entries\n"
@@ -364,23 +364,23 @@ _LAYER_NORM_CODE = ("def layer_norm(x, gamma, beta):              # each row ove
 def _norm_numpy(nb, stage, h):
     src = once(nb, "layer_norm", _LAYER_NORM_CODE)
     x, g, b = stage.inputs
-    return stage.id, src + f"{stage.id} = layer_norm({x}, {g}, {b})\n" + _show(stage.id)
+    return stage.id, src + f"{stage.id} = layer_norm({x}, {g}, {b})\n" + show_code(stage.id)
 
 
 def _affine_numpy(nb, stage, h):
     x, w = stage.inputs[:2]
     bias = f" + {stage.inputs[2]}" if len(stage.inputs) > 2 else ""
-    return stage.id, f"{stage.id} = {x} @ {w}{bias}\n" + _show(stage.id)
+    return stage.id, f"{stage.id} = {x} @ {w}{bias}\n" + show_code(stage.id)
 
 
 def _relu_numpy(nb, stage, h):
-    return stage.id, f"{stage.id} = np.maximum({stage.inputs[0]}, 0)   # ReLU: negatives become 0\n" + _show(stage.id)
+    return stage.id, f"{stage.id} = np.maximum({stage.inputs[0]}, 0)   # ReLU: negatives become 0\n" + show_code(stage.id)
 
 
 def _softmax_numpy(nb, stage, h):
     src = once(nb, "softmax", SOFTMAX_CODE)
     v = stage.id
-    return v, src + f"{v} = softmax({stage.inputs[0]})\n" + _show(v) + f'\nprint("row sums:", {v}.sum(axis=1))'
+    return v, src + f"{v} = softmax({stage.inputs[0]})\n" + show_code(v) + f'\nprint("row sums:", {v}.sum(axis=1))'
 
 
 def _loss_numpy(nb, stage, h):
@@ -390,10 +390,10 @@ def _loss_numpy(nb, stage, h):
                f"show({v})")
 
 
-POSITIONS = Shown(_title, _positions_body, _positions_numpy)
-PLUS = Shown(_title, _plus_body, _plus_numpy)
-NORM = Shown(_title, _norm_body, _norm_numpy)
-AFFINE = Shown(_title, _affine_body, _affine_numpy)
-RELU = Shown(_title, _relu_body, _relu_numpy)
-SOFTMAX = Shown(_title, _softmax_body, _softmax_numpy)
-LOSS = Shown(_title, _loss_body, _loss_numpy)
+POSITIONS = Shown(step_title, _positions_body, _positions_numpy)
+PLUS = Shown(step_title, _plus_body, _plus_numpy)
+NORM = Shown(step_title, _norm_body, _norm_numpy)
+AFFINE = Shown(step_title, _affine_body, _affine_numpy)
+RELU = Shown(step_title, _relu_body, _relu_numpy)
+SOFTMAX = Shown(step_title, _softmax_body, _softmax_numpy)
+LOSS = Shown(step_title, _loss_body, _loss_numpy)

@@ -138,10 +138,12 @@ def train(sol, text=str) -> dict[str, Any] | None:
     t = getattr(sol.problem, "train", None)
     if t is None or not sol.train:
         return None
-    tgt = [[str(sp.Rational(x.numerator, x.denominator)) for x in row] for row in t.target]
+    # a block's targets are its next tokens (in "transformer"); the attention's a matrix T
+    tgt = [[str(sp.Rational(x.numerator, x.denominator)) for x in row] for row in t.target] if t.target is not None else None
     return {
         "loss_function": t.loss, "lr": str(sp.Rational(t.lr.numerator, t.lr.denominator)),
-        "target": {"shape": [len(tgt), len(tgt[0])], "exact": tgt, "value": [[float(x) for x in row] for row in t.target]},
+        "target": {"shape": [len(tgt), len(tgt[0])], "exact": tgt, "value": [[float(x) for x in row] for row in t.target]}
+        if tgt is not None else None,
         **{k: float(m.num[0][0]) for k, m in sol.train.items() if m.is_scalar},     # the loss, before and after
         "matrices": {k: matrix(m, text) for k, m in sol.train.items()},
     }
