@@ -169,8 +169,10 @@ def forward(problem, backend, *, transform: Transform | None = None, given: dict
     out = Pass()
     n = problem.n
 
+    as_is = getattr(backend, "as_is", False)
+
     def put(key, grid, shown=True):
-        band = [[backend.shown(x) for x in row] for row in grid] if shown else grid
+        band = ([list(row) for row in grid] if as_is else [[backend.shown(x) for x in row] for row in grid]) if shown else grid
         out.shown[key] = band
         g = given.get(key)
         out.carried[key] = band if g is None else [[b if a is NA else a for a, b in zip(ga, ba)]
@@ -234,13 +236,15 @@ def block_forward(problem, backend, *, transform: Transform | None = None, given
     weights = weights or {}
     arch = stages.of(problem)
     run = stages.BlockRun(problem, backend, t, lenient=bool(given))
-    env = {"X": _inputs(backend, problem.X), **stages.block_inputs(problem, backend),
-           **{k: v for k, v in weights.items() if k not in ("heads", "W_O")}}
+    own = {k: v for k, v in weights.items() if k not in ("heads", "W_O")}     # the layer's weights given
+    env = {"X": _inputs(backend, problem.X), **stages.block_inputs(problem, backend, own), **own}
     done: dict[str, list] = {}
     carried: dict[str, list] = {}
 
+    as_is = getattr(backend, "as_is", False)
+
     def put(key, grid):
-        band = done[key] = [[backend.shown(x) for x in row] for row in grid]    # a hand rounds each
+        band = done[key] = [list(row) for row in grid] if as_is else [[backend.shown(x) for x in row] for row in grid]    # a hand rounds each
         g = given.get(key)
         carried[key] = band if g is None else [[b if a is NA else a for a, b in zip(ga, ba)] for ga, ba in zip(g, band)]
         return carried[key]
@@ -792,9 +796,10 @@ class Float:
 
     NEG_INF = -math.inf
     UNDEFINED = math.nan
+    as_is = True        # shown and carried as computed (a pass copies its grids without calling shown)
 
     def entry(self, x: Fraction) -> float:
-        return float(x)
+        return x.numerator / x.denominator if type(x) is Fraction else float(x)    # float(x), without its frames
 
     def dot(self, xs, ys) -> float:
         return math.fsum(x * y for x, y in zip(xs, ys))
@@ -1273,12 +1278,12 @@ class Hand:
     def _round(self, x) -> "Approx":
         if isinstance(x, Decimal):
             return Approx(F.round_decimal(None, x, self.P))
-        return Approx(F.round_decimal(Fraction(x), None, self.P))
+        return Approx(F.round_decimal(x if isinstance(x, Fraction) else Fraction(x), None, self.P))
 
     def shown(self, x):
         if x is None or isinstance(x, Irr):
             return x
-        if isinstance(x, Approx) or isinstance(x, Decimal) or (self.decimal and not F.terminating(x, self.P)):
+        if isinstance(x, (Approx, Decimal)) or (self.decimal and not F.terminating(x, self.P)):
             return self._round(x)
         return x
 
@@ -1286,7 +1291,10 @@ class Hand:
 
     @staticmethod
     def _mark(value: Fraction, *parts):
-        return Approx(value) if any(isinstance(p, Approx) for p in parts) else value
+        for p in parts:     # marked when any part is
+            if isinstance(p, Approx):
+                return Approx(value)
+        return value
 
     @staticmethod
     def _dec(x) -> Decimal:

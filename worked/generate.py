@@ -707,18 +707,19 @@ BLOCK_RULES = ("softmax rule broken", "layer norm of a row with (nearly) no vari
                "output softmax rule broken")
 
 
-def _block_rules(fam: Family, p: Problem) -> dict[str, float]:
+def _block_rules(fam: Family, p: Problem, weights: dict | None = None) -> dict[str, float]:
     """How far a block problem is from each rule of a good block (0 where it holds), in floats: the heads' softmax
     rows as the family's (largest weight, smallest weight, |scaled score|, ties), every row a layer norm takes with
     variance at least MIN_VAR, ReLU cutting some but not all entries of its input (with a training step, no column
     all: dW_1 would have a column of 0s), and each row of the output's softmax within the same weights (its logits
-    within ±max_score; a tie there is allowed)."""
+    within ±max_score; a tie there is allowed). *weights*: the block's weights in floats, instead of *p*'s
+    (:func:`_float_weights`)."""
     from . import stages
     from .attention import block_forward
 
     out = dict.fromkeys(BLOCK_RULES, 0.0)
     try:
-        run = block_forward(p, Float())
+        run = block_forward(p, Float(), weights=weights)
     except ProblemError:        # a row of variance 0 with ε = 0: layer norm is not defined
         out[BLOCK_RULES[1]] = 1.0
         return out
@@ -778,6 +779,18 @@ def _block_problem(fam: Family, m: dict, vocab: list | None, targets: list | Non
     return _problem(fam, m["X"], heads, m["W_O"], title, block=block)
 
 
+def _float_weights(fam: Family, m: dict) -> dict:
+    """The search's integer weights *m* (all but X) as :func:`worked.attention.block_forward`'s *weights* in the
+    Float backend's numbers (the floats a problem of them gives): a move of a weight is tried without building
+    its problem."""
+    fl = lambda M: [[float(x) for x in row] for row in M]  # noqa: E731
+    out = {"heads": [tuple(fl(m[f"W_{w}{h}"]) for w in "QKV") for h in range(1, fam.heads + 1)], "W_O": fl(m["W_O"]),
+           "W_1": fl(m["W_1"]), "b_1": fl(m["b_1"])[0], "W_2": fl(m["W_2"]), "b_2": fl(m["b_2"])[0]}
+    if "W_out" in m:
+        out["W_out"] = fl(m["W_out"])
+    return out
+
+
 def _vocab(fam: Family, rng: random.Random) -> tuple[list, list]:
     """The output layer's vocabulary (the problem's tokens first, then ``v1``, ``v2``, …) and the next-token
     targets: each position's next token where the vocabulary has it, else a word drawn from it."""
@@ -814,7 +827,8 @@ def generate_block(fam: Family, seed: int, *, title: str | None = None) -> Probl
     while steps < MAX_BLOCK_STEPS:
         m = {k: _draw_matrix(rng, r, c, lo, hi, sparse=sp) for k, (r, c, lo, hi, sp) in shapes.items()}
         vocab, targets = _vocab(fam, rng) if fam.vocab else (None, None)
-        bad = sum(_block_rules(fam, _block_problem(fam, m, vocab, targets, title)).values())
+        base = _block_problem(fam, m, vocab, targets, title)     # its X is m's: a weight's move keeps it
+        bad = sum(_block_rules(fam, base).values())
         stale = 0
         while bad > 0 and stale < STEPS_PER_START and steps < MAX_BLOCK_STEPS:
             steps += 1
@@ -825,10 +839,15 @@ def generate_block(fam: Family, seed: int, *, title: str | None = None) -> Probl
             if new is None:
                 continue
             m[k][i][j] = new
-            b = sum(_block_rules(fam, _block_problem(fam, m, vocab, targets, title)).values())
+            if k == "X":        # the problem's own input: a new problem
+                moved = _block_problem(fam, m, vocab, targets, title)
+                b = sum(_block_rules(fam, moved).values())
+            else:               # a weight: the same problem with the moved weights
+                b = sum(_block_rules(fam, base, _float_weights(fam, m)).values())
             if b <= bad:
                 stale = 0 if b < bad else stale
                 bad = b
+                base = moved if k == "X" else base
             else:
                 m[k][i][j] = old
         steps += 1

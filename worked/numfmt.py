@@ -89,7 +89,15 @@ def shortest_in(lo: Decimal, hi: Decimal) -> Decimal:
     high = min(119, wide.prec - abs(lo.adjusted()) - 2)       # places whose quantize the context holds
     if at(high) is None:
         return lo
-    low = 0         # a decimal with k places in [lo, hi] is one with k + 1 places too: search the fewest
+    # a decimal with k places in [lo, hi] is one with k + 1 places too: search the fewest, first at the places
+    # the interval's width gives (one at least 10^-k wide holds a decimal of k places: mostly the fewest)
+    k = min(high, max(0, -wide.subtract(hi, lo).adjusted()))
+    if at(k) is None:
+        low = k + 1
+    elif k == 0 or at(k - 1) is None:
+        return at(k)
+    else:
+        low, high = 0, k - 1
     while low < high:
         mid = (low + high) // 2
         if at(mid) is None:
@@ -105,7 +113,9 @@ def exact_at(exact, places: int) -> bool:
 
 
 def terminating(f: Fraction, max_places: int) -> bool:
-    return (f * 10**max_places).denominator == 1
+    """Does *f* have at most *max_places* decimal places (f·10^places whole: its denominator, in lowest terms,
+    divides 10^places)?"""
+    return 10**max_places % f.denominator == 0
 
 
 def node(exact):

@@ -275,13 +275,16 @@ def _matrix(name: str, value: Any, places_limit: int | None, seen: list | None =
             width = len(row)
         elif len(row) != width:
             raise ProblemError(name, f"ragged rows: row 1 has {width} entries, row {i} has {len(row)}")
+        if all(type(x) is int and -LIMITS["entry"] <= x <= LIMITS["entry"] for x in row):
+            rows.append(tuple(map(Fraction, row)))      # plain integers within the limit (a drawn problem's): exact
+            continue
         out = []
         for j, x in enumerate(row, 1):
             try:
                 f, places = to_fraction(x)
             except EntryError as exc:
                 raise ProblemError(f"{name}[{i},{j}]", str(exc)) from None
-            if abs(f) > LIMITS["entry"]:
+            if abs(f.numerator) > LIMITS["entry"] * f.denominator:     # |f| > the limit, in integers
                 raise ProblemError(f"{name}[{i},{j}]", f"entry {x} is too large for a hand exercise (at most {LIMITS['entry']} in size)")
             if places_limit is not None and places > places_limit:
                 raise ProblemError(f"{name}[{i},{j}]", f"{x} has {places} decimal places (at most {places_limit})")

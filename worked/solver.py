@@ -158,9 +158,10 @@ def hand_pass(problem: Problem, display: str, nums=None, first=None):
     dec = problem.decimals
     pr = problem.precision
     given, first = first, None
+    answers: dict = {}      # the true values' answers, rounded once for both places
     for places in (pr.carried, pr.more().carried):
         run = given if given is not None and places == pr.carried else run_pass(problem, Hand(problem, display, places))
-        off = _off_answers(run, nums, dec)
+        off = _off_answers(run, nums, dec, answers)
         first = off if first is None else first
         if not off and not _undefined(run, nums):
             break
@@ -181,10 +182,11 @@ def _undefined(hand, nums) -> str | None:
     return None
 
 
-def _off_answers(hand, nums, dec: int) -> list:
+def _off_answers(hand, nums, dec: int, answers: dict | None = None) -> list:
     """The cells ``(key, i, j, carried value)`` whose carried value, rounded to *dec* places, is another answer
-    than the true value rounded."""
+    than the true value rounded. *answers*: the true values rounded, by cell, as far as known (filled in here)."""
     off = []
+    answers = {} if answers is None else answers
     for key, grid in hand.shown.items():
         true = nums.shown.get(key)
         if true is None:
@@ -193,7 +195,10 @@ def _off_answers(hand, nums, dec: int) -> list:
             for j, h in enumerate(row):
                 if type(h) is not Approx:
                     continue
-                if F.round_decimal(Fraction(h), None, dec) != F.round_decimal(None, true[i][j][0], dec):
+                cell = (key, i, j)
+                if cell not in answers:
+                    answers[cell] = F.round_decimal(None, true[i][j][0], dec)
+                if F.round_decimal(h, None, dec) != answers[cell]:
                     off.append((key, i, j, h))
     return off
 

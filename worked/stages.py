@@ -1064,18 +1064,20 @@ def computes(stage: Stage) -> str | None:
     return _COMPUTES.get(stage.forward)
 
 
-def block_inputs(problem, backend) -> dict:
+def block_inputs(problem, backend, given: dict | None = None) -> dict:
     """A block's own inputs in the backend's numbers, by the names its stages take (those it has: W_out,
-    targets and the final LN's γ and β only where the problem gives them)."""
+    targets and the final LN's γ and β only where the problem gives them). *given*: inputs already in the
+    backend's numbers, by name, taken instead of the problem's (not converted)."""
     b = problem.block
-    mat = lambda M: [[backend.entry(x) for x in row] for row in M]  # noqa: E731
-    vec = lambda v: [backend.entry(x) for x in v]  # noqa: E731
-    env = {"W_1": mat(b.W_1), "b_1": vec(b.b_1), "W_2": mat(b.W_2), "b_2": vec(b.b_2)}
+    given = given or {}
+    mat = lambda k, M: given[k] if k in given else [[backend.entry(x) for x in row] for row in M]  # noqa: E731
+    vec = lambda k, v: given[k] if k in given else [backend.entry(x) for x in v]  # noqa: E731
+    env = {"W_1": mat("W_1", b.W_1), "b_1": vec("b_1", b.b_1), "W_2": mat("W_2", b.W_2), "b_2": vec("b_2", b.b_2)}
     for k in ("gamma_1", "beta_1", "gamma_2", "beta_2", "gamma_f", "beta_f"):
         if getattr(b, k) is not None:
-            env[k] = vec(getattr(b, k))
+            env[k] = vec(k, getattr(b, k))
     if b.W_out is not None:
-        env["W_out"] = mat(b.W_out)
+        env["W_out"] = mat("W_out", b.W_out)
     if b.targets is not None:
         env["targets"] = list(b.targets)
     return env
