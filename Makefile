@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 NPM    := $(shell command -v npm 2>/dev/null)
 NODE_STAMP := tests/node_modules/.installed
 
-.PHONY: demo test bench clean
+.PHONY: demo test bench clean extract update compile
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +31,21 @@ test: $(STAMP) $(if $(NPM),$(NODE_STAMP))
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_solve.py
+
+# the catalogues (worked/locale): extract the English msgids into worked.pot, merge them into each <lang>'s .po,
+# compile each .po into the .mo that ships (committed, so a fresh clone needs no step; tests/test_i18n.py checks
+# that each .mo is its .po compiled). A new language: $(BIN)/pybabel init -D worked -i worked/locale/worked.pot
+# -d worked/locale -l <lang>, translate, make compile.
+LOCALE := worked/locale
+extract: $(STAMP)
+	$(BIN)/pybabel -q extract -F babel.cfg -k say -k N_ -k tr -k _markup -k _t --no-location --sort-output --omit-header \
+	    --project=worked -o $(LOCALE)/worked.pot .
+
+update: extract
+	$(BIN)/pybabel -q update -D worked -i $(LOCALE)/worked.pot -d $(LOCALE) --no-fuzzy-matching --omit-header --no-wrap
+
+compile: $(STAMP)
+	$(BIN)/pybabel -q compile -D worked -d $(LOCALE) --statistics
 
 clean:
 	rm -rf $(VENV) output/*/

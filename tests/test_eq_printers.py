@@ -29,6 +29,7 @@ SAMPLES = [
     eq.Sum(eq.Entry(eq.Sym("A"), "cats", "j"), "j"), eq.Call("softmax", (eq.Sym("scaled", upright=True),)),
     eq.Blank(), eq.Dims(3, 4), eq.Rel((eq.Sym("a"), eq.num(1), eq.dec(Decimal("1.00"))), (eq.EQ, eq.APPROX)),
     eq.prose("the row's sum ", eq.Sym("s", sub="i"), " first"),
+    eq.say("divide the scores by {scale}", scale=eq.Sqrt(eq.Sym("d_k"))), eq.NumText(eq.dec(Decimal("0.49"))),
 ]
 
 

@@ -379,12 +379,19 @@ def test_every_folder_that_ships_is_a_package():
     seen = set()
     for here, dirs, files in os.walk(PKG, followlinks=True):
         dirs[:] = [d for d in dirs if d != "__pycache__"]
-        name = ".".join(Path(here).relative_to(ROOT).parts)
+        parts = Path(here).relative_to(ROOT).parts
+        name = ".".join(parts)
         seen.add(name)
-        assert name in listed, f"{name}: a folder that is not in pyproject.toml's packages"
+        # a folder of data only (the catalogues: worked/locale/de/LC_MESSAGES) is its parent package's data, by a
+        # glob with its path (*/LC_MESSAGES/*.mo); any other folder is a package
+        owner = next((k for k in range(len(parts), 0, -1) if ".".join(parts[:k]) in listed), None)
+        assert owner == len(parts) or (owner and not any(f.endswith(".py") for f in files)), \
+            f"{name}: a folder that is not in pyproject.toml's packages"
+        pkg, sub = ".".join(parts[:owner]), "/".join(parts[owner:])
         for f in files:
             if not f.endswith((".py", ".pyc")):
-                assert any(fnmatch.fnmatch(f, g) for g in data.get(name, [])), f"{here}/{f}: in no package-data"
+                rel = f"{sub}/{f}" if sub else f
+                assert any(fnmatch.fnmatch(rel, g) for g in data.get(pkg, [])), f"{here}/{f}: in no package-data"
     assert listed <= seen, listed - seen
     assert {"worked.templates.sheet", "worked.render.assets.fonts", "worked.data"} <= seen
 

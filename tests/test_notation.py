@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import worked
-from worked import eq, printers
+from worked import eq, i18n, printers
 from worked.render import answer_key_html, answer_key_tex, answer_key_typst, worksheet_tex, worksheet_typst
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -235,7 +235,7 @@ def test_mistake_feedback_holds_its_math_as_trees():
     p = generate(Family(d_k=4), 1)
     m = MISTAKES["softmax-backward-sum"]
     pr = m.message_prose(p)
-    assert any(isinstance(x, eq.Rel) for x in pr.parts)
+    assert any(isinstance(x, eq.Rel) for x in i18n.localize(pr).parts)     # its sentence as shown: words and trees
     assert "dS[i, j] = A[i, j]·(dA[i, j] − Σ_k A[i, k]·dA[i, k])" in m.message(p)
     assert "_ij" not in m.message(p) and "_ij" not in m.answer_feedback
     assert printers.latex(pr).isascii() and r"\_" not in printers.latex(pr)

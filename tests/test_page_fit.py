@@ -34,11 +34,12 @@ def pages(pdf: bytes):
         yield [(float(a), float(b), float(c), float(d), w) for a, b, c, d, w in WORD.findall(m.group(2))]
 
 
-def layout_problems(pdf: bytes) -> list[str]:
-    """One line per fault: words run into the footer, words over words, words shrunk below MIN_HEIGHT."""
+def layout_problems(pdf: bytes, footer_word: str = "page") -> list[str]:
+    """One line per fault: words run into the footer, words over words, words shrunk below MIN_HEIGHT.
+    *footer_word*: the footer's first word ("page N of M"; "Seite" in German)."""
     found = []
     for pno, words in enumerate(pages(pdf), 1):
-        foot = [w for w in words if w[4] == "page"]
+        foot = [w for w in words if w[4] == footer_word]
         ftop = min(w[1] for w in foot) if foot else None
         if foot:
             foot_line = [w for w in words if abs(w[1] - ftop) < 2]

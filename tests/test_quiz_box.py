@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from worked import eq, printers
+from worked import eq, i18n, printers
 from worked.problem import Problem, load
 from worked.quiz import ask_tree, build_variant, describe, load_spec, plan, questions_box
 from worked.render.html import render_html
@@ -83,7 +83,8 @@ def test_the_quiz_box_holds_its_math_as_trees():
     assert ask_tree({"ask": "head2.Z", "matrix": "head2.Z"}) == eq.matrix_sym("Z", 2)
     words = describe(entry["questions"][0], problem)
     assert isinstance(words, eq.Prose) and printers.text(words).startswith("the scores Q·Kᵀ: row 2 (")
-    assert eq.Mul((eq.matrix_sym("Q"), eq.Pow(eq.matrix_sym("K"), eq.Sym("T")))) in words.parts   # Q·Kᵀ, a tree
+    shown = i18n.localize(words).parts      # the sentence (eq.say) as it is shown: its words and its trees
+    assert eq.Mul((eq.matrix_sym("Q"), eq.Pow(eq.matrix_sym("K"), eq.Sym("T")))) in shown   # Q·Kᵀ, a tree
     # and the files of the variant carry it, from the page
     files = out["files"]
     key_html = files[f"variants/{v.code}/answer-key.html"].decode()

@@ -43,7 +43,9 @@ from typing import Any
 
 from decimal import Decimal
 
-from . import exprs, mistakes, printers, stages
+from . import eq, exprs, mistakes, printers, stages
+from .i18n import current, ngettext, translate
+from .i18n import tr as _
 from .attention import NA, Hand, Interval, contains, forward, pt, run_pass
 from .eq import arith
 from .errors import ExpressionError, WorkedError
@@ -205,14 +207,15 @@ class Tolerance:
 
     def describe(self, decimals: int) -> str:
         if self.default:
-            return (f"rounding to {decimals} decimal place{'s' if decimals != 1 else ''}, "
-                    "also at intermediate steps")
+            return ngettext("rounding to {n} decimal place, also at intermediate steps",
+                            "rounding to {n} decimal places, also at intermediate steps", decimals)
         parts = []
         if self.abs is not None and (self.abs or not self.rel):
-            parts.append(f"±{self.abs:g}")
+            parts.append(current().number(f"±{self.abs:g}"))
         if self.rel is not None and (self.rel or not self.abs):
-            parts.append(f"±{self.rel * 100:g}%")
-        return " or ".join(parts)   # a zero part adds nothing: "±0.01", not "±0.01 or ±0%"
+            parts.append(current().number(f"±{self.rel * 100:g}%"))
+        # a zero part adds nothing: "±0.01", not "±0.01 or ±0%"
+        return _("{a} or {b}", a=parts[0], b=parts[1]) if len(parts) == 2 else "".join(parts)
 
     def to_dict(self, decimals: int) -> dict:
         return {"default": self.default, "abs": self.abs, "rel": self.rel, "description": self.describe(decimals)}
@@ -246,7 +249,7 @@ class _Ctx:
         if not hit:
             return None
         num, st = hit
-        return {"number": num, "id": st.id, "title": printers.text(st.title_prose), "head": st.head}
+        return {"number": num, "id": st.id, "title": _words(st.title_prose), "head": st.head}
 
 
 def _split(key: str) -> tuple[str, str]:
@@ -438,31 +441,35 @@ class Report:
         named mistake and error carried forward explain every wrong entry; else the counts."""
         s = self.summary()
         total = s["correct"] + s["wrong"] + s["blank"] + s["invalid"]
-        counts = f"{s['correct']} of {total} entries correct"
+        counts = _("{correct} of {total} entries correct", correct=s["correct"], total=total)
         rest = ""
         if s["blank"]:
-            rest += f", {s['blank']} not answered"
+            rest += _(", {n} not answered", n=s["blank"])
         if s["invalid"]:
-            rest += f", {s['invalid']} unreadable"
+            rest += _(", {n} unreadable", n=s["invalid"])
         codes = s["mistakes"]
         if codes and s["wrong"] and not s["unexplained"]:
             n = len(codes)
-            head = f"{n} mistake{'s' if n > 1 else ''} ({', '.join(codes)})"
+            head = ngettext("{n} mistake ({codes})", "{n} mistakes ({codes})", n, codes=", ".join(codes))
             if s["carried_forward"]:
-                head += f", everything after {'it' if n == 1 else 'them'} carried forward correctly"
-            tail = f"{s['explained']} show{'s' if s['explained'] == 1 else ''} the mistake"
+                head += ngettext(", everything after it carried forward correctly",
+                                 ", everything after them carried forward correctly", n)
+            tail = ngettext("{n} shows the mistake", "{n} show the mistake", s["explained"])
             if s["carried_forward"]:
-                tail += f", {s['carried_forward']} carried forward"
-            return f"{head}: {counts}, {tail}{rest}."
+                tail += _(", {n} carried forward", n=s["carried_forward"])
+            return _("{mistakes}: {counts}, {entries}{rest}.", mistakes=head, counts=counts, entries=tail, rest=rest)
         line = counts
         if s["wrong"]:
-            line += f", {s['wrong']} wrong"
+            line += _(", {n} wrong", n=s["wrong"])
             if s["carried_forward"]:
-                line += f" ({s['carried_forward']} of them only because of an earlier slip)"
+                line += _(" ({n} of them only because of an earlier slip)", n=s["carried_forward"])
         return line + rest + "."
 
     def to_dict(self) -> dict:
-        return {
+        """The report as data (``worked check --format json``: English). Made in another language (the web page's
+        check, :func:`worked.i18n.using`), its words are that language's: the step titles, the mistakes' titles and
+        messages, the summary line and the tolerance's description."""
+        d = {
             "title": self.title,
             "decimals": self.decimals,
             "tolerance": self.tolerance.to_dict(self.decimals),
@@ -472,28 +479,29 @@ class Report:
             "diagnoses": self.diagnoses,
             "errors": self.errors,
         }
+        return d if current().is_source else _in_language(d)
 
     def text(self) -> str:
         out = []
-        head = f"Checking answers: {self.title}" if self.title else "Checking answers"
-        out += [head, "=" * len(head), f"tolerance: {self.tolerance.describe(self.decimals)}", ""]
+        head = _("Checking answers: {title}", title=self.title) if self.title else _("Checking answers")
+        out += [head, "=" * len(head), _("tolerance: {tolerance}", tolerance=self.tolerance.describe(self.decimals)), ""]
         for e in self.errors:
-            out.append(f"problem: {e['message']}")
+            out.append(_("problem: {message}", message=e["message"]))
         if self.errors:
             out.append("")
         any_carried = False
         for m in self.matrices:
             st = m.step
-            label = f"Step {st['number']}. {st['title']}" if st else m.key
+            label = _("Step {n}. {title}", n=st["number"], title=_shown(st["title"])) if st else m.key
             c, w, b = m.count("correct"), m.count("wrong"), m.count("blank")
             total = len(m.rows) * len(m.cols)
-            parts = [f"{c} of {total} correct"]
+            parts = [_("{correct} of {total} correct", correct=c, total=total)]
             if w:
-                parts.append(f"{w} wrong")
+                parts.append(_("{n} wrong", n=w))
             if b:
-                parts.append(f"{b} not answered")
+                parts.append(_("{n} not answered", n=b))
             if m.count("invalid"):
-                parts.append(f"{m.count('invalid')} unreadable")
+                parts.append(_("{n} unreadable", n=m.count("invalid")))
             out.append(f"{m.key}  ({label})")
             out.append("  " + ", ".join(parts))
             marks = [[CARRIED_MARK if m.carried[i][j] else MARKS[v] for j, v in enumerate(row)]
@@ -503,42 +511,88 @@ class Report:
             out += _table(m.rows, m.cols, marks, shown)
             for e in m.errors:
                 out.append(f"  ! {e['message']}")
+            steps = ", ".join(m.based_on)
             if m.consistent is True and w:
-                out.append(f"  Consistent with your earlier step{'s' if len(m.based_on) > 1 else ''} ({', '.join(m.based_on)}): computed from your own "
-                           f"answers there, {'every entry' if m.n_carried == w else f'{m.n_carried} of the {w} wrong entries'}"
-                           " follows correctly (error carried forward).")
+                which = _("every entry") if m.n_carried == w else _("{n} of the {wrong} wrong entries", n=m.n_carried, wrong=w)
+                out.append(ngettext("  Consistent with your earlier step ({steps}): computed from your own answers there, "
+                                    "{which} follows correctly (error carried forward).",
+                                    "  Consistent with your earlier steps ({steps}): computed from your own answers there, "
+                                    "{which} follows correctly (error carried forward).", len(m.based_on), steps=steps,
+                                    which=which))
             elif m.consistent is True:
-                out.append(f"  Consistent with your earlier step{'s' if len(m.based_on) > 1 else ''} ({', '.join(m.based_on)}).")
+                out.append(ngettext("  Consistent with your earlier step ({steps}).",
+                                    "  Consistent with your earlier steps ({steps}).", len(m.based_on), steps=steps))
             elif m.consistent is False and m.n_carried:
-                out.append(f"  {m.n_carried} of the {w} wrong entries follow correctly from your earlier answers "
-                           f"({', '.join(m.based_on)}); the others do not.")
+                out.append(_("  {n} of the {wrong} wrong entries follow correctly from your earlier answers ({steps}); the "
+                             "others do not.", n=m.n_carried, wrong=w, steps=steps))
             if self.reveal and (w or m.count("invalid")):
                 for i in range(len(m.rows)):
                     for j in range(len(m.cols)):
                         if m.verdicts[i][j] in ("wrong", "invalid"):
-                            out.append(f"  {m.key}[{i + 1},{j + 1}] ({m.rows[i]}, {m.cols[j]}): you wrote "
-                                       f"{m.answers[i][j]}, expected {m.expected[i][j]}")
+                            out.append(_("  {entry} ({row}, {col}): you wrote {answer}, expected {expected}",
+                                         entry=f"{m.key}[{i + 1},{j + 1}]", row=m.rows[i], col=m.cols[j],
+                                         answer=m.answers[i][j], expected=current().number(m.expected[i][j])))
             out.append("")
         if any_carried:
-            out.append(f"Marks: ✓ correct   ✗ wrong   {CARRIED_MARK} wrong, but right from your own earlier answers   "
-                       "· not answered   ? unreadable")
+            out.append(_("Marks: ✓ correct   ✗ wrong   {mark} wrong, but right from your own earlier answers   "
+                         "· not answered   ? unreadable", mark=CARRIED_MARK))
             out.append("")
         else:
-            out.append("Marks: ✓ correct   ✗ wrong   · not answered   ? unreadable")
+            out.append(_("Marks: ✓ correct   ✗ wrong   · not answered   ? unreadable"))
             out.append("")
         if self.diagnoses:
-            out.append("What went wrong")
-            out.append("---------------")
+            heading = _("What went wrong")
+            out.append(heading)
+            out.append("-" * len(heading))
             for d in self.diagnoses:
                 where = ", ".join(d["matrices"])
                 step = d.get("step")
-                reread = f" Re-read Step {step['number']} ({step['title']})." if step else ""
-                mark = "note" if MISTAKES[d["code"]].accepted else "✗"
-                out.append(f"{mark} {d['code']} — {d['title']} (in {where}).")
-                out += ["    " + ln for ln in _wrap(d["message"] + reread, 92)]
+                reread = _(" Re-read Step {n} ({title}).", n=step["number"], title=_shown(step["title"])) if step else ""
+                mark = _("note") if MISTAKES[d["code"]].accepted else "✗"
+                out.append(_("{mark} {code} — {title} (in {where}).", mark=mark, code=d["code"], title=MISTAKES[d["code"]].title_text(),
+                             where=where))
+                out += ["    " + ln for ln in _wrap(_shown(d["message"]) + reread, 92)]
             out.append("")
-        out.append("Summary: " + self.summary_line())
+        out.append(_("Summary: {summary}", summary=self.summary_line()))
         return "\n".join(out) + "\n"
+
+
+class _Words(str):
+    """Words in English (what the JSON holds) that keep their prose (``.prose``), so that a report in another
+    language prints them in it."""
+
+    prose: object = None
+
+
+def _words(prose) -> _Words:
+    """*prose* (a tree with words) as English text that remembers it."""
+    from . import i18n
+
+    with i18n.using(None):
+        w = _Words(printers.text(prose))
+    w.prose = prose
+    return w
+
+
+def _in_language(d):
+    """A report's data with its words in the current language (a copy): words that remember their prose printed
+    again, a mistake's title translated."""
+    if isinstance(d, dict):
+        out = {k: _in_language(v) for k, v in d.items()}
+        if isinstance(d.get("code"), str) and d["code"] in MISTAKES and isinstance(d.get("title"), str):
+            out["title"] = MISTAKES[d["code"]].title_text()
+        return out
+    if isinstance(d, list):
+        return [_in_language(v) for v in d]
+    if getattr(d, "prose", None) is not None:
+        return _shown(d)
+    return d
+
+
+def _shown(text: str) -> str:
+    """Words as the current language writes them: the prose they remember, else the text as it is."""
+    prose = getattr(text, "prose", None)
+    return printers.text(prose) if prose is not None and not current().is_source else str(text)
 
 
 def _wrap(text: str, width: int) -> list[str]:
@@ -1095,10 +1149,11 @@ def _diag(ctx: _Ctx, code: str, key: str, entries, stage: str | None = None) -> 
     mistake = MISTAKES[code]
     pre, base = _split(key)
     step = ctx.step_of(key if mistake.accepted else pre + (stage or mistake.stage))
-    msg = mistake.message(ctx.problem)
+    msg = mistake.message_prose(ctx.problem)
     if mistake.accepted and base in EARLY:        # rounded too early: where
         soft, own = EARLY[base]
-        msg += " " + soft.rounded_early[0 if own else 1]
+        msg = eq.prose(msg, " ", eq.say(soft.rounded_early[0 if own else 1]))
+    msg = _words(msg)
     head = int(pre[4:-1]) if pre else None
     return {"code": code, "title": mistake.title, "message": msg, "step": step, "head": head,
             "entries": [[i + 1, j + 1] for i, j in entries]}

@@ -12,6 +12,26 @@ COMMANDS: dict[str, tuple[dict, object]] = {}
 ORDER = ("solve", "check", "grade", "new", "notebook", "quiz", "serve", "sheet")
 
 
+def _lang_option(p) -> None:
+    p.add_argument("--lang", default=None, metavar="LANG",
+                   help="the language of the words and numbers shown (en, de, …; default: the problem's lang, else en)")
+
+
+def _language(args, problem=None):
+    """The language chosen: --lang, else the problem's ``lang`` (None: English); a one-line error naming --lang
+    and the languages there are for one with no catalogue."""
+    from . import i18n
+    from .errors import WorkedError
+
+    lang = getattr(args, "lang", None)
+    if lang is None:
+        return getattr(problem, "lang", None)
+    try:
+        return i18n.canonical(lang)
+    except i18n.UnknownLanguage as exc:
+        raise WorkedError(f"--lang: {exc}") from None
+
+
 def command(name: str, **kw):
     """Register the function that adds a command's options (``kw``: its help line and description)."""
     def register(add_options):
@@ -72,6 +92,7 @@ def _check_options(p):
                    help="accept answers within T of the exact value (0.01), or T%% of it (2%%); default: any answer a "
                         "careful student gets by rounding to the problem's decimals, also at intermediate steps")
     p.add_argument("--reveal", action="store_true", help="also show the expected values of wrong entries")
+    _lang_option(p)
     p.set_defaults(func=cmd_check)
 
 
@@ -83,12 +104,15 @@ def cmd_check(args) -> int:
     tol = Tolerance.parse(args.tolerance)
     answers = read_answers(args.answers)
     report = check_answers(problem, answers, tolerance=tol, reveal=args.reveal)
-    if args.format == "json":
+    if args.format == "json":       # locale-free data
         import json
 
         out = json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n"
     else:
-        out = report.text()
+        from . import i18n
+
+        with i18n.using(_language(args, problem)):
+            out = report.text()
     sys.stdout.write(out)
     s = report.summary()
     return 0 if not (s["wrong"] or s["invalid"] or report.errors) else 1
@@ -207,13 +231,15 @@ def _grade_options(p):
     p.add_argument("--allow-unmatched", action="store_true",
                    help="grade the rows that match a student even when some match none or several (those are "
                         "listed in the report); without it such a row stops the run and nothing is written")
+    _lang_option(p)
     p.set_defaults(func=cmd_grade)
 
 
 def cmd_grade(args) -> int:
     from .grade import grade
 
-    res = grade(args.quizdir, args.responses, args.output, force=args.force, allow_unmatched=args.allow_unmatched)
+    res = grade(args.quizdir, args.responses, args.output, force=args.force, allow_unmatched=args.allow_unmatched,
+                lang=_language(args))
     print(res["columns"])
     for w in res["warnings"]:
         print(f"warning: {w}", file=sys.stderr)
@@ -256,6 +282,9 @@ def _serve_options(p):
                    help="a Host name the page may be reached by, e.g. the name a reverse proxy forwards "
                         "(repeatable; default: the --host address, and localhost when it is a loopback address; "
                         "with --host 0.0.0.0 any name unless given)")
+    p.add_argument("--lang", default=None, metavar="LANG",
+                   help="the page's language when the browser asks for none of ours (its Accept-Language, or the "
+                        "page's language selector, comes first; default: en)")
     p.set_defaults(func=cmd_serve)
 
 
@@ -338,7 +367,8 @@ def cmd_serve(args) -> int:
 
     cfg = Config(problems_dir=root.resolve() if root else None, no_solutions=args.no_solutions,
                  solve_timeout=args.timeout, allowed_hosts=_allowed_hosts(args.host, args.allowed_host),
-                 read_timeout=args.read_timeout, client_connections=args.connections_per_client)
+                 read_timeout=args.read_timeout, client_connections=args.connections_per_client,
+                 lang=_language(args))
     open_files = _raise_open_files_limit()
     # Connections: uvicorn's h11 protocol with a read deadline per request and a cap per client address
     # (worked.server.connections: why that and not another server); idle keep-alive connections are closed
@@ -381,6 +411,7 @@ def _sheet_options(p):
     p.add_argument("--template-dir", metavar="DIR",
                    help="folder searched before ours: a template with the same name overrides ours")
     p.add_argument("--force", action="store_true", help="write into an existing folder not made by worked")
+    _lang_option(p)
     p.set_defaults(func=cmd_sheet)
 
 
@@ -390,10 +421,14 @@ def cmd_sheet(args) -> int:
     from .solver import solve
 
     formats = [f.strip().lower() for f in args.format.split(",") if f.strip()]
+    from . import i18n
+
     problem = load(args.problem)
+    lang = _language(args, problem)
     sol = solve(problem, checks=args.checks, display=args.display)
-    paths = write_sheet(sol, args.output, formats=formats, paper=args.paper, pdf_engine=args.pdf_engine,
-                        template_dir=args.template_dir, force=args.force)
+    with i18n.using(lang):
+        paths = write_sheet(sol, args.output, formats=formats, paper=args.paper, pdf_engine=args.pdf_engine,
+                            template_dir=args.template_dir, force=args.force)
     folder = paths[0].parent if paths else None
     print(f"wrote {len(paths)} files to {folder}/")
     for p in paths:
@@ -424,6 +459,7 @@ def _quiz_options(p):
     p.add_argument("--pdf-engine", choices=tuple(PDF_ENGINES), default="typst",
                    help="typst (default): tagged PDF/UA, fonts built in, same bytes on every machine; weasyprint: the "
                         "HTML sheets printed in bundled fonts (needs Pango); latex: the .tex compiled by pdflatex, one document per run")
+    _lang_option(p)
     p.set_defaults(func=cmd_quiz)
 
 
@@ -432,7 +468,7 @@ def cmd_quiz(args) -> int:
 
     out, entries = run(args.spec, count=args.count, roster=args.roster, seed=args.seed, outdir=args.output,
                        formats=args.format, jobs=args.jobs, variant=args.variant, quiet=args.quiet, force=args.force,
-                       pdf_engine=args.pdf_engine)
+                       pdf_engine=args.pdf_engine, lang=_language(args))
     if not args.quiet:
         if args.variant:
             print(f"wrote variant {entries[0]['variant']} to {out}/variants/{entries[0]['variant']}", file=sys.stderr)
@@ -454,6 +490,7 @@ def _notebook_options(p):
                    help="run it with nbclient and store the outputs (needs the notebook extra: nbclient, ipykernel)")
     p.add_argument("--answers-hidden", action="store_true",
                    help="an exercise: the step cells are left for the student (# your code here), the checks kept")
+    _lang_option(p)
     p.set_defaults(func=cmd_notebook)
 
 
@@ -471,7 +508,11 @@ def cmd_notebook(args) -> int:
 
     if args.execute:
         nbw.require_execute()
-    nb = nbw.build(solve(load(args.problem)), answers_hidden=args.answers_hidden)
+    from . import i18n
+
+    problem = load(args.problem)
+    with i18n.using(_language(args, problem)):      # the markdown in the language; the code stays Python's
+        nb = nbw.build(solve(problem), answers_hidden=args.answers_hidden)
     if args.execute:
         nbw.execute_checked(nb)
     if out is None:

@@ -45,7 +45,9 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import choice
+from . import choice, i18n
+from .i18n import current, ngettext, translate
+from .i18n import tr as _
 from .ask import AskError, Question
 from .errors import WorkedError
 
@@ -531,11 +533,12 @@ def grade_student(student: Student, row: Row | None, src: str) -> StudentResult:
     return StudentResult(student, True, scores, fractions, codes, problems)
 
 
-def grade(quizdir, responses, outdir=None, *, force: bool = False, allow_unmatched: bool = False) -> dict:
+def grade(quizdir, responses, outdir=None, *, force: bool = False, allow_unmatched: bool = False, lang=None) -> dict:
     """Grade a class. Writes ``gradebook.csv`` and ``report.html`` to *outdir* (default: QUIZDIR/grades),
     replacing them only with *force*; returns {"gradebook": path, "report": path, "warnings": [...],
     "results": [StudentResult], "note": what was left alone, "columns": "read columns: …"}. Rows that match no student or several
-    stop the run (:func:`read_responses`) unless *allow_unmatched*."""
+    stop the run (:func:`read_responses`) unless *allow_unmatched*. *lang*: the report's language (the gradebook is
+    data, the same in every language)."""
     from .output import FolderSet
 
     manifest = load_manifest(quizdir)
@@ -556,7 +559,7 @@ def grade(quizdir, responses, outdir=None, *, force: bool = False, allow_unmatch
             warnings.append(f"{s.id}: {msg}")
         results.append(res)
     files = {"gradebook.csv": gradebook_csv(manifest, results).encode("utf-8"),
-             "report.html": report_html(manifest, results, warnings).encode("utf-8")}
+             "report.html": _report_in(lang, manifest, results, warnings).encode("utf-8")}
     with FolderSet(out, kind="worked grade", force=force, ask_to_replace=True, legacy=names) as stage:
         stage.write(files)
         stage.commit()
@@ -610,6 +613,8 @@ def _svg_bars(items, *, width=560, bar_h=22, label_w=170, fmt=lambda v: str(v), 
 
 def _svg_histogram(values, maxpts, *, width=560, height=220) -> str:
     """Score distribution: 10 bins from 0 to the maximum, as inline SVG columns."""
+    from html import escape
+
     bins = [0] * 10
     for v in values:
         k = min(9, int(10 * v / maxpts)) if maxpts else 0
@@ -618,7 +623,7 @@ def _svg_histogram(values, maxpts, *, width=560, height=220) -> str:
     left, bottom, plot_h = 36, 30, height - 50
     bw = (width - left - 10) / 10
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
-             'role="img" aria-label="score distribution">']
+             'role="img" aria-label="' + escape(_("score distribution")) + '">']
     parts.append(f'<line x1="{left}" y1="{height - bottom}" x2="{width - 10}" y2="{height - bottom}" stroke="#444"/>')
     for k, c in enumerate(bins):
         x = left + k * bw
@@ -629,9 +634,15 @@ def _svg_histogram(values, maxpts, *, width=560, height=220) -> str:
             parts.append(f'<text x="{x + bw / 2:.1f}" y="{y - 4:.1f}" text-anchor="middle" font-size="12">{c}</text>')
         parts.append(f'<text x="{x + bw / 2:.1f}" y="{height - bottom + 15}" text-anchor="middle" font-size="11">'
                      f'{10 * k}–{10 * (k + 1)}%</text>')
-    parts.append(f'<text x="{left}" y="{height - 3}" font-size="11" fill="#555">percent of {_fmt(maxpts)} points</text>')
+    label = escape(_("percent of {points} points", points=current().number(_fmt(maxpts))))
+    parts.append(f'<text x="{left}" y="{height - 3}" font-size="11" fill="#555">{label}</text>')
     parts.append("</svg>")
     return "".join(parts)
+
+
+def _report_in(lang, manifest, results, warnings) -> str:
+    with i18n.using(lang):
+        return report_html(manifest, results, warnings)
 
 
 def report_html(manifest: Manifest, results: list[StudentResult], warnings: list[str]) -> str:
@@ -641,14 +652,17 @@ def report_html(manifest: Manifest, results: list[StudentResult], warnings: list
 
     from .mistakes import MISTAKES
 
+    def fmt(x: float) -> str:       # a number as the report's language writes it (the gradebook keeps _fmt's)
+        return current().number(_fmt(x))
+
     maxpts = sum(q.points for q in manifest.questions)
     responded = [r for r in results if r.responded]
     totals = [r.total for r in responded]
     qstats = []
     for q in manifest.questions:
         fr = [r.fractions.get(q.ask, 0.0) for r in responded]
-        qstats.append({"ask": q.ask, "points": _fmt(q.points),
-                       "mean": _fmt(round(statistics.mean([r.scores.get(q.ask, 0.0) for r in responded]), 2)) if responded else "–",
+        qstats.append({"ask": q.ask, "points": fmt(q.points),
+                       "mean": fmt(round(statistics.mean([r.scores.get(q.ask, 0.0) for r in responded]), 2)) if responded else "–",
                        "right": round(100 * statistics.mean(fr)) if fr else 0,
                        "full": sum(1 for f in fr if f == 1.0)})
     counts = {c: sum(1 for r in responded if c in r.codes) for c in MISTAKES}
@@ -657,23 +671,28 @@ def report_html(manifest: Manifest, results: list[StudentResult], warnings: list
                                                                      list(MISTAKES).index(kv[0]))) if n]
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
                              trim_blocks=True, lstrip_blocks=True)
+    from .render.env import template_globals
+
+    env.globals.update(template_globals("html"))
     tpl = env.get_template("class.html")
     return tpl.render(
-        title=manifest.title or "Quiz",
-        n=len(results), n_responded=len(responded), maxpts=_fmt(maxpts),
-        mean=_fmt(round(statistics.mean(totals), 2)) if totals else "–",
-        median=_fmt(round(statistics.median(totals), 2)) if totals else "–",
+        title=manifest.title or _("Quiz"),
+        n=len(results), n_responded=len(responded), maxpts=fmt(maxpts),
+        mean=fmt(round(statistics.mean(totals), 2)) if totals else "–",
+        median=fmt(round(statistics.median(totals), 2)) if totals else "–",
         hist=Markup(_svg_histogram(totals, maxpts)),
         difficulty=Markup(_svg_bars([(q["ask"], q["right"]) for q in qstats], vmax=100, fmt=lambda v: f"{v}%",
-                                    title="per-question difficulty: share of entries right")),
+                                    title=_("per-question difficulty: share of entries right"))),
         questions=qstats,
-        misconceptions=[{"code": c, "title": MISTAKES[c].title + (" (accepted, pointed out)" if MISTAKES[c].accepted else ""),
+        misconceptions=[{"code": c, "title": MISTAKES[c].title_text() + (_(" (accepted, pointed out)")
+                                                                              if MISTAKES[c].accepted else ""),
                          "count": n} for c, n in mis],
-        mis_chart=Markup(_svg_bars([(c, n, "#8c8c8c") if MISTAKES[c].accepted else (c, n) for c, n in mis], fmt=lambda v: f"{v} student{'s' if v != 1 else ''}", color="#b5562f",
-                                   title="misconceptions")) if mis else None,
+        mis_chart=Markup(_svg_bars([(c, n, "#8c8c8c") if MISTAKES[c].accepted else (c, n) for c, n in mis],
+                                   fmt=lambda v: ngettext("{n} student", "{n} students", v), color="#b5562f",
+                                   title=_("misconceptions"))) if mis else None,
         asks=[q.ask for q in manifest.questions],
         students=[{"id": r.student.id, "name": r.student.name, "variant": r.student.variant,
-                   "scores": [_fmt(r.scores.get(q.ask, 0.0)) for q in manifest.questions], "total": _fmt(r.total),
+                   "scores": [fmt(r.scores.get(q.ask, 0.0)) for q in manifest.questions], "total": fmt(r.total),
                    "codes": r.codes, "responded": r.responded} for r in results],
         warnings=warnings,
     )

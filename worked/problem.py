@@ -27,7 +27,7 @@ LIMITS = {
 }
 
 TOP_KEYS = {"title", "attention", "tokens", "X", "tokens_enc", "X_enc", "W_Q", "W_K", "W_V", "heads", "W_O", "scale",
-            "mask", "decimals", "display", "train"}
+            "mask", "decimals", "display", "train", "lang"}
 #: a Transformer block's keys (issue 27): ``block`` says which order; the rest are read only with it
 TBLOCK_KEYS = ("block", "positional", "W_1", "b_1", "W_2", "b_2", "activation", "eps", "gamma_1", "beta_1", "gamma_2",
                "beta_2", "gamma_f", "beta_f", "W_out", "vocab", "targets")
@@ -350,6 +350,20 @@ class Precision(NamedTuple):
         return Precision(self.answer, self.carried + 1)
 
 
+
+def _lang(lang):
+    """A problem's ``lang`` (the language its sheets are shown in: a shipped catalogue), None when not given."""
+    if lang is None:
+        return None
+    from . import i18n
+
+    if not isinstance(lang, str):
+        raise ProblemError("lang", f"expected a language name (one of {', '.join(i18n.languages())}), got {shown(lang)}")
+    try:
+        return i18n.canonical(lang)
+    except i18n.UnknownLanguage as exc:
+        raise ProblemError("lang", str(exc)) from None
+
 class Problem:
     """A self-attention exercise, exact. Build it from lists, Fractions or NumPy arrays.
 
@@ -383,8 +397,10 @@ class Problem:
 
     def __init__(self, X, W_Q=None, W_K=None, W_V=None, *, heads=None, W_O=None, tokens=None,
                  title="", scale="sqrt", mask="none", decimals=2, display="auto", train=None, source=None,
-                 attention="self", X_enc=None, tokens_enc=None, block=None, _places_limit=None, _work_limit=True):
+                 attention="self", X_enc=None, tokens_enc=None, block=None, lang=None, _places_limit=None,
+                 _work_limit=True):
         try:
+            object.__setattr__(self, "lang", _lang(lang))
             one_head = block is not None and heads is None and W_O is not None
             if block is not None:
                 if W_O is None:
@@ -637,7 +653,7 @@ class Problem:
             title=data.get("title", ""), scale=data.get("scale", "sqrt"), mask=data.get("mask", "none"),
             decimals=data.get("decimals", 2), display=data.get("display", "auto"), train=data.get("train"), source=source,
             attention=data.get("attention", "self"), X_enc=data.get("X_enc"), tokens_enc=data.get("tokens_enc"),
-            block=block, _places_limit=LIMITS["places"], _work_limit=_work_limit,
+            block=block, lang=data.get("lang"), _places_limit=LIMITS["places"], _work_limit=_work_limit,
         )
 
     @classmethod
@@ -683,6 +699,8 @@ class Problem:
                 d["train"] = {"target": mat(self.train.target), **d["train"]}
         if self.block is not None:
             d.update(self.block.to_dict())
+        if self.lang is not None:
+            d["lang"] = self.lang
         return d
 
     def weights_dict(self) -> dict:
@@ -698,7 +716,7 @@ class Problem:
         """The same problem with other (exact) weights for each head: *heads* a list of (W_Q, W_K, W_V)."""
         kw = dict(tokens=self.tokens, title=self.title, scale=self.scale, mask=self.mask, decimals=self.decimals,
                   display=self.display_option, train=self.train, source=self.source, attention=self.attention,
-                  X_enc=self.X_enc, tokens_enc=self.tokens_enc, block=self.block)
+                  X_enc=self.X_enc, tokens_enc=self.tokens_enc, block=self.block, lang=self.lang)
         if self.multihead:
             return Problem(self.X, heads=list(heads), W_O=self.W_O, **kw)
         return Problem(self.X, *heads[0], **kw)
@@ -713,6 +731,8 @@ class Problem:
         row = lambda r: "[" + ", ".join(q(x) for x in r) + "]"  # noqa: E731
         mat = lambda m: "[" + ", ".join(row(r) for r in m) + "]"  # noqa: E731
         out.append(f"title = {q(d['title'])}")
+        if "lang" in d:
+            out.append(f"lang = {q(d['lang'])}")
         if "attention" in d:
             out.append(f"attention = {q(d['attention'])}")
         out.append("tokens = [" + ", ".join(q(t) for t in d["tokens"]) + "]")
@@ -774,22 +794,30 @@ class Block(NamedTuple):
 
 
 def block_name(p: Problem) -> str:
-    """What a block does, in words: "masked self-attention", "cross-attention to the encoder", "(2 heads)"."""
+    """What a block does, in words: "masked self-attention", "cross-attention to the encoder", "(2 heads)" (in the
+    current language: :mod:`worked.i18n`)."""
+    from .i18n import tr as _
+
     if p.cross:
-        what = "cross-attention to the encoder"
+        what = _("cross-attention to the encoder")
     else:
-        what = ("masked " if p.mask == "causal" else "") + "self-attention"
-    return what + (f" ({len(p.heads)} heads)" if p.multihead else "")
+        what = _("masked self-attention") if p.mask == "causal" else _("self-attention")
+    return what + (_(" ({n} heads)", n=len(p.heads)) if p.multihead else "")
 
 
 def block_title(p: Problem, k: int) -> str:
-    return f"Block {k}: {block_name(p)}"
+    from .i18n import tr as _
+
+    return _("Block {k}: {name}", k=k, name=block_name(p))
 
 
 def carried_from(k: int, decimals: int) -> str:
     """The sentence where block *k* (≥ 2) starts: where its X comes from."""
-    return (f"X for block {k} is block {k - 1}'s output Z, rounded to {decimals} place{'s' if decimals != 1 else ''} "
-            "as in the key.")
+    from .i18n import ngettext
+
+    return ngettext("X for block {k} is block {before}'s output Z, rounded to {n} place as in the key.",
+                    "X for block {k} is block {before}'s output Z, rounded to {n} places as in the key.", decimals,
+                    k=k, before=k - 1)
 
 
 def remap_block_error(exc: ProblemError, k: int) -> ProblemError:

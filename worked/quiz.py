@@ -44,17 +44,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import choice, eq, printers, stages
+from . import choice, eq, i18n, printers, stages
 from . import exporters as E
 from .ask import AskError, Question, parse
 from .attention import Float, run_pass
 from .check import Tolerance
 from .errors import ProblemError, WorkedError
 from .generate import Family, block_families, generate
+from .i18n import N_
 from .mistakes import MISTAKES
 from .mistakes import of as mistakes_of      # the mistakes an architecture's stages declare
 
-SPEC_KEYS = ("title", "seed", "count", "paper", "instructions", "family", "problem", "questions", "parts")
+SPEC_KEYS = ("title", "seed", "count", "paper", "instructions", "lang", "family", "problem", "questions", "parts")
 PART_KEYS = ("title", "family", "questions")
 MAX_PARTS = 10
 QUESTION_KEYS = ("ask", "points", "tolerance", "name", "type", "choices")
@@ -82,6 +83,7 @@ class QuizSpec:
     instructions: str = ""
     source: str = "<spec>"
     pdf_engine: str = "typst"   # or "weasyprint" (the HTML sheets printed) or "latex" (pdflatex on the .tex)
+    lang: str | None = None     # the language of the sheets, notebooks and LMS texts (worked.i18n); None: English
     # a quiz that mixes families ([[parts]]): each part a QuizSpec of its own (its family and questions; its
     # title the part's); then *family* is the first part's and *questions* all parts' questions, in order
     parts: tuple = ()
@@ -190,7 +192,15 @@ def spec_from_dict(data: dict, source: str) -> QuizSpec:
     instructions = data.get("instructions", "")
     if not isinstance(instructions, str) or len(instructions) > 2000:
         raise err("instructions", "expected a string of at most 2000 characters")
-    common = dict(seed=seed, count=count, paper=paper, instructions=instructions, source=source)
+    lang = data.get("lang")
+    if lang is not None:
+        from . import i18n
+
+        try:
+            lang = i18n.canonical(lang) if isinstance(lang, str) else i18n.canonical(repr(lang))
+        except i18n.UnknownLanguage as exc:
+            raise err("lang", str(exc)) from None
+    common = dict(seed=seed, count=count, paper=paper, instructions=instructions, source=source, lang=lang)
     if "parts" in data:
         for key in ("family", "questions"):
             if key in data:
@@ -570,7 +580,7 @@ def describe(q: dict, problem) -> eq.Prose:
         k, matrix = _in_block(q["matrix"])
         k = k or len(blocks)
         inner = dict(q, matrix=matrix, ask=q["ask"].split(".", 1)[1] if q["ask"].startswith("block") else q["ask"])
-        return eq.prose(f"block {k}, ", describe(inner, blocks[k - 1]))
+        return eq.prose(eq.say("block {k}, {what}", k=str(k), what=describe(inner, blocks[k - 1])))
     base = q["matrix"].split(".")[-1]
     arch = stages.of(problem)
     words = stages.words(q["matrix"], arch)
@@ -581,18 +591,18 @@ def describe(q: dict, problem) -> eq.Prose:
     r, c = a.row, a.col
     rname = lambda: f" ({rows_t[int(r) - 1]})" if rows_t else ""  # noqa: E731
     cname = lambda: f" ({cols_t[int(c) - 1]})" if cols_t else ""  # noqa: E731
-    parts = []
-    if r:
-        parts.append(f"row {r}{rname()}")
-    if c:
-        parts.append(f"column {c}{cname()}")
     scalar = stage is not None and (stage.rows, stage.cols) == ("1", "1")
-    where = ", ".join(parts) if parts else "a number" if scalar else "the whole matrix"
-    if c and not r:
-        where = f"column {c}{cname()}, every row"
-    if r and not c:
-        where = f"row {r}{rname()}, every column"
-    return eq.prose(words, f": {where}")
+    if r and c:
+        where = eq.say("row {row}, column {col}", row=f"{r}{rname()}", col=f"{c}{cname()}")
+    elif c:
+        where = eq.say("column {col}, every row", col=f"{c}{cname()}")
+    elif r:
+        where = eq.say("row {row}, every column", row=f"{r}{rname()}")
+    elif scalar:
+        where = eq.say("a number")
+    else:
+        where = eq.say("the whole matrix")
+    return eq.prose(eq.say("{what}: {where}", what=words, where=where))
 
 
 def ask_tree(q: dict):
@@ -616,17 +626,22 @@ def _student_for(variant: Variant) -> dict:
     return st
 
 
-_INTRO = ("Work through the tasks below; these answers are graded. Indices are 1-based: row, then column; "
-          "· (typed *) means every entry of that row or column.")
+_INTRO = N_("Work through the tasks below; these answers are graded. Indices are 1-based: row, then column; "
+            "· (typed *) means every entry of that row or column.")
 
 
 def _tolerance_text(tol: dict) -> str:
-    return (f"±{tol['abs']:g}" if tol["abs"] else "") + (f"{' or ' if tol['abs'] else '±'}{tol['rel'] * 100:g} %"
-                                                       if tol["rel"] else "")
+    number = i18n.current().number
+    if tol["abs"] and tol["rel"]:
+        return i18n.tr("{abs} or {rel} %", abs=number(f"±{tol['abs']:g}"), rel=number(f"{tol['rel'] * 100:g}"))
+    if tol["rel"]:
+        return number(f"±{tol['rel'] * 100:g} %")
+    return number(f"±{tol['abs']:g}") if tol["abs"] else ""
 
 
 def _points_text(q: dict) -> str:
-    return f"{q['points']:g} pt{'s' if q['points'] != 1 else ''}"
+    return i18n.ngettext("{points} pt", "{points} pts", 1 if q["points"] == 1 else 2,
+                         points=i18n.current().number(f"{q['points']:g}"))
 
 
 def questions_box(spec: QuizSpec, questions: list[dict], problem):
@@ -638,12 +653,12 @@ def questions_box(spec: QuizSpec, questions: list[dict], problem):
 
     def options(q):
         return [QuestionOption(letter=o["letter"], value=eq.dec(Decimal(o["value"])), right=o["right"],
-                               note="right" if o["right"] else f"{o['title']} [{o['mistake']}]")
+                               note=i18n.tr("right") if o["right"] else f"{MISTAKES[o['mistake']].title_text()} [{o['mistake']}]")
                 for o in q.get("options") or ()]
 
-    return Questions(title="Graded answers", intro=spec.instructions or _INTRO, items=[
+    return Questions(title=i18n.tr("Graded answers"), intro=spec.instructions or i18n.translate(_INTRO), items=[
         QuestionItem(ask=q["ask"], ask_eq=ask_tree(q), text=describe(q, problem), points=_points_text(q),
-                     tolerance="choose one" if q.get("options") else _tolerance_text(q["tolerance"]),
+                     tolerance=i18n.tr("choose one") if q.get("options") else _tolerance_text(q["tolerance"]),
                      options=options(q)) for q in questions])
 
 
@@ -673,7 +688,8 @@ def build_variant(spec: QuizSpec, variant: Variant, formats: tuple[str, ...]) ->
         problem, sol, attempt, questions = draw_problem(spec, variant)
         entry.update(redraws=attempt, problem=problem.to_dict(), questions=questions)
         files[f"{folder}/variant.json"] = b""      # first in the folder's order
-        files.update(_part_files(spec, variant, formats, sol, questions, problem, folder, ""))
+        with i18n.using(spec.lang):       # the sheets and notebooks in the quiz's language; the entry stays English
+            files.update(_part_files(spec, variant, formats, sol, questions, problem, folder, ""))
     else:
         entry["parts"] = []
         pdfs: dict[str, list] = {}
@@ -683,7 +699,9 @@ def build_variant(spec: QuizSpec, variant: Variant, formats: tuple[str, ...]) ->
             problem, sol, attempt, questions = draw_problem(part, pv)
             entry["parts"].append({"part": k, "title": part.title, "seed": pv.seed, "redraws": attempt,
                                    "problem": problem.to_dict(), "questions": questions})
-            for name, data in _part_files(part, variant, formats, sol, questions, problem, folder, f"-part{k}").items():
+            with i18n.using(spec.lang):
+                made = _part_files(part, variant, formats, sol, questions, problem, folder, f"-part{k}")
+            for name, data in made.items():
                 doc = name.rsplit("/", 1)[1]
                 if doc.endswith(".pdf"):
                     pdfs.setdefault(doc.replace(f"-part{k}", ""), []).append(data)
@@ -691,8 +709,11 @@ def build_variant(spec: QuizSpec, variant: Variant, formats: tuple[str, ...]) ->
                     files[name] = data
         for doc, parts in pdfs.items():     # the parts in order, each from a new (right-hand) page
             buf = io.BytesIO()
-            merge_pdfs(parts, buf, title=f"{spec.title} — {'answer key' if doc.startswith('answer') else 'worksheet'}"
-                                         f" — variant {variant.code}")
+            with i18n.using(spec.lang):
+                label = i18n.tr("answer key") if doc.startswith("answer") else i18n.tr("worksheet")
+                title = i18n.tr("{title} — {document} — variant {code}", title=spec.title, document=label,
+                               code=variant.code)
+            merge_pdfs(parts, buf, title=title)
             files[f"{folder}/{doc}"] = buf.getvalue()
     files[f"{folder}/variant.json"] = (json.dumps(entry, indent=2, ensure_ascii=False) + "\n").encode()
     return {"entry": entry, "files": files}
@@ -778,8 +799,8 @@ def merge_pdfs(pdfs: list, out, *, title: str | None = None) -> int:
             src.close()
 
 
-CLASS_PDFS = (("worksheet", "class-worksheets.pdf", "worksheets"),
-              ("answer-key", "class-answer-keys.pdf", "answer keys"))
+CLASS_PDFS = (("worksheet", "class-worksheets.pdf", N_("worksheets")),
+              ("answer-key", "class-answer-keys.pdf", N_("answer keys")))
 
 
 def manifest_json(manifest: dict, entry_texts: list[bytes]) -> bytes:
@@ -971,7 +992,9 @@ def build_all(spec: QuizSpec, variants: list[Variant], formats: tuple[str, ...],
     if stage is not None and "pdf" in formats and stage.scope is None:
         for doc, name, label in CLASS_PDFS:
             sheets = [stage.tmp / "variants" / r["code"] / f"{doc}.pdf" for r in results]
-            stage.write_with(name, lambda path: merge_pdfs(sheets, path, title=f"{spec.title} — {label}"))
+            with i18n.using(spec.lang):
+                title = f"{spec.title} — {i18n.translate(label)}"
+            stage.write_with(name, lambda path: merge_pdfs(sheets, path, title=title))
     if stage is not None:
         results = [_read_back(stage.tmp, r["code"]) for r in results]
     return results
@@ -1000,9 +1023,10 @@ def assemble(spec: QuizSpec, results: list[dict], formats: tuple[str, ...], *, s
     files["manifest.json"] = manifest_json(manifest, [r["files"][f"variants/{e['variant']}/variant.json"]
                                                       for r, e in zip(results, entries)])
     files["manifest.csv"] = manifest_csv(entries).encode()
-    for e in E.of_scope("batch"):     # the LMS exports: Moodle XML, Canvas QTI, GIFT
+    for e in E.of_scope("batch"):     # the LMS exports: Moodle XML, Canvas QTI, GIFT (in the quiz's language)
         if e.name in formats:
-            files[e.file] = e.write(manifest)
+            with i18n.using(spec.lang):
+                files[e.file] = e.write(manifest)
     return files
 
 
@@ -1028,8 +1052,11 @@ def write_tree(outdir: Path, files: dict[str, bytes], *, force: bool = False, re
 
 
 def run(spec_path, *, count=None, roster=None, seed=None, outdir=None, formats=None, jobs=None,
-        variant=None, quiet=False, force=False, progress=None, pdf_engine="typst") -> tuple[Path, list[dict]]:
+        variant=None, quiet=False, force=False, progress=None, pdf_engine="typst", lang=None) -> tuple[Path, list[dict]]:
     """The ``worked quiz`` command as a function. Returns (output folder, manifest entries).
+
+    *lang*: the language of the sheets, notebooks and LMS texts (a shipped one; default: the spec's ``lang``, else
+    English). The manifest is the same in every language.
 
     *pdf_engine*: "typst" (default), "weasyprint" or "latex" (see :func:`worked.render.sheet.document_pdf`).
     """
@@ -1045,6 +1072,8 @@ def run(spec_path, *, count=None, roster=None, seed=None, outdir=None, formats=N
             raise WorkedError("--pdf-engine latex: pdflatex is not installed (Debian: apt-get install "
                               "texlive-latex-base texlive-latex-recommended texlive-fonts-recommended)")
     spec = replace(spec, pdf_engine=pdf_engine)
+    if lang is not None:
+        spec = replace(spec, lang=lang, parts=tuple(replace(p, lang=lang) for p in spec.parts))
     if seed is not None:
         if seed < 0:
             raise WorkedError(f"--seed: expected a whole number ≥ 0, got {seed}")

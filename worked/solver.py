@@ -380,25 +380,28 @@ def _answer_notes(ctx: lines.Ctx, sol: Solution, step: Step, first: bool, by_res
     first_off = ctx.carry.first_off
     mats = sol.matrices()
     if first and not first_off and ctx.P > ctx.p.precision.carried:
-        notes.append(lines.p(f"Values are carried to {ctx.P} places in this solution, one more than usual: with "
-                             f"{ctx.p.precision.carried}, a probability would round to 0 where its ln is taken."))
+        notes.append(eq.say("Values are carried to {places} places in this solution, one more than usual: with {usual}, a "
+                            "probability would round to 0 where its ln is taken.", places=str(ctx.P),
+                            usual=str(ctx.p.precision.carried)))
     if first and first_off:
         key, i, j, h = first_off[0]
         m = mats[key]
         shown = F.round_decimal(Fraction(h), None, ctx.dec)
-        notes.append(lines.p(
-            f"Values are carried to {ctx.P} places in this solution, one more than usual: with {ctx.p.precision.carried}, the value "
-            "a hand carries for ", _cell(m, i, j), " would round to ", eq.dec(shown), ", while the answer (the true "
-            "value rounded) is ", m.fixed(i, j, ctx.dec), "."))
+        notes.append(eq.say(
+            "Values are carried to {places} places in this solution, one more than usual: with {usual}, the value a hand "
+            "carries for {entry} would round to {wrong}, while the answer (the true value rounded) is {answer}.",
+            places=str(ctx.P), usual=str(ctx.p.precision.carried), entry=_cell(m, i, j), wrong=eq.dec(shown),
+            answer=m.fixed(i, j, ctx.dec)))
     key = step.result
     m = mats.get(key) if key else None
     if m is None or by_result.get(key) is not step or m.hand is None:
         return notes
     for i, j in ((i, j) for i in range(m.shape[0]) for j in range(m.shape[1]) if not lines.rounds_to_answer(m, i, j, ctx.dec)):
-        notes.append(lines.p(
-            _cell(m, i, j), ": the value carried here, ", m.carried(i, j), ", would round to ",
-            eq.dec(F.round_decimal(Fraction(m.hand[i][j]), None, ctx.dec)), ", but the true value is ",
-            eq.dec(m.rounded(i, j, ctx.dec + 4)), "…, so the answer is ", m.fixed(i, j, ctx.dec), "."))
+        notes.append(eq.say(
+            "{entry}: the value carried here, {carried}, would round to {wrong}, but the true value is {true}…, so the "
+            "answer is {answer}.", entry=_cell(m, i, j), carried=m.carried(i, j),
+            wrong=eq.dec(F.round_decimal(Fraction(m.hand[i][j]), None, ctx.dec)), true=eq.dec(m.rounded(i, j, ctx.dec + 4)),
+            answer=m.fixed(i, j, ctx.dec)))
     return notes
 
 

@@ -17,6 +17,7 @@ from fractions import Fraction
 from typing import Any, Callable, NamedTuple
 
 from . import eq
+from .i18n import N_
 from .lines import Shown
 from .steps import attention as shown_attention
 from .steps import block as shown_block
@@ -248,10 +249,10 @@ def scale_prose(p) -> eq.Prose:
         root = eq.Sqrt(eq.num(p.d_k))
         simple = eq.from_sympy(sp.sqrt(sp.Integer(p.d_k)))
         chain = (eq.Sqrt(eq.Sym("d_k")), root) + ((simple,) if simple != root else ())
-        return eq.prose("divide the scores by ", eq.Rel(chain, (eq.EQ,) * (len(chain) - 1)))
+        return eq.say("divide the scores by {scale}", scale=eq.Rel(chain, (eq.EQ,) * (len(chain) - 1)))
     if p.scale == "none":
-        return eq.prose("none (the scores go into the softmax unscaled)")
-    return eq.prose("divide the scores by ", eq.num(p.scale))
+        return eq.say("none (the scores go into the softmax unscaled)")
+    return eq.say("divide the scores by {scale}", scale=eq.num(p.scale))
 
 
 def scaled_def(p, scores):
@@ -269,37 +270,39 @@ def _causal(p, text: str, otherwise=None):
 
 _X = eq.Sym("X")
 _GRIDS = {
-    "Q": Grid("Queries Q", "Q", lambda S, p: eq.Mul((_X, S("W_Q"))),
-              task=lambda p, *_: _project_task("queries", _X, " (the decoder side)" if p.cross else ""),
+    "Q": Grid(N_("Queries Q"), "Q", lambda S, p: eq.Mul((_X, S("W_Q"))),
+              task=lambda p, *_: _project_task(N_("queries"), _X, eq.say(" (the decoder side)") if p.cross else ""),
               beside=True, dot_check=True),
-    "K": Grid("Keys K", "K", lambda S, p: eq.Mul((_X, S("W_K"))),
-              task=lambda p, *_: _project_task("keys", _X, ""), beside=True, dot_check=True),
-    "V": Grid("Values V", "V", lambda S, p: eq.Mul((_X, S("W_V"))),
-              task=lambda p, *_: _project_task("values", _X, ""), beside=True, dot_check=True),
-    "scores": Grid("Scores", "scores", lambda S, p: eq.Mul((S("Q"), eq.Pow(S("K"), eq.Sym("T")))),
-                   lambda p: _causal(p, "masked entries are −∞ (type -inf)"), masked=True,
+    "K": Grid(N_("Keys K"), "K", lambda S, p: eq.Mul((_X, S("W_K"))),
+              task=lambda p, *_: _project_task(N_("keys"), _X, ""), beside=True, dot_check=True),
+    "V": Grid(N_("Values V"), "V", lambda S, p: eq.Mul((_X, S("W_V"))),
+              task=lambda p, *_: _project_task(N_("values"), _X, ""), beside=True, dot_check=True),
+    "scores": Grid(N_("Scores"), "scores", lambda S, p: eq.Mul((S("Q"), eq.Pow(S("K"), eq.Sym("T")))),
+                   lambda p: _causal(p, eq.say("masked entries are −∞ (type -inf)")), masked=True,
                    task=lambda p, *_: _scores_task(p), beside=True, dot_check=True),
-    "scaled": Grid("Scaled scores", "scaled", lambda S, p: scaled_def(p, S("scores")),
-                   lambda p: eq.prose(scale_prose(p), _causal(p, "; masked entries stay −∞", "")), masked=True,
+    "scaled": Grid(N_("Scaled scores"), "scaled", lambda S, p: scaled_def(p, S("scores")),
+                   lambda p: eq.prose(scale_prose(p), _causal(p, eq.say("; masked entries stay −∞"), "")), masked=True,
                    task=lambda p, h, places, dec: _scaled_task(p, dec), beside=True,
                    glance=lambda p: p.scale != "none"),
-    "weights": Grid("Attention weights", "A", lambda S, p: eq.Call("softmax", (S("scaled"),)),
-                    lambda p: "softmax of each row" + _causal(p, "; masked entries get weight 0", ""), masked=True,
+    "weights": Grid(N_("Attention weights"), "A", lambda S, p: eq.Call("softmax", (S("scaled"),)),
+                    lambda p: eq.say("softmax of each row") if p.mask != "causal" else
+                    eq.say("softmax of each row; masked entries get weight 0"), masked=True,
                     task=lambda p, h, places, dec: _weights_task(places, dec),
-                    row_check=lambda tok, h: eq.prose(f"Row {tok}: write ", _EX, " of each scaled score, the row total, "
-                                                      "then each weight."), heatmap=True),
-    "Z": Grid("Output Z", "Z", lambda S, p: eq.Mul((S("A"), S("V"))),
-              task=lambda p, h, places, dec: eq.prose("Blend the value rows: each row of the output is its row of weights "
-                                                      "times ", _S("V", h), f". Give entries to {dec} places."),
+                    row_check=lambda tok, h: eq.say("Row {token}: write {ex} of each scaled score, the row total, "
+                                                    "then each weight.", token=tok, ex=_EX), heatmap=True),
+    "Z": Grid(N_("Output Z"), "Z", lambda S, p: eq.Mul((S("A"), S("V"))),
+              task=lambda p, h, places, dec: eq.say("Blend the value rows: each row of the output is its row of weights "
+                                                    "times {V}. Give entries to {places} places.", V=_S("V", h),
+                                                    places=str(dec)),
               dot_check=True,
-              row_check=lambda tok, h: eq.prose(f"Row {tok}: write the output row as a weighted sum of the rows of ",
-                                                _S("V", h), ".")),
-    "concat": Grid("Concatenated heads", None,
+              row_check=lambda tok, h: eq.say("Row {token}: write the output row as a weighted sum of the rows of {V}.",
+                                              token=tok, V=_S("V", h))),
+    "concat": Grid(N_("Concatenated heads"), None,
                    lambda S, p: eq.Call("concat", tuple(_S("Z", h) for h in range(1, len(p.heads) + 1))),
-                   task=lambda *_: eq.prose("Put the heads' outputs side by side, one head after another."), beside=True),
-    "output": Grid("Output Z", "Z", lambda S, p: eq.Mul((_S("concat"), eq.Sym("W_O"))),
-                   task=lambda p, h, places, dec: eq.prose("Multiply the concatenated heads by ", eq.Sym("W_O"),
-                                                           f". Give entries to {dec} places."),
+                   task=lambda *_: eq.say("Put the heads' outputs side by side, one head after another."), beside=True),
+    "output": Grid(N_("Output Z"), "Z", lambda S, p: eq.Mul((_S("concat"), eq.Sym("W_O"))),
+                   task=lambda p, h, places, dec: eq.say("Multiply the concatenated heads by {W_O}. Give entries to {places} "
+                                                         "places.", W_O=eq.Sym("W_O"), places=str(dec)),
                    beside=True, dot_check=True),
 }
 
@@ -335,64 +338,66 @@ def _new_grid(w: str) -> Grid:
 
 
 _TRAIN_GRIDS = {
-    "loss": Grid("Loss L", lambda S: eq.Sym("L"), lambda S, p: _half_sum_sq(eq.Sym("Z"))),
-    "dZ": Grid("Gradient dZ", lambda S: _S("dZ"), lambda S, p: eq.Add((eq.Sym("Z"), eq.Neg(eq.Sym("T"))))),
-    "dconcat": Grid("Gradient dconcat", lambda S: _S("dconcat"), lambda S, p: eq.Mul((_S("dZ"), _tr(eq.Sym("W_O"))))),
-    "dV": Grid("Gradient dV", "dV", lambda S, p: eq.Mul((_tr(S("A")), S("dZ")))),
-    "dA": Grid("Gradient dA", "dA", lambda S, p: eq.Mul((S("dZ"), _tr(S("V")))), _zero),
-    "dS": Grid("Softmax backward dS", _dS_entry, _dS_def,
-               lambda p: "each row adds up to 0" + _causal(p, "; masked entries get zero gradient", "")),
-    "dscores": Grid("Gradient of the scores", "dscores", lambda S, p: scaled_def(p, S("dS")), _zero),
-    "dQ": Grid("Gradient dQ", "dQ", lambda S, p: eq.Mul((S("dscores"), S("K")))),
-    "dK": Grid("Gradient dK", "dK", lambda S, p: eq.Mul((_tr(S("dscores")), S("Q")))),
-    "dW_Q": Grid("Gradient dW_Q", "dW_Q", lambda S, p: eq.Mul((_tr(_X), S("dQ")))),
-    "dW_K": Grid("Gradient dW_K", "dW_K", lambda S, p: eq.Mul((_tr(_X), S("dK")))),
-    "dW_V": Grid("Gradient dW_V", "dW_V", lambda S, p: eq.Mul((_tr(_X), S("dV")))),
+    "loss": Grid(N_("Loss L"), lambda S: eq.Sym("L"), lambda S, p: _half_sum_sq(eq.Sym("Z"))),
+    "dZ": Grid(N_("Gradient dZ"), lambda S: _S("dZ"), lambda S, p: eq.Add((eq.Sym("Z"), eq.Neg(eq.Sym("T"))))),
+    "dconcat": Grid(N_("Gradient dconcat"), lambda S: _S("dconcat"), lambda S, p: eq.Mul((_S("dZ"), _tr(eq.Sym("W_O"))))),
+    "dV": Grid(N_("Gradient dV"), "dV", lambda S, p: eq.Mul((_tr(S("A")), S("dZ")))),
+    "dA": Grid(N_("Gradient dA"), "dA", lambda S, p: eq.Mul((S("dZ"), _tr(S("V")))), _zero),
+    "dS": Grid(N_("Softmax backward dS"), _dS_entry, _dS_def,
+               lambda p: _causal(p, eq.say("each row adds up to 0; masked entries get zero gradient"),
+                                  eq.say("each row adds up to 0"))),
+    "dscores": Grid(N_("Gradient of the scores"), "dscores", lambda S, p: scaled_def(p, S("dS")), _zero),
+    "dQ": Grid(N_("Gradient dQ"), "dQ", lambda S, p: eq.Mul((S("dscores"), S("K")))),
+    "dK": Grid(N_("Gradient dK"), "dK", lambda S, p: eq.Mul((_tr(S("dscores")), S("Q")))),
+    "dW_Q": Grid(N_("Gradient dW_Q"), "dW_Q", lambda S, p: eq.Mul((_tr(_X), S("dQ")))),
+    "dW_K": Grid(N_("Gradient dW_K"), "dW_K", lambda S, p: eq.Mul((_tr(_X), S("dK")))),
+    "dW_V": Grid(N_("Gradient dW_V"), "dW_V", lambda S, p: eq.Mul((_tr(_X), S("dV")))),
     "W_Q_new": _new_grid("Q"), "W_K_new": _new_grid("K"), "W_V_new": _new_grid("V"),
-    "loss_after": Grid("Loss after the update L′", lambda S: eq.Sym("L", prime=True),
+    "loss_after": Grid(N_("Loss after the update L′"), lambda S: eq.Sym("L", prime=True),
                        lambda S, p: _half_sum_sq(eq.Sym("Z", prime=True))),
 }
 
 
 FORWARD = (
-    Stage("Q", ("X", "W_Q"), "n", "d_k", _words("the queries ", _is(_S("Q"), eq.Mul((_S("X"), _S("W_Q"))))), forward=_project,
+    Stage("Q", ("X", "W_Q"), "n", "d_k", eq.say("the queries {formula}", formula=_is(_S("Q"), eq.Mul((_S("X"), _S("W_Q"))))), forward=_project,
           grid=_GRIDS["Q"], step=shown_attention.QUERIES),
-    Stage("K", ("X", "W_K"), "n_kv", "d_k", _words("the keys ", _is(_S("K"), eq.Mul((_S("X"), _S("W_K"))))), forward=_project,
+    Stage("K", ("X", "W_K"), "n_kv", "d_k", eq.say("the keys {formula}", formula=_is(_S("K"), eq.Mul((_S("X"), _S("W_K"))))), forward=_project,
           grid=_GRIDS["K"], step=shown_attention.KEYS),
-    Stage("V", ("X", "W_V"), "n_kv", "d_v", _words("the values ", _is(_S("V"), eq.Mul((_S("X"), _S("W_V"))))), forward=_project,
+    Stage("V", ("X", "W_V"), "n_kv", "d_v", eq.say("the values {formula}", formula=_is(_S("V"), eq.Mul((_S("X"), _S("W_V"))))), forward=_project,
           grid=_GRIDS["V"], step=shown_attention.VALUES),
-    Stage("scores", ("Q", "K"), "n", "n_kv", _words("the scores ", eq.Mul((_S("Q"), eq.Pow(_S("K"), eq.Sym("T"))))), forward=_scores,
+    Stage("scores", ("Q", "K"), "n", "n_kv", eq.say("the scores {formula}", formula=eq.Mul((_S("Q"), eq.Pow(_S("K"), eq.Sym("T"))))), forward=_scores,
           grid=_GRIDS["scores"], mistakes=(slips.TRANSPOSED_SCORES, slips.WRONG_MASK, slips.CAUSAL_MASK_ON_CROSS),
           may_be_inf=True, step=shown_attention.SCORES),
-    Stage("scaled", ("scores",), "n", "n_kv", _words("the scaled scores (the scores divided by the scale)"), forward=_scaled,
+    Stage("scaled", ("scores",), "n", "n_kv", eq.say("the scaled scores (the scores divided by the scale)"), forward=_scaled,
           grid=_GRIDS["scaled"], mistakes=(slips.NO_SCALING, slips.SCALED_BY_DK), may_be_inf=True,
           aliases=("scaled_scores",), step=shown_attention.SCALED),
-    Stage("weights", ("scaled",), "n", "n_kv", _words("the attention weights ", _S("A"), " (softmax of each row of the scaled scores)"),
+    Stage("weights", ("scaled",), "n", "n_kv", eq.say("the attention weights {A} (softmax of each row of the scaled scores)", A=_S("A")),
           forward=_weights, grid=_GRIDS["weights"], mistakes=(slips.COLUMN_SOFTMAX, slips.NO_EXP, slips.EARLY_ROUNDING),
-          rounded_early=("Here the scaled scores (or the e^x values) were rounded before the softmax.",
-                         "Here the weights were rounded before Z = A·V."),
+          rounded_early=(N_("Here the scaled scores (or the e^x values) were rounded before the softmax."),
+                         N_("Here the weights were rounded before Z = A·V.")),
           aliases=("A", "attention"), step=shown_attention.WEIGHTS),
-    Stage("Z", ("weights", "V"), "n", "d_v", _words("the output ", _S("Z")), forward=_blend, grid=_GRIDS["Z"],
+    Stage("Z", ("weights", "V"), "n", "d_v", eq.say("the output {Z}", Z=_S("Z")), forward=_blend, grid=_GRIDS["Z"],
           mistakes=(slips.WEIGHTS_TRANSPOSED,), step=shown_attention.Z),
 )
 # ---- cross-attention (Vaswani et al. 2017, §3.2.3): the queries from the decoder side X, the keys and values
 # from the encoder side X_enc; the scores are n × n_enc (one row per decoder token, one column per encoder token)
 _XE = eq.Sym("X_enc")
 _CROSS_GRIDS = {
-    "K": Grid("Keys K (from the encoder side)", "K", lambda S, p: eq.Mul((_XE, S("W_K"))),
-              task=lambda p, *_: _project_task("keys", _XE, " (the encoder side)"), beside=True, dot_check=True),
-    "V": Grid("Values V (from the encoder side)", "V", lambda S, p: eq.Mul((_XE, S("W_V"))),
-              task=lambda p, *_: _project_task("values", _XE, " (the encoder side)"), beside=True, dot_check=True),
+    "K": Grid(N_("Keys K (from the encoder side)"), "K", lambda S, p: eq.Mul((_XE, S("W_K"))),
+              task=lambda p, *_: _project_task(N_("keys"), _XE, eq.say(" (the encoder side)")), beside=True, dot_check=True),
+    "V": Grid(N_("Values V (from the encoder side)"), "V", lambda S, p: eq.Mul((_XE, S("W_V"))),
+              task=lambda p, *_: _project_task(N_("values"), _XE, eq.say(" (the encoder side)")), beside=True, dot_check=True),
 }
 _FWD = {s.id: s for s in FORWARD}
 CROSS_FORWARD = (
-    _FWD["Q"]._replace(words=_words("the queries ", _is(_S("Q"), eq.Mul((_S("X"), _S("W_Q")))), " (from the decoder side)"),
+    _FWD["Q"]._replace(words=eq.say("the queries {formula} (from the decoder side)",
+                                     formula=_is(_S("Q"), eq.Mul((_S("X"), _S("W_Q"))))),
                        mistakes=(slips.QUERIES_FROM_ENCODER,)),
-    Stage("K", ("X_enc", "W_K"), "n_kv", "d_k", _words("the keys ", _is(_S("K"), eq.Mul((_XE, _S("W_K")))),
-                                                        " (from the encoder side)"), forward=_project, grid=_CROSS_GRIDS["K"],
+    Stage("K", ("X_enc", "W_K"), "n_kv", "d_k", eq.say("the keys {formula} (from the encoder side)",
+                                                       formula=_is(_S("K"), eq.Mul((_XE, _S("W_K"))))), forward=_project, grid=_CROSS_GRIDS["K"],
           mistakes=(slips.KV_FROM_DECODER,), step=shown_attention.KEYS),
-    Stage("V", ("X_enc", "W_V"), "n_kv", "d_v", _words("the values ", _is(_S("V"), eq.Mul((_XE, _S("W_V")))),
-                                                        " (from the encoder side)"), forward=_project, grid=_CROSS_GRIDS["V"],
+    Stage("V", ("X_enc", "W_V"), "n_kv", "d_v", eq.say("the values {formula} (from the encoder side)",
+                                                       formula=_is(_S("V"), eq.Mul((_XE, _S("W_V"))))), forward=_project, grid=_CROSS_GRIDS["V"],
           step=shown_attention.VALUES),
 ) + FORWARD[3:]
 
@@ -433,9 +438,9 @@ def _output(r: LayerRun, concat, W_O):
 
 
 COMBINE = (             # several heads: side by side, then W_O
-    Stage("concat", (), "n", "heads·d_v", _words("the concatenated head outputs"), scope="layer", several=False,
+    Stage("concat", (), "n", "heads·d_v", eq.say("the concatenated head outputs"), scope="layer", several=False,
           forward=_concat, grid=_GRIDS["concat"], mistakes=(slips.HEADS_SWAPPED,), step=shown_heads.CONCAT),
-    Stage("Z", ("concat", "W_O"), "n", "d_out", _words("the output ", _S("Z")), scope="layer", several=False, forward=_output,
+    Stage("Z", ("concat", "W_O"), "n", "d_out", eq.say("the output {Z}", Z=_S("Z")), scope="layer", several=False, forward=_output,
           grid=_GRIDS["output"], mistakes=(slips.NO_W_O, slips.HEADS_AVERAGED), aliases=("output",), step=shown_heads.OUTPUT),
 )
 
@@ -530,37 +535,37 @@ def _trained(sid: str, *args, **kw) -> Stage:
 
 
 TRAIN = (               # one training step (a [train] problem): the backward pass, in the order of the steps
-    _trained("loss", ("dZ",), "1", "1", _words("the loss ", _S("L")), scope="layer", forward=_loss, step=shown_train.LOSS),
-    _trained("dZ", ("Z", "T"), "n", "d_out", _words("the gradient of the output ", _S("dZ")), scope="layer", forward=_d_out, step=shown_train.DZ),
-    _trained("dconcat", ("dZ", "W_O"), "n", "heads·d_v", _words("the gradient of the concatenated heads"), scope="layer",
+    _trained("loss", ("dZ",), "1", "1", eq.say("the loss {L}", L=_S("L")), scope="layer", forward=_loss, step=shown_train.LOSS),
+    _trained("dZ", ("Z", "T"), "n", "d_out", eq.say("the gradient of the output {dZ}", dZ=_S("dZ")), scope="layer", forward=_d_out, step=shown_train.DZ),
+    _trained("dconcat", ("dZ", "W_O"), "n", "heads·d_v", eq.say("the gradient of the concatenated heads"), scope="layer",
           several=False, forward=_d_concat, by_head="dZ", step=shown_train.DCONCAT),
-    _trained("dV", ("weights", "dZ"), "n_kv", "d_v", _words("the gradient ", _S("dV")), forward=_d_values,
+    _trained("dV", ("weights", "dZ"), "n_kv", "d_v", eq.say("the gradient {matrix}", matrix=_S("dV")), forward=_d_values,
              mistakes=(slips.DV_NOT_TRANSPOSED,), step=shown_train.DV),
-    _trained("dA", ("dZ", "V"), "n", "n_kv", _words("the gradient ", _S("dA"), " of the weights"), forward=_d_weights, step=shown_train.DA),
-    _trained("dS", ("weights", "dA"), "n", "n_kv", _words("the softmax backward ", _S("dS")), forward=_d_softmax,
+    _trained("dA", ("dZ", "V"), "n", "n_kv", eq.say("the gradient {dA} of the weights", dA=_S("dA")), forward=_d_weights, step=shown_train.DA),
+    _trained("dS", ("weights", "dA"), "n", "n_kv", eq.say("the softmax backward {dS}", dS=_S("dS")), forward=_d_softmax,
              mistakes=(slips.SOFTMAX_BACKWARD_SUM,), step=shown_train.DS),
-    _trained("dscores", ("dS",), "n", "n_kv", _words("the gradient of the scores"), forward=_d_scores,
+    _trained("dscores", ("dS",), "n", "n_kv", eq.say("the gradient of the scores"), forward=_d_scores,
              mistakes=(slips.NO_SCALING_BACKWARD,), step=shown_train.DSCORES),
-    _trained("dQ", ("dscores", "K"), "n", "d_k", _words("the gradient ", _S("dQ")), forward=_d_queries, step=shown_train.DQ),
-    _trained("dK", ("dscores", "Q"), "n_kv", "d_k", _words("the gradient ", _S("dK")), forward=_d_keys,
+    _trained("dQ", ("dscores", "K"), "n", "d_k", eq.say("the gradient {matrix}", matrix=_S("dQ")), forward=_d_queries, step=shown_train.DQ),
+    _trained("dK", ("dscores", "Q"), "n_kv", "d_k", eq.say("the gradient {matrix}", matrix=_S("dK")), forward=_d_keys,
              mistakes=(slips.DK_NOT_TRANSPOSED,), step=shown_train.DK),
-    _trained("dW_Q", ("X", "dQ"), "d_model", "d_k", _words("the gradient ", _S("dW_Q")), forward=_d_weight, step=shown_train.DW_Q),
-    _trained("dW_K", ("X", "dK"), "d_model", "d_k", _words("the gradient ", _S("dW_K")), forward=_d_weight, step=shown_train.DW_K),
-    _trained("dW_V", ("X", "dV"), "d_model", "d_v", _words("the gradient ", _S("dW_V")), forward=_d_weight, step=shown_train.DW_V),
+    _trained("dW_Q", ("X", "dQ"), "d_model", "d_k", eq.say("the gradient {matrix}", matrix=_S("dW_Q")), forward=_d_weight, step=shown_train.DW_Q),
+    _trained("dW_K", ("X", "dK"), "d_model", "d_k", eq.say("the gradient {matrix}", matrix=_S("dW_K")), forward=_d_weight, step=shown_train.DW_K),
+    _trained("dW_V", ("X", "dV"), "d_model", "d_v", eq.say("the gradient {matrix}", matrix=_S("dW_V")), forward=_d_weight, step=shown_train.DW_V),
 )
 UPDATE = (              # after every head's gradients: each head's weights updated, then the loss again
-    _trained("W_Q_new", ("W_Q", "dW_Q"), "d_model", "d_k", _words("the updated ", _S("W_Q")), forward=_update("W_Q"),
+    _trained("W_Q_new", ("W_Q", "dW_Q"), "d_model", "d_k", eq.say("the updated {matrix}", matrix=_S("W_Q")), forward=_update("W_Q"),
              mistakes=(slips.UPDATE_WRONG_SIGN,), step=shown_train.W_Q_NEW),
-    _trained("W_K_new", ("W_K", "dW_K"), "d_model", "d_k", _words("the updated ", _S("W_K")), forward=_update("W_K"), step=shown_train.W_K_NEW),
-    _trained("W_V_new", ("W_V", "dW_V"), "d_model", "d_v", _words("the updated ", _S("W_V")), forward=_update("W_V"), step=shown_train.W_V_NEW),
-    _trained("loss_after", ("Z_after", "T"), "1", "1", _words("the loss after the update ", eq.Sym("L", prime=True)), scope="layer",
+    _trained("W_K_new", ("W_K", "dW_K"), "d_model", "d_k", eq.say("the updated {matrix}", matrix=_S("W_K")), forward=_update("W_K"), step=shown_train.W_K_NEW),
+    _trained("W_V_new", ("W_V", "dW_V"), "d_model", "d_v", eq.say("the updated {matrix}", matrix=_S("W_V")), forward=_update("W_V"), step=shown_train.W_V_NEW),
+    _trained("loss_after", ("Z_after", "T"), "1", "1", eq.say("the loss after the update {L}", L=eq.Sym("L", prime=True)), scope="layer",
           forward=lambda r, Z, T: _loss(r, _d_out(r, Z, T)), step=shown_train.LOSS_AFTER),      # Z_after: a fresh pass with the new weights
 )
 
 
 _TR = {s.id: s for s in TRAIN}
-_CROSS_DW = {"dW_K": Grid("Gradient dW_K", "dW_K", lambda S, p: eq.Mul((_tr(_XE), S("dK")))),
-             "dW_V": Grid("Gradient dW_V", "dW_V", lambda S, p: eq.Mul((_tr(_XE), S("dV"))))}
+_CROSS_DW = {"dW_K": Grid(N_("Gradient dW_K"), "dW_K", lambda S, p: eq.Mul((_tr(_XE), S("dK")))),
+             "dW_V": Grid(N_("Gradient dW_V"), "dW_V", lambda S, p: eq.Mul((_tr(_XE), S("dV"))))}
 CROSS_TRAIN = tuple(s._replace(inputs=("X_enc",) + s.inputs[1:], grid=_CROSS_DW[s.id]) if s.id in _CROSS_DW else s
                     for s in TRAIN)
 
@@ -695,46 +700,47 @@ def _ln_of(which: str, x):
 
 def _ln_check(tok, head) -> eq.Prose:
     """What the worksheet asks of one row's layer norm."""
-    return eq.prose(f"Row {tok}: write the mean ", eq.Sym("μ"), ", each x − μ, the variance ", eq.Pow(eq.Sym("σ"), eq.num(2)),
-                    ", the root ", eq.Sqrt(eq.Add((eq.Pow(eq.Sym("σ"), eq.num(2)), eq.Sym("ε")))), ", then the normalised row.")
+    return eq.say("Row {token}: write the mean {mu}, each x − μ, the variance {var}, the root {root}, then the normalised "
+                  "row.", token=tok, mu=eq.Sym("μ"), var=eq.Pow(eq.Sym("σ"), eq.num(2)),
+                  root=eq.Sqrt(eq.Add((eq.Pow(eq.Sym("σ"), eq.num(2)), eq.Sym("ε")))))
 
 
 _BLOCK_GRIDS = {
-    "P": Grid("Positions P", lambda S: eq.Entry(_B("P"), "pos", "2i"), lambda S, p: eq.Call("sin", (eq.Frac(
+    "P": Grid(N_("Positions P"), lambda S: eq.Entry(_B("P"), "pos", "2i"), lambda S, p: eq.Call("sin", (eq.Frac(
         _B("pos", upright=True), eq.Pow(eq.num(10000), eq.Frac(_B("2i", upright=True), _B("d")))),)),
-              lambda p: "d = d_model; odd columns 2i + 1: cos of the same; pos counts from 0",
-              row_check=lambda tok, h: eq.prose(f"Row {tok}: write each angle pos/10000^(2i/d_model), then its sin (even "
-                                                "columns) or cos (odd columns), in radians.")),
-    "X0": Grid("Block input X0", "X_0", lambda S, p: eq.Add((_X, _B("P")))),
-    "R1": Grid("First residual sum", "R_1", lambda S, p: eq.Add((_B("X_0"), _B("Z")))),
-    "N1": Grid("Layer norm LN_1", "N_1", lambda S, p: _ln_of("1", _B("X_0")), row_check=_ln_check),
-    "H1": Grid("After the attention sublayer H1", "H_1", lambda S, p: (
+              lambda p: eq.say("d = d_model; odd columns 2i + 1: cos of the same; pos counts from 0"),
+              row_check=lambda tok, h: eq.say("Row {token}: write each angle pos/10000^(2i/d_model), then its sin (even "
+                                               "columns) or cos (odd columns), in radians.", token=tok)),
+    "X0": Grid(N_("Block input X0"), "X_0", lambda S, p: eq.Add((_X, _B("P")))),
+    "R1": Grid(N_("First residual sum"), "R_1", lambda S, p: eq.Add((_B("X_0"), _B("Z")))),
+    "N1": Grid(N_("Layer norm LN_1"), "N_1", lambda S, p: _ln_of("1", _B("X_0")), row_check=_ln_check),
+    "H1": Grid(N_("After the attention sublayer H1"), "H_1", lambda S, p: (
         _ln_of("1", _B("R_1")) if p.block.kind == "post-ln" else eq.Add((_B("X_0"), _B("Z")))), row_check=_ln_check),
-    "N2": Grid("Layer norm LN_2", "N_2", lambda S, p: _ln_of("2", _B("H_1")), row_check=_ln_check),
-    "U": Grid("Feed-forward, first layer", "U", lambda S, p: eq.Add((eq.Mul((
+    "N2": Grid(N_("Layer norm LN_2"), "N_2", lambda S, p: _ln_of("2", _B("H_1")), row_check=_ln_check),
+    "U": Grid(N_("Feed-forward, first layer"), "U", lambda S, p: eq.Add((eq.Mul((
         _B("H_1" if p.block.kind == "post-ln" else "N_2"), _B("W_1"))), _B("b_1"))), beside=True, dot_check=True),
-    "G": Grid("After ReLU", "G", lambda S, p: eq.Call("relu", (_B("U"),)),
-              row_check=lambda tok, h: eq.prose(f"Row {tok}: write relu of each entry of the row of ", _B("U"), ".")),
-    "F": Grid("Feed-forward output", "F", lambda S, p: eq.Add((eq.Mul((_B("G"), _B("W_2"))), _B("b_2"))),
+    "G": Grid(N_("After ReLU"), "G", lambda S, p: eq.Call("relu", (_B("U"),)),
+              row_check=lambda tok, h: eq.say("Row {token}: write relu of each entry of the row of {U}.", token=tok, U=_B("U"))),
+    "F": Grid(N_("Feed-forward output"), "F", lambda S, p: eq.Add((eq.Mul((_B("G"), _B("W_2"))), _B("b_2"))),
               beside=True, dot_check=True),
-    "R2": Grid("Second residual sum", "R_2", lambda S, p: eq.Add((_B("H_1"), _B("F")))),
-    "H": Grid("Block output H", "H", lambda S, p: (
+    "R2": Grid(N_("Second residual sum"), "R_2", lambda S, p: eq.Add((_B("H_1"), _B("F")))),
+    "H": Grid(N_("Block output H"), "H", lambda S, p: (
         _ln_of("2", _B("R_2")) if p.block.kind == "post-ln" else eq.Add((_B("H_1"), _B("F")))), row_check=_ln_check),
-    "Hf": Grid("Final layer norm", "H_f", lambda S, p: _ln_of("f", _B("H")), row_check=_ln_check),
-    "logits": Grid("Logits", "logits", lambda S, p: eq.Mul((_B("H" if p.block.kind == "post-ln" else "H_f"),
+    "Hf": Grid(N_("Final layer norm"), "H_f", lambda S, p: _ln_of("f", _B("H")), row_check=_ln_check),
+    "logits": Grid(N_("Logits"), "logits", lambda S, p: eq.Mul((_B("H" if p.block.kind == "post-ln" else "H_f"),
                                                             _B("W_out"))), dot_check=True),
-    "probs": Grid("Next-token probabilities", "probs", lambda S, p: eq.Call("softmax", (_B("logits", upright=True),)),
-                  lambda p: "softmax of each row", heatmap=True,
-                  row_check=lambda tok, h: eq.prose(f"Row {tok}: write ", _EX, " of each logit, the row total, then each "
-                                                    "probability.")),
-    "loss": Grid("Loss", lambda S: eq.Sym("L"), lambda S, p: eq.Neg(eq.Mul((eq.Frac(eq.num(1), eq.Sym("n")), eq.Sum(
+    "probs": Grid(N_("Next-token probabilities"), "probs", lambda S, p: eq.Call("softmax", (_B("logits", upright=True),)),
+                  lambda p: eq.say("softmax of each row"), heatmap=True,
+                  row_check=lambda tok, h: eq.say("Row {token}: write {ex} of each logit, the row total, then each "
+                                                  "probability.", token=tok, ex=_EX)),
+    "loss": Grid(N_("Loss"), lambda S: eq.Sym("L"), lambda S, p: eq.Neg(eq.Mul((eq.Frac(eq.num(1), eq.Sym("n")), eq.Sum(
         eq.Call("ln", (eq.Entry(_B("probs", upright=True), "i", "target_i"),)), "i")))),
-                 lambda p: "natural log; the mean over the positions"),
+                 lambda p: eq.say("natural log; the mean over the positions")),
 }
 
 
 def _block_stage(sid, inputs, rows, cols, words, forward, **kw) -> Stage:
-    return Stage(sid, inputs, rows, cols, _words(words), scope="layer", forward=forward, grid=_BLOCK_GRIDS[sid], **kw)
+    return Stage(sid, inputs, rows, cols, eq.prose(eq.say(words)), scope="layer", forward=forward, grid=_BLOCK_GRIDS[sid], **kw)
 
 
 # ---- a block's training step (issue 27; [train] loss = "cross-entropy"): the gradient of every weight, the update
@@ -843,50 +849,50 @@ def _back(dY: str, M: str, gamma: str):
     return eq.Call("LNback", (eq.matrix_sym(dY), _B(M), _B(gamma)))
 
 
-_LN_BACK_HINT = lambda p: ("the layer norm's backward, row by row: dx = (dx̂ − mean(dx̂) − x̂·mean(dx̂·x̂))/√(σ² + ε), "  # noqa: E731
-                           "dx̂ = γ·dY, entry by entry")
+_LN_BACK_HINT = lambda p: eq.say("the layer norm's backward, row by row: dx = (dx̂ − mean(dx̂) − x̂·mean(dx̂·x̂))/√(σ² + ε), "  # noqa: E731
+                                 "dx̂ = γ·dY, entry by entry")
 _BLOCK_TRAIN_GRIDS = {
-    "dlogits": _grad_grid("dlogits", "Gradient of the logits", lambda p: eq.Frac(
-        eq.Add((_B("probs", upright=True), eq.Neg(_B("Y")))), eq.Sym("n")), lambda p: "Y: 1 at each position's target, else 0"),
-    "dW_out": _grad_grid("dW_out", "Gradient dW_out", lambda p: eq.Mul((_mT("H" if p.block.kind == "post-ln" else "H_f"),
+    "dlogits": _grad_grid("dlogits", N_("Gradient of the logits"), lambda p: eq.Frac(
+        eq.Add((_B("probs", upright=True), eq.Neg(_B("Y")))), eq.Sym("n")), lambda p: eq.say("Y: 1 at each position's target, else 0")),
+    "dW_out": _grad_grid("dW_out", N_("Gradient dW_out"), lambda p: eq.Mul((_mT("H" if p.block.kind == "post-ln" else "H_f"),
                                                                         _D("logits")))),
-    "dH": _grad_grid("dH", "Gradient of the block output", lambda p: eq.Mul((_D("logits"), _mT("W_out")))
+    "dH": _grad_grid("dH", N_("Gradient of the block output"), lambda p: eq.Mul((_D("logits"), _mT("W_out")))
                      if p.block.kind == "post-ln" else _back("dHf", "H", "γ_f"),
                      lambda p: None if p.block.kind == "post-ln" else _LN_BACK_HINT(p)),
-    "dHf": _grad_grid("dHf", "Gradient of the final layer norm", lambda p: eq.Mul((_D("logits"), _mT("W_out")))),
-    "dR2": _grad_grid("dR2", "Gradient of the second residual sum", lambda p: _back("dH", "R_2", "γ_2"), _LN_BACK_HINT),
-    "dW_2": _grad_grid("dW_2", "Gradient dW_2", lambda p: eq.Mul((_mT("G"), _D("R2" if p.block.kind == "post-ln" else "H")))),
-    "db_2": _grad_grid("db_2", "Gradient db_2", lambda p: eq.Call("colsum", (_D("R2" if p.block.kind == "post-ln" else "H"),))),
-    "dG": _grad_grid("dG", "Gradient of the hidden values", lambda p: eq.Mul((_D("R2" if p.block.kind == "post-ln" else "H"),
+    "dHf": _grad_grid("dHf", N_("Gradient of the final layer norm"), lambda p: eq.Mul((_D("logits"), _mT("W_out")))),
+    "dR2": _grad_grid("dR2", N_("Gradient of the second residual sum"), lambda p: _back("dH", "R_2", "γ_2"), _LN_BACK_HINT),
+    "dW_2": _grad_grid("dW_2", N_("Gradient dW_2"), lambda p: eq.Mul((_mT("G"), _D("R2" if p.block.kind == "post-ln" else "H")))),
+    "db_2": _grad_grid("db_2", N_("Gradient db_2"), lambda p: eq.Call("colsum", (_D("R2" if p.block.kind == "post-ln" else "H"),))),
+    "dG": _grad_grid("dG", N_("Gradient of the hidden values"), lambda p: eq.Mul((_D("R2" if p.block.kind == "post-ln" else "H"),
                                                                              _mT("W_2")))),
-    "dU": _grad_grid("dU", "Gradient before ReLU", lambda p: eq.Mul((_D("G"), eq.Call("step", (_B("U"),)))),
-                     lambda p: "dG where U > 0, else 0"),
-    "dW_1": _grad_grid("dW_1", "Gradient dW_1", lambda p: eq.Mul((_mT("H_1" if p.block.kind == "post-ln" else "N_2"), _D("U")))),
-    "db_1": _grad_grid("db_1", "Gradient db_1", lambda p: eq.Call("colsum", (_D("U"),))),
-    "dN2": _grad_grid("dN2", "Gradient of LN_2's output", lambda p: eq.Mul((_D("U"), _mT("W_1")))),
-    "dgamma_2": _grad_grid("dgamma_2", "Gradient dγ_2", lambda p: eq.Call("colsum", (eq.Mul((
-        _D("H" if p.block.kind == "post-ln" else "N2"), _B("x̂"))),)), lambda p: "x̂: LN_2's normalised rows"),
-    "dbeta_2": _grad_grid("dbeta_2", "Gradient dβ_2", lambda p: eq.Call("colsum", (_D("H" if p.block.kind == "post-ln" else "N2"),))),
-    "dgamma_f": _grad_grid("dgamma_f", "Gradient dγ_f", lambda p: eq.Call("colsum", (eq.Mul((_D("Hf"), _B("x̂"))),)),
-                           lambda p: "x̂: LN_f's normalised rows"),
-    "dbeta_f": _grad_grid("dbeta_f", "Gradient dβ_f", lambda p: eq.Call("colsum", (_D("Hf"),))),
-    "dH1": _grad_grid("dH1", "Gradient of H1", lambda p: eq.Add((_D("R2"), eq.Mul((_D("U"), _mT("W_1")))))
+    "dU": _grad_grid("dU", N_("Gradient before ReLU"), lambda p: eq.Mul((_D("G"), eq.Call("step", (_B("U"),)))),
+                     lambda p: eq.say("dG where U > 0, else 0")),
+    "dW_1": _grad_grid("dW_1", N_("Gradient dW_1"), lambda p: eq.Mul((_mT("H_1" if p.block.kind == "post-ln" else "N_2"), _D("U")))),
+    "db_1": _grad_grid("db_1", N_("Gradient db_1"), lambda p: eq.Call("colsum", (_D("U"),))),
+    "dN2": _grad_grid("dN2", N_("Gradient of LN_2's output"), lambda p: eq.Mul((_D("U"), _mT("W_1")))),
+    "dgamma_2": _grad_grid("dgamma_2", N_("Gradient dγ_2"), lambda p: eq.Call("colsum", (eq.Mul((
+        _D("H" if p.block.kind == "post-ln" else "N2"), _B("x̂"))),)), lambda p: eq.say("x̂: LN_2's normalised rows")),
+    "dbeta_2": _grad_grid("dbeta_2", N_("Gradient dβ_2"), lambda p: eq.Call("colsum", (_D("H" if p.block.kind == "post-ln" else "N2"),))),
+    "dgamma_f": _grad_grid("dgamma_f", N_("Gradient dγ_f"), lambda p: eq.Call("colsum", (eq.Mul((_D("Hf"), _B("x̂"))),)),
+                           lambda p: eq.say("x̂: LN_f's normalised rows")),
+    "dbeta_f": _grad_grid("dbeta_f", N_("Gradient dβ_f"), lambda p: eq.Call("colsum", (_D("Hf"),))),
+    "dH1": _grad_grid("dH1", N_("Gradient of H1"), lambda p: eq.Add((_D("R2"), eq.Mul((_D("U"), _mT("W_1")))))
                       if p.block.kind == "post-ln" else eq.Add((_D("H"), _back("dN2", "H_1", "γ_2")))),
-    "dR1": _grad_grid("dR1", "Gradient of the first residual sum", lambda p: _back("dH1", "R_1", "γ_1"), _LN_BACK_HINT),
-    "dZ": _grad_grid("dZ", "Gradient of the attention's output", lambda p: _D("R1" if p.block.kind == "post-ln" else "H1")),
-    "dconcat": _grad_grid("dconcat", "Gradient dconcat", lambda p: eq.Mul((_D("Z"), _mT("W_O")))),
-    "dW_O": _grad_grid("dW_O", "Gradient dW_O", lambda p: eq.Mul((_mT("concat"), _D("Z")))),
-    "dgamma_1": _grad_grid("dgamma_1", "Gradient dγ_1", lambda p: eq.Call("colsum", (eq.Mul((
-        _D("H1" if p.block.kind == "post-ln" else "N1"), _B("x̂"))),)), lambda p: "x̂: LN_1's normalised rows"),
-    "dbeta_1": _grad_grid("dbeta_1", "Gradient dβ_1", lambda p: eq.Call("colsum", (_D("H1" if p.block.kind == "post-ln" else "N1"),))),
-    "dN1": _grad_grid("dN1", "Gradient of LN_1's output", lambda p: eq.Sum(eq.Add(tuple(
+    "dR1": _grad_grid("dR1", N_("Gradient of the first residual sum"), lambda p: _back("dH1", "R_1", "γ_1"), _LN_BACK_HINT),
+    "dZ": _grad_grid("dZ", N_("Gradient of the attention's output"), lambda p: _D("R1" if p.block.kind == "post-ln" else "H1")),
+    "dconcat": _grad_grid("dconcat", N_("Gradient dconcat"), lambda p: eq.Mul((_D("Z"), _mT("W_O")))),
+    "dW_O": _grad_grid("dW_O", N_("Gradient dW_O"), lambda p: eq.Mul((_mT("concat"), _D("Z")))),
+    "dgamma_1": _grad_grid("dgamma_1", N_("Gradient dγ_1"), lambda p: eq.Call("colsum", (eq.Mul((
+        _D("H1" if p.block.kind == "post-ln" else "N1"), _B("x̂"))),)), lambda p: eq.say("x̂: LN_1's normalised rows")),
+    "dbeta_1": _grad_grid("dbeta_1", N_("Gradient dβ_1"), lambda p: eq.Call("colsum", (_D("H1" if p.block.kind == "post-ln" else "N1"),))),
+    "dN1": _grad_grid("dN1", N_("Gradient of LN_1's output"), lambda p: eq.Sum(eq.Add(tuple(
         eq.Mul((_D(x), _mT("W_" + x))) for x in ("Q", "K", "V"))), "heads")),
 }
 
 
 def _block_grad(sid, inputs, rows, cols, words, forward) -> Stage:
-    return Stage(sid, inputs, rows, cols, _words(words), scope="layer", forward=forward, grid=_BLOCK_TRAIN_GRIDS[sid],
-                 step=_BLOCK_TRAIN_STEPS[forward])
+    return Stage(sid, inputs, rows, cols, eq.prose(eq.say(words) if isinstance(words, str) else words), scope="layer",
+                 forward=forward, grid=_BLOCK_TRAIN_GRIDS[sid], step=_BLOCK_TRAIN_STEPS[forward])
 
 
 #: each kind of a block's gradient, its worked step (worked/steps/block_train.py)
@@ -900,12 +906,12 @@ _BLOCK_TRAIN_STEPS = {
 
 
 _DLOGITS = (
-    _block_grad("dlogits", ("probs", "targets"), "n", "vocab", "the gradient of the logits (probs − Y)/n", _d_logits),
+    _block_grad("dlogits", ("probs", "targets"), "n", "vocab", N_("the gradient of the logits (probs − Y)/n"), _d_logits),
 )
 _DW_O = (      # dconcat's columns, head by head, are each head's dZ (the heads' backward starts from them)
-    _block_grad("dconcat", ("dZ", "W_O"), "n", "heads·d_v", "the gradient of the concatenated heads dZ·W_Oᵀ",
+    _block_grad("dconcat", ("dZ", "W_O"), "n", "heads·d_v", N_("the gradient of the concatenated heads dZ·W_Oᵀ"),
                 _d_of_input)._replace(by_head="dZ"),
-    _block_grad("dW_O", ("concat", "dZ"), "heads·d_v", "d_model", "the gradient dW_O = concatᵀ·dZ", _d_of_weight),
+    _block_grad("dW_O", ("concat", "dZ"), "heads·d_v", "d_model", N_("the gradient dW_O = concatᵀ·dZ"), _d_of_weight),
 )
 #: the weights a block's training step updates (the heads' W_Q, W_K, W_V by the attention's own update stages)
 BLOCK_WEIGHTS = ("W_O", "W_1", "b_1", "W_2", "b_2", "gamma_1", "beta_1", "gamma_2", "beta_2", "gamma_f", "beta_f", "W_out")
@@ -913,20 +919,27 @@ _SHAPES = {"W_O": ("heads·d_v", "d_model"), "W_1": ("d_model", "d_ff"), "b_1": 
            "W_out": ("d_model", "vocab")}
 
 
-_LOSS_AFTER = Stage("loss_after", ("loss_new",), "1", "1", _words("the loss after the update ", eq.Sym("L", prime=True)),
-                    scope="layer", forward=_same, grid=Grid("Loss after the update L′", lambda S: eq.Sym("L", prime=True),
+_LOSS_AFTER = Stage("loss_after", ("loss_new",), "1", "1", eq.say("the loss after the update {L}", L=eq.Sym("L", prime=True)),
+                    scope="layer", forward=_same, grid=Grid(N_("Loss after the update L′"), lambda S: eq.Sym("L", prime=True),
                                                             lambda S, p: eq.Sym("L", prime=True),
-                                                            lambda p: "the loss of a fresh pass with the updated weights"),
+                                                            lambda p: eq.say("the loss of a fresh pass with the updated weights")),
                     step=shown_block_train.LOSS_AFTER)
+
+
+#: an updated weight's grid label, marked for the catalogues
+_UPDATED = {"W_O": N_("Updated W_O"), "W_1": N_("Updated W_1"), "b_1": N_("Updated b_1"), "W_2": N_("Updated W_2"),
+            "b_2": N_("Updated b_2"), "gamma_1": N_("Updated gamma_1"), "beta_1": N_("Updated beta_1"),
+            "gamma_2": N_("Updated gamma_2"), "beta_2": N_("Updated beta_2"), "gamma_f": N_("Updated gamma_f"),
+            "beta_f": N_("Updated beta_f"), "W_out": N_("Updated W_out")}
 
 
 def _block_updates(weights: tuple) -> tuple:
     """Each weight's update W − lr·dW, then the loss after them (its input ``loss_new``: the loss of a fresh pass
     with the updated weights)."""
-    return tuple(Stage(w + "_new", (w, "d" + w), *_SHAPES.get(w, ("1", "d_model")), _words(f"the updated {w}"),
+    return tuple(Stage(w + "_new", (w, "d" + w), *_SHAPES.get(w, ("1", "d_model")), eq.say("the updated {w}", w=w),
                        scope="layer", forward=_block_update,
                        step=shown_block_train.UPDATE,
-                       grid=Grid(f"Updated {w}", lambda S, w=w: eq.Sym(w, prime=True),
+                       grid=Grid(_UPDATED[w], lambda S, w=w: eq.Sym(w, prime=True),
                                  lambda S, p, w=w: eq.Add((_B(w), eq.Neg(eq.Mul((eq.Sym("lr", upright=True),
                                                                                   eq.matrix_sym("d" + w)))))))) for w in weights) + (
         _LOSS_AFTER,)
@@ -936,66 +949,66 @@ def _ffn_back(d_out: str, x_in: str) -> tuple:
     """The feed-forward's backward, from the gradient *d_out* of its output F to its weights, given its input
     *x_in*: dW_2, db_2, dG, dU (through ReLU), dW_1, db_1."""
     return (
-        _block_grad("dW_2", ("G", d_out), "d_ff", "d_model", f"the gradient dW_2 = Gᵀ·{d_out}", _d_of_weight),
-        _block_grad("db_2", (d_out,), "1", "d_model", "the gradient db_2", _d_bias),
-        _block_grad("dG", (d_out, "W_2"), "n", "d_ff", f"the gradient of the hidden values {d_out}·W_2ᵀ", _d_of_input),
-        _block_grad("dU", ("dG", "U"), "n", "d_ff", "the gradient before ReLU", _d_relu),
-        _block_grad("dW_1", (x_in, "dU"), "d_model", "d_ff", f"the gradient dW_1 = {x_in}ᵀ·dU", _d_of_weight),
-        _block_grad("db_1", ("dU",), "1", "d_ff", "the gradient db_1", _d_bias),
+        _block_grad("dW_2", ("G", d_out), "d_ff", "d_model", eq.say("the gradient dW_2 = Gᵀ·{d}", d=d_out), _d_of_weight),
+        _block_grad("db_2", (d_out,), "1", "d_model", N_("the gradient db_2"), _d_bias),
+        _block_grad("dG", (d_out, "W_2"), "n", "d_ff", eq.say("the gradient of the hidden values {d}·W_2ᵀ", d=d_out), _d_of_input),
+        _block_grad("dU", ("dG", "U"), "n", "d_ff", N_("the gradient before ReLU"), _d_relu),
+        _block_grad("dW_1", (x_in, "dU"), "d_model", "d_ff", eq.say("the gradient dW_1 = {x}ᵀ·dU", x=x_in), _d_of_weight),
+        _block_grad("db_1", ("dU",), "1", "d_ff", N_("the gradient db_1"), _d_bias),
     )
 
 
 def _output_back(H: str, dH: str) -> tuple:
     """The output layer's backward, from dlogits: dW_out = Hᵀ·dlogits and the gradient *dH* of its input *H*."""
     return (
-        _block_grad("dW_out", (H, "dlogits"), "d_model", "vocab", f"the gradient dW_out = {H}ᵀ·dlogits", _d_of_weight),
-        _block_grad(dH, ("dlogits", "W_out"), "n", "d_model", f"the gradient of {H}: dlogits·W_outᵀ", _d_of_input),
+        _block_grad("dW_out", (H, "dlogits"), "d_model", "vocab", eq.say("the gradient dW_out = {H}ᵀ·dlogits", H=H), _d_of_weight),
+        _block_grad(dH, ("dlogits", "W_out"), "n", "d_model", eq.say("the gradient of {H}: dlogits·W_outᵀ", H=H), _d_of_input),
     )
 
 
 def _norm_back(d: str, M: str, k: str, dM: str | None) -> tuple:
     """A layer norm's backward from the gradient *d* of its output (its input *M*, its γ and β ``gamma_`` + *k*):
     the gradient *dM* of its input (None: not needed), dγ and dβ."""
-    return ((_block_grad(dM, (d, M, "gamma_" + k), "n", "d_model", f"the gradient of {M} (LN_{k} backward)", _d_norm),)
+    return ((_block_grad(dM, (d, M, "gamma_" + k), "n", "d_model", eq.say("the gradient of {M} (LN_{k} backward)", M=M, k=k), _d_norm),)
             if dM else ()) + (
-        _block_grad("dgamma_" + k, (d, M, "gamma_" + k), "1", "d_model", f"the gradient dγ_{k}", _d_gamma),
-        _block_grad("dbeta_" + k, (d,), "1", "d_model", f"the gradient dβ_{k}", _d_bias),
+        _block_grad("dgamma_" + k, (d, M, "gamma_" + k), "1", "d_model", eq.say("the gradient dγ_{k}", k=k), _d_gamma),
+        _block_grad("dbeta_" + k, (d,), "1", "d_model", eq.say("the gradient dβ_{k}", k=k), _d_bias),
     )
 
 
 _POST_TRAIN = _DLOGITS + _output_back("H", "dH") + _norm_back("dH", "R2", "2", "dR2") + _ffn_back("dR2", "H1") + (
-    _block_grad("dH1", ("dR2", "dU", "W_1"), "n", "d_model", "the gradient of H1 dR2 + dU·W_1ᵀ", _d_residual_ffn),
+    _block_grad("dH1", ("dR2", "dU", "W_1"), "n", "d_model", N_("the gradient of H1 dR2 + dU·W_1ᵀ"), _d_residual_ffn),
 ) + _norm_back("dH1", "R1", "1", "dR1") + (
-    _block_grad("dZ", ("dR1",), "n", "d_model", "the gradient of the attention's output dZ = dR1", _same),
+    _block_grad("dZ", ("dR1",), "n", "d_model", N_("the gradient of the attention's output dZ = dR1"), _same),
 ) + _DW_O
 _PRE_TRAIN = _DLOGITS + _output_back("Hf", "dHf") + _norm_back("dHf", "H", "f", "dH") + _ffn_back("dH", "N2") + (
-    _block_grad("dN2", ("dU", "W_1"), "n", "d_model", "the gradient of LN_2's output dU·W_1ᵀ", _d_of_input),
+    _block_grad("dN2", ("dU", "W_1"), "n", "d_model", N_("the gradient of LN_2's output dU·W_1ᵀ"), _d_of_input),
 ) + _norm_back("dN2", "H1", "2", None) + (
-    _block_grad("dH1", ("dH", "dN2", "H1", "gamma_2"), "n", "d_model", "the gradient of H1: dH + LN_2's backward of dN2",
+    _block_grad("dH1", ("dH", "dN2", "H1", "gamma_2"), "n", "d_model", N_("the gradient of H1: dH + LN_2's backward of dN2"),
                 _d_residual_norm),
-    _block_grad("dZ", ("dH1",), "n", "d_model", "the gradient of the attention's output dZ = dH1", _same),
+    _block_grad("dZ", ("dH1",), "n", "d_model", N_("the gradient of the attention's output dZ = dH1"), _same),
 ) + _DW_O
 #: pre-LN's stages after the heads' backward: LN_1 feeds the heads
 _PRE_AFTER_HEADS = (
-    _block_grad("dN1", ("head_grads",), "n", "d_model", "the gradient of LN_1's output (every head's projections)",
+    _block_grad("dN1", ("head_grads",), "n", "d_model", N_("the gradient of LN_1's output (every head's projections)"),
                 _d_heads_input),
 ) + _norm_back("dN1", "X0", "1", None)
 
 
-_POSITIONS = _block_stage("P", (), "n", "d_model", "the positions P (sinusoidal)", _positions, step=shown_block.POSITIONS,
+_POSITIONS = _block_stage("P", (), "n", "d_model", N_("the positions P (sinusoidal)"), _positions, step=shown_block.POSITIONS,
                           mistakes=(slips.SIN_COS_SWAPPED,))
 _NORM_SLIPS = (slips.NORM_OVER_COLUMNS, slips.VARIANCE_N_MINUS_1, slips.NORM_ROOT)      # the block's first layer norm's
-_BLOCK_IN = _block_stage("X0", ("X", "P"), "n", "d_model", "the block's input X + P", _plus, step=shown_block.PLUS)
+_BLOCK_IN = _block_stage("X0", ("X", "P"), "n", "d_model", N_("the block's input X + P"), _plus, step=shown_block.PLUS)
 _OUTPUT_LAYER = (
-    _block_stage("probs", ("logits",), "n", "vocab", "the next-token probabilities (softmax of each row of the logits)",
+    _block_stage("probs", ("logits",), "n", "vocab", N_("the next-token probabilities (softmax of each row of the logits)"),
                  _row_softmax, step=shown_block.SOFTMAX, mistakes=(slips.OUTPUT_SOFTMAX_COLUMNS,)),
-    _block_stage("loss", ("probs", "targets"), "1", "1", "the loss: the mean of −ln p of each target", _cross_entropy,
+    _block_stage("loss", ("probs", "targets"), "1", "1", N_("the loss: the mean of −ln p of each target"), _cross_entropy,
                  step=shown_block.LOSS, mistakes=(slips.LOG10_LOSS,)),
 )
 _FFN_REST = (      # the feed-forward after its first layer, in either order (G takes b_1 for ReLU before the bias)
-    _block_stage("G", ("U", "b_1"), "n", "d_ff", "the feed-forward's hidden values after ReLU", _relu,
+    _block_stage("G", ("U", "b_1"), "n", "d_ff", N_("the feed-forward's hidden values after ReLU"), _relu,
                  step=shown_block.RELU, mistakes=(slips.RELU_BEFORE_BIAS,)),
-    _block_stage("F", ("G", "W_2", "b_2"), "n", "d_model", "the feed-forward's output G·W_2 + b_2", _affine,
+    _block_stage("F", ("G", "W_2", "b_2"), "n", "d_model", N_("the feed-forward's output G·W_2 + b_2"), _affine,
                  step=shown_block.AFFINE),
 )
 #: the stages of a post-LN block (Vaswani et al. 2017): before the heads, the heads' input, after the heads
@@ -1003,16 +1016,16 @@ POST_LN = {
     "before": (_POSITIONS, _BLOCK_IN),
     "attends": "X0",
     "after": (
-        _block_stage("R1", ("X0", "Z"), "n", "d_model", "the first residual sum X0 + Z", _residual("first"),
+        _block_stage("R1", ("X0", "Z"), "n", "d_model", N_("the first residual sum X0 + Z"), _residual("first"),
                      step=shown_block.PLUS, mistakes=(slips.NO_RESIDUAL,)),
-        _block_stage("H1", ("R1", "gamma_1", "beta_1"), "n", "d_model", "H1 = LN_1(X0 + Z)", _layer_norm, step=shown_block.NORM,
+        _block_stage("H1", ("R1", "gamma_1", "beta_1"), "n", "d_model", N_("H1 = LN_1(X0 + Z)"), _layer_norm, step=shown_block.NORM,
                      mistakes=_NORM_SLIPS),
-        _block_stage("U", ("H1", "W_1", "b_1"), "n", "d_ff", "the feed-forward's first layer H1·W_1 + b_1", _affine, step=shown_block.AFFINE),
+        _block_stage("U", ("H1", "W_1", "b_1"), "n", "d_ff", N_("the feed-forward's first layer H1·W_1 + b_1"), _affine, step=shown_block.AFFINE),
         *_FFN_REST,
-        _block_stage("R2", ("H1", "F"), "n", "d_model", "the second residual sum H1 + F", _residual("second"),
+        _block_stage("R2", ("H1", "F"), "n", "d_model", N_("the second residual sum H1 + F"), _residual("second"),
                      step=shown_block.PLUS),
-        _block_stage("H", ("R2", "gamma_2", "beta_2"), "n", "d_model", "the block's output H = LN_2(H1 + F)", _layer_norm, step=shown_block.NORM),
-        _block_stage("logits", ("H", "W_out"), "n", "vocab", "the logits H·W_out", _times, step=shown_block.AFFINE),
+        _block_stage("H", ("R2", "gamma_2", "beta_2"), "n", "d_model", N_("the block's output H = LN_2(H1 + F)"), _layer_norm, step=shown_block.NORM),
+        _block_stage("logits", ("H", "W_out"), "n", "vocab", N_("the logits H·W_out"), _times, step=shown_block.AFFINE),
     ) + _OUTPUT_LAYER,
     # a [train] step: the layer's gradients down to dZ, then the heads' (the attention's stages), then those after them
     "train": _POST_TRAIN,
@@ -1022,20 +1035,20 @@ POST_LN = {
 #: a pre-LN block (GPT-2): layer norm before each sublayer, a final one before the output layer
 PRE_LN = {
     "before": (_POSITIONS, _BLOCK_IN,
-               _block_stage("N1", ("X0", "gamma_1", "beta_1"), "n", "d_model", "LN_1(X0), the heads' input",
+               _block_stage("N1", ("X0", "gamma_1", "beta_1"), "n", "d_model", N_("LN_1(X0), the heads' input"),
                             _layer_norm, step=shown_block.NORM,
                             mistakes=_NORM_SLIPS + (slips.POSITIONS_AFTER_ATTENTION,))),
     "attends": "N1",
     "after": (
-        _block_stage("H1", ("X0", "Z"), "n", "d_model", "H1 = X0 + Z (the residual add)", _residual("first"),
+        _block_stage("H1", ("X0", "Z"), "n", "d_model", N_("H1 = X0 + Z (the residual add)"), _residual("first"),
                      step=shown_block.PLUS, mistakes=(slips.NO_RESIDUAL,)),
-        _block_stage("N2", ("H1", "gamma_2", "beta_2"), "n", "d_model", "LN_2(H1), the feed-forward's input", _layer_norm, step=shown_block.NORM),
-        _block_stage("U", ("N2", "W_1", "b_1"), "n", "d_ff", "the feed-forward's first layer N2·W_1 + b_1", _affine, step=shown_block.AFFINE),
+        _block_stage("N2", ("H1", "gamma_2", "beta_2"), "n", "d_model", N_("LN_2(H1), the feed-forward's input"), _layer_norm, step=shown_block.NORM),
+        _block_stage("U", ("N2", "W_1", "b_1"), "n", "d_ff", N_("the feed-forward's first layer N2·W_1 + b_1"), _affine, step=shown_block.AFFINE),
         *_FFN_REST,
-        _block_stage("H", ("H1", "F"), "n", "d_model", "the block's output H = H1 + F", _residual("second"),
+        _block_stage("H", ("H1", "F"), "n", "d_model", N_("the block's output H = H1 + F"), _residual("second"),
                      step=shown_block.PLUS),
-        _block_stage("Hf", ("H", "gamma_f", "beta_f"), "n", "d_model", "the final layer norm LN_f(H)", _layer_norm, step=shown_block.NORM),
-        _block_stage("logits", ("Hf", "W_out"), "n", "vocab", "the logits LN_f(H)·W_out", _times, step=shown_block.AFFINE),
+        _block_stage("Hf", ("H", "gamma_f", "beta_f"), "n", "d_model", N_("the final layer norm LN_f(H)"), _layer_norm, step=shown_block.NORM),
+        _block_stage("logits", ("Hf", "W_out"), "n", "vocab", N_("the logits LN_f(H)·W_out"), _times, step=shown_block.AFFINE),
     ) + _OUTPUT_LAYER,
     "train": _PRE_TRAIN,
     "after_heads": _PRE_AFTER_HEADS,
@@ -1239,7 +1252,12 @@ def words(key: str, arch: Arch = SELF) -> eq.Prose:
     """What the matrix of *key* is, in words with its math as trees (the scores Q·Kᵀ; a head's: … of head 2)."""
     pre, _, base = key.rpartition(".")
     stage = arch.stage(base)
-    return eq.prose(stage.words if stage is not None else base, f" of {pre.replace('head', 'head ')}" if pre else "")
+    what = stage.words if stage is not None else base
+    if not pre:
+        return eq.prose(what)
+    if pre.startswith("head"):
+        return eq.prose(eq.say("{what} of head {n}", what=what, n=pre[4:]))
+    return eq.prose(what, f" of {pre}")
 
 
 def every(arch: "Arch | None" = None) -> tuple:
@@ -1255,26 +1273,30 @@ _EX = eq.Exp(eq.Sym("x"))
 
 
 def _project_task(what: str, X, side: str) -> eq.Prose:
-    return eq.prose(f"Compute the {what}: multiply ", X, side, " by the weight matrix. Each entry is a row of ", X,
-                    " times a column of the weight matrix.")
+    return eq.say("Compute the {what}: multiply {X}{side} by the weight matrix. Each entry is a row of {X} times a "
+                  "column of the weight matrix.", what=eq.say(what), X=X, side=side)
 
 
 def _scores_task(p) -> eq.Prose:
-    who = ("decoder token ", "encoder token ") if p.cross else ("token ", "token ")
     i, j = eq.Sym("i"), eq.Sym("j")
-    t = eq.prose("Compute the scores: every query times every key (row ", i, ", column ", j, " = ", who[0], i,
-                 "'s query · ", who[1], j, "'s key).")
+    if p.cross:
+        t = eq.say("Compute the scores: every query times every key (row {i}, column {j} = decoder token {i}'s query · "
+                   "encoder token {j}'s key).", i=i, j=j)
+    else:
+        t = eq.say("Compute the scores: every query times every key (row {i}, column {j} = token {i}'s query · "
+                   "token {j}'s key).", i=i, j=j)
     if p.mask == "causal":
-        t = eq.prose(t, " Causal mask: a token may not look at later tokens, so write −∞ above the diagonal.")
+        t = eq.prose(t, eq.say(" Causal mask: a token may not look at later tokens, so write −∞ above the diagonal."))
     return t
 
 
 def _scaled_task(p, dec: int) -> eq.Prose:
     if p.scale == "none":
-        return eq.prose("This problem uses no scaling: the scaled scores are the scores. Copy them, or skip this task.")
-    return eq.prose(f"Divide every score by the scale factor. Give each entry to {dec} decimal places.")
+        return eq.say("This problem uses no scaling: the scaled scores are the scores. Copy them, or skip this task.")
+    return eq.say("Divide every score by the scale factor. Give each entry to {places} decimal places.", places=str(dec))
 
 
 def _weights_task(places: int, dec: int) -> eq.Prose:
-    return eq.prose("Softmax each row: ", _EX, f" of every scaled score, divide by the row's total. Keep {places} "
-                    f"decimal places in intermediate values; give the weights to {dec} places. Each row should add up to 1.")
+    return eq.say("Softmax each row: {ex} of every scaled score, divide by the row's total. Keep {carried} decimal places "
+                  "in intermediate values; give the weights to {places} places. Each row should add up to 1.", ex=_EX,
+                  carried=str(places), places=str(dec))

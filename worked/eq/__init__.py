@@ -28,6 +28,8 @@ Blank       room for an answer: ``Q[cats, 1] = ``
 Dims, Arrow shapes: ``(3×4)·(4×2) → 3×2``
 Rel         a chain ``a = b ≈ c`` (ops ``=``, ``≈``, ``→``)
 Prose       a run of prose with math in it: ``("the row's sum ", s_i, " first")``
+Said        a sentence declared in English with named places for its math, printed in the shown language:
+            ``say("Divide the scores by {root}.", root=tree)`` (:mod:`worked.i18n`)
 ==========  =====================================================================
 """
 from __future__ import annotations
@@ -40,7 +42,7 @@ from fractions import Fraction
 
 __all__ = [
     "Node", "Num", "Dec", "Sym", "Entry", "Col", "Item", "Vec", "Dot", "Add", "Mul", "Neg", "Frac", "Pow", "Sqrt",
-    "Exp", "Inf", "Sum", "Call", "Blank", "Dims", "Rel", "Prose", "ALL", "prose", "num", "dec", "neg_inf", "matrix_sym", "from_sympy", "evaluate", "is_label",
+    "Exp", "Inf", "Sum", "Call", "Blank", "Dims", "Rel", "Prose", "Said", "NumText", "ALL", "prose", "say", "num", "dec", "neg_inf", "matrix_sym", "from_sympy", "evaluate", "is_label",
     "EQ", "APPROX", "TO",
 ]
 
@@ -264,8 +266,60 @@ class Prose(Node):
 
         return printers.text(self)
 
+    def localized(self, loc) -> "Prose":
+        """This prose with every sentence in it (a :class:`Said` part) in *loc*; itself when it has none."""
+        if not any(type(x) is Said for x in self.parts):
+            return self
+        return prose(*(_localized(x, loc) for x in self.parts))
+
+
+class Said(Node):
+    """A sentence in English with named placeholders (``msgid``: ``"Divide the scores by {root}."``, the
+    catalogues' key) and what stands in them (``args``: pairs of a name and a string, a math node, a Prose or
+    another Said). The printers show it in the current language (:func:`worked.i18n.localize`: the translation
+    cut at its placeholders); in English it is the prose its pieces make. It may stand in a Prose."""
+    __slots__ = ('msgid', 'args')
+
+    def _check(self):
+        for name, x in self.args:
+            if not isinstance(x, (str, Node)):
+                raise TypeError(f"a Said value is a string or a node, not {type(x).__name__} ({name})")
+
+    def __str__(self):
+        from .. import printers
+
+        return printers.text(self)
+
+    def localized(self, loc) -> "Prose":
+        """The prose this sentence says in *loc* (a :class:`worked.i18n.Locale`): its translation cut at its
+        placeholders, each value put in (math as math, words as words)."""
+        return prose(*(_localized(x, loc) for x in loc.pieces(self.msgid, dict(self.args))))
+
+
+class NumText(Node):
+    """A shown number (a :class:`Num` or :class:`Dec`) written as text in a sentence, not as math (``0.4908`` in
+    “(0.4908 from the loss)”): only a value of a :class:`Said`, where it is written in the shown language's digits."""
+    __slots__ = ('num',)
+
+    def localized(self, loc) -> str:
+        """The number as the text printer writes it in the current language (which *loc* is: it is printed now)."""
+        from .. import printers
+
+        return printers.text(self.num)
+
+
+def _localized(x, loc):
+    """A value of a sentence in *loc*: a Said, a Prose or a NumText in that language; anything else as it is."""
+    return x.localized(loc) if type(x) in (Said, Prose, NumText) else x
+
 
 # ---------------------------------------------------------------- building helpers
+
+def say(msgid: str, **args) -> Said:
+    """A sentence to translate: *msgid* (marked for extraction where it is written: ``say(N_("…"), …)`` or a
+    literal first argument, which pybabel is told to extract) and the values of its ``{name}`` placeholders."""
+    return Said(msgid, tuple(args.items()))
+
 
 def prose(*parts) -> Prose:
     """A :class:`Prose` from strings, math nodes and other Prose (flattened; neighbouring strings

@@ -35,6 +35,8 @@ from html import escape
 
 from .. import eq, printers
 from ..errors import WorkedError
+from ..i18n import current
+from ..i18n import tr as _
 from ..problem import Problem
 from ..render import view
 
@@ -200,7 +202,7 @@ def matrix_mathml(m: dict) -> str:
 
 def variant_label(v: dict) -> str:
     """How an export names a variant: by its code only."""
-    return f"Variant {v['variant']}"
+    return _("Variant {code}", code=v["variant"])
 
 
 def places(v: dict) -> int:
@@ -223,18 +225,21 @@ def stem_html(v: dict, math) -> str:
         blocks = problem.block_problems()
         mats = " ".join(math(m) for m in page.given if "." not in m["key"])
         for k, p in enumerate(blocks, 1):
-            mats += f"</p><p>Block {k} ({escape(problem.block_name(p))}; mask: {escape(view.mask_text(p))}): " + " ".join(
+            mats += "</p><p>" + escape(_("Block {k} ({name}; mask: {mask}): ", k=k, name=problem.block_name(p),
+                                           mask=view.mask_text(p))) + " ".join(
                 math(m) for m in page.given if m["key"].startswith(f"block{k}."))
         return (f"<p><b>{escape(variant_label(v))}</b></p>"
-                f"<p>{len(blocks)} attention blocks in a chain on the tokens {toks}: each block's X is the output Z "
-                f"of the block before, rounded to {page.places} places. Scaling: {escape(view.scale_text(blocks[0]))}. "
-                f"Indices are 1-based (row, column). Give decimals to {page.places} places.</p>"
+                "<p>" + _("{count} attention blocks in a chain on the tokens {tokens}: each block's X is the output Z of "
+                          "the block before, rounded to {places} places. Scaling: {scaling}. Indices are 1-based (row, "
+                          "column). Give decimals to {places} places.", count=len(blocks), tokens=toks,
+                          places=page.places, scaling=escape(view.scale_text(blocks[0]))) + "</p>"
                 f"<p>{mats}</p>")
     mats = " ".join(math(m) for m in page.given)
     return (f"<p><b>{escape(variant_label(v))}</b></p>"
-            f"<p>Self-attention on the tokens {toks} (one row of X each). Scaling: {escape(view.scale_text(problem))}; "
-            f"mask: {escape(view.mask_text(problem))}. Indices are 1-based (row, column). "
-            f"Give decimals to {page.places} places.</p>"
+            "<p>" + _("Self-attention on the tokens {tokens} (one row of X each). Scaling: {scaling}; mask: {mask}. "
+                      "Indices are 1-based (row, column). Give decimals to {places} places.", tokens=toks,
+                      scaling=escape(view.scale_text(problem)), mask=escape(view.mask_text(problem)),
+                      places=page.places) + "</p>"
             f"<p>{mats}</p>")
 
 
@@ -249,15 +254,38 @@ def is_choice(q: dict) -> bool:
 
 
 def option_feedback(o: dict) -> str:
-    """An option's feedback as plain text: "Correct." for the right one, its mistake's words otherwise."""
-    return o.get("feedback") or ("Correct." if o["right"] else "")
+    """An option's feedback as plain text: "Correct." for the right one, its mistake's words otherwise (in the
+    current language: :func:`feedback`)."""
+    if o["right"]:
+        return _("Correct.")
+    return feedback(o.get("feedback") or "")
+
+
+def correct() -> str:
+    """The feedback of a right answer, in the current language."""
+    return _("Correct.")
+
+
+_MISTAKE_ID = re.compile(r" \[([A-Za-z0-9_-]+)\]$")
+
+
+def feedback(text: str) -> str:
+    """A mistake's feedback as the manifest holds it (English, ending with its id: ``… [no-scaling]``), in the current
+    language: the mistake's words again, from the registry (the manifest is locale-free)."""
+    m = _MISTAKE_ID.search(text)
+    if current().is_source or m is None:
+        return text
+    from ..mistakes import MISTAKES
+
+    mistake = MISTAKES.get(m.group(1))
+    return mistake.answer_feedback if mistake is not None and mistake.answer is not None else text
 
 
 def sections(v: dict) -> list[dict]:
     """A manifest variant as the problems it asks about: itself, or (a quiz with [[parts]]) one dict per part,
     the variant's code and student with the part's ``problem``, ``questions`` and ``part_title``."""
     if isinstance(v.get("parts"), list):
-        return [dict(v, problem=p["problem"], questions=p["questions"], part_title=p.get("title") or f"Part {k}")
+        return [dict(v, problem=p["problem"], questions=p["questions"], part_title=p.get("title") or _("Part {k}", k=k))
                 for k, p in enumerate(v["parts"], 1)]
     return [v]
 

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 from html import escape
 
-from . import sections, is_choice, option_feedback, asked, category, fmt_num, idnumber, matrix_latex, one_line, places, right_answers, stem_html
+from ..i18n import tr as _
+from . import sections, is_choice, option_feedback, asked, category, correct, feedback, fmt_num, idnumber, matrix_latex, one_line, places, right_answers, stem_html
 
 
 def gift_escape(s: str) -> str:
@@ -63,7 +64,7 @@ def _questions(v: dict) -> list[str]:
     for q in v["questions"]:
         if is_choice(q):    # {=right#feedback ~wrong#feedback …}: a single-answer multiple choice
             name = f"{v['variant']} {q['name']} {q['ask']}"
-            text = stem + f"<p>Which is <b>{escape(q['ask'])}</b>? Choose one.</p>"
+            text = stem + "<p>" + _("Which is {ask}? Choose one.", ask=f"<b>{escape(q['ask'])}</b>") + "</p>"
             answers = [("=" if o["right"] else "~") + gift_escape(o["value"]) + "#"
                        + gift_html(escape(option_feedback(o), quote=False)) for o in q["options"]]
             out.append(f"// [id:{idnumber(v, q)}]\n::{gift_escape(name)}::[html]{gift_html(text)}{{\n    "
@@ -71,11 +72,13 @@ def _questions(v: dict) -> list[str]:
             continue
         for e in asked(q):
             name = f"{v['variant']} {q['name']} {e['ask']}"
-            part = f" (part of {escape(q['ask'])})" if len(q["entries"]) > 1 else ""
-            text = stem + f"<p>Give <b>{escape(e['ask'])}</b>{part}.</p>"
-            answers = [f"={fmt_num(value)}:{fmt_num(tol)}#Correct." for value, tol in right_answers(e, nplaces)]
+            text = stem + "<p>" + (_("Give {ask} (part of {question}).", ask=f"<b>{escape(e['ask'])}</b>",
+                                     question=escape(q["ask"])) if len(q["entries"]) > 1 else
+                                   _("Give {ask}.", ask=f"<b>{escape(e['ask'])}</b>")) + "</p>"
+            answers = [f"={fmt_num(value)}:{fmt_num(tol)}#{gift_html(escape(correct(), quote=False))}"
+                       for value, tol in right_answers(e, nplaces)]
             for m in e["mistakes"]:
-                fb = gift_html(escape(m["feedback"], quote=False))
+                fb = gift_html(escape(feedback(m["feedback"]), quote=False))
                 answers.append(f"=%0%{fmt_num(m['value'])}:{fmt_num(e['tolerance'])}#{fb}")
             ident = idnumber(v, q, e if len(q["entries"]) > 1 else None)
             out.append(f"// [id:{ident}]\n::{gift_escape(name)}::[html]{gift_html(text)}{{#\n    "

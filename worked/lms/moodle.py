@@ -30,10 +30,9 @@ from html import escape
 from math import lcm
 from xml.sax.saxutils import escape as xesc
 
-from . import all_questions, sections, is_choice, option_feedback, asked, category, clean, dec, fmt_num, idnumber, matrix_latex, one_line, places, right_answers, rounded, stem_html
-
-CORRECT = "Correct."
-
+from ..i18n import current
+from ..i18n import tr as _
+from . import all_questions, sections, is_choice, option_feedback, asked, category, clean, correct, dec, feedback, fmt_num, idnumber, matrix_latex, one_line, places, right_answers, rounded, stem_html
 
 def _math(m: dict) -> str:
     return "\\(" + escape(matrix_latex(m), quote=False) + "\\)"
@@ -49,9 +48,9 @@ def cloze_text(s: str) -> str:
 
 
 def _cloze(e: dict, weight: int, nplaces: int) -> str:
-    parts = [f"={fmt_num(value)}:{fmt_num(tol)}#{cloze_text(CORRECT)}" for value, tol in right_answers(e, nplaces)]
+    parts = [f"={fmt_num(value)}:{fmt_num(tol)}#{cloze_text(correct())}" for value, tol in right_answers(e, nplaces)]
     for m in e["mistakes"]:
-        parts.append(f"%0%{fmt_num(m['value'])}:{fmt_num(e['tolerance'])}#{cloze_text(m['feedback'])}")
+        parts.append(f"%0%{fmt_num(m['value'])}:{fmt_num(e['tolerance'])}#{cloze_text(feedback(m['feedback']))}")
     return "{" + f"{weight}:NUMERICAL:" + "~".join(parts) + "}"
 
 
@@ -72,12 +71,13 @@ def _numerical(name: str, ident: str, text: str, points: Decimal, e: dict, nplac
     out = ['  <question type="numerical">\n',
            f"    <name><text>{xesc(name)}</text></name>\n",
            _text("questiontext", text),
-           _text("generalfeedback", f"Expected: {fmt_num(value)} (exact: {escape(e['exact'])})"),
+           _text("generalfeedback", _("Expected: {value} (exact: {exact})", value=current().number(fmt_num(value)),
+                                      exact=escape(e["exact"]))),
            f"    <defaultgrade>{fmt_num(points)}</defaultgrade>\n    <penalty>0</penalty>\n    <hidden>0</hidden>\n",
            f"    <idnumber>{xesc(ident)}</idnumber>\n",
-           *(_answer(100, a, tol, CORRECT) for a, tol in right_answers(e, nplaces))]
+           *(_answer(100, a, tol, correct()) for a, tol in right_answers(e, nplaces))]
     for m in e["mistakes"]:
-        out.append(_answer(0, m["value"], e["tolerance"], m["feedback"]))
+        out.append(_answer(0, m["value"], e["tolerance"], feedback(m["feedback"])))
     out.append("    <unitgradingtype>0</unitgradingtype>\n    <unitpenalty>0.1</unitpenalty>\n"
                "    <showunits>3</showunits>\n    <unitsleft>0</unitsleft>\n  </question>\n")
     return "".join(out)
@@ -90,7 +90,8 @@ def _multichoice(name: str, ident: str, text: str, points: Decimal, q: dict) -> 
     out = ['  <question type="multichoice">\n',
            f"    <name><text>{xesc(name)}</text></name>\n",
            _text("questiontext", text),
-           _text("generalfeedback", f"Expected: {escape(right['value'])} (exact: {escape(q['entries'][0]['exact'])})"),
+           _text("generalfeedback", _("Expected: {value} (exact: {exact})", value=escape(current().number(right["value"])),
+                                      exact=escape(q["entries"][0]["exact"]))),
            f"    <defaultgrade>{fmt_num(points)}</defaultgrade>\n    <penalty>0</penalty>\n    <hidden>0</hidden>\n",
            f"    <idnumber>{xesc(ident)}</idnumber>\n",
            "    <single>true</single>\n    <shuffleanswers>true</shuffleanswers>\n"
@@ -121,10 +122,10 @@ def export(manifest: dict) -> str:
     k = mark_scale(manifest)
     total = sum((dec(q["points"]) for q in all_questions(manifest["variants"][0])), Decimal(0)) if manifest["variants"] else 0
     scale = ("" if k == 1 else
-             f" Marks are {k} × the points (Moodle's Cloze weights are whole numbers): set the quiz's "
-             f"maximum grade to {fmt_num(total)}.")
-    info = (f"<p>Imported from <i>worked quiz</i>: {escape(one_line(manifest['title']), quote=False)}, "
-            f"seed {manifest['seed']}.{scale}</p>")
+             _(" Marks are {k} × the points (Moodle's Cloze weights are whole numbers): set the quiz's maximum grade to "
+               "{total}.", k=k, total=current().number(fmt_num(total))))
+    info = "<p>" + _("Imported from {worked}: {title}, seed {seed}.", worked="<i>worked quiz</i>",
+                     title=escape(one_line(manifest["title"]), quote=False), seed=manifest["seed"]) + f"{scale}</p>"
     for v in manifest["variants"]:
         out.append('  <question type="category">\n'
                    f"    <category><text>{xesc(category(manifest, v))}</text></category>\n"
@@ -145,19 +146,19 @@ def _questions(out: list, v: dict, k: int) -> None:
         name = f"{v['variant']} {q['name']} {q['ask']}"
         mark = k * dec(q["points"])
         if is_choice(q):
-            text = stem + f"<p>Which is <b>{escape(q['ask'])}</b>? Choose one.</p>"
+            text = stem + "<p>" + _("Which is {ask}? Choose one.", ask=f"<b>{escape(q['ask'])}</b>") + "</p>"
             out.append(_multichoice(name, idnumber(v, q), text, mark, q))
             continue
         if len(q["entries"]) == 1:
-            text = stem + f"<p>Give <b>{escape(q['ask'])}</b>.</p>"
+            text = stem + "<p>" + _("Give {ask}.", ask=f"<b>{escape(q['ask'])}</b>") + "</p>"
             out.append(_numerical(name, idnumber(v, q), text, mark, entries[0], nplaces))
             continue
         w = mark / len(entries)   # whole: see mark_scale
         rows = []
         for e in q["entries"]:
-            cell = "−∞ (masked)" if e["expected"] is None else _cloze(e, int(w), nplaces)
+            cell = _("−∞ (masked)") if e["expected"] is None else _cloze(e, int(w), nplaces)
             rows.append(f"<tr><td>{escape(e['ask'])}</td><td>{cell}</td></tr>")
-        text = (stem + f"<p>Give every entry of <b>{escape(q['ask'])}</b>.</p>"
+        text = (stem + "<p>" + _("Give every entry of {ask}.", ask=f"<b>{escape(q['ask'])}</b>") + "</p>"
                 f"<table>{''.join(rows)}</table>")
         out.append('  <question type="cloze">\n')
         out.append(f"    <name><text>{xesc(name)}</text></name>\n")

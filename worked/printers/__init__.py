@@ -5,7 +5,8 @@
     >>> printers.text(line), printers.latex(line)
     ('e^(√2) ≈ 4.1133', 'e^{\\sqrt{2}} \\approx 4.1133')
 
-The module functions remember what they printed, by value (trees are immutable), in one bounded
+The module functions print in the current language (:func:`worked.i18n.current`: its words and its decimal
+mark) and remember what they printed, by value (trees are immutable) and language, in one bounded
 ``functools.lru_cache`` each: eviction only means printing again. A format's module
 (``<format>_printer.py``) is imported when the format is first printed or its class first named: a
 text solution loads the text printer only.
@@ -14,6 +15,12 @@ from __future__ import annotations
 
 import functools
 import importlib
+
+from .. import i18n
+
+#: the nodes with words in them (worked.eq's Prose and Said, by name: eq imports this package), translated before
+#: they are printed
+_WORDS = frozenset({"Prose", "Said"})
 
 __all__ = ["text", "latex", "mathml", "typst", "spoken", "htmlcss", "math_element",
            "TextPrinter", "LatexPrinter", "HtmlCssPrinter", "MathMLPrinter", "TypstPrinter", "SpokenPrinter"]
@@ -43,14 +50,21 @@ def _format(cls: str, doc: str):
     the printer is made at the first call."""
     made = []
 
-    def doprint(node) -> str:
+    @functools.lru_cache(maxsize=4096)
+    def remembered(node, lang: str) -> str:
         if not made:
             made.append(__getattr__(cls)())
+        if type(node).__name__ in _WORDS:      # a sentence: in the current language (math has no words)
+            node = node.localized(i18n.current())
         return made[0].doprint(node)
 
-    fn = functools.lru_cache(maxsize=4096)(doprint)
-    fn.__doc__ = doc
-    return fn
+    def doprint(node) -> str:
+        return remembered(node, i18n.current().lang)
+
+    doprint.__doc__ = doc
+    doprint.cache_clear = remembered.cache_clear
+    doprint.cache_info = remembered.cache_info
+    return doprint
 
 
 text = _format("TextPrinter", "Unicode text of a tree.")

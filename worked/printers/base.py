@@ -6,7 +6,7 @@ so no printer can write ``e^x/3e^x`` for ``e^x/(3e^x)``.
 from __future__ import annotations
 
 
-from .. import eq
+from .. import eq, i18n
 from ..numfmt import terminates
 
 #: labels that are index letters (italic math), not tokens (text): A[i, j], Σ_k A[i, k]
@@ -14,6 +14,16 @@ INDEX_LETTERS = ("i", "j", "k", "i,j")
 
 # precedence: the higher, the tighter a node binds
 REL, ADD, NEG, MUL, DIV, ATOM = 1, 3, 4, 6, 7, 9
+
+
+def digits(s: str) -> str:
+    """A number's ASCII digits (``-0.49``) with the current language's decimal mark (``-0,49``)."""
+    return i18n.current().number(s)
+
+
+def sep() -> str:
+    """What separates a vector's entries: ``,``, or ``;`` where the decimal mark is a comma."""
+    return i18n.current().sep
 
 
 def escape(s: str, quote: bool = True) -> str:
@@ -90,6 +100,14 @@ class Printer:
     def factor(self, n) -> str:
         """A factor of a product: sums, negatives and inline fractions in brackets."""
         return self.wrap(n, DIV + 1 if self.inline_fractions else MUL)
+
+    # -- words: a sentence in the current language (the module functions localize it first; a printer used on its
+    #    own does it here), a number written as text as that number
+    def _print_Said(self, n):
+        return self.doprint(n.localized(i18n.current()))
+
+    def _print_NumText(self, n):
+        return self.doprint(n.num)
 
     # -- sums, products, signs and relations: the same in every format but for the tokens
     def _print_Add(self, n):

@@ -22,7 +22,7 @@ from fractions import Fraction
 
 from .. import eq
 from ..numfmt import dec_str, rat_str, terminates
-from .base import ATOM, MUL, Printer, escape
+from .base import ATOM, MUL, Printer, digits, escape, sep
 
 
 _NB = "\u00a0"        # a binary operator keeps its right operand: a line may break before it only
@@ -80,12 +80,12 @@ class HtmlCssPrinter(Printer):
     def _print_Num(self, n):
         v = n.value
         if v.denominator == 1 or terminates(v):
-            return _minus(rat_str(v))
+            return _minus(digits(rat_str(v)))
         f = self.frac(str(abs(v.numerator)), str(v.denominator))
         return _MINUS + f if v < 0 else f
 
     def _print_Dec(self, n):
-        return _minus(dec_str(n.value))
+        return _minus(digits(dec_str(n.value)))
 
     def _head(self, head: int | None) -> str | None:
         return None if head is None else f"({head})"
@@ -121,7 +121,7 @@ class HtmlCssPrinter(Printer):
         return f"{self.doprint(n.base)}[:,{self.label(n.col)}]"
 
     def _print_Vec(self, n):
-        return self.fence("[", self.SEP.join(self.doprint(x) for x in n.items), "]", "sq")
+        return self.fence("[", (sep() + _NB).join(self.doprint(x) for x in n.items), "]", "sq")
 
     def _print_Frac(self, n):
         return self.frac(self.doprint(n.num), self.doprint(n.den))

@@ -8,7 +8,12 @@ from fractions import Fraction
 
 from .. import eq
 from ..numfmt import dec_str, rat_str, terminates
-from .base import ATOM, InlineFractions, Printer
+from .base import ATOM, InlineFractions, Printer, digits, sep
+
+
+def _digits(s: str) -> str:
+    """A number in math mode: a decimal comma in braces (``0{,}49``: a bare comma is punctuation, spaced)."""
+    return digits(s).replace(",", "{,}")
 
 _OPS = {eq.EQ: "=", eq.APPROX: r"\approx", eq.TO: r"\to"}
 
@@ -35,12 +40,12 @@ class LatexPrinter(Printer):
     def _print_Num(self, n):
         v = n.value
         if v.denominator == 1 or terminates(v):
-            return rat_str(v)
+            return _digits(rat_str(v))
         sign = "-" if v < 0 else ""
         return rf"{sign}\frac{{{abs(v.numerator)}}}{{{v.denominator}}}"
 
     def _print_Dec(self, n):
-        return dec_str(n.value)
+        return _digits(dec_str(n.value))
 
     def _print_Sym(self, n):
         """``W'_{Q}``, ``{W_{Q}}^{(1)}``, ``x_{\\text{cats}}``: the name's own subscript or the label, never both
@@ -73,7 +78,7 @@ class LatexPrinter(Printer):
         return f"{self.doprint(n.base)}[:,{self.label(n.col)}]"
 
     def _print_Vec(self, n):
-        return r"\left[" + r",\ ".join(self.doprint(x) for x in n.items) + r"\right]"
+        return r"\left[" + (sep() + r"\ ").join(self.doprint(x) for x in n.items) + r"\right]"
 
     def _print_Frac(self, n):
         return rf"\frac{{{self.doprint(n.num)}}}{{{self.doprint(n.den)}}}"

@@ -5,7 +5,7 @@ from fractions import Fraction
 
 from .. import eq
 from ..numfmt import dec_str, rat_str, terminates
-from .base import ATOM, Printer, escape
+from .base import ATOM, Printer, digits, escape, sep
 
 
 _OPS = {eq.EQ: "=", eq.APPROX: "≈", eq.TO: "→"}
@@ -41,13 +41,13 @@ class MathMLPrinter(Printer):
     def _print_Num(self, n):
         v = n.value
         if v.denominator == 1 or terminates(v):
-            s = rat_str(v)
+            s = digits(rat_str(v))
             return _row(_mo("−"), f"<mn>{s[1:]}</mn>") if s.startswith("-") else f"<mn>{s}</mn>"
         frac = f"<mfrac><mn>{abs(v.numerator)}</mn><mn>{v.denominator}</mn></mfrac>"
         return _row(_mo("−"), frac) if v < 0 else frac
 
     def _print_Dec(self, n):
-        s = dec_str(n.value)
+        s = digits(dec_str(n.value))
         return _row(_mo("−"), f"<mn>{s[1:]}</mn>") if s.startswith("-") else f"<mn>{s}</mn>"
 
     def _print_Sym(self, n):
@@ -86,7 +86,7 @@ class MathMLPrinter(Printer):
         return _row(self.doprint(n.base), _mo("["), _mo(":"), _mo(","), self.label(n.col), _mo("]"))
 
     def _print_Vec(self, n):
-        inner = _mo(",").join(self.doprint(x) for x in n.items)
+        inner = _mo(sep()).join(self.doprint(x) for x in n.items)
         return _row(_mo("["), inner, _mo("]"))
 
     def _print_Frac(self, n):

@@ -13,6 +13,9 @@ _UNICODE = {
     "·": r"\ensuremath{\cdot}", "−": r"\ensuremath{-}", "√": r"\ensuremath{\surd}", "≈": r"\ensuremath{\approx}",
     "→": r"\ensuremath{\to}", "×": r"\ensuremath{\times}", "∞": r"\ensuremath{\infty}", "ᵀ": r"\textsuperscript{T}",
     "…": r"\dots{}", "–": "--", "—": "---", "‘": "`", "’": "'", "“": "``", "”": "''", "\u00a0": r"\nobreakspace{}",
+    # the quotation marks of other languages (T1 has them): German „…“ and ‚…‘, French « … » and ‹ … ›
+    "„": r"\quotedblbase{}", "‚": r"\quotesinglbase{}", "«": r"\guillemotleft{}", "»": r"\guillemotright{}",
+    "‹": r"\guilsinglleft{}", "›": r"\guilsinglright{}",
     "≤": r"\ensuremath{\le}", "≥": r"\ensuremath{\ge}", "±": r"\ensuremath{\pm}", "÷": r"\ensuremath{\div}",
     "✓": r"\ensuremath{\checkmark}", "½": r"\textonehalf{}", "¼": r"\textonequarter{}", "¾": r"\textthreequarters{}", "°": r"\textdegree{}", "⁽": r"\textsuperscript{(}", "⁾": r"\textsuperscript{)}",
     # a Transformer block's words (its layer norm's μ, σ, ε, γ, β; ⊙ entry by entry)

@@ -5,7 +5,7 @@ from fractions import Fraction
 
 from .. import eq
 from ..numfmt import dec_str, rat_str
-from .base import ATOM, MUL, Printer
+from .base import ATOM, MUL, Printer, digits, sep
 
 MINUS = "−"
 _LETTERS = frozenset(eq.Sym(c) for c in "xm")   # exponents written without brackets: e^x, e^m
@@ -22,10 +22,10 @@ class TextPrinter(Printer):
         return f"({s})"
 
     def _print_Num(self, n):
-        return rat_str(n.value).replace("-", MINUS)
+        return digits(rat_str(n.value)).replace("-", MINUS)
 
     def _print_Dec(self, n):
-        return dec_str(n.value).replace("-", MINUS)
+        return digits(dec_str(n.value)).replace("-", MINUS)
 
     def _print_Sym(self, n):
         s = n.name + ("′" if n.prime else "")
@@ -45,7 +45,7 @@ class TextPrinter(Printer):
         return f"{self.doprint(n.base)}[:, {n.col}]"
 
     def _print_Vec(self, n):
-        return "[" + ", ".join(self.doprint(x) for x in n.items) + "]"
+        return "[" + (sep() + " ").join(self.doprint(x) for x in n.items) + "]"
 
     def _print_Frac(self, n):
         top = self.wrap(n.num, MUL)

@@ -7,7 +7,13 @@ import string
 
 from .. import eq
 from ..numfmt import dec_str, rat_str, terminates
-from .base import ATOM, InlineFractions, Printer
+from .base import ATOM, InlineFractions, Printer, digits, sep
+
+
+def _digits(s: str) -> str:
+    """A number in math: a decimal comma as an ordinary symbol (``0class("normal", ",")49``: a bare comma is
+    punctuation, spaced)."""
+    return digits(s).replace(",", 'class("normal", ",")')
 
 _OPS = {eq.EQ: "=", eq.APPROX: "approx", eq.TO: "->"}
 
@@ -41,12 +47,12 @@ class TypstPrinter(Printer):
     def _print_Num(self, n):
         v = n.value
         if v.denominator == 1 or terminates(v):
-            return rat_str(v)
+            return _digits(rat_str(v))
         sign = "-" if v < 0 else ""
         return f"{sign}frac({abs(v.numerator)}, {v.denominator})"
 
     def _print_Dec(self, n):
-        return dec_str(n.value)
+        return _digits(dec_str(n.value))
 
     def _print_Sym(self, n):
         """``W'_Q``, ``W_Q^((1))``, ``x_("cats")``, ``"scores"``: the name's own subscript or the label, never
@@ -83,7 +89,7 @@ class TypstPrinter(Printer):
         return f'{self._before_index(n.base)}[":", {self.label(n.col)}]'
 
     def _print_Vec(self, n):
-        return "lr([" + ", ".join(self.doprint(x) for x in n.items) + "])"
+        return "lr([" + (", " if sep() == "," else "\\; ").join(self.doprint(x) for x in n.items) + "])"
 
     def _print_Frac(self, n):
         return f"frac({self.doprint(n.num)}, {self.doprint(n.den)})"

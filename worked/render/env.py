@@ -73,8 +73,86 @@ def _env(kind: str, dirs: tuple[str, ...]):
         line_comment_prefix="%#", trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
 
 
+def _gettext(msgid: str, **args) -> str:
+    """The templates' ``_("Task {n}", n=s.number)``: *msgid* in the current language, its ``{name}``
+    placeholders filled (the value is then escaped as any other by the format's autoescape or finalize)."""
+    from .. import i18n
+
+    return i18n.current().format(msgid, **args) if args else i18n.current().gettext(msgid)
+
+
+def _gettext_markup(kind: str):
+    """The templates' ``_markup("page {page} of {pages}", page=<markup>, …)``: the translation's text escaped for the
+    format, the values (the format's own markup, such as ``\\thepage``) put in as they are."""
+    def tr(msgid: str, **markup):
+        from .. import i18n
+
+        if kind == "tex":
+            from .texesc import TexRaw as raw, tex_escape as escape
+        elif kind == "typ":
+            from .typesc import Typ as raw, esc as escape
+        else:       # HTML text: an apostrophe stays one (as _ writes it)
+            import html
+
+            from markupsafe import Markup as raw
+
+            def escape(s):
+                return html.escape(s, quote=False)
+        pieces = i18n.current().pieces(msgid, markup)
+        return raw("".join(str(x) if k % 2 else str(escape(x)) for k, x in enumerate(pieces)))
+    return tr
+
+
+class _CurrentLocale:
+    """The templates' ``locale``: the current language's :class:`worked.i18n.Locale` (``locale.lang``,
+    ``locale.is_source``, ``locale.html_lang``, ``locale.typst``, ``locale.babel_name``)."""
+
+    def __getattr__(self, name):
+        from .. import i18n
+
+        return getattr(i18n.current(), name)
+
+
+def _gettext_html(msgid: str, **args):
+    """HTML's ``_``: the translation's own text escaped as text (an apostrophe stays one: ``student's``), the values
+    put in escaped as autoescape escapes them; for text content, not attributes."""
+    import html
+
+    from markupsafe import Markup, escape
+
+    from .. import i18n
+
+    pieces = i18n.current().pieces(msgid, args)
+    return Markup("".join(str(escape(x)) if k % 2 else html.escape(x, quote=False) for k, x in enumerate(pieces)))
+
+
+def _css_page_of():
+    """The HTML sheets' page footer as a CSS ``content`` value, in the current language:
+    ``"page " counter(page) " of " counter(pages)``."""
+    from markupsafe import Markup
+
+    from .. import i18n
+
+    counters = {"page": "counter(page)", "pages": "counter(pages)"}
+    pieces = i18n.current().pieces("page {page} of {pages}", counters)
+    out = [x if k % 2 else '"' + x.replace("\\", "\\\\").replace('"', '\\"') + '"' for k, x in enumerate(pieces)
+           if k % 2 or x]
+    return Markup(" ".join(out))
+
+
+def template_globals(kind: str) -> dict:
+    """What every template of *kind* (``html``, ``tex``, ``typ``) may call for its words: ``_``, ``_markup`` and
+    ``locale`` (the current language)."""
+    extra = {"css_page_of": _css_page_of} if kind == "html" else {}
+    return dict(_=_gettext_html if kind == "html" else _gettext, _markup=_gettext_markup(kind), locale=_CurrentLocale(),
+                **extra)
+
+
 def env(kind: str, template_dir=None):
-    return _env(kind, tuple(template_dirs(template_dir)))
+    e = _env(kind, tuple(template_dirs(template_dir)))
+    if "_" not in e.globals:
+        e.globals.update(template_globals(kind))
+    return e
 
 
 def render(kind: str, name: str, template_dir=None, **ctx) -> str:

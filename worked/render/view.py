@@ -14,6 +14,8 @@ from __future__ import annotations
 from typing import Any
 
 from .. import eq, stages
+from ..i18n import N_, translate
+from ..i18n import tr as _
 from .. import numfmt as F
 from .. import printers
 from ..problem import Precision
@@ -258,7 +260,17 @@ def _blocks(step) -> list[dict]:
         blocks[-1]["lines"].append(ln.eq)
     for b in blocks:
         b["rows"] = _packed(b["lines"])
+        b["label"] = group_label(b["label"])
     return blocks
+
+
+def group_label(group: str | None) -> str | None:
+    """A group of lines as the page heads it: ``row cats`` (the core's group) in the current language."""
+    if group is not None and group.startswith("row "):
+        from ..i18n import current
+
+        return current().format(N_("row {token}"), token=group[4:])
+    return group
 
 
 TEXT_WIDTH_EM = 50.0     # A4 text width at 10 pt, in em, less a little
@@ -280,7 +292,7 @@ def _grid_of(step, p) -> "stages.Grid | None":
     if not step.result:
         return None
     arch = stages.of(p)
-    pre, _, base = step.result.rpartition(".")
+    pre, _dot, base = step.result.rpartition(".")
     parts = arch.before + arch.combine + arch.after + arch.train + arch.update if p.multihead and not pre \
         else arch.forward + arch.train + arch.update
     stage = next((s for s in parts if s.id == base), None)
@@ -350,17 +362,17 @@ def _check_prompts(step, lt: list[str], tokens, checks: str = "one", p=None) -> 
             worked = sum(ln.group == grp for ln in step.lines)
             out.append({"rich": g.row_check(tok, step.head), "eq": None, "lines": 6 if worked > 4 else 3})
         if checks == "one" and len(seen) > 1:
-            out = out[:1] + [{"rich": eq.prose("(Only the first row is asked for a full check; fill the other rows in the grid.)"),
+            out = out[:1] + [{"rich": eq.say(N_("(Only the first row is asked for a full check; fill the other rows in the grid.)")),
                               "eq": None, "aside": True}]
         if seen:
             return out
     for ln in step.lines:
         items = ln.eq.items
         if g is not None and g.dot_check and len(items) > 2 and type(items[1]) is eq.Dot:
-            out.append({"rich": eq.prose("Expand as a dot product and evaluate:"),
+            out.append({"rich": eq.say(N_("Expand as a dot product and evaluate:")),
                         "eq": eq.Rel((items[0], items[1], eq.Blank()), (eq.EQ, eq.EQ))})
         elif len(items) > 1 and type(items[0]) is not eq.Sqrt:
-            out.append({"rich": eq.prose("Evaluate:"), "eq": eq.Rel((items[0], eq.Blank()), (eq.EQ,))})
+            out.append({"rich": eq.say(N_("Evaluate:")), "eq": eq.Rel((items[0], eq.Blank()), (eq.EQ,))})
     return out
 
 
@@ -376,7 +388,7 @@ def scale_text(p) -> str:
 
 
 def mask_text(p) -> str:
-    return "causal: each token attends only to itself and earlier tokens" if p.mask == "causal" else "none"
+    return _("causal: each token attends only to itself and earlier tokens") if p.mask == "causal" else _("none")
 
 
 
@@ -389,10 +401,11 @@ def given(p, places: int | None = None) -> list[dict]:
     toks = list(p.tokens)
     nums = lambda k: [str(j) for j in range(1, k + 1)]  # noqa: E731
     out = [dict(input_matrix("X", eq.Sym("X"), p.X, toks, nums(p.d_model), places), key="X",
-                note="the decoder side, one row per decoder token: the queries come from it" if p.cross else "one row per token")]
+                note=_("the decoder side, one row per decoder token: the queries come from it") if p.cross
+                else _("one row per token"))]
     if p.cross:
         out.append(dict(input_matrix("X_enc", _XE, p.X_enc, list(p.tokens_enc), nums(p.d_model), places), key="X_enc",
-                        note="the encoder side, one row per encoder token: the keys and values come from it"))
+                        note=_("the encoder side, one row per encoder token: the keys and values come from it")))
     for h, head in enumerate(p.heads, 1):
         hd = h if p.multihead else None
         for nm, w in (("W_Q", head.W_Q), ("W_K", head.W_K), ("W_V", head.W_V)):
@@ -400,7 +413,7 @@ def given(p, places: int | None = None) -> list[dict]:
             out.append(dict(g, key=(f"head{h}." if p.multihead else "") + nm, note=None))
     if p.multihead:
         g = input_matrix("W_O", eq.Sym("W_O"), p.W_O, nums(len(p.W_O)), nums(len(p.W_O[0])), places)
-        out.append(dict(g, key="W_O", note="output projection"))
+        out.append(dict(g, key="W_O", note=_("output projection")))
     out += _block_given(p, places, nums)
     for g in out:
         g["shape"] = f"{g['n_rows']}×{g['n_cols']}"
@@ -408,12 +421,12 @@ def given(p, places: int | None = None) -> list[dict]:
 
 
 _BLOCK_GIVEN = (      # a Transformer block's own inputs: key, what it is, whether shown when it is the default
-    ("W_1", "the feed-forward's first layer", True), ("b_1", "its bias", True),
-    ("W_2", "the feed-forward's second layer", True), ("b_2", "its bias", True),
-    ("gamma_1", "layer norm 1's scale γ", False), ("beta_1", "layer norm 1's shift β", False),
-    ("gamma_2", "layer norm 2's scale γ", False), ("beta_2", "layer norm 2's shift β", False),
-    ("gamma_f", "the final layer norm's scale γ", False), ("beta_f", "the final layer norm's shift β", False),
-    ("W_out", "the output layer: one column per word of the vocabulary", True),
+    ("W_1", N_("the feed-forward's first layer"), True), ("b_1", N_("its bias"), True),
+    ("W_2", N_("the feed-forward's second layer"), True), ("b_2", N_("its bias"), True),
+    ("gamma_1", N_("layer norm 1's scale γ"), False), ("beta_1", N_("layer norm 1's shift β"), False),
+    ("gamma_2", N_("layer norm 2's scale γ"), False), ("beta_2", N_("layer norm 2's shift β"), False),
+    ("gamma_f", N_("the final layer norm's scale γ"), False), ("beta_f", N_("the final layer norm's shift β"), False),
+    ("W_out", N_("the output layer: one column per word of the vocabulary"), True),
 )
 
 
@@ -433,7 +446,7 @@ def _block_given(p, places, nums) -> list[dict]:
         cols = list(b.vocab) if key == "W_out" else nums(len(M[0]))
         name = {"gamma": "γ", "beta": "β"}.get(key.split("_")[0])
         sym = eq.Sym(f"{name}_{key.split('_')[1]}" if name else key)
-        out.append(dict(input_matrix(key, sym, M, rows, cols, places), key=key, note=note))
+        out.append(dict(input_matrix(key, sym, M, rows, cols, places), key=key, note=translate(note)))
     return out
 
 
@@ -455,7 +468,7 @@ def answer_grids(p) -> list[dict]:
         g = stage.grid
         rhs = g.definition(S, p)
         rows, cols = stage.shape(dims)
-        out = dict(key=pre + stage.id, label=g.label + hx, eq=rhs if g.symbol is None else is_(g.lhs(S), rhs),
+        out = dict(key=pre + stage.id, label=translate(g.label) + hx, eq=rhs if g.symbol is None else is_(g.lhs(S), rhs),
                    rows=labels(stage.rows, rows), cols=labels(stage.cols, cols))
         if g.masked:
             out["masked"] = masked
@@ -470,7 +483,7 @@ def answer_grids(p) -> list[dict]:
     syms = {h: (lambda b, h=h, **kw: head_sym(b, h, **kw)) for h in heads}
     for h in heads:
         pre = f"head{h}." if h else ""
-        hx = f" (head {h})" if h else ""
+        hx = _(" (head {n})").replace("{n}", str(h)) if h else ""
         grids += [grid(s, syms[h], pre, hx) for s in arch.forward]
     if p.multihead:
         grids += [grid(s, head_sym) for s in arch.combine]
@@ -480,7 +493,7 @@ def answer_grids(p) -> list[dict]:
         grids += layer(arch.train)
         for h in heads:
             pre = f"head{h}." if h else ""
-            hx = f" (head {h})" if h else ""
+            hx = _(" (head {n})").replace("{n}", str(h)) if h else ""
             grids += [grid(s, syms[h], pre, hx) for s in arch.train + arch.update if s.scope == "head"]
         grids += layer(arch.update)
     for g in grids:
@@ -506,13 +519,24 @@ def training(p) -> dict | None:
     if getattr(p, "block", None) is not None:      # a block's: the next tokens (its facts' targets), no matrix T
         return {"target": None, "lr": eq.Rel((eq.Sym("lr", upright=True), eq.num(t.lr)), (eq.EQ,)),
                 "loss": loss_def(p), "loss_name": t.loss,
-                "text": "one step of gradient descent on the mean cross-entropy of the next tokens"}
+                "text": _("one step of gradient descent on the mean cross-entropy of the next tokens")}
     toks = list(p.tokens)
     cols = [str(j) for j in range(1, len(t.target[0]) + 1)]
-    target = dict(input_matrix("T", eq.Sym("T"), t.target, toks, cols), key="train.target", note="the target")
+    target = dict(input_matrix("T", eq.Sym("T"), t.target, toks, cols), key="train.target", note=_("the target"))
     return {"target": target, "lr": eq.Rel((eq.Sym("lr", upright=True), eq.num(t.lr)), (eq.EQ,)),
             "loss": loss_def(p), "loss_name": t.loss,
-            "text": "one step of gradient descent on the loss, from the output Z towards the target T"}
+            "text": _("one step of gradient descent on the loss, from the output Z towards the target T")}
+
+
+#: the worksheet's word before each prompt, by the --checks option
+CHECKS_WORDS = {"one": N_("Check one"), "row": N_("Check a row"), "all": N_("Check every entry")}
+
+
+def _heads(p):
+    """``, 2 heads`` after the sizes of a problem with several heads."""
+    if not p.multihead:
+        return ""
+    return eq.say(", {count} heads", count=str(len(p.heads))) if len(p.heads) > 1 else eq.say(", 1 head")
 
 
 def problem_page(p, display: str | None = None) -> ProblemPage:
@@ -533,31 +557,33 @@ def _problem_fields(p, display: str | None) -> dict[str, Any]:
     if p.cross:
         toks_enc = list(p.tokens_enc)
         facts_rich = [
-            ("Attention", eq.prose("cross-attention: the queries from the decoder side ", _X, ", the keys and values from "
-                                   "the encoder side ", _XE)),
-            ("Decoder tokens", eq.prose(", ".join(toks))),
-            ("Encoder tokens", eq.prose(", ".join(toks_enc))),
-            ("Sizes", eq.prose(size("n", p.n), " decoder tokens, ", size("n_enc", p.n_kv), " encoder tokens, ",
-                               size("d_model", p.d_model), ", ", size("d_k", p.d_k), ", ", size("d_v", p.d_v),
-                               f", {len(p.heads)} heads" if p.multihead else "")),
+            (_("Attention"), eq.say("cross-attention: the queries from the decoder side {X}, the keys and values from "
+                                    "the encoder side {X_enc}", X=_X, X_enc=_XE)),
+            (_("Decoder tokens"), eq.prose(", ".join(toks))),
+            (_("Encoder tokens"), eq.prose(", ".join(toks_enc))),
+            (_("Sizes"), eq.prose(eq.say("{n} decoder tokens, {n_enc} encoder tokens, ", n=size("n", p.n),
+                                         n_enc=size("n_enc", p.n_kv)),
+                                  size("d_model", p.d_model), ", ", size("d_k", p.d_k), ", ", size("d_v", p.d_v),
+                                  _heads(p))),
         ]
     else:
         facts_rich = [
-            ("Tokens", eq.prose(", ".join(toks))),
-            ("Sizes", eq.prose(size("n", p.n), " tokens, ", size("d_model", p.d_model), ", ", size("d_k", p.d_k), ", ",
-                               size("d_v", p.d_v), f", {len(p.heads)} head" + "s" * (len(p.heads) > 1) if p.multihead else "")),
+            (_("Tokens"), eq.prose(", ".join(toks))),
+            (_("Sizes"), eq.prose(eq.say("{n} tokens, ", n=size("n", p.n)), size("d_model", p.d_model), ", ",
+                                  size("d_k", p.d_k), ", ", size("d_v", p.d_v), _heads(p))),
         ]
     facts_rich += [
-        ("Scaling", eq.prose(scale_prose(p), f"; mask: {mask_text(p)}; answers to {places} decimal places")),
+        (_("Scaling"), eq.prose(scale_prose(p), eq.say("; mask: {mask}; answers to {places} decimal places",
+                                                       mask=mask_text(p), places=str(places)))),
     ] + block_facts(p)
     facts = [(a, printers.text(b)) for a, b in facts_rich]
     return dict(
         training=training(p),
-        title=p.title or ("Cross-attention" if p.cross else "Self-attention"), tokens=toks,
+        title=p.title or (_("Cross-attention") if p.cross else _("Self-attention")), tokens=toks,
         facts=facts, facts_rich=facts_rich,
         given=given(p, p.precision.carried if display == "decimal" else None),
         legend=[{"index": i + 1, "token": t} for i, t in enumerate(toks)]
-        + ([{"index": i + 1, "token": f"{t} (encoder)"} for i, t in enumerate(p.tokens_enc)] if p.cross else []),
+        + ([{"index": i + 1, "token": _("{token} (encoder)", token=t)} for i, t in enumerate(p.tokens_enc)] if p.cross else []),
         needs_legend=any(lab != t for lab, t in zip(tl, toks))
         or p.cross and any(eq.tok_label(t, i) != t for i, t in enumerate(p.tokens_enc)),
         grids=answer_grids(p),
@@ -571,8 +597,9 @@ def _kicker(p) -> str:
     """The running head: the architecture, worked by hand."""
     b = getattr(p, "block", None)
     if b is not None:
-        return f"A Transformer block ({'post' if b.kind == 'post-ln' else 'pre'}-LN), worked by hand"
-    return ("Cross-attention" if p.cross else "Self-attention") + ", worked by hand"
+        return _("A Transformer block (post-LN), worked by hand") if b.kind == "post-ln" else \
+            _("A Transformer block (pre-LN), worked by hand")
+    return _("Cross-attention, worked by hand") if p.cross else _("Self-attention, worked by hand")
 
 
 def block_facts(p) -> list:
@@ -586,18 +613,19 @@ def block_facts(p) -> list:
     dims = stages.Dims.of_problem(p)
     forms = [eq.Rel((s.grid.lhs(S), s.grid.definition(S, p)), (eq.EQ,)) for s in arch.before + arch.runs(dims)
              if isinstance(s.grid.symbol, str)]      # X_0 = X + P … probs = softmax(logits)
-    order = eq.prose("post-LN (Vaswani et al. 2017)" if b.kind == "post-ln" else "pre-LN (GPT-2)", ": ",
+    order = eq.prose(eq.say("post-LN (Vaswani et al. 2017)") if b.kind == "post-ln" else eq.say("pre-LN (GPT-2)"), ": ",
                      *[x for f in forms for x in (f, "; ")][:-1])
-    out = [("Block", order),
-           ("Positions", eq.prose("sinusoidal, added to ", _X, " (pos counts from 0)" if b.positional == "sinusoidal"
-                                  else "none")),
-           ("Layer norm", eq.prose("over each row, dividing by ", eq.Sym("d_model"), "; ",
-                                   eq.Rel((eq.Sym("ε"), eq.num(b.eps)), (eq.EQ,)), "; ReLU in the feed-forward")),
+    out = [(_("Block"), order),
+           (_("Positions"), eq.say("sinusoidal, added to {X} (pos counts from 0)", X=_X) if b.positional == "sinusoidal"
+            else eq.say("none")),
+           (_("Layer norm"), eq.say("over each row, dividing by {d_model}; {eps}; ReLU in the feed-forward",
+                                    d_model=eq.Sym("d_model"), eps=eq.Rel((eq.Sym("ε"), eq.num(b.eps)), (eq.EQ,)))),
            ]
     if b.vocab:
-        out.append(("Vocabulary", eq.prose(", ".join(b.vocab))))
+        out.append((_("Vocabulary"), eq.prose(", ".join(b.vocab))))
     if b.targets is not None:
-        out.append(("Targets", eq.prose(", ".join(b.vocab[t] for t in b.targets) + " (the next token at each position)")))
+        out.append((_("Targets"), eq.say("{targets} (the next token at each position)",
+                                         targets=", ".join(b.vocab[t] for t in b.targets))))
     return out
 
 
@@ -623,8 +651,8 @@ def build(sol, kind: str, student: dict | None = None, questions: Questions | No
             pass        # a number (the loss): the step's last line shows it, L ≈ 2.24, never as a 1×1 matrix
         elif res is not None:
             if show_exact(res, places, sol.display == "decimal"):
-                views.append(mat_view(res, places, exact=True, caption="exact"))
-                views.append(mat_view(res, places, caption=f"to {places} places"))
+                views.append(mat_view(res, places, exact=True, caption=_("exact")))
+                views.append(mat_view(res, places, caption=_("to {places} places", places=places)))
             else:
                 views.append(mat_view(res, places))
         grid = None
@@ -642,7 +670,7 @@ def build(sol, kind: str, student: dict | None = None, questions: Questions | No
             side=_fits_side(st, views, p),
             task_rich=_task_text(st, p, st.precision or p.precision.carried, places),
             checks=[dict(c, text=printers.text(c["rich"])) for c in _check_prompts(st, tl, toks, sol.checks, p)],
-            checks_word={"one": "Check one", "row": "Check a row", "all": "Check every entry"}[sol.checks],
+            checks_word=translate(CHECKS_WORDS[sol.checks]),
             block=None,
         ))
 
@@ -650,24 +678,24 @@ def build(sol, kind: str, student: dict | None = None, questions: Questions | No
     heat = []
     glance = [_glance_view(m, places) for m in sol.before.values()]      # a block's P, X0 (N1) first
     for h in sol.heads:
-        suffix = f" (head {h.index})" if p.multihead else ""
-        heat += [heatmap(getattr(h, s.id), places, s.grid.label + suffix) for s in stages.of(p).forward if s.grid.heatmap]
+        suffix = _(" (head {n})").replace("{n}", str(h.index)) if p.multihead else ""
+        heat += [heatmap(getattr(h, s.id), places, translate(s.grid.label) + suffix) for s in stages.of(p).forward if s.grid.heatmap]
         for stage in stages.of(p).forward:
             if stage.grid.glance is not None and not stage.grid.glance(p):
                 continue
             m = getattr(h, stage.id)
             v = mat_view(m, places, rel="=")
-            v["label"] = eq.prose(m.sym) if not p.multihead else eq.prose(m.sym, f" (head {h.index})")
+            v["label"] = eq.prose(m.sym) if not p.multihead else eq.prose(m.sym, suffix)
             glance.append(v)
     if p.multihead:
         v = mat_view(sol.concat, places, rel="=")
         v["label"] = eq.prose(sol.concat.sym)
         glance.append(v)
         v = mat_view(sol.output, places, rel="=")
-        v["label"] = eq.prose(sol.output.sym, " (output)")
+        v["label"] = eq.prose(sol.output.sym, _(" (output)"))
         glance.append(v)
     arch = stages.of(p)
-    heat += [heatmap(m, places, arch.stage(key).grid.label, "are the likelier next words") for key, m in sol.after.items()
+    heat += [heatmap(m, places, translate(arch.stage(key).grid.label), "are the likelier next words") for key, m in sol.after.items()
              if arch.stage(key).grid.heatmap]
     glance += [_glance_view(m, places) for m in sol.after.values()]      # and R1 … the loss after the heads
     for key, m in (sol.train or {}).items():
@@ -696,7 +724,7 @@ def _glance_view(m, places: int) -> dict:
 
 def _kind_fields(kind: str) -> dict[str, Any]:
     """The only fields of a :class:`Page` that depend on which document it is."""
-    return dict(kind=kind, is_key=kind == "answer-key", doc_label="Answer key" if kind == "answer-key" else "Worksheet")
+    return dict(kind=kind, is_key=kind == "answer-key", doc_label=_("Answer key") if kind == "answer-key" else _("Worksheet"))
 
 
 def as_kind(page: Page, kind: str) -> Page:
@@ -731,35 +759,37 @@ def _chain_fields(c, problems: list, display: str | None) -> dict[str, Any]:
     size = lambda name, v: eq.Rel((eq.Sym(name), eq.num(v)), (eq.EQ,))  # noqa: E731
     names = "; ".join(f"{k}. {c.block_name(p)}" for k, p in enumerate(problems, 1))
     facts_rich = [
-        ("Blocks", eq.prose(f"{names}. From block 2 on, a block's ", _X, " is the output ", eq.Sym("Z"),
-                            f" of the block before, rounded to {places} places.")),
-        ("Decoder tokens" if c.cross else "Tokens", eq.prose(", ".join(c.tokens))),
+        (_("Blocks"), eq.say("{blocks}. From block 2 on, a block's {X} is the output {Z} of the block before, rounded to "
+                             "{places} places.", blocks=names, X=_X, Z=eq.Sym("Z"), places=str(places))),
+        (_("Decoder tokens") if c.cross else _("Tokens"), eq.prose(", ".join(c.tokens))),
     ]
     if c.cross:
-        facts_rich.append(("Encoder tokens", eq.prose(", ".join(c.tokens_enc))))
+        facts_rich.append((_("Encoder tokens"), eq.prose(", ".join(c.tokens_enc))))
+    sizes = eq.say("{n} tokens, {n_enc} encoder tokens", n=size("n", c.n), n_enc=size("n_enc", len(c.X_enc))) \
+        if c.cross else eq.say("{n} tokens", n=size("n", c.n))
     facts_rich += [
-        ("Sizes", eq.prose(size("n", c.n), " tokens", *((", ", size("n_enc", len(c.X_enc)), " encoder tokens")
-                                                        if c.cross else ()), ", ", size("d_model", c.d_model))),
-        ("Scaling", eq.prose(scale_prose(first), f"; answers to {places} decimal places")),
+        (_("Sizes"), eq.prose(sizes, ", ", size("d_model", c.d_model))),
+        (_("Scaling"), eq.prose(scale_prose(first), eq.say("; answers to {places} decimal places", places=str(places)))),
     ]
     given_top = [g for g in page["given"] if g["key"] == "X"]
     cross = [p for p in problems if p.cross]
     if cross:       # the encoder side, as a cross block gives it
         given_top += [g for g in _problem_fields(cross[0], display)["given"] if g["key"] == "X_enc"]
-        page["legend"] = page["legend"] + [{"index": i + 1, "token": f"{t} (encoder)"} for i, t in enumerate(c.tokens_enc)]
+        page["legend"] = page["legend"] + [{"index": i + 1, "token": _("{token} (encoder)", token=t)}
+                                           for i, t in enumerate(c.tokens_enc)]
         page["needs_legend"] = page["needs_legend"] or any(eq.tok_label(t, i) != t for i, t in enumerate(c.tokens_enc))
     for k, p in enumerate(problems, 1):       # every block's weights, named by block (block1.W_Q): the web page
-        given_top += [dict(g, note=f"block {k}" + (f", {g['note']}" if g["note"] else ""))
+        given_top += [dict(g, note=_("block {k}", k=k) + (f", {g['note']}" if g["note"] else ""))
                       for g in block_given(c, p, k, False, display)]
     grids = []
     for k, p in enumerate(problems, 1):
         for g in answer_grids(p):
-            grids.append(dict(g, key=f"block{k}.{g['key']}", label=f"Block {k}: {g['label']}"))
+            grids.append(dict(g, key=f"block{k}.{g['key']}", label=_("Block {k}: {name}", k=k, name=g["label"])))
     page.update(
-        title=c.title or "Attention blocks", facts_rich=facts_rich, facts=[(a, printers.text(b)) for a, b in facts_rich],
+        title=c.title or _("Attention blocks"), facts_rich=facts_rich, facts=[(a, printers.text(b)) for a, b in facts_rich],
         given=given_top, grids=grids, causal=any(p.mask == "causal" for p in problems),
         multihead=any(p.multihead for p in problems),
-        kicker="A chain of attention blocks, worked by hand",
+        kicker=_("A chain of attention blocks, worked by hand"),
     )
     return page
 
@@ -774,7 +804,7 @@ def block_given(c, p, k: int, is_key: bool, display: str | None = None) -> list[
             continue
         note = g["note"]
         if g["key"] == "X":
-            note = f"block {k - 1}'s output Z, rounded to {c.decimals} places"
+            note = _("block {before}'s output Z, rounded to {places} places", before=k - 1, places=c.decimals)
         out.append(dict(g, key=f"block{k}.{g['key']}", note=note))
     return out
 
@@ -791,12 +821,11 @@ def _chain_page(sol, kind: str, student, questions) -> Page:
     for k, (b, pg) in enumerate(zip(sol.blocks, pages), 1):
         intros = (None, None)
         if k > 1:
-            intros = (f"X for block {k} is your Z from block {k - 1}, rounded to {c.decimals} places: carry on with "
-                      "your own values.", sol.carried_text(k))
+            intros = (_("X for block {k} is your Z from block {before}, rounded to {places} places: carry on with your "
+                        "own values.", k=k, before=k - 1, places=c.decimals), sol.carried_text(k))
         p = b.problem
-        about = eq.prose(f"mask: {mask_text(p)}; ", eq.Rel((eq.Sym("d_k"), eq.num(p.d_k)), (eq.EQ,)), ", ",
-                         eq.Rel((eq.Sym("d_v"), eq.num(p.d_v)), (eq.EQ,)),
-                         f", {len(p.heads)} heads" if p.multihead else "", ".")
+        about = eq.prose(eq.say("mask: {mask}; ", mask=mask_text(p)), eq.Rel((eq.Sym("d_k"), eq.num(p.d_k)), (eq.EQ,)),
+                         ", ", eq.Rel((eq.Sym("d_v"), eq.num(p.d_v)), (eq.EQ,)), _heads(p), ".")
         # the worksheet's and the key's words and X where the block starts (index: is_key), for as_kind
         docs = tuple({"intro": intros[key], "given": block_given(c, p, k, key, sol.display)} for key in (False, True))
         head = {"number": k, "title": c.block_title(p, k), "about": about, "docs": docs, **docs[is_key]}
@@ -806,9 +835,9 @@ def _chain_page(sol, kind: str, student, questions) -> Page:
                               number=number, block=head if i == 0 else None,
                               result=f"block{k}.{st.result}" if st.result else None))
         for h in pg.heatmaps:
-            heat.append(dict(h, title=f"Block {k}: {h['title']}"))
+            heat.append(dict(h, title=_("Block {k}: {name}", k=k, name=h["title"])))
         for g in pg.glance:
-            glance.append(dict(g, label=eq.prose(f"Block {k}: ", g["label"])))
+            glance.append(dict(g, label=eq.say("Block {k}: {name}", k=str(k), name=g["label"])))
     last = pages[-1]
     fields["given"] = [g for g in fields["given"] if g["key"] in ("X", "X_enc")]   # the blocks' own: where they start
     return Page(**fields, kind=kind, is_key=is_key, student=last.student, doc_label=last.doc_label, steps=steps,

@@ -46,6 +46,7 @@ import asyncio
 import collections
 import contextlib
 import hashlib
+import functools
 import json
 import logging
 import os
@@ -107,6 +108,7 @@ class Config:
     allowed_hosts: list | None = None   # Host header values accepted (None: any; the CLI always sets it)
     read_timeout: float = 5.0       # seconds a client has to send a whole request, head and body (connections.py)
     client_connections: int = 256   # connections open at once from one client address (connections.py)
+    lang: str | None = None         # the page's language when the browser asks for none we have (None: English)
 
     def to_env(self) -> str:
         d = {k: (str(v) if isinstance(v, Path) else v) for k, v in self.__dict__.items()}
@@ -134,6 +136,86 @@ def _error(status: int, message: str, **extra) -> JSONResponse:
 
 def problem_key(problem: Problem) -> str:
     return json.dumps(problem.to_dict(), sort_keys=True, ensure_ascii=False)
+
+
+LANG_COOKIE = "worked_lang"
+
+
+def request_lang(request: Request) -> str | None:
+    """The language a request is answered in: ``?lang=de``, else the page's choice (the ``worked_lang`` cookie its
+    selector sets), else the browser's Accept-Language (Babel's negotiation over the shipped languages), else the
+    server's ``--lang``; None for English."""
+    from .. import i18n
+
+    for given in (request.query_params.get("lang"), request.cookies.get(LANG_COOKIE)):
+        if given:
+            try:
+                lang = i18n.canonical(given[:20])
+            except i18n.UnknownLanguage:
+                continue
+            return None if lang == i18n.SOURCE else lang
+    header = request.headers.get("accept-language", "")[:500]
+    if header:
+        from babel.core import negotiate_locale
+
+        prefs = []
+        for k, part in enumerate(header.split(",")):
+            tag, _, q = part.strip().partition(";q=")
+            try:
+                weight = float(q) if q else 1.0
+            except ValueError:
+                continue
+            if tag and tag != "*" and weight > 0:
+                prefs.append((-weight, k, tag.replace("-", "_")))
+        lang = negotiate_locale([t for _, _, t in sorted(prefs)], list(i18n.languages()))
+        if lang:
+            lang = i18n.canonical(lang)
+            return None if lang == i18n.SOURCE else lang
+    return getattr(request.app.state, "lang", None)
+
+
+@functools.lru_cache(maxsize=1)
+def _index_page():
+    """static/index.html as a Jinja template (its words through ``_``; autoescaped)."""
+    import jinja2
+
+    from ..render.env import template_globals
+
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(STATIC)), autoescape=True, keep_trailing_newline=True)
+    env.globals.update(template_globals("html"))
+    return env.get_template("index.html")
+
+
+@functools.lru_cache(maxsize=1)
+def _js_msgids() -> tuple[str, ...]:
+    """The words of static/app.js: its ``_t("…")`` strings, read with Babel's JavaScript extractor (as
+    ``make extract`` reads them into worked.pot)."""
+    from babel.messages.extract import extract
+
+    with open(STATIC / "app.js", "rb") as f:
+        return tuple(dict.fromkeys(m[1] for m in extract("javascript", f, keywords={"_t": None})
+                                   if isinstance(m[1], str)))
+
+
+def _js_catalogue():
+    """The translations of app.js's words in the current language, as JSON for the page's ``<script id="i18n">``
+    (``<`` written ``\\u003c``: the JSON cannot end the element)."""
+    from markupsafe import Markup
+
+    from .. import i18n
+
+    loc = i18n.current()
+    table = {} if loc.is_source else {m: loc.gettext(m) for m in _js_msgids() if loc.gettext(m) != m}
+    return Markup(json.dumps(table, ensure_ascii=False, sort_keys=True).replace("<", "\\u003c"))
+
+
+def _language_names() -> list[tuple[str, str]]:
+    """The shipped languages, each named in itself (Babel's CLDR names): ("de", "Deutsch") …"""
+    import babel
+
+    from .. import i18n
+
+    return [(code, babel.Locale.parse(code).get_display_name(code)) for code in i18n.languages()]
 
 
 def _digest(*parts) -> str:
@@ -254,13 +336,18 @@ class Engine:
         return self.quick if max(w.answer, w.check) <= self.cfg.quick_cost else self.heavy
 
     async def run(self, key: str | None, lane: Lane, fn: Callable, *args, timeout: float | None = None,
-                  what: str = "the request", affinity: str | None = None) -> Response:
+                  what: str = "the request", affinity: str | None = None, lang: str | None = None) -> Response:
         """*affinity*: the key of the problem the job works on (:func:`problem_key`), so it goes to the worker
-        that keeps that problem's work; by default the first argument's, when it is a problem."""
+        that keeps that problem's work; by default the first argument's, when it is a problem. *lang*: the language
+        of the answer's words (:func:`request_lang`; None: English), part of its cache key."""
+        if lang is not None:
+            key = _digest(key, "lang", lang) if key is not None else None
         hit = self.cache.get(key) if key is not None else None
         if hit is None:
             if affinity is None and lane.workers > 1 and args and isinstance(args[0], (Problem, Chain)):
                 affinity = problem_key(args[0])
+            if lang is not None:
+                fn, args = jobs.in_lang, (lang, fn, *args)
             hit = await lane.run(fn, *args, timeout=timeout or self.cfg.solve_timeout, what=what, affinity=affinity)
             if key is not None and hit[0] == 200 and len(hit[1]) + 64 <= self.cache.maxsize:
                 self.cache[key] = hit
@@ -572,7 +659,18 @@ def create_app(cfg: Config | None = None) -> Starlette:
                 "random": _has("worked.generate", None)}
 
     async def index(request: Request):
-        return FileResponse(STATIC / "index.html", headers={"Cache-Control": "no-cache"})
+        """The page, its words in the request's language (:func:`request_lang`); ``?lang=`` is remembered in a cookie,
+        which the page's later requests (its API calls, its downloads) carry."""
+        from .. import i18n
+
+        lang = request_lang(request)
+        with i18n.using(lang):
+            html = _index_page().render(languages=_language_names(), js_catalogue=_js_catalogue())
+        out = Response(html, media_type="text/html; charset=utf-8", headers={"Cache-Control": "no-cache",
+                                                                             "Vary": "Accept-Language, Cookie"})
+        if request.query_params.get("lang"):
+            out.set_cookie(LANG_COOKIE, lang or i18n.SOURCE, max_age=365 * 86400, samesite="lax")
+        return out
 
     async def math_font(request: Request):
         try:
@@ -604,7 +702,7 @@ def create_app(cfg: Config | None = None) -> Starlette:
         problem = lib.problem(name)
         pkey = problem_key(problem)
         return await engine.run(_digest("page", name, pkey), engine.lane(problem), jobs.problem_json, name, problem,
-                                what="laying out the problem", affinity=pkey)
+                                what="laying out the problem", affinity=pkey, lang=request_lang(request))
 
     async def get_variant(request: Request):
         v = lib.variant(request.path_params["code"])
@@ -617,13 +715,14 @@ def create_app(cfg: Config | None = None) -> Starlette:
         problem, = v.problems()
         pkey = problem_key(problem)
         return await engine.run(_digest("variant-page", v.code, pkey, v.questions), engine.lane(problem),
-                                jobs.variant_json, problem, v, what="laying out the variant", affinity=pkey)
+                                jobs.variant_json, problem, v, what="laying out the variant", affinity=pkey,
+                                lang=request_lang(request))
 
     async def view(request: Request):
         problem = _problem_from(await read_json(request, cfg))
         pkey = problem_key(problem)
         return await engine.run(_digest("view", pkey), engine.lane(problem), jobs.view_json, problem,
-                                what="laying out the problem", affinity=pkey)
+                                what="laying out the problem", affinity=pkey, lang=request_lang(request))
 
     async def api_solve(request: Request):
         if cfg.no_solutions:
@@ -632,7 +731,8 @@ def create_app(cfg: Config | None = None) -> Starlette:
         want_view = request.query_params.get("view") in ("1", "true", "yes")
         pkey = problem_key(problem)
         return await engine.run(_digest("solve", pkey, want_view), engine.lane(problem),
-                                jobs.solve_json, problem, want_view, what="solving this problem", affinity=pkey)
+                                jobs.solve_json, problem, want_view, what="solving this problem", affinity=pkey,
+                                lang=request_lang(request))
 
     async def api_check(request: Request):
         data = await read_json(request, cfg)
@@ -680,10 +780,11 @@ def create_app(cfg: Config | None = None) -> Starlette:
         if variant is not None:
             key = _digest("check-variant", variant.code, pkey, answers, reveal, cfg.no_solutions, want_view)
             return await engine.run(key, engine.lane(problem), jobs.check_variant_json, problem, answers, variant,
-                                    reveal, cfg.no_solutions, want_view, what="checking", affinity=pkey)
+                                    reveal, cfg.no_solutions, want_view, what="checking", affinity=pkey,
+                                    lang=request_lang(request))
         key = _digest("check", pkey, answers, str(tolerance), reveal, cfg.no_solutions, want_view)
         return await engine.run(key, engine.lane(problem), jobs.check_json, problem, answers, tolerance, reveal,
-                                cfg.no_solutions, want_view, what="checking", affinity=pkey)
+                                cfg.no_solutions, want_view, what="checking", affinity=pkey, lang=request_lang(request))
 
     async def api_new(request: Request):
         data = await read_json(request, cfg)
@@ -756,7 +857,8 @@ def create_app(cfg: Config | None = None) -> Starlette:
             spec = None
         return JSONResponse({"name": path.stem, "text": text, "spec": spec})
 
-    async def _document(problem: Problem, document: str, fmt: str, student: dict | None, paper: str = "a4"):
+    async def _document(problem: Problem, document: str, fmt: str, student: dict | None, paper: str = "a4",
+                        lang: str | None = None):
         if fmt == "ipynb":
             if document not in NOTEBOOKS:
                 raise ApiError(404, f"no notebook {document[:40]!r}: expected notebook or exercise")
@@ -776,7 +878,8 @@ def create_app(cfg: Config | None = None) -> Starlette:
                 raise ApiError(403, "answer keys are turned off on this server (--no-solutions)")
         key = _digest("file", problem_key(problem), document, fmt, paper, student)
         out = await engine.run(key, engine.heavy, jobs.render, problem, document, fmt, student, paper,
-                               timeout=cfg.render_timeout, what=f"making the {document} {fmt.upper()}")
+                               timeout=cfg.render_timeout, what=f"making the {document} {fmt.upper()}",
+                               affinity=problem_key(problem), lang=lang)
         if out.status_code == 200:
             out.headers["Content-Disposition"] = f'attachment; filename="{problem.slug}-{document}.{fmt}"'
             out.headers["Cache-Control"] = "no-store"
@@ -786,12 +889,12 @@ def create_app(cfg: Config | None = None) -> Starlette:
         data = await read_json(request, cfg)
         problem = _problem_from(data)
         return await _document(problem, str(data.get("document", "")), str(data.get("format", "")), None,
-                               str(data.get("paper", "a4")))
+                               str(data.get("paper", "a4")), request_lang(request))
 
     async def download_problem(request: Request):
         p = request.path_params
         problem = lib.problem(p["name"])
-        return await _document(problem, p["document"], p["format"], None)
+        return await _document(problem, p["document"], p["format"], None, lang=request_lang(request))
 
     async def download_variant(request: Request):
         p = request.path_params
@@ -807,7 +910,7 @@ def create_app(cfg: Config | None = None) -> Starlette:
             return FileResponse(ready, media_type=FORMATS[p["format"]], headers={
                 "Content-Disposition": f'attachment; filename="{v.code}-{p["document"]}.{p["format"]}"',
                 "Cache-Control": "no-store"})
-        return await _document(problem, p["document"], p["format"], {"variant": v.code})
+        return await _document(problem, p["document"], p["format"], {"variant": v.code}, lang=request_lang(request))
 
     async def api_error(request: Request, exc: ApiError):
         extra = {k: v for k, v in exc.extra.items() if v is not None and k != "retry_after"}
@@ -870,6 +973,7 @@ def create_app(cfg: Config | None = None) -> Starlette:
                             Exception: server_error},
     )
     app.state.config = cfg
+    app.state.lang = cfg.lang
     app.state.engine = engine
     return app
 

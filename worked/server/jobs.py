@@ -75,6 +75,15 @@ def _guard(fn, *args):
         return 500, _json({"error": "internal error: the server could not do this; the details are in the server log"}), JSON
 
 
+def in_lang(lang, fn, *args):
+    """*fn*(*args) with its words and numbers in *lang* (a shipped language; None: English): the job the server
+    runs for a page's words (views, checks, files) in the language the request chose."""
+    from .. import i18n
+
+    with i18n.using(lang):
+        return fn(*args)
+
+
 def solve_json(problem, view: bool):
     """``worked solve --format json`` of *problem*, with the page's view of every step when *view*."""
     return _guard(_solve_json, problem, view)

@@ -13,6 +13,7 @@ import xml.etree.ElementTree as ET
 from typing import Any
 
 from .. import eq, printers, stages
+from ..i18n import tr as _
 from ..errors import WorkedError
 from ..problem import Problem
 from ..render import view as V
@@ -111,6 +112,9 @@ ANSWERS_FORMS = "2√2, 1/3, e^2/(1+e^2)"
 def prose_parts(prose) -> list:
     """A run of prose (:class:`worked.eq.Prose`) for the page: its strings as ``{"text"}`` and its math as
     ``{"text", "mathml"}`` (allow-listed MathML, with the text when it cannot be printed)."""
+    from .. import i18n
+
+    prose = eq.prose(i18n.localize(prose))     # its sentences (eq.say) in the page's language: words and math
     return [{"text": x} if isinstance(x, str) else _heading(x) for x in prose.parts]
 
 
@@ -180,11 +184,13 @@ def problem_view(problem: Problem) -> dict:
               "hint": g["hint"], **_heading(g["eq"])} for g in page.grids]
     # the page model's facts, with scaling and mask on rows of their own and how answers may be typed
     blocks = problem.block_problems() if hasattr(problem, "block_problems") else None    # a chain ([[blocks]])
-    mask = V.mask_text(problem) if blocks is None else "; ".join(f"block {k}: {V.mask_text(p)}"
+    mask = V.mask_text(problem) if blocks is None else "; ".join(_("block {k}: {mask}", k=k, mask=V.mask_text(p))
                                                                   for k, p in enumerate(blocks, 1))
-    facts = [{"label": label, "text": text} for label, text in page.facts if label != "Scaling"] + [
-             {"label": "Scaling", "text": V.scale_text(blocks[0] if blocks else problem)}, {"label": "Mask", "text": mask},
-             {"label": "Answers", "text": f"decimals to {page.places} places, or exact forms like {ANSWERS_FORMS}"}]
+    facts = [{"label": label, "text": text} for label, text in page.facts if label != _("Scaling")] + [
+             {"label": _("Scaling"), "text": V.scale_text(blocks[0] if blocks else problem)},
+             {"label": _("Mask"), "text": mask},
+             {"label": _("Answers"), "text": _("decimals to {places} places, or exact forms like {forms}",
+                                               places=page.places, forms=ANSWERS_FORMS)}]
     return {
         "title": page.title,
         "tokens": page.tokens,
@@ -325,12 +331,12 @@ def check_variant(problem, answers, v, checker, reveal, view: bool = False) -> d
                 mk = MISTAKES.get(o["mistake"])
                 if mk is not None and mk.answer is not None:    # the option's feedback, as the LMS exports give it
                     said = eq.prose(mk.answer)
-                    item["mistake"] = {"code": mk.id, "title": mk.title, "message": printers.text(said)}
+                    item["mistake"] = {"code": mk.id, "title": mk.title_text(), "message": printers.text(said)}
                     if view:
                         item["mistake"].update(message_math=prose_parts(said), title_math=title_math(mk.id))
                 elif mk is not None:
                     text = mk.message(problem)
-                    item["mistake"] = {"code": mk.id, "title": mk.title, "message": text}
+                    item["mistake"] = {"code": mk.id, "title": mk.title_text(), "message": text}
                     if view:
                         item["mistake"].update(message_math=mistake_math(mk.id, problem, text), title_math=title_math(mk.id))
             scored.append(item)

@@ -8,8 +8,9 @@ from __future__ import annotations
 from fractions import Fraction
 
 from .. import eq
+from ..i18n import N_
 from .. import numfmt as F
-from ..lines import (APPROX, EQ, I, J, X, XE, Body, Shown, dot_line, entries, has_dec, is_, line, p, rel,
+from ..lines import (APPROX, EQ, I, J, X, XE, Body, Shown, dot_line, entries, has_dec, is_, line, rel,
                      rounds_to_answer, row_sum_line, shapes, tr, value_of)
 
 
@@ -26,13 +27,28 @@ def _who(ctx, source: str) -> str:
     return "decoder token" if ctx.p.cross else "token"
 
 
+#: the projection's explanation by whose rows its input has (each a whole sentence for the catalogues)
+_PROJECTION_WHY = {
+    "token": N_("Multiply {X} by {W}: row {i} of {R} is token {i}'s row of {X} times {W}, the {what} ({role}). Each entry "
+                "is the dot product of a row of {X} with a column of {W}."),
+    "decoder token": N_("Multiply {X} by {W}: row {i} of {R} is decoder token {i}'s row of {X} times {W}, the {what} "
+                        "({role}). Each entry is the dot product of a row of {X} with a column of {W}."),
+    "encoder token": N_("Multiply {X} by {W}: row {i} of {R} is encoder token {i}'s row of {X} times {W}, the {what} "
+                        "({role}). Each entry is the dot product of a row of {X} with a column of {W}."),
+}
+
+
+#: a projection's title word (its *what* capitalised), marked for the catalogues
+_TITLES = {"queries": N_("Queries"), "keys": N_("Keys"), "values": N_("Values")}
+
+
 def projection(what: str, role: str, comment: str) -> Shown:
     """Q, K or V = X·W (the input the stage takes: X, or X_enc): *what* it is (queries), *role* (what each token
     is looking for), *comment* (its NumPy line's)."""
 
     def title(ctx, stage, head):
-        return p(f"{what.capitalize()}: ", is_(ctx.sym(stage.id, head), eq.Mul((eq.Sym(stage.inputs[0]),
-                                                                                 ctx.sym(stage.inputs[1], head)))))
+        return eq.say("{what}: {formula}", what=eq.say(_TITLES[what]),
+                      formula=is_(ctx.sym(stage.id, head), eq.Mul((eq.Sym(stage.inputs[0]), ctx.sym(stage.inputs[1], head)))))
 
     def body(ctx, stage, v):
         which, source = stage.id, stage.inputs[0]
@@ -47,11 +63,14 @@ def projection(what: str, role: str, comment: str) -> Shown:
             col = [W[t][j] for t in range(dm)]
             lines.append(dot_line(ctx, eq.Entry(s, lab[i], str(j + 1)),
                                   eq.Dot(eq.Sym("x", sub=lab[i]), eq.Col(w, str(j + 1))), A[i], col, R, i, j))
-        why = p("Multiply ", Xs, " by ", w, ": row ", I, " of ", s, f" is {who} ", I, "'s row of ", Xs, " times ", w,
-                f", the {what} ({role}). Each entry is the dot product of a row of ", Xs, " with a column of ", w, ".")
-        if ctx.p.cross:
-            why = eq.prose(why, " Cross-attention: the queries come from the decoder side ", X, ", the keys and values from "
-                           "the encoder side ", XE, "." if source == "X" else f", so {s.name} has one row per encoder token.")
+        why = eq.say(_PROJECTION_WHY[who], X=Xs, W=w, i=I, R=s, what=eq.say(what), role=eq.say(role))
+        if ctx.p.cross and source == "X":
+            why = eq.prose(why, eq.say(" Cross-attention: the queries come from the decoder side {X}, the keys and values "
+                                       "from the encoder side {X_enc}.", X=X, X_enc=XE))
+        elif ctx.p.cross:
+            why = eq.prose(why, eq.say(" Cross-attention: the queries come from the decoder side {X}, the keys and values "
+                                       "from the encoder side {X_enc}, so {name} has one row per encoder token.", X=X,
+                                       X_enc=XE, name=s.name))
         return Body(why, lines, shape_eq=shapes(eq.Dims(n, dm), eq.Dims(dm, dk), eq.Dims(n, dk)))
 
     def numpy(nb, stage, h):
@@ -65,7 +84,9 @@ def projection(what: str, role: str, comment: str) -> Shown:
 
 def _scores_title(ctx, stage, head):
     qkt = is_(ctx.sym("scores", head), eq.Mul((ctx.sym("Q", head), tr(ctx.sym("K", head)))))
-    return p("Scores: ", qkt, " with the causal mask" if ctx.p.mask == "causal" else "")
+    if ctx.p.mask == "causal":
+        return eq.say("Scores: {formula} with the causal mask", formula=qkt)
+    return eq.say("Scores: {formula}", formula=qkt)
 
 
 def _scores(ctx, stage, v) -> Body:
@@ -84,20 +105,22 @@ def _scores(ctx, stage, v) -> Body:
                               [Q.carried(i, t) for t in range(dk)], [K.carried(j, t) for t in range(dk)], raw, i, j))
     qkt = is_(s, eq.Mul((ctx.sym("Q", head), tr(ctx.sym("K", head)))))
     if ctx.p.cross:
-        why = p("Match every decoder query with every encoder key: ", qkt, ". Row ", I, ", column ", J, " is the dot "
-                "product of decoder token ", I, "'s query with encoder token ", J, "'s key; the bigger it is, the more "
-                "decoder token ", I, " will attend to encoder token ", J, f". The scores are {n} × {m}: one row per "
-                "decoder token, one column per encoder token.")
+        why = eq.say("Match every decoder query with every encoder key: {formula}. Row {i}, column {j} is the dot product "
+                     "of decoder token {i}'s query with encoder token {j}'s key; the bigger it is, the more decoder token "
+                     "{i} will attend to encoder token {j}. The scores are {n} × {m}: one row per decoder token, one "
+                     "column per encoder token.", formula=qkt, i=I, j=J, n=str(n), m=str(m))
     else:
-        why = p("Match every query with every key: ", qkt, ". Row ", I, ", column ", J, " is the dot product of token ",
-                I, "'s query with token ", J, "'s key; the bigger it is, the more token ", I, " will attend to token ", J, ".")
+        why = eq.say("Match every query with every key: {formula}. Row {i}, column {j} is the dot product of token {i}'s "
+                     "query with token {j}'s key; the bigger it is, the more token {i} will attend to token {j}.",
+                     formula=qkt, i=I, j=J)
     notes = []
     if ctx.checks == "one" and m > 1:
-        notes.append(f"The entry expanded is the largest score in the row of “{ctx.p.tokens[r0]}”: "
-                     f"“{ctx.p.tokens[r0]}” will attend most to “{ctx.toks_kv[best]}”.")
+        notes.append(eq.say("The entry expanded is the largest score in the row of “{token}”: “{token}” will attend most "
+                            "to “{other}”.", token=ctx.p.tokens[r0], other=ctx.toks_kv[best]))
     if causal:
-        notes.append("Causal mask: a token may attend only to itself and to earlier tokens, so every score "
-                     "above the diagonal (the key of a later token) is set to −∞. After the softmax its weight is exactly 0.")
+        notes.append(eq.say("Causal mask: a token may attend only to itself and to earlier tokens, so every score above "
+                            "the diagonal (the key of a later token) is set to −∞. After the softmax its weight is "
+                            "exactly 0."))
     return Body(why, lines, notes, shapes(eq.Dims(n, dk), eq.Dims(dk, m), eq.Dims(n, m)))
 
 
@@ -119,8 +142,8 @@ SCORES = Shown(_scores_title, _scores, _scores_numpy)
 def _scaled_title(ctx, stage, head):
     s, sc, scale = ctx.sym("scaled", head), ctx.sym("scores", head), ctx.p.scale
     if scale == "none":
-        return p("Scaling: none (", is_(s, sc), ")")
-    return p("Scaling: ", is_(s, eq.Frac(sc, eq.Sqrt(eq.Sym("d_k")) if scale == "sqrt" else F.node(ctx.factor))))
+        return eq.say("Scaling: none ({formula})", formula=is_(s, sc))
+    return eq.say("Scaling: {formula}", formula=is_(s, eq.Frac(sc, eq.Sqrt(eq.Sym("d_k")) if scale == "sqrt" else F.node(ctx.factor))))
 
 
 def _scaled(ctx, stage, v) -> Body:
@@ -130,7 +153,8 @@ def _scaled(ctx, stage, v) -> Body:
     s = ctx.sym("scaled", head)
     lines, notes = [], []
     if pr.scale == "none":
-        why = 'The problem sets scale = "none": the scores go into the softmax as they are, so the scaled scores equal the scores.'
+        why = eq.say('The problem sets scale = "none": the scores go into the softmax as they are, so the scaled scores '
+                     'equal the scores.')
         return Body(why, [])
     fnode = F.node(factor)
     if pr.scale == "sqrt":
@@ -144,11 +168,12 @@ def _scaled(ctx, stage, v) -> Body:
             items.append(eq.dec(F.round_decimal(factor, factor_num, P)))
             ops.append(APPROX)
         lines.append(line(eq.Rel(tuple(items), tuple(ops))))
-        why = p("Divide every score by ", is_(*items[:2 if fnode == sqrt_dk else 3]),
-                ": with long vectors, dot products grow large and the softmax would give nearly all the weight to one "
-                "token. Scaling keeps the weights calm; the original Transformer does exactly this.")
+        why = eq.say("Divide every score by {formula}: with long vectors, dot products grow large and the softmax would "
+                     "give nearly all the weight to one token. Scaling keeps the weights calm; the original Transformer "
+                     "does exactly this.", formula=is_(*items[:2 if fnode == sqrt_dk else 3]))
     else:
-        why = p("The problem sets ", is_(eq.Sym("scale", upright=True), F.node(pr.scale)), ": divide every score by ", fnode, ".")
+        why = eq.say("The problem sets {formula}: divide every score by {factor}.",
+                     formula=is_(eq.Sym("scale", upright=True), F.node(pr.scale)), factor=fnode)
     causal = pr.mask == "causal"
     r0 = n - 1 if causal else 0
     m = scores.shape[1]
@@ -169,7 +194,7 @@ def _scaled(ctx, stage, v) -> Body:
             ops.append(APPROX)
         lines.append(line(eq.Rel(tuple(items), tuple(ops))))
     if causal:
-        notes.append("Masked entries stay −∞: −∞ divided by a positive number is still −∞.")
+        notes.append(eq.say("Masked entries stay −∞: −∞ divided by a positive number is still −∞."))
     return Body(why, lines, notes, precision=P)
 
 
@@ -186,7 +211,7 @@ SCALED = Shown(_scaled_title, _scaled, _scaled_numpy)
 # ---------------------------------------------------------------- softmax
 
 def _weights_title(ctx, stage, head):
-    return p("Attention weights: ", ctx.sym("A", head), " = softmax of each row")
+    return eq.say("Attention weights: {A} = softmax of each row", A=ctx.sym("A", head))
 
 
 def _weights(ctx, stage, v) -> Body:
@@ -292,23 +317,29 @@ def _weights(ctx, stage, v) -> Body:
                 lines.append(line(eq.Rel((rs, eq.Frac(num_sum, F.node(r.D)), eq.num(1)), (EQ, EQ)), g))
     ex_, em_ = eq.Exp(eq.Sym("x")), eq.Exp(eq.Sym("m"))
     if ctx.decimal:
-        why = p("Softmax each row: take ", ex_, " of every scaled score (always positive), then divide by the row's total, "
-                f"so the weights are positive and add up to 1. Values are carried to {P} places, so each line can be checked by hand.")
+        why = eq.say("Softmax each row: take {ex} of every scaled score (always positive), then divide by the row's total, "
+                     "so the weights are positive and add up to 1. Values are carried to {places} places, so each line can "
+                     "be checked by hand.", ex=ex_, places=str(P))
     else:
-        why = p("Softmax each row: take ", ex_, " of every scaled score (always positive), then divide by the row's total, "
-                "so the weights are positive and add up to 1. Top and bottom of each fraction are divided by e to the row's "
-                f"smallest score, which gives the simpler exact form. Values are carried to {P} places, so each line can be "
-                "checked by hand.")
+        why = eq.say("Softmax each row: take {ex} of every scaled score (always positive), then divide by the row's total, "
+                     "so the weights are positive and add up to 1. Top and bottom of each fraction are divided by e to the "
+                     "row's smallest score, which gives the simpler exact form. Values are carried to {places} places, so "
+                     "each line can be checked by hand.", ex=ex_, places=str(P))
     notes = []
     if shifted_rows:
-        notes.append(p("In the row" + ("s " if len(shifted_rows) > 1 else " ") + ", ".join(f"“{t}”" for t in shifted_rows)
-                       + ", ", ex_, " is taken of each score minus the row's smallest score ", eq.Sym("m"), ": ",
-                       is_(eq.Exp(eq.Add((eq.Sym("x"), eq.Neg(eq.Sym("m"))))), eq.Frac(ex_, em_)),
-                       ", so top and bottom of every weight are divided by the same ", em_,
-                       " and the weights do not change, while the numbers stay easy to carry."))
+        quoted = ", ".join(f"“{t}”" for t in shifted_rows)
+        rule = is_(eq.Exp(eq.Add((eq.Sym("x"), eq.Neg(eq.Sym("m"))))), eq.Frac(ex_, em_))
+        several = N_("In the rows {rows}, {ex} is taken of each score minus the row's smallest score {m}: {rule}, so top "
+                     "and bottom of every weight are divided by the same {em} and the weights do not change, while the "
+                     "numbers stay easy to carry.")
+        one = N_("In the row {rows}, {ex} is taken of each score minus the row's smallest score {m}: {rule}, so top and "
+                 "bottom of every weight are divided by the same {em} and the weights do not change, while the numbers "
+                 "stay easy to carry.")
+        notes.append(eq.say(several if len(shifted_rows) > 1 else one, rows=quoted, ex=ex_, m=eq.Sym("m"), rule=rule,
+                            em=em_))
     if ctx.p.mask == "causal":
-        notes.append(p("Masked scores are −∞ and ", is_(eq.Exp(eq.neg_inf()), eq.num(0)),
-                       ", so a token gives exactly 0 weight to every later token."))
+        notes.append(eq.say("Masked scores are −∞ and {rule}, so a token gives exactly 0 weight to every later token.",
+                            rule=is_(eq.Exp(eq.neg_inf()), eq.num(0))))
     return Body(why, lines, notes, precision=P)
 
 
@@ -337,7 +368,7 @@ WEIGHTS = Shown(_weights_title, _weights, _weights_numpy)
 # ---------------------------------------------------------------- Z = A·V
 
 def _z_title(ctx, stage, head):
-    return p("Output: ", is_(ctx.sym("Z", head), eq.Mul((ctx.sym("A", head), ctx.sym("V", head)))))
+    return eq.say("Output: {formula}", formula=is_(ctx.sym("Z", head), eq.Mul((ctx.sym("A", head), ctx.sym("V", head)))))
 
 
 def _z(ctx, stage, v) -> Body:
@@ -381,11 +412,12 @@ def _z(ctx, stage, v) -> Body:
                                                          for c in range(dv))))
             lines.append(line(eq.Rel(tuple(items), tuple(ops)), g))
     zav = is_(Zs, eq.Mul((As, Vs)))
-    why = p("Blend the values: ", zav, ". Each token's new vector is a weighted blend of every token's value row, "
-            "using its own row of ", As, f" as the recipe. Weights and values are carried to {P} places.")
+    why = eq.say("Blend the values: {formula}. Each token's new vector is a weighted blend of every token's value row, "
+                 "using its own row of {A} as the recipe. Weights and values are carried to {places} places.",
+                 formula=zav, A=As, places=str(P))
     notes = []
     if ctx.p.mask == "causal":
-        notes.append("Masked tokens have weight 0 and drop out of the blend.")
+        notes.append(eq.say("Masked tokens have weight 0 and drop out of the blend."))
     return Body(why, lines, notes, shapes(eq.Dims(n, m), eq.Dims(m, dv), eq.Dims(n, dv)), P)
 
 
@@ -395,7 +427,7 @@ def _z_numpy(nb, stage, h):
 
 
 Z = Shown(_z_title, _z, _z_numpy)
-QUERIES = projection("queries", "what each token is looking for", "queries: what each word is looking for")
-KEYS = projection("keys", "what each token offers to be matched against", "keys:    what each word can offer")
-VALUES = projection("values", "what each token passes on when another token attends to it",
+QUERIES = projection(N_("queries"), N_("what each token is looking for"), "queries: what each word is looking for")
+KEYS = projection(N_("keys"), N_("what each token offers to be matched against"), "keys:    what each word can offer")
+VALUES = projection(N_("values"), N_("what each token passes on when another token attends to it"),
                     "values:  what each word passes on")

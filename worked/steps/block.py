@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 
 from .. import eq
 from .. import numfmt as F
-from ..lines import APPROX, EQ, Body, Shown, entries, is_, line, p
+from ..lines import APPROX, EQ, Body, Shown, entries, is_, line
 from .attention import SOFTMAX_CODE, once
 
 
@@ -205,7 +205,7 @@ def step_title(ctx, stage, head):
     """``Layer norm LN_1: N_1 = LN_1(X_0)``: the stage's answer grid, its symbol and definition."""
     g = stage.grid
     S = lambda base, **kw: ctx.sym(base, None, **kw)  # noqa: E731
-    return p(f"{g.label}: ", is_(g.lhs(S), g.definition(S, ctx.p)))
+    return eq.say("{what}: {formula}", what=eq.say(g.label), formula=is_(g.lhs(S), g.definition(S, ctx.p)))
 
 
 def carried_grid(v, name: str) -> list:
@@ -240,15 +240,16 @@ def _positions_body(ctx, stage, v) -> Body:
     R = v.mat(stage.id)
     n, d = R.shape
     if ctx.p.block.positional == "none":
-        return Body(p('This block adds no positions (positional = "none"): P is 0, so ', is_(eq.Sym("X_0"), eq.Sym("X")),
-                      "."), [])
+        return Body(eq.say('This block adds no positions (positional = "none"): P is 0, so {rule}.',
+                           rule=is_(eq.Sym("X_0"), eq.Sym("X"))), [])
     lines = []
     for i in _rows(ctx, n):
         angles = [v.by_hand.angle(i, c, d) for c in range(d)]
         lines += [line(x, f"row {ctx.p.tokens[i]}") for x in position_lines(ctx.lab[i], i, d, angles, R.hand[i], ctx.P)]
-    why = p("Attention itself does not know the order of the tokens: each position gets its own pattern of sines and "
-            "cosines, added to its row of ", eq.Sym("X"), ". Even columns 2i take the sin of the angle, odd columns 2i + 1 "
-            "the cos of the same angle (in radians); pos counts from 0, so the first row is [0, 1, 0, 1, …].")
+    why = eq.say("Attention itself does not know the order of the tokens: each position gets its own pattern of sines "
+                 "and cosines, added to its row of {X}. Even columns 2i take the sin of the angle, odd columns 2i + 1 the "
+                 "cos of the same angle (in radians); pos counts from 0, so the first row is [0, 1, 0, 1, …].",
+                 X=eq.Sym("X"))
     return Body(why, lines, precision=ctx.P)
 
 
@@ -258,13 +259,12 @@ def _plus_body(ctx, stage, v) -> Body:
     lines = [line(residual_line(_name(v, stage.id), ctx.lab[i], _name(v, a_name), A[i], _name(v, b_name), B[i], R.hand[i],
                                 ctx.P)) for i in _rows(ctx, R.shape[0])]
     if b_name == "P":
-        why = p("Add the positions to the input, entry by entry: the block works on ", is_(eq.Sym("X_0"), eq.Add((
-            eq.Sym("X"), eq.Sym("P")))), ".")
+        why = eq.say("Add the positions to the input, entry by entry: the block works on {rule}.",
+                     rule=is_(eq.Sym("X_0"), eq.Add((eq.Sym("X"), eq.Sym("P")))))
     else:
-        why = p("The residual add: the sublayer's output is added back to its input, entry by entry (",
-                is_(eq.Sym(_name(v, stage.id)), eq.Add((eq.Sym(_name(v, a_name)), eq.Sym(_name(v, b_name))))),
-                "), so what the sublayer adds is a "
-                "correction to the row, not a replacement of it.")
+        why = eq.say("The residual add: the sublayer's output is added back to its input, entry by entry ({rule}), so "
+                     "what the sublayer adds is a correction to the row, not a replacement of it.",
+                     rule=is_(eq.Sym(_name(v, stage.id)), eq.Add((eq.Sym(_name(v, a_name)), eq.Sym(_name(v, b_name))))))
     return Body(why, lines, precision=ctx.P)
 
 
@@ -278,12 +278,13 @@ def _norm_body(ctx, stage, v) -> Body:
         lines += [line(x, f"row {ctx.p.tokens[i]}") for x in
                   layer_norm_lines(_name(v, stage.id), ctx.lab[i], X[i], gamma, beta, eps, parts, ctx.P)]
     mu, var = eq.Sym("μ"), eq.Pow(eq.Sym("σ"), eq.num(2))
-    why = p("Layer norm, each row on its own (over its ", eq.Sym("d_model"), " entries): its mean ", mu, ", its variance ",
-            var, " (the mean of the squared deviations, dividing by ", eq.Sym("d_model"), "), then each entry's deviation "
-            "over ", eq.Sqrt(eq.Add((var, eq.Sym("ε")))), ", then ", eq.Sym("γ"), " times that plus ", eq.Sym("β"),
-            f" (column by column). Values are carried to {ctx.P} places.")
-    notes = [p("Here ", is_(eq.Sym("ε"), eq.num(Fraction(eps))), ", and ", eq.Sym("γ"), " is all 1 and ", eq.Sym("β"),
-               " all 0, so the normalised row is the output row.")] if all(x == 1 for x in gamma) and \
+    why = eq.say("Layer norm, each row on its own (over its {d_model} entries): its mean {mu}, its variance {var} (the "
+                 "mean of the squared deviations, dividing by {d_model}), then each entry's deviation over {root}, then "
+                 "{gamma} times that plus {beta} (column by column). Values are carried to {places} places.",
+                 d_model=eq.Sym("d_model"), mu=mu, var=var, root=eq.Sqrt(eq.Add((var, eq.Sym("ε")))),
+                 gamma=eq.Sym("γ"), beta=eq.Sym("β"), places=str(ctx.P))
+    notes = [eq.say("Here {eps}, and {gamma} is all 1 and {beta} all 0, so the normalised row is the output row.",
+                    eps=is_(eq.Sym("ε"), eq.num(Fraction(eps))), gamma=eq.Sym("γ"), beta=eq.Sym("β"))] if all(x == 1 for x in gamma) and \
         not any(beta) else []
     return Body(why, lines, notes, precision=ctx.P)
 
@@ -300,8 +301,8 @@ def _affine_body(ctx, stage, v) -> Body:
                               b_name, bias[j] if bias else None, R.hand[i][j], ctx.P))
              for i, j in entries(ctx.checks, n, m, first)]
     x, w = eq.Sym(_name(v, x_name)), eq.Sym(w_name)
-    what = p("Each entry is a row of ", x, " times a column of ", w)
-    why = p(what, ", plus that column's entry of ", eq.Sym(b_name), " (the bias).") if b_name else p(what, ".")
+    why = eq.say("Each entry is a row of {x} times a column of {w}, plus that column's entry of {b} (the bias).", x=x, w=w,
+                 b=eq.Sym(b_name)) if b_name else eq.say("Each entry is a row of {x} times a column of {w}.", x=x, w=w)
     return Body(why, lines, precision=ctx.P)
 
 
@@ -309,8 +310,8 @@ def _relu_body(ctx, stage, v) -> Body:
     U, R = carried_grid(v, stage.inputs[0]), v.mat(stage.id)
     lines = [line(relu_line(_name(v, stage.id), ctx.lab[i], j, U[i][j], R.hand[i][j], ctx.P), f"row {ctx.p.tokens[i]}")
              for i in _rows(ctx, R.shape[0]) for j in range(R.shape[1])]
-    why = p("ReLU keeps each positive entry and makes every other one 0: ", is_(eq.Call("relu", (eq.Sym("x"),)),
-                                                                               eq.Call("max", (eq.Sym("x"), eq.num(0)))), ".")
+    why = eq.say("ReLU keeps each positive entry and makes every other one 0: {rule}.",
+                 rule=is_(eq.Call("relu", (eq.Sym("x"),)), eq.Call("max", (eq.Sym("x"), eq.num(0)))))
     return Body(why, lines, precision=ctx.P)
 
 
@@ -320,8 +321,8 @@ def _softmax_body(ctx, stage, v) -> Body:
     for i in _rows(ctx, R.shape[0]):
         weights, state = hb.softmax(L[i])
         lines += [line(x, f"row {ctx.p.tokens[i]}") for x in softmax_lines(ctx.lab[i], R.cols, L[i], state, weights, ctx.P)]
-    why = p("Softmax each row of the logits: ", eq.Exp(eq.Sym("x")), " of every logit, then each over the row's total: "
-            "the probability of each word of the vocabulary coming next.")
+    why = eq.say("Softmax each row of the logits: {ex} of every logit, then each over the row's total: the probability "
+                 "of each word of the vocabulary coming next.", ex=eq.Exp(eq.Sym("x")))
     return Body(why, lines, precision=ctx.P)
 
 
@@ -330,8 +331,8 @@ def _loss_body(ctx, stage, v) -> Body:
     cells = [(ctx.lab[i], probs.cols[t], probs.hand[i][t]) for i, t in enumerate(v.input(stage.inputs[1]))]
     terms = [hb.ln(c[2]) for c in cells]
     lines = [line(x) for x in loss_lines(cells, terms, R.hand[0][0], ctx.P)]
-    why = p("The loss: at each position, −ln of the probability given to the word that really comes next (the "
-            "target), then the mean over the positions. The natural log: ln, not the log to base 10.")
+    why = eq.say("The loss: at each position, −ln of the probability given to the word that really comes next (the "
+                 "target), then the mean over the positions. The natural log: ln, not the log to base 10.")
     return Body(why, lines, precision=ctx.P)
 
 

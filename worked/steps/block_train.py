@@ -162,8 +162,9 @@ def _dlogits_body(ctx, stage, v) -> Body:
     n = R.shape[0]
     lines = [line(dlogits_line(ctx.lab[i], R.cols[j], probs.hand[i][j], j == targets[i], n, R.hand[i][j], ctx.P))
              for i, j in _cells(ctx, R, (n - 1, targets[n - 1]))]
-    why = p("The gradient of the mean cross-entropy at the logits: each probability minus 1 at the position's target "
-            "(minus 0 elsewhere), over the ", eq.Sym("n"), f" = {n} positions (the loss is their mean).")
+    why = eq.say("The gradient of the mean cross-entropy at the logits: each probability minus 1 at the position's "
+                 "target (minus 0 elsewhere), over the {n} = {count} positions (the loss is their mean).", n=eq.Sym("n"),
+                 count=str(n))
     return Body(why, lines, precision=ctx.P)
 
 
@@ -173,8 +174,9 @@ def _weight_grad_body(ctx, stage, v) -> Body:
     lines = [line(products_line(eq.Entry(R.sym, rows[r], cols[c]), [(M[i][r], d[i][c]) for i in range(len(M))],
                                 R.hand[r][c], ctx.P)) for r, c in _cells(ctx, R)]
     m, g = eq.Sym(v.mat(stage.inputs[0]).sym.name), eq.matrix_sym(stage.inputs[1])
-    why = p("The weight multiplies ", m, ", so its gradient is ", eq.Pow(m, eq.Sym("T")), " times ", g, ": entry [r, c] "
-            "is column r of ", m, " (every position's r-th entry) times column c of ", g, ", summed over the positions.")
+    why = eq.say("The weight multiplies {m}, so its gradient is {mT} times {g}: entry [r, c] is column r of {m} (every "
+                 "position's r-th entry) times column c of {g}, summed over the positions.", m=m, mT=eq.Pow(m, eq.Sym("T")),
+                 g=g)
     return Body(why, lines, precision=ctx.P)
 
 
@@ -185,8 +187,8 @@ def _input_grad_body(ctx, stage, v) -> Body:
     lines = [line(products_line(eq.Entry(R.sym, rows[i], cols[j]), list(zip(d[i], W[j])), R.hand[i][j], ctx.P))
              for i, j in _cells(ctx, R)]
     w, g = eq.Sym(w_name), eq.matrix_sym(d_name)
-    why = p("Back through the weight ", w, ": the gradient of what it multiplies is ", g, " times ", eq.Pow(w, eq.Sym("T")),
-            ": entry [i, j] is row i of ", g, " times row j of ", w, ".")
+    why = eq.say("Back through the weight {w}: the gradient of what it multiplies is {g} times {wT}: entry [i, j] is row i "
+                 "of {g} times row j of {w}.", w=w, g=g, wT=eq.Pow(w, eq.Sym("T")))
     return Body(why, lines, precision=ctx.P)
 
 
@@ -194,8 +196,8 @@ def _bias_grad_body(ctx, stage, v) -> Body:
     d, R = carried_grid(v, stage.inputs[0]), v.mat(stage.id)
     lines = [line(colsum_line(eq.Item(R.sym, R.cols[c]), [row[c] for row in d], R.hand[0][c], ctx.P))
              for _, c in _cells(ctx, R)]
-    why = p("A bias (or β) is added to every row, so its gradient is each column of ", eq.matrix_sym(stage.inputs[0]),
-            " summed over the positions.")
+    why = eq.say("A bias (or β) is added to every row, so its gradient is each column of {d} summed over the positions.",
+                 d=eq.matrix_sym(stage.inputs[0]))
     return Body(why, lines, precision=ctx.P)
 
 
@@ -203,8 +205,8 @@ def _relu_back_body(ctx, stage, v) -> Body:
     dG, U, R = carried_grid(v, stage.inputs[0]), carried_grid(v, stage.inputs[1]), v.mat(stage.id)
     lines = [line(relu_back_line(ctx.lab[i], j, U[i][j], dG[i][j], R.hand[i][j], ctx.P), f"row {ctx.p.tokens[i]}")
              for i in _rows(ctx, R) for j in range(R.shape[1])]
-    why = p("Back through ReLU: where ", eq.Sym("U"), " was positive ReLU passed it on, so the gradient passes too; where ",
-            eq.Sym("U"), " was 0 or below ReLU gave 0 whatever its input, so the gradient is 0.")
+    why = eq.say("Back through ReLU: where {U} was positive ReLU passed it on, so the gradient passes too; where {U} was 0 "
+                 "or below ReLU gave 0 whatever its input, so the gradient is 0.", U=eq.Sym("U"))
     return Body(why, lines, precision=ctx.P)
 
 
@@ -215,10 +217,12 @@ def _backs(ctx, v, stage, rows):
     return dY, gamma, {i: norm_back_parts(v.by_hand, dY[i], M[i], gamma, ctx.p.block.eps) for i in rows}
 
 
-_NORM_WHY = ("Back through a layer norm, one row at a time: first ", eq.Sym("dx̂"), " = γ·dY, entry by entry (the gradient of "
-             "the normalised row), then its mean and the mean of ", eq.Sym("dx̂"), "·", eq.Sym("x̂"), " (x̂ the row normalised as "
-             "in the forward pass, entry by entry), then each entry (dx̂ − mean(dx̂) − x̂·mean(dx̂·x̂)) over the forward pass's "
-             "√(σ² + ε).")
+def _norm_why():
+    """How a layer norm's backward goes, one row at a time."""
+    return eq.say("Back through a layer norm, one row at a time: first {dxh} = γ·dY, entry by entry (the gradient of the "
+                  "normalised row), then its mean and the mean of {dxh}·{xh} (x̂ the row normalised as in the forward pass, "
+                  "entry by entry), then each entry (dx̂ − mean(dx̂) − x̂·mean(dx̂·x̂)) over the forward pass's √(σ² + ε).",
+                  dxh=eq.Sym("dx̂"), xh=eq.Sym("x̂"))
 
 
 def _norm_back_body(ctx, stage, v) -> Body:
@@ -227,7 +231,7 @@ def _norm_back_body(ctx, stage, v) -> Body:
     dY, gamma, backs = _backs(ctx, v, stage, rows)
     lines = [line(x, f"row {ctx.p.tokens[i]}") for i in rows
              for x in norm_back_lines(ctx.lab[i], dY[i], gamma, backs[i], ctx.P)]
-    return Body(p(*_NORM_WHY), lines, precision=ctx.P)
+    return Body(_norm_why(), lines, precision=ctx.P)
 
 
 def _gamma_grad_body(ctx, stage, v) -> Body:
@@ -235,8 +239,8 @@ def _gamma_grad_body(ctx, stage, v) -> Body:
     dY, _, backs = _backs(ctx, v, stage, range(len(carried_grid(v, stage.inputs[0]))))
     lines = [line(products_line(eq.Item(R.sym, R.cols[c]), [(dY[i][c], backs[i].norm.normed[c]) for i in backs],
                                 R.hand[0][c], ctx.P)) for _, c in _cells(ctx, R)]
-    why = p("γ multiplies the normalised rows x̂, so its gradient is each column of ", eq.matrix_sym(stage.inputs[0]),
-            "·x̂ (entry by entry) summed over the positions (x̂ as the forward pass carried it).")
+    why = eq.say("γ multiplies the normalised rows x̂, so its gradient is each column of {d}·x̂ (entry by entry) summed over "
+                 "the positions (x̂ as the forward pass carried it).", d=eq.matrix_sym(stage.inputs[0]))
     return Body(why, lines, precision=ctx.P)
 
 
@@ -246,8 +250,9 @@ def _residual_ffn_body(ctx, stage, v) -> Body:
     rows, cols = _labels(ctx, R)
     lines = [line(products_line(eq.Entry(R.sym, rows[i], cols[j]), list(zip(dU[i], W[j])), R.hand[i][j], ctx.P,
                                 plus=d_res[i][j])) for i, j in _cells(ctx, R)]
-    why = p(eq.Sym("H_1"), " feeds two branches, the residual add and the feed-forward, so its gradient is the sum of "
-            "both: ", eq.matrix_sym(stage.inputs[0]), " plus ", eq.matrix_sym("dU"), " times ", eq.Pow(eq.Sym("W_1"), eq.Sym("T")), ".")
+    why = eq.say("{H1} feeds two branches, the residual add and the feed-forward, so its gradient is the sum of both: {d} "
+                 "plus {dU} times {W1T}.", H1=eq.Sym("H_1"), d=eq.matrix_sym(stage.inputs[0]), dU=eq.matrix_sym("dU"),
+                 W1T=eq.Pow(eq.Sym("W_1"), eq.Sym("T")))
     return Body(why, lines, precision=ctx.P)
 
 
@@ -261,8 +266,9 @@ def _residual_norm_body(ctx, stage, v) -> Body:
         lines += [line(x, f"row {ctx.p.tokens[i]}") for x in norm_back_lines(ctx.lab[i], dY[i], gamma, backs[i], ctx.P)]
         lines.append(line(residual_line(R.sym.name, ctx.lab[i], _sym(v, stage.inputs[0]).name, d_res[i], "dx",
                                         backs[i].dx, R.hand[i], ctx.P), f"row {ctx.p.tokens[i]}"))
-    why = p(eq.Sym("H_1"), " feeds the residual add and LN_2, so its gradient is ", eq.matrix_sym(stage.inputs[0]),
-            " plus LN_2's backward of ", eq.matrix_sym(stage.inputs[1]), ". ", *_NORM_WHY)
+    why = eq.prose(eq.say("{H1} feeds the residual add and LN_2, so its gradient is {d} plus LN_2's backward of {dN}.",
+                          H1=eq.Sym("H_1"), d=eq.matrix_sym(stage.inputs[0]), dN=eq.matrix_sym(stage.inputs[1])),
+                   " ", _norm_why())
     return Body(why, lines, precision=ctx.P)
 
 
@@ -271,8 +277,8 @@ def _passed_on_body(ctx, stage, v) -> Body:
     lines = [line(eq.Rel((eq.Entry(R.sym, ctx.lab[i], eq.ALL), eq.Entry(src.sym, ctx.lab[i], eq.ALL),
                           eq.Vec(tuple(shown(x, ctx.P) for x in R.hand[i]))), (EQ, EQ)))
              for i in _rows(ctx, R)]
-    why = p("The attention's output was added on its own (the residual add), so its gradient is the sum's, unchanged: ",
-            eq.Rel((R.sym, src.sym), (EQ,)), ".")
+    why = eq.say("The attention's output was added on its own (the residual add), so its gradient is the sum's, "
+                 "unchanged: {rule}.", rule=eq.Rel((R.sym, src.sym), (EQ,)))
     return Body(why, lines, precision=ctx.P)
 
 
@@ -286,10 +292,11 @@ def _heads_input_body(ctx, stage, v) -> Body:
     lines = [line(products_line(eq.Entry(R.sym, rows[i], cols[j]),
                                 [pr for g, w in zip(grads, ws) for k in "QKV" for pr in zip(g[k][i], w[k][j])],
                                 R.hand[i][j], ctx.P)) for i, j in _cells(ctx, R)]
-    why = p(eq.Sym("N_1"), " is the input of every head's queries, keys and values, so its gradient is the sum over the "
-            "heads of ", eq.matrix_sym("dQ"), "·", eq.Pow(eq.Sym("W_Q"), eq.Sym("T")), " + ", eq.matrix_sym("dK"), "·",
-            eq.Pow(eq.Sym("W_K"), eq.Sym("T")), " + ", eq.matrix_sym("dV"), "·", eq.Pow(eq.Sym("W_V"), eq.Sym("T")),
-            ": entry [i, j] is row i of each gradient times row j of its weight, all added.")
+    why = eq.say("{N1} is the input of every head's queries, keys and values, so its gradient is the sum over the heads of "
+                 "{sum}: entry [i, j] is row i of each gradient times row j of its weight, all added.", N1=eq.Sym("N_1"),
+                 sum=eq.prose(eq.matrix_sym("dQ"), "·", eq.Pow(eq.Sym("W_Q"), eq.Sym("T")), " + ", eq.matrix_sym("dK"), "·",
+                              eq.Pow(eq.Sym("W_K"), eq.Sym("T")), " + ", eq.matrix_sym("dV"), "·",
+                              eq.Pow(eq.Sym("W_V"), eq.Sym("T"))))
     return Body(why, lines, precision=ctx.P)
 
 
@@ -301,8 +308,9 @@ def _update_body(ctx, stage, v) -> Body:
     lines = [line(update_line(w_name, R.rows[r] if R.shape[0] > 1 else "1", R.cols[c], W[r][c], lr, g[r][c],
                               R.hand[r][c], ctx.P)) for r, c in _cells(ctx, v.mat(g_name))]
     lrs = eq.Sym("lr", upright=True)
-    why = p("One step of gradient descent with ", eq.Rel((lrs, eq.num(lr)), (EQ,)), ": every entry moves against its "
-            f"gradient, by {lr} times it. The new weights are carried to {ctx.P} places.")
+    why = eq.say("One step of gradient descent with {rule}: every entry moves against its gradient, by {lr} times it. The "
+                 "new weights are carried to {places} places.", rule=eq.Rel((lrs, eq.num(lr)), (EQ,)),
+                 lr=str(lr), places=str(ctx.P))
     return Body(why, lines, precision=ctx.P)
 
 
@@ -315,11 +323,14 @@ def _loss_after_body(ctx, stage, v) -> Body:
     cells = [(ctx.lab[i], vocab[t], probs[i][t]) for i, t in enumerate(v.input("targets"))]
     lines = [line(x) for x in loss_lines(cells, [hb.ln(c[2]) for c in cells], R.hand[0][0], ctx.P, prime=True)]
     loss = v.mat("loss")
-    went = "went down" if R.num[0][0] < loss.num[0][0] else "did not go down (the learning rate is too large here)"
-    why = p("Run the whole block again (positions, attention, the residual adds and layer norms, the feed-forward, the "
-            "output layer) with every updated weight, then the loss: −ln of each target's new probability, and the mean.")
-    note = p(f"The loss {went}: ", eq.Rel((loss.sym, loss.carried(0, 0)), (APPROX,)), " before, ",
-             eq.Rel((R.sym, R.carried(0, 0)), (APPROX,)), " after.")
+    down = R.num[0][0] < loss.num[0][0]
+    why = eq.say("Run the whole block again (positions, attention, the residual adds and layer norms, the feed-forward, the "
+                 "output layer) with every updated weight, then the loss: −ln of each target's new probability, and the "
+                 "mean.")
+    before, after = eq.Rel((loss.sym, loss.carried(0, 0)), (APPROX,)), eq.Rel((R.sym, R.carried(0, 0)), (APPROX,))
+    note = eq.say("The loss went down: {before} before, {after} after.", before=before, after=after) if down else \
+        eq.say("The loss did not go down (the learning rate is too large here): {before} before, {after} after.",
+               before=before, after=after)
     return Body(why, lines, [note], precision=ctx.P, audit_name="new loss")
 
 
@@ -468,5 +479,5 @@ RESIDUAL_NORM = Shown(step_title, _residual_norm_body, _residual_norm_numpy)
 PASSED_ON = Shown(step_title, _passed_on_body, _passed_on_numpy)
 HEADS_INPUT = Shown(step_title, _heads_input_body, _heads_input_numpy)
 UPDATE = Shown(step_title, _update_body, _update_numpy)
-LOSS_AFTER = Shown(lambda ctx, stage, head: "New loss: a fresh pass of the block with the updated weights", _loss_after_body,
+LOSS_AFTER = Shown(lambda ctx, stage, head: eq.say("New loss: a fresh pass of the block with the updated weights"), _loss_after_body,
                    _loss_after_numpy)

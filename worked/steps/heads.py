@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from .. import eq
-from ..lines import Body, Shown, dot_line, entries, is_, p, shapes
+from ..lines import Body, Shown, dot_line, entries, is_, shapes
 
 
 def _show(v: str) -> str:
@@ -10,7 +10,7 @@ def _show(v: str) -> str:
 
 
 def _concat_title(ctx, stage, head):
-    return p("Concatenate the heads: ", eq.Call("concat", tuple(ctx.sym("Z", k) for k in range(1, len(ctx.p.heads) + 1))))
+    return eq.say("Concatenate the heads: {formula}", formula=eq.Call("concat", tuple(ctx.sym("Z", k) for k in range(1, len(ctx.p.heads) + 1))))
 
 
 def _concat(ctx, stage, v) -> Body:
@@ -19,11 +19,11 @@ def _concat(ctx, stage, v) -> Body:
     dv = concat.shape[1] // h
     i = eq.Sym("i")
     if h == 1:      # a Transformer block's one head, as the heads' combination
-        why = p("With one head, concat is that head's output ", ctx.sym("Z", 1), " as it is; ", eq.Sym("W_O"),
-                " then projects it back to d_model columns.")
+        why = eq.say("With one head, concat is that head's output {Z} as it is; {W_O} then projects it back to d_model "
+                     "columns.", Z=ctx.sym("Z", 1), W_O=eq.Sym("W_O"))
     else:
-        why = p(f"Put the {h} heads' outputs side by side: row ", i, " of the result is token ", i, "'s row of every "
-                "head, one after another, so each token now carries what every head found.")
+        why = eq.say("Put the {count} heads' outputs side by side: row {i} of the result is token {i}'s row of every "
+                     "head, one after another, so each token now carries what every head found.", count=str(h), i=i)
     return Body(why, [], shape_eq=eq.Rel((eq.Mul((eq.num(h), eq.Dims(n, dv))), eq.Dims(n, h * dv)), (eq.TO,)))
 
 
@@ -36,7 +36,7 @@ CONCAT = Shown(_concat_title, _concat, _concat_numpy)
 
 
 def _output_title(ctx, stage, head):
-    return p("Output projection: ", is_(eq.Sym("Z"), eq.Mul((eq.Sym("concat", upright=True), eq.Sym("W_O")))))
+    return eq.say("Output projection: {formula}", formula=is_(eq.Sym("Z"), eq.Mul((eq.Sym("concat", upright=True), eq.Sym("W_O")))))
 
 
 def _output(ctx, stage, v) -> Body:
@@ -51,8 +51,9 @@ def _output(ctx, stage, v) -> Body:
                               [concat.carried(i, k) for k in range(hd)], [Wo[t][j] for t in range(hd)], out, i, j,
                               answer_=True))
     wo, zcw = eq.Sym("W_O"), is_(eq.Sym("Z"), eq.Mul((eq.Sym("concat", upright=True), eq.Sym("W_O"))))
-    why = p("Project the concatenated heads with ", wo, ": ", zcw, ". Each entry is the dot product of a token's "
-            "concatenated row with a column of ", wo, f" (concat values carried to {P} places where they are not exact).")
+    why = eq.say("Project the concatenated heads with {W_O}: {formula}. Each entry is the dot product of a token's "
+                 "concatenated row with a column of {W_O} (concat values carried to {places} places where they are not "
+                 "exact).", W_O=wo, formula=zcw, places=str(P))
     return Body(why, lines, shape_eq=shapes(eq.Dims(n, hd), eq.Dims(hd, m), eq.Dims(n, m)), precision=P)
 
 

@@ -4,12 +4,14 @@ the numerical check of one gradient entry, the update of the weights and the los
 is a :class:`Shown`; the view's matrices are its head's (forward and backward) and the layer's."""
 from __future__ import annotations
 
+from decimal import Decimal
 from fractions import Fraction
 
 from .. import eq
 from .. import numfmt as F
+from ..i18n import N_
 from ..lines import (APPROX, EQ, H, I, J, Body, Shown, answer, entries, grad_prod_step, has_dec, is_, line,
-                     node_list, p, pick, rel, rel_to, row_sum_line, tr, value_of)
+                     node_list, pick, rel, rel_to, row_sum_line, tr, value_of)
 
 _L, _T, _Zs = eq.Sym("L"), eq.Sym("T"), eq.Sym("Z")
 _HALF = eq.num(Fraction(1, 2))
@@ -27,6 +29,11 @@ def _title_of(make):
 
 # ---------------------------------------------------------------- the loss and dZ
 
+def _backward(formula):
+    """A backward step's title: ``Backward: dV = Aᵀ·dZ``."""
+    return eq.say("Backward: {formula}", formula=formula)
+
+
 def _loss(ctx, stage, v) -> Body:
     output, loss, T = v.mat("Z"), v.mat("loss"), v.input("T")
     n, m_out, P = output.shape[0], output.shape[1], ctx.P
@@ -37,14 +44,14 @@ def _loss(ctx, stage, v) -> Body:
     ops = [EQ, rel(not has_dec(items[2])), rel_to(items[2], loss, 0, 0)]
     answer(ctx, items, ops, loss, 0, 0)
     zt = eq.Add((_Zs, eq.Neg(_T)))
-    why = p("How far the output is from the target ", _T, ": half the sum of the squared differences over every entry "
-            "(mean squared error without the mean, the usual ", eq.Frac(eq.num(1), eq.num(2)), " so that the gradient is "
-            "simply ", zt, "). ", _Zs, f" is carried to {P} places.")
+    why = eq.say("How far the output is from the target {T}: half the sum of the squared differences over every entry "
+                 "(mean squared error without the mean, the usual {half} so that the gradient is simply {diff}). {Z} is "
+                 "carried to {places} places.", T=_T, half=eq.Frac(eq.num(1), eq.num(2)), diff=zt, Z=_Zs, places=str(P))
     return Body(why, [line(eq.Rel(tuple(items), tuple(ops)))], precision=P)
 
 
 def _loss_title(ctx, stage, head):
-    return p("Loss: ", is_(_L, eq.Mul((_HALF, eq.Sum(eq.Pow(eq.Add((_Zs, eq.Neg(_T))), eq.num(2)), "i,j")))))
+    return eq.say("Loss: {formula}", formula=is_(_L, eq.Mul((_HALF, eq.Sum(eq.Pow(eq.Add((_Zs, eq.Neg(_T))), eq.num(2)), "i,j")))))
 
 
 LOSS = Shown(_loss_title, _loss)
@@ -60,13 +67,13 @@ def _dz(ctx, stage, v) -> Body:
               _diff(output.carried(i, c), T[i][c]), dZ.carried(i, c)]
         lines.append(line(eq.Rel(tuple(it), (EQ, rel(not has_dec(it[2])), rel_to(it[2], dZ, i, c)))))
     zt = eq.Add((_Zs, eq.Neg(_T)))
-    why = p("Start the backward pass at the loss: the derivative of ", eq.Mul((_HALF, eq.Pow(zt, eq.num(2)))),
-            " with respect to each entry of ", _Zs, " is ", zt, ". Every gradient below is this one passed back through "
-            "the steps of the forward pass, one product at a time (the chain rule).")
+    why = eq.say("Start the backward pass at the loss: the derivative of {loss} with respect to each entry of {Z} is "
+                 "{diff}. Every gradient below is this one passed back through the steps of the forward pass, one product "
+                 "at a time (the chain rule).", loss=eq.Mul((_HALF, eq.Pow(zt, eq.num(2)))), Z=_Zs, diff=zt)
     return Body(why, lines, precision=ctx.P, shape_eq=eq.Rel((eq.Dims(n, m_out),), ()))
 
 
-DZ = Shown(lambda ctx, stage, head: p("Backward: ", is_(ctx.sym("dZ", None), eq.Add((_Zs, eq.Neg(_T))))), _dz)
+DZ = Shown(lambda ctx, stage, head: _backward(is_(ctx.sym("dZ", None), eq.Add((_Zs, eq.Neg(_T))))), _dz)
 
 
 def _dconcat(ctx, stage, v) -> Body:
@@ -74,10 +81,10 @@ def _dconcat(ctx, stage, v) -> Body:
     n, m_out = dZ.shape
     hd = len(Wo)
     wo = eq.Sym("W_O")
-    why = p("Several heads: the output was ", eq.Mul((eq.Sym("concat", upright=True), wo)),
-            ", so the gradient of the concatenated heads is ", dZ.sym, " times ", tr(wo), " (row ", eq.Sym("k"),
-            " of ", wo, " gives column ", eq.Sym("k"), " of concat's gradient). It splits back into the heads: "
-            "each head's ", dZ.sym, " is its block of columns.")
+    why = eq.say("Several heads: the output was {formula}, so the gradient of the concatenated heads is {dZ} times {WT} "
+                 "(row {k} of {W_O} gives column {k} of concat's gradient). It splits back into the heads: each head's "
+                 "{dZ} is its block of columns.", formula=eq.Mul((eq.Sym("concat", upright=True), wo)), dZ=dZ.sym,
+                 WT=tr(wo), k=eq.Sym("k"), W_O=wo)
     return grad_prod_step(
         ctx, why, dcat,
         lambda i: node_list(dZ, [(i, c) for c in range(m_out)]), lambda k: [Wo[k][c] for c in range(m_out)],
@@ -85,8 +92,8 @@ def _dconcat(ctx, stage, v) -> Body:
         pick(dcat), (eq.Dims(n, m_out), eq.Dims(m_out, hd), eq.Dims(n, hd)))
 
 
-DCONCAT = Shown(lambda ctx, stage, head: p("Through ", eq.Sym("W_O"), ": ", is_(ctx.sym("dconcat", None), eq.Mul((
-    ctx.sym("dZ", None), tr(eq.Sym("W_O")))))), _dconcat)
+DCONCAT = Shown(lambda ctx, stage, head: eq.say("Through {W_O}: {formula}", W_O=eq.Sym("W_O"), formula=is_(
+    ctx.sym("dconcat", None), eq.Mul((ctx.sym("dZ", None), tr(eq.Sym("W_O")))))), _dconcat)
 
 
 # ---------------------------------------------------------------- a head's backward pass
@@ -95,10 +102,11 @@ def _dv(ctx, stage, v) -> Body:
     S = lambda b: ctx.sym(b, v.head)  # noqa: E731
     A, dZ, dV = v.mat("weights"), v.mat("dZ"), v.mat("dV")
     n, m, dv = A.shape[0], A.shape[1], dZ.shape[1]
-    why = p(is_(S("Z"), eq.Mul((S("A"), S("V")))), ", so the gradient of ", S("V"), " is ", tr(S("A")), " times ", S("dZ"),
-            ": value row ", J, " was used by every token ", I, " with weight ", eq.Entry(S("A"), "i", "j"),
-            ", so it collects ", eq.Sum(eq.Mul((eq.Entry(S("A"), "i", "j"), eq.Entry(S("dZ"), "i", eq.ALL))), "i"),
-            " (column ", J, " of ", S("A"), ", not row ", J, ").")
+    why = eq.say("{formula}, so the gradient of {V} is {AT} times {dZ}: value row {j} was used by every token {i} with "
+                 "weight {a}, so it collects {sum} (column {j} of {A}, not row {j}).",
+                 formula=is_(S("Z"), eq.Mul((S("A"), S("V")))), V=S("V"), AT=tr(S("A")), dZ=S("dZ"), j=J, i=I,
+                 a=eq.Entry(S("A"), "i", "j"),
+                 sum=eq.Sum(eq.Mul((eq.Entry(S("A"), "i", "j"), eq.Entry(S("dZ"), "i", eq.ALL))), "i"), A=S("A"))
     return grad_prod_step(
         ctx, why, dV,
         lambda j: node_list(A, [(i, j) for i in range(n)]), lambda c: node_list(dZ, [(i, c) for i in range(n)]),
@@ -106,29 +114,32 @@ def _dv(ctx, stage, v) -> Body:
         (eq.Dims(m, n), eq.Dims(n, dv), eq.Dims(m, dv)))
 
 
-DV = Shown(_title_of(lambda S: p("Backward: ", is_(S("dV"), eq.Mul((tr(S("A")), S("dZ")))))), _dv)
+DV = Shown(_title_of(lambda S: _backward(is_(S("dV"), eq.Mul((tr(S("A")), S("dZ")))))), _dv)
 
 
 def _da(ctx, stage, v) -> Body:
     S = lambda b: ctx.sym(b, v.head)  # noqa: E731
     dZ, V, dA = v.mat("dZ"), v.mat("V"), v.mat("dA")
     n, m, dv = dA.shape[0], dA.shape[1], V.shape[1]
-    why = p(is_(S("Z"), eq.Mul((S("A"), S("V")))), ", so the gradient of the weights is ", S("dZ"), " times ", tr(S("V")),
-            ": entry (", I, ", ", J, ") is token ", I, "'s output gradient · token ", J, "'s value row.")
+    why = eq.say("{formula}, so the gradient of the weights is {dZ} times {VT}: entry ({i}, {j}) is token {i}'s output "
+                 "gradient · token {j}'s value row.", formula=is_(S("Z"), eq.Mul((S("A"), S("V")))), dZ=S("dZ"),
+                 VT=tr(S("V")), i=I, j=J)
     return grad_prod_step(
         ctx, why, dA,
         lambda i: node_list(dZ, [(i, c) for c in range(dv)]), lambda j: node_list(V, [(j, c) for c in range(dv)]),
         lambda i, j: eq.Dot(eq.Entry(S("dZ"), ctx.lab[i], eq.ALL), eq.Entry(S("V"), ctx.lab_kv[j], eq.ALL)), pick(dA),
         (eq.Dims(n, dv), eq.Dims(dv, m), eq.Dims(n, m)),
-        notes=["A masked weight is 0 whatever dA says: its gradient stops at the softmax (next step)."] if v.masked else ())
+        notes=[eq.say("A masked weight is 0 whatever dA says: its gradient stops at the softmax (next step).")]
+        if v.masked else ())
 
 
-DA = Shown(_title_of(lambda S: p("Backward: ", is_(S("dA"), eq.Mul((S("dZ"), tr(S("V"))))))), _da)
+DA = Shown(_title_of(lambda S: _backward(is_(S("dA"), eq.Mul((S("dZ"), tr(S("V"))))))), _da)
 
 
 def _ds_title(S):
     aij, daij, si = eq.Entry(S("A"), "i", "j"), eq.Entry(S("dA"), "i", "j"), eq.Sym("s", sub="i")
-    return p("Softmax backward: ", is_(eq.Entry(S("dS"), "i", "j"), eq.Mul((aij, eq.Add((daij, eq.Neg(si)))))), ", row by row")
+    return eq.say("Softmax backward: {formula}, row by row",
+                  formula=is_(eq.Entry(S("dS"), "i", "j"), eq.Mul((aij, eq.Add((daij, eq.Neg(si)))))))
 
 
 def _ds(ctx, stage, v) -> Body:
@@ -160,17 +171,17 @@ def _ds(ctx, stage, v) -> Body:
                                      (EQ, rel(not has_dec(prod)), rel_to(prod, dS, i, j))), g))
         if len(js) > 1:
             lines.append(row_sum_line(eq.Sum(eq.Entry(dS.sym, lab[i], "j"), "j"), [dS.carried(i, j) for j in js], 0, P, g))
-    notes = ["Each row of dS adds up to 0: the weights of a row always add up to 1, so moving the scores can only "
-             "shift weight from one token to another."]
+    notes = [eq.say("Each row of dS adds up to 0: the weights of a row always add up to 1, so moving the scores can "
+                    "only shift weight from one token to another.")]
     aij, daij, si = eq.Entry(S("A"), "i", "j"), eq.Entry(S("dA"), "i", "j"), eq.Sym("s", sub="i")
     if masked:
-        notes.append(p("Masked entries get exactly 0 gradient: their score was −∞ and their weight is 0 whatever the "
-                       "score, so changing it changes nothing (", is_(aij, eq.num(0)), " makes every term with the "
-                       "factor ", aij, " 0). No gradient flows to the key of a later token through them."))
-    why = p("The softmax couples a row: raising one scaled score raises its own weight and lowers all the "
-            "others. So the gradient of scaled score ", J, " is ", aij, " times (", daij, " minus the row's "
-            "weighted average ", is_(si, eq.Sum(eq.Mul((eq.Entry(S("A"), "i", "k"), eq.Entry(S("dA"), "i", "k"))), "k")),
-            "). First the row's sum ", si, ", then each entry.")
+        notes.append(eq.say("Masked entries get exactly 0 gradient: their score was −∞ and their weight is 0 whatever the "
+                            "score, so changing it changes nothing ({zero} makes every term with the factor {a} 0). No "
+                            "gradient flows to the key of a later token through them.", zero=is_(aij, eq.num(0)), a=aij))
+    why = eq.say("The softmax couples a row: raising one scaled score raises its own weight and lowers all the others. So "
+                 "the gradient of scaled score {j} is {a} times ({da} minus the row's weighted average {s}). First the "
+                 "row's sum {si}, then each entry.", j=J, a=aij, da=daij,
+                 s=is_(si, eq.Sum(eq.Mul((eq.Entry(S("A"), "i", "k"), eq.Entry(S("dA"), "i", "k"))), "k")), si=si)
     return Body(why, lines, notes, precision=P)
 
 
@@ -180,8 +191,8 @@ DS = Shown(_title_of(_ds_title), _ds)
 def _dscores_title(ctx, stage, head):
     S = lambda b: ctx.sym(b, head)  # noqa: E731
     if ctx.p.scale == "none":
-        return p("Scaling backward: none (", is_(S("dscores"), S("dS")), ")")
-    return p("Scaling backward: ", is_(S("dscores"), eq.Frac(S("dS"), F.node(ctx.factor))))
+        return eq.say("Scaling backward: none ({formula})", formula=is_(S("dscores"), S("dS")))
+    return eq.say("Scaling backward: {formula}", formula=is_(S("dscores"), eq.Frac(S("dS"), F.node(ctx.factor))))
 
 
 def _dscores(ctx, stage, v) -> Body:
@@ -192,18 +203,18 @@ def _dscores(ctx, stage, v) -> Body:
     P = ctx.P
     fnode = F.node(ctx.factor)
     if ctx.p.scale == "none":
-        return Body(p('The problem sets scale = "none": the scores were not divided, so their gradient is ', S("dS"), " itself."),
-                    [], precision=P)
+        return Body(eq.say('The problem sets scale = "none": the scores were not divided, so their gradient is {dS} itself.',
+                           dS=S("dS")), [], precision=P)
     i0, j0 = pick(dsc, lambda i, j: (i, j) not in masked)
     lines = []
     for i, j in entries(ctx.checks, n, m, (i0, j0), allowed=lambda i, j: (i, j) not in masked):
         it = [eq.Entry(dsc.sym, ctx.lab[i], ctx.lab_kv[j]), eq.Frac(eq.Entry(dS.sym, ctx.lab[i], ctx.lab_kv[j]), fnode),
               eq.Frac(dS.carried(i, j), fnode), dsc.carried(i, j)]
         lines.append(line(eq.Rel(tuple(it), (EQ, rel(not has_dec(it[2])), rel_to(it[2], dsc, i, j)))))
-    why = p("The forward pass divided every score by ", fnode, ", so every gradient is divided by it again "
-            "on the way back (the chain rule: the derivative of ", eq.Frac(eq.Sym("s"), eq.Sym("c")),
-            " with respect to ", eq.Sym("s"), " is ", eq.Frac(eq.num(1), eq.Sym("c")), ").")
-    return Body(why, lines, ["Masked entries stay 0."] if masked else [], precision=P)
+    why = eq.say("The forward pass divided every score by {factor}, so every gradient is divided by it again on the way "
+                 "back (the chain rule: the derivative of {quotient} with respect to {s} is {one_over}).", factor=fnode,
+                 quotient=eq.Frac(eq.Sym("s"), eq.Sym("c")), s=eq.Sym("s"), one_over=eq.Frac(eq.num(1), eq.Sym("c")))
+    return Body(why, lines, [eq.say("Masked entries stay 0.")] if masked else [], precision=P)
 
 
 DSCORES = Shown(_dscores_title, _dscores)
@@ -213,8 +224,9 @@ def _dq(ctx, stage, v) -> Body:
     S = lambda b: ctx.sym(b, v.head)  # noqa: E731
     dsc, K, dQ = v.mat("dscores"), v.mat("K"), v.mat("dQ")
     n, m, dk = dsc.shape[0], dsc.shape[1], K.shape[1]
-    why = p(is_(S("scores"), eq.Mul((S("Q"), tr(S("K"))))), ", so the gradient of the queries is ", S("dscores"), " times ",
-            S("K"), ": token ", I, "'s query moves along the keys it was matched with, each by that score's gradient.")
+    why = eq.say("{formula}, so the gradient of the queries is {dscores} times {K}: token {i}'s query moves along the keys "
+                 "it was matched with, each by that score's gradient.", formula=is_(S("scores"), eq.Mul((S("Q"), tr(S("K"))))),
+                 dscores=S("dscores"), K=S("K"), i=I)
     return grad_prod_step(
         ctx, why, dQ,
         lambda i: node_list(dsc, [(i, j) for j in range(m)]), lambda c: node_list(K, [(j, c) for j in range(m)]),
@@ -222,16 +234,17 @@ def _dq(ctx, stage, v) -> Body:
         (eq.Dims(n, m), eq.Dims(m, dk), eq.Dims(n, dk)))
 
 
-DQ = Shown(_title_of(lambda S: p("Backward: ", is_(S("dQ"), eq.Mul((S("dscores"), S("K")))))), _dq)
+DQ = Shown(_title_of(lambda S: _backward(is_(S("dQ"), eq.Mul((S("dscores"), S("K")))))), _dq)
 
 
 def _dk(ctx, stage, v) -> Body:
     S = lambda b: ctx.sym(b, v.head)  # noqa: E731
     dsc, Q, dK = v.mat("dscores"), v.mat("Q"), v.mat("dK")
     n, m, dk = dsc.shape[0], dsc.shape[1], Q.shape[1]
-    why = p(is_(S("scores"), eq.Mul((S("Q"), tr(S("K"))))), ", so the gradient of the keys is ", tr(S("dscores")),
-            " times ", S("Q"), ": token ", J, "'s key collects column ", J, " of ", S("dscores"),
-            " (every query that was matched with it), not row ", J, ".")
+    why = eq.say("{formula}, so the gradient of the keys is {dscoresT} times {Q}: token {j}'s key collects column {j} of "
+                 "{dscores} (every query that was matched with it), not row {j}.",
+                 formula=is_(S("scores"), eq.Mul((S("Q"), tr(S("K"))))), dscoresT=tr(S("dscores")), Q=S("Q"), j=J,
+                 dscores=S("dscores"))
     return grad_prod_step(
         ctx, why, dK,
         lambda j: node_list(dsc, [(i, j) for i in range(n)]), lambda c: node_list(Q, [(i, c) for i in range(n)]),
@@ -239,7 +252,7 @@ def _dk(ctx, stage, v) -> Body:
         (eq.Dims(m, n), eq.Dims(n, dk), eq.Dims(m, dk)))
 
 
-DK = Shown(_title_of(lambda S: p("Backward: ", is_(S("dK"), eq.Mul((tr(S("dscores")), S("Q")))))), _dk)
+DK = Shown(_title_of(lambda S: _backward(is_(S("dK"), eq.Mul((tr(S("dscores")), S("Q")))))), _dk)
 
 
 def _who(ctx, source: str) -> str:
@@ -248,12 +261,23 @@ def _who(ctx, source: str) -> str:
     return "decoder token" if ctx.p.cross else "token"
 
 
+#: a weight gradient's explanation by whose rows its input has (whole sentences for the catalogues)
+_WEIGHT_GRAD_WHY = {
+    "token": N_("{formula}, so the gradient of {W} is {XT} times {dW}: row {r} of {W} collects column {r} of {X} (every "
+                "token's {r}-th input) times {dW}."),
+    "decoder token": N_("{formula}, so the gradient of {W} is {XT} times {dW}: row {r} of {W} collects column {r} of {X} "
+                        "(every decoder token's {r}-th input) times {dW}."),
+    "encoder token": N_("{formula}, so the gradient of {W} is {XT} times {dW}: row {r} of {W} collects column {r} of {X} "
+                        "(every encoder token's {r}-th input) times {dW}."),
+}
+
+
 def weight_grad(w: str) -> Shown:
     """dW_w = (the input the stage takes)ᵀ·dw: the gradient of the weights of the projection *w* (Q, K, V)."""
 
     def title(ctx, stage, head):
         source, grad = stage.inputs
-        return p("Backward: ", is_(ctx.sym(stage.id, head), eq.Mul((tr(eq.Sym(source)), ctx.sym(grad, head)))))
+        return _backward(is_(ctx.sym(stage.id, head), eq.Mul((tr(eq.Sym(source)), ctx.sym(grad, head)))))
 
     def body(ctx, stage, v) -> Body:
         S = lambda b: ctx.sym(b, v.head)  # noqa: E731
@@ -261,9 +285,8 @@ def weight_grad(w: str) -> Shown:
         Xs, who, X = eq.Sym(source), _who(ctx, source), v.input(source)
         g, dW = v.mat(stage.inputs[1]), v.mat(stage.id)
         k, dm, cols = len(X), dW.shape[0], dW.shape[1]
-        why = p(is_(S(w), eq.Mul((Xs, S("W_" + w)))), ", so the gradient of ", S("W_" + w), " is ", tr(Xs), " times ",
-                S("d" + w), ": row ", eq.Sym("r"), " of ", S("W_" + w), " collects column ", eq.Sym("r"), " of ", Xs,
-                f" (every {who}'s ", eq.Sym("r"), "-th input) times ", S("d" + w), ".")
+        why = eq.say(_WEIGHT_GRAD_WHY[who], formula=is_(S(w), eq.Mul((Xs, S("W_" + w)))), W=S("W_" + w), XT=tr(Xs),
+                     dW=S("d" + w), r=eq.Sym("r"), X=Xs)
         return grad_prod_step(
             ctx, why, dW,
             lambda r: [X[i][r] for i in range(k)], lambda c: node_list(g, [(i, c) for i in range(k)]),
@@ -287,7 +310,7 @@ def gradcheck(w: str) -> Shown:
     def title(ctx, stage, head):
         dW = ctx.train_mat("d" + w, head)
         r, c = pick(dW)
-        return p("Numerical check of ", eq.Entry(dW.sym, str(r + 1), str(c + 1)))
+        return eq.say("Numerical check of {entry}", entry=eq.Entry(dW.sym, str(r + 1), str(c + 1)))
 
     def body(ctx, stage, v) -> Body:
         return _gradcheck(ctx, v, w)
@@ -329,21 +352,29 @@ def _gradcheck(ctx, v, w: str) -> Body:
     answer(ctx, it, op, dWq, r, c)
     lines.append(line(eq.Rel(tuple(it), tuple(op))))
     dent = eq.Entry(dsym, str(r + 1), str(c + 1))
+    quotient, backward = eq.NumText(qn), eq.NumText(dWq.carried(r, c))
     if ok:
-        verdict = (f"The two agree to {dec} places ({F.number_text(qn)} from the loss, {F.number_text(dWq.carried(r, c))} from the "
-                   f"backward pass): the backward pass is right for this entry.")
+        verdict = eq.say("The two agree to {places} places ({quotient} from the loss, {backward} from the backward pass): "
+                         "the backward pass is right for this entry.", places=str(dec), quotient=quotient, backward=backward)
     else:
-        verdict = p("With ", is_(H, eq.num(h)), f" the difference quotient ({F.number_text(qn)}) and the backward pass "
-                    f"({F.number_text(dWq.carried(r, c))}) still differ at {dec} places: the loss curves too much here for "
-                    f"a hand check with {P}-place losses (a smaller ", H, " needs more places).")
-    why = p("Check one gradient entry numerically, the way a program's gradients are tested: nudge that one weight up and "
-            "down by ", is_(H, eq.num(h)), ", run the forward pass twice, and divide the change in the loss by ",
-            eq.Mul((eq.num(2), H)), " (a central difference). ",
-            p("This ", H, f" is small enough that the quotient matches to {dec} places, and large enough that the "
-              f"losses, carried to {P} places, do not lose those places in the subtraction.") if ok else
-            p("Here no ", H, f" of 0.1, 0.05 or 0.025 gives a match at {dec} places with losses carried to {P} places "
-              "(see below)."))
-    return Body(why, lines, [verdict, p("The backward pass gives ", is_(dent, dWq.fixed(r, c, dec), op=APPROX), ".")],
+        verdict = eq.say("With {h} the difference quotient ({quotient}) and the backward pass ({backward}) still differ at "
+                         "{places} places: the loss curves too much here for a hand check with {carried}-place losses (a "
+                         "smaller {H} needs more places).", h=is_(H, eq.num(h)), quotient=quotient, backward=backward,
+                         places=str(dec), carried=str(P), H=H)
+    if ok:
+        why_h = eq.say("This {H} is small enough that the quotient matches to {places} places, and large enough that the "
+                       "losses, carried to {carried} places, do not lose those places in the subtraction.", H=H,
+                       places=str(dec), carried=str(P))
+    else:
+        why_h = eq.say("Here no {H} of {h1}, {h2} or {h3} gives a match at {places} places with losses carried to {carried} "
+                       "places (see below).", H=H, h1=eq.NumText(eq.dec(Decimal("0.1"))),
+                       h2=eq.NumText(eq.dec(Decimal("0.05"))), h3=eq.NumText(eq.dec(Decimal("0.025"))),
+                       places=str(dec), carried=str(P))
+    why = eq.say("Check one gradient entry numerically, the way a program's gradients are tested: nudge that one weight up "
+                 "and down by {h}, run the forward pass twice, and divide the change in the loss by {twice} (a central "
+                 "difference). {why_h}", h=is_(H, eq.num(h)), twice=eq.Mul((eq.num(2), H)), why_h=why_h)
+    return Body(why, lines, [verdict, eq.say("The backward pass gives {formula}.",
+                                             formula=is_(dent, dWq.fixed(r, c, dec), op=APPROX))],
                 precision=P, audit_name="gradient check")
 
 
@@ -358,7 +389,7 @@ def update(w: str) -> Shown:
     def title(ctx, stage, head):
         lrs = eq.Sym("lr", upright=True)
         step = eq.Neg(eq.Mul((lrs, ctx.sym("d" + w, head))))
-        return p("Update: ", is_(ctx.sym(w, head, prime=True), eq.Add((ctx.sym(w, head), step))))
+        return eq.say("Update: {formula}", formula=is_(ctx.sym(w, head, prime=True), eq.Add((ctx.sym(w, head), step))))
 
     def body(ctx, stage, v) -> Body:
         hh, P, lr = v.head, ctx.P, ctx.p.train.lr
@@ -370,8 +401,9 @@ def update(w: str) -> Shown:
                   eq.Add((eq.Entry(ctx.sym(w, hh), str(i + 1), str(j + 1)), eq.Neg(eq.Mul((lrs, eq.Entry(ctx.sym("d" + w, hh), str(i + 1), str(j + 1))))))),
                   eq.Add((eq.num(Wm[i][j]), eq.Neg(eq.Mul((eq.num(lr), g.carried(i, j)))))), new.carried(i, j)]
             lines.append(line(eq.Rel(tuple(it), (EQ, rel(not has_dec(it[2])), rel_to(it[2], new, i, j)))))
-        why = p("One step of gradient descent with ", is_(lrs, eq.num(lr)), ": move every weight against its "
-                "gradient, a little (", lrs, f" times the gradient). The new weights are carried to {P} places.")
+        why = eq.say("One step of gradient descent with {lr}: move every weight against its gradient, a little ({lrs} "
+                     "times the gradient). The new weights are carried to {places} places.", lr=is_(lrs, eq.num(lr)),
+                     lrs=lrs, places=str(P))
         return Body(why, lines, precision=P)
 
     return Shown(title, body)
@@ -409,17 +441,20 @@ def _loss_after(ctx, stage, v) -> Body:
     lat = is_(la.sym, la.carried(0, 0), op=APPROX)
     lrs = eq.Sym("lr", upright=True)
     if la.num[0][0] < loss.num[0][0]:
-        verdict = p("The loss went down, from ", lt, " to ", lat, ": the step moved the output towards the target.")
+        verdict = eq.say("The loss went down, from {before} to {after}: the step moved the output towards the target.",
+                         before=lt, after=lat)
     else:
-        verdict = p("The loss did not go down: ", lt, " before, ", lat, " after. The learning rate ", is_(lrs, eq.num(lr)),
-                    " is too large for this problem: the step overshot. A smaller ", lrs, " (try half) would lower it.")
+        verdict = eq.say("The loss did not go down: {before} before, {after} after. The learning rate {lr} is too large "
+                         "for this problem: the step overshot. A smaller {lrs} (try half) would lower it.", before=lt,
+                         after=lat, lr=is_(lrs, eq.num(lr)), lrs=lrs)
     hs_ = [eq.Sym(f"W_{w}", prime=True) for w in "QKV"]
-    why = p("Run the forward pass again (", eq.Sym("Q"), ", ", eq.Sym("K"), ", ", eq.Sym("V"),
-            ", scores, softmax, ", eq.Sym("Z"), ") with the new ", hs_[0], ", ", hs_[1], ", ", hs_[2],
-            " (", is_(eq.Sym("W", prime=True), eq.Add((eq.Sym("W"), eq.Neg(eq.Mul((lrs, eq.matrix_sym("dW"))))))),
-            f", not rounded); its output ", eq.Sym("Z", prime=True), f", carried to {P} places, and the loss from it:")
+    why = eq.say("Run the forward pass again ({Q}, {K}, {V}, scores, softmax, {Z}) with the new {WQ}, {WK}, {WV} ({rule}, "
+                 "not rounded); its output {Zp}, carried to {places} places, and the loss from it:", Q=eq.Sym("Q"),
+                 K=eq.Sym("K"), V=eq.Sym("V"), Z=eq.Sym("Z"), WQ=hs_[0], WK=hs_[1], WV=hs_[2],
+                 rule=is_(eq.Sym("W", prime=True), eq.Add((eq.Sym("W"), eq.Neg(eq.Mul((lrs, eq.matrix_sym("dW"))))))),
+                 Zp=eq.Sym("Z", prime=True), places=str(P))
     return Body(why, zrow + [line(eq.Rel(tuple(items), tuple(ops)))], [verdict], precision=P, audit_name="new loss")
 
 
-LOSS_AFTER = Shown(lambda ctx, stage, head: "New loss: a fresh forward pass with the updated weights", _loss_after,
+LOSS_AFTER = Shown(lambda ctx, stage, head: eq.say("New loss: a fresh forward pass with the updated weights"), _loss_after,
                    values=_loss_after_values)

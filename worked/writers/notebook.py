@@ -28,7 +28,9 @@ from pathlib import Path
 import nbformat
 from nbformat import v4
 
-from .. import eq, printers, stages
+from .. import eq, i18n, printers, stages
+from ..i18n import current
+from ..i18n import tr as _
 from ..errors import WorkedError
 from ..model import Mat, Solution
 
@@ -53,7 +55,10 @@ def _md(text: str) -> str:
 def _rich_md(prose) -> str:
     """Prose (a :class:`worked.eq.Prose`, or plain text) as Markdown: the text escaped, the math inline
     ``$…$`` from the LaTeX printer (Jupyter's MathJax sets it)."""
-    return "".join(_md(x) if isinstance(x, str) else f"${printers.latex(x)}$" for x in eq.prose(prose).parts)
+    from .. import i18n
+
+    return "".join(_md(x) if isinstance(x, str) else f"${printers.latex(x)}$"
+                   for x in i18n.localize(eq.prose(prose)).parts)
 
 
 # ---------------------------------------------------------------- numbers as code
@@ -121,9 +126,22 @@ def _show_code(places: int) -> str:
 
 # ---------------------------------------------------------------- the cells
 
+def _student_line(st: dict) -> str:
+    """``**Name:** Ada · **Id:** 7 · **Variant:** K3Q9`` in the current language."""
+    words = {"name": _("Name"), "id": _("Id"), "variant": _("Variant")}
+    return " · ".join(f"**{words[k]}:** {_md(st[k])}" for k in ("name", "id", "variant") if k in st)
+
+
+def _english(prose) -> str:
+    """Words for the notebook's code (printed by Python in its checks): English, whatever the page's language."""
+    with i18n.using(None):
+        return printers.text(prose)
+
+
 class _Builder:
     def __init__(self, sol: Solution, answers_hidden: bool, student: dict | None = None,
-                 graded: frozenset = frozenset()):
+                 graded: frozenset = frozenset(), first: int = 0):
+        self.first = first          # the steps before (a chain's earlier blocks'): numbered on from them
         self.graded = frozenset(graded)
         self.student = {k: str(v) for k, v in (student or {}).items() if k in ("name", "id", "variant") and v not in (None, "")}
         self.sol = sol
@@ -167,28 +185,28 @@ class _Builder:
 
         p = self.p
         page = problem_page(p, self.sol.display)
-        title = p.title or "Self-attention"
+        title = p.title or _("Self-attention")
         facts = "\n".join(f"* **{_md(a)}:** {_rich_md(b)}" for a, b in page.facts_rich)
         text = [f"# {_md(title)}", ""]
         if self.student:
-            words = {"name": "Name", "id": "Id", "variant": "Variant"}
-            text += [" · ".join(f"**{words[k]}:** {_md(self.student[k])}" for k in ("name", "id", "variant")
-                                if k in self.student), ""]
+            text += [_student_line(self.student), ""]
         text += [
-                ("A Transformer block" if stages.of(p).attends else "Self-attention")
-                + " in code with NumPy: we run one step at a time, print the result, and check it against the worked "
-                "answer key.", "", facts, "",
-                "You don't need anything installed. Open this notebook in Google Colab (free, runs in your browser), "
-                "or in any Python where numpy is available, and you'll get exactly the same numbers as the key."]
+                (_("A Transformer block in code with NumPy: we run one step at a time, print the result, and check it "
+                   "against the worked answer key.") if stages.of(p).attends else
+                 _("Self-attention in code with NumPy: we run one step at a time, print the result, and check it "
+                   "against the worked answer key.")), "", facts, "",
+                _("You don't need anything installed. Open this notebook in Google Colab (free, runs in your browser), "
+                  "or in any Python where numpy is available, and you'll get exactly the same numbers as the key.")]
         if self.hidden:
-            text += ["", "**This is an exercise.** Write the code for each step in the cell marked "
-                         f"`{PLACEHOLDER}`; the cell after it checks your result against the key and says which "
-                         "step does not match."]
+            text += ["", _("**This is an exercise.** Write the code for each step in the cell marked {placeholder}; the "
+                           "cell after it checks your result against the key and says which step does not match.",
+                           placeholder=f"`{PLACEHOLDER}`")]
         self.md("intro", "\n".join(text))
-        self.md("import-md", "## Step 0: import NumPy\n\n"
-                f"`show` prints a table the way the key does: every number rounded to {p.decimals} decimals, "
-                "and a number exactly halfway rounded up (away from zero), so 1.125 shows as 1.13. NumPy's own "
-                "printing would round it to the even 1.12.")
+        self.md("import-md", _("## Step 0: import NumPy") + "\n\n" + _(
+                "`show` prints a table the way the key does: every number rounded to {places} decimals, and a number "
+                "exactly halfway rounded up (away from zero), so {example} shows as {up}. NumPy's own printing would "
+                "round it to the even {even}.", places=p.decimals, example=current().number("1.125"),
+                up=current().number("1.13"), even=current().number("1.12")))
         self.code("import", "import numpy as np\n"
                   f"np.set_printoptions(precision={p.decimals}, suppress=True)   "
                   f"# other numbers with {p.decimals} decimals\n\n" + _show_code(p.decimals))
@@ -196,38 +214,38 @@ class _Builder:
     def inputs(self):
         p = self.p
         words = "words = [" + ", ".join(repr(t) for t in p.tokens) + "]"
-        self.md("inputs-md", "## The input matrix X\n\n"
+        self.md("inputs-md", _("## The input matrix X") + "\n\n" + _(
                 "A table with one row per word: these are the plain, “starting” descriptions of each word. "
-                "They don't know anything about the other words yet.")
+                "They don't know anything about the other words yet."))
         self.code("inputs", f"{words}\nn, d_model, d_k = {p.n}, {p.d_model}, {p.d_k}   "
                   "# words, size of each word's row of X, size of a query or key\n"
                   + _input("X", p.X) + '\nprint("X shape:", X.shape)\nshow(X)')
         if p.cross:
-            self.md("inputs-enc-md", "## The encoder side X_enc\n\n"
+            self.md("inputs-enc-md", _("## The encoder side X_enc") + "\n\n" + _(
                     "Cross-attention: the words above are the decoder's, and ask the questions (the queries come from "
-                    "X). The encoder's words answer them: the keys and values come from X_enc, one row per encoder word.")
+                    "X). The encoder's words answer them: the keys and values come from X_enc, one row per encoder word."))
             self.code("inputs-enc", "words_enc = [" + ", ".join(repr(t) for t in p.tokens_enc) + "]\n"
                       f"n_enc = {p.n_kv}   # encoder words\n" + _input("X_enc", p.X_enc)
                       + '\nprint("X_enc shape:", X_enc.shape)\nshow(X_enc)')
-        text = ("## The weight matrices\n\n"
-                "W_Q, W_K and W_V create the queries, keys and values. In a real Transformer they are learned "
-                "during training; here they are the problem's numbers. Each has one row per column of X: "
-                f"X ({p.n}×{p.d_model}) can only be multiplied by a {p.d_model} × something table.")
+        text = (_("## The weight matrices") + "\n\n" + _(
+                "W_Q, W_K and W_V create the queries, keys and values. In a real Transformer they are learned during "
+                "training; here they are the problem's numbers. Each has one row per column of X: X ({n}×{d}) can only "
+                "be multiplied by a {d} × something table.", n=p.n, d=p.d_model))
         src = []
         heads = [(f"{h}" if p.multihead else "", head) for h, head in enumerate(p.heads, 1)]
         for suf, head in heads:
             for nm, w in (("W_Q", head.W_Q), ("W_K", head.W_K), ("W_V", head.W_V)):
                 src.append(_input(nm + suf, w))
         if p.multihead:
-            text += (f" There are {len(p.heads)} heads, each with its own W_Q, W_K, W_V (W_Q1 is head 1's); W_O "
-                     "projects their outputs, side by side, to the result.")
+            text += _(" There are {count} heads, each with its own W_Q, W_K, W_V (W_Q1 is head 1's); W_O projects their "
+                      "outputs, side by side, to the result.", count=len(p.heads))
             src.append(_input("W_O", p.W_O))
         first = "W_Q" + heads[0][0]
         src.append(f'print("{first} shape:", {first}.shape)\nshow({first})')
         if p.mask == "causal":
-            text += ("\n\nThis is decoder self-attention: a word may look only at itself and the words before it. "
-                     "`mask` is True where a word would look ahead; those scores become −∞ before the softmax, so "
-                     "their weight is 0.")
+            text += "\n\n" + _("This is decoder self-attention: a word may look only at itself and the words before it. "
+                               "`mask` is True where a word would look ahead; those scores become −∞ before the softmax, "
+                               "so their weight is 0.")
             src.append("mask = np.triu(np.ones((n, n), dtype=bool), k=1)   # True above the diagonal: a later word")
         self.md("weights-md", _md_keep(text))
         self.code("weights", "\n".join(src))
@@ -278,8 +296,9 @@ class _Builder:
                 last = st
         var = self.numpy(last, "")[0]
         src += ["", f"show({var})"]
-        self.md("whole-md", "## The whole block in one cell\n\nEverything together, from X to the last step: paste it into "
-                "Colab and run it." + ("\n\nWrite it yourself, in one cell." if self.hidden else ""))
+        self.md("whole-md", "## " + _("The whole block in one cell") + "\n\n" + _(
+                "Everything together, from X to the last step: paste it into Colab and run it.")
+                + ("\n\n" + _("Write it yourself, in one cell.") if self.hidden else ""))
         self.step_code("whole", "\n".join(src), f"{var}, from X and the weights, in one block",
                        self.sol.matrices()[last.result].shape)
         self.check("whole-check", var, self.sol.matrices()[last.result], "The whole thing in one block", last.result)
@@ -289,10 +308,11 @@ class _Builder:
         mats = self.sol.matrices()
         suf = str(st.head) if st.head is not None else ""
         base = f"step{k:02d}-{st.id}" + (f"-head{suf}" if suf else "")
-        label = f"Step {k} ({printers.text(st.title_prose)})"
-        md = [f"## Step {k}: {_rich_md(st.title_prose)}", "", _rich_md(st.why_prose)]
+        k += self.first
+        label = f"Step {k} ({_english(st.title_prose)})"    # in the check's code: printed by Python, English
+        md = ["## " + _("Step {n}: {title}", n=k, title=_rich_md(st.title_prose)), "", _rich_md(st.why_prose)]
         if st.shape_eq is not None:
-            md += ["", f"Shapes: ${printers.latex(st.shape_eq)}$"]
+            md += ["", _("Shapes: {shapes}", shapes=f"${printers.latex(st.shape_eq)}$")]
         for note in st.notes_prose:
             md += ["", "> " + _rich_md(note)]
         self.md(base + "-md", "\n".join(md))
@@ -346,15 +366,15 @@ class _Builder:
         src += ["", f"show(Z)                                   # {p.n} rich vectors, {self.sol.output.shape[1]} numbers each"]
         formula = "Z = \\mathrm{softmax}\\left(\\frac{Q K^T}{" + (
             "\\sqrt{d_k}" if p.scale == "sqrt" else "1" if p.scale == "none" else div) + "}\\right) V"
-        md = ["## The whole thing in one block", "",
-              "Here is everything together. Paste it into Colab and run it. It is exactly the formula from the key:",
+        md = ["## " + _("The whole thing in one block"), "",
+              _("Here is everything together. Paste it into Colab and run it. It is exactly the formula from the key:"),
               "", f"$${formula}$$"]
         if p.mask == "causal":
-            md += ["", "with the mask: scores of later words are −∞ before the softmax."]
+            md += ["", _("with the mask: scores of later words are −∞ before the softmax.")]
         if p.multihead:
-            md += ["", "for each head, then the heads side by side, times W_O."]
+            md += ["", _("for each head, then the heads side by side, times W_O.")]
         if self.hidden:
-            md += ["", "Write it yourself: from X and the weight matrices to Z, in one cell."]
+            md += ["", _("Write it yourself: from X and the weight matrices to Z, in one cell.")]
         self.md("whole-md", _md_keep("\n".join(md)))
         self.step_code("whole", "\n".join(src), "Z, from X and the weight matrices, in one block",
                        self.sol.output.shape)
@@ -390,14 +410,15 @@ def _coded(problem) -> dict:
 
 
 def build(sol: Solution, *, answers_hidden: bool = False, student: dict | None = None,
-          graded=frozenset()) -> "nbformat.NotebookNode":
+          graded=frozenset(), first: int = 0) -> "nbformat.NotebookNode":
     """The notebook (nbformat v4) for *sol*: the answer notebook, or with *answers_hidden* the exercise.
     *student* (``{"name", "id", "variant"}``, any of them) is named under the title, as on the sheets.
     *graded* names matrices (keys of ``Solution.matrices()``, e.g. ``"weights"``, ``"head1.scores"``) whose
-    check cells test the shape only, without their values: a quiz's graded questions, in a student's file."""
+    check cells test the shape only, without their values: a quiz's graded questions, in a student's file. *first*:
+    the steps before these (a chain's earlier blocks'), so that the steps are numbered on from them."""
     if isinstance(getattr(sol, "blocks", None), list):      # [[blocks]]: a chain (worked.chain.ChainSolution)
         return build_chain(sol, answers_hidden=answers_hidden, student=student, graded=graded)
-    b = _Builder(sol, answers_hidden, student, graded)
+    b = _Builder(sol, answers_hidden, student, graded, first)
     b.intro()
     b.inputs()
     for k, st in enumerate(sol.steps, 1):
@@ -520,17 +541,17 @@ def build_chain(sol, *, answers_hidden: bool = False, student: dict | None = Non
     page = problem_page(c, sol.display)
     cells = []
     st = {k: str(v) for k, v in (student or {}).items() if k in ("name", "id", "variant") and v not in (None, "")}
-    text = [f"# {_md(c.title or 'Attention blocks')}", ""]
+    text = [f"# {_md(c.title or _('Attention blocks'))}", ""]
     if st:
-        words = {"name": "Name", "id": "Id", "variant": "Variant"}
-        text += [" · ".join(f"**{words[k]}:** {_md(st[k])}" for k in ("name", "id", "variant") if k in st), ""]
-    text += [f"{len(sol.blocks)} attention blocks in a chain, in code with NumPy: each block is worked as a problem of "
-             "its own, one step at a time, and checked against the worked answer key. Each block's X is the output Z "
-             f"of the block before, rounded to {c.decimals} places as the key shows it.", "",
+        text += [_student_line(st), ""]
+    text += [_("{count} attention blocks in a chain, in code with NumPy: each block is worked as a problem of its own, "
+               "one step at a time, and checked against the worked answer key. Each block's X is the output Z of the "
+               "block before, rounded to {places} places as the key shows it.", count=len(sol.blocks),
+               places=c.decimals), "",
              "\n".join(f"* **{_md(a)}:** {_rich_md(b)}" for a, b in page.facts_rich)]
     if answers_hidden:
-        text += ["", "**This is an exercise.** Write the code for each step in the cell marked "
-                     f"`{PLACEHOLDER}`; the cell after it checks your result against the key."]
+        text += ["", _("**This is an exercise.** Write the code for each step in the cell marked {placeholder}; the "
+                       "cell after it checks your result against the key.", placeholder=f"`{PLACEHOLDER}`")]
     cells.append(v4.new_markdown_cell("\n".join(text), id="intro"))
     first = 0
     for k, (b, head) in enumerate(zip(sol.blocks, sol.titles()), 1):
@@ -538,20 +559,21 @@ def build_chain(sol, *, answers_hidden: bool = False, student: dict | None = Non
             first += len(sol.blocks[k - 2].steps)
         mine = frozenset(g.split(".", 1)[1] for g in graded if g.startswith(f"block{k}.")) | (
             {stages.OUTPUT} if k == len(sol.blocks) and stages.OUTPUT in graded else set())      # Z: the last block's output
-        nb = build(b, answers_hidden=answers_hidden, graded=mine)
+        nb = build(b, answers_hidden=answers_hidden, graded=mine, first=first)
         pre = f"block{k}-"
         intro = [f"# {_md(head)}"]
         if k > 1:
-            intro += ["", _md(sol.carried_text(k)) + " `carry` rounds it the key's way (NumPy's `np.round` would round "
-                      "a half to even)."]
+            intro += ["", _md(sol.carried_text(k)) + _(" `carry` rounds it the key's way (NumPy's `np.round` would "
+                                                       "round a half to even).")]
         cells.append(v4.new_markdown_cell("\n".join(intro), id=pre + "heading"))
         for cell in nb.cells:
             if cell.id == "intro" or cell.id.startswith("whole") or k > 1 and cell.id.startswith("import"):
                 continue
             cell = copy.deepcopy(cell)
             if k > 1 and cell.id == "inputs-md":
-                cell.source = (f"## The input matrix X of block {k}\n\nBlock {k - 1}'s output Z, rounded to "
-                               f"{c.decimals} places: the numbers block {k} starts from, as the key carries them on.")
+                cell.source = (_("## The input matrix X of block {k}", k=k) + "\n\n" + _(
+                               "Block {before}'s output Z, rounded to {places} places: the numbers block {k} starts "
+                               "from, as the key carries them on.", before=k - 1, places=c.decimals, k=k))
             if k > 1 and cell.id == "inputs":
                 p = b.problem
                 key = [[repr(float(x)) for x in row] for row in p.X]
@@ -567,8 +589,6 @@ def build_chain(sol, *, answers_hidden: bool = False, student: dict | None = Non
                                + check + 'print("X shape:", X.shape)\nshow(X)')
             if k == 1 and cell.id == "import":
                 cell.source += "\n\n\n" + _carry_code(c.decimals)
-            if first and cell.id.startswith("step"):    # numbered on from the block before, as on the pages
-                cell.source = re.sub(r"\bStep (\d+)\b", lambda m: f"Step {int(m.group(1)) + first}", cell.source)
             cell.id = pre + cell.id
             cells.append(cell)
     nb = v4.new_notebook(cells=cells, metadata={"kernelspec": dict(KERNELSPEC), "language_info": dict(LANGUAGE_INFO)})

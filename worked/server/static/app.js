@@ -14,6 +14,21 @@ const S = {
 
 /* ------------------------------------------------------------------ helpers */
 
+/* The page's words in its language: the server puts the translations of this file's _t("…") strings (its
+   catalogue, worked/locale) into <script id="i18n" type="application/json">; {name} places are filled from args. */
+const I18N = (() => {
+  try { return JSON.parse(document.getElementById("i18n").textContent); } catch (e) { return {}; }
+})();
+function _t(msgid, args) {
+  const s = I18N[msgid] || msgid;
+  return args ? s.replace(/\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (m, k) => (k in args ? String(args[k]) : m)) : s;
+}
+
+/* A heading's words inside a sentence: lower case, except in German (its nouns keep their capital). */
+function lowered(text) {
+  return /^de\b/.test(document.documentElement.lang || "") ? text : text.toLowerCase();
+}
+
 const $ = (sel, root = document) => root.querySelector(sel);
 const $$ = (sel, root = document) => Array.from(root.querySelectorAll(sel));
 
@@ -49,15 +64,15 @@ async function api(path, body) {
   try {
     resp = await fetch(path, opts);
   } catch (e) {
-    throw new Error("cannot reach the server (is `worked serve` still running?)");
+    throw new Error(_t("cannot reach the server (is `worked serve` still running?)"));
   }
   const type = resp.headers.get("content-type") || "";
   if (type.includes("application/json")) {
     const data = await resp.json();
-    if (!resp.ok) throw new Error(data.error || `the server answered ${resp.status}`);
+    if (!resp.ok) throw new Error(data.error || _t("the server answered {status}", { status: resp.status }));
     return data;
   }
-  if (!resp.ok) throw new Error(`the server answered ${resp.status}`);
+  if (!resp.ok) throw new Error(_t("the server answered {status}", { status: resp.status }));
   return resp;
 }
 
@@ -90,7 +105,7 @@ async function saveBlob(resp, fallback) {
 
 function busy(button, on, label) {
   if (!button) return;
-  if (on) { button.dataset.label = button.textContent; button.textContent = label || "Working…"; button.disabled = true; }
+  if (on) { button.dataset.label = button.textContent; button.textContent = label || _t("Working…"); button.disabled = true; }
   else { button.textContent = button.dataset.label || button.textContent; button.disabled = false; }
 }
 
@@ -134,17 +149,17 @@ function inputGrid(prefix, label, rows, cols, opts = {}) {
       const id = `${prefix}-${i}-${j}`;
       const input = el("input", {
         id, type: "text", autocomplete: "off", autocapitalize: "off", spellcheck: "false",
-        "aria-label": `${label}, row ${r}, column ${c}`,
+        "aria-label": _t("{grid}, row {row}, column {col}", { grid: label, row: r, col: c }),
         "data-i": i, "data-j": j, class: masked.has(`${i},${j}`) ? "masked" : null,
         inputmode: opts.numeric ? "decimal" : null,
         placeholder: masked.has(`${i},${j}`) ? opts.maskedPlaceholder || "" : null,
       });
       if (opts.values && opts.values[i] && opts.values[i][j] !== undefined) input.value = String(opts.values[i][j]);
       if (opts.asked && !opts.asked.has(`${i},${j}`)) {   // a quiz: a cell no question asks for is not an answer
-        tr.append(el("td", { class: "not-asked" }, el("span", { "aria-label": "not asked", text: "·" })));
+        tr.append(el("td", { class: "not-asked" }, el("span", { "aria-label": _t("not asked"), text: "·" })));
         return;
       }
-      if (opts.asked) { input.classList.add("asked"); input.setAttribute("aria-label", `${input.getAttribute("aria-label")}, asked`); }
+      if (opts.asked) { input.classList.add("asked"); input.setAttribute("aria-label", _t("{cell}, asked", { cell: input.getAttribute("aria-label") })); }
       input.addEventListener("paste", (ev) => pasteMatrix(ev, t, label, rows, cols, opts.onPasteError));
       input.addEventListener("input", () => fitCell(input));
       fitCell(input);
@@ -198,21 +213,21 @@ function pasteMatrix(ev, table, label, rowNames, colNames, onError) {
   const said = shown.length > 60 ? shown.slice(0, 57) + "…" : shown;
   const report = (msg) => { if (onError) onError(msg); };
   if (rows.some((r) => r.length !== width)) {
-    report(`Could not paste “${said}”: its rows have ${[...new Set(rows.map((r) => r.length))].join(" and ")} entries; ` +
-      `${label} needs ${colNames.length} entries in each of its ${rowNames.length} rows (${rowNames.join(", ")}).`);
+    const and = _t(" and ");
+    report(_t("Could not paste “{text}”: its rows have {sizes} entries; {grid} needs {cols} entries in each of its {rows} rows ({names}).",
+      { text: said, sizes: [...new Set(rows.map((r) => r.length))].join(and), grid: label, cols: colNames.length, rows: rowNames.length, names: rowNames.join(", ") }));
     return;
   }
   if (rows.length > roomR || width > roomC) {
-    report(`Could not paste “${said}”: it is ${rows.length}×${width} (${rows.length} row${rows.length === 1 ? "" : "s"} of ${width}), ` +
-      `but from row ${rowNames[i0]}, column ${colNames[j0]} ${label} has room for ${roomR}×${roomC}; ` +
-      `${label} is ${rowNames.length}×${colNames.length} (rows ${rowNames.join(", ")}).`);
+    report(_t("Could not paste “{text}”: it is {r}×{c}, but from row {row}, column {col} {grid} has room for {roomR}×{roomC}; {grid} is {rows}×{cols} (rows {names}).",
+      { text: said, r: rows.length, c: width, row: rowNames[i0], col: colNames[j0], grid: label, roomR, roomC, rows: rowNames.length, cols: colNames.length, names: rowNames.join(", ") }));
     return;
   }
   rows.forEach((r, di) => r.forEach((v, dj) => {
     const cell = table.querySelector(`input[data-i="${i0 + di}"][data-j="${j0 + dj}"]`);
     if (cell) { cell.value = v; fitCell(cell); }
   }));
-  if (onError) onError(`Pasted ${rows.length}×${width} into ${label}.`, true);
+  if (onError) onError(_t("Pasted {rows}×{cols} into {grid}.", { rows: rows.length, cols: width, grid: label }), true);
   at.dispatchEvent(new Event("input", { bubbles: true }));
 }
 
@@ -305,7 +320,7 @@ function idPre() { return S.student.part ? `p${S.student.part.part}-` : ""; }
 /* "Part 2: Causal attention" (the part's title without the quiz's, which the page's heading says). */
 function partName(p) {
   const t = p.title && S.student.title && p.title.startsWith(S.student.title + " — ") ? p.title.slice(S.student.title.length + 3) : p.title;
-  return `Part ${p.part}` + (t ? `: ${t}` : "");
+  return t ? _t("Part {k}: {title}", { k: p.part, title: t }) : _t("Part {k}", { k: p.part });
 }
 
 function renderMixed() {
@@ -319,8 +334,8 @@ function renderMixed() {
     total += pts;
     list.append(el("li", { text: `${partName(p)} (${pts} pt${pts === 1 ? "" : "s"})` }));
   }
-  facts.replaceChildren(el("dt", { text: "Parts" }), el("dd", {}, list),
-    el("dt", { text: "Points" }), el("dd", { text: `${total} in all; each part's problem and questions are below` }));
+  facts.replaceChildren(el("dt", { text: _t("Parts") }), el("dd", {}, list),
+    el("dt", { text: _t("Points") }), el("dd", { text: _t("{total} in all; each part's problem and questions are below", { total }) }));
   $("#problem-inputs").replaceChildren();
   $("#student-downloads").hidden = true;      // worked quiz wrote a sheet per part; the page prints none
   $("#problem-card").hidden = false;
@@ -369,19 +384,19 @@ async function renderMixedReport(report) {
     const res = await markGrids(r);
     wrongAny = wrongAny || res.wrongAny;
     anyCarried = anyCarried || res.t.carried_forward > 0;
-    lines.append(el("li", {}, el("strong", { text: `${partName(p)}: ${r.score.earned} of ${r.score.points} points` }),
-      ` (${r.questions.map((q) => `${q.name || q.ask}: ${q.earned} of ${q.points}`).join("; ")}). ` + countsText(res.t, true)));
+    lines.append(el("li", {}, el("strong", { text: _t("{part}: {earned} of {points} points", { part: partName(p), earned: r.score.earned, points: r.score.points }) }),
+      ` (${r.questions.map((q) => `${q.name || q.ask}: ` + _t("{earned} of {points}", { earned: q.earned, points: q.points })).join("; ")}). ` + countsText(res.t, true)));
     if (r.diagnoses.length) {
-      diag.append(el("h3", { text: `What went wrong in ${partName(p)}` }));
+      diag.append(el("h3", { text: _t("What went wrong in {part}", { part: partName(p) }) }));
       diagnosesInto(diag, r, res.byGrid, res.sv);
       if (first) more += r.diagnoses.length; else { first = r.diagnoses[0]; more += r.diagnoses.length - 1; }
     } else errorsInto(diag, r);
   }
   usePart(null);
   const summary = $("#summary");
-  summary.replaceChildren(el("strong", { class: "score", text: `Points: ${report.score.earned} of ${report.score.points}` }),
+  summary.replaceChildren(el("strong", { class: "score", text: _t("Points: {earned} of {points}", { earned: report.score.earned, points: report.score.points }) }),
     lines, legendMarks(anyCarried));
-  finishReport(wrongAny, `Points: ${report.score.earned} of ${report.score.points}.`, first, more);
+  finishReport(wrongAny, _t("Points: {earned} of {points}.", { earned: report.score.earned, points: report.score.points }), first, more);
 }
 
 function renderProblem() {
@@ -401,7 +416,7 @@ function factsInto(facts) {
     for (const q of S.student.questions) {
       list.append(el("li", { text: `${q.name ? q.name + ": " : ""}${q.ask} (${q.points} pt${q.points === 1 ? "" : "s"}; ${q.tolerance})` }));
     }
-    facts.append(el("dt", { text: "Graded questions" }), el("dd", {}, list));
+    facts.append(el("dt", { text: _t("Graded questions") }), el("dd", {}, list));
   }
 }
 
@@ -502,9 +517,9 @@ function renderAnswerGrids() {
 
 /* The words of a choice question on the page. */
 const CHOICE_WORDS = {
-  points: (n) => `${n} pt${n === 1 ? "" : "s"}`, choose: (pts) => `Choose one (${pts}).`,
-  right: "✓ right", wrong: "✗ wrong", blank: "Not answered.", gotRight: (pts) => `Right (${pts}).`,
-  gotWrong: (pts) => `Not the right option (${pts}).`, earned: (e, pts) => `${e} of ${pts}`,
+  points: (n) => (n === 1 ? _t("{n} pt", { n }) : _t("{n} pts", { n })), choose: (pts) => _t("Choose one ({pts}).", { pts }),
+  right: _t("✓ right"), wrong: _t("✗ wrong"), blank: _t("Not answered."), gotRight: (pts) => _t("Right ({pts}).", { pts }),
+  gotWrong: (pts) => _t("Not the right option ({pts}).", { pts }), earned: (e, pts) => _t("{earned} of {points}", { earned: e, points: pts }),
 };
 
 /* A choice question: its options as radio buttons in a fieldset whose legend says what is asked. */
@@ -528,8 +543,10 @@ function choiceField(q, saved) {
 
 /* "weights[1,2]" as the grid labels it: "Attention weights[cats, chase]". */
 function readableAsk(ask, g) {
+  const everyRow = _t("every row");
+  const everyCol = _t("every column");
   return ask.replace(/^([\w.]+)\[([\d*]+),\s*([\d*]+)\]$/, (all, key, i, j) =>
-    `${g.label}[${i === "*" ? "every row" : g.rows[+i - 1] || i}, ${j === "*" ? "every column" : g.cols[+j - 1] || j}]`);
+    `${g.label}[${i === "*" ? everyRow : g.rows[+i - 1] || i}, ${j === "*" ? everyCol : g.cols[+j - 1] || j}]`);
 }
 
 function collectAnswers() {
@@ -571,7 +588,7 @@ function saveAnswers() {
 
 /* ------------------------------------------------------------------ student: checking */
 
-const VERDICT_TEXT = { correct: "correct", wrong: "wrong", blank: "not answered", invalid: "could not be read" };
+const VERDICT_TEXT = { correct: _t("correct"), wrong: _t("wrong"), blank: _t("not answered"), invalid: _t("could not be read") };
 
 function clearMarks(root = gridsRoot()) {
   for (const td of $$("td", root)) {
@@ -591,10 +608,10 @@ async function checkAnswers(ev) {
   status.classList.remove("bad");
   const mixed = !!S.student.parts;
   const { answers, any } = mixed ? collectMixed() : collectAnswers();
-  if (!any) { status.textContent = "Type at least one answer first."; status.classList.add("bad"); return; }
+  if (!any) { status.textContent = _t("Type at least one answer first."); status.classList.add("bad"); return; }
   saveAnswers();
   const btn = $("#check-btn");
-  busy(btn, true, "Checking…");
+  busy(btn, true, _t("Checking…"));
   let report;
   try {
     const source = S.student.source;
@@ -637,14 +654,15 @@ function humanize(text) {
 function unreadableReason(raw, message) {
   const nums = raw.trim().split(/\s*[,;]\s+|\s*;\s*|\s+/).filter(Boolean);
   if (nums.length > 1 && nums.every((x) => /^[-+−]?\d*[.,]?\d+$/.test(x))) {
-    return `“${raw.trim()}” is ${nums.length} numbers; a cell holds one (paste a whole row or matrix into a cell to fill several)`;
+    return _t("“{text}” is {n} numbers; a cell holds one (paste a whole row or matrix into a cell to fill several)", { text: raw.trim(), n: nums.length });
   }
+  const nan = _t("not a number");
   let m = message || "";
   m = m.replace(/^[^:]*\[\d+,\d+\]:\s*/, "");
   m = m.replace(/^cannot read '(?:[^'\\]|\\.)*':\s*/, "").replace(/^cannot read "(?:[^"\\]|\\.)*":\s*/, "");
   const lead = raw.trim() + ": ";
   if (m.startsWith(lead)) m = m.slice(lead.length);
-  return `“${raw.trim()}” cannot be read: ${m || "not a number"}`;
+  return _t("“{text}” cannot be read: {why}", { text: raw.trim(), why: m || nan });
 }
 
 function gridId(key) { return "grid-" + idPre() + key.replace(/\W/g, "_"); }
@@ -659,13 +677,13 @@ async function renderReport(report) {
   }
   summary.textContent = report.summary_text || countsText(report.summary, !!askedCells());
   if (report.score) {
-    summary.append(el("br"), el("strong", { class: "score", text: `Points: ${report.score.earned} of ${report.score.points}` }),
-      " (" + report.questions.map((q) => `${q.name || q.ask}: ${q.earned} of ${q.points}`).join("; ") + ")");
+    summary.append(el("br"), el("strong", { class: "score", text: _t("Points: {earned} of {points}", { earned: report.score.earned, points: report.score.points }) }),
+      " (" + report.questions.map((q) => `${q.name || q.ask}: ` + _t("{earned} of {points}", { earned: q.earned, points: q.points })).join("; ") + ")");
   }
   summary.append(el("br"), legendMarks(report.summary.carried_forward > 0));
   const diag = $("#diagnoses");
   diag.replaceChildren();
-  if (report.diagnoses.length) diag.append(el("h3", { text: "What went wrong" }));
+  if (report.diagnoses.length) diag.append(el("h3", { text: _t("What went wrong") }));
   diagnosesInto(diag, report, byGrid, sv);
   finishReport(wrongAny, summary.firstChild.textContent, report.diagnoses[0], report.diagnoses.length - 1);
 }
@@ -673,16 +691,16 @@ async function renderReport(report) {
 /* "3 of 5 asked entries correct, 1 wrong (…), 1 not answered." */
 function countsText(s, asked) {
   const total = s.correct + s.wrong + s.blank + s.invalid;
-  return `${s.correct} of ${total} ${asked ? "asked " : ""}entries correct` +
-    (s.wrong ? `, ${s.wrong} wrong` + (s.carried_forward ? ` (${s.carried_forward} of them only because of an earlier slip)` : "") : "") +
-    (s.blank ? `, ${s.blank} not answered` : "") + (s.invalid ? `, ${s.invalid} could not be read` : "") + ".";
+  return (asked ? _t("{n} of {total} asked entries correct", { n: s.correct, total }) : _t("{n} of {total} entries correct", { n: s.correct, total })) +
+    (s.wrong ? _t(", {n} wrong", { n: s.wrong }) + (s.carried_forward ? _t(" ({n} of them only because of an earlier slip)", { n: s.carried_forward }) : "") : "") +
+    (s.blank ? _t(", {n} not answered", { n: s.blank }) : "") + (s.invalid ? _t(", {n} could not be read", { n: s.invalid }) : "") + ".";
 }
 
 function legendMarks(anyCarried) {
   return el("span", { class: "legend-marks" },
-    el("span", { text: "✓ correct" }), el("span", { text: "✗ wrong" }),
-    anyCarried ? el("span", { text: "↪ wrong, but right from your own earlier answers" }) : null,
-    el("span", { text: "? could not be read" }));
+    el("span", { text: _t("✓ correct") }), el("span", { text: _t("✗ wrong") }),
+    anyCarried ? el("span", { text: _t("↪ wrong, but right from your own earlier answers") }) : null,
+    el("span", { text: _t("? could not be read") }));
 }
 
 /* The report's diagnoses in the feedback card: a link to each one shown at its grid, the others in full; then
@@ -692,8 +710,8 @@ function diagnosesInto(diag, report, byGrid, sv) {
     const placed = Object.values(byGrid).some((ds) => ds.includes(d));
     if (!placed) { diag.append(diagnosisBox(d, sv, false)); continue; }
     const key = Object.keys(byGrid).find((k) => byGrid[k].includes(d));
-    diag.append(el("p", { class: "diag-link" }, d.code === "early-rounding" ? "Note: " : "✗ ", titleOf(d), ": ",
-      el("a", { href: "#" + d._id }, `at ${gridLabel(key)}${d.step ? `, re-read ${stepSpan(d)}` : ""}`)));
+    diag.append(el("p", { class: "diag-link" }, d.code === "early-rounding" ? _t("Note: ") : "✗ ", titleOf(d), ": ",
+      el("a", { href: "#" + d._id }, d.step ? _t("at {grid}, re-read {steps}", { grid: gridLabel(key), steps: stepSpan(d) }) : _t("at {grid}", { grid: gridLabel(key) }))));
   }
   errorsInto(diag, report);
 }
@@ -712,7 +730,7 @@ function finishReport(wrongAny, text, first, more) {
   status.replaceChildren(text);
   if (first) {
     status.append(" ", el("a", { href: "#" + first._id, class: "to-diag" },
-      `What went wrong: ${first.title}${more > 0 ? ` (and ${more} more)` : ""}`));
+      more > 0 ? _t("What went wrong: {title} (and {n} more)", { title: first.title, n: more }) : _t("What went wrong: {title}", { title: first.title })));
   }
   $("#solution-actions").hidden = S.info.no_solutions;
   $("#feedback").hidden = false;
@@ -754,7 +772,7 @@ async function markGrids(report) {
       else if (v === "wrong" && carried) { td.classList.add("ecf"); mark.textContent = "↪"; }
       else if (v === "wrong") { td.classList.add("bad"); mark.textContent = "✗"; input.setAttribute("aria-invalid", "true"); }
       else if (v === "invalid") { td.classList.add("bad"); mark.textContent = "?"; input.setAttribute("aria-invalid", "true"); }
-      sr.textContent = v === "blank" ? "" : (carried ? "wrong, but right from your own earlier answers" : VERDICT_TEXT[v]);
+      sr.textContent = v === "blank" ? "" : (carried ? _t("wrong, but right from your own earlier answers") : VERDICT_TEXT[v]);
       input.removeAttribute("title");
       const notes = [];
       if (v === "invalid") notes.push(el("span", { class: "why", text: unreadableReason(input.value, errs[`${i},${j}`]) }));
@@ -768,25 +786,25 @@ async function markGrids(report) {
       }
     });
     const total = mine ? mine.cells.size : m.shape[0] * m.shape[1];
-    const parts = [`${c.correct} of ${total} ${mine ? "asked " : ""}correct`];
-    if (c.wrong) parts.push(`${c.wrong} wrong` + (c.carried_forward ? ` (${c.carried_forward} follow correctly from your earlier answers ↪)` : ""));
-    if (c.blank) parts.push(`${c.blank} not answered`);
-    if (c.invalid) parts.push(`${c.invalid} could not be read`);
+    const parts = [mine ? _t("{n} of {total} asked correct", { n: c.correct, total }) : _t("{n} of {total} correct", { n: c.correct, total })];
+    if (c.wrong) parts.push(_t("{n} wrong", { n: c.wrong }) + (c.carried_forward ? _t(" ({n} follow correctly from your earlier answers ↪)", { n: c.carried_forward }) : ""));
+    if (c.blank) parts.push(_t("{n} not answered", { n: c.blank }));
+    if (c.invalid) parts.push(_t("{n} could not be read", { n: c.invalid }));
     const p = $(".verdict", fs);
     const realWrong = c.wrong - (c.carried_forward || 0) + c.invalid;
     p.className = "verdict " + (realWrong ? "bad" : c.correct ? "ok" : "");
     p.textContent = parts.join(", ") + ".";
     if (m.consistent_with_earlier === true && c.wrong) {
-      p.append(el("br"), `Consistent with your earlier answers (${m.based_on.map(gridLabel).join(", ")}): the slip was earlier, not here.`);
+      p.append(el("br"), _t("Consistent with your earlier answers ({grids}): the slip was earlier, not here.", { grids: m.based_on.map(gridLabel).join(", ") }));
     }
     const hasExpected = $$(".cell-note .expected", fs).length > 0;
     if (hasExpected) {   // the expected values on demand: a button, for touch and keyboard alike
       fs.classList.add("hide-expected");
-      const b = el("button", { type: "button", class: "show-expected", "aria-expanded": "false", text: "Show the expected values" });
+      const b = el("button", { type: "button", class: "show-expected", "aria-expanded": "false", text: _t("Show the expected values") });
       b.addEventListener("click", () => {
         const on = fs.classList.toggle("hide-expected");
         b.setAttribute("aria-expanded", on ? "false" : "true");
-        b.textContent = on ? "Show the expected values" : "Hide the expected values";
+        b.textContent = on ? _t("Show the expected values") : _t("Hide the expected values");
       });
       p.append(" ", b);
     }
@@ -796,13 +814,13 @@ async function markGrids(report) {
       wrongAny = true;
       if (!(byGrid[key] || []).length && m.step && c.wrong - (c.carried_forward || 0) > 0) {
         // a plain slip: no mistake named, but the step to redo is
-        slot.append(el("p", { class: "reread" }, `A slip in ${label}: re-read Step ${m.step.number}: `,
+        slot.append(el("p", { class: "reread" }, _t("A slip in {grid}: re-read Step {n}: ", { grid: label, n: m.step.number }),
           prose(m.step.title_math, m.step.title), "."));
       }
       if (sv) {
         const steps = sv.steps.filter((s) => s.result === key);
         if (steps.length) {
-          const d = el("details", { class: "step" }, el("summary", { text: `Show the worked step for ${label}` }));
+          const d = el("details", { class: "step" }, el("summary", { text: _t("Show the worked step for {grid}", { grid: label }) }));
           steps.forEach((s) => d.append(renderStep(s, sv)));
           $(".step-slot", fs).append(d);
         }
@@ -877,7 +895,7 @@ function stepSpan(d) {
   const nums = [d.step.number, ...(d.matrices || []).map((k) => mats[k] && mats[k].step && mats[k].step.number)]
     .filter((n) => Number.isInteger(n));
   const lo = Math.min(...nums), hi = Math.max(...nums);
-  return hi > lo ? `Steps ${lo}–${hi}` : `Step ${d.step.number}`;
+  return hi > lo ? _t("Steps {lo}–{hi}", { lo, hi }) : _t("Step {n}", { n: d.step.number });
 }
 
 function capital(t) { return t.charAt(0).toUpperCase() + t.slice(1); }
@@ -892,16 +910,16 @@ function titleOf(d) {
 function diagnosisBox(d, sv, atGrid) {   // atGrid: the key of the grid it is shown at, or false
   const info = d.code === "early-rounding";
   const box = el("div", { class: "diag" + (info ? " info" : ""), role: info ? null : "note", id: d._id, tabindex: "-1" },
-    el(atGrid ? "p" : "h3", { class: "diag-title" }, info ? "Note: " : "✗ ", titleOf(d), " ", el("code", { text: d.code })),
+    el(atGrid ? "p" : "h3", { class: "diag-title" }, info ? _t("Note: ") : "✗ ", titleOf(d), " ", el("code", { text: d.code })),
     el("p", { class: "msg" }, prose(d.message_math, d.message)),
-    d.matrices && d.matrices.length ? el("p", { text: "Where: " + d.matrices.map(gridLabel).join(", ") + "." }) : null);
+    d.matrices && d.matrices.length ? el("p", { text: _t("Where: {grids}.", { grids: d.matrices.map(gridLabel).join(", ") }) }) : null);
   if (d.step) {
     const span = stepSpan(d);
-    box.append(el("p", { class: "reread" }, span.startsWith("Steps") ? `Re-read ${span}, from Step ${d.step.number}: `
-      : `Re-read ${span}: `, prose(d.step.title_math, d.step.title), "."));
+    box.append(el("p", { class: "reread" }, span !== _t("Step {n}", { n: d.step.number }) ? _t("Re-read {steps}, from Step {n}: ", { steps: span, n: d.step.number })
+      : _t("Re-read {steps}: ", { steps: span }), prose(d.step.title_math, d.step.title), "."));
     const own = sv && atGrid && sv.steps[d.step.number - 1] && sv.steps[d.step.number - 1].result === atGrid;
     if (sv && sv.steps[d.step.number - 1] && !own) {   // (the grid's own step is under the grid already)
-      const det = el("details", { class: "step" }, el("summary", { text: `Show Step ${d.step.number}` }));
+      const det = el("details", { class: "step" }, el("summary", { text: _t("Show Step {n}", { n: d.step.number }) }));
       det.append(renderStep(sv.steps[d.step.number - 1], sv, d.step.number));
       box.append(det);
     }
@@ -919,11 +937,11 @@ function gridLabel(key) {
 function renderStep(step, sv, number) {
   const n = number || sv.steps.indexOf(step) + 1;
   const box = el("div", { class: "s" });
-  box.append(el("h3", { text: `Step ${n}. ${step.title}` }));
+  box.append(el("h3", { text: _t("Step {n}. {title}", { n, title: step.title }) }));
   if (step.why) box.append(el("p", { class: "why", text: step.why }));
-  if (step.shape) box.append(el("p", { class: "shape", text: `shapes: ${step.shape}` }));
+  if (step.shape) box.append(el("p", { class: "shape", text: _t("shapes: {shape}", { shape: step.shape }) }));
   for (const note of step.notes || []) box.append(el("p", { class: "notes", text: note }));
-  const lines = el("div", { class: "lines", tabindex: "0", role: "region", "aria-label": `Step ${n}, the lines` });
+  const lines = el("div", { class: "lines", tabindex: "0", role: "region", "aria-label": _t("Step {n}, the lines", { n }) });
   let group = null;
   for (const ln of step.lines) {
     if (ln.group && ln.group !== group) {
@@ -950,7 +968,7 @@ function renderStep(step, sv, number) {
 
 async function showSolution() {
   const btn = $("#show-solution");
-  busy(btn, true, "Loading…");
+  busy(btn, true, _t("Loading…"));
   const parts = S.student.parts || [null];       // a mixed variant: each part's solution under its name
   const views = [];
   for (const p of parts) {
@@ -959,7 +977,7 @@ async function showSolution() {
   }
   if (parts[0]) usePart(null);
   busy(btn, false);
-  if (views.some((sv) => !sv)) { $("#check-status").textContent = "The worked solution is not available on this server."; return; }
+  if (views.some((sv) => !sv)) { $("#check-status").textContent = _t("The worked solution is not available on this server."); return; }
   const body = $("#solution-body");
   body.replaceChildren();
   views.forEach((sv, k) => {
@@ -984,12 +1002,12 @@ function teacherShape() {
   const toks = v("tokens").split(/[\s,]+/).filter(Boolean);
   const int = (k, lo, hi) => {
     const x = Number(v(k));
-    if (!Number.isInteger(x) || x < lo || x > hi) throw new Error(`${$(T_FIELDS[k]).labels[0].firstChild.textContent.trim()}: expected a whole number from ${lo} to ${hi}`);
+    if (!Number.isInteger(x) || x < lo || x > hi) throw new Error(_t("{field}: expected a whole number from {lo} to {hi}", { field: $(T_FIELDS[k]).labels[0].firstChild.textContent.trim(), lo, hi }));
     return x;
   };
   const L = S.info.limits;
-  if (toks.length < 1) throw new Error("Tokens: type at least one token");
-  if (toks.length > L.tokens) throw new Error(`Tokens: at most ${L.tokens}`);
+  if (toks.length < 1) throw new Error(_t("Tokens: type at least one token"));
+  if (toks.length > L.tokens) throw new Error(_t("Tokens: at most {n}", { n: L.tokens }));
   return { title: v("title"), tokens: toks, d_model: int("d_model", 1, L.dim), d_k: int("d_k", 1, L.dim),
     d_v: int("d_v", 1, L.dim), heads: int("heads", 1, L.heads), scale: v("scale") || "sqrt",
     mask: v("mask"), decimals: int("decimals", 0, L.decimals) };
@@ -1040,8 +1058,8 @@ function fillTeacher(problem) {
   note.hidden = true;
   if (problem.blocks) {     // a chain: previewed and downloaded as loaded (its TOML file is where it is edited)
     S.teacher.whole = problem;
-    note.textContent = `“${problem.title}” is a chain of ${problem.blocks.length} blocks: the key, the sheets and ` +
-      "the quiz use it as loaded (edit its TOML file to change it). Make the grids to enter a problem instead.";
+    note.textContent = _t("“{title}” is a chain of {n} blocks: the key, the sheets and the quiz use it as loaded (edit its TOML file to change it). Make the grids to enter a problem instead.",
+      { title: problem.title, n: problem.blocks.length });
     note.hidden = false;
     $("#teacher-grids").replaceChildren();
     return;
@@ -1075,13 +1093,13 @@ function teacherProblem() {
     for (const input of $$("input", fs)) {
       if (input.value.trim() === "") {
         input.focus();
-        throw new Error(`${input.getAttribute("aria-label")} is empty`);
+        throw new Error(_t("{cell} is empty", { cell: input.getAttribute("aria-label") }));
       }
     }
     grids[fs.dataset.key] = readGrid($("table", fs));
   }
   if (!grids.X || grids.X.length !== sh.tokens.length || grids.X[0].length !== sh.d_model) {
-    throw new Error("The grids do not match the sizes above: press “Make the grids” first");
+    throw new Error(_t("The grids do not match the sizes above: press “Make the grids” first"));
   }
   const p = { title: sh.title, tokens: sh.tokens, X: grids.X, scale: sh.scale, mask: sh.mask, decimals: sh.decimals };
   if (sh.heads === 1) Object.assign(p, { W_Q: grids["h1.W_Q"], W_K: grids["h1.W_K"], W_V: grids["h1.W_V"] });
@@ -1092,7 +1110,7 @@ function teacherProblem() {
   }
   Object.assign(p, S.teacher.extra || {});
   if ($("#t-train").checked) {
-    if (!grids.T) throw new Error("The training step needs its target T: press “Make the grids” first");
+    if (!grids.T) throw new Error(_t("The training step needs its target T: press “Make the grids” first"));
     p.train = { target: grids.T, loss: "mse", lr: $("#t-lr").value.trim() || "1/10" };
   }
   return p;
@@ -1112,7 +1130,7 @@ async function download(problem, doc, fmt) {
     body: JSON.stringify({ problem, document: doc, format: fmt }),
   });
   if (!resp.ok) {
-    let msg = `the server answered ${resp.status}`;
+    let msg = _t("the server answered {status}", { status: resp.status });
     try { msg = (await resp.json()).error || msg; } catch (e) { /* not JSON */ }
     throw new Error(msg);
   }
@@ -1123,25 +1141,25 @@ async function download(problem, doc, fmt) {
 function randomFamily() {
   const v = (k) => $("#r-" + k).value.trim();
   const whole = (k, label) => {
-    if (!/^-?\d+$/.test(v(k))) throw new Error(`${label}: expected a whole number`);
+    if (!/^-?\d+$/.test(v(k))) throw new Error(_t("{field}: expected a whole number", { field: label }));
     return parseInt(v(k), 10);
   };
   const family = {
-    d_model: whole("d_model", "d_model"), d_k: whole("d_k", "d_k"), heads: whole("heads", "Heads"),
-    range: [whole("lo", "Smallest entry"), whole("hi", "Largest entry")], mask: v("mask"),
-    scale: v("scale") || "sqrt", decimals: whole("decimals", "Decimals"),
+    d_model: whole("d_model", "d_model"), d_k: whole("d_k", "d_k"), heads: whole("heads", _t("Heads")),
+    range: [whole("lo", _t("Smallest entry")), whole("hi", _t("Largest entry"))], mask: v("mask"),
+    scale: v("scale") || "sqrt", decimals: whole("decimals", _t("Decimals")),
   };
   if (/^\d+$/.test(v("tokens"))) family.tokens = parseInt(v("tokens"), 10);
   else family.words = v("tokens").split(/[\s,]+/).filter(Boolean);
   if (v("d_v")) family.d_v = whole("d_v", "d_v");
-  if (v("wlo") || v("whi")) family.weight_range = [whole("wlo", "Smallest weight-matrix entry"), whole("whi", "Largest weight-matrix entry")];
+  if (v("wlo") || v("whi")) family.weight_range = [whole("wlo", _t("Smallest weight-matrix entry")), whole("whi", _t("Largest weight-matrix entry"))];
   const number = (k, label) => {
-    if (!/^\d*\.?\d+$/.test(v(k))) throw new Error(`${label}: expected a number such as 0.5`);
+    if (!/^\d*\.?\d+$/.test(v(k))) throw new Error(_t("{field}: expected a number such as 0.5", { field: label }));
     return parseFloat(v(k));
   };
-  if (v("max_weight")) family.max_weight = number("max_weight", "Largest weight");
-  if (v("min_weight")) family.min_weight = number("min_weight", "Smallest weight");
-  if (v("max_score")) family.max_score = number("max_score", "Largest |scaled score|");
+  if (v("max_weight")) family.max_weight = number("max_weight", _t("Largest weight"));
+  if (v("min_weight")) family.min_weight = number("min_weight", _t("Smallest weight"));
+  if (v("max_score")) family.max_score = number("max_score", _t("Largest |scaled score|"));
   family.ties = $("#r-ties").checked;
   // the architectures the solver has: cross-attention, a chain of blocks, a training step
   if (v("attention") === "cross") {
@@ -1165,16 +1183,16 @@ function randomFamily() {
 /* The knobs of `worked new`: [key, label, the random form's value, help]. The random form shows them all (and a
  * seed); the quiz builder shows them per part, empty meaning the default. */
 const KNOBS = [
-  ["tokens", "Tokens", "3", "a count, or words separated by spaces"],
-  ["d_model", "d_model", "4"], ["d_k", "d_k", "2"], ["d_v", "d_v", "", "empty: same as d_k"],
-  ["heads", "Heads", "1"], ["lo", "Smallest entry", "-2"], ["hi", "Largest entry", "3"],
-  ["wlo", "Smallest weight-matrix entry", "", "empty: as the entries"], ["whi", "Largest weight-matrix entry", "", "empty: as the entries"],
-  ["mask", "Mask", "none"], ["scale", "Scale", "sqrt", "sqrt, none or a number"], ["decimals", "Decimals", "2", "the places shown and asked"],
-  ["max_weight", "Largest weight", "0.9", "in every softmax row"], ["min_weight", "Smallest weight", "", "empty: one unit of the last place"],
-  ["max_score", "Largest |scaled score|", "5", "0: no limit"], ["ties", "Allow ties for the largest score", ""],
-  ["attention", "Attention", "self"], ["tokens_enc", "Encoder tokens", "", "cross: a count or words; empty: as the tokens"],
-  ["blocks", "Blocks", "", "a chain, such as self-causal, cross; empty: one block"],
-  ["train", "Add a training step", ""], ["lr", "Learning rate", "", "empty: the default"],
+  ["tokens", _t("Tokens"), "3", _t("a count, or words separated by spaces")],
+  ["d_model", "d_model", "4"], ["d_k", "d_k", "2"], ["d_v", "d_v", "", _t("empty: same as d_k")],
+  ["heads", _t("Heads"), "1"], ["lo", _t("Smallest entry"), "-2"], ["hi", _t("Largest entry"), "3"],
+  ["wlo", _t("Smallest weight-matrix entry"), "", _t("empty: as the entries")], ["whi", _t("Largest weight-matrix entry"), "", _t("empty: as the entries")],
+  ["mask", _t("Mask"), "none"], ["scale", _t("Scale"), "sqrt", _t("sqrt, none or a number")], ["decimals", _t("Decimals"), "2", _t("the places shown and asked")],
+  ["max_weight", _t("Largest weight"), "0.9", _t("in every softmax row")], ["min_weight", _t("Smallest weight"), "", _t("empty: one unit of the last place")],
+  ["max_score", _t("Largest |scaled score|"), "5", _t("0: no limit")], ["ties", _t("Allow ties for the largest score"), ""],
+  ["attention", _t("Attention"), "self"], ["tokens_enc", _t("Encoder tokens"), "", _t("cross: a count or words; empty: as the tokens")],
+  ["blocks", _t("Blocks"), "", _t("a chain, such as self-causal, cross; empty: one block")],
+  ["train", _t("Add a training step"), ""], ["lr", _t("Learning rate"), "", _t("empty: the default")],
 ];
 const KNOB_TEXT = ["tokens", "scale", "tokens_enc", "blocks", "lr"];      // typed as text, not as a number
 
@@ -1192,20 +1210,20 @@ function knobField(id, key, label, def, help) {
 
 function buildRandomForm() {
   const form = $("#random-form");
-  for (const [key, label, def, help] of [...KNOBS, ["seed", "Seed", "1"]]) form.append(knobField("r-" + key, key, label, def, help));
-  form.append(el("div", { class: "field wide" }, el("button", { type: "submit", class: "primary", id: "draw", text: "Draw a problem" })));
+  for (const [key, label, def, help] of [...KNOBS, ["seed", _t("Seed"), "1"]]) form.append(knobField("r-" + key, key, label, def, help));
+  form.append(el("div", { class: "field wide" }, el("button", { type: "submit", class: "primary", id: "draw", text: _t("Draw a problem") })));
   form.addEventListener("submit", (ev) => {
     ev.preventDefault();
     teacherAction(async () => {
       const family = randomFamily();
       const v = (k) => $("#r-" + k).value.trim();
-      if (!/^\d+$/.test(v("seed"))) throw new Error("Seed: expected a whole number");
+      if (!/^\d+$/.test(v("seed"))) throw new Error(_t("Seed: expected a whole number"));
       const seed = parseInt(v("seed"), 10);
-      family.title = `random problem (seed ${seed})`;
+      family.title = _t("random problem (seed {seed})", { seed });
       const data = await api("/api/new", { family, seed });
       S.teacher.problem = data.problem;
       fillTeacher(data.problem);
-      $("#teacher-status").textContent = `Drew “${data.problem.title}”. Preview the key or download below.`;
+      $("#teacher-status").textContent = _t("Drew “{title}”. Preview the key or download below.", { title: data.problem.title });
     }, $("#draw"));
   });
 }
@@ -1218,16 +1236,18 @@ function buildRandomForm() {
  * and makes the quiz from them. */
 
 const QUIZ_WORDS = {
-  part: (k) => `Part ${k}`, single: "The problem and its questions", question: (k) => `Question ${k}`,
-  family: "Problem family (the knobs of worked new; empty: the default)", useRandom: "Use the random problem's knobs",
-  addQuestion: "Add a question", removePart: "Remove this part", up: "Move up", down: "Move down", remove: "Remove",
-  ask: "Ask", askHelp: "such as scores[2,3], weights[1,*] or Z", matrix: "Matrix", row: "Row", col: "Column",
-  every: (what) => `every ${what} (*)`, typed: "(as typed)", type: "Type", value: "a number to type",
-  choice: "choose among options", choices: "Options", choicesHelp: "empty: 4; the right value and named mistakes' values",
-  points: "Points", pointsHelp: "empty: 1", abs: "Tolerance ±", absHelp: "absolute; empty: one unit of the last place",
-  rel: "Relative tolerance", relHelp: "0.02 is 2 %", name: "Name", nameHelp: "empty: q1, q2, …",
-  partTitle: "Title of the part", ready: (q, p) => `The spec makes a quiz: ${q} question${q === 1 ? "" : "s"}` +
-    (p > 1 ? ` in ${p} parts.` : "."), notYet: "The spec cannot make a quiz yet: ",
+  part: (k) => _t("Part {k}", { k }), single: _t("The problem and its questions"), question: (k) => _t("Question {k}", { k }),
+  family: _t("Problem family (the knobs of worked new; empty: the default)"), useRandom: _t("Use the random problem's knobs"),
+  addQuestion: _t("Add a question"), removePart: _t("Remove this part"), up: _t("Move up"), down: _t("Move down"), remove: _t("Remove"),
+  ask: _t("Ask"), askHelp: _t("such as scores[2,3], weights[1,*] or Z"), matrix: _t("Matrix"), row: _t("Row"), col: _t("Column"),
+  every: (what) => (what === "row" ? _t("every row (*)") : _t("every column (*)")), typed: _t("(as typed)"), type: _t("Type"), value: _t("a number to type"),
+  choice: _t("choose among options"), choices: _t("Options"), choicesHelp: _t("empty: 4; the right value and named mistakes' values"),
+  points: _t("Points"), pointsHelp: _t("empty: 1"), abs: _t("Tolerance ±"), absHelp: _t("absolute; empty: one unit of the last place"),
+  rel: _t("Relative tolerance"), relHelp: _t("0.02 is 2 %"), name: _t("Name"), nameHelp: _t("empty: q1, q2, …"),
+  partTitle: _t("Title of the part"),
+  ready: (q, p) => (p > 1 ? (q === 1 ? _t("The spec makes a quiz: {q} question in {p} parts.", { q, p }) : _t("The spec makes a quiz: {q} questions in {p} parts.", { q, p }))
+    : (q === 1 ? _t("The spec makes a quiz: {q} question.", { q }) : _t("The spec makes a quiz: {q} questions.", { q }))),
+  notYet: _t("The spec cannot make a quiz yet: "),
 };
 
 const QUIZ_START = { title: "Attention quiz 1", seed: 2026, count: 2,
@@ -1433,11 +1453,11 @@ function renumberQuiz() {
     $(".part-title", part).hidden = !mixed;
     $(".remove-part", part).hidden = parts.length < 2;
     $(".remove-part", part).setAttribute("aria-label", `${QUIZ_WORDS.removePart}: ${head}`);
-    $(".add-question", part).setAttribute("aria-label", `${QUIZ_WORDS.addQuestion} to ${head.toLowerCase()}`);
-    $(".use-random", part).setAttribute("aria-label", `${QUIZ_WORDS.useRandom} in ${head.toLowerCase()}`);
+    $(".add-question", part).setAttribute("aria-label", _t("Add a question to {part}", { part: lowered(head) }));
+    $(".use-random", part).setAttribute("aria-label", _t("Use the random problem's knobs in {part}", { part: lowered(head) }));
     const rows = $$(".qrows > li", part);
     rows.forEach((row, k) => {
-      const what = QUIZ_WORDS.question(k + 1) + (mixed ? ` of ${head.toLowerCase()}` : "");
+      const what = mixed ? _t("{question} of {part}", { question: QUIZ_WORDS.question(k + 1), part: lowered(head) }) : QUIZ_WORDS.question(k + 1);
       $("legend", row).textContent = QUIZ_WORDS.question(k + 1);
       for (const b of $$("[data-act]", row)) {
         b.setAttribute("aria-label", `${b.textContent.replace(/^[↑↓] /, "")}: ${what}`);
@@ -1535,7 +1555,7 @@ function applyQuizCheck(r) {
   });
   const line = $("#q-check");
   const n = $$("#q-parts .qrows > li").length, p = $$("#q-parts > fieldset.qpart").length;
-  const text = r.error ? QUIZ_WORDS.notYet + (shown ? "see the field marked above." : r.error.message) : QUIZ_WORDS.ready(n, p);
+  const text = r.error ? QUIZ_WORDS.notYet + (shown ? _t("see the field marked above.") : r.error.message) : QUIZ_WORDS.ready(n, p);
   if (line.textContent !== text) line.textContent = text;      // (a live region: said when it changes)
   line.classList.toggle("bad", !!r.error);
 }
@@ -1550,9 +1570,9 @@ function setupQuizBuilder() {
     showError($("#quiz-error"), null);
     try {
       const data = await api("/api/quiz-specs/" + encodeURIComponent(load.value));
-      if (!data.spec) throw new Error(`${load.value}: the form cannot show this spec (its TOML cannot be read)`);
+      if (!data.spec) throw new Error(_t("{name}: the form cannot show this spec (its TOML cannot be read)", { name: load.value }));
       fillQuiz(data.spec);
-      $("#quiz-status").textContent = `Loaded the spec ${load.value}.`;
+      $("#quiz-status").textContent = _t("Loaded the spec {name}.", { name: load.value });
     } catch (e) { showError($("#quiz-error"), e); }
   });
   const form = $("#quiz-form");
@@ -1574,7 +1594,7 @@ function setupQuizBuilder() {
     if (b.getAttribute("aria-disabled") === "true") return;
     if (b.classList.contains("use-random")) {
       showError($("#quiz-error"), null);
-      try { fillPartFamily(part, randomFamily()); $("#quiz-status").textContent = "The part's family is now the random problem's knobs."; }
+      try { fillPartFamily(part, randomFamily()); $("#quiz-status").textContent = _t("The part's family is now the random problem's knobs."); }
       catch (e) { showError($("#quiz-error"), e); }
     } else if (b.classList.contains("add-question")) {
       const r = questionRow(part);
@@ -1598,7 +1618,7 @@ function setupQuizBuilder() {
       if (b.dataset.act === "up") other.before(row); else other.after(row);
       renumberQuiz();
       b.focus();        // (moving the row took the focus away)
-      $("#quiz-status").textContent = `Moved: now ${$("legend", row).textContent.toLowerCase()}.`;
+      $("#quiz-status").textContent = _t("Moved: now {where}.", { where: lowered($("legend", row).textContent) });
     } else return;
     checkQuiz();
   });
@@ -1618,20 +1638,20 @@ function setupQuizBuilder() {
     showError(err, null);
     status.textContent = "";
     (async () => {
-      busy(btn, true, "Making the quiz…");
+      busy(btn, true, _t("Making the quiz…"));
       try {
         const body = { spec: quizSpec(), formats: $$('input[name="q-fmt"]:checked').map((c) => c.value).join(",") };
         const file = $("#q-roster").files[0];
         if (file) body.roster = await file.text();
-        if (!body.formats) throw new Error("Formats: choose at least one");
+        if (!body.formats) throw new Error(_t("Formats: choose at least one"));
         const resp = await fetch("/api/quiz", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
         if (!resp.ok) {
-          let msg = `the server answered ${resp.status}`;
+          let msg = _t("the server answered {status}", { status: resp.status });
           try { msg = (await resp.json()).error || msg; } catch (e) { /* not JSON */ }
           throw new Error(msg);
         }
         await saveBlob(resp, "quiz.zip");
-        status.textContent = "The quiz is downloaded (quiz.zip).";
+        status.textContent = _t("The quiz is downloaded (quiz.zip).");
       } catch (e) { showError(err, e); } finally { busy(btn, false); }
     })();
   });
@@ -1666,7 +1686,7 @@ function setupTeacher() {
     const frame = $("#key-preview");
     frame.srcdoc = await resp.text();
     frame.hidden = false;
-    $("#teacher-status").textContent = "The key is below.";
+    $("#teacher-status").textContent = _t("The key is below.");
   }, ev.currentTarget));
   $("#try-student").addEventListener("click", (ev) => teacherAction(async () => {
     const problem = teacherProblem();
@@ -1691,7 +1711,7 @@ async function start() {
   try {
     S.info = await api("/api/info");
   } catch (e) {
-    $("#boot").textContent = "Could not load: " + e.message;
+    $("#boot").textContent = _t("Could not load: {error}", { error: e.message });
     return;
   }
   $("#boot").hidden = true;
@@ -1704,7 +1724,7 @@ async function start() {
     $("#problem-pick").hidden = true;
     $("#code-form").hidden = false;
   } else {
-    sel.append(el("option", { value: "", text: "Choose a problem…" }));
+    sel.append(el("option", { value: "", text: _t("Choose a problem…") }));
     for (const p of S.info.problems) sel.append(el("option", { value: p.name, text: p.title || p.name }));
   }
   sel.addEventListener("change", () => {
@@ -1753,7 +1773,7 @@ function markOverflow() {
   for (const box of $$(".grid .scroll")) {
     const more = box.scrollWidth > box.clientWidth + 1;
     let hint = box.nextElementSibling && box.nextElementSibling.classList.contains("more") ? box.nextElementSibling : null;
-    if (more && !hint) box.after(el("p", { class: "more", text: "Scroll the grid sideways for more columns →" }));
+    if (more && !hint) box.after(el("p", { class: "more", text: _t("Scroll the grid sideways for more columns →") }));
     if (!more && hint) hint.remove();
   }
 }
