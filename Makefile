@@ -33,7 +33,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_solve.py
 
 # the catalogues (worked/locale): extract the English msgids into worked.pot, merge them into each <lang>'s .po,
-# compile each .po into the .mo that ships (committed, so a fresh clone needs no step; tests/test_i18n.py checks
+# keeping each .po's header (its Plural-Forms) and its width of 100 columns; compile each .po into the .mo that ships (committed, so a fresh clone needs no step; tests/test_i18n.py checks
 # that each .mo is its .po compiled). A new language: $(BIN)/pybabel init -D worked -i worked/locale/worked.pot
 # -d worked/locale -l <lang>, translate, make compile.
 LOCALE := worked/locale
@@ -42,7 +42,7 @@ extract: $(STAMP)
 	    --project=worked -o $(LOCALE)/worked.pot .
 
 update: extract
-	$(BIN)/pybabel -q update -D worked -i $(LOCALE)/worked.pot -d $(LOCALE) --no-fuzzy-matching --omit-header --no-wrap
+	$(BIN)/pybabel -q update -D worked -i $(LOCALE)/worked.pot -d $(LOCALE) --no-fuzzy-matching --ignore-pot-creation-date -w 100
 
 compile: $(STAMP)
 	$(BIN)/pybabel -q compile -D worked -d $(LOCALE) --statistics
