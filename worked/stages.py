@@ -926,8 +926,8 @@ def _block_updates(weights: tuple) -> tuple:
     return tuple(Stage(w + "_new", (w, "d" + w), *_SHAPES.get(w, ("1", "d_model")), _words(f"the updated {w}"),
                        scope="layer", forward=_block_update,
                        step=shown_block_train.UPDATE,
-                       grid=Grid(f"Updated {w}", lambda S, w=w: eq.Sym(w, prime=True),
-                                 lambda S, p, w=w: eq.Add((_B(w), eq.Neg(eq.Mul((eq.Sym("lr", upright=True),
+                       grid=Grid(f"Updated {eq.shown_name(w)}", lambda S, w=w: eq.matrix_sym(w, prime=True),
+                                 lambda S, p, w=w: eq.Add((eq.matrix_sym(w), eq.Neg(eq.Mul((eq.Sym("lr", upright=True),
                                                                                   eq.matrix_sym("d" + w)))))))) for w in weights) + (
         _LOSS_AFTER,)
 

@@ -7,6 +7,7 @@ from .. import eq
 from ..numfmt import dec_str, rat_str, terminates
 from .base import Printer
 
+_GREEK = {"γ": "gamma", "β": "beta"}
 _OPS = {eq.EQ: "equals", eq.APPROX: "is about", eq.TO: "gives"}
 
 
@@ -28,6 +29,8 @@ class SpokenPrinter(Printer):
 
     def _name(self, n):
         s = n.name.replace("_", " ") + (" prime" if n.prime else "")
+        for letter, word in _GREEK.items():     # γ_1 "gamma 1", dγ_2 "d gamma 2"
+            s = s.replace("d" + letter, "d " + word).replace(letter, word)
         if n.head is not None:
             s += f" of head {n.head}"
         return s
