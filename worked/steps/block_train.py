@@ -84,7 +84,8 @@ def relu_back_line(label: str, col: int, u, g, value, places: int) -> eq.Rel:
     """``dU[cat, 2] = dG[cat, 2] = −0.1234`` where U[cat, 2] > 0 (ReLU passed it), else ``dU[cat, 2] = 0``."""
     c = str(col + 1)
     items = [_entry("dU", label, c)] + ([_entry("dG", label, c), shown(g, places)] if u > 0 else [])
-    items.append(shown(value, places))
+    if u <= 0 or shown(value, places) != items[-1]:     # the value once: dU[cat, 2] = dG[cat, 2] = v
+        items.append(shown(value, places))
     return eq.Rel(tuple(items), (EQ,) * (len(items) - 1))
 
 
