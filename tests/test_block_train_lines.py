@@ -97,6 +97,19 @@ def test_a_training_line_reads_as_a_student_writes_it():
     assert text["W_1_new"] == "W_1′[1, 1] = W_1[1, 1] − lr·dW_1[1, 1] = 1 − 0.1·0.0577 ≈ 0.9942"
 
 
+def test_the_relu_backward_line_writes_its_value_once():
+    """Where U > 0 the gradient passes: dU[the, 1] = dG[the, 1] = v, the value once (not = v = v); else dU = 0."""
+    passed = printers.text(L.relu_back_line("the", 0, Fraction(1, 2), Fraction(-1, 8), Fraction(-1, 8), 4))
+    assert passed == "dU[the, 1] = dG[the, 1] = −0.125"
+    cut = printers.text(L.relu_back_line("cat", 1, Fraction(-1), Fraction(3, 10), Fraction(0), 4))
+    assert cut.startswith("dU[cat, 2] = 0") and cut.count("=") == 1, cut
+    for k in range(len(CASES)):
+        for sid, x in lines_of(problems()[k])[0]:
+            if sid == "dU":
+                shown = printers.text(x).split(" = ")
+                assert len(shown) == len(set(shown)), printers.text(x)
+
+
 def test_the_central_difference_check_lines_hold_and_agree():
     """L(w ± h) from the certified pass, carried to the solution's places, their quotient, beside dW: the lines
     hold, and with one of h = 1/10, 1/20, 1/40 the quotient matches the backward pass to the answer's places."""

@@ -89,3 +89,28 @@ def test_the_checker_follows_a_students_own_gradients_on(tmp_path):
                      + f'\nloss_after = [["{true.loss_after:.2f}"]]\n')
     rep = check_answers(p, read_answers(right))
     assert all(m.count("wrong") == 0 and m.count("correct") > 0 for m in rep.matrices)
+
+
+@pytest.mark.parametrize("kind", ["post-ln", "pre-ln"])
+def test_a_blocks_pages_head_its_sections_as_the_blocks(kind):
+    """The sheets' headings (worked/render/view.py's ``section``): a block's steps after the heads read as the
+    block's (not "Combining the heads"), the training step has its own sections (a head's gradients apart, the
+    gradient check, the update: not "Head 1"), each heading once where its section starts; attention pages keep
+    "Head h" and "Combining the heads"."""
+    from worked.generate import Family, generate
+    from worked.render import view
+    p = read(SHIPPED.read_text()) if kind == "post-ln" else generate(
+        Family.from_dict(dict(block="pre-ln", positional="sinusoidal", vocab=3, train=True, d_ff=3)), 1)
+    page = view.build(solve(p), "answer-key")
+    heads = [(st.id, st.section) for st in page.steps if st.section]
+    assert [s for _, s in heads] == ["Head 1", "Combining the heads", "Residuals, layer norms and feed-forward",
+                                     "Output and loss", "Training step: gradients", "Training step: gradients of head 1"] \
+        + (["Training step: gradients"] if kind == "pre-ln" else []) \
+        + ["Training step: gradient check", "Training step: update"], heads
+    ids = [st.id for st in page.steps]
+    at = dict(heads)
+    assert at.get("dlogits") == "Training step: gradients" and at.get("gradcheck") == "Training step: gradient check"
+    assert ids.index("W_Q_new") == ids.index("gradcheck") + 1 and at["W_Q_new"] == "Training step: update"
+    assert "loss" not in at and ids.index(next(i for i, s in heads if s == "Output and loss")) < ids.index("loss")
+    two = view.build(solve(Problem.from_file(ROOT / "problems" / "two-heads.toml")), "answer-key")
+    assert [st.section for st in two.steps if st.section] == ["Head 1", "Head 2", "Combining the heads"]

@@ -210,3 +210,34 @@ def test_a_format_module_loads_at_first_use_whatever_imports_it_first():
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout.splitlines()
     assert out[0] == "['worked.printers.base', 'worked.printers.text_printer']"
     assert out[1] == "\\sqrt{2} sqrt(2)"
+
+
+def test_a_layer_norms_gamma_and_beta_print_as_greek_with_subscripts_in_every_printer():
+    """The keys gamma_1, beta_f and their gradients and updates (dgamma_2, gamma_1′) are symbols as W_Q is: γ with 1
+    below, dγ with 2 below, in every printer; the spoken form says the letter's name."""
+    assert [eq.shown_name(k) for k in ("gamma_1", "beta_f", "dgamma_2", "dbeta_1", "W_Q", "dW_1", "db_2", "beta")] == [
+        "γ_1", "β_f", "dγ_2", "dβ_1", "W_Q", "dW_1", "db_2", "β"]
+    g, dg, b1 = eq.matrix_sym("gamma_1", prime=True), eq.matrix_sym("dgamma_2"), eq.matrix_sym("beta_1")
+    assert (g.name, g.upright, dg.name, dg.upright) == ("γ_1", False, "dγ_2", True)
+    assert printers.text(g) == "γ_1′" and printers.text(dg) == "dγ_2"
+    assert printers.latex(g) == r"\gamma'_{1}" and printers.latex(dg) == r"\mathrm{d}\gamma_{2}"
+    assert printers.latex(b1) == r"\beta_{1}"
+    assert printers.typst(g) == "γ'_1" and printers.typst(dg) == '"dγ"_2'
+    assert printers.mathml(dg) == "<msub><mi>dγ</mi><mi>2</mi></msub>"
+    assert printers.spoken(g) == "gamma 1 prime" and printers.spoken(dg) == "d gamma 2"
+    assert printers.spoken(eq.matrix_sym("dbeta_f")) == "d beta f"
+
+
+def test_no_printed_line_of_a_block_training_step_names_gamma_or_beta_in_letters():
+    """Every step of problems/block-train.toml, in every printer: its title and lines write γ and β (the spoken form
+    says gamma, beta: it names no key such as gamma_1 or dgamma_2)."""
+    sol = worked.solve(worked.Problem.from_file("problems/block-train.toml"))
+    key = re.compile(r"(?<!\\)d?(gamma|beta)_")     # not LaTeX's own \gamma_{1}
+    for step in sol.steps:
+        for pr in (printers.text, printers.latex, printers.typst):
+            assert not key.search(pr(step.title_prose)), pr(step.title_prose)
+        for ln in step.lines:
+            for pr in (printers.text, printers.latex, printers.typst, printers.mathml):
+                assert not key.search(pr(ln.eq)), pr(ln.eq)
+            assert not re.search(r"(gamma|beta)_|dgamma|dbeta", printers.spoken(ln.eq)), printers.spoken(ln.eq)
+    assert any("γ_1" in printers.text(ln.eq) for s in sol.steps for ln in s.lines)

@@ -244,3 +244,27 @@ def test_latex_pages_fit(name, kind, tmp_path):
     assert not re.search(r"\b(LMRoman|LMMathItalic|LMMathSymbols)5-", fonts), fonts
     found = [f for f in layout_problems((tmp_path / "s.pdf").read_bytes()) if "footer" in f]
     assert found == []
+
+
+def _lone_prompt_pages(pdf_bytes: bytes, word: str) -> list[int]:
+    """The pages that hold one prompt (its label *word*) and no task's title: a task's prompt left alone."""
+    out = []
+    for pno, words in enumerate(pages(pdf_bytes), 1):
+        text = " ".join(w[4] for w in words)
+        if text.upper().count(word.upper()) == 1 and not re.search(r"\bTask \d", text):
+            out.append(pno)
+    return out
+
+
+@needs_pdftotext
+@pytest.mark.parametrize("name", TRAIN)
+def test_no_worksheet_page_holds_a_lone_prompt(name):
+    """A task's last prompt stays with the one before it (issue 27: the block's last page held only L′ =): no
+    page of a training worksheet holds a single prompt without its task, and the Typst source makes the
+    second-to-last prompt of every task sticky (its LaTeX: no page break after it)."""
+    sol = solution(name)
+    page = view.build(sol, "worksheet")
+    assert _lone_prompt_pages(pdf(name, "worksheet"), page.steps[0].checks_word) == []
+    src = Y.render_typ(page)
+    penult = [s.checks[-2] for s in page.steps if len(s.checks) >= 2]
+    assert src.count("breakable: false, sticky: true)[#block(") == sum(not c.get("aside") for c in penult) > 0

@@ -928,9 +928,9 @@ _LOSS_AFTER = Stage("loss_after", ("loss_new",), "1", "1", eq.say("the loss afte
 
 #: an updated weight's grid label, marked for the catalogues
 _UPDATED = {"W_O": N_("Updated W_O"), "W_1": N_("Updated W_1"), "b_1": N_("Updated b_1"), "W_2": N_("Updated W_2"),
-            "b_2": N_("Updated b_2"), "gamma_1": N_("Updated gamma_1"), "beta_1": N_("Updated beta_1"),
-            "gamma_2": N_("Updated gamma_2"), "beta_2": N_("Updated beta_2"), "gamma_f": N_("Updated gamma_f"),
-            "beta_f": N_("Updated beta_f"), "W_out": N_("Updated W_out")}
+            "b_2": N_("Updated b_2"), "gamma_1": N_("Updated γ_1"), "beta_1": N_("Updated β_1"),
+            "gamma_2": N_("Updated γ_2"), "beta_2": N_("Updated β_2"), "gamma_f": N_("Updated γ_f"),
+            "beta_f": N_("Updated β_f"), "W_out": N_("Updated W_out")}
 
 
 def _block_updates(weights: tuple) -> tuple:
@@ -939,8 +939,8 @@ def _block_updates(weights: tuple) -> tuple:
     return tuple(Stage(w + "_new", (w, "d" + w), *_SHAPES.get(w, ("1", "d_model")), eq.say("the updated {w}", w=w),
                        scope="layer", forward=_block_update,
                        step=shown_block_train.UPDATE,
-                       grid=Grid(_UPDATED[w], lambda S, w=w: eq.Sym(w, prime=True),
-                                 lambda S, p, w=w: eq.Add((_B(w), eq.Neg(eq.Mul((eq.Sym("lr", upright=True),
+                       grid=Grid(_UPDATED[w], lambda S, w=w: eq.matrix_sym(w, prime=True),
+                                 lambda S, p, w=w: eq.Add((eq.matrix_sym(w), eq.Neg(eq.Mul((eq.Sym("lr", upright=True),
                                                                                   eq.matrix_sym("d" + w)))))))) for w in weights) + (
         _LOSS_AFTER,)
 

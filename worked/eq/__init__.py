@@ -359,10 +359,25 @@ def dec(d: Decimal, ulps: int = 1) -> Dec:
     return Dec(d, places, ulps)
 
 
+_GREEK_KEYS = {"gamma": "γ", "beta": "β"}
+
+
+def shown_name(key: str) -> str:
+    """The name a symbol writes for a problem's key: a layer norm's ``gamma_1``, ``beta_f`` and their gradients
+    ``dgamma_2`` as ``γ_1``, ``β_f``, ``dγ_2`` (Greek with the subscript, as ``W_Q`` is W with Q); other names as
+    they are."""
+    letters, sep, sub = key.partition("_")
+    d = "d" if letters.startswith("d") and letters[1:] in _GREEK_KEYS else ""
+    greek = _GREEK_KEYS.get(letters[len(d):])
+    return d + greek + sep + sub if greek else key
+
+
 def matrix_sym(base: str, head: int | None = None, **kw) -> Sym:
     """A matrix's symbol as the steps write it: ``Q``, ``Q⁽¹⁾`` (*head* only with several heads),
-    ``W_Q⁽¹⁾``; names of several letters (``scores``, ``scaled``, ``concat``, ``dW_Q``) are set upright."""
-    return Sym(base, head=head, upright=len(base.partition("_")[0]) > 1, **kw)
+    ``W_Q⁽¹⁾``, ``γ_1`` for the key ``gamma_1`` (:func:`shown_name`); names of several letters (``scores``,
+    ``scaled``, ``concat``, ``dW_Q``, ``dγ_2``) are set upright."""
+    name = shown_name(base)
+    return Sym(name, head=head, upright=len(name.partition("_")[0]) > 1, **kw)
 
 
 def tok_label(tok: str, i: int) -> str:

@@ -20,7 +20,7 @@ _OPS = {eq.EQ: "=", eq.APPROX: r"\approx", eq.TO: r"\to"}
 
 #: a Greek letter a name is (a layer norm's μ, σ, ε, γ, β), or a name with a hat (its backward's x̂, dx̂), as ASCII LaTeX
 _GREEK = {"μ": r"\mu", "σ": r"\sigma", "ε": r"\varepsilon", "γ": r"\gamma", "β": r"\beta", "x̂": r"\hat{x}",
-          "dx̂": r"\mathrm{d}\hat{x}"}
+          "dx̂": r"\mathrm{d}\hat{x}", "dγ": r"\mathrm{d}\gamma", "dβ": r"\mathrm{d}\beta"}
 
 
 class LatexPrinter(Printer):

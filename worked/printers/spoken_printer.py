@@ -10,6 +10,7 @@ from ..i18n import tr as _
 from ..numfmt import dec_str, rat_str, terminates
 from .base import Printer, digits, sep
 
+_GREEK = {"γ": "gamma", "β": "beta"}
 _OPS = {eq.EQ: N_("equals"), eq.APPROX: N_("is about"), eq.TO: N_("gives")}
 
 
@@ -35,6 +36,8 @@ class SpokenPrinter(Printer):
 
     def _name(self, n):
         s = n.name.replace("_", " ") + (" " + _("prime") if n.prime else "")
+        for letter, word in _GREEK.items():     # γ_1 "gamma 1", dγ_2 "d gamma 2"
+            s = s.replace("d" + letter, "d " + word).replace(letter, word)
         if n.head is not None:
             s = _("{name} of head {n}", name=s, n=n.head)
         return s

@@ -120,8 +120,9 @@ class Step(Record):
     checks: list
     checks_word: str
     block: dict | None       # a chain's block starts here ([[blocks]]): its number, title, intro and given matrices
+    section: str | None      # the heading a new section starts with here ("Head 1", "Training step: update"), or None
     __slots__ = ("number", "id", "head", "title", "title_rich", "why", "notes", "result", "why_rich", "notes_rich",
-                 "shape", "blocks", "mats", "grid", "side", "task_rich", "checks", "checks_word", "block")
+                 "shape", "blocks", "mats", "grid", "side", "task_rich", "checks", "checks_word", "block", "section")
 
 
 class Page(ProblemPage):
@@ -306,6 +307,54 @@ def _fits_side(step, views, p) -> bool:
         return False
     widest = max((len(printers.text(ln.eq)) for ln in step.lines), default=0) * 0.46 + 1.0
     return widest + matrix_width_em(views[0]) <= TEXT_WIDTH_EM
+
+
+_OUTPUT_INPUTS = ("W_out", "gamma_f")    # the output layer's own inputs: its stages start at the first that takes one
+
+
+def _ids(part) -> set:
+    """The ids of the steps of *part* (a stage's, or its step's own: the output projection's "output")."""
+    return {x for s in part for x in (s.id, getattr(getattr(s, "step", None), "id", None)) if x}
+
+
+def _section(st, p, arch) -> str | None:
+    """The section a block's step belongs to (None: the block's input, before any heading): a head's steps, the
+    heads' combination, the rest of the block's forward pass, its output layer and loss, and the training step's
+    gradients (a head's apart), gradient check and update."""
+    sid = st.id
+    if sid in _ids(arch.before):
+        return None
+    if sid in _ids(arch.train):
+        return _("Training step: gradients of head {n}", n=st.head) if st.head else _("Training step: gradients")
+    if sid in _ids(arch.checks):
+        return _("Training step: gradient check")
+    if sid in _ids(arch.update):
+        return _("Training step: update")
+    if st.head:
+        return _("Head {n}", n=st.head)
+    if sid in _ids(arch.combine):
+        return _("Combining the heads")
+    start = next((k for k, s in enumerate(arch.after) if set(s.inputs) & set(_OUTPUT_INPUTS)), len(arch.after))
+    return _("Output and loss") if sid in _ids(arch.after[start:]) else _("Residuals, layer norms and feed-forward")
+
+
+def sections(steps, p) -> list:
+    """The heading each step starts (None: it continues the section before). Self- and cross-attention: "Head h"
+    where a head's steps start and "Combining the heads" after them; a Transformer block's: each of its sections
+    (:func:`_section`) where it starts."""
+    out, before = [], None
+    if getattr(p, "block", None) is None:
+        for st in steps:
+            out.append(_("Head {n}", n=st.head) if st.head and st.head != before else
+                       _("Combining the heads") if not st.head and before else None)
+            before = st.head
+        return out
+    arch = stages.of(p)
+    for st in steps:
+        now = _section(st, p, arch)
+        out.append(now if now != before else None)
+        before = now
+    return out
 
 
 def shade(w: float | None) -> dict:
@@ -671,8 +720,10 @@ def build(sol, kind: str, student: dict | None = None, questions: Questions | No
             task_rich=_task_text(st, p, st.precision or p.precision.carried, places),
             checks=[dict(c, text=printers.text(c["rich"])) for c in _check_prompts(st, tl, toks, sol.checks, p)],
             checks_word=translate(CHECKS_WORDS[sol.checks]),
-            block=None,
+            block=None, section=None,
         ))
+    for st, sec in zip(steps, sections(sol.steps, p)):
+        st.section = sec
 
     # -- heatmaps and answers at a glance
     heat = []

@@ -217,7 +217,7 @@ def carried_grid(v, name: str) -> list:
 
 def _name(v, name: str) -> str:
     """The name a line writes for a matrix: a stage's symbol (N_2 for the stage N2), else the input's own name."""
-    return v.mat(name).sym.name if name in v.mats else name
+    return v.mat(name).sym.name if name in v.mats else eq.shown_name(name)
 
 
 def _rows(ctx, n: int) -> list:

@@ -84,7 +84,8 @@ def relu_back_line(label: str, col: int, u, g, value, places: int) -> eq.Rel:
     """``dU[cat, 2] = dG[cat, 2] = −0.1234`` where U[cat, 2] > 0 (ReLU passed it), else ``dU[cat, 2] = 0``."""
     c = str(col + 1)
     items = [_entry("dU", label, c)] + ([_entry("dG", label, c), shown(g, places)] if u > 0 else [])
-    items.append(shown(value, places))
+    if u <= 0 or shown(value, places) != items[-1]:     # the value once: dU[cat, 2] = dG[cat, 2] = v
+        items.append(shown(value, places))
     return eq.Rel(tuple(items), (EQ,) * (len(items) - 1))
 
 
@@ -113,16 +114,16 @@ def norm_back_lines(label: str, dy, gamma, back, places: int) -> list:
 
 def update_line(name: str, row: str, col: str, w, lr, g, value, places: int) -> eq.Rel:
     """``W_1′[2, 3] = W_1[2, 3] − lr·dW_1[2, 3] = 1 − 0.1·0.2345 ≈ 0.9766``: one entry of the update."""
-    named = eq.Add((eq.Entry(eq.Sym(name), row, col), eq.Neg(eq.Mul((eq.Sym("lr", upright=True), _entry("d" + name, row, col))))))
+    named = eq.Add((eq.Entry(eq.matrix_sym(name), row, col), eq.Neg(eq.Mul((eq.Sym("lr", upright=True), _entry("d" + name, row, col))))))
     node = eq.Add((eq.num(Fraction(w)) if type(w) is Fraction else shown(w, places),
                    eq.Neg(eq.Mul((eq.num(Fraction(lr)), shown(g, places))))))
-    return _close([eq.Entry(eq.Sym(name, prime=True), row, col), named], node, value, places)
+    return _close([eq.Entry(eq.matrix_sym(name, prime=True), row, col), named], node, value, places)
 
 
 def gradcheck_lines(name: str, row: str, col: str, h, loss_up, loss_down, grad, places: int) -> list:
     """The numerical check of dW[row, col]: L(w + h) and L(w − h), each the loss of a fresh pass carried to
     *places* places, their central difference (a − b)/2h, and the backward pass's entry beside it."""
-    w = eq.Entry(eq.Sym(name), row, col)
+    w = eq.Entry(eq.matrix_sym(name), row, col)
     hs = eq.Sym("h")
     a, b = shown(loss_up, places), shown(loss_down, places)
     up, down = eq.Call("L", (eq.Add((w, hs)),)), eq.Call("L", (eq.Add((w, eq.Neg(hs))),))
