@@ -356,6 +356,15 @@ def test_the_web_page_follows_accept_language(web, lang):
 
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
+@pytest.mark.parametrize("header, lang", [("pt", "pt-BR"), ("pt-PT, en;q=0.5", "pt-BR"), ("de-AT", "de"),
+                                          ("fr-CA;q=0.8, es-MX;q=0.9", "es"), ("nl, en;q=0.1", "en")])
+def test_a_regional_form_of_a_shipped_language_gets_that_language(web, header, lang):
+    """A browser that asks for Portuguese, or for Portugal's, reads the Brazilian page rather than English (the
+    language with another region, when no shipped language matches exactly); a language not shipped gets English."""
+    assert f'<html lang="{lang}">' in web.get("/", headers={"Accept-Language": header}).text
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
 @pytest.mark.parametrize("lang", SHIPPED)
 def test_the_selector_wins_and_is_remembered(web, lang):
     r = web.get(f"/?lang={lang}", headers={"Accept-Language": "en"})

@@ -167,7 +167,13 @@ def request_lang(request: Request) -> str | None:
                 continue
             if tag and tag != "*" and weight > 0:
                 prefs.append((-weight, k, tag.replace("-", "_")))
-        lang = negotiate_locale([t for _, _, t in sorted(prefs)], list(i18n.languages()))
+        shipped = list(i18n.languages())
+        by_language = {code.partition("_")[0]: code for code in shipped}
+        lang = None
+        for _w, _k, tag in sorted(prefs):       # in the browser's order: the language itself, else the one the page
+            lang = negotiate_locale([tag], shipped) or by_language.get(tag.partition("_")[0].lower())
+            if lang:                           # has in another region's form (pt, pt-PT: pt_BR)
+                break
         if lang:
             lang = i18n.canonical(lang)
             return None if lang == i18n.SOURCE else lang
