@@ -356,3 +356,12 @@ def test_axe_finds_no_violation_in_the_teacher_view_with_a_block_drawn(browser, 
         page.locator("#q-parts > fieldset.qpart").first.screenshot(path=str(SHOTS / f"builder-block-{width}.png"))
     assert page.errors == []
     page.context.close()
+
+
+def test_a_loaded_block_the_selects_do_not_offer_is_refused_by_name(browser, server):
+    page = teacher(browser, server)
+    page.evaluate("""fillQuiz({title: "q", family: {tokens: 3, block: "post-LN"}, questions: [{ask: "H[1,1]"}]})""")
+    page.locator(".fam-err:not([hidden])", has_text="post-ln").wait_for()
+    assert page.evaluate("quizSpec()")["family"]["block"] == "post-LN"
+    assert page.errors == []
+    page.context.close()

@@ -1331,7 +1331,9 @@ function fillPartFamily(part, fam) {
   set("positional", fam.positional === "sinusoidal" ? "sinusoidal" : "none");
   for (const k of ["d_ff", "vocab", "eps"]) set(k, fam[k]);
   const extra = {};
-  for (const [k, x] of Object.entries(fam)) if (!FAMILY_FORM_KEYS.has(k)) extra[k] = x;
+  // (a value the selects do not offer is kept as loaded, for the spec's reader to refuse by name)
+  const offered = { block: ["post-ln", "pre-ln"], positional: ["none", "sinusoidal"] };
+  for (const [k, x] of Object.entries(fam)) if (!FAMILY_FORM_KEYS.has(k) || (offered[k] && !offered[k].includes(x))) extra[k] = x;
   part.dataset.extra = JSON.stringify(extra);
   part.dataset.given = JSON.stringify(Object.keys(fam).filter((k) => ["mask", "attention", "ties", "train", "positional"].includes(k)));
 }
