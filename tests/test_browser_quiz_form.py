@@ -63,6 +63,16 @@ def cli_quiz(spec: dict, tmp_path, formats="html,gift") -> Path:
     return out
 
 
+def same_quiz_as_the_cli(page, spec: dict, tmp_path) -> dict:
+    """The form's TOML is *spec*'s, and its zip's manifest is byte for byte `worked quiz`'s on it (returned)."""
+    page.click("#q-toml summary")
+    assert page.input_value("#q-spec") == spec_toml(spec)
+    z = download(page, tmp_path)
+    out = cli_quiz(spec, tmp_path)
+    assert z.read("manifest.json") == (out / "manifest.json").read_bytes()
+    return json.loads(z.read("manifest.json"))
+
+
 def test_the_builder_s_fields_make_the_quiz_worked_quiz_makes(browser, server, tmp_path):
     page = teacher(browser, server)
     page.set_default_timeout(120000)
@@ -103,12 +113,7 @@ def test_the_builder_s_fields_make_the_quiz_worked_quiz_makes(browser, server, t
                     "questions": [{"ask": "Q[1,2]", "points": 2, "tolerance": {"abs": 0.05, "rel": 0.01}},
                                   {"ask": "weights[2,3]", "type": "choice", "choices": 3, "points": 1},
                                   {"ask": "weights[1,*]", "points": 2, "tolerance": 0.01}]}
-    page.click("#q-toml summary")
-    assert page.input_value("#q-spec") == spec_toml(spec)
-    z = download(page, tmp_path)
-    out = cli_quiz(spec, tmp_path)
-    assert z.read("manifest.json") == (out / "manifest.json").read_bytes()
-    manifest = json.loads(z.read("manifest.json"))
+    manifest = same_quiz_as_the_cli(page, spec, tmp_path)
     assert [q.get("type", "value") for q in manifest["variants"][0]["questions"]] == ["value", "choice", "value"]
     assert len(manifest["variants"][0]["questions"][1]["options"]) == 3
     assert page.errors == []
@@ -320,12 +325,7 @@ def test_a_block_family_in_the_builder_makes_the_quiz_worked_quiz_makes(browser,
     spec = page.evaluate("quizSpec()")
     assert spec["family"] == {"tokens": 3, "d_model": 4, "d_k": 2, "range": [-2, 3], "mask": "causal",
                               "block": "pre-ln", "positional": "sinusoidal", "d_ff": 3, "vocab": 4, "eps": "1/100"}
-    page.click("#q-toml summary")
-    assert page.input_value("#q-spec") == spec_toml(spec)
-    z = download(page, tmp_path)
-    out = cli_quiz(spec, tmp_path)
-    assert z.read("manifest.json") == (out / "manifest.json").read_bytes()
-    manifest = json.loads(z.read("manifest.json"))
+    manifest = same_quiz_as_the_cli(page, spec, tmp_path)
     assert manifest["variants"][0]["problem"]["block"] == "pre-ln"
     # loaded back, the fields say the same family
     page.evaluate("fillQuiz(quizSpec())")

@@ -123,11 +123,12 @@ def test_the_teacher_loads_shipped_problems_and_adds_a_training_step(browser, se
     page.context.close()
 
 
-def test_the_random_form_offers_cross_attention_chains_and_training(browser, server):
-    from worked import generate
-
+def _random_form(browser, server):
+    """The teacher view on a phone, its page errors, and a function that draws the random problem and returns it."""
     page = browser.new_context(viewport={"width": 390, "height": 844}).new_page()
-    page.set_default_timeout(60000)
+    page.set_default_timeout(120000)
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
     page.goto(server.url + "#teacher")
     page.locator("#draw").wait_for()
 
@@ -136,6 +137,13 @@ def test_the_random_form_offers_cross_attention_chains_and_training(browser, ser
         page.click("#draw")
         page.locator("#teacher-status", has_text="Drew").wait_for()
         return page.evaluate("teacherProblem()")
+    return page, errors, draw
+
+
+def test_the_random_form_offers_cross_attention_chains_and_training(browser, server):
+    from worked import generate
+
+    page, _, draw = _random_form(browser, server)
 
     base = {"tokens": 3, "d_model": 4, "d_k": 2, "range": [-2, 3], "scale": "sqrt", "decimals": 2, "max_weight": 0.9,
             "max_score": 5, "ties": False}
@@ -217,18 +225,7 @@ def test_a_shipped_spec_with_the_random_knobs_as_its_family_makes_the_cli_s_quiz
 def test_the_random_form_draws_a_transformer_block_with_and_without_a_training_step(browser, server):
     from worked import generate
 
-    page = browser.new_context(viewport={"width": 390, "height": 844}).new_page()
-    page.set_default_timeout(120000)
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.goto(server.url + "#teacher")
-    page.locator("#draw").wait_for()
-
-    def draw():
-        page.evaluate("document.getElementById('teacher-status').textContent = ''")
-        page.click("#draw")
-        page.locator("#teacher-status", has_text="Drew").wait_for()
-        return page.evaluate("teacherProblem()")
+    page, errors, draw = _random_form(browser, server)
 
     base = {"tokens": 3, "d_model": 4, "d_k": 2, "heads": 1, "range": [-2, 3], "mask": "none", "scale": "sqrt",
             "decimals": 2, "max_weight": 0.9, "max_score": 5, "ties": False}
