@@ -63,6 +63,16 @@ def cli_quiz(spec: dict, tmp_path, formats="html,gift") -> Path:
     return out
 
 
+def same_quiz_as_the_cli(page, spec: dict, tmp_path) -> dict:
+    """The form's TOML is *spec*'s, and its zip's manifest is byte for byte `worked quiz`'s on it (returned)."""
+    page.click("#q-toml summary")
+    assert page.input_value("#q-spec") == spec_toml(spec)
+    z = download(page, tmp_path)
+    out = cli_quiz(spec, tmp_path)
+    assert z.read("manifest.json") == (out / "manifest.json").read_bytes()
+    return json.loads(z.read("manifest.json"))
+
+
 def test_the_builder_s_fields_make_the_quiz_worked_quiz_makes(browser, server, tmp_path):
     page = teacher(browser, server)
     page.set_default_timeout(120000)
@@ -103,12 +113,7 @@ def test_the_builder_s_fields_make_the_quiz_worked_quiz_makes(browser, server, t
                     "questions": [{"ask": "Q[1,2]", "points": 2, "tolerance": {"abs": 0.05, "rel": 0.01}},
                                   {"ask": "weights[2,3]", "type": "choice", "choices": 3, "points": 1},
                                   {"ask": "weights[1,*]", "points": 2, "tolerance": 0.01}]}
-    page.click("#q-toml summary")
-    assert page.input_value("#q-spec") == spec_toml(spec)
-    z = download(page, tmp_path)
-    out = cli_quiz(spec, tmp_path)
-    assert z.read("manifest.json") == (out / "manifest.json").read_bytes()
-    manifest = json.loads(z.read("manifest.json"))
+    manifest = same_quiz_as_the_cli(page, spec, tmp_path)
     assert [q.get("type", "value") for q in manifest["variants"][0]["questions"]] == ["value", "choice", "value"]
     assert len(manifest["variants"][0]["questions"][1]["options"]) == 3
     assert page.errors == []
@@ -295,4 +300,68 @@ def test_axe_finds_no_violation_in_the_builder_and_the_choice_questions(browser,
     check(page)
     assert _axe(page) == [], "a wrong option and a right one, checked"
     page.screenshot(path=str(SHOTS / f"choice-checked-{width}.png"), full_page=True) if SHOTS else None
+    page.context.close()
+
+
+def test_a_block_family_in_the_builder_makes_the_quiz_worked_quiz_makes(browser, server, tmp_path):
+    page = teacher(browser, server)
+    page.set_default_timeout(120000)
+    pre = page.locator("#q-parts > fieldset.qpart").get_attribute("data-pre")
+    page.select_option(f"#{pre}-block", "pre-ln")
+    page.select_option(f"#{pre}-mask", "causal")
+    page.select_option(f"#{pre}-positional", "sinusoidal")
+    page.fill(f"#{pre}-d_ff", "3")
+    page.fill(f"#{pre}-vocab", "4")
+    page.fill(f"#{pre}-eps", "1/100")
+    page.fill(f"#{pre}-vocab", "1")               # the server's error, at the field
+    page.locator(".fam-err:not([hidden])", has_text="vocab").wait_for()
+    assert page.get_attribute(f"#{pre}-vocab", "aria-invalid") == "true"
+    page.fill(f"#{pre}-vocab", "4")
+    for k, ask in enumerate(("H[2,3]", "probs[1,*]", "loss")):
+        row(page, k).locator('[data-q="ask"]').fill(ask)
+    page.fill("#q-seed", "31")
+    page.fill("#q-count", "2")
+    ready(page)
+    spec = page.evaluate("quizSpec()")
+    assert spec["family"] == {"tokens": 3, "d_model": 4, "d_k": 2, "range": [-2, 3], "mask": "causal",
+                              "block": "pre-ln", "positional": "sinusoidal", "d_ff": 3, "vocab": 4, "eps": "1/100"}
+    manifest = same_quiz_as_the_cli(page, spec, tmp_path)
+    assert manifest["variants"][0]["problem"]["block"] == "pre-ln"
+    # loaded back, the fields say the same family
+    page.evaluate("fillQuiz(quizSpec())")
+    pre = page.locator("#q-parts > fieldset.qpart").get_attribute("data-pre")
+    assert page.input_value(f"#{pre}-block") == "pre-ln" and page.input_value(f"#{pre}-eps") == "1/100"
+    assert page.evaluate("quizSpec()")["family"] == spec["family"]
+    assert page.errors == []
+    page.context.close()
+
+
+@pytest.mark.skipif(not AXE.is_file() and not os.environ.get("CI"), reason="axe-core is not installed: npm ci --prefix tests")
+@pytest.mark.parametrize("width,height", WIDTHS)
+def test_axe_finds_no_violation_in_the_teacher_view_with_a_block_drawn(browser, server, width, height):
+    page = teacher(browser, server, width, height)
+    page.set_default_timeout(120000)
+    page.select_option("#r-block", "post-ln")
+    page.fill("#r-vocab", "4")
+    page.check("#r-train")
+    page.click("#draw")
+    page.locator("#teacher-status", has_text="Drew").wait_for()
+    pre = page.locator("#q-parts > fieldset.qpart").get_attribute("data-pre")
+    page.select_option(f"#{pre}-block", "post-ln")
+    page.fill(f"#{pre}-vocab", "1")
+    page.locator(".fam-err:not([hidden])").wait_for()
+    assert _axe(page) == [], "the teacher view with a block drawn and a block family's error"
+    if SHOTS:
+        page.locator("#random-form").screenshot(path=str(SHOTS / f"random-block-{width}.png"))
+        page.locator("#q-parts > fieldset.qpart").first.screenshot(path=str(SHOTS / f"builder-block-{width}.png"))
+    assert page.errors == []
+    page.context.close()
+
+
+def test_a_loaded_block_the_selects_do_not_offer_is_refused_by_name(browser, server):
+    page = teacher(browser, server)
+    page.evaluate("""fillQuiz({title: "q", family: {tokens: 3, block: "post-LN"}, questions: [{ask: "H[1,1]"}]})""")
+    page.locator(".fam-err:not([hidden])", has_text="post-ln").wait_for()
+    assert page.evaluate("quizSpec()")["family"]["block"] == "post-LN"
+    assert page.errors == []
     page.context.close()

@@ -123,11 +123,12 @@ def test_the_teacher_loads_shipped_problems_and_adds_a_training_step(browser, se
     page.context.close()
 
 
-def test_the_random_form_offers_cross_attention_chains_and_training(browser, server):
-    from worked import generate
-
+def _random_form(browser, server):
+    """The teacher view on a phone, its page errors, and a function that draws the random problem and returns it."""
     page = browser.new_context(viewport={"width": 390, "height": 844}).new_page()
-    page.set_default_timeout(60000)
+    page.set_default_timeout(120000)
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
     page.goto(server.url + "#teacher")
     page.locator("#draw").wait_for()
 
@@ -136,6 +137,13 @@ def test_the_random_form_offers_cross_attention_chains_and_training(browser, ser
         page.click("#draw")
         page.locator("#teacher-status", has_text="Drew").wait_for()
         return page.evaluate("teacherProblem()")
+    return page, errors, draw
+
+
+def test_the_random_form_offers_cross_attention_chains_and_training(browser, server):
+    from worked import generate
+
+    page, _, draw = _random_form(browser, server)
 
     base = {"tokens": 3, "d_model": 4, "d_k": 2, "range": [-2, 3], "scale": "sqrt", "decimals": 2, "max_weight": 0.9,
             "max_score": 5, "ties": False}
@@ -212,3 +220,51 @@ def test_a_shipped_spec_with_the_random_knobs_as_its_family_makes_the_cli_s_quiz
 
     manifest = json.loads(z.read("manifest.json"))
     assert manifest["family"]["range"] == [-1, 3] and len(manifest["variants"][0]["problem"]["tokens"]) == 4
+
+
+def test_the_random_form_draws_a_transformer_block_with_and_without_a_training_step(browser, server):
+    from worked import generate
+
+    page, errors, draw = _random_form(browser, server)
+
+    base = {"tokens": 3, "d_model": 4, "d_k": 2, "heads": 1, "range": [-2, 3], "mask": "none", "scale": "sqrt",
+            "decimals": 2, "max_weight": 0.9, "max_score": 5, "ties": False}
+    assert page.locator("#r-block").input_value() == ""           # attention only, unless asked
+    assert page.get_attribute("#r-d_ff", "placeholder") == "d_model" and page.get_attribute("#r-eps", "placeholder") == "0"
+    page.select_option("#r-block", "post-ln")
+    page.select_option("#r-positional", "sinusoidal")
+    page.fill("#r-d_ff", "3")
+    page.fill("#r-seed", "5")
+    got = draw()
+    want = generate.generate(generate.Family.from_dict({**base, "block": "post-ln", "positional": "sinusoidal",
+                                                        "d_ff": 3}), 5).to_dict()
+    assert got["block"] == "post-ln" and got["positional"] == "sinusoidal"
+    def same(a, b):     # (the grids read their cells as the text typed)
+        return [[str(x) for x in r] for r in a] == [[str(x) for x in r] for r in b]
+
+    assert same(got["X"], want["X"]) and same(got["W_1"], want["W_1"]) and same(got["W_O"], want["W_O"])
+    for key in ("X", "h1.W_Q", "h1.W_K", "h1.W_V", "W_O"):     # the attention's grids, W_O as a block has it
+        assert page.locator(f'#teacher-grids fieldset[data-key="{key}"]').is_visible(), key
+    assert page.locator('#teacher-grids fieldset[data-key="T"]').count() == 0
+    assert "layer norm" in _preview(page).lower()
+    # with an output layer and its training step
+    page.select_option("#r-positional", "none")
+    page.fill("#r-d_ff", "")
+    page.fill("#r-vocab", "4")
+    page.fill("#r-eps", "1/100")
+    page.check("#r-train")
+    got = draw()
+    want = generate.generate(generate.Family.from_dict({**base, "block": "post-ln", "vocab": 4, "eps": "1/100",
+                                                        "train": True}), 5).to_dict()
+    assert got["train"]["loss"] == "cross-entropy" and got["targets"] == want["targets"] and got["eps"] == want["eps"]
+    assert same(got["W_out"], want["W_out"]) and same(got["X"], want["X"])
+    assert page.locator('#teacher-grids fieldset[data-key="T"]').count() == 0
+    assert "gradient" in _preview(page).lower()
+    # the server's error, in one line, names the field
+    page.check("#r-train")
+    page.fill("#r-vocab", "")
+    page.click("#draw")
+    page.locator("#teacher-error", has_text="vocab").wait_for()
+    assert "\n" not in page.locator("#teacher-error").inner_text().strip()
+    assert errors == []
+    page.context.close()

@@ -1022,8 +1022,9 @@ function teacherMatrices(sh) {
     mats.push({ key: `h${h}.W_K`, label: `${pre}W_K`, rows: nums(sh.d_model), cols: nums(sh.d_k) });
     mats.push({ key: `h${h}.W_V`, label: `${pre}W_V`, rows: nums(sh.d_model), cols: nums(sh.d_v) });
   }
-  if (sh.heads > 1) mats.push({ key: "W_O", label: "W_O", rows: nums(sh.heads * sh.d_v), cols: nums(sh.d_model) });
-  if ($("#t-train").checked) {   // the training step's target: the shape of Z
+  const block = !!(S.teacher.extra || {}).block;    // a Transformer block's attention always has W_O
+  if (sh.heads > 1 || block) mats.push({ key: "W_O", label: "W_O", rows: nums(sh.heads * sh.d_v), cols: nums(sh.d_model) });
+  if ($("#t-train").checked && !block) {   // (a block's training step has its targets, kept as loaded)   // the training step's target: the shape of Z
     mats.push({ key: "T", label: "target T", rows: sh.tokens, cols: nums(sh.heads > 1 ? sh.d_model : sh.d_v) });
   }
   return mats;
@@ -1102,14 +1103,17 @@ function teacherProblem() {
     throw new Error(_t("The grids do not match the sizes above: press “Make the grids” first"));
   }
   const p = { title: sh.title, tokens: sh.tokens, X: grids.X, scale: sh.scale, mask: sh.mask, decimals: sh.decimals };
-  if (sh.heads === 1) Object.assign(p, { W_Q: grids["h1.W_Q"], W_K: grids["h1.W_K"], W_V: grids["h1.W_V"] });
+  const block = !!(S.teacher.extra || {}).block;
+  if (sh.heads === 1) Object.assign(p, { W_Q: grids["h1.W_Q"], W_K: grids["h1.W_K"], W_V: grids["h1.W_V"] }, block ? { W_O: grids.W_O } : {});
   else {
     p.heads = [];
     for (let h = 1; h <= sh.heads; h++) p.heads.push({ W_Q: grids[`h${h}.W_Q`], W_K: grids[`h${h}.W_K`], W_V: grids[`h${h}.W_V`] });
     p.W_O = grids.W_O;
   }
   Object.assign(p, S.teacher.extra || {});
-  if ($("#t-train").checked) {
+  if (block) {      // a block's training step: cross-entropy on its targets (which need its output layer)
+    if ($("#t-train").checked) p.train = { loss: "cross-entropy", lr: $("#t-lr").value.trim() || "1/10" };
+  } else if ($("#t-train").checked) {
     if (!grids.T) throw new Error(_t("The training step needs its target T: press “Make the grids” first"));
     p.train = { target: grids.T, loss: "mse", lr: $("#t-lr").value.trim() || "1/10" };
   }
@@ -1175,6 +1179,13 @@ function randomFamily() {
       family.tokens_enc = /^\d+$/.test(v("tokens_enc")) ? parseInt(v("tokens_enc"), 10) : v("tokens_enc").split(/[\s,]+/).filter(Boolean);
     }
   }
+  if (v("block")) {          // a whole Transformer block: its own knobs, which worked new takes only with --block
+    family.block = v("block");
+    if (v("positional") !== "none") family.positional = v("positional");
+    if (v("d_ff")) family.d_ff = whole("d_ff", "d_ff");
+    if (v("vocab")) family.vocab = whole("vocab", _t("Vocabulary"));
+    if (v("eps")) family.eps = v("eps");
+  }
   if ($("#r-train").checked) family.train = true;
   if (v("lr")) family.lr = v("lr");
   return family;
@@ -1192,17 +1203,24 @@ const KNOBS = [
   ["max_score", _t("Largest |scaled score|"), "5", _t("0: no limit")], ["ties", _t("Allow ties for the largest score"), ""],
   ["attention", _t("Attention"), "self"], ["tokens_enc", _t("Encoder tokens"), "", _t("cross: a count or words; empty: as the tokens")],
   ["blocks", _t("Blocks"), "", _t("a chain, such as self-causal, cross; empty: one block")],
+  ["block", _t("Transformer block"), ""], ["positional", _t("Positions"), "none"],
+  ["d_ff", "d_ff", "", _t("the feed-forward's width; empty: d_model")],
+  ["vocab", _t("Vocabulary"), "", _t("an output layer over N words; empty: none")],
+  ["eps", _t("Layer norm's ε"), "", _t("exact, such as 1/100; empty: 0")],
   ["train", _t("Add a training step"), ""], ["lr", _t("Learning rate"), "", _t("empty: the default")],
 ];
-const KNOB_TEXT = ["tokens", "scale", "tokens_enc", "blocks", "lr"];      // typed as text, not as a number
+const KNOB_TEXT = ["tokens", "scale", "tokens_enc", "blocks", "lr", "eps"];      // typed as text, not as a number
 
 /* One knob's field: a labelled select, checkbox or input (id *id*, value *def*). */
 function knobField(id, key, label, def, help) {
   let input;
   if (key === "mask") input = el("select", { id }, el("option", { text: "none" }), el("option", { text: "causal" }));
   else if (key === "attention") input = el("select", { id }, el("option", { text: "self" }), el("option", { text: "cross" }));
+  else if (key === "block") input = el("select", { id }, el("option", { value: "", text: _t("none (attention only)") }),
+    el("option", { text: "post-ln" }), el("option", { text: "pre-ln" }));
+  else if (key === "positional") input = el("select", { id }, el("option", { text: "none" }), el("option", { text: "sinusoidal" }));
   else if (key === "train" || key === "ties") input = el("input", { id, type: "checkbox" });
-  else input = el("input", { id, value: def, spellcheck: "false",
+  else input = el("input", { id, value: def, spellcheck: "false", placeholder: { d_ff: "d_model", eps: "0" }[key] || null,
     inputmode: KNOB_TEXT.includes(key) ? null : ["max_weight", "min_weight", "max_score"].includes(key) ? "decimal" : "numeric" });
   return el("div", { class: "field" + (["tokens", "blocks", "tokens_enc"].includes(key) ? " wide" : "") },
     el("label", { for: id }, label, help ? el("span", { class: "sub", text: ` (${help})` }) : null), input);
@@ -1266,7 +1284,7 @@ const wordsOf = (s) => s.split(/[\s,]+/).filter(Boolean);
 
 const FAMILY_FORM_KEYS = new Set(["tokens", "words", "tokens_enc", "d_model", "d_k", "d_v", "heads", "range",
   "weight_range", "mask", "scale", "decimals", "max_weight", "min_weight", "max_score", "ties", "attention", "blocks",
-  "train", "lr"]);
+  "train", "lr", "block", "positional", "d_ff", "vocab", "eps"]);
 
 /* A part's family from its knobs: only what is filled in (the rest is worked new's default). */
 function partFamily(part) {
@@ -1288,6 +1306,10 @@ function partFamily(part) {
   for (const k of ["decimals", "max_weight", "min_weight", "max_score"]) if (v(k)) fam[k] = specNumber(v(k));
   for (const k of ["ties", "train"]) if (on(k) || given.has(k)) fam[k] = on(k);
   if (v("lr")) fam.lr = specNumber(v("lr"));
+  if (v("block")) fam.block = v("block");
+  if (v("positional") === "sinusoidal" || given.has("positional")) fam.positional = v("positional");
+  for (const k of ["d_ff", "vocab"]) if (v(k)) fam[k] = specNumber(v(k));
+  if (v("eps")) fam.eps = v("eps");
   return Object.assign(fam, JSON.parse(part.dataset.extra || "{}"));
 }
 
@@ -1305,10 +1327,15 @@ function fillPartFamily(part, fam) {
   set("wlo", (fam.weight_range || [])[0]); set("whi", (fam.weight_range || [])[1]);
   set("mask", fam.mask === "causal" ? "causal" : "none");
   set("attention", fam.attention === "cross" ? "cross" : "self");
+  set("block", fam.block === "post-ln" || fam.block === "pre-ln" ? fam.block : "");
+  set("positional", fam.positional === "sinusoidal" ? "sinusoidal" : "none");
+  for (const k of ["d_ff", "vocab", "eps"]) set(k, fam[k]);
   const extra = {};
-  for (const [k, x] of Object.entries(fam)) if (!FAMILY_FORM_KEYS.has(k)) extra[k] = x;
+  // (a value the selects do not offer is kept as loaded, for the spec's reader to refuse by name)
+  const offered = { block: ["post-ln", "pre-ln"], positional: ["none", "sinusoidal"] };
+  for (const [k, x] of Object.entries(fam)) if (!FAMILY_FORM_KEYS.has(k) || (offered[k] && !offered[k].includes(x))) extra[k] = x;
   part.dataset.extra = JSON.stringify(extra);
-  part.dataset.given = JSON.stringify(Object.keys(fam).filter((k) => ["mask", "attention", "ties", "train"].includes(k)));
+  part.dataset.given = JSON.stringify(Object.keys(fam).filter((k) => ["mask", "attention", "ties", "train", "positional"].includes(k)));
 }
 
 const QUESTION_FORM_KEYS = new Set(["name", "ask", "type", "choices", "points", "tolerance"]);
