@@ -38,7 +38,7 @@ bench: $(STAMP)
 # -d worked/locale -l <lang>, translate, make compile.
 LOCALE := worked/locale
 extract: $(STAMP)
-	$(BIN)/pybabel -q extract -F babel.cfg -k say -k N_ -k tr -k _markup -k _t --no-location --sort-output --omit-header \
+	$(BIN)/pybabel -q extract -F babel.cfg -k say -k N_ -k Msg -k tr -k _markup -k _t --no-location --sort-output --omit-header \
 	    --project=worked -o $(LOCALE)/worked.pot .
 
 update: extract

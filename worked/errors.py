@@ -1,11 +1,18 @@
 """User-facing errors: each prints as one line and exits with status 2."""
 from __future__ import annotations
 
+from .i18n import localized_text
+
 
 class WorkedError(Exception):
     """An error caused by the user's input. The CLI prints ``error: <message>`` and exits 2."""
 
     exit_code = 2
+
+    def localized(self, loc=None) -> str:
+        """The message in *loc* (the current language when None): the parts declared as :class:`worked.i18n.Msg`
+        translated, the rest (file names, fields, what the user wrote) as it is."""
+        return ": ".join(localized_text(a, loc) for a in self.args) if self.args else ""
 
 
 class ProblemError(WorkedError):
@@ -20,6 +27,9 @@ class ProblemError(WorkedError):
     def _text(self) -> str:
         parts = [p for p in (self.source, self.field) if p]
         return ": ".join(parts + [self.message])
+
+    def localized(self, loc=None) -> str:
+        return ": ".join([p for p in (self.source, self.field) if p] + [localized_text(self.message, loc)])
 
     def with_source(self, source: str) -> "ProblemError":
         return ProblemError(self.field, self.message, source)

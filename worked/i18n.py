@@ -24,7 +24,7 @@ import gettext
 import re
 from pathlib import Path
 
-__all__ = ["Locale", "UnknownLanguage", "N_", "tr", "ngettext", "current", "using", "get", "languages", "localize",
+__all__ = ["Locale", "UnknownLanguage", "N_", "Msg", "tr", "ngettext", "current", "using", "get", "languages", "localize",
            "LOCALE_DIR"]
 
 LOCALE_DIR = Path(__file__).resolve().parent / "locale"
@@ -191,6 +191,39 @@ def ngettext(singular: str, plural: str, n: int, **args) -> str:
     placeholders filled with *args* and ``n``."""
     text = current().ngettext(singular, plural, n)
     return _PLACEHOLDER.sub(lambda m: str({"n": n, **args}[m[1]]) if m[1] in {"n", *args} else m[0], text)
+
+
+class Msg(str):
+    """A sentence for the user (an error, a warning, a progress line), declared in English as a whole sentence with
+    named placeholders and translated where it is shown: ``raise ProblemError("X", Msg("expected {n} rows, got
+    {m}", n=3, m=len(rows)))``. It *is* its English text (a ``str``: the core, ``str(exc)`` and every JSON stay
+    English); :meth:`localized` gives it in a language. A value may itself be a :class:`Msg` (translated with it);
+    any other value is put in as ``str(value)`` (file names, field names, what the user wrote: never translated)."""
+
+    def __new__(cls, msgid: str, **args):
+        self = super().__new__(cls, _PLACEHOLDER.sub(lambda m: str(args[m[1]]) if m[1] in args else m[0], msgid))
+        self.msgid = msgid
+        self.args = args
+        return self
+
+    def __reduce__(self):      # pickled (a worker's error) as what it is
+        return (_msg, (self.msgid, self.args))
+
+    def localized(self, loc: "Locale | None" = None) -> str:
+        """The sentence in *loc* (the current language when None)."""
+        loc = loc or current()
+        if loc.is_source:
+            return str.__str__(self)
+        return loc.format(self.msgid, **{k: v.localized(loc) if isinstance(v, Msg) else v for k, v in self.args.items()})
+
+
+def _msg(msgid, args):
+    return Msg(msgid, **args)
+
+
+def localized_text(text, loc: "Locale | None" = None) -> str:
+    """*text* in *loc*: a :class:`Msg`'s translation, any other string as it is."""
+    return text.localized(loc) if isinstance(text, Msg) else str(text)
 
 
 def localize(node, loc: Locale | None = None):
