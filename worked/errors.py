@@ -41,13 +41,20 @@ class ExpressionError(WorkedError):
 
 def reason(exc: Exception) -> str:
     """*exc*'s message for our user: without Python's advice to the programmer
-    (``sys.set_int_max_str_digits``, "decode using utf-8-sig"), saying what to do instead."""
+    (``sys.set_int_max_str_digits``, "decode using utf-8-sig"), saying what to do instead (a :class:`Msg` when it is
+    ours or we reword it; a library's own text as it is)."""
+    from .i18n import Msg
+
+    if exc.args and isinstance(exc.args[0], Msg):
+        return exc.args[0]
     text = str(exc)
     if "integer string conversion" in text:
         import re
 
         m = re.search(r"limit \((\d+) digits\)", text)
-        return f"a whole number has more than {m[1] if m else 'the allowed'} digits; write numbers of ordinary size"
+        if m:
+            return Msg("a whole number has more than {limit} digits; write numbers of ordinary size", limit=m[1])
+        return Msg("a whole number has more than the allowed digits; write numbers of ordinary size")
     if "UTF-8 BOM" in text:
-        return "the file starts with a byte-order mark (BOM); save it as UTF-8 without BOM"
+        return Msg("the file starts with a byte-order mark (BOM); save it as UTF-8 without BOM")
     return text

@@ -16,6 +16,8 @@ import re
 import reprlib
 from fractions import Fraction
 
+from .i18n import Msg
+
 # patterns, compiled (and kept) by ``re`` when a decimal or fraction string is first read: a problem of
 # integers needs none of them
 _DEC = r"^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$"
@@ -37,12 +39,13 @@ def decimal(text: str) -> Fraction:
     before any number is built. Raises EntryError."""
     m = re.match(_PARTS, text.strip())
     if not m or not (m.group(1) or m.group(2)):
-        raise EntryError(f"expected a decimal number, got {shown(text)}")
+        raise EntryError(Msg("expected a decimal number, got {got}", got=shown(text)))
     exp = (m.group(3) or "").lstrip("+-").lstrip("0")
     if len(exp) > 3 or exp and int(exp) > MAX_EXPONENT:
-        raise EntryError(f"the exponent of {_short(text)} is out of range (at most ±{MAX_EXPONENT})")
+        raise EntryError(Msg("the exponent of {number} is out of range (at most ±{limit})", number=_short(text),
+                                limit=MAX_EXPONENT))
     if len(m.group(1)) + len(m.group(2) or "") > MAX_DIGITS:
-        raise EntryError(f"{_short(text)} has more than {MAX_DIGITS} digits")
+        raise EntryError(Msg("{number} has more than {limit} digits", number=_short(text), limit=MAX_DIGITS))
     return Fraction(text.strip())
 
 
@@ -73,10 +76,10 @@ def decimal_places(text: str) -> int:
 def to_fraction(value) -> tuple[Fraction, int]:
     """Return ``(exact value, decimal places as written)`` for one entry, or raise EntryError."""
     if isinstance(value, bool):
-        raise EntryError(f"expected a number, got {str(value).lower()}")
+        raise EntryError(Msg("expected a number, got {got}", got=str(value).lower()))
     if isinstance(value, int):
         if value.bit_length() > 4 * MAX_DIGITS:
-            raise EntryError(f"an integer with more than {MAX_DIGITS} digits is too large")
+            raise EntryError(Msg("an integer with more than {limit} digits is too large", limit=MAX_DIGITS))
         return Fraction(value), 0
     if isinstance(value, Fraction):
         return value, 0
@@ -89,10 +92,10 @@ def to_fraction(value) -> tuple[Fraction, int]:
     elif mod.startswith("sympy"):
         if getattr(value, "is_Rational", False):
             return Fraction(int(value.p), int(value.q)), 0
-        raise EntryError(f"expected a rational number, got {value}")
+        raise EntryError(Msg("expected a rational number, got {got}", got=value))
     if isinstance(value, float):
         if not math.isfinite(value):
-            raise EntryError(f"expected a finite number, got {value}")
+            raise EntryError(Msg("expected a finite number, got {got}", got=value))
         text = repr(value)
         return decimal(text), decimal_places(text)
     if isinstance(value, str):
@@ -102,11 +105,11 @@ def to_fraction(value) -> tuple[Fraction, int]:
         m = re.match(_FRAC, text)
         if m:
             if len(m.group(1)) > MAX_DIGITS or len(m.group(2)) > MAX_DIGITS:
-                raise EntryError(f"fraction {_short(text)} has more than {MAX_DIGITS} digits")
+                raise EntryError(Msg("fraction {number} has more than {limit} digits", number=_short(text), limit=MAX_DIGITS))
             if int(m.group(2)) == 0:
-                raise EntryError(f"fraction {shown(text)} has a zero denominator")
+                raise EntryError(Msg("fraction {number} has a zero denominator", number=shown(text)))
             return Fraction(int(m.group(1)), int(m.group(2))), 0
         if text.lower().lstrip("+-") in ("inf", "infinity", "nan", "∞"):
-            raise EntryError(f"expected a finite number, got {shown(value)}")
-        raise EntryError(f"expected a number such as 2, 0.43, \"0.43\" or \"1/2\", got {shown(value)}")
-    raise EntryError(f"expected a number, got {type(value).__name__} {shown(value)}")
+            raise EntryError(Msg("expected a finite number, got {got}", got=shown(value)))
+        raise EntryError(Msg('expected a number such as 2, 0.43, "0.43" or "1/2", got {got}', got=shown(value)))
+    raise EntryError(Msg("expected a number, got {type} {got}", type=type(value).__name__, got=shown(value)))

@@ -65,7 +65,8 @@ def canonical(lang: str) -> str:
     base = n.partition("_")[0]
     if base in have:
         return base
-    raise UnknownLanguage(f"unknown language {lang!r}: the languages there are {', '.join(have)}")
+    raise UnknownLanguage(Msg("unknown language {lang}: the languages there are {languages}", lang=repr(lang),
+                              languages=", ".join(have)))
 
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")

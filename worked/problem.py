@@ -9,6 +9,7 @@ from typing import Any, NamedTuple
 
 from .errors import ProblemError
 from .exact import EntryError, shown, to_fraction
+from .i18n import Msg
 
 # Limits: a problem must stay a hand exercise. Documented in the README.
 LIMITS = {
@@ -118,10 +119,11 @@ def _vector(name: str, value: Any, size: int, places, what: str) -> Vector:
     if hasattr(value, "tolist") and not isinstance(value, (list, tuple)):
         value = value.tolist()
     if not isinstance(value, (list, tuple)) or not value or any(isinstance(x, (list, tuple, dict)) for x in value):
-        raise ProblemError(name, f"expected a list of {size} numbers ({what}), got {shown(value)}")
+        raise ProblemError(name, Msg("expected a list of {size} numbers ({what}), got {got}", size=size, what=what,
+                                     got=shown(value)))
     row = _matrix(name, [value], places)[0]
     if len(row) != size:
-        raise ProblemError(name, f"expected {size} numbers ({what}), got {len(row)}")
+        raise ProblemError(name, Msg("expected {size} numbers ({what}), got {got}", size=size, what=what, got=len(row)))
     return row
 
 
@@ -130,79 +132,84 @@ def _tblock(data: dict, n: int, d_model: int, places) -> TBlock:
     attention's shapes: X is n × d_model."""
     kind = data.get("block")
     if kind not in TBLOCKS:
-        raise ProblemError("block", f'expected "post-ln" or "pre-ln", got {shown(kind)}')
+        raise ProblemError("block", Msg('expected "post-ln" or "pre-ln", got {got}', got=shown(kind)))
     positional = data.get("positional", "none")
     if positional not in POSITIONALS:
-        raise ProblemError("positional", f'expected "none" or "sinusoidal", got {shown(positional)}')
+        raise ProblemError("positional", Msg('expected "none" or "sinusoidal", got {got}', got=shown(positional)))
     activation = data.get("activation", "relu")
     if activation not in ACTIVATIONS:
-        raise ProblemError("activation", f'expected "relu", got {shown(activation)}')
+        raise ProblemError("activation", Msg('expected "relu", got {got}', got=shown(activation)))
     raw = data.get("eps", "0")
     try:
         eps, eps_places = to_fraction(raw)
     except EntryError:
-        raise ProblemError("eps", f'expected an exact number of at least 0 such as "0" or "1/100", got {shown(raw)}') from None
+        raise ProblemError("eps", Msg('expected an exact number of at least 0 such as "0" or "1/100", got {got}',
+                                       got=shown(raw))) from None
     if eps < 0 or eps > LIMITS["entry"]:
-        raise ProblemError("eps", f"expected a number from 0 to {LIMITS['entry']} (layer norm's ε), got {shown(raw)}")
+        raise ProblemError("eps", Msg("expected a number from 0 to {limit} (layer norm's ε), got {got}", limit=LIMITS['entry'],
+                                   got=shown(raw)))
     if places is not None and eps_places > places:
-        raise ProblemError("eps", f"{raw} has {eps_places} decimal places (at most {places})")
+        raise ProblemError("eps", _places_msg(raw, eps_places, places))
     if data.get("W_1") is None:
-        raise ProblemError("W_1", f"missing: in a block, the feed-forward's first weights W_1 (d_model = {d_model} rows, "
-                           "d_ff columns) are required")
+        raise ProblemError("W_1", Msg("missing: in a block, the feed-forward's first weights W_1 (d_model = {d_model} rows, "
+                                   "d_ff columns) are required", d_model=d_model))
     W_1 = _matrix("W_1", data["W_1"], places)
     if len(W_1) != d_model:
-        raise ProblemError("W_1", f"expected {d_model} rows (d_model), got {len(W_1)}")
+        raise ProblemError("W_1", Msg("expected {d_model} rows (d_model), got {got}", d_model=d_model, got=len(W_1)))
     d_ff = len(W_1[0])
-    _check_dim("W_1", d_ff, "d_ff (columns of W_1)")
+    _check_dim("W_1", d_ff, Msg("d_ff (columns of W_1)"))
     if data.get("W_2") is None:
-        raise ProblemError("W_2", f"missing: in a block, the feed-forward's second weights W_2 ({d_ff}×{d_model}: d_ff × "
-                           "d_model) are required")
+        raise ProblemError("W_2", Msg("missing: in a block, the feed-forward's second weights W_2 ({d_ff}×{d_model}: d_ff × "
+                                   "d_model) are required", d_ff=d_ff, d_model=d_model))
     W_2 = _matrix("W_2", data["W_2"], places)
     if _shape(W_2) != (d_ff, d_model):
-        raise ProblemError("W_2", f"expected {d_ff}×{d_model} (d_ff × d_model), got {len(W_2)}×{len(W_2[0])}")
+        raise ProblemError("W_2", Msg("expected {d_ff}×{d_model} (d_ff × d_model), got {rows}×{cols}", d_ff=d_ff,
+                                   d_model=d_model, rows=len(W_2), cols=len(W_2[0])))
     vec = lambda k, size, what, default: (  # noqa: E731
         _vector(k, data[k], size, places, what) if data.get(k) is not None else tuple(Fraction(default) for _ in range(size)))
-    b_1 = vec("b_1", d_ff, f"the feed-forward's first bias: d_ff = {d_ff}", 0)
-    b_2 = vec("b_2", d_model, f"the feed-forward's second bias: d_model = {d_model}", 0)
+    b_1 = vec("b_1", d_ff, Msg("the feed-forward's first bias: d_ff = {d_ff}", d_ff=d_ff), 0)
+    b_2 = vec("b_2", d_model, Msg("the feed-forward's second bias: d_model = {d_model}", d_model=d_model), 0)
     norms = {}
     for k in ("gamma_1", "gamma_2", "beta_1", "beta_2"):
-        norms[k] = vec(k, d_model, f"layer norm's {'γ' if k[0] == 'g' else 'β'}, one per column: d_model = {d_model}",
-                       1 if k[0] == "g" else 0)
+        norms[k] = vec(k, d_model, Msg("layer norm's {param}, one per column: d_model = {d_model}",
+                                       param="γ" if k[0] == "g" else "β", d_model=d_model), 1 if k[0] == "g" else 0)
     W_out = vocab = targets = None
     if data.get("W_out") is not None:
         W_out = _matrix("W_out", data["W_out"], places)
         if len(W_out) != d_model:
-            raise ProblemError("W_out", f"expected {d_model} rows (d_model), got {len(W_out)}")
-        _check_dim("W_out", len(W_out[0]), "the vocabulary (columns of W_out)")
+            raise ProblemError("W_out", Msg("expected {d_model} rows (d_model), got {got}", d_model=d_model, got=len(W_out)))
+        _check_dim("W_out", len(W_out[0]), Msg("the vocabulary (columns of W_out)"))
         if data.get("vocab") is None:
-            raise ProblemError("vocab", f"missing: with W_out, the vocabulary (a list of {len(W_out[0])} tokens, one per "
-                               "column of W_out) is required")
-        vocab = _tokens("vocab", data["vocab"], len(W_out[0]), "W_out's columns")
+            raise ProblemError("vocab", Msg("missing: with W_out, the vocabulary (a list of {n} tokens, one per "
+                                       "column of W_out) is required", n=len(W_out[0])))
+        vocab = _tokens("vocab", data["vocab"], len(W_out[0]), Msg("W_out's columns"))
         if len(set(vocab)) != len(vocab):
-            raise ProblemError("vocab", f"token {next(t for t in vocab if vocab.count(t) > 1)!r} is there twice")
+            raise ProblemError("vocab", Msg("token {token} is there twice",
+                                       token=repr(next(t for t in vocab if vocab.count(t) > 1))))
         if data.get("targets") is not None:
             t = data["targets"]
             if not isinstance(t, (list, tuple)) or not all(isinstance(x, str) for x in t):
-                raise ProblemError("targets", f"expected a list of {n} tokens of vocab (the next token at each position)")
+                raise ProblemError("targets", Msg("expected a list of {n} tokens of vocab (the next token at each position)", n=n))
             if len(t) != n:
-                raise ProblemError("targets", f"expected {n} tokens (one per position: X has {n} rows), got {len(t)}")
+                raise ProblemError("targets", Msg("expected {n} tokens (one per position: X has {n} rows), got {got}", n=n,
+                                             got=len(t)))
             for x in t:
                 if x not in vocab:
-                    raise ProblemError("targets", f"{x!r} is not in vocab ({', '.join(vocab)})")
+                    raise ProblemError("targets", Msg("{token} is not in vocab ({vocab})", token=repr(x), vocab=", ".join(vocab)))
             targets = tuple(vocab.index(x) for x in t)
     else:
         for k in ("vocab", "targets"):
             if data.get(k) is not None:
-                raise ProblemError(k, f"{k} is only used with an output layer W_out (d_model × |vocab|)")
+                raise ProblemError(k, Msg("{key} is only used with an output layer W_out (d_model × |vocab|)", key=k))
     gamma_f = beta_f = None
     final = kind == "pre-ln" and W_out is not None
     for k in ("gamma_f", "beta_f"):
         if data.get(k) is not None and not final:
-            raise ProblemError(k, 'the final layer norm (gamma_f, beta_f) is only used with block = "pre-ln" and an '
-                               "output layer W_out")
+            raise ProblemError(k, Msg('the final layer norm (gamma_f, beta_f) is only used with block = "pre-ln" and an '
+                                   "output layer W_out"))
     if final:
-        gamma_f = vec("gamma_f", d_model, f"the final layer norm's γ: d_model = {d_model}", 1)
-        beta_f = vec("beta_f", d_model, f"the final layer norm's β: d_model = {d_model}", 0)
+        gamma_f = vec("gamma_f", d_model, Msg("the final layer norm's γ: d_model = {d_model}", d_model=d_model), 1)
+        beta_f = vec("beta_f", d_model, Msg("the final layer norm's β: d_model = {d_model}", d_model=d_model), 0)
     return TBlock(kind, positional, W_1, b_1, W_2, b_2, activation, eps, norms["gamma_1"], norms["beta_1"],
                   norms["gamma_2"], norms["beta_2"], gamma_f, beta_f, W_out, vocab, targets)
 
@@ -211,44 +218,49 @@ def _train(value, n: int, width: int, places, block: "TBlock | None" = None) -> 
     if isinstance(value, Train):
         value = {"target": value.target, "loss": value.loss, "lr": value.lr}
     if not isinstance(value, dict):
-        raise ProblemError("train", "expected a table with " + ("loss and lr" if block is not None else "target, loss and lr"))
+        raise ProblemError("train", Msg("expected a table with loss and lr") if block is not None else
+                           Msg("expected a table with target, loss and lr"))
     unknown = sorted(set(value) - TRAIN_KEYS)
     if unknown:
-        raise ProblemError(f"train.{unknown[0]}", f"unknown key (expected some of: {', '.join(sorted(TRAIN_KEYS))})")
+        raise ProblemError(f"train.{unknown[0]}", Msg("unknown key (expected some of: {keys})",
+                                                       keys=", ".join(sorted(TRAIN_KEYS))))
     if block is not None:       # a block's step: its own loss, the cross-entropy of its output layer's targets
         if block.targets is None:
-            raise ProblemError("train", "a block's training step needs its output layer and targets (W_out, vocab, "
-                               "targets): its loss is their mean cross-entropy")
+            raise ProblemError("train", Msg("a block's training step needs its output layer and targets (W_out, vocab, "
+                                       "targets): its loss is their mean cross-entropy"))
         if value.get("target") is not None:
-            raise ProblemError("train.target", "a block has no target T: its loss is the cross-entropy of its targets")
+            raise ProblemError("train.target", Msg("a block has no target T: its loss is the cross-entropy of its targets"))
         if value.get("loss", "cross-entropy") not in BLOCK_LOSSES:
-            raise ProblemError("train.loss", f'expected "cross-entropy" in a block (the mean of −ln p of each target), '
-                               f"got {shown(value.get('loss'))}")
+            raise ProblemError("train.loss", Msg('expected "cross-entropy" in a block (the mean of −ln p of each target), '
+                                            "got {got}", got=shown(value.get('loss'))))
         return Train(None, "cross-entropy", _lr(value, places))
     if value.get("target") is None:
-        raise ProblemError("train.target", f"missing: the target T, a {n}×{width} matrix like the output Z")
+        raise ProblemError("train.target", Msg("missing: the target T, a {n}×{width} matrix like the output Z", n=n,
+                                                width=width))
     T = _matrix("train.target", value["target"], places)
     if _shape(T) != (n, width):
-        raise ProblemError("train.target", f"expected {n}×{width} (the shape of the output Z), got {len(T)}×{len(T[0])}")
+        raise ProblemError("train.target", Msg("expected {n}×{width} (the shape of the output Z), got {rows}×{cols}", n=n,
+                                                width=width, rows=len(T), cols=len(T[0])))
     loss = value.get("loss", "mse")
     if loss not in LOSSES:
-        raise ProblemError("train.loss", f'expected "mse" (L = ½ Σ (Z − T)²), got {loss!r}')
+        raise ProblemError("train.loss", Msg('expected "mse" (L = ½ Σ (Z − T)²), got {got}', got=repr(loss)))
     return Train(T, loss, _lr(value, places))
 
 
 def _lr(value: dict, places) -> Fraction:
     """The [train] table's learning rate, exact and positive."""
     if "lr" not in value:
-        raise ProblemError("train.lr", 'missing: the learning rate, an exact positive number such as "1/10"')
+        raise ProblemError("train.lr", Msg('missing: the learning rate, an exact positive number such as "1/10"'))
     raw = value["lr"]
     try:
         lr, lr_places = to_fraction(raw)
     except EntryError:
-        raise ProblemError("train.lr", f'expected a positive number such as "1/10" or 0.1, got {raw!r}') from None
+        raise ProblemError("train.lr", Msg('expected a positive number such as "1/10" or 0.1, got {got}', got=repr(raw))) from None
     if not 0 < lr <= LIMITS["lr"]:
-        raise ProblemError("train.lr", f"expected a positive number of at most {LIMITS['lr']}, got {raw!r}")
+        raise ProblemError("train.lr", Msg("expected a positive number of at most {limit}, got {got}", limit=LIMITS['lr'],
+                                            got=repr(raw)))
     if places is not None and lr_places > places:
-        raise ProblemError("train.lr", f"{raw} has {lr_places} decimal places (at most {places})")
+        raise ProblemError("train.lr", _places_msg(raw, lr_places, places))
     return lr
 
 
@@ -263,18 +275,18 @@ def _matrix(name: str, value: Any, places_limit: int | None, seen: list | None =
             [x for x in row] for row in value
         ]
     if not isinstance(value, (list, tuple)) or not value:
-        raise ProblemError(name, "expected a matrix: a non-empty list of rows, such as [[1, 0], [0, 1]]")
+        raise ProblemError(name, Msg("expected a matrix: a non-empty list of rows, such as [[1, 0], [0, 1]]"))
     rows = []
     width = None
     for i, row in enumerate(value, 1):
         if hasattr(row, "tolist") and not isinstance(row, (list, tuple)):
             row = list(row)
         if not isinstance(row, (list, tuple)) or not row:
-            raise ProblemError(name, f"row {i}: expected a non-empty list of numbers, got {shown(row)}")
+            raise ProblemError(name, Msg("row {i}: expected a non-empty list of numbers, got {got}", i=i, got=shown(row)))
         if width is None:
             width = len(row)
         elif len(row) != width:
-            raise ProblemError(name, f"ragged rows: row 1 has {width} entries, row {i} has {len(row)}")
+            raise ProblemError(name, Msg("ragged rows: row 1 has {width} entries, row {i} has {n}", width=width, i=i, n=len(row)))
         if all(type(x) is int and -LIMITS["entry"] <= x <= LIMITS["entry"] for x in row):
             rows.append(tuple(map(Fraction, row)))      # plain integers within the limit (a drawn problem's): exact
             continue
@@ -283,11 +295,12 @@ def _matrix(name: str, value: Any, places_limit: int | None, seen: list | None =
             try:
                 f, places = to_fraction(x)
             except EntryError as exc:
-                raise ProblemError(f"{name}[{i},{j}]", str(exc)) from None
+                raise ProblemError(f"{name}[{i},{j}]", exc.args[0]) from None
             if abs(f.numerator) > LIMITS["entry"] * f.denominator:     # |f| > the limit, in integers
-                raise ProblemError(f"{name}[{i},{j}]", f"entry {x} is too large for a hand exercise (at most {LIMITS['entry']} in size)")
+                raise ProblemError(f"{name}[{i},{j}]", Msg("entry {value} is too large for a hand exercise (at most {limit} in size)",
+                                                          value=x, limit=LIMITS['entry']))
             if places_limit is not None and places > places_limit:
-                raise ProblemError(f"{name}[{i},{j}]", f"{x} has {places} decimal places (at most {places_limit})")
+                raise ProblemError(f"{name}[{i},{j}]", _places_msg(x, places, places_limit))
             if seen is not None and places and f.denominator != 1:
                 seen.append(f"{name}[{i},{j}]")
             out.append(f)
@@ -295,9 +308,14 @@ def _matrix(name: str, value: Any, places_limit: int | None, seen: list | None =
     return tuple(rows)
 
 
-def _check_dim(name: str, n: int, what: str):
+def _places_msg(value, places: int, limit: int) -> Msg:
+    return Msg("{value} has {places} decimal places (at most {limit})", value=value, places=places, limit=limit)
+
+
+def _check_dim(name: str, n: int, what: Msg):
     if n > LIMITS["dim"]:
-        raise ProblemError(name, f"{what} is {n}, larger than a hand exercise allows (at most {LIMITS['dim']})")
+        raise ProblemError(name, Msg("{what} is {n}, larger than a hand exercise allows (at most {limit})", what=what, n=n,
+                                     limit=LIMITS['dim']))
 
 
 def _frac_text(f: Fraction) -> int | str:
@@ -322,14 +340,15 @@ def _tokens(key: str, tokens, n: int, of: str, default: str = "x") -> tuple[str,
     if tokens is None:
         return tuple(f"{default}{i}" for i in range(1, n + 1))
     if not isinstance(tokens, (list, tuple)) or not all(isinstance(t, str) for t in tokens):
-        raise ProblemError(key, f"expected a list of strings, one per row of {of}")
+        raise ProblemError(key, Msg("expected a list of strings, one per row of {of}", of=of))
     if len(tokens) != n:
-        raise ProblemError(key, f"expected {n} tokens ({of} has {n} rows), got {len(tokens)}")
+        raise ProblemError(key, Msg("expected {n} tokens ({of} has {n} rows), got {got}", n=n, of=of, got=len(tokens)))
     for t in tokens:
         if not t.strip():
-            raise ProblemError(key, "a token is empty")
+            raise ProblemError(key, Msg("a token is empty"))
         if len(t) > LIMITS["token"]:
-            raise ProblemError(key, f"token {t[:20]!r}… is longer than {LIMITS['token']} characters")
+            raise ProblemError(key, Msg("token {token}… is longer than {limit} characters", token=repr(t[:20]),
+                                         limit=LIMITS['token']))
     return tuple(tokens)
 
 
@@ -358,11 +377,12 @@ def _lang(lang):
     from . import i18n
 
     if not isinstance(lang, str):
-        raise ProblemError("lang", f"expected a language name (one of {', '.join(i18n.languages())}), got {shown(lang)}")
+        raise ProblemError("lang", Msg("expected a language name (one of {languages}), got {got}",
+                                      languages=", ".join(i18n.languages()), got=shown(lang)))
     try:
         return i18n.canonical(lang)
     except i18n.UnknownLanguage as exc:
-        raise ProblemError("lang", str(exc)) from None
+        raise ProblemError("lang", exc.args[0]) from None
 
 class Problem:
     """A self-attention exercise, exact. Build it from lists, Fractions or NumPy arrays.
@@ -404,11 +424,11 @@ class Problem:
             one_head = block is not None and heads is None and W_O is not None
             if block is not None:
                 if W_O is None:
-                    raise ProblemError("W_O", "missing: in a block, the attention's output projection W_O (heads·d_v rows, "
-                                       "d_model columns) is required")
+                    raise ProblemError("W_O", Msg("missing: in a block, the attention's output projection W_O (heads·d_v rows, "
+                                           "d_model columns) is required"))
                 if attention == "cross":
-                    raise ProblemError("attention", 'a block with cross-attention is not supported: use attention = "self" '
-                                       "with block")
+                    raise ProblemError("attention", Msg('a block with cross-attention is not supported: use attention = "self" '
+                                                 "with block"))
                 if one_head:      # one head with its W_O: the heads' combination with one head
                     heads, W_Q, W_K, W_V = [(W_Q, W_K, W_V)], None, None, None
             try:
@@ -420,8 +440,8 @@ class Problem:
                 raise
             width = len(self.W_O[0]) if self.multihead else self.d_v
             if block is not None and width != self.d_model:
-                raise ProblemError("W_O", f"expected {self.d_model} columns (d_model: the residual adds the attention's "
-                                   f"output to X), got {width}")
+                raise ProblemError("W_O", Msg("expected {d_model} columns (d_model: the residual adds the attention's "
+                                               "output to X), got {got}", d_model=self.d_model, got=width))
             if block is not None and not isinstance(block, TBlock):
                 block = _tblock(block, self.n, self.d_model, _places_limit)
             object.__setattr__(self, "block", block)
@@ -453,63 +473,68 @@ class Problem:
               attention="self", X_enc=None, tokens_enc=None):
         s = lambda k, v: object.__setattr__(self, k, v)  # noqa: E731
         if attention not in ATTENTIONS:
-            raise ProblemError("attention", f'expected "self" or "cross", got {shown(attention)}')
+            raise ProblemError("attention", Msg('expected "self" or "cross", got {got}', got=shown(attention)))
         cross = attention == "cross"
         if X is None:
-            raise ProblemError("X", "missing: the input matrix X (one row per token"
-                               + (" of the decoder side" if cross else "") + ") is required")
+            raise ProblemError("X", Msg("missing: the input matrix X (one row per token of the decoder side) is required")
+                                 if cross else Msg("missing: the input matrix X (one row per token) is required"))
         seen: list = []   # entries written as decimals (not integers)
         Xm = _matrix("X", X, places, seen)
         n, d_model = _shape(Xm)
         if n > LIMITS["tokens"]:
-            raise ProblemError("X", f"{n} tokens is more than a hand exercise allows (at most {LIMITS['tokens']})")
-        _check_dim("X", d_model, "d_model (columns of X)")
+            raise ProblemError("X", Msg("{n} tokens is more than a hand exercise allows (at most {limit})", n=n,
+                                         limit=LIMITS['tokens']))
+        _check_dim("X", d_model, Msg("d_model (columns of X)"))
         Xe = None
         if not cross:
             for k, v in (("X_enc", X_enc), ("tokens_enc", tokens_enc)):
                 if v is not None:
-                    raise ProblemError(k, f'{k} is only used with attention = "cross" (keys and values from the encoder side)')
+                    raise ProblemError(k, Msg('{key} is only used with attention = "cross" (keys and values from the encoder '
+                                             "side)", key=k))
         else:
             if X_enc is None:
-                raise ProblemError("X_enc", 'missing: with attention = "cross", the encoder side X_enc (one row per '
-                                   "encoder token; keys and values come from it) is required")
+                raise ProblemError("X_enc", Msg('missing: with attention = "cross", the encoder side X_enc (one row per '
+                                             "encoder token; keys and values come from it) is required"))
             Xe = _matrix("X_enc", X_enc, places, seen)
             if len(Xe) > LIMITS["tokens"]:
-                raise ProblemError("X_enc", f"{len(Xe)} tokens is more than a hand exercise allows (at most {LIMITS['tokens']})")
+                raise ProblemError("X_enc", Msg("{n} tokens is more than a hand exercise allows (at most {limit})", n=len(Xe),
+                                                 limit=LIMITS['tokens']))
             if len(Xe[0]) != d_model:
-                raise ProblemError("X_enc", f"expected {d_model} columns like X (the encoder and the decoder side share "
-                                   f"d_model), got {len(Xe[0])}")
+                raise ProblemError("X_enc", Msg("expected {d_model} columns like X (the encoder and the decoder side share "
+                                             "d_model), got {got}", d_model=d_model, got=len(Xe[0])))
             if mask == "causal":
-                raise ProblemError("mask", 'a causal mask is not used with attention = "cross": every decoder token may '
-                                   'attend to every encoder token (use mask = "none")')
+                raise ProblemError("mask", Msg('a causal mask is not used with attention = "cross": every decoder token may '
+                                            'attend to every encoder token (use mask = "none")'))
 
         multihead = heads is not None
         if multihead:
             if any(w is not None for w in (W_Q, W_K, W_V)):
-                raise ProblemError("heads", "give either W_Q/W_K/W_V at the top level or [[heads]], not both")
+                raise ProblemError("heads", Msg("give either W_Q/W_K/W_V at the top level or [[heads]], not both"))
             if not isinstance(heads, (list, tuple)) or not heads:
-                raise ProblemError("heads", "expected a non-empty list of heads, each with W_Q, W_K and W_V")
+                raise ProblemError("heads", Msg("expected a non-empty list of heads, each with W_Q, W_K and W_V"))
             if len(heads) > LIMITS["heads"]:
-                raise ProblemError("heads", f"{len(heads)} heads is more than a hand exercise allows (at most {LIMITS['heads']})")
+                raise ProblemError("heads", Msg("{n} heads is more than a hand exercise allows (at most {limit})", n=len(heads),
+                                               limit=LIMITS['heads']))
             raw = []
             for h, head in enumerate(heads, 1):
                 if isinstance(head, dict):
                     unknown = sorted(set(head) - HEAD_KEYS)
                     if unknown:
-                        raise ProblemError(f"heads[{h}].{unknown[0]}", "unknown key (a head has W_Q, W_K and W_V)")
+                        raise ProblemError(f"heads[{h}].{unknown[0]}", Msg("unknown key (a head has W_Q, W_K and W_V)"))
                     trip = tuple(head.get(k) for k in ("W_Q", "W_K", "W_V"))
                 elif isinstance(head, Head):
                     trip = (head.W_Q, head.W_K, head.W_V)
                 elif isinstance(head, (list, tuple)) and len(head) == 3:
                     trip = tuple(head)
                 else:
-                    raise ProblemError(f"heads[{h}]", "expected a table with W_Q, W_K and W_V")
+                    raise ProblemError(f"heads[{h}]", Msg("expected a table with W_Q, W_K and W_V"))
                 raw.append((f"heads[{h}].", trip))
             if W_O is None:
-                raise ProblemError("W_O", "missing: with [[heads]], the output projection W_O is required")
+                raise ProblemError("W_O", Msg("missing: with [[heads]], the output projection W_O is required"))
         else:
             if W_O is not None:
-                raise ProblemError("W_O", "W_O is only used with several heads ([[heads]]) or in a block (block = \"post-ln\" or \"pre-ln\")")
+                raise ProblemError("W_O", Msg('W_O is only used with several heads ([[heads]]) or in a block (block = "post-ln" '
+                                             'or "pre-ln")'))
             raw = [("", (W_Q, W_K, W_V))]
 
         built = []
@@ -518,19 +543,24 @@ class Problem:
             mats = []
             for name, w in zip(("W_Q", "W_K", "W_V"), (wq, wk, wv)):
                 if w is None:
-                    raise ProblemError(prefix + name, "missing: expected a matrix with one row per column of X")
+                    raise ProblemError(prefix + name, Msg("missing: expected a matrix with one row per column of X"))
                 m = _matrix(prefix + name, w, places, seen)
                 if len(m) != d_model:
-                    raise ProblemError(prefix + name, f"expected {d_model} rows (X has {d_model} columns), got {len(m)}")
-                _check_dim(prefix + name, len(m[0]), "the number of columns")
+                    raise ProblemError(prefix + name, Msg("expected {d_model} rows (X has {d_model} columns), got {got}",
+                                                         d_model=d_model, got=len(m)))
+                _check_dim(prefix + name, len(m[0]), Msg("the number of columns"))
                 mats.append(m)
             if len(mats[1][0]) != len(mats[0][0]):
-                raise ProblemError(prefix + "W_K", f"expected {len(mats[0][0])} columns like W_Q (queries and keys must have the same length d_k), got {len(mats[1][0])}")
+                raise ProblemError(prefix + "W_K", Msg("expected {d_k} columns like W_Q (queries and keys must have the same "
+                                                      "length d_k), got {got}", d_k=len(mats[0][0]), got=len(mats[1][0])))
             shapes = tuple(_shape(m) for m in mats)
             if first_shapes is None:
                 first_shapes = shapes
             elif shapes != first_shapes:
-                raise ProblemError(prefix.rstrip("."), f"every head must have the same shapes as head 1 ({'/'.join(f'{r}×{c}' for r, c in first_shapes)} for W_Q/W_K/W_V), got {'/'.join(f'{r}×{c}' for r, c in shapes)}")
+                raise ProblemError(prefix.rstrip("."), Msg("every head must have the same shapes as head 1 ({first} for "
+                                                          "W_Q/W_K/W_V), got {got}",
+                                                          first="/".join(f"{r}×{c}" for r, c in first_shapes),
+                                                          got="/".join(f"{r}×{c}" for r, c in shapes)))
             built.append(Head(*mats))
 
         Wo = None
@@ -538,16 +568,17 @@ class Problem:
             Wo = _matrix("W_O", W_O, places, seen)
             need = len(built) * len(built[0].W_V[0])
             if len(Wo) != need:
-                raise ProblemError("W_O", f"expected {need} rows ({len(built)} heads × d_v = {len(built[0].W_V[0])}), got {len(Wo)}")
-            _check_dim("W_O", len(Wo[0]), "the number of columns")
+                raise ProblemError("W_O", Msg("expected {need} rows ({heads} heads × d_v = {d_v}), got {got}", need=need,
+                                             heads=len(built), d_v=len(built[0].W_V[0]), got=len(Wo)))
+            _check_dim("W_O", len(Wo[0]), Msg("the number of columns"))
 
         toks = _tokens("tokens", tokens, n, "X")
         toks_enc = _tokens("tokens_enc", tokens_enc, len(Xe), "X_enc", "e") if cross else None
 
         if not isinstance(title, str):
-            raise ProblemError("title", f"expected a string, got {shown(title)}")
+            raise ProblemError("title", Msg("expected a string, got {got}", got=shown(title)))
         if len(title) > LIMITS["title"]:
-            raise ProblemError("title", f"longer than {LIMITS['title']} characters")
+            raise ProblemError("title", Msg("longer than {limit} characters", limit=LIMITS['title']))
 
         if isinstance(scale, str) and scale in ("sqrt", "none"):
             sc = scale
@@ -558,17 +589,20 @@ class Problem:
                 try:
                     f, _ = to_fraction(scale)
                 except EntryError:
-                    raise ProblemError("scale", f'expected "sqrt", "none" or a positive number, got {shown(scale)}') from None
+                    raise ProblemError("scale", Msg('expected "sqrt", "none" or a positive number, got {got}',
+                                                     got=shown(scale))) from None
                 if f <= 0 or f > LIMITS["entry"]:
-                    raise ProblemError("scale", f"expected a positive number (at most {LIMITS['entry']}), got {shown(scale)}")
+                    raise ProblemError("scale", Msg("expected a positive number (at most {limit}), got {got}",
+                                                     limit=LIMITS['entry'], got=shown(scale)))
                 sc = f
         if mask not in ("none", "causal"):
-            raise ProblemError("mask", f'expected "none" or "causal", got {shown(mask)}')
+            raise ProblemError("mask", Msg('expected "none" or "causal", got {got}', got=shown(mask)))
         if isinstance(decimals, bool) or not isinstance(decimals, int) or not 0 <= decimals <= LIMITS["decimals"]:
-            raise ProblemError("decimals", f"expected a whole number from 0 to {LIMITS['decimals']}, got {shown(decimals)}")
+            raise ProblemError("decimals", Msg("expected a whole number from 0 to {limit}, got {got}", limit=LIMITS['decimals'],
+                                                got=shown(decimals)))
 
         if display not in DISPLAYS:
-            raise ProblemError("display", f'expected "auto", "exact" or "decimal", got {shown(display)}')
+            raise ProblemError("display", Msg('expected "auto", "exact" or "decimal", got {got}', got=shown(display)))
 
         s("X", Xm)
         s("heads", tuple(built))
@@ -637,16 +671,17 @@ class Problem:
     def from_dict(cls, data: dict, source: str | None = None, *, _work_limit: bool = True) -> "Problem":
         """The problem of a problem file's table; with ``[[blocks]]``, a :class:`Chain` of them."""
         if not isinstance(data, dict):
-            raise ProblemError("", "expected a table of keys (title, tokens, X, W_Q, …)", source)
+            raise ProblemError("", Msg("expected a table of keys (title, tokens, X, W_Q, …)"), source)
         if "blocks" in data:        # chained blocks ([[blocks]]): a Chain of problems
             return Chain.from_dict(data, source=source)
         unknown = sorted(set(data) - TOP_KEYS)
         if unknown:
-            raise ProblemError(unknown[0], f"unknown key (expected some of: {', '.join(sorted(TOP_KEYS))})", source)
+            raise ProblemError(unknown[0], Msg("unknown key (expected some of: {keys})", keys=", ".join(sorted(TOP_KEYS))), source)
         block = {k: data[k] for k in TBLOCK_KEYS if k in data} or None
         if block is not None and "block" not in block:
             k = next(k for k in TBLOCK_KEYS if k in block)
-            raise ProblemError(k, f'{k} is only used in a Transformer block: add block = "post-ln" or "pre-ln"', source)
+            raise ProblemError(k, Msg('{key} is only used in a Transformer block: add block = "post-ln" or "pre-ln"', key=k),
+                               source)
         return cls(
             data.get("X"), data.get("W_Q"), data.get("W_K"), data.get("W_V"),
             heads=data.get("heads"), W_O=data.get("W_O"), tokens=data.get("tokens"),
@@ -843,33 +878,36 @@ class Chain:
 
     def _init(self, X, blocks, tokens, title, scale, decimals, display, X_enc, tokens_enc, places):
         if not isinstance(blocks, (list, tuple)) or not blocks:
-            raise ProblemError("blocks", "expected a list of tables ([[blocks]]), each with attention, mask and its weights")
+            raise ProblemError("blocks", Msg("expected a list of tables ([[blocks]]), each with attention, mask and its weights"))
         if len(blocks) > MAX_BLOCKS:
-            raise ProblemError("blocks", f"{len(blocks)} blocks is more than a hand exercise allows (at most {MAX_BLOCKS})")
+            raise ProblemError("blocks", Msg("{n} blocks is more than a hand exercise allows (at most {limit})", n=len(blocks),
+                                            limit=MAX_BLOCKS))
         specs = []
         for k, b in enumerate(blocks, 1):
             if isinstance(b, Block):
                 specs.append(b)
                 continue
             if not isinstance(b, dict):
-                raise ProblemError(f"blocks[{k}]", "expected a table with attention, mask and W_Q, W_K, W_V (or heads and W_O)")
+                raise ProblemError(f"blocks[{k}]", Msg("expected a table with attention, mask and W_Q, W_K, W_V (or heads and W_O)"))
             unknown = sorted(set(b) - BLOCK_KEYS)
             if unknown:
-                raise ProblemError(f"blocks[{k}].{unknown[0]}", f"unknown key (a block has some of: {', '.join(sorted(BLOCK_KEYS))})")
+                raise ProblemError(f"blocks[{k}].{unknown[0]}", Msg("unknown key (a block has some of: {keys})",
+                                                                   keys=", ".join(sorted(BLOCK_KEYS))))
             if b.get("attention", "self") not in ATTENTIONS:
-                raise ProblemError(f"blocks[{k}].attention", f'expected "self" or "cross", got {shown(b["attention"])}')
+                raise ProblemError(f"blocks[{k}].attention", Msg('expected "self" or "cross", got {got}', got=shown(b["attention"])))
             specs.append(Block(b.get("attention", "self"), b.get("mask", "none"), b.get("W_Q"), b.get("W_K"), b.get("W_V"),
                                b.get("heads"), b.get("W_O")))
         crosses = [k for k, b in enumerate(specs, 1) if b.attention == "cross"]
         if crosses and X_enc is None:
-            raise ProblemError("X_enc", f'missing: blocks[{crosses[0]}] has attention = "cross", so the encoder side X_enc '
-                               "(one row per encoder token; its keys and values come from it) is required")
+            raise ProblemError("X_enc", Msg('missing: blocks[{k}] has attention = "cross", so the encoder side X_enc '
+                                       "(one row per encoder token; its keys and values come from it) is required",
+                                       k=crosses[0]))
         if not crosses:
             for key, v in (("X_enc", X_enc), ("tokens_enc", tokens_enc)):
                 if v is not None:
-                    raise ProblemError(key, f'{key} is only used when a block has attention = "cross"')
+                    raise ProblemError(key, Msg('{key} is only used when a block has attention = "cross"', key=key))
         if X is None:
-            raise ProblemError("X", "missing: the input matrix X of block 1 (one row per token) is required")
+            raise ProblemError("X", Msg("missing: the input matrix X of block 1 (one row per token) is required"))
         self.blocks = tuple(specs)
         self.title, self.scale, self.decimals, self.display_option = title, scale, decimals, display
         # block 1 is read with the file's limits; its fields are the chain's own
@@ -885,19 +923,22 @@ class Chain:
             rows = _weight_rows(b)
             if rows is not None and rows != width:
                 w = "heads[1].W_Q" if b.heads is not None else "W_Q"
-                raise ProblemError(f"blocks[{k}].{w}", f"expected {width} rows (block {k}'s input is block {k - 1}'s output Z, "
-                                   f"which has {width} columns: its d_model), got {rows}")
+                raise ProblemError(f"blocks[{k}].{w}", Msg("expected {width} rows (block {k}'s input is block {before}'s output Z, "
+                                                          "which has {width} columns: its d_model), got {got}",
+                                                          width=width, k=k, before=k - 1, got=rows))
             if b.attention == "cross" and len(self.X_enc[0]) != width:
-                raise ProblemError("X_enc", f"expected {width} columns (block {k}'s d_model: block {k - 1}'s output Z has "
-                                   f"{width} columns), got {len(self.X_enc[0])}")
+                raise ProblemError("X_enc", Msg("expected {width} columns (block {k}'s d_model: block {before}'s output Z has "
+                                               "{width} columns), got {got}", width=width, k=k, before=k - 1,
+                                               got=len(self.X_enc[0])))
             zeros = [[0] * width for _ in range(prev.n)]      # the shapes only: its X comes from block k−1's answer
             prev = self._build(k, zeros, None, None, None, places, display)
             width = _out_width(prev)
         self.first = first
         w = work(self)
         if w.worst > LIMITS["work"]:
-            raise ProblemError("blocks", f"{len(specs)} blocks are more work than a command may take (about "
-                               f"{w.worst / 1000:.0f} s, at most {LIMITS['work'] / 1000:.0f} s): use fewer or smaller blocks")
+            raise ProblemError("blocks", Msg("{n} blocks are more work than a command may take (about {seconds} s, at most "
+                                       "{limit} s): use fewer or smaller blocks", n=len(specs),
+                                       seconds=f"{w.worst / 1000:.0f}", limit=f"{LIMITS['work'] / 1000:.0f}"))
 
     def _build(self, k: int, X, X_enc, tokens, tokens_enc, places, display) -> Problem:
         b = self.blocks[k - 1]
@@ -974,15 +1015,15 @@ class Chain:
     def from_dict(cls, data: dict, source: str | None = None) -> "Chain":
         for key in ("W_Q", "W_K", "W_V", "heads", "W_O", "attention", "mask"):
             if key in data:
-                raise ProblemError(key, f"with [[blocks]], {key} goes in each block (blocks[1].{key}, …), not at the top "
-                                   "level", source)
+                raise ProblemError(key, Msg("with [[blocks]], {key} goes in each block (blocks[1].{key}, …), not at the top "
+                                       "level", key=key), source)
         if "train" in data:
-            raise ProblemError("train", "a training step through [[blocks]] is not supported: leave out [train], or "
-                               "train one block as a problem of its own", source)
+            raise ProblemError("train", Msg("a training step through [[blocks]] is not supported: leave out [train], or "
+                                       "train one block as a problem of its own"), source)
         unknown = sorted(set(data) - CHAIN_TOP_KEYS)
         if unknown:
-            raise ProblemError(unknown[0], f"unknown key (with [[blocks]], expected some of: {', '.join(sorted(CHAIN_TOP_KEYS))})",
-                               source)
+            raise ProblemError(unknown[0], Msg("unknown key (with [[blocks]], expected some of: {keys})",
+                                              keys=", ".join(sorted(CHAIN_TOP_KEYS))), source)
         return cls(data.get("X"), data.get("blocks"), tokens=data.get("tokens"), title=data.get("title", ""),
                    scale=data.get("scale", "sqrt"), decimals=data.get("decimals", 2), display=data.get("display", "auto"),
                    X_enc=data.get("X_enc"), tokens_enc=data.get("tokens_enc"), source=source)
@@ -1159,8 +1200,9 @@ def work(problem: "Problem") -> Work:
                    entry_digits(problem))
 
 
-_DOING = {"answer": "solving it (worked solve, /api/solve)", "check": "checking answers to it (worked check, /api/check)",
-          "sheet": "its worksheet and key (worked sheet)"}
+_DOING = {"answer": Msg("solving it (worked solve, /api/solve)"),
+          "check": Msg("checking answers to it (worked check, /api/check)"),
+          "sheet": Msg("its worksheet and key (worked sheet)")}
 
 
 def _check_work(p: "Problem") -> None:
@@ -1173,15 +1215,24 @@ def _check_work(p: "Problem") -> None:
                  d_out=len(p.W_O[0]) if p.multihead else None, multihead=p.multihead, digits=entry_digits(p))
     train = p.train is not None
     fits = [k for k in range(p.n - 1, 0, -1) if work_of(k, train=train, **shape).worst <= limit]
-    hint = (f"with these widths{' and heads' if p.multihead else ''} at most {fits[0]} tokens fit" if fits else
-            "use smaller d_model, d_k, d_v" + (" or fewer heads" if p.multihead else ""))
-    about = f"{p.n} tokens, d_model {p.d_model}, d_k {p.d_k}, d_v {p.d_v}" + (f", {len(p.heads)} heads" if p.multihead else "")
-    need = f"{_DOING[w.slowest]} would take about {w.worst / 1000:.0f} s (at most {limit / 1000:.0f} s, predicted from the shape; see the README's limits)"
+    if fits:
+        hint = (Msg("with these widths and heads at most {n} tokens fit", n=fits[0]) if p.multihead else
+                Msg("with these widths at most {n} tokens fit", n=fits[0]))
+    else:
+        hint = Msg("use smaller d_model, d_k, d_v or fewer heads") if p.multihead else Msg("use smaller d_model, d_k, d_v")
+    dims = dict(n=p.n, d_model=p.d_model, d_k=p.d_k, d_v=p.d_v)
+    about = (Msg("{n} tokens, d_model {d_model}, d_k {d_k}, d_v {d_v}, {heads} heads", heads=len(p.heads), **dims)
+             if p.multihead else Msg("{n} tokens, d_model {d_model}, d_k {d_k}, d_v {d_v}", **dims))
+    need = Msg("{doing} would take about {seconds} s (at most {limit} s, predicted from the shape; see the README's "
+               "limits)", doing=_DOING[w.slowest], seconds=f"{w.worst / 1000:.0f}", limit=f"{limit / 1000:.0f}")
     if train and work_of(p.n, **shape).worst <= limit:
-        raise ProblemError("train", f"a training step on {about} is more work than a command may take: {need}; {hint}, "
-                           "or leave out [train]")
-    raise ProblemError("heads" if p.multihead else "X", f"{about}{' with a training step' if train else ''} is more work "
-                       f"than a command may take: {need}; {hint}")
+        raise ProblemError("train", Msg("a training step on {about} is more work than a command may take: {need}; {hint}, "
+                                        "or leave out [train]", about=about, need=need, hint=hint))
+    raise ProblemError("heads" if p.multihead else "X",
+                       Msg("{about} with a training step is more work than a command may take: {need}; {hint}",
+                           about=about, need=need, hint=hint) if train else
+                       Msg("{about} is more work than a command may take: {need}; {hint}", about=about, need=need,
+                           hint=hint))
 
 
 def builtin_path() -> Path:

@@ -12,6 +12,7 @@ import os
 import stat
 
 from .errors import WorkedError, reason
+from .i18n import Msg, localized_text
 
 FILE_LIMIT = 1_000_000        # bytes in a problem file, answers file, quiz spec, roster or responses file
 MANIFEST_LIMIT = 64_000_000   # bytes in a quiz manifest (2,000 variants with their problems and keys)
@@ -28,37 +29,42 @@ class InputError(WorkedError):
         self.message = message
         super().__init__(f"{source}: {message}" if source else message)
 
+    def localized(self, loc=None) -> str:
+        text = localized_text(self.message, loc)
+        return f"{self.source}: {text}" if self.source else text
 
-def _kind(mode: int) -> str:
+
+def _kind(mode: int) -> Msg:
     if stat.S_ISDIR(mode):
-        return "a directory"
+        return Msg("is a directory, expected {expected}")
     if stat.S_ISFIFO(mode):
-        return "a FIFO (named pipe)"
+        return Msg("is a FIFO (named pipe), expected {expected}")
     if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
+        return Msg("is a device, expected {expected}")
     if stat.S_ISSOCK(mode):
-        return "a socket"
-    return "not a regular file"
+        return Msg("is a socket, expected {expected}")
+    return Msg("is not a regular file, expected {expected}")
 
 
-def read_bytes(path, limit: int = FILE_LIMIT, expected: str = "a file") -> bytes:
+def read_bytes(path, limit: int = FILE_LIMIT, expected: str = Msg("a file")) -> bytes:
     """The bytes of the regular file *path* (symlinks followed), refusing anything else or anything larger
     than *limit* bytes. *expected* names what the file should be, for the messages."""
     src = str(path)
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
-        raise InputError(src, f"no such file (expected {expected})") from None
+        raise InputError(src, Msg("no such file (expected {expected})", expected=expected)) from None
     except IsADirectoryError:
-        raise InputError(src, f"is a directory, expected {expected}") from None
+        raise InputError(src, Msg("is a directory, expected {expected}", expected=expected)) from None
     except OSError as exc:
-        raise InputError(src, f"cannot read: {exc.strerror or exc}") from None
+        raise InputError(src, Msg("cannot read: {reason}", reason=exc.strerror or exc)) from None
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise InputError(src, f"is {_kind(st.st_mode)}, expected {expected}")
+            kind = _kind(st.st_mode)
+            raise InputError(src, Msg(kind.msgid, expected=expected))
         if st.st_size > limit:
-            raise InputError(src, f"file is larger than {limit} bytes (expected {expected})")
+            raise InputError(src, Msg("file is larger than {limit} bytes (expected {expected})", limit=limit, expected=expected))
         os.set_blocking(fd, True)
         chunks, size = [], 0
         while size <= limit:
@@ -68,24 +74,25 @@ def read_bytes(path, limit: int = FILE_LIMIT, expected: str = "a file") -> bytes
             chunks.append(b)
             size += len(b)
         if size > limit:
-            raise InputError(src, f"file is larger than {limit} bytes (expected {expected})")
+            raise InputError(src, Msg("file is larger than {limit} bytes (expected {expected})", limit=limit, expected=expected))
         return b"".join(chunks)
     except OSError as exc:
-        raise InputError(src, f"cannot read: {exc.strerror or exc}") from None
+        raise InputError(src, Msg("cannot read: {reason}", reason=exc.strerror or exc)) from None
     finally:
         os.close(fd)
 
 
-def decode(raw: bytes, src: str, expected: str = "UTF-8 text") -> str:
+def decode(raw: bytes, src: str, expected: str = Msg("UTF-8 text")) -> str:
     """UTF-8 text, a leading BOM (as Windows editors write it) removed; a bad byte is named with its line."""
     try:
         return raw.decode("utf-8").removeprefix(BOM)   # as "utf-8-sig" does, without loading that codec
     except UnicodeDecodeError as exc:
         line = raw[:exc.start].count(b"\n") + 1
-        raise InputError(src, f"line {line}: byte 0x{raw[exc.start]:02X} is not UTF-8; expected {expected}") from None
+        raise InputError(src, Msg("line {line}: byte {byte} is not UTF-8; expected {expected}", line=line,
+                                   byte=f"0x{raw[exc.start]:02X}", expected=expected)) from None
 
 
-def read_text(path, limit: int = FILE_LIMIT, expected: str = "a UTF-8 text file") -> str:
+def read_text(path, limit: int = FILE_LIMIT, expected: str = Msg("a UTF-8 text file")) -> str:
     """:func:`read_bytes` then :func:`decode`."""
     return decode(read_bytes(path, limit, expected), str(path), expected)
 
@@ -93,12 +100,16 @@ def read_text(path, limit: int = FILE_LIMIT, expected: str = "a UTF-8 text file"
 def _int(text: str) -> int:
     digits = len(text.lstrip("+-"))
     if digits > MAX_INT_DIGITS:
-        raise ValueError(f"a whole number has more than {MAX_INT_DIGITS} digits; write numbers of ordinary size")
+        raise ValueError(_long_int())
     return int(text)
 
 
+def _long_int() -> Msg:
+    return Msg("a whole number has more than {limit} digits; write numbers of ordinary size", limit=MAX_INT_DIGITS)
+
+
 def _reject_constant(name):
-    raise ValueError(f"non-finite number {name} is not allowed")
+    raise ValueError(Msg("non-finite number {name} is not allowed", name=name))
 
 
 def loads_json(text: str, src: str, constants: bool = False, parse_float=str):
@@ -112,11 +123,12 @@ def loads_json(text: str, src: str, constants: bool = False, parse_float=str):
     try:
         return json.loads(text, parse_float=parse_float, parse_int=_int, parse_constant=None if constants else _reject_constant)
     except json.JSONDecodeError as exc:
-        raise InputError(src, f"not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
+        raise InputError(src, Msg("not valid JSON: {reason} at line {line}, column {column}", reason=exc.msg,
+                                   line=exc.lineno, column=exc.colno)) from None
     except RecursionError:
-        raise InputError(src, "not valid JSON: nested too deeply") from None
+        raise InputError(src, Msg("not valid JSON: nested too deeply")) from None
     except ValueError as exc:
-        raise InputError(src, f"not valid JSON: {reason(exc)}") from None
+        raise InputError(src, Msg("not valid JSON: {reason}", reason=reason(exc))) from None
 
 
 def loads_toml(text: str, src: str, parse_float=str):
@@ -127,11 +139,11 @@ def loads_toml(text: str, src: str, parse_float=str):
     try:
         data = tomllib.loads(text, parse_float=parse_float)
     except tomllib.TOMLDecodeError as exc:
-        raise InputError(src, f"not valid TOML: {exc}") from None
+        raise InputError(src, Msg("not valid TOML: {reason}", reason=str(exc))) from None
     except RecursionError:
-        raise InputError(src, "not valid TOML: nested too deeply") from None
+        raise InputError(src, Msg("not valid TOML: nested too deeply")) from None
     except ValueError as exc:   # an integer longer than Python converts
-        raise InputError(src, f"not valid TOML: {reason(exc)}") from None
+        raise InputError(src, Msg("not valid TOML: {reason}", reason=reason(exc))) from None
     _check_ints(data, src)
     return data
 
@@ -147,10 +159,10 @@ def _check_ints(data, src: str) -> None:
         elif isinstance(x, list):
             stack.extend(x)
         elif isinstance(x, int) and not isinstance(x, bool) and abs(x) >= limit:
-            raise InputError(src, f"a whole number has more than {MAX_INT_DIGITS} digits; write numbers of ordinary size")
+            raise InputError(src, _long_int())
 
 
-def csv_rows(text: str, src: str, delimiter: str = ",", expected: str = "a CSV file") -> list[tuple[int, list[str]]]:
+def csv_rows(text: str, src: str, delimiter: str = ",", expected: str = Msg("a CSV file")) -> list[tuple[int, list[str]]]:
     """``(line, cells)`` for every row of a CSV text, with the line each row starts on. Refuses, in one
     line naming the file and the line: a NUL byte, a quoted field that is never closed (``"Bob`` to the end
     of the file), a stray quote inside a quoted field, and a field longer than the csv module's limit."""
@@ -159,7 +171,8 @@ def csv_rows(text: str, src: str, delimiter: str = ",", expected: str = "a CSV f
 
     nul = text.find("\0")
     if nul >= 0:
-        raise InputError(src, f"line {text.count(chr(10), 0, nul) + 1}: a NUL byte; expected {expected} (text)")
+        raise InputError(src, Msg("line {line}: a NUL byte; expected {expected} (text)", line=text.count(chr(10), 0, nul) + 1,
+                                   expected=expected))
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
     rows: list[tuple[int, list[str]]] = []
     start = 1
@@ -170,12 +183,13 @@ def csv_rows(text: str, src: str, delimiter: str = ",", expected: str = "a CSV f
     except csv.Error as exc:
         msg = str(exc)
         if "field limit" in msg:
-            msg = f"a field is longer than {csv.field_size_limit()} characters"
+            msg = Msg("a field is longer than {limit} characters", limit=csv.field_size_limit())
         elif "end of data" in msg:
-            msg = f'a quoted field that starts on line {start} is never closed (a " is missing)'
+            msg = Msg('a quoted field that starts on line {line} is never closed (a " is missing)', line=start)
         elif "expected after" in msg:
-            msg = 'a quote inside a quoted field (write "" for a " inside quotes)'
+            msg = Msg('a quote inside a quoted field (write "" for a " inside quotes)')
         else:
-            msg = f"not valid CSV ({msg})"
-        raise InputError(src, f"line {reader.line_num}: {msg}; expected {expected}") from None
+            msg = Msg("not valid CSV ({reason})", reason=msg)
+        raise InputError(src, Msg("line {line}: {problem}; expected {expected}", line=reader.line_num, problem=msg,
+                                  expected=expected)) from None
     return rows
