@@ -19,17 +19,36 @@ def _lang_option(p) -> None:
 
 def _language(args, problem=None):
     """The language chosen: --lang, else the problem's ``lang`` (None: English); a one-line error naming --lang
-    and the languages there are for one with no catalogue."""
+    and the languages there are for one with no catalogue. The language found is remembered for the command's
+    error line (:func:`_error_language`)."""
     from . import i18n
     from .errors import WorkedError
 
     lang = getattr(args, "lang", None)
     if lang is None:
-        return getattr(problem, "lang", None)
+        lang = getattr(problem, "lang", None)
+        args._shown_lang = lang
+        return lang
     try:
-        return i18n.canonical(lang)
+        args._shown_lang = i18n.canonical(lang)
     except i18n.UnknownLanguage as exc:
-        raise WorkedError(f"--lang: {exc}") from None
+        raise WorkedError(i18n.Msg("--lang: {reason}", reason=exc.args[0])) from None
+    return args._shown_lang
+
+
+def _error_language(args, exc):
+    """The language of a command's error line: --lang (when it names a shipped language), else the problem's or
+    the spec's ``lang`` where the command read it (or the file was read far enough to tell it: the error's own
+    ``lang``), else English (None)."""
+    from . import i18n
+
+    given = getattr(args, "lang", None)
+    if isinstance(given, str):
+        try:
+            return i18n.canonical(given)
+        except i18n.UnknownLanguage:
+            return None
+    return getattr(args, "_shown_lang", None) or getattr(exc, "lang", None)
 
 
 def command(name: str, **kw):
@@ -101,6 +120,7 @@ def cmd_check(args) -> int:
     from .problem import load
 
     problem = load(args.problem)
+    lang = _language(args, problem)     # also the language of an error in the answers file
     tol = Tolerance.parse(args.tolerance)
     answers = read_answers(args.answers)
     report = check_answers(problem, answers, tolerance=tol, reveal=args.reveal)
@@ -111,7 +131,7 @@ def cmd_check(args) -> int:
     else:
         from . import i18n
 
-        with i18n.using(_language(args, problem)):
+        with i18n.using(lang):
             out = report.text()
     sys.stdout.write(out)
     s = report.summary()
@@ -196,6 +216,7 @@ def _join_negative_ranges(argv: list[str]) -> list[str]:
 def cmd_new(args) -> int:
     from .generate import family_from_args, generate, header_comment
     from .errors import WorkedError
+    from .i18n import Msg
 
     fam = family_from_args(args)
     seed = args.seed
@@ -204,7 +225,7 @@ def cmd_new(args) -> int:
 
         seed = secrets.randbelow(10**9)
     elif seed < 0:
-        raise WorkedError(f"--seed: expected a whole number ≥ 0, got {seed}")
+        raise WorkedError(Msg("--seed: expected a whole number ≥ 0, got {got}", got=seed))
     what = "Transformer block" if fam.block else "attention problem"
     problem = generate(fam, seed, title=fam.title or f"Random {what} (seed {seed})")
     text = header_comment(fam, seed) + problem.to_toml()
@@ -335,21 +356,23 @@ def cmd_serve(args) -> int:
     from pathlib import Path
 
     from .errors import WorkedError
+    from .i18n import Msg
 
     if not 0 < args.port < 65536:
-        raise WorkedError(f"--port: expected a port number from 1 to 65535, got {args.port}")
+        raise WorkedError(Msg("--port: expected a port number from 1 to 65535, got {got}", got=args.port))
     if not 1 <= args.workers <= 64:
-        raise WorkedError(f"--workers: expected 1 to 64, got {args.workers}")
+        raise WorkedError(Msg("--workers: expected 1 to 64, got {got}", got=args.workers))
     if not 0 < args.timeout <= 600:
-        raise WorkedError(f"--timeout: expected seconds from 0 to 600, got {args.timeout}")
+        raise WorkedError(Msg("--timeout: expected seconds from 0 to 600, got {got}", got=args.timeout))
     if not 0 < args.read_timeout <= 600:
-        raise WorkedError(f"--read-timeout: expected seconds from 0 to 600, got {args.read_timeout}")
+        raise WorkedError(Msg("--read-timeout: expected seconds from 0 to 600, got {got}", got=args.read_timeout))
     if not 1 <= args.connections_per_client <= 100_000:
-        raise WorkedError(f"--connections-per-client: expected 1 to 100000, got {args.connections_per_client}")
+        raise WorkedError(Msg("--connections-per-client: expected 1 to 100000, got {got}", got=args.connections_per_client))
     if args.problems is not None:
         root = Path(args.problems)
         if not root.is_dir():
-            raise WorkedError(f"{args.problems}: no such folder (--problems expects a folder of problem files or a quiz folder)")
+            raise WorkedError(Msg("{folder}: no such folder (--problems expects a folder of problem files or a quiz "
+                                  "folder)", folder=args.problems))
     else:
         root = Path("problems") if Path("problems").is_dir() else None
     try:  # fail early, in one line, when the port is taken
@@ -357,8 +380,10 @@ def cmd_serve(args) -> int:
             s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             s.bind((args.host, args.port))
     except OSError as exc:
-        raise WorkedError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}"
-                          f"{'; try another --port' if exc.errno == 98 else ''}") from None
+        where, why = f"{args.host}:{args.port}", exc.strerror or exc
+        raise WorkedError(Msg("cannot listen on {address}: {reason}; try another --port", address=where, reason=why)
+                          if exc.errno == 98 else Msg("cannot listen on {address}: {reason}", address=where,
+                                                      reason=why)) from None
 
     import uvicorn
 
@@ -496,12 +521,13 @@ def _notebook_options(p):
 
 def cmd_notebook(args) -> int:
     from .errors import WorkedError
+    from .i18n import Msg
 
     out = args.output if args.output not in (None, "-") else None
     if out is not None and not out.endswith(".ipynb"):
-        raise WorkedError(f"{out}: expected a file name ending in .ipynb")
+        raise WorkedError(Msg("{file}: expected a file name ending in .ipynb", file=out))
     if args.execute and args.answers_hidden:
-        raise WorkedError("--execute with --answers-hidden: an exercise notebook has no answers to run")
+        raise WorkedError(Msg("--execute with --answers-hidden: an exercise notebook has no answers to run"))
     from .problem import load
     from .solver import solve
     from .writers import notebook as nbw
@@ -556,19 +582,27 @@ def main(argv=None) -> int:
         # what this program shows its user: WeasyPrint's errors (a formula or asset it could not load),
         # not its warnings about the machine's fonts and libraries
         logging.getLogger("weasyprint").setLevel(logging.ERROR)
+    from . import i18n
+    from .i18n import tr as _
+
     try:
         return args.func(args) or 0
-    except WorkedError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    except WorkedError as exc:      # in the language of --lang, else of the problem or spec read (English: as it was)
+        with i18n.using(_error_language(args, exc)):
+            print(_("error: {message}", message=exc.localized()), file=sys.stderr)
         return exc.exit_code
     except BrokenPipeError:
         return 0
     except OSError as exc:   # a full disk, a read-only folder… that no command turned into its own message
-        where = exc.filename or ""
-        print(f"error: {where}{': ' if where else ''}{exc.strerror or exc}", file=sys.stderr)
+        with i18n.using(_error_language(args, exc)):
+            why = exc.strerror or exc      # the system's own words
+            line = _("error: {file}: {reason}", file=exc.filename, reason=why) if exc.filename else _("error: {reason}",
+                                                                                                      reason=why)
+            print(line, file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("error: interrupted", file=sys.stderr)
+        with i18n.using(_error_language(args, None)):
+            print(_("error: interrupted"), file=sys.stderr)
         return 130
 
 

@@ -8,6 +8,9 @@ class WorkedError(Exception):
     """An error caused by the user's input. The CLI prints ``error: <message>`` and exits 2."""
 
     exit_code = 2
+    #: the language of the file being read, where it was read far enough to tell (its ``lang``): the CLI shows the
+    #: error in it when no --lang is given (None: not known)
+    lang = None
 
     def localized(self, loc=None) -> str:
         """The message in *loc* (the current language when None): the parts declared as :class:`worked.i18n.Msg`
@@ -32,7 +35,9 @@ class ProblemError(WorkedError):
         return ": ".join([p for p in (self.source, self.field) if p] + [localized_text(self.message, loc)])
 
     def with_source(self, source: str) -> "ProblemError":
-        return ProblemError(self.field, self.message, source)
+        out = ProblemError(self.field, self.message, source)
+        out.lang = self.lang
+        return out
 
 
 class ExpressionError(WorkedError):

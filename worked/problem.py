@@ -370,6 +370,14 @@ class Precision(NamedTuple):
 
 
 
+def _lang_or_none(lang):
+    """*lang* as a shipped language, None when it is none (for the language of an error: never raises)."""
+    try:
+        return _lang(lang)
+    except ProblemError:
+        return None
+
+
 def _lang(lang):
     """A problem's ``lang`` (the language its sheets are shown in: a shipped catalogue), None when not given."""
     if lang is None:
@@ -669,9 +677,19 @@ class Problem:
     # -- reading
     @classmethod
     def from_dict(cls, data: dict, source: str | None = None, *, _work_limit: bool = True) -> "Problem":
-        """The problem of a problem file's table; with ``[[blocks]]``, a :class:`Chain` of them."""
+        """The problem of a problem file's table; with ``[[blocks]]``, a :class:`Chain` of them. An error names the
+        file's ``lang`` when it has a valid one (``ProblemError.lang``: the language the CLI shows it in)."""
         if not isinstance(data, dict):
             raise ProblemError("", Msg("expected a table of keys (title, tokens, X, W_Q, …)"), source)
+        try:
+            return cls._from_dict(data, source, _work_limit)
+        except ProblemError as exc:
+            if exc.lang is None:
+                exc.lang = _lang_or_none(data.get("lang"))
+            raise
+
+    @classmethod
+    def _from_dict(cls, data: dict, source, _work_limit) -> "Problem":
         if "blocks" in data:        # chained blocks ([[blocks]]): a Chain of problems
             return Chain.from_dict(data, source=source)
         unknown = sorted(set(data) - TOP_KEYS)
@@ -709,7 +727,7 @@ class Problem:
 
         src = str(path)
         try:
-            text = read_text(path, LIMITS["file_bytes"], "a .toml or .json problem file")
+            text = read_text(path, LIMITS["file_bytes"], Msg("a .toml or .json problem file"))
         except InputError as exc:
             raise ProblemError("", exc.message, src) from None
         return cls.from_text(text, src, "json" if Path(path).suffix.lower() == ".json" else "toml")

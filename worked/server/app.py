@@ -636,19 +636,28 @@ async def read_json(request: Request, cfg: Config, parse_float=str) -> dict:
     except UnicodeDecodeError:
         raise ApiError(400, "request body is not UTF-8") from None
     except InputError as exc:
-        raise ApiError(400, str(exc)[:300]) from None
+        raise ApiError(400, localized(exc, request_lang(request))[:300]) from None
     if not isinstance(data, dict):
         raise ApiError(400, "expected a JSON object")
     return data
 
 
-def _problem_from(data: dict) -> Problem:
+def localized(exc: WorkedError, lang: str | None) -> str:
+    """*exc*'s one line in *lang* (a request's language, :func:`request_lang`; None: English, its ``str``)."""
+    from .. import i18n
+
+    with i18n.using(lang):
+        return exc.localized()
+
+
+def _problem_from(data: dict, lang: str | None = None) -> Problem:
+    """The request's problem; its error (a 422 whose ``error`` is in *lang*, its ``field`` as the file names it)."""
     if "problem" not in data:
         raise ApiError(400, 'missing "problem": send {"problem": {...the keys of a problem file...}}')
     try:
         return Problem.from_dict(data["problem"], source="problem")
     except (WorkedError, RecursionError, TypeError, ValueError) as exc:
-        raise ApiError(422, str(exc)[:500] if isinstance(exc, WorkedError) else "problem: not a valid problem",
+        raise ApiError(422, localized(exc, lang)[:500] if isinstance(exc, WorkedError) else "problem: not a valid problem",
                        field=getattr(exc, "field", None)) from None
 
 
@@ -725,7 +734,7 @@ def create_app(cfg: Config | None = None) -> Starlette:
                                 lang=request_lang(request))
 
     async def view(request: Request):
-        problem = _problem_from(await read_json(request, cfg))
+        problem = _problem_from(await read_json(request, cfg), request_lang(request))
         pkey = problem_key(problem)
         return await engine.run(_digest("view", pkey), engine.lane(problem), jobs.view_json, problem,
                                 what="laying out the problem", affinity=pkey, lang=request_lang(request))
@@ -733,7 +742,7 @@ def create_app(cfg: Config | None = None) -> Starlette:
     async def api_solve(request: Request):
         if cfg.no_solutions:
             raise ApiError(403, "solutions are turned off on this server (--no-solutions)")
-        problem = _problem_from(await read_json(request, cfg))
+        problem = _problem_from(await read_json(request, cfg), request_lang(request))
         want_view = request.query_params.get("view") in ("1", "true", "yes")
         pkey = problem_key(problem)
         return await engine.run(_digest("solve", pkey, want_view), engine.lane(problem),
@@ -751,7 +760,7 @@ def create_app(cfg: Config | None = None) -> Starlette:
             variant = lib.variant(code)
             problem = None if variant.parts else variant.problems()[0]
         else:
-            problem = _problem_from(data)
+            problem = _problem_from(data, request_lang(request))
         answers = data.get("answers")
         if variant is not None and variant.parts:
             # a quiz that mixes families: the answers to each part, in order, checked against that part's problem
@@ -893,7 +902,7 @@ def create_app(cfg: Config | None = None) -> Starlette:
 
     async def api_download(request: Request):
         data = await read_json(request, cfg)
-        problem = _problem_from(data)
+        problem = _problem_from(data, request_lang(request))
         return await _document(problem, str(data.get("document", "")), str(data.get("format", "")), None,
                                str(data.get("paper", "a4")), request_lang(request))
 
@@ -930,7 +939,7 @@ def create_app(cfg: Config | None = None) -> Starlette:
         return _error(exc.status_code, msg)
 
     async def worked_error(request: Request, exc: WorkedError):
-        return _error(422, str(exc)[:500])
+        return _error(422, localized(exc, request_lang(request))[:500])
 
     async def server_error(request: Request, exc: Exception):
         log.exception("internal error on %s %s", request.method, request.url.path)

@@ -68,8 +68,8 @@ def _json(obj) -> bytes:
 def _guard(fn, *args):
     try:
         return fn(*args)
-    except WorkedError as exc:
-        return 422, _json({"error": str(exc)[:500], **({"field": exc.field} if getattr(exc, "field", None) else {})}), JSON
+    except WorkedError as exc:      # its line in the job's language (in_lang); its field as the file names it
+        return 422, _json({"error": exc.localized()[:500], **({"field": exc.field} if getattr(exc, "field", None) else {})}), JSON
     except Exception:  # noqa: BLE001 - the log has the details, the client a generic message
         log.exception("internal error in %s", getattr(fn, "__name__", fn))
         return 500, _json({"error": "internal error: the server could not do this; the details are in the server log"}), JSON
