@@ -44,7 +44,7 @@ from typing import Any
 from decimal import Decimal
 
 from . import eq, exprs, mistakes, printers, stages
-from .i18n import current, ngettext, translate
+from .i18n import Msg, current, localized_text, ngettext, translate
 from .i18n import tr as _
 from .attention import NA, Hand, Interval, contains, forward, pt, run_pass
 from .eq import arith
@@ -82,10 +82,10 @@ def _read(value):
     if value is None:
         return None
     if isinstance(value, bool):
-        raise ExpressionError(f"expected a number, got {str(value).lower()}")
+        raise ExpressionError(Msg("expected a number, got {got}", got=str(value).lower()))
     if isinstance(value, int):
         if abs(value) > 10**12:
-            raise ExpressionError(f"number {value} is too large")
+            raise ExpressionError(Msg("number {number} is too large", number=value))
         return sp.Integer(value), Decimal(value)
     if isinstance(value, Fraction):
         value = f"{value.numerator}/{value.denominator}"
@@ -93,14 +93,14 @@ def _read(value):
         if value == -math.inf:
             return sp.S.NegativeInfinity, None
         if not math.isfinite(value):
-            raise ExpressionError(f"expected a finite number, got {value}")
+            raise ExpressionError(Msg("expected a finite number, got {got}", got=value))
         value = repr(value)
     elif getattr(value, "is_number", False) and type(value).__module__.startswith("sympy"):
         if value == sp.S.NegativeInfinity:
             return value, None
         value = str(value)
     if not isinstance(value, str):
-        raise ExpressionError(f"expected a number or a string, got {type(value).__name__}")
+        raise ExpressionError(Msg("expected a number or a string, got {got}", got=type(value).__name__))
     text = value.strip()
     if text in BLANKS:
         return None
@@ -109,8 +109,8 @@ def _read(value):
     if "," in text and not text.startswith(("[", "(")):
         text = _decimal_comma(text)
     if _TWO_NUMBERS.search(text):
-        raise ExpressionError(f"two numbers side by side in {text!r} (write one number per entry, "
-                              "with * between factors)")
+        raise ExpressionError(Msg("two numbers side by side in {text} (write one number per entry, with * between "
+                                  "factors)", text=repr(text)))
     plain = _PLAIN_NUMBER.fullmatch(text)
     if plain:                             # a plain decimal (most answers): its value, without the grammar
         f = exprs.bounded_number(plain.group(2))
@@ -124,9 +124,9 @@ def _read(value):
     except ExpressionError:
         raise
     except Exception as exc:  # pragma: no cover - sympy surprises are still only an error message
-        raise ExpressionError(f"cannot evaluate {text!r}: {exc}") from None
+        raise ExpressionError(Msg("cannot evaluate {text}: {reason}", text=repr(text), reason=str(exc))) from None
     if not getattr(exact, "is_number", False) or exact.is_real is False:
-        raise ExpressionError(f"{text!r} is not a real number")
+        raise ExpressionError(Msg("{text} is not a real number", text=repr(text)))
     return exact, num
 
 
@@ -140,8 +140,8 @@ def _decimal_comma(text: str) -> str:
     if m and "." not in text and not (len(m.group(3)) == 3 and m.group(2) != "0"):
         return f"{m.group(1)}{m.group(2)}.{m.group(3)}"
     if text.count(",") == 1 and "." not in text:
-        raise ExpressionError(f"use a decimal point: {text.replace(',', '.')}")
-    raise ExpressionError("use a decimal point (such as 0.16); one number per entry, without commas")
+        raise ExpressionError(Msg("use a decimal point: {number}", number=text.replace(',', '.')))
+    raise ExpressionError(Msg("use a decimal point (such as 0.16); one number per entry, without commas"))
 
 
 def parse_entry(value):
@@ -180,8 +180,8 @@ class Tolerance:
         if isinstance(text, dict):
             unknown = sorted(str(k) for k in set(text) - {"abs", "rel", "absolute", "relative"})
             if unknown:
-                raise WorkedError(f"tolerance: unknown key {unknown[0]!r} (expected abs and/or rel, such as "
-                                  "abs=0.01,rel=2%)")
+                raise WorkedError(Msg("tolerance: unknown key {key} (expected abs and/or rel, such as abs=0.01,rel=2%)",
+                                      key=repr(unknown[0])))
             return cls._checked(abs=_opt_float(text.get("abs", text.get("absolute"))),
                                 rel=_opt_float(text.get("rel", text.get("relative"))))
         s = str(text).strip()
@@ -195,14 +195,14 @@ class Tolerance:
                 return cls._checked(rel=float(s[:-1]) / 100)
             return cls._checked(abs=float(s))
         except ValueError:
-            raise WorkedError(f"tolerance: expected a number such as 0.01, a percentage such as 2%, "
-                              f"or abs=0.01,rel=0.02; got {text!r}") from None
+            raise WorkedError(Msg("tolerance: expected a number such as 0.01, a percentage such as 2%, or "
+                                  "abs=0.01,rel=0.02; got {got}", got=repr(text))) from None
 
     @classmethod
     def _checked(cls, abs=None, rel=None):
         for name, v in (("abs", abs), ("rel", rel)):
             if v is not None and (not math.isfinite(v) or v < 0):
-                raise WorkedError(f"tolerance: {name} must be a non-negative number, got {v}")
+                raise WorkedError(Msg("tolerance: {name} must be a non-negative number, got {got}", name=name, got=v))
         return cls(abs=abs, rel=rel)
 
     def describe(self, decimals: int) -> str:
@@ -267,7 +267,8 @@ def normalize_answers(answers: dict, matrices: dict, multihead: bool) -> tuple[d
     flat: dict[str, Any] = {}
     errors: list[dict] = []
     if not isinstance(answers, dict):
-        return {}, [{"matrix": None, "entry": None, "message": "expected a table of matrices, such as scaled = [[...], ...]"}]
+        return {}, [{"matrix": None, "entry": None,
+                     "message": Msg("expected a table of matrices, such as scaled = [[...], ...]")}]
 
     def put(key, value):
         pre, base = _split(key)
@@ -277,12 +278,15 @@ def normalize_answers(answers: dict, matrices: dict, multihead: bool) -> tuple[d
         k = pre + base
         if k not in matrices:
             names = ", ".join(matrices)
-            hint = " (this problem has several heads: use head1.Q, …, concat, Z)" if multihead and pre == "" and base in STAGES and base not in LAYER else ""
-            errors.append({"matrix": key, "entry": None,
-                           "message": f"{key}: unknown matrix{hint}; expected some of: {names}"})
+            if multihead and pre == "" and base in STAGES and base not in LAYER:
+                message = Msg("{key}: unknown matrix (this problem has several heads: use head1.Q, …, concat, Z); "
+                              "expected some of: {names}", key=key, names=names)
+            else:
+                message = Msg("{key}: unknown matrix; expected some of: {names}", key=key, names=names)
+            errors.append({"matrix": key, "entry": None, "message": message})
             return
         if k in flat:
-            errors.append({"matrix": key, "entry": None, "message": f"{key}: given twice"})
+            errors.append({"matrix": key, "entry": None, "message": Msg("{key}: given twice", key=key)})
             return
         flat[k] = value
 
@@ -296,7 +300,8 @@ def normalize_answers(answers: dict, matrices: dict, multihead: bool) -> tuple[d
                     for k2, v2 in d.items():
                         put(f"head{h}.{k2}", v2)
                 else:
-                    errors.append({"matrix": f"heads[{h}]", "entry": None, "message": f"heads[{h}]: expected a table of matrices"})
+                    errors.append({"matrix": f"heads[{h}]", "entry": None,
+                                   "message": Msg("{key}: expected a table of matrices", key=f"heads[{h}]")})
         elif isinstance(value, dict):
             for k2, v2 in value.items():
                 put(f"{key}.{k2}", v2)
@@ -313,15 +318,21 @@ def _read_matrix(key, rows, mat):
     """→ (grid of (exact, num) | "-oo" | None, raw strings, errors, invalid set). Raises _ShapeError."""
     r, c = mat.shape
     if not isinstance(rows, (list, tuple)):
-        raise _ShapeError(f"{key}: expected a matrix of {r} rows with {c} entries each, such as [[1, 2], [3, 4]]; "
-                          f"got {type(rows).__name__}")
-    if len(rows) != r:
-        raise _ShapeError(f"{key}: wrong shape: expected {r}×{c} ({r} rows of {c} entries), got {len(rows)} row{'s' if len(rows) != 1 else ''}")
+        raise _ShapeError(Msg("{key}: expected a matrix of {rows} rows with {cols} entries each, such as [[1, 2], "
+                              "[3, 4]]; got {got}", key=key, rows=r, cols=c, got=type(rows).__name__))
+    if len(rows) != r:      # the plural of the count as English has it (one: singular), as de, es, pt do
+        raise _ShapeError(Msg("{key}: wrong shape: expected {rows}×{cols} ({rows} rows of {cols} entries), got {n} row"
+                              if len(rows) == 1 else
+                              "{key}: wrong shape: expected {rows}×{cols} ({rows} rows of {cols} entries), got {n} rows",
+                              key=key, rows=r, cols=c, n=len(rows)))
     for i, row in enumerate(rows):
         if not isinstance(row, (list, tuple)):
-            raise _ShapeError(f"{key}: row {i + 1}: expected a list of {c} entries, got {row!r}"[:200])
+            msg = Msg("{key}: row {i}: expected a list of {cols} entries, got {got}", key=key, i=i + 1, cols=c, got="")
+            raise _ShapeError(Msg(msg.msgid, **{**msg.args, "got": repr(row)[:max(0, 200 - len(msg))]}))  # at most 200
         if len(row) != c:
-            raise _ShapeError(f"{key}: wrong shape: expected {r}×{c}; row {i + 1} has {len(row)} entr{'ies' if len(row) != 1 else 'y'}")
+            raise _ShapeError(Msg("{key}: wrong shape: expected {rows}×{cols}; row {i} has {n} entry" if len(row) == 1 else
+                                  "{key}: wrong shape: expected {rows}×{cols}; row {i} has {n} entries",
+                                  key=key, rows=r, cols=c, i=i + 1, n=len(row)))
     grid, raw, errors = [], [], []
     for i, row in enumerate(rows):
         g, rr = [], []
@@ -330,11 +341,12 @@ def _read_matrix(key, rows, mat):
             try:
                 val = _read(v)
                 if val is not None and val[1] is None and mat.name not in MAY_BE_INF:
-                    raise ExpressionError("−∞ is only an answer for masked scores")
+                    raise ExpressionError(Msg("−∞ is only an answer for masked scores"))
                 g.append(val)
             except ExpressionError as exc:
                 errors.append({"matrix": key, "entry": [i + 1, j + 1], "label": _entry_label(key, mat, i, j),
-                               "message": f"{_entry_label(key, mat, i, j)}: cannot read {rr[-1]!r}: {exc}"})
+                               "message": Msg("{key}: cannot read {text}: {reason}", key=_entry_label(key, mat, i, j),
+                                              text=repr(rr[-1]), reason=exc.args[0] if exc.args else str(exc))})
                 g.append("invalid")
         grid.append(g)
         raw.append(rr)
@@ -486,7 +498,7 @@ class Report:
         head = _("Checking answers: {title}", title=self.title) if self.title else _("Checking answers")
         out += [head, "=" * len(head), _("tolerance: {tolerance}", tolerance=self.tolerance.describe(self.decimals)), ""]
         for e in self.errors:
-            out.append(_("problem: {message}", message=e["message"]))
+            out.append(_("problem: {message}", message=localized_text(e["message"])))
         if self.errors:
             out.append("")
         any_carried = False
@@ -510,7 +522,7 @@ class Report:
             shown = [[a if m.verdicts[i][j] != "blank" else "" for j, a in enumerate(row)] for i, row in enumerate(m.answers)]
             out += _table(m.rows, m.cols, marks, shown)
             for e in m.errors:
-                out.append(f"  ! {e['message']}")
+                out.append(f"  ! {localized_text(e['message'])}")
             steps = ", ".join(m.based_on)
             if m.consistent is True and w:
                 which = _("every entry") if m.n_carried == w else _("{n} of the {wrong} wrong entries", n=m.n_carried, wrong=w)
@@ -586,6 +598,8 @@ def _in_language(d):
         return [_in_language(v) for v in d]
     if getattr(d, "prose", None) is not None:
         return _shown(d)
+    if isinstance(d, Msg):      # an error's line (reading an answer)
+        return d.localized()
     return d
 
 
@@ -897,7 +911,9 @@ class Checker:
                 try:
                     grid, rr, errs = _read_matrix(k, flat[k], mats[k])
                 except _ShapeError as exc:
-                    errors.append({"matrix": k, "entry": None, "message": str(exc) + _side_hint(self.problem, k, flat[k])})
+                    hint = _side_hint(self.problem, k, flat[k])
+                    errors.append({"matrix": k, "entry": None, "message": Msg("{message} {hint}", message=exc.args[0],
+                                                                              hint=hint) if hint else exc.args[0]})
                     continue
                 parsed[k], raw[k], entry_errors[k] = grid, rr, errs
                 errors.extend(errs)
@@ -1123,12 +1139,16 @@ def _side_hint(problem, key: str, rows) -> str:
     if proj is not None:
         own, other = (problem.n, problem.n_kv) if proj.rows == "n" else (problem.n_kv, problem.n)
         if len(rows) == other:
-            where, there = ("decoder", "encoder") if proj.rows == "n" else ("encoder", "decoder")
             code = next(m.id for s in arch.forward if s.inputs[0] == proj.inputs[0] for m in s.mistakes)
-            return (f" ({base} has one row per {where} token: {proj.id} = {proj.inputs[0]}·{proj.inputs[1]} in "
-                    f"cross-attention; {other} rows are the {there} side's tokens) [{code}]")
+            args = dict(key=base, stage=proj.id, a=proj.inputs[0], b=proj.inputs[1], n=other, code=code)
+            if proj.rows == "n":
+                return Msg("({key} has one row per decoder token: {stage} = {a}·{b} in cross-attention; {n} rows are "
+                           "the encoder side's tokens) [{code}]", **args)
+            return Msg("({key} has one row per encoder token: {stage} = {a}·{b} in cross-attention; {n} rows are "
+                       "the decoder side's tokens) [{code}]", **args)
     if stage.cols == "n_kv" and rows and isinstance(rows[0], (list, tuple)) and len(rows[0]) == problem.n:
-        return f" (one column per encoder token: {problem.n_kv} in cross-attention, not the decoder side's {problem.n})"
+        return Msg("(one column per encoder token: {n_kv} in cross-attention, not the decoder side's {n})",
+                   n_kv=problem.n_kv, n=problem.n)
     return ""
 
 
@@ -1215,7 +1235,7 @@ def read_answers(path) -> dict:
     files only, at most 1 MB, a BOM allowed)."""
     from .readfile import read_text
 
-    text = read_text(path, expected="a .toml or .json answers file")
+    text = read_text(path, expected=Msg("a .toml or .json answers file"))
     return parse_answers_text(text, str(path), "json" if Path(path).suffix.lower() == ".json" else None)
 
 
@@ -1226,7 +1246,7 @@ def parse_answers_text(text: str, source: str = "<answers>", fmt: str | None = N
     fmt = fmt or ("json" if source.endswith(".json") or text.lstrip().startswith("{") else "toml")
     data = loads_json(text, source, constants=True) if fmt == "json" else loads_toml(text, source)
     if not isinstance(data, dict):
-        raise WorkedError(f"{source}: expected a table of matrices, such as scaled = [[...], ...]")
+        raise WorkedError(Msg("{file}: expected a table of matrices, such as scaled = [[...], ...]", file=source))
     return data
 
 
@@ -1260,8 +1280,8 @@ class ChainChecker:
         parts: list[dict] = [{} for _ in range(n)]
         errors: list[dict] = []
         if not isinstance(answers, dict):
-            return parts, [{"matrix": None, "entry": None, "message": "expected a table of matrices, such as "
-                            "block1.scaled = [[...], ...]"}], None
+            return parts, [{"matrix": None, "entry": None, "message": Msg("expected a table of matrices, such as "
+                                                                          "block1.scaled = [[...], ...]")}], None
         for key, value in answers.items():
             key = str(key).strip()
             if key.startswith("_"):
@@ -1271,15 +1291,18 @@ class ChainChecker:
                 out = stages.OUTPUT
                 if any(str(o).strip() in (f"block{n}.{out}", f"block{n}.output") for o in answers) or \
                         isinstance(answers.get(f"block{n}"), dict) and out in answers[f"block{n}"]:
-                    errors.append({"matrix": key, "entry": None, "message": f"{key}: given twice (also as block{n}.{out})"})
+                    errors.append({"matrix": key, "entry": None, "message": Msg("{key}: given twice (also as {other})", key=key,
+                                                                                  other=f"block{n}.{out}")})
                     continue
                 k, rest = n, stages.OUTPUT
                 alias = key
             elif m and 1 <= int(m.group(1)) <= n:
                 k, rest = int(m.group(1)), m.group(2)
             else:
-                errors.append({"matrix": key, "entry": None, "message": f"{key}: unknown matrix; a chain's answers are "
-                               f"named by block: block1.Q, …, block{n}.Z (or tables [block1], …)"})
+                errors.append({"matrix": key, "entry": None, "message": Msg("{key}: unknown matrix; a chain's answers are "
+                                                                              "named by block: block1.Q, …, {last} (or "
+                                                                              "tables [block1], …)", key=key,
+                                                                              last=f"block{n}.Z")})
                 continue
             if rest:
                 parts[k - 1][rest] = value
@@ -1287,7 +1310,8 @@ class ChainChecker:
                 for k2, v2 in value.items():
                     parts[k - 1][k2] = value[k2]
             else:
-                errors.append({"matrix": key, "entry": None, "message": f"{key}: expected a table of that block's matrices"})
+                errors.append({"matrix": key, "entry": None,
+                               "message": Msg("{key}: expected a table of that block's matrices", key=key)})
         return parts, errors, alias
 
     def _own_X(self, k: int, given: dict):
@@ -1384,11 +1408,21 @@ class ChainChecker:
         return Report(self.problem.title, self.problem.decimals, tol, matrices, errors, diagnoses, reveal)
 
 
+def _prefixed(msg: str, pre: str) -> str:
+    """*msg*, which starts with a matrix's key, with *pre* before the key (a :class:`Msg` stays one: its first
+    placeholder, ``{key}`` or the ``{message}`` that starts with it, prefixed)."""
+    if isinstance(msg, Msg):
+        first = msg.msgid[1:msg.msgid.find("}")] if msg.msgid.startswith("{") else None
+        if first in ("key", "message"):
+            return Msg(msg.msgid, **{**msg.args, first: _prefixed(msg.args[first], pre)})
+    return pre + msg
+
+
 def _prefix_error(e: dict, pre: str) -> None:
     key = e.get("matrix")
     if key:
         if e.get("message", "").startswith(key):
-            e["message"] = pre + e["message"]
+            e["message"] = _prefixed(e["message"], pre)
         if e.get("label"):
             e["label"] = pre + e["label"]
         e["matrix"] = pre + key

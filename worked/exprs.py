@@ -32,6 +32,7 @@ from . import eq
 from .eq.arith import (MAX_INT_POWER, NUMBER_LIMIT, PI_NAME, NotNumeric, bounded_number, exact_value,  # noqa: F401
                         float_value, number)
 from .errors import ExpressionError
+from .i18n import Msg
 
 MAX_LENGTH = 400
 MAX_DEPTH = 40
@@ -49,14 +50,14 @@ _TOKEN = re.compile(
 
 def tokenize(text: str, max_length: int = MAX_LENGTH) -> list[tuple[str, str]]:
     if len(text) > max_length:
-        raise ExpressionError(f"expression is too long ({len(text)} characters, at most {max_length})")
+        raise ExpressionError(Msg("expression is too long ({n} characters, at most {limit})", n=len(text), limit=max_length))
     pos, out = 0, []
     text = text.rstrip()
     while pos < len(text):
         m = _TOKEN.match(text, pos)
         if not m or m.end() == pos:
             bad = text[pos:].lstrip()[:1]
-            raise ExpressionError(f"unexpected character {bad!r} in {text.strip()!r}")
+            raise ExpressionError(Msg("unexpected character {char} in {text}", char=repr(bad), text=repr(text.strip())))
         kind = m.lastgroup
         val = m.group(kind)
         if out and out[-1][0] == "num" and m.start(kind) == pos:   # directly after a number, no space between
@@ -82,11 +83,11 @@ def _glued(text: str, num: str, kind: str, val: str, end: int) -> None:
         start = end - len(val) - len(num)
         run = re.match(r"[\d.]*(?:[eE][+-]?\d+[\d.]*)?", text[start:]).group(0)
         if re.search(r"[eE]", num):
-            raise ExpressionError(f"{run}: a decimal point after the exponent of a number")
-        raise ExpressionError(f"{run}: two decimal points in one number")
+            raise ExpressionError(Msg("{number}: a decimal point after the exponent of a number", number=run))
+        raise ExpressionError(Msg("{number}: two decimal points in one number", number=run))
     if kind == "name" and val == "e" and "." in num and not text[end:].lstrip().startswith(("^", "**")):
-        raise ExpressionError(f"{num}e: the exponent after e is missing (as in {num}e-2; for {num} times e, "
-                              f"write {num}·e)")
+        raise ExpressionError(Msg("{number}e: the exponent after e is missing (as in {number}e-2; for {number} times e, "
+                                  "write {number}·e)", number=num))
 
 
 class _Parser:
@@ -102,24 +103,26 @@ class _Parser:
     def take(self, val=None):
         kind, v = self.peek()
         if kind is None:
-            raise ExpressionError(f"unexpected end of {self.text.strip()!r}")
+            raise ExpressionError(Msg("unexpected end of {text}", text=repr(self.text.strip())))
         if val is not None and v != val:
-            raise ExpressionError(f"expected {val!r} but found {v!r} in {self.text.strip()!r}")
+            raise ExpressionError(Msg("expected {want} but found {got} in {text}", want=repr(val), got=repr(v),
+                                      text=repr(self.text.strip())))
         self.i += 1
         return kind, v
 
     def parse(self):
         if not self.toks:
-            raise ExpressionError("empty expression")
+            raise ExpressionError(Msg("empty expression"))
         node = self.expr()
         if self.i != len(self.toks):
-            raise ExpressionError(f"unexpected {self.toks[self.i][1]!r} in {self.text.strip()!r}")
+            raise ExpressionError(Msg("unexpected {got} in {text}", got=repr(self.toks[self.i][1]),
+                                      text=repr(self.text.strip())))
         return node
 
     def _enter(self):
         self.depth += 1
         if self.depth > MAX_DEPTH:
-            raise ExpressionError("expression is nested too deeply")
+            raise ExpressionError(Msg("expression is nested too deeply"))
 
     def expr(self):
         self._enter()
@@ -190,7 +193,7 @@ class _Parser:
             return node
         if kind == "name" and v == "exp":
             if self.peek()[1] != "(":
-                raise ExpressionError(f"exp needs parentheses, as in exp(2), in {self.text.strip()!r}")
+                raise ExpressionError(Msg("exp needs parentheses, as in exp(2), in {text}", text=repr(self.text.strip())))
             return eq.Exp(self.atom())
         if v in ("∞",) or (kind == "name" and v in ("oo", "inf", "infinity")):
             return eq.Inf()
@@ -207,7 +210,7 @@ class _Parser:
                     k2, v2 = self.take()
                     depth += {"[": 1, "]": -1}.get(v2, 0)
             return _name(v)
-        raise ExpressionError(f"unexpected {v!r} in {self.text.strip()!r}")
+        raise ExpressionError(Msg("unexpected {got} in {text}", got=repr(v), text=repr(self.text.strip())))
 
 
 def parse(text: str, max_length: int = MAX_LENGTH) -> eq.Node:

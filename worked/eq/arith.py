@@ -26,6 +26,7 @@ import math
 from fractions import Fraction
 
 from ..errors import ExpressionError
+from ..i18n import Msg
 
 PI_NAME = "π"
 
@@ -199,11 +200,11 @@ class Float:
         raise NotNumeric(getattr(n, "name", None))
 
     def relation(self, n):
-        raise ExpressionError("a relation has no single value")
+        raise ExpressionError(Msg("a relation has no single value"))
 
     def vec(self, items):
         if any(isinstance(x, tuple) for x in items):
-            raise ExpressionError("nested vectors")
+            raise ExpressionError(Msg("nested vectors"))
         return tuple(items)
 
     def neg(self, v):
@@ -212,10 +213,10 @@ class Float:
     def add(self, a, b):
         va, vb = isinstance(a, tuple), isinstance(b, tuple)
         if va != vb:
-            raise ExpressionError("cannot add a vector and a number")
+            raise ExpressionError(Msg("cannot add a vector and a number"))
         if va:
             if len(a) != len(b):
-                raise ExpressionError("vectors of different lengths")
+                raise ExpressionError(Msg("vectors of different lengths"))
             return tuple(x + y for x, y in zip(a, b))
         return a + b
 
@@ -231,29 +232,29 @@ class Float:
 
     def dot(self, a, b):
         if not (isinstance(a, tuple) and isinstance(b, tuple)) or len(a) != len(b):
-            raise ExpressionError("dot product of vectors of different lengths")
+            raise ExpressionError(Msg("dot product of vectors of different lengths"))
         return math.fsum(x * y for x, y in zip(a, b))
 
     def div(self, a, b):
         if isinstance(b, tuple):
-            raise ExpressionError("cannot divide by a vector")
+            raise ExpressionError(Msg("cannot divide by a vector"))
         if isinstance(a, tuple):
             return tuple(x / b for x in a)
         return a / b
 
     def sqrt(self, v):
         if isinstance(v, tuple) or v < 0:
-            raise ExpressionError("square root of a negative number or a vector")
+            raise ExpressionError(Msg("square root of a negative number or a vector"))
         return math.sqrt(v)
 
     def exp(self, v, n):
         if isinstance(v, tuple):
-            raise ExpressionError("exp of a vector")
+            raise ExpressionError(Msg("exp of a vector"))
         return 0.0 if v == -math.inf else math.exp(v)
 
     def pow(self, b, x, n):
         if isinstance(b, tuple) or isinstance(x, tuple):
-            raise ExpressionError("power of a vector")
+            raise ExpressionError(Msg("power of a vector"))
         if b == math.e and x == -math.inf:
             return 0.0
         return math.pow(b, x)
@@ -268,7 +269,7 @@ def float_value(node):
     try:
         return walk(node, FLOAT)
     except (OverflowError, ZeroDivisionError, ValueError) as exc:
-        raise ExpressionError(f"cannot evaluate: {exc}") from None
+        raise ExpressionError(Msg("cannot evaluate: {reason}", reason=str(exc))) from None
 
 
 # ---------------------------------------------------------------- 50-digit bounded Decimals (the checker's)
@@ -294,7 +295,7 @@ class Bounded:
 
     def _bounded(self, x):
         if not x.is_finite() or x.copy_abs() > self.limit:
-            raise ExpressionError("value is too large for an answer")
+            raise ExpressionError(Msg("value is too large for an answer"))
         return x
 
     def num(self, n):
@@ -305,7 +306,7 @@ class Bounded:
         return self.ctx.plus(n.value)
 
     def inf(self, n):
-        raise ExpressionError("∞ can only be a whole answer, as −∞ for a masked score")
+        raise ExpressionError(Msg("∞ can only be a whole answer, as −∞ for a masked score"))
 
     def pi(self):
         return self.pi_value
@@ -315,15 +316,15 @@ class Bounded:
         if f is not None:
             return self.ctx.divide(f.numerator, f.denominator)
         if type(n).__name__ == "Sym":
-            raise ExpressionError(f"unknown name {sym_name(n)!r} (an answer is a number, such as 0.62, 2√2 or "
-                                  f"e^2/(1+e^2))")
-        raise ExpressionError("not a number")
+            raise ExpressionError(Msg("unknown name {name} (an answer is a number, such as 0.62, 2√2 or e^2/(1+e^2))",
+                                      name=repr(sym_name(n))))
+        raise ExpressionError(Msg("not a number"))
 
     def relation(self, n):
-        raise ExpressionError("not a number")
+        raise ExpressionError(Msg("not a number"))
 
     def no_vector(self, n):
-        raise ExpressionError("a single value was expected, not a vector")
+        raise ExpressionError(Msg("a single value was expected, not a vector"))
 
     def neg(self, v):
         return v.copy_negate()
@@ -335,31 +336,31 @@ class Bounded:
         return self._bounded(self.ctx.multiply(a, b))
 
     def dot(self, a, b):
-        raise ExpressionError("a single value was expected, not a vector")
+        raise ExpressionError(Msg("a single value was expected, not a vector"))
 
     def div(self, a, b):
         if b == 0:
-            raise ExpressionError("division by zero")
+            raise ExpressionError(Msg("division by zero"))
         return self._bounded(self.ctx.divide(a, b))
 
     def sqrt(self, v):
         if v < 0:
-            raise ExpressionError("square root of a negative number")
+            raise ExpressionError(Msg("square root of a negative number"))
         return self.ctx.sqrt(v)
 
     def exp(self, v, n):
         if v > MAX_EXP_ARG:
-            raise ExpressionError("power is too large")
+            raise ExpressionError(Msg("power is too large"))
         return self._bounded(self.ctx.exp(v))
 
     def pow(self, b, x, n):
         ctx = self.ctx
         if b < 0 and x != int(x):
-            raise ExpressionError("fractional power of a negative number")
+            raise ExpressionError(Msg("fractional power of a negative number"))
         if b == 0 and x <= 0:
-            raise ExpressionError("0 to a power that is not positive")
+            raise ExpressionError(Msg("0 to a power that is not positive"))
         if b != 0 and ctx.multiply(x, ctx.ln(b.copy_abs())).copy_abs() > MAX_EXP_ARG:
-            raise ExpressionError("power is too large")
+            raise ExpressionError(Msg("power is too large"))
         return self._bounded(ctx.power(b, x))
 
 
@@ -374,14 +375,14 @@ def number(s: str) -> Fraction:
     try:
         return decimal(s)
     except EntryError as exc:
-        raise ExpressionError(str(exc)) from None
+        raise ExpressionError(exc.args[0]) from None
 
 
 def bounded_number(s: str) -> Fraction:
     """:func:`number`, refusing more than 10¹² (``number 1e13 is too large``)."""
     f = number(s)
     if abs(f) > NUMBER_LIMIT:
-        raise ExpressionError(f"number {s} is too large")
+        raise ExpressionError(Msg("number {number} is too large", number=s))
     return f
 
 
@@ -435,13 +436,13 @@ class Exact:
         if f is not None:
             return self.sp.Rational(f.numerator, f.denominator)
         if type(n).__name__ == "Sym":
-            raise ExpressionError(f"unknown name {sym_name(n)!r}")
-        raise ExpressionError("not a number")
+            raise ExpressionError(Msg("unknown name {name}", name=repr(sym_name(n))))
+        raise ExpressionError(Msg("not a number"))
 
     relation = label
 
     def no_vector(self, n):
-        raise ExpressionError("a single value was expected, not a vector")
+        raise ExpressionError(Msg("a single value was expected, not a vector"))
 
     dot = no_vector
 
@@ -456,25 +457,25 @@ class Exact:
 
     def div(self, a, b):
         if b == 0:
-            raise ExpressionError("division by zero")
+            raise ExpressionError(Msg("division by zero"))
         return a / b
 
     def sqrt(self, v):
         if v.is_negative:
-            raise ExpressionError("square root of a negative number")
+            raise ExpressionError(Msg("square root of a negative number"))
         return self.sp.sqrt(v)
 
     def exp(self, v, n):
-        _check_exponent(n.arg, "exponent is too large")
+        _check_exponent(n.arg, Msg("exponent is too large"))
         return self.sp.exp(v)
 
     def pow(self, b, x, n):
         if x.is_Rational and b.is_Rational:
             if abs(x.p) > MAX_INT_POWER or x.q > MAX_INT_POWER or abs(b) > 10**6:
-                raise ExpressionError("power is too large")
+                raise ExpressionError(Msg("power is too large"))
         else:
-            _check_exponent(n.base, "power is too large", size=False)
-            _check_exponent(n.exp, "power is too large")
+            _check_exponent(n.base, Msg("power is too large"), size=False)
+            _check_exponent(n.exp, Msg("power is too large"))
         return self.sp.Pow(b, x)
 
 
@@ -493,7 +494,7 @@ def _check_exponent(node, message: str, size: bool = True) -> None:
     try:
         v = float_value(node)
     except NotNumeric:
-        raise ExpressionError("unknown name in a power") from None
+        raise ExpressionError(Msg("unknown name in a power")) from None
     if isinstance(v, tuple) or (size and abs(v) > 700):
         raise ExpressionError(message)
 
