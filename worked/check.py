@@ -321,18 +321,20 @@ def _read_matrix(key, rows, mat):
         raise _ShapeError(Msg("{key}: expected a matrix of {rows} rows with {cols} entries each, such as [[1, 2], "
                               "[3, 4]]; got {got}", key=key, rows=r, cols=c, got=type(rows).__name__))
     if len(rows) != r:      # the plural of the count as English has it (one: singular), as de, es, pt do
-        raise _ShapeError(Msg("{key}: wrong shape: expected {rows}×{cols} ({rows} rows of {cols} entries), got {n} row"
-                              if len(rows) == 1 else
-                              "{key}: wrong shape: expected {rows}×{cols} ({rows} rows of {cols} entries), got {n} rows",
-                              key=key, rows=r, cols=c, n=len(rows)))
+        shape = dict(key=key, rows=r, cols=c, n=len(rows))
+        raise _ShapeError(Msg("{key}: wrong shape: expected {rows}×{cols} ({rows} rows of {cols} entries), got {n} row",
+                              **shape) if len(rows) == 1 else
+                          Msg("{key}: wrong shape: expected {rows}×{cols} ({rows} rows of {cols} entries), got {n} rows",
+                              **shape))
     for i, row in enumerate(rows):
         if not isinstance(row, (list, tuple)):
             msg = Msg("{key}: row {i}: expected a list of {cols} entries, got {got}", key=key, i=i + 1, cols=c, got="")
             raise _ShapeError(Msg(msg.msgid, **{**msg.args, "got": repr(row)[:max(0, 200 - len(msg))]}))  # at most 200
         if len(row) != c:
-            raise _ShapeError(Msg("{key}: wrong shape: expected {rows}×{cols}; row {i} has {n} entry" if len(row) == 1 else
-                                  "{key}: wrong shape: expected {rows}×{cols}; row {i} has {n} entries",
-                                  key=key, rows=r, cols=c, i=i + 1, n=len(row)))
+            shape = dict(key=key, rows=r, cols=c, i=i + 1, n=len(row))
+            raise _ShapeError(Msg("{key}: wrong shape: expected {rows}×{cols}; row {i} has {n} entry", **shape)
+                              if len(row) == 1 else
+                              Msg("{key}: wrong shape: expected {rows}×{cols}; row {i} has {n} entries", **shape))
     grid, raw, errors = [], [], []
     for i, row in enumerate(rows):
         g, rr = [], []
