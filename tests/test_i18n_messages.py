@@ -10,7 +10,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from test_i18n import ENGLISH, SHIPPED
+from test_i18n import ENGLISH, SHIPPED, web  # noqa: F401 - web: the server of problems/, as test_i18n's
 
 import worked
 from worked import i18n, stages
@@ -228,20 +228,6 @@ def test_an_answers_errors_in_the_language(lang):
 
 
 # ------------------------------------------------------------------ the server's error
-
-@pytest.fixture(scope="module")
-def web():
-    import warnings
-
-    pytest.importorskip("httpx")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        from starlette.testclient import TestClient
-    from worked.server.app import Config, create_app
-
-    with TestClient(create_app(Config(problems_dir=ROOT / "problems")), raise_server_exceptions=False) as c:
-        yield c
-
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
 def test_the_api_error_in_the_requests_language(web):
