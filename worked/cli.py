@@ -32,6 +32,13 @@ def _language(args, problem=None):
         raise WorkedError(f"--lang: {exc}") from None
 
 
+def _say(lang, msg, file=None) -> None:
+    """Print a progress line (a :class:`worked.i18n.Msg`) in *lang* (None: English)."""
+    from . import i18n
+
+    print(msg.localized(i18n.get(lang)), file=file)
+
+
 def command(name: str, **kw):
     """Register the function that adds a command's options (``kw``: its help line and description)."""
     def register(add_options):
@@ -196,6 +203,7 @@ def _join_negative_ranges(argv: list[str]) -> list[str]:
 def cmd_new(args) -> int:
     from .generate import family_from_args, generate, header_comment
     from .errors import WorkedError
+    from .i18n import Msg
 
     fam = family_from_args(args)
     seed = args.seed
@@ -204,7 +212,7 @@ def cmd_new(args) -> int:
 
         seed = secrets.randbelow(10**9)
     elif seed < 0:
-        raise WorkedError(f"--seed: expected a whole number ≥ 0, got {seed}")
+        raise WorkedError(Msg("--seed: expected a whole number ≥ 0, got {got}", got=seed))
     what = "Transformer block" if fam.block else "attention problem"
     problem = generate(fam, seed, title=fam.title or f"Random {what} (seed {seed})")
     text = header_comment(fam, seed) + problem.to_toml()
@@ -214,7 +222,7 @@ def cmd_new(args) -> int:
     from .output import write_file
 
     out = write_file(args.output, text, force=args.force)
-    print(f"wrote {out} (seed {seed})", file=sys.stderr)
+    _say(None, Msg("wrote {path} (seed {seed})", path=out, seed=seed), file=sys.stderr)
     return 0
 
 
@@ -236,19 +244,25 @@ def _grade_options(p):
 
 
 def cmd_grade(args) -> int:
+    from . import i18n
     from .grade import grade
+    from .i18n import Msg
 
+    lang = _language(args)
     res = grade(args.quizdir, args.responses, args.output, force=args.force, allow_unmatched=args.allow_unmatched,
-                lang=_language(args))
-    print(res["columns"])
+                lang=lang)
+    _say(lang, res["columns"])
     for w in res["warnings"]:
-        print(f"warning: {w}", file=sys.stderr)
+        _say(lang, Msg("warning: {warning}", warning=w), file=sys.stderr)
     if res["note"]:
-        print(f"note: {res['note']}", file=sys.stderr)
+        _say(lang, Msg("note: {note}", note=res["note"]), file=sys.stderr)
     results = [r for r in res["results"] if r.responded]
     mean = sum(r.total for r in results) / len(results) if results else 0.0
-    print(f"graded {len(results)} of {len(res['results'])} students (mean {mean:.2f}); "
-          f"wrote {res['gradebook']} and {res['report']}")
+    with i18n.using(lang):
+        print(i18n.ngettext("graded {graded} of {n} student (mean {mean}); wrote {gradebook} and {report}",
+                            "graded {graded} of {n} students (mean {mean}); wrote {gradebook} and {report}",
+                            len(res["results"]), graded=len(results), mean=i18n.current().number(f"{mean:.2f}"),
+                            gradebook=res["gradebook"], report=res["report"]))
     return 0
 
 
@@ -335,21 +349,23 @@ def cmd_serve(args) -> int:
     from pathlib import Path
 
     from .errors import WorkedError
+    from .i18n import Msg
 
     if not 0 < args.port < 65536:
-        raise WorkedError(f"--port: expected a port number from 1 to 65535, got {args.port}")
+        raise WorkedError(Msg("--port: expected a port number from 1 to 65535, got {got}", got=args.port))
     if not 1 <= args.workers <= 64:
-        raise WorkedError(f"--workers: expected 1 to 64, got {args.workers}")
+        raise WorkedError(Msg("--workers: expected 1 to 64, got {got}", got=args.workers))
     if not 0 < args.timeout <= 600:
-        raise WorkedError(f"--timeout: expected seconds from 0 to 600, got {args.timeout}")
+        raise WorkedError(Msg("--timeout: expected seconds from 0 to 600, got {got}", got=args.timeout))
     if not 0 < args.read_timeout <= 600:
-        raise WorkedError(f"--read-timeout: expected seconds from 0 to 600, got {args.read_timeout}")
+        raise WorkedError(Msg("--read-timeout: expected seconds from 0 to 600, got {got}", got=args.read_timeout))
     if not 1 <= args.connections_per_client <= 100_000:
-        raise WorkedError(f"--connections-per-client: expected 1 to 100000, got {args.connections_per_client}")
+        raise WorkedError(Msg("--connections-per-client: expected 1 to 100000, got {got}", got=args.connections_per_client))
     if args.problems is not None:
         root = Path(args.problems)
         if not root.is_dir():
-            raise WorkedError(f"{args.problems}: no such folder (--problems expects a folder of problem files or a quiz folder)")
+            raise WorkedError(Msg("{path}: no such folder (--problems expects a folder of problem files or a quiz folder)",
+                                  path=args.problems))
     else:
         root = Path("problems") if Path("problems").is_dir() else None
     try:  # fail early, in one line, when the port is taken
@@ -357,8 +373,9 @@ def cmd_serve(args) -> int:
             s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             s.bind((args.host, args.port))
     except OSError as exc:
-        raise WorkedError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}"
-                          f"{'; try another --port' if exc.errno == 98 else ''}") from None
+        at = dict(host=args.host, port=args.port, reason=exc.strerror or exc)
+        raise WorkedError(Msg("cannot listen on {host}:{port}: {reason}; try another --port", **at) if exc.errno == 98
+                          else Msg("cannot listen on {host}:{port}: {reason}", **at)) from None
 
     import uvicorn
 
@@ -378,9 +395,15 @@ def cmd_serve(args) -> int:
     server_opts = dict(host=args.host, port=args.port, log_level="warning", timeout_keep_alive=5,
                        backlog=_backlog(open_files), h11_max_incomplete_event_size=64 * 1024, http=Protocol)
     where = f"http://{'[' + args.host + ']' if ':' in args.host else args.host}:{args.port}/"
-    what = f"problems from {root}" if root else "the built-in example"
-    print(f"worked serve: {where}  ({what}{', no solutions' if args.no_solutions else ''}); Ctrl+C stops",
-          file=sys.stderr)
+    if root and args.no_solutions:
+        line = Msg("worked serve: {url}  (problems from {path}, no solutions); Ctrl+C stops", url=where, path=root)
+    elif root:
+        line = Msg("worked serve: {url}  (problems from {path}); Ctrl+C stops", url=where, path=root)
+    elif args.no_solutions:
+        line = Msg("worked serve: {url}  (the built-in example, no solutions); Ctrl+C stops", url=where)
+    else:
+        line = Msg("worked serve: {url}  (the built-in example); Ctrl+C stops", url=where)
+    _say(cfg.lang, line, file=sys.stderr)
     if args.workers > 1:
         os.environ["WORKED_SERVE_CONFIG"] = cfg.to_env()
         uvicorn.run("worked.server.app:create_app_from_env", factory=True, workers=args.workers, **server_opts)
@@ -430,7 +453,8 @@ def cmd_sheet(args) -> int:
         paths = write_sheet(sol, args.output, formats=formats, paper=args.paper, pdf_engine=args.pdf_engine,
                             template_dir=args.template_dir, force=args.force)
     folder = paths[0].parent if paths else None
-    print(f"wrote {len(paths)} files to {folder}/")
+    with i18n.using(lang):
+        print(i18n.ngettext("wrote {n} file to {folder}/", "wrote {n} files to {folder}/", len(paths), folder=folder))
     for p in paths:
         print(f"  {p}")
     return 0
@@ -464,16 +488,23 @@ def _quiz_options(p):
 
 
 def cmd_quiz(args) -> int:
-    from .quiz import run
+    from . import i18n
+    from .i18n import Msg
+    from .quiz import load_spec, run
 
+    lang = _language(args)
     out, entries = run(args.spec, count=args.count, roster=args.roster, seed=args.seed, outdir=args.output,
                        formats=args.format, jobs=args.jobs, variant=args.variant, quiet=args.quiet, force=args.force,
-                       pdf_engine=args.pdf_engine, lang=_language(args))
+                       pdf_engine=args.pdf_engine, lang=lang)
     if not args.quiet:
+        lang = lang or load_spec(args.spec).lang      # the spec's language, as the sheets have it
         if args.variant:
-            print(f"wrote variant {entries[0]['variant']} to {out}/variants/{entries[0]['variant']}", file=sys.stderr)
+            code = entries[0]["variant"]
+            _say(lang, Msg("wrote variant {code} to {path}", code=code, path=f"{out}/variants/{code}"), file=sys.stderr)
         else:
-            print(f"wrote {len(entries)} variants to {out}", file=sys.stderr)
+            with i18n.using(lang):
+                print(i18n.ngettext("wrote {n} variant to {path}", "wrote {n} variants to {path}", len(entries), path=out),
+                      file=sys.stderr)
     return 0
 
 
@@ -496,12 +527,13 @@ def _notebook_options(p):
 
 def cmd_notebook(args) -> int:
     from .errors import WorkedError
+    from .i18n import Msg
 
     out = args.output if args.output not in (None, "-") else None
     if out is not None and not out.endswith(".ipynb"):
-        raise WorkedError(f"{out}: expected a file name ending in .ipynb")
+        raise WorkedError(Msg("{path}: expected a file name ending in .ipynb", path=out))
     if args.execute and args.answers_hidden:
-        raise WorkedError("--execute with --answers-hidden: an exercise notebook has no answers to run")
+        raise WorkedError(Msg("--execute with --answers-hidden: an exercise notebook has no answers to run"))
     from .problem import load
     from .solver import solve
     from .writers import notebook as nbw
@@ -511,7 +543,8 @@ def cmd_notebook(args) -> int:
     from . import i18n
 
     problem = load(args.problem)
-    with i18n.using(_language(args, problem)):      # the markdown in the language; the code stays Python's
+    lang = _language(args, problem)
+    with i18n.using(lang):      # the markdown in the language; the code stays Python's
         nb = nbw.build(solve(problem), answers_hidden=args.answers_hidden)
     if args.execute:
         nbw.execute_checked(nb)
@@ -519,7 +552,7 @@ def cmd_notebook(args) -> int:
         sys.stdout.write(nbw.dumps(nb))
         return 0
     nbw.write(nb, out)
-    print(f"wrote {out}", file=sys.stderr)
+    _say(lang, Msg("wrote {path}", path=out), file=sys.stderr)
     return 0
 
 

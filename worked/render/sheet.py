@@ -5,6 +5,7 @@ from pathlib import Path
 
 from .. import exporters as E
 from ..errors import WorkedError
+from ..i18n import Msg
 from ..output import MARKER, FolderSet, read_marker  # noqa: F401  (MARKER: the folder's list of our files)
 
 SHEET_FILES = ("worksheet.*", "answer-key.*")   # what a sheet folder with an old marker holds
@@ -84,12 +85,12 @@ def write_sheet(sol, outdir, *, formats=E.sheet_formats(), paper="a4", pdf_engin
             out[f"{kind}{ext}"] = data
     # the set is swapped in whole: a key never sits beside a worksheet of another problem or version
     with FolderSet(folder, kind="worked sheet", force=force, legacy=SHEET_FILES,
-                   hint="use --force to write into it") as stage:
+                   hint=Msg("use --force to write into it")) as stage:
         stage.write(out)
         stage.commit()
     paths = [folder / name for name in out]
     if stage.note():
         import sys
 
-        print(f"note: {stage.note()}", file=sys.stderr)
+        print(Msg("note: {note}", note=stage.note()).localized(), file=sys.stderr)
     return paths
