@@ -63,7 +63,7 @@ def test_the_template_holds_every_marked_string(tmp_path):
     if not pybabel.exists():
         pytest.skip("pybabel is not installed next to this Python")
     out = tmp_path / "worked.pot"
-    subprocess.run([str(pybabel), "-q", "extract", "-F", "babel.cfg", "-k", "say", "-k", "N_", "-k", "tr", "-k", "_markup", "-k", "_t", "--no-location",
+    subprocess.run([str(pybabel), "-q", "extract", "-F", "babel.cfg", "-k", "say", "-k", "N_", "-k", "Msg", "-k", "tr", "-k", "_markup", "-k", "_t", "--no-location",
                     "--sort-output", "--omit-header", "-o", str(out), "."], cwd=ROOT, check=True, timeout=120)
     with open(out, "rb") as f:
         fresh = ids(read_po(f))
