@@ -20,8 +20,8 @@ import json
 import logging
 from typing import Any
 
-from ..errors import WorkedError
-from ..i18n import Msg
+from ..errors import ProblemError, WorkedError
+from ..i18n import Msg, joined
 from . import views
 
 log = logging.getLogger("worked.server")
@@ -70,7 +70,7 @@ def _guard(fn, *args):
     try:
         return fn(*args)
     except WorkedError as exc:
-        return 422, _json({"error": exc.localized()[:500], **({"field": exc.field} if getattr(exc, "field", None) else {})}), JSON
+        return 422, _json({"error": said(exc)[:500], **({"field": exc.field} if getattr(exc, "field", None) else {})}), JSON
     except Exception:  # noqa: BLE001 - the log has the details, the client a generic message
         log.exception("internal error in %s", getattr(fn, "__name__", fn))
         return 500, _json({"error": INTERNAL.localized()}), JSON
@@ -78,6 +78,15 @@ def _guard(fn, *args):
 
 #: the answer to an error of ours (the log has its details)
 INTERNAL = Msg("internal error: the server could not do this; the details are in the server log")
+#: the names the page gives what it sends (an error names them as the file it came from), in the page's language
+SOURCES = {"quiz spec": Msg("quiz spec"), "random problem": Msg("random problem")}
+
+
+def said(exc: Exception) -> str:
+    """*exc*'s one line in the current language (the request's), what the page sent named as the page names it."""
+    if isinstance(exc, ProblemError) and exc.source in SOURCES:
+        return joined(": ", [SOURCES[exc.source], *([exc.field] if exc.field else []), exc.message]).localized()
+    return exc.localized() if isinstance(exc, WorkedError) else str(exc)
 
 
 def in_lang(lang, fn, *args):
@@ -268,7 +277,7 @@ def _quiz_zip(spec_text, seed, count, roster_text, formats):
         try:
             n = count if count is not None else None if roster else quiz.load_spec(spec).count or 1
         except WorkedError as exc:
-            raise WorkedError(exc.localized().replace(str(spec), Msg("quiz spec").localized())) from None
+            raise WorkedError(exc.localized().replace(str(spec), SOURCES["quiz spec"].localized())) from None
         if n is not None and not 1 <= n <= QUIZ_VARIANTS:
             raise WorkedError(Msg("variants: expected a whole number from 1 to {n} on this page, got {got}", n=QUIZ_VARIANTS,
                                   got=n))
@@ -277,7 +286,7 @@ def _quiz_zip(spec_text, seed, count, roster_text, formats):
             quiz.run(spec, count=None if roster else n, roster=roster, seed=seed, outdir=out, formats=formats or None,
                      jobs=1, quiet=True, progress=False)
         except WorkedError as exc:    # the messages name the page's fields, not the temporary files
-            raise WorkedError(exc.localized().replace(str(spec), Msg("quiz spec").localized()).replace(str(roster), "roster")) from None
+            raise WorkedError(exc.localized().replace(str(spec), SOURCES["quiz spec"].localized()).replace(str(roster), "roster")) from None
         buf = io.BytesIO()
         with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
             for p in sorted(out.rglob("*")):

@@ -12,10 +12,11 @@ import re
 from .. import printers, quiz, stages
 from ..errors import ProblemError, WorkedError
 from ..i18n import Msg, joined
+from .jobs import SOURCES, said
 
 SOURCE = "quiz spec"
 #: what the page calls the spec in its messages, in the page's language (SOURCE in English)
-SPEC = Msg("quiz spec")
+SPEC = SOURCES[SOURCE]
 _BARE = re.compile(r"[A-Za-z0-9_-]{1,60}")
 _TOP = ("title", "seed", "count", "paper", "instructions")      # the spec's own keys, before its tables
 MAX_DEPTH = 4
@@ -146,13 +147,6 @@ def _part(data: dict, where: str) -> dict:
                 err = {"message": said(exc), "field": ""}
         out["questions"].append({"error": err})
     return out
-
-
-def said(exc: Exception) -> str:
-    """*exc*'s one line in the current language (the request's), the spec named as the page names it."""
-    if isinstance(exc, ProblemError) and exc.source == SOURCE:
-        return joined(": ", [SPEC, *([exc.field] if exc.field else []), exc.message]).localized()
-    return exc.localized() if isinstance(exc, WorkedError) else str(exc)
 
 
 def form(data) -> dict:
