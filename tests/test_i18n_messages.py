@@ -236,3 +236,17 @@ def test_api_errors_in_the_request_language(web, lang, url, body, words):
     en = web.get(url) if body is None else (web.post(url, content=body, headers={"Content-Type": "text/plain"})
                                             if isinstance(body, bytes) else web.post(url, json=body))
     assert en.json()["error"] != msg and en.status_code == r.status_code
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_the_quiz_builder_zip_is_the_same_in_every_request_language(web):
+    """The page's quiz is what `worked quiz` writes (in the spec's language, its manifest English): the request's
+    language changes its errors only."""
+    spec = (ROOT / "problems" / "quiz-1.toml").read_text(encoding="utf-8")
+    body = {"spec": spec, "count": 2, "formats": "html,moodle,gift"}
+    de = web.post("/api/quiz", json=body, headers={"Accept-Language": "de"})
+    en = web.post("/api/quiz", json=body, headers={"Accept-Language": "en"})
+    assert de.status_code == en.status_code == 200 and de.content == en.content
+    bad = web.post("/api/quiz", json={**body, "spec": spec.replace("seed = 2026", "seed = -5")},
+                   headers={"Accept-Language": "de"}).json()["error"]
+    assert bad == "Test-Spezifikation: seed: erwartet wird eine ganze Zahl ≥ 0, angegeben war -5"

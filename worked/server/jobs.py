@@ -20,6 +20,7 @@ import json
 import logging
 from typing import Any
 
+from .. import i18n
 from ..errors import ProblemError, WorkedError
 from ..i18n import Msg, joined
 from . import views
@@ -283,8 +284,11 @@ def _quiz_zip(spec_text, seed, count, roster_text, formats):
                                   got=n))
         out = Path(tmp) / "quiz"
         try:
-            quiz.run(spec, count=None if roster else n, roster=roster, seed=seed, outdir=out, formats=formats or None,
-                     jobs=1, quiet=True, progress=False)
+            # the files as `worked quiz` writes them (in the spec's language; the manifest English), whatever the
+            # request's language: that is its errors' only
+            with i18n.using(None):
+                quiz.run(spec, count=None if roster else n, roster=roster, seed=seed, outdir=out, formats=formats or None,
+                         jobs=1, quiet=True, progress=False)
         except WorkedError as exc:    # the messages name the page's fields, not the temporary files
             raise WorkedError(exc.localized().replace(str(spec), SOURCES["quiz spec"].localized()).replace(str(roster), "roster")) from None
         buf = io.BytesIO()
