@@ -20,7 +20,6 @@ from .i18n import Msg
 from .model import MATRIX_ALIASES
 
 GRAMMAR = re.compile(r"^\s*([A-Za-z][\w.]*)\s*(?:\[\s*([^\],\s][^\],]*?)\s*,\s*([^\],\s][^\],]*?)\s*\])?\s*$")
-EXAMPLES = "such as scores[2,3], weights[1,*] or Z"
 
 
 class AskError(ValueError):

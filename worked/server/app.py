@@ -66,11 +66,10 @@ from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from .. import __version__
-from .. import i18n
+from .. import __version__, i18n
 from ..errors import WorkedError
-from ..i18n import Msg
 from ..exporters import EXPORTERS, of_scope, words
+from ..i18n import Msg
 from ..problem import LIMITS, Chain, Problem, builtin_path, work
 from . import connections, jobs
 from .views import points as _points
