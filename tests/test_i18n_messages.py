@@ -1,253 +1,252 @@
-"""The errors a user reads, in the user's language (issue 28): a problem file's, an answers file's, an answer entry's
-and the CLI's own, declared as :class:`worked.i18n.Msg` and shown translated by ``worked … --lang``, a problem's
-``lang``, and the server's ``error`` for the request's language. English stays byte for byte what it was; file names,
-field names and what the user wrote stay as they are; JSON keys a program reads stay English."""
+"""The messages of a quiz spec, of `worked grade`, of the output folders, the CLI's progress lines and the server's
+API errors in the user's language (issue 28): each is an :class:`worked.i18n.Msg`, English byte for byte as before,
+and in German, French or Spanish no English sentence is left; an error still names its file and field."""
 from __future__ import annotations
 
-import pickle
+import json
 import re
-import tomllib
 from pathlib import Path
 
 import pytest
-from test_i18n import ENGLISH, SHIPPED, web  # noqa: F401 - web: the server of problems/, as test_i18n's
 
-import worked
-from worked import i18n, stages
-from worked.check import check_answers, parse_answers_text
-from worked.cli import main
-from worked.errors import WorkedError
+from worked import i18n
+from worked.errors import ProblemError, WorkedError
+from worked.output import write_file
+from worked.quiz import load_roster, spec_from_dict
 
 ROOT = Path(__file__).resolve().parents[1]
-CATS = ROOT / "problems" / "cats-chase-mice.toml"
-BASE = tomllib.loads(CATS.read_text(encoding="utf-8"))
-X = BASE["X"]
-#: English words that are words of these languages too (fr « nombre exact », es « tokens »)
-ALSO_THEIRS = {"tokens", "token", "exact"}
-#: more English words of error lines (none a word of de, fr, es or pt_BR)
-MORE = re.compile(r"\b(expected|got|missing|unknown|must|cannot|read|numbers?|larger|than|most|entr(?:y|ies)|such|"
-                  r"file|rows?|columns?|twice|wrong|shape)\b")
-#: the matrices' keys an answers file names (weights, scores): names, not words
-MATRICES = {s.id for s in stages.every()}
-#: the bad problems and their one line in English, as it was before the messages were declared for translation
-CASES = {
-    "mask": ({"mask": "x"}, "p.toml: mask: expected \"none\" or \"causal\", got 'x'"),
-    "decimals": ({"decimals": 9}, "p.toml: decimals: expected a whole number from 0 to 6, got 9"),
-    "X-empty": ({"X": []}, "p.toml: X: expected a matrix: a non-empty list of rows, such as [[1, 0], [0, 1]]"),
-    "X-ragged": ({"X": [X[0], X[1][:-1], X[2]]}, "p.toml: X: ragged rows: row 1 has 4 entries, row 2 has 3"),
-    "X-entry": ({"X": [["abc"] + X[0][1:], X[1], X[2]]},
-                "p.toml: X[1,1]: expected a number such as 2, 0.43, \"0.43\" or \"1/2\", got 'abc'"),
-    "X-places": ({"X": [["0.12345"] + X[0][1:], X[1], X[2]]}, "p.toml: X[1,1]: 0.12345 has 5 decimal places (at most 4)"),
-    "title": ({"title": 5}, "p.toml: title: expected a string, got 5"),
-    "W_K": ({"W_K": [r[:1] for r in BASE["W_K"]]},
-            "p.toml: W_K: expected 2 columns like W_Q (queries and keys must have the same length d_k), got 1"),
-    "scale": ({"scale": "-1"}, "p.toml: scale: expected a positive number (at most 1000), got '-1'"),
-    "lang": ({"lang": "xx"}, "p.toml: lang: unknown language 'xx': the languages there are en, de, es, fr, pt_BR"),
-    "train": ({"train": {"loss": "mse", "lr": "1/10"}},
-              "p.toml: train.target: missing: the target T, a 3×2 matrix like the output Z"),
-    "tokens": ({"tokens": ["a"]}, "p.toml: tokens: expected 3 tokens (X has 3 rows), got 1"),
-    "block": ({"block": "x"}, "p.toml: W_O: missing: in a block, the attention's output projection W_O (heads·d_v rows, "
-                              "d_model columns) is required"),
-    "X-missing": ({"X": None}, "p.toml: X: missing: the input matrix X (one row per token) is required"),
-    "work": (None, "p.toml: heads: 12 tokens, d_model 12, d_k 12, d_v 12, 4 heads is more work than a command may take: "
-                   "solving it (worked solve, /api/solve) would take about 45 s (at most 10 s, predicted from the shape; see "
-                   "the README's limits); with these widths and heads at most 5 tokens fit"),
-}
+#: English words of these messages that none of their translations has (field names and values put in a message are
+#: named below so that they do not count)
+ENGLISH = re.compile(r"\b(the|of|and|is|are|with|each|every|expected|got|missing|unknown|cannot|wrote|graded|already|"
+                     r"exists|folder|line|rows?|columns?|students?|tries|use|give|not|found|server|request|"
+                     r"response|scored|warning|note|entry|question|masked|matrix|one of)\b")
 
 
-def _data(change):
-    if change is None:      # a problem too large for the time a command may take: a sentence of sentences
-        ones = [[1] * 12] * 12
-        return {"X": ones, "heads": [{"W_Q": ones, "W_K": ones, "W_V": ones}] * 4, "W_O": [[1] * 12] * 48}
-    data = dict(BASE)
-    for k, v in change.items():
-        if v is None:
-            data.pop(k, None)
-        else:
-            data[k] = v
-    return data
+def english(text: str, *allowed: str) -> list[str]:
+    """The English words left in *text*, past the *allowed* parts (file names, fields, what the user wrote)."""
+    for a in allowed:
+        text = text.replace(a, " ")
+    return sorted(set(ENGLISH.findall(text)))
 
 
-def _error(change) -> WorkedError:
-    with pytest.raises(WorkedError) as info:
-        worked.Problem.from_dict(_data(change), source="p.toml")
-    return info.value
+SPEC = {"title": "Quiz", "seed": 1, "family": {"tokens": 3, "d_model": 4, "d_k": 2},
+        "questions": [{"ask": "scores[2,3]"}]}
 
 
-def english_left(line: str, lang: str) -> list[str]:
-    """The English words of *line* past what stays English on purpose: what the user wrote and the values to type
-    (quoted), field and matrix names (W_Q, d_model, train.lr), examples in brackets, and a word the language
-    shares with English."""
-    text = re.sub(r"'[^']*'|\"[^\"]*\"|«[^»]*»", " ", line)
-    text = re.sub(r"\b\w+[._\[]\w*[\w.\[\],]*", " ", text)
-    text = " ".join(w for w in re.split(r"(\W)", text) if w not in MATRICES)
-    return sorted({w for w in ENGLISH.findall(text) + MORE.findall(text) if w not in ALSO_THEIRS or lang == "de"})
+def bad_spec(**change):
+    spec = json.loads(json.dumps(SPEC))
+    for path, value in change.items():
+        where = spec
+        *head, last = path.split("__")
+        for k in head:
+            where = where[int(k)] if k.isdigit() else where[k]
+        where[last] = value
+    return spec
 
 
-@pytest.mark.parametrize("case", CASES)
-def test_a_problem_error_is_the_same_english_line(case):
-    change, english = CASES[case]
-    exc = _error(change)
-    assert str(exc) == english
-    assert english_left(english, "de")                     # the words the other tests look for are there
-    assert exc.localized() == english                       # English: its own text
-    with i18n.using("de"):
-        assert str(exc) == english                          # str() is English in any language (logs, JSON)
+# (what is changed, the field the error names, its English text: the same as before the messages were declared)
+CASES = [
+    ({"colour": "red"}, "colour", "unknown key (expected some of: title, seed, count, paper, instructions, lang, family, "
+                                  "problem, questions, parts)"),
+    ({"seed": -1}, "seed", "expected a whole number ≥ 0, got -1"),
+    ({"questions__0__ask": "nope[1,1]"}, "questions[1].ask",
+     "unknown matrix 'nope' (expected one of: Q, K, V, scores, scaled, weights, Z)"),
+    ({"questions__0__ask": "scores[5,1]"}, "questions[1].ask", "row 5 is outside scores (3×3; rows are 1..3)"),
+    ({"questions__0__tolerance": 0}, "questions[1].tolerance",
+     "is zero: decimal answers could never match; give e.g. tolerance = 0.01"),
+    ({"family__mask": "sideways"}, "family.mask", "expected \"none\" or \"causal\", got 'sideways'"),
+    ({"family__max_weight": 0.2}, "family.max_weight",
+     "0.2 is impossible: a row of 3 weights always has one of at least 1/3 (exactly 1/3 only in a tie)"),
+]
 
 
-@pytest.mark.parametrize("lang", SHIPPED)
-@pytest.mark.parametrize("case", CASES)
-def test_a_problem_error_in_the_language(case, lang):
-    change, english = CASES[case]
-    exc = _error(change)
-    line = exc.localized(i18n.get(lang))
-    assert line != english
-    source, field, _ = english.split(": ", 2)
-    assert line.startswith(f"{source}: {field}: ")          # the file and the field as the file names them
-    assert english_left(line, lang) == [], line
-    for shown in re.findall(r"'[^']*'", english):          # what the user wrote, as written
-        assert shown in line
+@pytest.mark.parametrize("change, field, text", CASES)
+def test_a_quiz_spec_error_in_english_is_as_it_was(change, field, text):
+    with pytest.raises(ProblemError) as e:
+        spec_from_dict(bad_spec(**change), "quiz.toml")
+    assert str(e.value) == f"quiz.toml: {field}: {text}"
+    assert e.value.localized(i18n.get("en")) == str(e.value)
 
 
-def test_a_message_survives_a_worker():
-    """A message sent pickled (from a worker process) keeps its sentence and its values."""
-    msg = pickle.loads(pickle.dumps(_error({"mask": "x"}).message))
-    assert msg == "expected \"none\" or \"causal\", got 'x'"
-    assert msg.localized(i18n.get("de")) == "erwartet wird \"none\" oder \"causal\", angegeben ist 'x'"
+@pytest.mark.parametrize("lang", ["de", "fr", "es", "pt_BR"])
+@pytest.mark.parametrize("change, field, text", CASES)
+def test_a_quiz_spec_error_in_the_language(change, field, text, lang):
+    """The error's one line in the language: it still starts with the file and the field, and the values (what the
+    user wrote) are put in as they are."""
+    with pytest.raises(ProblemError) as e:
+        spec_from_dict(bad_spec(**change), "quiz.toml")
+    shown = e.value.localized(i18n.get(lang))
+    assert shown.startswith(f"quiz.toml: {field}: ") and shown != str(e.value)
+    keys = "title, seed, count, paper, instructions, lang, family, problem, questions, parts"
+    assert english(shown, "quiz.toml", field, keys, "'nope'", "scores, scaled, weights", "'sideways'", "tolerance = 0.01",
+                   '"none"', '"causal"') == []
 
 
-def test_a_file_that_cannot_be_read_in_the_language(tmp_path):
-    missing = tmp_path / "nope.toml"
-    with pytest.raises(WorkedError) as info:
-        worked.Problem.from_file(missing)
-    assert str(info.value) == f"{missing}: no such file (expected a .toml or .json problem file)"
-    assert info.value.localized(i18n.get("fr")) == \
-        f"{missing}: fichier introuvable (attendu\u00a0: un fichier de problème .toml ou .json)"
-    bad = tmp_path / "bad.toml"
-    bad.write_text("X = [[1, 2]\n", encoding="utf-8")
-    with pytest.raises(WorkedError) as info:
-        worked.Problem.from_file(bad)
-    line = info.value.localized(i18n.get("es"))
-    assert line.startswith(f"{bad}: TOML no válido: ")      # tomllib's own words follow, as they are
-    assert str(info.value).startswith(f"{bad}: not valid TOML: ")
+def test_a_roster_error_names_the_file_and_line_in_the_language(tmp_path):
+    roster = tmp_path / "roster.csv"
+    roster.write_text("id,name\ns1,Ada\ns1,Ben\n", encoding="utf-8")
+    with pytest.raises(WorkedError) as e:
+        load_roster(roster)
+    assert str(e.value) == f"{roster}: line 3: duplicate student id 's1' (also on line 2)"
+    shown = e.value.localized(i18n.get("de"))
+    assert shown == f"{roster}: Zeile 3: doppelte Kennung 's1' (auch in Zeile 2)"
 
 
-# ------------------------------------------------------------------ the CLI's line
+def test_an_option_error_of_worked_new_in_the_language():
+    from argparse import Namespace
 
-def _run(capsys, *args):
-    code = main([str(a) for a in args])
-    out, err = capsys.readouterr()
-    return code, out, err
+    from worked.generate import family_from_args
 
-
-def test_the_cli_error_in_the_problem_files_language(tmp_path, capsys):
-    """No --lang: the problem file's lang, read far enough to tell it; "error:" translated too; exit 2, one line."""
-    src = re.sub(r'mask\s*=\s*"none"', 'mask = "x"', CATS.read_text(encoding="utf-8"))
-    assert 'mask = "x"' in src
-    bad = tmp_path / "bad.toml"
-    bad.write_text('lang = "de"\n' + src, encoding="utf-8")
-    code, out, err = _run(capsys, "solve", bad)
-    assert code == 2 and out == ""
-    assert err == f"Fehler: {bad}: mask: erwartet wird \"none\" oder \"causal\", angegeben ist 'x'\n"
-    english = tmp_path / "en.toml"
-    english.write_text(src, encoding="utf-8")
-    code, out, err = _run(capsys, "solve", english)
-    assert code == 2 and err == f"error: {english}: mask: expected \"none\" or \"causal\", got 'x'\n"
+    args = Namespace(tokens="3", d_model=None, d_k=0, d_v=None, heads=None, range=None, weight_range=None, mask=None,
+                     scale=None, decimals=None, max_weight=None, min_weight=None, max_score=None, title=None)
+    with pytest.raises(WorkedError) as e:
+        family_from_args(args)
+    assert str(e.value) == "--d-k: expected a whole number from 1 to 12, got 0"
+    assert e.value.localized(i18n.get("es")) == "--d-k: se esperaba un número entero de 1 a 12, se recibió 0"
 
 
-@pytest.mark.parametrize("lang", SHIPPED)
-def test_the_cli_error_in_the_lang_option(lang, tmp_path, capsys):
-    """--lang wins over the file's; an unreadable answers file (after the problem was read) in it too."""
-    missing = tmp_path / "answers.toml"
-    code, out, err = _run(capsys, "check", CATS, missing, "--lang", lang)
-    assert code == 2 and out == "" and len(err.splitlines()) == 1
-    code, _, err_en = _run(capsys, "check", CATS, missing)
-    assert err_en == f"error: {missing}: no such file (expected a .toml or .json answers file)\n"
-    assert err != err_en and err.startswith(i18n.get(lang).format("error: {message}", message=f"{missing}: "))
-    assert english_left(err.replace(str(missing), " "), lang) == [], err
+def test_refusing_to_overwrite_in_the_language(tmp_path):
+    path = tmp_path / "p.toml"
+    path.write_text("x")
+    with pytest.raises(WorkedError) as e:
+        write_file(path, "y", force=False)
+    assert str(e.value) == f"{path}: already exists (use --force to overwrite)"
+    fr = e.value.localized(i18n.get("fr"))
+    assert fr == f"{path}: existe déjà (utilisez --force pour l’écraser)" and english(fr, str(path), "--force") == []
 
 
-def test_the_cli_option_errors_in_the_language(capsys):
-    code, _, err = _run(capsys, "check", CATS, CATS, "--lang", "es", "--tolerance", "abc")
-    assert code == 2 and err == ("error: tolerancia: se esperaba un número como 0.01, un porcentaje como 2% o "
-                                 "abs=0.01,rel=0.02; se recibió 'abc'\n")
-    code, _, err = _run(capsys, "check", CATS, CATS, "--tolerance", "abc")
-    assert err == "error: tolerance: expected a number such as 0.01, a percentage such as 2%, or abs=0.01,rel=0.02; got 'abc'\n"
+def test_a_list_of_messages_is_each_in_the_language():
+    items = [i18n.Msg("no tied top score"), i18n.Msg("every weight ≥ {w}", w="0.01")]
+    both = i18n.joined(", ", items)
+    assert both == "no tied top score, every weight ≥ 0.01"
+    assert both.localized(i18n.get("de")) == "kein Gleichstand beim höchsten Score, jedes Gewicht ≥ 0.01"
 
 
-def test_no_traceback_from_a_subprocess(tmp_path, cli):
-    bad = tmp_path / "bad.toml"
-    bad.write_text('lang = "pt_BR"\nX = [[1, 2]\n', encoding="utf-8")
-    code, out, err = cli("solve", bad, "--format", "json")
-    assert code == 2 and "Traceback" not in err and len(err.splitlines()) == 1
-    assert err.startswith(f"error: {bad}: not valid TOML: ")      # a file that is no TOML has no lang to tell
-    code, out, err = cli("check", bad, bad, "--lang", "pt_BR")
-    assert code == 2 and "Traceback" not in err and err.startswith(f"erro: {bad}: TOML inválido: ")
+# ------------------------------------------------------------------ the command line
+
+@pytest.fixture(scope="module")
+def quiz_dir(tmp_path_factory):
+    """Two variants of quiz-1 (HTML only), written in German: (folder, stderr of the run)."""
+    from worked.cli import main
+
+    out = tmp_path_factory.mktemp("quiz") / "q"
+    import contextlib
+    import io
+
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        assert main(["quiz", str(ROOT / "problems" / "quiz-1.toml"), "-n", "2", "--format", "html", "--jobs", "1",
+                     "-o", str(out), "--lang", "de"]) == 0
+    return out, err.getvalue()
 
 
-# ------------------------------------------------------------------ an answer's errors in the check report
-
-ANSWERS = """
-Q = [[1, "0.5.5"], ["1,234", "2 3"], ["exp 2", "[1,2]+3"]]
-K = [[1, 2]]
-V = [[1, 2], [3], [4, 5]]
-scores = "x"
-foo = [[1]]
-weights = [[1, 2, 3], [1, 2, "0.49e"], ["sqrt(-1)", "1/0", "-oo"]]
-"""
+def test_quiz_progress_line_in_german(quiz_dir):
+    out, err = quiz_dir
+    assert err.strip().splitlines()[-1] == f"2 Varianten nach {out} geschrieben"
 
 
-def _report():
-    return check_answers(worked.Problem.from_file(CATS), parse_answers_text(ANSWERS))
+def test_sheet_progress_line_in_french_and_english(tmp_path, cli):
+    problem = ROOT / "problems" / "cats-chase-mice.toml"
+    code, out, err = cli("sheet", problem, "--format", "html", "-o", tmp_path / "fr", "--lang", "fr")
+    assert code == 0, err
+    assert out.splitlines()[0] == f"2 fichiers écrits dans {tmp_path / 'fr' / 'cats-chase-mice'}/"
+    code, out, err = cli("sheet", problem, "--format", "html", "-o", tmp_path / "en")
+    assert out.splitlines()[0] == f"wrote 2 files to {tmp_path / 'en' / 'cats-chase-mice'}/"
 
 
-def test_an_answers_errors_in_english_as_they_were():
-    report = _report()
-    assert [e["message"] for e in report.to_dict()["errors"]][:3] == [
-        "foo: unknown matrix; expected some of: Q, K, V, scores, scaled, weights, Z",
-        "Q[1,2]: cannot read '0.5.5': 0.5.5: two decimal points in one number",
-        "Q[2,1]: cannot read '1,234': use a decimal point: 1.234"]
-    text = report.text()
-    assert "problem: K: wrong shape: expected 3×2 (3 rows of 2 entries), got 1 row\n" in text
-    assert "problem: V: wrong shape: expected 3×2; row 2 has 1 entry\n" in text
-    assert "  ! weights[3,3]: cannot read '-oo': −∞ is only an answer for masked scores\n" in text
+def test_a_bad_quiz_spec_is_one_line_exit_2(tmp_path, cli):
+    spec = tmp_path / "quiz.toml"
+    spec.write_text('title = "Q"\nseed = -1\n[family]\ntokens = 3\n[[questions]]\nask = "Z"\n', encoding="utf-8")
+    code, out, err = cli("quiz", spec, "-o", tmp_path / "out", "--lang", "de")
+    assert code == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert f"{spec}: seed: " in err
 
 
-@pytest.mark.parametrize("lang", SHIPPED)
-def test_an_answers_errors_in_the_language(lang):
-    report = _report()
-    with i18n.using(lang):
-        text = report.text()
-        data = report.to_dict()
-    lines = [ln for ln in text.splitlines() if "[" in ln and "]" in ln or ln.strip().startswith("!")]
-    errors = [e["message"] for e in data["errors"]]
-    assert len(errors) == 13 and all(e["matrix"] for e in data["errors"][:1])
-    for line in errors + lines:
-        assert english_left(line, lang) == [], line
-    assert [e["matrix"] for e in data["errors"]] == [e["matrix"] for e in report.to_dict()["errors"]]
+@pytest.mark.parametrize("lang", ["de", "es"])
+def test_grade_warnings_in_the_terminal_and_the_report(quiz_dir, tmp_path, cli, lang):
+    """A student with no response, a question with no column and a row that is no student's: the warnings in the
+    language on the terminal and in the report; the gradebook (data) is the same in English."""
+    out, _ = quiz_dir
+    manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    code = manifest["variants"][0]["variant"] if "variants" in manifest else manifest["students"][0]["variant"]
+    responses = tmp_path / "responses.csv"
+    responses.write_text(f"variant,scores[2,3],weights[1,*]\n{code},0.5,\"0.2, 0.3, 0.5\"\nZZZZZZ,1,1\n", encoding="utf-8")
+    code_, stdout, err = cli("grade", out, responses, "-o", tmp_path / "g", "--allow-unmatched", "--lang", lang)
+    assert code_ == 0, err
+    warnings = [w for w in err.splitlines() if w]
+    assert len(warnings) == 3, err
+    word = {"de": "Warnung: ", "es": "aviso: "}[lang]
+    assert all(w.startswith(word) for w in warnings)
+    assert english(err, "'Z'", "ZZZZZZ", "'ZZZZZZ'", code) == []
+    assert english(stdout, str(tmp_path / "g" / "gradebook.csv"), str(tmp_path / "g" / "report.html"), "'variant'",
+                   "scores[2,3]", "weights[1,*]", "'scores[2,3]'", "'weights[1,*]'") == []
+    report = (tmp_path / "g" / "report.html").read_text(encoding="utf-8")
+    for w in warnings:
+        assert w.removeprefix(word).replace("'", "&#39;") in report
+    code_, stdout_en, err_en = cli("grade", out, responses, "-o", tmp_path / "en", "--allow-unmatched")
+    assert "warning: no column for question 'Z': it scores 0 for everyone" in err_en
+    assert "warning: not graded: line 3 ('ZZZZZZ'): not a student of this quiz" in err_en
+    assert stdout_en.startswith("read columns: scores[2,3] ← 'scores[2,3]'; weights[1,*] ← 'weights[1,*]'; students by 'variant'")
+    assert (tmp_path / "en" / "gradebook.csv").read_bytes() == (tmp_path / "g" / "gradebook.csv").read_bytes()
 
 
-# ------------------------------------------------------------------ the server's error
+# ------------------------------------------------------------------ the server
 
-@pytest.mark.filterwarnings("ignore::DeprecationWarning")
-def test_the_api_error_in_the_requests_language(web):
-    bad = _data({"mask": "x"})
-    r = web.post("/api/solve", json={"problem": bad})
-    assert r.status_code == 422 and r.json() == {"error": "problem: mask: expected \"none\" or \"causal\", got 'x'",
-                                                 "field": "mask"}
-    r = web.post("/api/solve", json={"problem": bad}, headers={"Accept-Language": "de-DE,de;q=0.9"})
-    assert r.status_code == 422 and r.json() == {
-        "error": "problem: mask: erwartet wird \"none\" oder \"causal\", angegeben ist 'x'", "field": "mask"}
-    r = web.post("/api/check?lang=fr", json={"problem": bad, "answers": {}})
-    assert r.status_code == 422 and r.json()["field"] == "mask" and "attendu" in r.json()["error"]
+@pytest.fixture(scope="module")
+def web():
+    from starlette.testclient import TestClient
+
+    from worked.server.app import Config, create_app
+
+    with TestClient(create_app(Config(problems_dir=ROOT / "problems")), raise_server_exceptions=False) as c:
+        yield c
 
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")
-def test_the_api_checks_unreadable_answers_in_the_requests_language(web):
-    answers = {"Q": [[1, "0.5.5"], [1, 2], [3, 4]]}
-    en = web.post("/api/check", json={"problem": BASE, "answers": answers}).json()
-    es = web.post("/api/check", json={"problem": BASE, "answers": answers}, headers={"Accept-Language": "es"}).json()
-    assert en["errors"][0]["message"] == "Q[1,2]: cannot read '0.5.5': 0.5.5: two decimal points in one number"
-    assert es["errors"][0]["message"] == "Q[1,2]: no se puede leer '0.5.5': 0.5.5: dos puntos decimales en un mismo número"
-    assert {k: v for k, v in es["errors"][0].items() if k != "message"} == \
-        {k: v for k, v in en["errors"][0].items() if k != "message"}
+def test_the_quiz_builder_says_a_question_error_in_the_page_language(web):
+    spec = bad_spec(questions__0__ask="nope[1,1]")
+    de = web.post("/api/quiz-form?lang=de", json={"spec": spec}).json()
+    en = web.post("/api/quiz-form", json={"spec": spec}, headers={"Accept-Language": "en"}).json()
+    web.cookies.clear()
+    q_de, q_en = de["parts"][0]["questions"][0]["error"], en["parts"][0]["questions"][0]["error"]
+    assert q_en["message"] == ("quiz spec: questions[1].ask: unknown matrix 'nope' (expected one of: Q, K, V, scores, "
+                               "scaled, weights, Z)")
+    assert q_de["field"] == q_en["field"] == "ask"
+    assert q_de["message"].startswith("Test-Spezifikation: questions[1].ask: unbekannte Matrix 'nope'")
+    assert de["error"]["message"].startswith("Test-Spezifikation: questions[1].ask: ")
+    assert english(q_de["message"], "questions[1].ask", "'nope'", "scores, scaled, weights") == []
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+@pytest.mark.parametrize("lang, url, body, words", [
+    ("fr", "/api/problems/no-such-thing", None, "pas de problème nommé 'no-such-thing' dans le dossier des problèmes"),
+    ("es", "/api/solve", b"x", "envía el cuerpo de la solicitud como JSON (Content-Type: application/json)"),
+    ("de", "/api/new", {"family": {"tokens": 99}}, "Zufallsaufgabe: tokens: erwartet wird eine ganze Zahl von 2 bis"),
+])
+def test_api_errors_in_the_request_language(web, lang, url, body, words):
+    if body is None:
+        r = web.get(url, headers={"Accept-Language": lang})
+    elif isinstance(body, bytes):
+        r = web.post(url, content=body, headers={"Accept-Language": lang, "Content-Type": "text/plain"})
+    else:
+        r = web.post(url, json=body, headers={"Accept-Language": lang})
+    msg = r.json()["error"]
+    assert r.status_code >= 400 and words in msg
+    assert english(msg, "'no-such-thing'", "Content-Type: application/json", "tokens") == []
+    en = web.get(url) if body is None else (web.post(url, content=body, headers={"Content-Type": "text/plain"})
+                                            if isinstance(body, bytes) else web.post(url, json=body))
+    assert en.json()["error"] != msg and en.status_code == r.status_code
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_the_quiz_builder_zip_is_the_same_in_every_request_language(web):
+    """The page's quiz is what `worked quiz` writes (in the spec's language, its manifest English): the request's
+    language changes its errors only."""
+    spec = (ROOT / "problems" / "quiz-1.toml").read_text(encoding="utf-8")
+    body = {"spec": spec, "count": 2, "formats": "html,moodle,gift"}
+    de = web.post("/api/quiz", json=body, headers={"Accept-Language": "de"})
+    en = web.post("/api/quiz", json=body, headers={"Accept-Language": "en"})
+    assert de.status_code == en.status_code == 200 and de.content == en.content
+    bad = web.post("/api/quiz", json={**body, "spec": spec.replace("seed = 2026", "seed = -5")},
+                   headers={"Accept-Language": "de"}).json()["error"]
+    assert bad == "Test-Spezifikation: seed: erwartet wird eine ganze Zahl ≥ 0, angegeben war -5"

@@ -16,10 +16,10 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
+from .i18n import Msg
 from .model import MATRIX_ALIASES
 
 GRAMMAR = re.compile(r"^\s*([A-Za-z][\w.]*)\s*(?:\[\s*([^\],\s][^\],]*?)\s*,\s*([^\],\s][^\],]*?)\s*\])?\s*$")
-EXAMPLES = "such as scores[2,3], weights[1,*] or Z"
 
 
 class AskError(ValueError):
@@ -44,8 +44,8 @@ def parse(text) -> Ask:
     """*text* read by the grammar; raises :class:`AskError`."""
     m = GRAMMAR.match(text) if isinstance(text, str) else None
     if not m:
-        raise AskError(f"cannot read {text!r}: expected a matrix name with an optional [row,col] (1-based, "
-                       f"* for all), {EXAMPLES}")
+        raise AskError(Msg("cannot read {text}: expected a matrix name with an optional [row,col] (1-based, "
+                           "* for all), such as scores[2,3], weights[1,*] or Z", text=repr(text)))
     head, dot, base = m.group(1).rpartition(".")      # "head2.A" → "head2." + "weights"
     star = lambda t: None if t in (None, "*") else t  # noqa: E731
     return Ask(head + dot + MATRIX_ALIASES.get(base, base), star(m.group(2)), star(m.group(3)))
@@ -56,7 +56,8 @@ def cells(ask: Ask, shapes: dict, labels: dict | None = None) -> tuple[list, tup
     *shapes* (key → (rows, cols)) and, where known, their *labels* (key → (row labels, column labels)).
     Raises :class:`AskError`."""
     if ask.matrix not in shapes:
-        raise AskError(f"unknown matrix {ask.matrix!r} (expected one of: {', '.join(shapes)})")
+        raise AskError(Msg("unknown matrix {matrix} (expected one of: {names})", matrix=repr(ask.matrix),
+                           names=", ".join(shapes)))
     r, c = shapes[ask.matrix]
     rl, cl = (labels or {}).get(ask.matrix, ((), ()))
 
@@ -67,9 +68,12 @@ def cells(ask: Ask, shapes: dict, labels: dict | None = None) -> tuple[list, tup
             return [int(tok) - 1]
         if tok in names:
             return [list(names).index(tok)]
-        plural = "rows" if what == "row" else "columns"
-        raise AskError(f"{what} {tok} is outside {ask.matrix} ({r}×{c}; {plural} are 1..{size}"
-                       + (" or a label" if names else "") + ")")
+        at = dict(tok=tok, matrix=ask.matrix, r=r, c=c, size=size)
+        if what == "row":
+            raise AskError(Msg("row {tok} is outside {matrix} ({r}×{c}; rows are 1..{size} or a label)", **at) if names
+                           else Msg("row {tok} is outside {matrix} ({r}×{c}; rows are 1..{size})", **at))
+        raise AskError(Msg("column {tok} is outside {matrix} ({r}×{c}; columns are 1..{size} or a label)", **at) if names
+                       else Msg("column {tok} is outside {matrix} ({r}×{c}; columns are 1..{size})", **at))
 
     rows = index(ask.row, rl, r, "row")
     cols = index(ask.col, cl, c, "column")

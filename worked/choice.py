@@ -23,6 +23,8 @@ import random
 import re
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 
+from .i18n import Msg
+
 MIN_CHOICES, MAX_CHOICES = 2, 8
 LETTERS = "ABCDEFGH"
 
@@ -56,8 +58,9 @@ def options(right: str, wrong: list[tuple[str, float, str]], choices: int, place
         seen_ids.add(mid)
         opts.append({"value": str(s), "right": False, "mistake": mid, "feedback": feedback})
     if len(opts) < choices:
-        raise TooFewOptions(f"{len(opts) - 1} distinct wrong value{'s' if len(opts) != 2 else ''} from the named "
-                            f"mistakes, {choices - 1} needed")
+        at = dict(n=len(opts) - 1, needed=choices - 1)
+        raise TooFewOptions(Msg("{n} distinct wrong value from the named mistakes, {needed} needed", **at) if len(opts) == 2
+                            else Msg("{n} distinct wrong values from the named mistakes, {needed} needed", **at))
     rng = random.Random(int.from_bytes(hashlib.sha256(f"worked-choice\x00{key}".encode()).digest()[:8], "big"))
     rng.shuffle(opts)
     return [{"letter": LETTERS[k], **o} for k, o in enumerate(opts)]
@@ -111,19 +114,20 @@ def read_options(raw, src: str, where: str) -> tuple:
     from .errors import WorkedError
 
     def _err(src, field_, msg):
-        return WorkedError(f"{src}: {field_}: {msg}")
+        return WorkedError(Msg("{file}: {field}: {message}", file=src, field=field_, message=msg))
 
     if not isinstance(raw, list) or len(raw) < 2:
-        raise _err(src, where, "expected the list of a choice question's options (letter, value, right)")
+        raise _err(src, where, Msg("expected the list of a choice question's options (letter, value, right)"))
     out = []
     for k, o in enumerate(raw, 1):
         if not (isinstance(o, dict) and isinstance(o.get("letter"), str) and len(o["letter"]) == 1
                 and o["letter"].upper() in LETTERS and _decimal(o.get("value")) and isinstance(o.get("right"), bool)):
-            raise _err(src, f"{where}[{k}]", "expected an option {\"letter\": \"A\", \"value\": \"0.49\", \"right\": true}")
+            raise _err(src, f"{where}[{k}]", Msg("expected an option {example}",
+                                                 example='{"letter": "A", "value": "0.49", "right": true}'))
         out.append({"letter": o["letter"].upper(), "value": o["value"], "right": o["right"],
                     "mistake": o.get("mistake") if isinstance(o.get("mistake"), str) else None})
     if sum(o["right"] for o in out) != 1:
-        raise _err(src, where, "expected exactly one option with \"right\": true")
+        raise _err(src, where, Msg("expected exactly one option with \"right\": true"))
     return tuple(out)
 
 

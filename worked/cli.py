@@ -51,6 +51,13 @@ def _error_language(args, exc):
     return getattr(args, "_shown_lang", None) or getattr(exc, "lang", None)
 
 
+def _say(lang, msg, file=None) -> None:
+    """Print a progress line (a :class:`worked.i18n.Msg`) in *lang* (None: English)."""
+    from . import i18n
+
+    print(msg.localized(i18n.get(lang)), file=file)
+
+
 def command(name: str, **kw):
     """Register the function that adds a command's options (``kw``: its help line and description)."""
     def register(add_options):
@@ -235,7 +242,7 @@ def cmd_new(args) -> int:
     from .output import write_file
 
     out = write_file(args.output, text, force=args.force)
-    print(f"wrote {out} (seed {seed})", file=sys.stderr)
+    _say(None, Msg("wrote {path} (seed {seed})", path=out, seed=seed), file=sys.stderr)
     return 0
 
 
@@ -257,19 +264,25 @@ def _grade_options(p):
 
 
 def cmd_grade(args) -> int:
+    from . import i18n
     from .grade import grade
+    from .i18n import Msg
 
+    lang = _language(args)
     res = grade(args.quizdir, args.responses, args.output, force=args.force, allow_unmatched=args.allow_unmatched,
-                lang=_language(args))
-    print(res["columns"])
+                lang=lang)
+    _say(lang, res["columns"])
     for w in res["warnings"]:
-        print(f"warning: {w}", file=sys.stderr)
+        _say(lang, Msg("warning: {warning}", warning=w), file=sys.stderr)
     if res["note"]:
-        print(f"note: {res['note']}", file=sys.stderr)
+        _say(lang, Msg("note: {note}", note=res["note"]), file=sys.stderr)
     results = [r for r in res["results"] if r.responded]
     mean = sum(r.total for r in results) / len(results) if results else 0.0
-    print(f"graded {len(results)} of {len(res['results'])} students (mean {mean:.2f}); "
-          f"wrote {res['gradebook']} and {res['report']}")
+    with i18n.using(lang):
+        print(i18n.ngettext("graded {graded} of {n} student (mean {mean}); wrote {gradebook} and {report}",
+                            "graded {graded} of {n} students (mean {mean}); wrote {gradebook} and {report}",
+                            len(res["results"]), graded=len(results), mean=i18n.current().number(f"{mean:.2f}"),
+                            gradebook=res["gradebook"], report=res["report"]))
     return 0
 
 
@@ -403,9 +416,15 @@ def cmd_serve(args) -> int:
     server_opts = dict(host=args.host, port=args.port, log_level="warning", timeout_keep_alive=5,
                        backlog=_backlog(open_files), h11_max_incomplete_event_size=64 * 1024, http=Protocol)
     where = f"http://{'[' + args.host + ']' if ':' in args.host else args.host}:{args.port}/"
-    what = f"problems from {root}" if root else "the built-in example"
-    print(f"worked serve: {where}  ({what}{', no solutions' if args.no_solutions else ''}); Ctrl+C stops",
-          file=sys.stderr)
+    if root and args.no_solutions:
+        line = Msg("worked serve: {url}  (problems from {path}, no solutions); Ctrl+C stops", url=where, path=root)
+    elif root:
+        line = Msg("worked serve: {url}  (problems from {path}); Ctrl+C stops", url=where, path=root)
+    elif args.no_solutions:
+        line = Msg("worked serve: {url}  (the built-in example, no solutions); Ctrl+C stops", url=where)
+    else:
+        line = Msg("worked serve: {url}  (the built-in example); Ctrl+C stops", url=where)
+    _say(cfg.lang, line, file=sys.stderr)
     if args.workers > 1:
         os.environ["WORKED_SERVE_CONFIG"] = cfg.to_env()
         uvicorn.run("worked.server.app:create_app_from_env", factory=True, workers=args.workers, **server_opts)
@@ -455,7 +474,8 @@ def cmd_sheet(args) -> int:
         paths = write_sheet(sol, args.output, formats=formats, paper=args.paper, pdf_engine=args.pdf_engine,
                             template_dir=args.template_dir, force=args.force)
     folder = paths[0].parent if paths else None
-    print(f"wrote {len(paths)} files to {folder}/")
+    with i18n.using(lang):
+        print(i18n.ngettext("wrote {n} file to {folder}/", "wrote {n} files to {folder}/", len(paths), folder=folder))
     for p in paths:
         print(f"  {p}")
     return 0
@@ -489,16 +509,23 @@ def _quiz_options(p):
 
 
 def cmd_quiz(args) -> int:
-    from .quiz import run
+    from . import i18n
+    from .i18n import Msg
+    from .quiz import load_spec, run
 
+    lang = _language(args)
     out, entries = run(args.spec, count=args.count, roster=args.roster, seed=args.seed, outdir=args.output,
                        formats=args.format, jobs=args.jobs, variant=args.variant, quiet=args.quiet, force=args.force,
-                       pdf_engine=args.pdf_engine, lang=_language(args))
+                       pdf_engine=args.pdf_engine, lang=lang)
     if not args.quiet:
+        lang = lang or load_spec(args.spec).lang      # the spec's language, as the sheets have it
         if args.variant:
-            print(f"wrote variant {entries[0]['variant']} to {out}/variants/{entries[0]['variant']}", file=sys.stderr)
+            code = entries[0]["variant"]
+            _say(lang, Msg("wrote variant {code} to {path}", code=code, path=f"{out}/variants/{code}"), file=sys.stderr)
         else:
-            print(f"wrote {len(entries)} variants to {out}", file=sys.stderr)
+            with i18n.using(lang):
+                print(i18n.ngettext("wrote {n} variant to {path}", "wrote {n} variants to {path}", len(entries), path=out),
+                      file=sys.stderr)
     return 0
 
 
@@ -537,7 +564,8 @@ def cmd_notebook(args) -> int:
     from . import i18n
 
     problem = load(args.problem)
-    with i18n.using(_language(args, problem)):      # the markdown in the language; the code stays Python's
+    lang = _language(args, problem)
+    with i18n.using(lang):      # the markdown in the language; the code stays Python's
         nb = nbw.build(solve(problem), answers_hidden=args.answers_hidden)
     if args.execute:
         nbw.execute_checked(nb)
@@ -545,7 +573,7 @@ def cmd_notebook(args) -> int:
         sys.stdout.write(nbw.dumps(nb))
         return 0
     nbw.write(nb, out)
-    print(f"wrote {out}", file=sys.stderr)
+    _say(lang, Msg("wrote {path}", path=out), file=sys.stderr)
     return 0
 
 

@@ -25,6 +25,7 @@ fixed number of steps, so an impossible family fails fast instead of looping for
 """
 from __future__ import annotations
 
+import functools
 import math
 import random
 from operator import mul
@@ -37,6 +38,7 @@ from . import numfmt as F
 from .attention import Approx, Float, Hand, forward, loss_of
 from .errors import ProblemError, WorkedError
 from .exact import EntryError, to_fraction
+from .i18n import Msg, joined
 from .problem import LIMITS, POSITIONALS, TBLOCKS, Chain, Problem, Work, work_of
 
 # keys of a [family] table / options of `worked new`
@@ -153,30 +155,30 @@ class Family:
             return ProblemError(prefix + key if key else prefix.rstrip("."), msg, source)
 
         if not isinstance(data, dict):
-            raise err("", "expected a table of options (tokens, d_model, d_k, range, …)")
+            raise err("", Msg("expected a table of options (tokens, d_model, d_k, range, …)"))
         unknown = sorted(set(data) - set(FAMILY_KEYS))
         if unknown:
-            raise err(unknown[0], f"unknown key (expected some of: {', '.join(FAMILY_KEYS)})")
+            raise err(unknown[0], Msg("unknown key (expected some of: {keys})", keys=", ".join(FAMILY_KEYS)))
         kw: dict[str, Any] = {}
 
         def whole(key, lo, hi):
             v = data[key]
             if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
-                raise err(key, f"expected a whole number from {lo} to {hi}, got {v!r}")
+                raise err(key, Msg("expected a whole number from {lo} to {hi}, got {got}", lo=lo, hi=hi, got=repr(v)))
             return v
 
         if "tokens" in data:
             v = data["tokens"]
             if isinstance(v, list):
                 if "words" in data:
-                    raise err("tokens", "give either tokens (a count or a list of words) or words, not both")
+                    raise err("tokens", Msg("give either tokens (a count or a list of words) or words, not both"))
                 kw["words"] = _words(v, err, "tokens")
             else:
                 kw["tokens"] = whole("tokens", 2, LIMITS["tokens"])
         if "words" in data:
             kw["words"] = _words(data["words"], err, "words")
             if "tokens" in kw and kw["tokens"] != len(kw["words"]):
-                raise err("tokens", f"is {kw['tokens']} but words has {len(kw['words'])} entries")
+                raise err("tokens", Msg("is {n} but words has {m} entries", n=kw["tokens"], m=len(kw["words"])))
             kw.pop("tokens", None)
         for key in ("d_model", "d_k", "d_v"):
             if key in data:
@@ -188,26 +190,27 @@ class Family:
                 kw[key] = parse_range(data[key], lambda m, k=key: err(k, m))
         if "mask" in data:
             if data["mask"] not in ("none", "causal"):
-                raise err("mask", f'expected "none" or "causal", got {data["mask"]!r}')
+                raise err("mask", Msg('expected "none" or "causal", got {got}', got=repr(data["mask"])))
             kw["mask"] = data["mask"]
         if "attention" in data:
             if data["attention"] not in ("self", "cross"):
-                raise err("attention", f'expected "self" or "cross", got {data["attention"]!r}')
+                raise err("attention", Msg('expected "self" or "cross", got {got}', got=repr(data["attention"])))
             kw["attention"] = data["attention"]
         if "blocks" in data:
             v = data["blocks"]
             if not isinstance(v, list) or not 1 <= len(v) <= MAX_CHAIN or any(x not in BLOCK_KINDS for x in v):
-                raise err("blocks", f"expected a list of 1 to {MAX_CHAIN} blocks among "
-                          f"{', '.join(repr(k) for k in BLOCK_KINDS)}, such as [\"self-causal\", \"cross\"]")
+                raise err("blocks", Msg("expected a list of 1 to {n} blocks among {kinds}, such as {example}", n=MAX_CHAIN,
+                                        kinds=", ".join(repr(k) for k in BLOCK_KINDS), example='["self-causal", "cross"]'))
             for key in ("attention", "mask", "heads", "train"):
                 if key in data:
-                    raise err(key, f"with blocks, {key} is not a family option: each block's attention and mask come "
-                              "from blocks (\"self\", \"self-causal\", \"cross\"), one head each, no training step")
+                    raise err(key, Msg("with blocks, {key} is not a family option: each block's attention and mask come "
+                                       "from blocks (\"self\", \"self-causal\", \"cross\"), one head each, no training step",
+                                       key=key))
             kw["blocks"] = tuple(v)
         cross = kw.get("attention") == "cross" or "cross" in kw.get("blocks", ())
         for key in ("tokens_enc", "words_enc"):
             if key in data and not cross:
-                raise err(key, f'{key} is only used with attention = "cross" (the encoder side)')
+                raise err(key, Msg('{key} is only used with attention = "cross" (the encoder side)', key=key))
         if "tokens_enc" in data:
             v = data["tokens_enc"]
             if isinstance(v, list):
@@ -218,8 +221,8 @@ class Family:
             kw["words_enc"] = _words(data["words_enc"], err, "words_enc")
             kw.pop("tokens_enc", None)
         if cross and kw.get("mask") == "causal":
-            raise err("mask", 'a causal mask is not used with attention = "cross": every decoder token may attend to '
-                      'every encoder token (use mask = "none")')
+            raise err("mask", Msg('a causal mask is not used with attention = "cross": every decoder token may attend to '
+                                  'every encoder token (use mask = "none")'))
         if "scale" in data:
             kw["scale"] = parse_scale(data["scale"], lambda m: err("scale", m))
         if "decimals" in data:
@@ -227,13 +230,13 @@ class Family:
         if "max_score" in data:
             v = data["max_score"]
             if isinstance(v, bool) or not isinstance(v, (int, float, str)):
-                raise err("max_score", f"expected a number ≥ 0 (0 = no limit), got {v!r}")
+                raise err("max_score", Msg("expected a number ≥ 0 (0 = no limit), got {got}", got=repr(v)))
             try:
                 f = float(v)
             except ValueError:
                 f = -1.0
             if not 0 <= f <= 1000:
-                raise err("max_score", f"expected a number from 0 (no limit) to 1000, got {v!r}")
+                raise err("max_score", Msg("expected a number from 0 (no limit) to {hi}, got {got}", hi=1000, got=repr(v)))
             kw["max_score"] = f
         for key in ("max_weight", "min_weight"):
             if key in data:
@@ -243,15 +246,15 @@ class Family:
                 except (TypeError, ValueError):
                     f = None
                 if f is None or not 0 <= f <= 1 or math.isnan(f):
-                    raise err(key, f"expected a number from 0 to 1, got {v!r}")
+                    raise err(key, Msg("expected a number from 0 to 1, got {got}", got=repr(v)))
                 kw[key] = f
         if "ties" in data:
             if not isinstance(data["ties"], bool):
-                raise err("ties", f"expected true or false, got {data['ties']!r}")
+                raise err("ties", Msg("expected true or false, got {got}", got=repr(data["ties"])))
             kw["ties"] = data["ties"]
         if "train" in data:
             if not isinstance(data["train"], bool):
-                raise err("train", f"expected true or false, got {data['train']!r}")
+                raise err("train", Msg("expected true or false, got {got}", got=repr(data["train"])))
             kw["train"] = data["train"]
         if "lr" in data:
             try:
@@ -259,22 +262,23 @@ class Family:
             except EntryError:
                 f = None
             if f is None or not 0 < f <= LIMITS["lr"]:
-                raise err("lr", f'expected a positive number of at most {LIMITS["lr"]} such as "1/10", got {data["lr"]!r}')
+                raise err("lr", Msg('expected a positive number of at most {most} such as "1/10", got {got}', most=LIMITS["lr"],
+                                    got=repr(data["lr"])))
             kw["lr"] = f
         if "block" in data:
             if data["block"] not in TBLOCKS:
-                raise err("block", f'expected "post-ln" or "pre-ln", got {data["block"]!r}')
+                raise err("block", Msg('expected "post-ln" or "pre-ln", got {got}', got=repr(data["block"])))
             for key in ("attention", "blocks"):
                 if key in data:
-                    raise err(key, f"with block, {key} is not a family option: a Transformer block's attention is "
-                              "self-attention (its mask from mask)")
+                    raise err(key, Msg("with block, {key} is not a family option: a Transformer block's attention is "
+                                       "self-attention (its mask from mask)", key=key))
             kw["block"] = data["block"]
         for key in TBLOCK_FAMILY_KEYS:
             if key in data and "block" not in data:
-                raise err(key, f'{key} is only used in a Transformer block: add block = "post-ln" or "pre-ln"')
+                raise err(key, Msg('{key} is only used in a Transformer block: add block = "post-ln" or "pre-ln"', key=key))
         if "positional" in data:
             if data["positional"] not in POSITIONALS:
-                raise err("positional", f'expected "none" or "sinusoidal", got {data["positional"]!r}')
+                raise err("positional", Msg('expected "none" or "sinusoidal", got {got}', got=repr(data["positional"])))
             kw["positional"] = data["positional"]
         if "d_ff" in data:
             kw["d_ff"] = whole("d_ff", 1, LIMITS["dim"])
@@ -286,11 +290,12 @@ class Family:
             except EntryError:
                 f = None
             if f is None or not 0 <= f <= 1:
-                raise err("eps", f'expected a number from 0 to 1 (layer norm\'s ε) such as "0" or "1/100", got {data["eps"]!r}')
+                raise err("eps", Msg('expected a number from 0 to 1 (layer norm\'s ε) such as "0" or "1/100", got {got}',
+                                     got=repr(data["eps"])))
             kw["eps"] = f
         if "title" in data:
             if not isinstance(data["title"], str) or len(data["title"]) > LIMITS["title"]:
-                raise err("title", f"expected a string of at most {LIMITS['title']} characters")
+                raise err("title", Msg("expected a string of at most {n} characters", n=LIMITS["title"]))
             kw["title"] = data["title"]
         fam = cls(**kw, source=source)
         check_feasible(fam, prefix=prefix)
@@ -299,11 +304,11 @@ class Family:
 
 def _words(v, err, key) -> tuple[str, ...]:
     if not isinstance(v, list) or not all(isinstance(t, str) and t.strip() for t in v):
-        raise err(key, "expected a list of non-empty words, one per token")
+        raise err(key, Msg("expected a list of non-empty words, one per token"))
     if not 2 <= len(v) <= LIMITS["tokens"]:
-        raise err(key, f"expected 2 to {LIMITS['tokens']} words, got {len(v)}")
+        raise err(key, Msg("expected 2 to {n} words, got {got}", n=LIMITS["tokens"], got=len(v)))
     if any(len(t) > LIMITS["token"] for t in v):
-        raise err(key, f"a word is longer than {LIMITS['token']} characters")
+        raise err(key, Msg("a word is longer than {n} characters", n=LIMITS["token"]))
     return tuple(v)
 
 
@@ -320,13 +325,13 @@ def parse_range(v, err) -> tuple[int, int]:
     elif isinstance(v, (list, tuple)) and len(v) == 2 and all(isinstance(x, int) and not isinstance(x, bool) for x in v):
         lo, hi = v
     if lo is None:
-        raise err(f"expected two whole numbers LO..HI (e.g. -2..3 or [-2, 3]), got {v!r}")
+        raise err(Msg("expected two whole numbers LO..HI (e.g. -2..3 or [-2, 3]), got {got}", got=repr(v)))
     if lo > hi:
-        raise err(f"the low end {lo} is above the high end {hi}")
+        raise err(Msg("the low end {lo} is above the high end {hi}", lo=lo, hi=hi))
     if max(abs(lo), abs(hi)) > MAX_ENTRY:
-        raise err(f"entries of a hand exercise stay within -{MAX_ENTRY}..{MAX_ENTRY}, got {lo}..{hi}")
+        raise err(Msg("entries of a hand exercise stay within -{most}..{most}, got {lo}..{hi}", most=MAX_ENTRY, lo=lo, hi=hi))
     if lo == hi == 0:
-        raise err("0..0 leaves only zero entries (rows must not be all zero)")
+        raise err(Msg("0..0 leaves only zero entries (rows must not be all zero)"))
     return (lo, hi)
 
 
@@ -338,9 +343,9 @@ def parse_scale(v, err):
     try:
         f, _ = to_fraction(v)
     except EntryError:
-        raise err(f'expected "sqrt", "none" or a positive number, got {v!r}') from None
+        raise err(Msg('expected "sqrt", "none" or a positive number, got {got}', got=repr(v))) from None
     if f <= 0 or f > LIMITS["entry"]:
-        raise err(f"expected a positive number (at most {LIMITS['entry']}), got {v!r}")
+        raise err(Msg("expected a positive number (at most {most}), got {got}", most=LIMITS["entry"], got=repr(v)))
     return f
 
 
@@ -361,42 +366,53 @@ def check_feasible(fam: Family, prefix: str = "family.") -> None:
         bfs = block_families(fam)
         widths = {bf.d_model for bf in bfs if bf.attention == "cross"}
         if len(widths) > 1:
-            raise err("blocks", f"the cross blocks would need encoder sides of {' and '.join(map(str, sorted(widths)))} "
-                                "columns (each block's d_model): one X_enc serves them all; use d_v = d_model")
+            raise err("blocks", Msg("the cross blocks would need encoder sides of {widths} columns (each block's d_model): "
+                                    "one X_enc serves them all; use d_v = d_model",
+                                    widths=functools.reduce(lambda a, b: Msg("{a} and {b}", a=a, b=b), sorted(widths))))
         for bf in bfs:
             check_feasible(bf, prefix)
         return
     if fam.block:
         if fam.attention == "cross" or fam.blocks:
-            raise err("block", "a Transformer block's attention is self-attention: leave out attention and blocks")
+            raise err("block", Msg("a Transformer block's attention is self-attention: leave out attention and blocks"))
         if fam.train and not fam.vocab:
-            raise err("train", "a block's training step needs its output layer and targets: give vocab too")
+            raise err("train", Msg("a block's training step needs its output layer and targets: give vocab too"))
         if fam.vocab and (fam.min_w >= 1 / fam.vocab or fam.max_weight <= 1 / fam.vocab):
-            raise err("vocab", f"{fam.vocab} words leave no output softmax row within the weights {fam.min_w:g} to "
-                      f"{fam.max_weight:g} (a row of {fam.vocab} has one of at least and one of at most 1/{fam.vocab})")
+            raise err("vocab", Msg("{n} words leave no output softmax row within the weights {lo} to {hi} (a row of {n} has "
+                                   "one of at least and one of at most 1/{n})", n=fam.vocab, lo=f"{fam.min_w:g}",
+                                   hi=f"{fam.max_weight:g}"))
     if fam.min_w > fam.max_weight:
-        raise err("min_weight", f"{fam.min_w:g} is above max_weight {fam.max_weight:g}: no row can meet both")
+        raise err("min_weight", Msg("{lo} is above max_weight {hi}: no row can meet both", lo=f"{fam.min_w:g}",
+                                    hi=f"{fam.max_weight:g}"))
     sizes = [k for k in _row_sizes(fam) if k >= 2]
     if not sizes:
-        raise err("tokens", "with one token the softmax is always 1; use at least 2 tokens")
+        raise err("tokens", Msg("with one token the softmax is always 1; use at least 2 tokens"))
     k_small, k_big = min(sizes), max(sizes)
     # the largest of k weights is at least 1/k (equal only when all k are equal: a tie)
     if fam.max_weight < 1 / k_small or (not fam.ties and fam.max_weight <= 1 / k_small):
-        raise err("max_weight", f"{fam.max_weight:g} is impossible: a row of {k_small} weights always has one of at "
-                                f"least 1/{k_small}" + ("" if fam.ties else " (exactly 1/%d only in a tie)" % k_small))
+        at = dict(w=f"{fam.max_weight:g}", k=k_small)
+        raise err("max_weight", Msg("{w} is impossible: a row of {k} weights always has one of at least 1/{k}", **at)
+                  if fam.ties else Msg("{w} is impossible: a row of {k} weights always has one of at least 1/{k} "
+                                       "(exactly 1/{k} only in a tie)", **at))
     if fam.min_w > 1 / k_big or (not fam.ties and fam.min_w >= 1 / k_big):
-        raise err("min_weight", f"{fam.min_w:g} is impossible: a row of {k_big} weights always has one of at most 1/{k_big}")
+        raise err("min_weight", Msg("{w} is impossible: a row of {k} weights always has one of at most 1/{k}",
+                                    w=f"{fam.min_w:g}", k=k_big))
     for key in ("range", "weight_range"):
         r = getattr(fam, key)
         if r is not None and r[0] == r[1] and not fam.ties:
-            raise err(key, f"{r[0]}..{r[1]} has one value: every score in a row would tie (set ties = true or widen it)")
+            raise err(key, Msg("{lo}..{hi} has one value: every score in a row would tie (set ties = true or widen it)",
+                               lo=r[0], hi=r[1]))
     w = family_work(fam)
     if w.worst > LIMITS["work"]:
+        at = dict(n=fam.n, d_model=fam.d_model, d_k=fam.d_k, d_v=fam.dv, heads=fam.heads, s=f"{w.worst / 1000:.0f}",
+                  most=f"{LIMITS['work'] / 1000:.0f}")
         raise err("train" if fam.train else "tokens",
-                  f"{fam.n} tokens, d_model {fam.d_model}, d_k {fam.d_k}, d_v {fam.dv}, {fam.heads} head(s)"
-                  f"{' with a training step' if fam.train else ''} is more work than a command may take (about "
-                  f"{w.worst / 1000:.0f} s, at most {LIMITS['work'] / 1000:.0f} s; see the README's limits): use fewer "
-                  "tokens or smaller widths")
+                  Msg("{n} tokens, d_model {d_model}, d_k {d_k}, d_v {d_v}, {heads} head(s) with a training step is more work "
+                      "than a command may take (about {s} s, at most {most} s; see the README's limits): use fewer tokens "
+                      "or smaller widths", **at) if fam.train else
+                  Msg("{n} tokens, d_model {d_model}, d_k {d_k}, d_v {d_v}, {heads} head(s) is more work than a command may "
+                      "take (about {s} s, at most {most} s; see the README's limits): use fewer tokens or smaller widths",
+                      **at))
 
 
 def family_work(fam: Family):
@@ -544,7 +560,7 @@ def generate(fam: Family, seed: int, *, title: str | None = None, X=None, X_enc=
     carried places that accepted it (:func:`_by_hand`), for :func:`worked.solver.solve` to show rather than make
     again (None for a chain, a Transformer block or a [train] problem)."""
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise WorkedError(f"seed: expected a whole number ≥ 0, got {seed!r}")
+        raise WorkedError(Msg("seed: expected a whole number ≥ 0, got {got}", got=repr(seed)))
     if fam.blocks:
         chain = generate_chain(fam, seed, title=title)
         return (chain, None) if with_hand else chain
@@ -614,14 +630,21 @@ def generate(fam: Family, seed: int, *, title: str | None = None, X=None, X_enc=
             p = _with_target(fam, p, rng)
             if p is not None:
                 return (p, None) if with_hand else p
-    raise WorkedError(
-        f"{fam.source + ': ' if fam.source else ''}no problem of this family met the constraints in {MAX_STEPS} tries "
-        f"(largest weight ≤ {fam.max_weight:g}, every weight ≥ {fam.min_w:g}"
-        f"{f', |scaled score| ≤ {fam.max_score:g}' if fam.max_score else ''}{'' if fam.ties else ', no tied top score'}"
-        "); "
-        "use a smaller range, a scale, a larger max_weight or max_score, or a smaller min_weight"
-        + (f"; with --train also a target whose gradients stay within ±{MAX_GRAD:g} and whose step lowers the loss"
-           " (a smaller range or lr helps)" if fam.train else ""))
+    met = [Msg("largest weight ≤ {w}", w=f"{fam.max_weight:g}"), Msg("every weight ≥ {w}", w=f"{fam.min_w:g}")]
+    met += [Msg("|scaled score| ≤ {s}", s=f"{fam.max_score:g}")] if fam.max_score else []
+    met += [] if fam.ties else [Msg("no tied top score")]
+    at = dict(tries=MAX_STEPS, constraints=joined(", ", met), g=f"{MAX_GRAD:g}")
+    raise _not_drawn(fam, Msg("no problem of this family met the constraints in {tries} tries ({constraints}); use a "
+                              "smaller range, a scale, a larger max_weight or max_score, or a smaller min_weight; with "
+                              "--train also a target whose gradients stay within ±{g} and whose step lowers the loss (a "
+                              "smaller range or lr helps)", **at) if fam.train else
+                     Msg("no problem of this family met the constraints in {tries} tries ({constraints}); use a "
+                         "smaller range, a scale, a larger max_weight or max_score, or a smaller min_weight", **at))
+
+
+def _not_drawn(fam: Family, msg: Msg) -> WorkedError:
+    """The one-line error of a family no draw could satisfy: *msg*, after the family's file when it has one."""
+    return WorkedError(Msg("{file}: {message}", file=fam.source, message=msg) if fam.source else msg)
 
 
 def _move(rng: random.Random, row: list, j: int, lo: int, hi: int) -> int | None:
@@ -689,8 +712,8 @@ def generate_chain(fam: Family, seed: int, *, title: str | None = None) -> Chain
             continue
         break
     else:
-        raise WorkedError(f"{fam.source + ': ' if fam.source else ''}no chain of these blocks met the constraints in "
-                          f"{CHAIN_TRIES} draws: use a smaller range, a larger max_weight or max_score, or fewer blocks")
+        raise _not_drawn(fam, Msg("no chain of these blocks met the constraints in {n} draws: use a smaller range, a "
+                                  "larger max_weight or max_score, or fewer blocks", n=CHAIN_TRIES))
     data = {"title": first.title, "tokens": list(first.tokens), "X": first.X, "scale": first.scale,
             "decimals": fam.decimals, "blocks": blocks}
     if X_enc is not None:
@@ -857,11 +880,11 @@ def generate_block(fam: Family, seed: int, *, title: str | None = None) -> Probl
                 p = _block_step(fam, p) if fam.train else p
                 if p is not None:
                     return p
-    raise WorkedError(
-        f"{fam.source + ': ' if fam.source else ''}no block of this family met the constraints in {MAX_BLOCK_STEPS} "
-        f"tries (the heads' and the output's softmax rows: largest weight ≤ {fam.max_weight:g}, every weight ≥ "
-        f"{fam.min_w:g}; every layer norm's row of variance ≥ {MIN_VAR:g}; ReLU cutting some but not all entries; "
-        "every answer right by hand): use a smaller range, a larger max_weight or max_score, or a smaller min_weight")
+    raise _not_drawn(fam, Msg(
+        "no block of this family met the constraints in {n} tries (the heads' and the output's softmax rows: largest "
+        "weight ≤ {hi}, every weight ≥ {lo}; every layer norm's row of variance ≥ {var}; ReLU cutting some but not all "
+        "entries; every answer right by hand): use a smaller range, a larger max_weight or max_score, or a smaller "
+        "min_weight", n=MAX_BLOCK_STEPS, hi=f"{fam.max_weight:g}", lo=f"{fam.min_w:g}", var=f"{MIN_VAR:g}"))
 
 
 MAX_GRAD = 10.0    # largest |entry| of a generated training problem's gradients (hand-sized)
@@ -1092,4 +1115,4 @@ def family_from_args(args, source: str = "option") -> Family:
     try:
         return Family.from_dict(d, prefix="--")
     except ProblemError as exc:
-        raise WorkedError(f"{exc.field.replace('_', '-')}: {exc.message}") from None
+        raise WorkedError(Msg("{option}: {message}", option=exc.field.replace("_", "-"), message=exc.message)) from None

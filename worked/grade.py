@@ -46,10 +46,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import choice, i18n
-from .i18n import current, ngettext, translate
+from .i18n import Msg, current, joined, localized_text, ngettext, translate
 from .i18n import tr as _
 from .ask import AskError, Question
-from .errors import WorkedError
+from .errors import ProblemError, WorkedError
 
 ID_COLUMNS = ("id", "student_id", "student id", "studentid", "id number", "idnumber", "sis id", "sis_user_id",
               "username", "user", "login", "email", "email address", "student")
@@ -80,7 +80,16 @@ class Manifest:
 
 
 def _err(src, field_, msg):
-    return WorkedError(f"{src}: {field_}: {msg}" if field_ else f"{src}: {msg}")
+    if field_:
+        return WorkedError(Msg("{file}: {field}: {message}", file=src, field=field_, message=msg))
+    return WorkedError(Msg("{file}: {message}", file=src, message=msg))
+
+
+def _as_plain(exc) -> WorkedError:
+    """A :class:`ProblemError` of a manifest's problem as a plain one-line :class:`WorkedError` (its words kept
+    translatable)."""
+    where = ": ".join(p for p in (exc.source, exc.field) if p)
+    return WorkedError(Msg("{file}: {message}", file=where, message=exc.message) if where else exc.message)
 
 
 def parse_tolerance(value, src, where):
@@ -94,33 +103,35 @@ def parse_tolerance(value, src, where):
         tol = Tolerance.parse(value)   # unknown keys are refused, never dropped
     except WorkedError as exc:
         if "unknown key" in str(exc):
-            raise _err(src, where, str(exc).removeprefix("tolerance: ")) from None
-        raise _err(src, where, f"expected a tolerance such as 0.01 or {{\"abs\": 0.01, \"rel\": 0.02}}, got {value!r}") from None
+            raise _err(src, where, exc.message if isinstance(exc, ProblemError) else str(exc).removeprefix("tolerance: ")) from None
+        raise _err(src, where, Msg("expected a tolerance such as 0.01 or {example}, got {got}",
+                                   example='{"abs": 0.01, "rel": 0.02}', got=repr(value))) from None
     except (TypeError, ValueError):
-        raise _err(src, where, f"expected a tolerance such as 0.01 or {{\"abs\": 0.01, \"rel\": 0.02}}, got {value!r}") from None
+        raise _err(src, where, Msg("expected a tolerance such as 0.01 or {example}, got {got}",
+                                   example='{"abs": 0.01, "rel": 0.02}', got=repr(value))) from None
     return None if tol.default else tol
 
 
 def _questions(raw, src, where) -> list[Question]:
     if not isinstance(raw, list) or not raw:
-        raise _err(src, where, "expected a non-empty list of questions, each with \"ask\" (such as \"scores[2,3]\")")
+        raise _err(src, where, Msg("expected a non-empty list of questions, each with \"ask\" (such as \"scores[2,3]\")"))
     out = []
     for k, q in enumerate(raw, 1):
         if isinstance(q, str):
             q = {"ask": q}
         if not isinstance(q, dict):
-            raise _err(src, f"{where}[{k}]", "expected a table with \"ask\" and \"points\"")
+            raise _err(src, f"{where}[{k}]", Msg("expected a table with \"ask\" and \"points\""))
         ask = q.get("ask", q.get("question", q.get("name")))
         name = q.get("name") if isinstance(q.get("name"), str) and q.get("name") != ask else ""
         if not isinstance(ask, str) or not ask.strip():
-            raise _err(src, f"{where}[{k}].ask", "missing: the question, such as \"scores[2,3]\"")
+            raise _err(src, f"{where}[{k}].ask", Msg("missing: the question, such as \"scores[2,3]\""))
         pts = q.get("points", 1)
         if isinstance(pts, bool) or not isinstance(pts, (int, float)) or pts < 0:
             try:
                 pts = float(pts)
                 assert pts >= 0
             except (TypeError, ValueError, AssertionError):
-                raise _err(src, f"{where}[{k}].points", f"expected a non-negative number, got {pts!r}") from None
+                raise _err(src, f"{where}[{k}].points", Msg("expected a non-negative number, got {got}", got=repr(pts))) from None
         tol = q.get("tolerance")
         if tol is None and ("abs" in q or "rel" in q):
             tol = {"abs": q.get("abs"), "rel": q.get("rel")}
@@ -144,52 +155,52 @@ def load_manifest(quizdir) -> Manifest:
 
     data = loads_json(read_text(path, MANIFEST_LIMIT, "the manifest.json written by `worked quiz`"), src)
     if not isinstance(data, dict):
-        raise WorkedError(f"{src}: expected a JSON object with \"questions\" and \"students\"")
+        raise WorkedError(Msg("{file}: expected a JSON object with \"questions\" and \"students\"", file=src))
     quiz = data.get("quiz") if isinstance(data.get("quiz"), dict) else {}
     title = data.get("title") or quiz.get("title") or ""
     studs = data.get("students", data.get("variants"))
     if not isinstance(studs, list) or not studs:
-        raise _err(src, "students", "expected a non-empty list of students (or \"variants\")")
+        raise _err(src, "students", Msg("expected a non-empty list of students (or \"variants\")"))
     top_q = data.get("questions", quiz.get("questions"))
     questions = _questions(top_q, src, "questions") if top_q is not None else None
     students, seen = [], set()
     for k, s in enumerate(studs, 1):
         where = f"students[{k}]"
         if not isinstance(s, dict):
-            raise _err(src, where, "expected an object with the student's id, variant and problem")
+            raise _err(src, where, Msg("expected an object with the student's id, variant and problem"))
         stud = s.get("student") if isinstance(s.get("student"), dict) else {}
         sid = s.get("id", s.get("student_id"))
         if sid is None:
             sid = stud.get("id", s.get("student") if isinstance(s.get("student"), (str, int)) else None)
         variant = s.get("variant", s.get("variant_code", s.get("code")))
         if sid is None and variant is None:
-            raise _err(src, f"{where}.id", "missing: each student needs an \"id\" or a \"variant\" code")
+            raise _err(src, f"{where}.id", Msg("missing: each student needs an \"id\" or a \"variant\" code"))
         sid = str(sid if sid is not None else variant)
         if sid in seen:
-            raise _err(src, f"{where}.id", f"duplicate student id {sid!r}")
+            raise _err(src, f"{where}.id", Msg("duplicate student id {id}", id=repr(sid)))
         seen.add(sid)
         name = s.get("name") or stud.get("name") or ""
         if isinstance(s.get("parts"), list) and "problem" not in s:   # a quiz that mixes families: a problem per part
             parts = [_part_student(sid, str(name or ""), str(variant or ""), p, src, f"{where}.parts[{j}]")
                      for j, p in enumerate(s["parts"], 1)]
             if not parts:
-                raise _err(src, f"{where}.parts", "expected the variant's parts, each with its problem and questions")
+                raise _err(src, f"{where}.parts", Msg("expected the variant's parts, each with its problem and questions"))
             students.append(Student(sid, str(name or ""), str(variant or ""), parts[0].problem,
                                     [q for p in parts for q in p.questions], parts=parts))
             continue
         prob = s.get("problem")
         if not isinstance(prob, dict):
-            raise _err(src, f"{where}.problem", "missing: the student's problem (the keys of a problem file)")
+            raise _err(src, f"{where}.problem", Msg("missing: the student's problem (the keys of a problem file)"))
         try:
             problem = Problem.from_dict(prob, source=f"{src}: {where}.problem")
         except ProblemError as exc:
-            raise WorkedError(str(exc)) from None
+            raise _as_plain(exc) from None
         own = s.get("questions", s.get("answers"))
         if isinstance(own, dict):  # {"scores[2,3]": {"points":..., "tolerance":...}}
             own = [dict(v, ask=k2) if isinstance(v, dict) else {"ask": k2} for k2, v in own.items()]
         qs = _questions(own, src, f"{where}.questions") if isinstance(own, list) and own else None
         if qs is None and questions is None:
-            raise _err(src, "questions", "missing: the list of questions (top level or per student)")
+            raise _err(src, "questions", Msg("missing: the list of questions (top level or per student)"))
         if qs is not None and questions is not None:
             # per-student entries carry expected values and tolerances; points/names come from the quiz
             by_ask = {q.ask: q for q in qs}
@@ -212,11 +223,11 @@ def _part_student(sid, name, variant, part, src, where) -> Student:
     from .problem import Problem, ProblemError
 
     if not isinstance(part, dict) or not isinstance(part.get("problem"), dict):
-        raise _err(src, f"{where}.problem", "missing: the part's problem (the keys of a problem file)")
+        raise _err(src, f"{where}.problem", Msg("missing: the part's problem (the keys of a problem file)"))
     try:
         problem = Problem.from_dict(part["problem"], source=f"{src}: {where}.problem")
     except ProblemError as exc:
-        raise WorkedError(str(exc)) from None
+        raise _as_plain(exc) from None
     return Student(sid, name, variant, problem, _questions(part.get("questions"), src, f"{where}.questions"))
 
 
@@ -225,7 +236,7 @@ def resolve_question(q: Question, student: Student, src: str):
     try:
         q.resolve_in(student.solution.matrices())
     except AskError as exc:
-        raise WorkedError(f"{src}: question {q.ask!r}: {exc}") from None
+        raise WorkedError(Msg("{file}: question {ask}: {reason}", file=src, ask=repr(q.ask), reason=exc.args[0])) from None
 
 
 # ---------------------------------------------------------------- responses
@@ -306,18 +317,19 @@ def read_responses(path, manifest: Manifest, *, allow_unmatched: bool = False) -
         except UnicodeDecodeError:
             continue
     if text is None:
-        raise WorkedError(f"{src}: not a text CSV file")
+        raise WorkedError(Msg("{file}: not a text CSV file", file=src))
     from .csvin import delimiter
 
     delim = delimiter(text)
     rows = [r for _, r in csv_rows(text, src, delim, "a CSV of responses")]
     if not rows or not any(h.strip() for h in rows[0]):
-        raise WorkedError(f"{src}: empty file (expected a header row with an id column and one column per question)")
+        raise WorkedError(Msg("{file}: empty file (expected a header row with an id column and one column per question)",
+                              file=src))
     header = _merge_brackets([h.strip() for h in rows[0]], delim)
     lower = [_norm(h) for h in header]
     asks = [q.ask for q in manifest.questions]
     names = {q.ask: q.name for q in manifest.questions if q.name}
-    warnings: list[str] = []
+    warnings: list[Msg] = []
 
     # which column answers which question: its ask (scores[2,3]) or its name in the quiz (q1)
     qcol: dict[str, int | dict] = {}
@@ -346,11 +358,11 @@ def read_responses(path, manifest: Manifest, *, allow_unmatched: bool = False) -
             qcol[q] = ent
     missing = [q for q in asks if q not in qcol]
     if len(missing) == len(asks):
-        expected = ", ".join(f"{q} or {names[q]}" if q in names else q for q in asks)
-        raise WorkedError(f"{src}: no column for any question (expected columns named {expected}, "
-                          "or Moodle's Response 1, Response 2, …)")
+        expected = ", ".join(Msg("{ask} or {name}", ask=q, name=names[q]).localized() if q in names else q for q in asks)
+        raise WorkedError(Msg("{file}: no column for any question (expected columns named {expected}, or Moodle's "
+                              "Response 1, Response 2, …)", file=src, expected=expected))
     for q in missing:
-        warnings.append(f"no column for question {q!r}: it scores 0 for everyone")
+        warnings.append(Msg("no column for question {ask}: it scores 0 for everyone", ask=repr(q)))
 
     # students are matched exactly as `worked quiz` identified them: ids as written (no case-folding),
     # variant codes (upper case), names only when no id or code matches and the name is one student's
@@ -371,7 +383,8 @@ def read_responses(path, manifest: Manifest, *, allow_unmatched: bool = False) -
     name_col = next((lower.index(c) for c in NAME_COLUMNS if c in lower), None)
     first_last = (lower.index("first name"), lower.index("surname")) if "first name" in lower and "surname" in lower else None
     if not (id_cols or var_cols or name_col is not None or first_last):
-        raise WorkedError(f"{src}: no id column (expected one of: id, student_id, ID number, username, email, variant)")
+        raise WorkedError(Msg("{file}: no id column (expected one of: {columns})", file=src,
+                              columns="id, student_id, ID number, username, email, variant"))
 
     # an id or code column counts when it names students of this quiz (Moodle's "Email address" may not):
     # then a row with a value there is that student or no one, never matched on its name instead
@@ -383,11 +396,13 @@ def read_responses(path, manifest: Manifest, *, allow_unmatched: bool = False) -
     for q in asks:
         c = qcol.get(q)
         if isinstance(c, dict):
-            read.append(f"{q} ← {len(c)} entry columns ({', '.join(list(c)[:2])}{', …' if len(c) > 2 else ''})")
+            read.append(Msg("{ask} ← {n} entry columns ({names})", ask=q, n=len(c),
+                            names=", ".join(list(c)[:2]) + (", …" if len(c) > 2 else "")))
         elif c is not None:
-            read.append(f"{q} ← {header[c]!r}")
+            read.append(Msg("{ask} ← {column}", ask=q, column=repr(header[c])))
     who = [header[c] for c in id_cols + var_cols] + ([header[name_col]] if name_col is not None else [])
-    columns = f"read columns: {'; '.join(read)}; students by {', '.join(repr(w) for w in who) or 'first name + surname'}"
+    columns = Msg("read columns: {columns}; students by {who}", columns=joined("; ", read),
+                  who=", ".join(repr(w) for w in who) or Msg("first name + surname"))
 
     out, seen, unmatched = [], {}, []
     for line, r in enumerate(rows[1:], 2):
@@ -407,26 +422,29 @@ def read_responses(path, manifest: Manifest, *, allow_unmatched: bool = False) -
             cands.update({s.id: s for s in by_variant.get(c.upper(), [])})   # a code shared by students: ambiguous
         student = None
         if len(cands) > 1:
-            unmatched.append(f"line {line} ({label!r}): matches more than one student ({', '.join(sorted(cands))})")
+            unmatched.append(Msg("line {line} ({label}): matches more than one student ({ids})", line=line, label=repr(label),
+                                 ids=", ".join(sorted(cands))))
             continue
         if cands:
             student = next(iter(cands.values()))
         elif nm.strip():
             found = by_name.get(_name_key(nm), [])
             if len(found) > 1:
-                unmatched.append(f"line {line} ({nm.strip()!r}): {len(found)} students have this name "
-                                 f"({', '.join(s.id for s in found)}); give an id column")
+                unmatched.append(Msg("line {line} ({label}): {n} students have this name ({ids}); give an id column",
+                                     line=line, label=repr(nm.strip()), n=len(found), ids=", ".join(s.id for s in found)))
                 continue
             if found and not (ids or codes):
                 student = found[0]
         if student is None:
             near = sorted({x for i in ids for x in folded.get(i.casefold(), [])})
-            hint = f" (ids are compared exactly; the quiz has {', '.join(map(repr, near))})" if near else ""
-            unmatched.append(f"line {line} ({label or 'no id'!r}): not a student of this quiz{hint}")
+            at = dict(line=line, label=repr(label) if label else Msg("'no id'"))
+            unmatched.append(Msg("line {line} ({label}): not a student of this quiz (ids are compared exactly; the quiz has "
+                                 "{ids})", ids=", ".join(map(repr, near)), **at) if near else
+                             Msg("line {line} ({label}): not a student of this quiz", **at))
             continue
         if student.id in seen:
             first = seen[student.id]
-            unmatched.append(f"lines {first} and {line}: two rows for {student.id!r}")
+            unmatched.append(Msg("lines {first} and {line}: two rows for {id}", first=first, line=line, id=repr(student.id)))
             out = [o for o in out if o.key != student.id]
             continue
         seen[student.id] = line
@@ -435,11 +453,17 @@ def read_responses(path, manifest: Manifest, *, allow_unmatched: bool = False) -
             cells[q] = {h: r[i] for h, i in c.items()} if isinstance(c, dict) else r[c]
         out.append(Row(student.id, cells, line))
     if unmatched and not allow_unmatched:
-        more = f" and {len(unmatched) - 5} more" if len(unmatched) > 5 else ""
-        raise WorkedError(f"{src}: {len(unmatched)} row{'s' if len(unmatched) != 1 else ''} cannot be given to exactly "
-                          f"one student: {'; '.join(unmatched[:5])}{more}. Nothing was graded: fix the rows, or use "
-                          "--allow-unmatched to grade the others and list these in the report")
-    warnings += [f"not graded: {u}" for u in unmatched]
+        at = dict(file=src, n=len(unmatched), rows=joined("; ", unmatched[:5]), more=len(unmatched) - 5)
+        if len(unmatched) == 1:
+            raise WorkedError(Msg("{file}: {n} row cannot be given to exactly one student: {rows}. Nothing was graded: fix "
+                                  "the rows, or use --allow-unmatched to grade the others and list these in the report", **at))
+        if len(unmatched) <= 5:
+            raise WorkedError(Msg("{file}: {n} rows cannot be given to exactly one student: {rows}. Nothing was graded: fix "
+                                  "the rows, or use --allow-unmatched to grade the others and list these in the report", **at))
+        raise WorkedError(Msg("{file}: {n} rows cannot be given to exactly one student: {rows} and {more} more. Nothing was "
+                              "graded: fix the rows, or use --allow-unmatched to grade the others and list these in the "
+                              "report", **at))
+    warnings += [Msg("not graded: {row}", row=u) for u in unmatched]
     return out, warnings, columns
 
 
@@ -495,14 +519,17 @@ def grade_student(student: Student, row: Row | None, src: str) -> StudentResult:
         else:
             vals = split_cell(cell or "", q.shape)
         if len(vals) != len(q.cells):
-            problems.append(f"{q.ask}: expected {len(q.cells)} entr{'ies' if len(q.cells) != 1 else 'y'}, got {len(vals)}")
+            at = dict(ask=q.ask, n=len(q.cells), got=len(vals))
+            problems.append(Msg("{ask}: expected {n} entry, got {got}", **at) if len(q.cells) == 1 else
+                            Msg("{ask}: expected {n} entries, got {got}", **at))
             vals = [""] * len(q.cells)
         grid = answers.setdefault(q.matrix, [[None] * mats[q.matrix].shape[1] for _ in range(mats[q.matrix].shape[0])])
         if q.kind == "choice":      # an option by its letter or its value: checked as its value
             picked[q.ask] = choice.chosen(vals[0], q.options)
             if vals[0].strip() and picked[q.ask] is None:
-                problems.append(f"{q.ask}: {vals[0].strip()[:40]!r} is none of the options "
-                                f"({', '.join(o['letter'] + ' ' + o['value'] for o in q.options)})")
+                problems.append(Msg("{ask}: {answer} is none of the options ({options})", ask=q.ask,
+                                    answer=repr(vals[0].strip()[:40]),
+                                    options=", ".join(o["letter"] + " " + o["value"] for o in q.options)))
             vals = [picked[q.ask]["value"] if picked[q.ask] else vals[0]]
         for (i, j), v in zip(q.cells, vals):
             if v.strip():
@@ -546,17 +573,21 @@ def grade(quizdir, responses, outdir=None, *, force: bool = False, allow_unmatch
     names = ("gradebook.csv", "report.html")
     clash = [n for n in names if (out / n).exists()]
     if clash and not force:
-        raise WorkedError(f"{out}: {' and '.join(clash)} already exist{'s' if len(clash) == 1 else ''} "
-                          "(use --force to overwrite, or another -o)")
+        if len(clash) == 1:
+            raise WorkedError(Msg("{folder}: {file} already exists (use --force to overwrite, or another -o)", folder=out,
+                                  file=clash[0]))
+        raise WorkedError(Msg("{folder}: {a} and {b} already exist (use --force to overwrite, or another -o)", folder=out,
+                              a=clash[0], b=clash[1]))
     rows, warnings, columns = read_responses(responses, manifest, allow_unmatched=allow_unmatched)
     by_key = {r.key: r for r in rows}
     results = []
     for s in manifest.students:
         res = grade_student(s, by_key.get(s.id), manifest.source)
         if not res.responded:
-            warnings.append(f"no response from {s.id!r}{' (' + s.name + ')' if s.name else ''}: scored 0")
+            warnings.append(Msg("no response from {id} ({name}): scored 0", id=repr(s.id), name=s.name) if s.name else
+                            Msg("no response from {id}: scored 0", id=repr(s.id)))
         for msg in res.problems:
-            warnings.append(f"{s.id}: {msg}")
+            warnings.append(Msg("{id}: {problem}", id=s.id, problem=msg))
         results.append(res)
     files = {"gradebook.csv": gradebook_csv(manifest, results).encode("utf-8"),
              "report.html": _report_in(lang, manifest, results, warnings).encode("utf-8")}
@@ -694,7 +725,7 @@ def report_html(manifest: Manifest, results: list[StudentResult], warnings: list
         students=[{"id": r.student.id, "name": r.student.name, "variant": r.student.variant,
                    "scores": [fmt(r.scores.get(q.ask, 0.0)) for q in manifest.questions], "total": fmt(r.total),
                    "codes": r.codes, "responded": r.responded} for r in results],
-        warnings=warnings,
+        warnings=[localized_text(w) for w in warnings],
     )
 
 

@@ -25,7 +25,7 @@ import re
 from pathlib import Path
 
 __all__ = ["Locale", "UnknownLanguage", "N_", "Msg", "tr", "ngettext", "current", "using", "get", "languages", "localize",
-           "LOCALE_DIR"]
+           "joined", "LOCALE_DIR"]
 
 LOCALE_DIR = Path(__file__).resolve().parent / "locale"
 DOMAIN = "worked"
@@ -220,6 +220,13 @@ class Msg(str):
 
 def _msg(msgid, args):
     return Msg(msgid, **args)
+
+
+def joined(sep: str, items) -> Msg:
+    """*items* (sentences or parts of one, each translated where shown) joined by *sep*, as one :class:`Msg`: a list,
+    not a sentence of its own (its msgid, ``{i0}, {i1}``, is in no catalogue and stays as it is)."""
+    items = list(items)
+    return Msg(sep.join("{i%d}" % k for k in range(len(items))), **{f"i{k}": v for k, v in enumerate(items)})
 
 
 def localized_text(text, loc: "Locale | None" = None) -> str:

@@ -33,6 +33,7 @@ import shutil
 from pathlib import Path
 
 from .errors import WorkedError
+from .i18n import Msg, joined
 
 MARKER = ".worked"
 LEGACY_MARKERS = (".worked-quiz",)     # written before the marker listed its files
@@ -59,12 +60,12 @@ def _pid_alive(pid: int) -> bool:
 
 def cannot_write(path, exc: OSError) -> WorkedError:
     """The one-line error for an OSError while writing *path*."""
-    what = exc.strerror or str(exc)
-    hint = {errno.ENOSPC: "; free some space or write elsewhere with -o",
-            errno.EDQUOT: "; free some space or write elsewhere with -o",
-            errno.EROFS: "; write elsewhere with -o",
-            errno.EACCES: "; write elsewhere with -o", errno.EPERM: "; write elsewhere with -o"}.get(exc.errno, "")
-    return WorkedError(f"{path}: cannot write: {what}{hint}")
+    at = dict(path=path, reason=exc.strerror or str(exc))
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return WorkedError(Msg("{path}: cannot write: {reason}; free some space or write elsewhere with -o", **at))
+    if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+        return WorkedError(Msg("{path}: cannot write: {reason}; write elsewhere with -o", **at))
+    return WorkedError(Msg("{path}: cannot write: {reason}", **at))
 
 
 # ---------------------------------------------------------------- one file
@@ -91,11 +92,11 @@ def write_file(path, data: bytes | str, *, force: bool = True) -> Path:
     if isinstance(data, str):
         data = data.encode("utf-8")
     if path.is_dir():
-        raise WorkedError(f"{path}: is a folder (expected a file name)")
+        raise WorkedError(Msg("{path}: is a folder (expected a file name)", path=path))
     if path.exists() and not force:
-        raise WorkedError(f"{path}: already exists (use --force to overwrite)")
+        raise WorkedError(Msg("{path}: already exists (use --force to overwrite)", path=path))
     if not path.parent.is_dir():
-        raise WorkedError(f"{path.parent}: no such folder")
+        raise WorkedError(Msg("{path}: no such folder", path=path.parent))
     _remove_file_debris(path)
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     try:
@@ -184,7 +185,7 @@ class FolderSet:
     """
 
     def __init__(self, folder, *, kind: str, force: bool = False, scope=None, legacy=(), ask_to_replace=False,
-                 hint: str = "use --force or another -o"):
+                 hint: str = Msg("use --force or another -o")):
         folder = Path(folder)
         if folder.name in ("", ".", ".."):     # -o . : the folder by its name, beside its parent
             folder = Path(os.path.abspath(folder))
@@ -194,7 +195,7 @@ class FolderSet:
         self.replaced_foreign: list[str] = []
         self._lock_fd = None
         if folder.exists() and not folder.is_dir():
-            raise WorkedError(f"{folder}: exists and is not a folder")
+            raise WorkedError(Msg("{path}: exists and is not a folder", path=folder))
         parent = folder.parent
         self.tmp = parent / f".{folder.name}.tmp-{os.getpid()}"
         try:
@@ -210,9 +211,12 @@ class FolderSet:
             self.ask_to_replace = ask_to_replace
             if not ask_to_replace:
                 if foreign and not force:
-                    shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
-                    raise WorkedError(f"{folder}: folder holds files not written by `{kind}` ({shown}); {hint} "
-                                      "(--force leaves them alone)")
+                    shown = ", ".join(foreign[:3])
+                    at = dict(path=folder, kind=kind, files=shown, more=len(foreign) - 3, hint=hint)
+                    raise WorkedError(Msg("{path}: folder holds files not written by `{kind}` ({files} and {more} more); "
+                                          "{hint} (--force leaves them alone)", **at) if len(foreign) > 3 else
+                                      Msg("{path}: folder holds files not written by `{kind}` ({files}); {hint} (--force "
+                                          "leaves them alone)", **at))
             self.foreign = foreign
             self.tmp.mkdir()
         except OSError as exc:
@@ -256,8 +260,10 @@ class FolderSet:
                 except (OSError, UnicodeDecodeError):
                     pid = ""
                 os.close(fd)
-                raise Busy(f"{self.folder}: another worked run{' (pid ' + pid + ')' if pid else ''} is writing "
-                           "this folder; wait for it to finish, or write elsewhere with -o") from None
+                raise Busy(Msg("{path}: another worked run (pid {pid}) is writing this folder; wait for it to finish, or "
+                               "write elsewhere with -o", path=self.folder, pid=pid) if pid else
+                           Msg("{path}: another worked run is writing this folder; wait for it to finish, or write "
+                               "elsewhere with -o", path=self.folder)) from None
             try:
                 same = os.fstat(fd).st_ino == os.stat(path).st_ino
             except FileNotFoundError:
@@ -316,8 +322,9 @@ class FolderSet:
         clash = [f for f in new if f in self.present]
         if self.ask_to_replace and clash and not self.force:
             self.abort()
-            raise WorkedError(f"{folder}: {', '.join(clash[:3])} already exist{'s' if len(clash) == 1 else ''} "
-                              "(use --force to overwrite)")
+            at = dict(path=folder, files=", ".join(clash[:3]))
+            raise WorkedError(Msg("{path}: {files} already exists (use --force to overwrite)", **at) if len(clash) == 1 else
+                              Msg("{path}: {files} already exist (use --force to overwrite)", **at))
         try:
             keep = {f for f in self.owned if not self._in_scope(f) and f not in new}
             listed = sorted(keep | set(new))
@@ -404,12 +411,18 @@ class FolderSet:
         return False
 
     def note(self) -> str:
-        """What the CLI says about the files it left alone ("" when none)."""
+        """What the CLI says about the files it left alone ("" when none; a :class:`worked.i18n.Msg`)."""
         parts = []
         if self.left_alone:
-            shown = ", ".join(self.left_alone[:5]) + (f" and {len(self.left_alone) - 5} more" if len(self.left_alone) > 5 else "")
-            parts.append(f"left alone {len(self.left_alone)} file{'s' if len(self.left_alone) != 1 else ''} "
-                         f"not written by worked in {self.folder}: {shown}")
+            n = len(self.left_alone)
+            at = dict(n=n, path=self.folder, files=", ".join(self.left_alone[:5]), more=n - 5)
+            if n == 1:
+                parts.append(Msg("left alone {n} file not written by worked in {path}: {files}", **at))
+            elif n <= 5:
+                parts.append(Msg("left alone {n} files not written by worked in {path}: {files}", **at))
+            else:
+                parts.append(Msg("left alone {n} files not written by worked in {path}: {files} and {more} more", **at))
         if self.replaced_foreign:
-            parts.append(f"replaced (--force) in {self.folder}: {', '.join(self.replaced_foreign[:5])}")
-        return "; ".join(parts)
+            parts.append(Msg("replaced (--force) in {path}: {files}", path=self.folder,
+                             files=", ".join(self.replaced_foreign[:5])))
+        return joined("; ", parts) if parts else ""

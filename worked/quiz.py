@@ -51,7 +51,7 @@ from .attention import Float, run_pass
 from .check import Tolerance
 from .errors import ProblemError, WorkedError
 from .generate import Family, block_families, generate
-from .i18n import N_
+from .i18n import N_, Msg
 from .mistakes import MISTAKES
 from .mistakes import of as mistakes_of      # the mistakes an architecture's stages declare
 
@@ -161,7 +161,7 @@ def family_question(q: Question, fam: Family) -> Question:
     bf = block_families(fam)[k - 1] if fam.blocks and k else fam
     if (bf.mask == "causal" and q.parsed.one_row and q.parsed.one_col and q.cells[0][1] > q.cells[0][0]
             and _may_be_inf(q.matrix, bf)):
-        raise AskError(f"{q.ask} is masked by the causal mask (−∞): ask an entry with column ≤ row")
+        raise AskError(Msg("{ask} is masked by the causal mask (−∞): ask an entry with column ≤ row", ask=q.ask))
     return q
 
 
@@ -170,28 +170,29 @@ def spec_from_dict(data: dict, source: str) -> QuizSpec:
         return ProblemError(fieldname, msg, source)
 
     if not isinstance(data, dict):
-        raise err("", "expected a TOML table")
+        raise err("", Msg("expected a TOML table"))
     unknown = sorted(set(data) - set(SPEC_KEYS))
     if unknown:
-        raise err(unknown[0], f"unknown key (expected some of: {', '.join(SPEC_KEYS)})")
+        raise err(unknown[0], Msg("unknown key (expected some of: {keys})", keys=", ".join(SPEC_KEYS)))
     title = data.get("title", "Attention quiz")
     if not isinstance(title, str) or not title.strip() or len(title) > 200:
-        raise err("title", "expected a non-empty string of at most 200 characters")
+        raise err("title", Msg("expected a non-empty string of at most {n} characters", n=200))
     seed = data.get("seed", 0)
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise err("seed", f"expected a whole number ≥ 0, got {seed!r}")
+        raise err("seed", Msg("expected a whole number ≥ 0, got {got}", got=repr(seed)))
     if seed > MAX_SEED:
-        raise err("seed", f"expected a whole number of at most {MAX_SEED_DIGITS} digits (it names the quiz's LMS "
-                          "category, at most 255 characters), got a longer one")
+        raise err("seed", Msg("expected a whole number of at most {n} digits (it names the quiz's LMS "
+                              "category, at most 255 characters), got a longer one", n=MAX_SEED_DIGITS))
     count = data.get("count")
     if count is not None and (isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_VARIANTS):
-        raise err("count", f"expected a whole number from 1 to {MAX_VARIANTS}, got {count!r}")
+        raise err("count", Msg("expected a whole number from {lo} to {hi}, got {got}", lo=1, hi=MAX_VARIANTS,
+                               got=repr(count)))
     paper = data.get("paper", "a4")
     if paper not in ("a4", "letter"):
-        raise err("paper", f'expected "a4" or "letter", got {paper!r}')
+        raise err("paper", Msg('expected "a4" or "letter", got {got}', got=repr(paper)))
     instructions = data.get("instructions", "")
     if not isinstance(instructions, str) or len(instructions) > 2000:
-        raise err("instructions", "expected a string of at most 2000 characters")
+        raise err("instructions", Msg("expected a string of at most {n} characters", n=2000))
     lang = data.get("lang")
     if lang is not None:
         from . import i18n
@@ -199,32 +200,34 @@ def spec_from_dict(data: dict, source: str) -> QuizSpec:
         try:
             lang = i18n.canonical(lang) if isinstance(lang, str) else i18n.canonical(repr(lang))
         except i18n.UnknownLanguage as exc:
-            raise err("lang", str(exc)) from None
+            raise err("lang", exc.args[0]) from None
     common = dict(seed=seed, count=count, paper=paper, instructions=instructions, source=source, lang=lang)
     if "parts" in data:
         for key in ("family", "questions"):
             if key in data:
-                raise err(key, "a quiz with [[parts]] gives each part its own [parts.family] and [[parts.questions]]")
+                raise err(key, Msg("a quiz with [[parts]] gives each part its own [parts.family] and [[parts.questions]]"))
         raw = data["parts"]
         if not isinstance(raw, list) or not raw or len(raw) > MAX_PARTS:
-            raise err("parts", f"expected 1 to {MAX_PARTS} [[parts]] tables, each with [parts.family] and [[parts.questions]]")
+            raise err("parts", Msg("expected 1 to {n} [[parts]] tables, each with [parts.family] and [[parts.questions]]",
+                                   n=MAX_PARTS))
         parts, names, first, asks = [], set(), 1, {}
         for k, pd in enumerate(raw, 1):
             where = f"parts[{k}]"
             if not isinstance(pd, dict):
-                raise err(where, "expected a table with family and questions")
+                raise err(where, Msg("expected a table with family and questions"))
             unknown = sorted(set(pd) - set(PART_KEYS))
             if unknown:
-                raise err(f"{where}.{unknown[0]}", f"unknown key (expected some of: {', '.join(PART_KEYS)})")
+                raise err(f"{where}.{unknown[0]}", Msg("unknown key (expected some of: {keys})", keys=", ".join(PART_KEYS)))
             ptitle = pd.get("title", f"Part {k}")
             if not isinstance(ptitle, str) or not ptitle.strip() or len(ptitle) > 200:
-                raise err(f"{where}.title", "expected a non-empty string of at most 200 characters")
+                raise err(f"{where}.title", Msg("expected a non-empty string of at most {n} characters", n=200))
             fam, questions = _family_and_questions(pd.get("family", {}), pd.get("questions"), f"{title} — {ptitle}",
                                                    err, f"{where}.", first, names, source)
             for j, q in enumerate(questions, 1):
                 if q.ask in asks:
-                    raise err(f"{where}.questions[{j}].ask", f"{q.ask} is asked in part {asks[q.ask]} too: the "
-                              "responses and the LMS reports name a question by its ask (ask another entry)")
+                    raise err(f"{where}.questions[{j}].ask", Msg("{ask} is asked in part {part} too: the responses and "
+                                                                 "the LMS reports name a question by its ask (ask another "
+                                                                 "entry)", ask=q.ask, part=asks[q.ask]))
                 asks[q.ask] = k
             first += len(questions)
             parts.append(QuizSpec(title=f"{title} — {ptitle}", family=fam, questions=tuple(questions), **common))
@@ -232,9 +235,9 @@ def spec_from_dict(data: dict, source: str) -> QuizSpec:
                         parts=tuple(parts), **common)
     if "problem" in data:       # one given problem for every variant
         if "family" in data:
-            raise err("problem", "give a [family] (a problem drawn for each student) or a [problem], not both")
+            raise err("problem", Msg("give a [family] (a problem drawn for each student) or a [problem], not both"))
         if not isinstance(data["problem"], dict):
-            raise err("problem", "expected a table with a problem file's keys (X, W_Q, …, block, …)")
+            raise err("problem", Msg("expected a table with a problem file's keys (X, W_Q, …, block, …)"))
         from .problem import Problem
 
         fam = Given(Problem.from_dict(data["problem"], source=f"{source}: problem"), title=title)
@@ -257,61 +260,65 @@ def _family_and_questions(fam_data, qs, title, err, prefix: str, first: int, nam
 
         fam = replace(fam, title=title)
     if not isinstance(qs, list) or not qs:
-        raise err(prefix + "questions", "expected at least one [[questions]] table with ask = \"…\"")
+        raise err(prefix + "questions", Msg("expected at least one [[questions]] table with ask = \"…\""))
     if len(qs) > 50:
-        raise err(prefix + "questions", f"{len(qs)} questions is more than a quiz sheet holds (at most 50)")
+        raise err(prefix + "questions", Msg("{n} questions is more than a quiz sheet holds (at most {most})", n=len(qs),
+                                            most=50))
     default_tol = 10.0 ** -fam.decimals
     questions = []
     for k, q in enumerate(qs, 1):
         where = f"{prefix}questions[{k}]"
         if not isinstance(q, dict):
-            raise err(where, "expected a table with ask, points and tolerance")
+            raise err(where, Msg("expected a table with ask, points and tolerance"))
         unknown = sorted(set(q) - set(QUESTION_KEYS))
         if unknown:
-            raise err(f"{where}.{unknown[0]}", f"unknown key (expected some of: {', '.join(QUESTION_KEYS)})")
+            raise err(f"{where}.{unknown[0]}", Msg("unknown key (expected some of: {keys})", keys=", ".join(QUESTION_KEYS)))
         if "ask" not in q:
-            raise err(f"{where}.ask", 'missing: what is asked, such as "scores[2,3]", "weights[1,*]" or "Z"')
+            raise err(f"{where}.ask", Msg('missing: what is asked, such as "scores[2,3]", "weights[1,*]" or "Z"'))
         name = q.get("name", f"q{first + k - 1}")
         if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_.-]{1,40}", name):
-            raise err(f"{where}.name", "expected a short name of letters, digits, _ . - (e.g. q1)")
+            raise err(f"{where}.name", Msg("expected a short name of letters, digits, _ . - (e.g. q1)"))
         if name in names:
-            raise err(f"{where}.name", f"duplicate question name {name!r}")
+            raise err(f"{where}.name", Msg("duplicate question name {name}", name=repr(name)))
         names.add(name)
         points = q.get("points", 1)
         if isinstance(points, bool) or not isinstance(points, (int, float)) or not 0 < points <= 1000:
-            raise err(f"{where}.points", f"expected a positive number, got {points!r}")
+            raise err(f"{where}.points", Msg("expected a positive number, got {got}", got=repr(points)))
         tol = q.get("tolerance", default_tol)
         if isinstance(tol, dict):
             unknown = sorted(set(tol) - set(TOLERANCE_KEYS))
             if unknown:
-                raise err(f"{where}.tolerance.{unknown[0]}", "unknown key (expected abs and/or rel)")
+                raise err(f"{where}.tolerance.{unknown[0]}", Msg("unknown key (expected abs and/or rel)"))
             ta, tr = tol.get("abs", 0.0), tol.get("rel", 0.0)
         else:
             ta, tr = tol, 0.0
         for label, v in (("abs", ta), ("rel", tr)):
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1000 or math.isnan(v):
-                raise err(f"{where}.tolerance", f"expected a number ≥ 0 (or {{abs = …, rel = …}}), got {v!r}")
+                raise err(f"{where}.tolerance", Msg("expected a number ≥ 0 (or {table}), got {got}",
+                                                    table="{abs = …, rel = …}", got=repr(v)))
         if ta == 0 and tr == 0:
-            raise err(f"{where}.tolerance", "is zero: decimal answers could never match; give e.g. tolerance = 0.01")
+            raise err(f"{where}.tolerance", Msg("is zero: decimal answers could never match; give e.g. tolerance = 0.01"))
         kind = q.get("type", "value")
         if kind not in QUESTION_TYPES:
-            raise err(f"{where}.type", f'expected "value" (a number to type) or "choice" (options to choose), got {kind!r}')
+            raise err(f"{where}.type", Msg('expected "value" (a number to type) or "choice" (options to choose), got {got}',
+                                           got=repr(kind)))
         nchoices = q.get("choices", 4 if kind == "choice" else None)
         if nchoices is not None and kind != "choice":
-            raise err(f"{where}.choices", 'is for type = "choice" questions only')
+            raise err(f"{where}.choices", Msg('is for type = "choice" questions only'))
         if kind == "choice" and (isinstance(nchoices, bool) or not isinstance(nchoices, int)
                                  or not choice.MIN_CHOICES <= nchoices <= choice.MAX_CHOICES):
-            raise err(f"{where}.choices", f"expected a whole number of options from {choice.MIN_CHOICES} to "
-                                          f"{choice.MAX_CHOICES} (the right value and the wrong ones), got {nchoices!r}")
+            raise err(f"{where}.choices", Msg("expected a whole number of options from {lo} to {hi} (the right value and "
+                                              "the wrong ones), got {got}", lo=choice.MIN_CHOICES, hi=choice.MAX_CHOICES,
+                                              got=repr(nchoices)))
         question = Question(q["ask"].strip() if isinstance(q["ask"], str) else q["ask"], float(points),
                             Tolerance(abs=float(ta), rel=float(tr)), name=name, kind=kind, choices=nchoices or 0)
         try:
             questions.append(family_question(question, fam))
         except AskError as exc:
-            raise err(f"{where}.ask", str(exc)) from None
+            raise err(f"{where}.ask", exc.args[0]) from None
         if kind == "choice" and len(question.cells) != 1:
-            raise err(f"{where}.ask", f"a choice question asks one value: expected an ask that names one entry "
-                                      f"(such as Z[1,2]) or a scalar (such as loss), got {question.ask!r}")
+            raise err(f"{where}.ask", Msg("a choice question asks one value: expected an ask that names one entry "
+                                          "(such as Z[1,2]) or a scalar (such as loss), got {got}", got=repr(question.ask)))
     return fam, questions
 
 
@@ -362,12 +369,13 @@ def load_roster(path) -> list[dict]:
     while rows and not any(c.strip() for c in rows[0][1]):
         rows.pop(0)
     if not rows:
-        raise WorkedError(f"{src}: empty roster (expected a header line id,name and one line per student)")
+        raise WorkedError(Msg("{file}: empty roster (expected a header line id,name and one line per student)", file=src))
     hl, head = rows[0]
     header = [h.strip().lower() for h in head]
     for col in ("id", "name"):
         if col not in header:
-            raise WorkedError(f"{src}: line {hl}: no {col!r} column (the header must name at least id and name)")
+            raise WorkedError(Msg("{file}: line {line}: no {column} column (the header must name at least id and name)",
+                                  file=src, line=hl, column=repr(col)))
     ii, ni = header.index("id"), header.index("name")
     students: list[dict] = []
     seen: dict[str, int] = {}
@@ -375,25 +383,31 @@ def load_roster(path) -> list[dict]:
         if not any(c.strip() for c in r):
             continue
         if len(r) <= max(ii, ni):
-            raise WorkedError(f"{src}: line {ln}: expected {len(header)} columns, got {len(r)}")
+            raise WorkedError(Msg("{file}: line {line}: expected {n} columns, got {got}", file=src, line=ln, n=len(header),
+                                  got=len(r)))
         sid, name = r[ii].strip(), r[ni].strip()
         if not sid:
-            raise WorkedError(f"{src}: line {ln}: empty id")
+            raise WorkedError(Msg("{file}: line {line}: empty id", file=src, line=ln))
         for label, value in (("id", sid), ("name", name)):
             bad = _bad_char(value)
             if bad:
-                raise WorkedError(f"{src}: line {ln}: {label} contains the control character {bad}; expected printable text"
-                                  + (" on one line" if bad in ("U+000A", "U+000D") else ""))
+                at = dict(file=src, line=ln, column=label, char=bad)
+                raise WorkedError(Msg("{file}: line {line}: {column} contains the control character {char}; expected "
+                                      "printable text on one line", **at) if bad in ("U+000A", "U+000D") else
+                                  Msg("{file}: line {line}: {column} contains the control character {char}; expected "
+                                      "printable text", **at))
         if len(sid) > 64 or len(name) > 120:
-            raise WorkedError(f"{src}: line {ln}: id or name too long (at most 64 and 120 characters)")
+            raise WorkedError(Msg("{file}: line {line}: id or name too long (at most {id} and {name} characters)", file=src,
+                                  line=ln, id=64, name=120))
         if sid in seen:
-            raise WorkedError(f"{src}: line {ln}: duplicate student id {sid!r} (also on line {seen[sid]})")
+            raise WorkedError(Msg("{file}: line {line}: duplicate student id {id} (also on line {other})", file=src, line=ln,
+                                  id=repr(sid), other=seen[sid]))
         seen[sid] = ln
         students.append({"id": sid, "name": name})
     if not students:
-        raise WorkedError(f"{src}: empty roster (a header but no students)")
+        raise WorkedError(Msg("{file}: empty roster (a header but no students)", file=src))
     if len(students) > MAX_VARIANTS:
-        raise WorkedError(f"{src}: {len(students)} students is more than {MAX_VARIANTS}")
+        raise WorkedError(Msg("{file}: {n} students is more than {most}", file=src, n=len(students), most=MAX_VARIANTS))
     return students
 
 
@@ -436,7 +450,8 @@ def plan(quiz_seed: int, *, roster: list[dict] | None = None, count: int | None 
     codes: dict[str, int] = {}
     for v in out:
         if v.code in codes:
-            raise WorkedError(f"variants {codes[v.code]} and {v.number} have the same code {v.code}; use another --seed")
+            raise WorkedError(Msg("variants {a} and {b} have the same code {code}; use another --seed", a=codes[v.code],
+                                  b=v.number, code=v.code))
         codes[v.code] = v.number
     return out
 
@@ -469,9 +484,11 @@ def draw_problem(spec: QuizSpec, variant: Variant):
         except choice.TooFewOptions as exc:
             last = exc
     if isinstance(last, choice.TooFewOptions):
-        raise WorkedError(f"{spec.source}: questions: variant {variant.code}, {last} in each of {tries} draws: ask an "
-                          "entry that more mistakes change, or fewer choices")
-    raise WorkedError(f"variant {variant.code}: the worked solution could not be shown ({last})")
+        raise WorkedError(Msg("{file}: questions: variant {code}, {reason} in each of {tries} draws: ask an entry that more "
+                              "mistakes change, or fewer choices", file=spec.source, code=variant.code,
+                              reason=last.args[0] if last.args else "", tries=tries))
+    raise WorkedError(Msg("variant {code}: the worked solution could not be shown ({reason})", code=variant.code,
+                          reason=str(last)))
 
 
 def mistake_worlds(problem) -> list[tuple[str, dict[str, list[list[float]]]]]:
@@ -556,7 +573,7 @@ def choice_options(q: Question, M, worlds, places: int, key) -> list[dict]:
     values of the named mistakes at its one cell."""
     i0, j0 = q.cells[0]
     if M.value(i0, j0) is None:     # pragma: no cover - refused when the spec is read (a masked entry)
-        raise choice.TooFewOptions(f"{q.ask} is masked")
+        raise choice.TooFewOptions(Msg("{ask} is masked", ask=q.ask))
     wrong = []
     for mid, world in worlds:
         got = world.get(q.matrix)
@@ -568,7 +585,8 @@ def choice_options(q: Question, M, worlds, places: int, key) -> list[dict]:
     try:
         opts = choice.options(M.dec_plain(i0, j0, places), wrong, q.choices, places, f"{key}\x00{q.name}")
     except choice.TooFewOptions as exc:
-        raise choice.TooFewOptions(f"question {q.name} ({q.ask}): {exc}") from None
+        raise choice.TooFewOptions(Msg("question {name} ({ask}): {reason}", name=q.name, ask=q.ask,
+                                       reason=exc.args[0] if exc.args else "")) from None
     return [dict(o, title=MISTAKES[o["mistake"]].title if o["mistake"] else "right") for o in opts]
 
 
@@ -853,22 +871,24 @@ def parse_formats(text: str | None) -> tuple[str, ...]:
         f = f.strip().lower()
         f = E.ALIASES.get(f, f)
         if f not in FORMATS:
-            raise WorkedError(f"--format: unknown format {f!r} (expected some of: {', '.join(FORMATS)})")
+            raise WorkedError(Msg("--format: unknown format {format} (expected some of: {formats})", format=repr(f),
+                                  formats=", ".join(FORMATS)))
         if f not in out:
             out.append(f)
     return tuple(out)
 
 
 class _Progress:
-    def __init__(self, total: int, enabled: bool):
-        self.total, self.done, self.enabled = total, 0, enabled
+    def __init__(self, total: int, enabled: bool, lang: str | None = None):
+        self.total, self.done, self.enabled, self.lang = total, 0, enabled, lang
 
     def step(self):
         self.done += 1
         if self.enabled:
             w = 30
             k = w * self.done // self.total
-            sys.stderr.write(f"\r[{'#' * k}{'.' * (w - k)}] {self.done}/{self.total} variants")
+            line = Msg("[{bar}] {done}/{total} variants", bar="#" * k + "." * (w - k), done=self.done, total=self.total)
+            sys.stderr.write("\r" + line.localized(i18n.get(self.lang)))
             sys.stderr.flush()
 
     def end(self):
@@ -962,7 +982,7 @@ def build_all(spec: QuizSpec, variants: list[Variant], formats: tuple[str, ...],
     compiled for the next ten documents of its process (about 11 MB a document here; it is not given
     back to the system), so a long-lived worker grows to about 200 MB PSS; one of 2 variants ends at
     100–115 MB. Same bytes whatever *jobs* is: the chunks do not depend on it."""
-    bar = _Progress(len(variants), progress)
+    bar = _Progress(len(variants), progress, spec.lang)
     results: list[dict] = []
     jobs = max(1, min(jobs, len(variants)))
     # Typst PDFs: a fresh process every VARIANTS_PER_WORKER variants (its caches); otherwise nothing grows
@@ -1064,22 +1084,23 @@ def run(spec_path, *, count=None, roster=None, seed=None, outdir=None, formats=N
     from dataclasses import replace
 
     if pdf_engine not in E.PDF_ENGINES:
-        raise WorkedError(f"--pdf-engine: expected {E.words(E.PDF_ENGINES)}, got {pdf_engine!r}")
+        raise WorkedError(Msg("--pdf-engine: expected {engines}, got {got}", engines=E.words(E.PDF_ENGINES),
+                              got=repr(pdf_engine)))
     if pdf_engine == "latex":
         from .render.pdf import pdflatex_path
 
         if pdflatex_path() is None:
-            raise WorkedError("--pdf-engine latex: pdflatex is not installed (Debian: apt-get install "
-                              "texlive-latex-base texlive-latex-recommended texlive-fonts-recommended)")
+            raise WorkedError(Msg("--pdf-engine latex: pdflatex is not installed (Debian: apt-get install {packages})",
+                                  packages="texlive-latex-base texlive-latex-recommended texlive-fonts-recommended"))
     spec = replace(spec, pdf_engine=pdf_engine)
     if lang is not None:
         spec = replace(spec, lang=lang, parts=tuple(replace(p, lang=lang) for p in spec.parts))
     if seed is not None:
         if seed < 0:
-            raise WorkedError(f"--seed: expected a whole number ≥ 0, got {seed}")
+            raise WorkedError(Msg("--seed: expected a whole number ≥ 0, got {got}", got=seed))
         if seed > MAX_SEED:
-            raise WorkedError(f"--seed: expected a whole number of at most {MAX_SEED_DIGITS} digits (it names the "
-                              "quiz's LMS category, at most 255 characters), got a longer one")
+            raise WorkedError(Msg("--seed: expected a whole number of at most {n} digits (it names the quiz's LMS "
+                                  "category, at most 255 characters), got a longer one", n=MAX_SEED_DIGITS))
         spec = replace(spec, seed=seed)
     fmts = parse_formats(formats)
     if pdf_engine == "weasyprint" and "pdf" in fmts:
@@ -1087,9 +1108,9 @@ def run(spec_path, *, count=None, roster=None, seed=None, outdir=None, formats=N
 
         require_weasyprint()   # Pango and the bundled fonts: checked before anything runs
     if count is not None and roster is not None:
-        raise WorkedError("give either -n COUNT or --roster FILE, not both")
+        raise WorkedError(Msg("give either -n COUNT or --roster FILE, not both"))
     if count is not None and not 1 <= count <= MAX_VARIANTS:
-        raise WorkedError(f"-n: expected a whole number from 1 to {MAX_VARIANTS}, got {count}")
+        raise WorkedError(Msg("-n: expected a whole number from {lo} to {hi}, got {got}", lo=1, hi=MAX_VARIANTS, got=count))
     students = load_roster(roster) if roster is not None else None
     n = count or spec.count or 1
     if variant is not None:
@@ -1097,8 +1118,11 @@ def run(spec_path, *, count=None, roster=None, seed=None, outdir=None, formats=N
         pool = plan(spec.seed, roster=students, count=None if students else max(n, MAX_VARIANTS))
         chosen = [v for v in pool if v.code == code]
         if not chosen:
-            where = "the roster" if students else f"variants 1..{max(n, MAX_VARIANTS)}"
-            raise WorkedError(f"--variant: no variant {code} in {where} for seed {spec.seed}")
+            if students:
+                raise WorkedError(Msg("--variant: no variant {code} in the roster for seed {seed}", code=code,
+                                      seed=spec.seed))
+            raise WorkedError(Msg("--variant: no variant {code} in variants 1..{n} for seed {seed}", code=code,
+                                  n=max(n, MAX_VARIANTS), seed=spec.seed))
         variants = chosen
     else:
         variants = plan(spec.seed, roster=students, count=n)
@@ -1114,7 +1138,7 @@ def run(spec_path, *, count=None, roster=None, seed=None, outdir=None, formats=N
     if jobs is None:
         jobs = os.cpu_count() or 1
     if jobs < 1:
-        raise WorkedError(f"--jobs: expected a whole number ≥ 1, got {jobs}")
+        raise WorkedError(Msg("--jobs: expected a whole number ≥ 1, got {got}", got=jobs))
     if progress is None:
         progress = not quiet and sys.stderr.isatty()
     with _stage(out, force=force, scope=None if variant is None else [f"variants/{v.code}" for v in variants]) as stage:
@@ -1122,5 +1146,6 @@ def run(spec_path, *, count=None, roster=None, seed=None, outdir=None, formats=N
         stage.write(assemble(spec, results, fmts, single=variant is not None))
         stage.commit()
     if stage.note():
-        print(f"note: {stage.note()}", file=sys.stderr)
+        with i18n.using(spec.lang):
+            print(Msg("note: {note}", note=stage.note()).localized(), file=sys.stderr)
     return out, [r["entry"] for r in results]

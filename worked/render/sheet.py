@@ -5,6 +5,7 @@ from pathlib import Path
 
 from .. import exporters as E
 from ..errors import WorkedError
+from ..i18n import Msg
 from ..output import MARKER, FolderSet, read_marker  # noqa: F401  (MARKER: the folder's list of our files)
 
 SHEET_FILES = ("worksheet.*", "answer-key.*")   # what a sheet folder with an old marker holds
@@ -14,9 +15,9 @@ PAPERS = ("a4", "letter")
 
 def check_engine(pdf_engine: str, paper: str = "a4") -> None:
     if pdf_engine not in PDF_ENGINES:
-        raise WorkedError(f"--pdf-engine: expected {E.words(PDF_ENGINES)}, got {pdf_engine!r}")
+        raise WorkedError(Msg("--pdf-engine: expected {engines}, got {got}", engines=E.words(PDF_ENGINES), got=repr(pdf_engine)))
     if paper not in PAPERS:
-        raise WorkedError(f"--paper: expected {E.words(PAPERS)}, got {paper!r}")
+        raise WorkedError(Msg("--paper: expected {papers}, got {got}", papers=E.words(PAPERS), got=repr(paper)))
 
 
 def document_pdf(kind: str, sol, *, student=None, paper="a4", pdf_engine="typst", template_dir=None) -> bytes:
@@ -47,8 +48,9 @@ def check_formats(formats) -> list[str]:
     names = E.sheet_formats()
     bad = [f for f in formats if f not in names]
     if bad or not formats:
-        raise WorkedError(f"--format: expected some of {', '.join(names)} (comma-separated), "
-                          f"got {','.join(formats) or 'nothing'}")
+        at = dict(formats=", ".join(names), got=",".join(formats))
+        raise WorkedError(Msg("--format: expected some of {formats} (comma-separated), got {got}", **at) if formats else
+                          Msg("--format: expected some of {formats} (comma-separated), got nothing", **at))
     return formats
 
 
@@ -67,10 +69,10 @@ def write_sheet(sol, outdir, *, formats=E.sheet_formats(), paper="a4", pdf_engin
     require_engine(formats, pdf_engine)
     folder = target_dir(sol, outdir)
     if folder.exists() and not folder.is_dir():
-        raise WorkedError(f"{folder}: exists and is not a folder")
+        raise WorkedError(Msg("{path}: exists and is not a folder", path=folder))
     if folder.is_dir() and read_marker(folder) is None and any(folder.iterdir()) and not force:
-        raise WorkedError(f"{folder}: folder exists and was not written by worked; use --force to write into it "
-                          "(it leaves the other files alone)")
+        raise WorkedError(Msg("{path}: folder exists and was not written by worked; use --force to write into it (it "
+                              "leaves the other files alone)", path=folder))
 
     # render everything first: an error leaves the folder as it was; the page is built once, for every document
     from .view import as_kind, build
@@ -84,12 +86,12 @@ def write_sheet(sol, outdir, *, formats=E.sheet_formats(), paper="a4", pdf_engin
             out[f"{kind}{ext}"] = data
     # the set is swapped in whole: a key never sits beside a worksheet of another problem or version
     with FolderSet(folder, kind="worked sheet", force=force, legacy=SHEET_FILES,
-                   hint="use --force to write into it") as stage:
+                   hint=Msg("use --force to write into it")) as stage:
         stage.write(out)
         stage.commit()
     paths = [folder / name for name in out]
     if stage.note():
         import sys
 
-        print(f"note: {stage.note()}", file=sys.stderr)
+        print(Msg("note: {note}", note=stage.note()).localized(), file=sys.stderr)
     return paths

@@ -66,9 +66,10 @@ from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from .. import __version__
+from .. import __version__, i18n
 from ..errors import WorkedError
 from ..exporters import EXPORTERS, of_scope, words
+from ..i18n import Msg
 from ..problem import LIMITS, Chain, Problem, builtin_path, work
 from . import connections, jobs
 from .views import points as _points
@@ -123,11 +124,26 @@ class Config:
 
 
 class ApiError(Exception):
-    def __init__(self, status: int, message: str, **extra):
-        super().__init__(message)
+    """An answer other than 200: *message* a :class:`worked.i18n.Msg` (or a :class:`WorkedError`), said in the
+    request's language (:func:`_said`); *limit*: at most this many characters of it; *rename*: (a server path, the
+    name the client knows it by)."""
+
+    def __init__(self, status: int, message, *, limit: int | None = None, rename: tuple | None = None, **extra):
+        super().__init__(str(message))
         self.status = status
         self.message = message
+        self.limit = limit
+        self.rename = rename
         self.extra = extra
+
+
+def _said(message, lang: str | None, limit: int | None = None, rename: tuple | None = None) -> str:
+    """*message* (a :class:`worked.i18n.Msg`, a :class:`WorkedError` or a plain string) in *lang* (None: English),
+    a server path in it named as the client knows it (*rename*), cut at *limit* characters."""
+    loc = i18n.get(lang)
+    text = message.localized(loc) if isinstance(message, WorkedError) else i18n.localized_text(message, loc)
+    text = text.replace(*rename) if rename else text
+    return text[:limit] if limit else text
 
 
 def _error(status: int, message: str, **extra) -> JSONResponse:
@@ -288,7 +304,8 @@ class Lane:
 
     async def run(self, fn: Callable, *args, timeout: float, what: str, affinity: str | None = None):
         if self.pending >= self.limit:
-            raise ApiError(503, f"the server is busy ({self.pending} {self.name} jobs waiting); try again in a moment",
+            raise ApiError(503, Msg("the server is busy ({n} {lane} jobs waiting); try again in a moment", n=self.pending,
+                                    lane=self.name),
                            retry_after=max(1, round(timeout / 4)))
         pools = self.start()
         k = self.pick(affinity)
@@ -297,9 +314,10 @@ class Lane:
         try:
             return await asyncio.wait_for(asyncio.wrap_future(fut), timeout)
         except (asyncio.TimeoutError, TimeoutError):
-            raise ApiError(504, f"{what} took longer than {timeout:g} s and was stopped; try a smaller problem") from None
+            raise ApiError(504, Msg("{what} took longer than {s} s and was stopped; try a smaller problem", what=what,
+                                    s=f"{timeout:g}")) from None
         except ProcessExpired:
-            raise ApiError(500, f"{what} failed: the worker process ended (out of memory?)") from None
+            raise ApiError(500, Msg("{what} failed: the worker process ended (out of memory?)", what=what)) from None
         finally:
             fut.cancel()    # a job still queued is dropped, a job still running has its worker killed
             self.queued[k] -= 1
@@ -342,7 +360,7 @@ class Engine:
         return self.quick if max(w.answer, w.check) <= self.cfg.quick_cost else self.heavy
 
     async def run(self, key: str | None, lane: Lane, fn: Callable, *args, timeout: float | None = None,
-                  what: str = "the request", affinity: str | None = None, lang: str | None = None) -> Response:
+                  what: str = Msg("the request"), affinity: str | None = None, lang: str | None = None) -> Response:
         """*affinity*: the key of the problem the job works on (:func:`problem_key`), so it goes to the worker
         that keeps that problem's work; by default the first argument's, when it is a problem. *lang*: the language
         of the answer's words (:func:`request_lang`; None: English), part of its cache key."""
@@ -385,7 +403,7 @@ class RateLimit:
         while q and now - q[0] >= 60:
             q.popleft()
         if len(q) >= self.per_minute:
-            raise ApiError(429, f"at most {self.per_minute} checks a minute; try again in a moment",
+            raise ApiError(429, Msg("at most {n} checks a minute; try again in a moment", n=self.per_minute),
                            retry_after=max(1, int(60 - (now - q[0])) + 1))
         q.append(now)
 
@@ -409,7 +427,7 @@ class Variant:
             try:
                 out.append(Problem.from_dict(v.problem, source=f"variant {self.code}" + (f" part {k}" if self.parts else "")))
             except WorkedError as exc:
-                raise ApiError(422, str(exc)) from None
+                raise ApiError(422, exc) from None
         return out
 
 
@@ -467,14 +485,14 @@ class Library:
 
     def problem(self, name: str) -> Problem:
         if not NAME_RE.fullmatch(name or ""):
-            raise ApiError(404, "no such problem")
+            raise ApiError(404, Msg("no such problem"))
         path = self.problems().get(name)
         if path is None:
-            raise ApiError(404, f"no problem named {name!r} in the problems folder")
+            raise ApiError(404, Msg("no problem named {name} in the problems folder", name=repr(name)))
         try:
             stat = path.stat()
         except OSError:
-            raise ApiError(404, f"no problem named {name!r} in the problems folder") from None
+            raise ApiError(404, Msg("no problem named {name} in the problems folder", name=repr(name))) from None
         key = (str(path), stat.st_mtime_ns, stat.st_size)
         hit = self._cache.get(key)
         if hit is None:
@@ -482,7 +500,7 @@ class Library:
                 hit = Problem.from_file(path)
             except WorkedError as exc:
                 # name the file by its name only, not the server's path
-                raise ApiError(422, str(exc).replace(str(path), path.name)) from None
+                raise ApiError(422, exc, rename=(str(path), path.name)) from None
             self._cache[key] = hit
         return hit
 
@@ -508,13 +526,13 @@ class Library:
     def variant(self, code: str) -> Variant:
         q = self.quiz()
         if q is None:
-            raise ApiError(404, "this server has no quiz: start it with --problems QUIZDIR")
+            raise ApiError(404, Msg("this server has no quiz: start it with --problems QUIZDIR"))
         norm = _norm_code(code or "")
         if not CODE_RE.fullmatch(norm):
-            raise ApiError(404, "no variant with that code")
+            raise ApiError(404, Msg("no variant with that code"))
         v = q["variants"].get(norm)
         if v is None:
-            raise ApiError(404, f"no variant with the code {code.strip()!r}; check the code on your sheet")
+            raise ApiError(404, Msg("no variant with the code {code}; check the code on your sheet", code=repr(code.strip())))
         return v
 
     def variant_file(self, v: Variant, document: str, fmt: str) -> Path | None:
@@ -615,49 +633,42 @@ async def read_json(request: Request, cfg: Config, parse_float=str) -> dict:
     spec's tables: the floats its TOML holds)."""
     ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if ctype != "application/json":
-        raise ApiError(415, "send the request body as JSON (Content-Type: application/json)")
+        raise ApiError(415, Msg("send the request body as JSON (Content-Type: application/json)"))
     length = request.headers.get("content-length")
     if length is not None and (not length.isdigit() or int(length) > cfg.max_body):
-        raise ApiError(413, f"request body is larger than {cfg.max_body} bytes")
+        raise ApiError(413, Msg("request body is larger than {n} bytes", n=cfg.max_body))
     body = bytearray()
     try:
         async for chunk in request.stream():
             body += chunk
             if len(body) > cfg.max_body:
-                raise ApiError(413, f"request body is larger than {cfg.max_body} bytes")
+                raise ApiError(413, Msg("request body is larger than {n} bytes", n=cfg.max_body))
     except ClientDisconnect:
         # the client went away, or its body did not arrive within the read deadline (connections.py) and the
         # connection was closed: nobody is left to answer
-        raise ApiError(400, "the request body did not arrive") from None
+        raise ApiError(400, Msg("the request body did not arrive")) from None
     from ..readfile import InputError, loads_json
 
     try:
         data = loads_json(body.decode("utf-8"), "", parse_float=parse_float)
     except UnicodeDecodeError:
-        raise ApiError(400, "request body is not UTF-8") from None
+        raise ApiError(400, Msg("request body is not UTF-8")) from None
     except InputError as exc:
-        raise ApiError(400, localized(exc, request_lang(request))[:300]) from None
+        raise ApiError(400, exc, limit=300) from None
     if not isinstance(data, dict):
-        raise ApiError(400, "expected a JSON object")
+        raise ApiError(400, Msg("expected a JSON object"))
     return data
 
 
-def localized(exc: WorkedError, lang: str | None) -> str:
-    """*exc*'s one line in *lang* (a request's language, :func:`request_lang`; None: English, its ``str``)."""
-    from .. import i18n
-
-    with i18n.using(lang):
-        return exc.localized()
-
-
-def _problem_from(data: dict, lang: str | None = None) -> Problem:
-    """The request's problem; its error (a 422 whose ``error`` is in *lang*, its ``field`` as the file names it)."""
+def _problem_from(data: dict) -> Problem:
+    """The request's problem; its error (a 422 whose ``error`` is in the request's language, its ``field`` as the file
+    names it)."""
     if "problem" not in data:
-        raise ApiError(400, 'missing "problem": send {"problem": {...the keys of a problem file...}}')
+        raise ApiError(400, Msg('missing "problem": send {"problem": {...the keys of a problem file...}}'))
     try:
         return Problem.from_dict(data["problem"], source="problem")
     except (WorkedError, RecursionError, TypeError, ValueError) as exc:
-        raise ApiError(422, localized(exc, lang)[:500] if isinstance(exc, WorkedError) else "problem: not a valid problem",
+        raise ApiError(422, exc if isinstance(exc, WorkedError) else Msg("problem: not a valid problem"), limit=500,
                        field=getattr(exc, "field", None)) from None
 
 
@@ -691,9 +702,9 @@ def create_app(cfg: Config | None = None) -> Starlette:
         try:
             from ..render.fonts import MATH_FONT
         except ImportError:
-            raise ApiError(404, "no math font") from None
+            raise ApiError(404, Msg("no math font")) from None
         if not MATH_FONT.is_file():
-            raise ApiError(404, "no math font")
+            raise ApiError(404, Msg("no math font"))
         return FileResponse(MATH_FONT, media_type="font/woff2", headers={"Cache-Control": "max-age=86400"})
 
     async def info(request: Request):
@@ -717,7 +728,7 @@ def create_app(cfg: Config | None = None) -> Starlette:
         problem = lib.problem(name)
         pkey = problem_key(problem)
         return await engine.run(_digest("page", name, pkey), engine.lane(problem), jobs.problem_json, name, problem,
-                                what="laying out the problem", affinity=pkey, lang=request_lang(request))
+                                what=Msg("laying out the problem"), affinity=pkey, lang=request_lang(request))
 
     async def get_variant(request: Request):
         v = lib.variant(request.path_params["code"])
@@ -726,27 +737,27 @@ def create_app(cfg: Config | None = None) -> Starlette:
             return await engine.run(_digest("mixed-page", v.code, [problem_key(p) for p in problems],
                                             [x.questions for x in v.parts]),
                                     _lane_of(engine, problems), jobs.mixed_variant_json, problems, v,
-                                    what="laying out the variant", affinity=_digest([problem_key(p) for p in problems]))
+                                    what=Msg("laying out the variant"), affinity=_digest([problem_key(p) for p in problems]))
         problem, = v.problems()
         pkey = problem_key(problem)
         return await engine.run(_digest("variant-page", v.code, pkey, v.questions), engine.lane(problem),
-                                jobs.variant_json, problem, v, what="laying out the variant", affinity=pkey,
+                                jobs.variant_json, problem, v, what=Msg("laying out the variant"), affinity=pkey,
                                 lang=request_lang(request))
 
     async def view(request: Request):
-        problem = _problem_from(await read_json(request, cfg), request_lang(request))
+        problem = _problem_from(await read_json(request, cfg))
         pkey = problem_key(problem)
         return await engine.run(_digest("view", pkey), engine.lane(problem), jobs.view_json, problem,
-                                what="laying out the problem", affinity=pkey, lang=request_lang(request))
+                                what=Msg("laying out the problem"), affinity=pkey, lang=request_lang(request))
 
     async def api_solve(request: Request):
         if cfg.no_solutions:
-            raise ApiError(403, "solutions are turned off on this server (--no-solutions)")
-        problem = _problem_from(await read_json(request, cfg), request_lang(request))
+            raise ApiError(403, Msg("solutions are turned off on this server (--no-solutions)"))
+        problem = _problem_from(await read_json(request, cfg))
         want_view = request.query_params.get("view") in ("1", "true", "yes")
         pkey = problem_key(problem)
         return await engine.run(_digest("solve", pkey, want_view), engine.lane(problem),
-                                jobs.solve_json, problem, want_view, what="solving this problem", affinity=pkey,
+                                jobs.solve_json, problem, want_view, what=Msg("solving this problem"), affinity=pkey,
                                 lang=request_lang(request))
 
     async def api_check(request: Request):
@@ -756,18 +767,18 @@ def create_app(cfg: Config | None = None) -> Starlette:
         if code is not None:
             # a quiz variant: its own problem and its questions' tolerances and points, from the manifest
             if not isinstance(code, str):
-                raise ApiError(400, '"variant": expected the variant code printed on the sheet')
+                raise ApiError(400, Msg('"variant": expected the variant code printed on the sheet'))
             variant = lib.variant(code)
             problem = None if variant.parts else variant.problems()[0]
         else:
-            problem = _problem_from(data, request_lang(request))
+            problem = _problem_from(data)
         answers = data.get("answers")
         if variant is not None and variant.parts:
             # a quiz that mixes families: the answers to each part, in order, checked against that part's problem
             if not (isinstance(answers, list) and len(answers) == len(variant.parts)
                     and all(isinstance(a, dict) for a in answers)):
-                raise ApiError(400, f'"answers": expected a list of {len(variant.parts)} tables, the answers to each '
-                                    'part of the variant in order ([{"Q": [[...]]}, ...])')
+                raise ApiError(400, Msg('"answers": expected a list of {n} tables, the answers to each part of the variant '
+                                        'in order ({example})', n=len(variant.parts), example='[{"Q": [[...]]}, ...]'))
             if cfg.no_solutions:
                 limiter.check(request.client.host if request.client else "?")
             reveal = bool(data.get("reveal")) and not cfg.no_solutions
@@ -776,9 +787,9 @@ def create_app(cfg: Config | None = None) -> Starlette:
             keys = [problem_key(p) for p in problems]
             return await engine.run(_digest("check-mixed", variant.code, keys, answers, reveal, cfg.no_solutions, want_view),
                                     _lane_of(engine, problems), jobs.check_mixed_json, problems, answers, variant,
-                                    reveal, cfg.no_solutions, want_view, what="checking", affinity=_digest(keys))
+                                    reveal, cfg.no_solutions, want_view, what=Msg("checking"), affinity=_digest(keys))
         if not isinstance(answers, dict):
-            raise ApiError(400, 'missing "answers": send {"problem": {...}, "answers": {"Q": [[...]], ...}}')
+            raise ApiError(400, Msg('missing "answers": send {"problem": {...}, "answers": {"Q": [[...]], ...}}'))
         tolerance = data.get("tolerance")
         if cfg.no_solutions:
             # the server's tolerance, never the client's: "tolerance": 1000 would mark everything correct,
@@ -787,7 +798,7 @@ def create_app(cfg: Config | None = None) -> Starlette:
             limiter.check(request.client.host if request.client else "?")
         elif tolerance is not None and not isinstance(tolerance, (str, int)) or isinstance(tolerance, bool) \
                 or isinstance(tolerance, str) and len(tolerance) > 60:
-            raise ApiError(400, '"tolerance": expected a number such as 0.01 or a percentage such as "2%"')
+            raise ApiError(400, Msg('"tolerance": expected a number such as 0.01 or a percentage such as "2%"'))
         reveal = bool(data.get("reveal")) and not cfg.no_solutions
         pkey = problem_key(problem)
         # ?view=1: the diagnoses' math as MathML too (message_math, the step's title_math), as /api/solve?view=1
@@ -795,11 +806,11 @@ def create_app(cfg: Config | None = None) -> Starlette:
         if variant is not None:
             key = _digest("check-variant", variant.code, pkey, answers, reveal, cfg.no_solutions, want_view)
             return await engine.run(key, engine.lane(problem), jobs.check_variant_json, problem, answers, variant,
-                                    reveal, cfg.no_solutions, want_view, what="checking", affinity=pkey,
+                                    reveal, cfg.no_solutions, want_view, what=Msg("checking"), affinity=pkey,
                                     lang=request_lang(request))
         key = _digest("check", pkey, answers, str(tolerance), reveal, cfg.no_solutions, want_view)
         return await engine.run(key, engine.lane(problem), jobs.check_json, problem, answers, tolerance, reveal,
-                                cfg.no_solutions, want_view, what="checking", affinity=pkey, lang=request_lang(request))
+                                cfg.no_solutions, want_view, what=Msg("checking"), affinity=pkey, lang=request_lang(request))
 
     async def api_new(request: Request):
         data = await read_json(request, cfg)
@@ -808,35 +819,35 @@ def create_app(cfg: Config | None = None) -> Starlette:
         if isinstance(seed, str) and seed.strip().isdigit() and len(seed.strip()) < 20:
             seed = int(seed.strip())
         if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
-            raise ApiError(400, "seed: expected a whole number ≥ 0")
+            raise ApiError(400, Msg("seed: expected a whole number ≥ 0"))
         if not isinstance(family, dict):
-            raise ApiError(400, '"family": expected a table of options such as {"tokens": 3, "d_k": 2}')
+            raise ApiError(400, Msg('"family": expected a table of options such as {"tokens": 3, "d_k": 2}'))
         return await engine.run(_digest("new", family, seed), engine.family_lane(family), jobs.generate_json, family, seed,
-                                what="drawing a random problem")
+                                what=Msg("drawing a random problem"), lang=request_lang(request))
 
     async def api_quiz(request: Request):
         """The teacher's quiz builder: a spec (TOML text, as `worked quiz` reads), a seed, a count or a roster
         (CSV text), formats → one zip of what `worked quiz` writes."""
         if cfg.no_solutions:
-            raise ApiError(403, "the quiz builder is turned off on this server (--no-solutions): a quiz holds its keys")
+            raise ApiError(403, Msg("the quiz builder is turned off on this server (--no-solutions): a quiz holds its keys"))
         data = await read_json(request, cfg, parse_float=float)
         spec = data.get("spec")
         if not (isinstance(spec, str) and spec.strip() or isinstance(spec, dict) and spec):
-            raise ApiError(400, '"spec": expected the quiz spec as TOML text (title, seed, [family], [[questions]]) '
-                                'or as its tables (the builder\'s form)')
+            raise ApiError(400, Msg('"spec": expected the quiz spec as TOML text (title, seed, [family], [[questions]]) '
+                                    'or as its tables (the builder\'s form)'))
         seed, count = data.get("seed"), data.get("count")
         for name, v in (("seed", seed), ("count", count)):
             if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
-                raise ApiError(400, f"{name}: expected a whole number ≥ 0")
+                raise ApiError(400, Msg("{field}: expected a whole number ≥ 0", field=name))
         roster = data.get("roster")
         if roster is not None and not isinstance(roster, str):
-            raise ApiError(400, '"roster": expected the CSV text of a roster (id,name columns)')
+            raise ApiError(400, Msg('"roster": expected the CSV text of a roster (id,name columns)'))
         formats = data.get("formats", "html,moodle,qti,gift")
         if not isinstance(formats, str) or len(formats) > 100:
-            raise ApiError(400, '"formats": expected a comma-separated list such as "pdf,html,moodle,qti,gift"')
+            raise ApiError(400, Msg('"formats": expected a comma-separated list such as "pdf,html,moodle,qti,gift"'))
         out = await engine.run(_digest("quiz", spec, seed, count, roster, formats), engine.heavy, jobs.quiz_zip, spec,
                                seed, count, roster or None, formats, timeout=cfg.render_timeout * 4,
-                               what="making the quiz")
+                               what=Msg("making the quiz"), lang=request_lang(request))
         if out.status_code == 200:
             out.headers["Content-Disposition"] = 'attachment; filename="quiz.zip"'
             out.headers["Cache-Control"] = "no-store"
@@ -846,20 +857,20 @@ def create_app(cfg: Config | None = None) -> Starlette:
         """The quiz builder's form as it is typed: ``{"spec": its tables}`` → its TOML, its first error and, per
         part, the matrices for the ask picker and each question's error (:func:`worked.server.quizform.form`)."""
         if cfg.no_solutions:
-            raise ApiError(403, "the quiz builder is turned off on this server (--no-solutions)")
+            raise ApiError(403, Msg("the quiz builder is turned off on this server (--no-solutions)"))
         spec = (await read_json(request, cfg, parse_float=float)).get("spec")
         if not isinstance(spec, dict):
-            raise ApiError(400, '"spec": expected the quiz spec\'s tables (title, seed, family, questions or parts)')
+            raise ApiError(400, Msg('"spec": expected the quiz spec\'s tables (title, seed, family, questions or parts)'))
         return await engine.run(_digest("quiz-form", spec), engine.quick, jobs.quiz_form_json, spec,
-                                what="reading the quiz spec")
+                                what=Msg("reading the quiz spec"), lang=request_lang(request))
 
     async def get_quiz_spec(request: Request):
         """A quiz spec of the folder as its TOML text (the quiz builder's starting point)."""
         if cfg.no_solutions:
-            raise ApiError(403, "the quiz builder is turned off on this server (--no-solutions)")
+            raise ApiError(403, Msg("the quiz builder is turned off on this server (--no-solutions)"))
         path = lib.quiz_specs().get(request.path_params["name"])
         if path is None:
-            raise ApiError(404, "no such quiz spec")
+            raise ApiError(404, Msg("no such quiz spec"))
         from ..readfile import InputError, loads_toml, read_text
 
         try:
@@ -876,24 +887,26 @@ def create_app(cfg: Config | None = None) -> Starlette:
                         lang: str | None = None):
         if fmt == "ipynb":
             if document not in NOTEBOOKS:
-                raise ApiError(404, f"no notebook {document[:40]!r}: expected notebook or exercise")
+                raise ApiError(404, Msg("no notebook {name}: expected notebook or exercise", name=repr(document[:40])))
             if cfg.no_solutions:   # both hold the key's values (the exercise in its checks)
-                raise ApiError(403, "notebooks are turned off on this server (--no-solutions): they hold the key's values")
+                raise ApiError(403, Msg("notebooks are turned off on this server (--no-solutions): they hold the key's values"))
         elif document == "problem" and fmt == "toml":
             return Response(problem.to_toml(), media_type="application/toml; charset=utf-8", headers={
                 "Content-Disposition": f'attachment; filename="{problem.slug}.toml"', "Cache-Control": "no-store"})
         else:
             if document not in DOCUMENTS:
-                raise ApiError(404, f"no document {document[:40]!r}: expected worksheet or answer-key (or problem as toml)")
+                raise ApiError(404, Msg("no document {name}: expected worksheet or answer-key (or problem as toml)",
+                                        name=repr(document[:40])))
             if fmt not in FORMATS:
-                raise ApiError(404, f"no format {fmt[:20]!r}: expected {words(FORMATS)}")
+                raise ApiError(404, Msg("no format {name}: expected {formats}", name=repr(fmt[:20]), formats=words(FORMATS)))
             if paper not in ("a4", "letter"):
-                raise ApiError(400, f"no paper size {paper[:20]!r}: expected a4 or letter")
+                raise ApiError(400, Msg("no paper size {name}: expected a4 or letter", name=repr(paper[:20])))
             if document == "answer-key" and cfg.no_solutions:
-                raise ApiError(403, "answer keys are turned off on this server (--no-solutions)")
+                raise ApiError(403, Msg("answer keys are turned off on this server (--no-solutions)"))
         key = _digest("file", problem_key(problem), document, fmt, paper, student)
         out = await engine.run(key, engine.heavy, jobs.render, problem, document, fmt, student, paper,
-                               timeout=cfg.render_timeout, what=f"making the {document} {fmt.upper()}",
+                               timeout=cfg.render_timeout, what=Msg("making the {document} {format}", document=document,
+                                                                    format=fmt.upper()),
                                affinity=problem_key(problem), lang=lang)
         if out.status_code == 200:
             out.headers["Content-Disposition"] = f'attachment; filename="{problem.slug}-{document}.{fmt}"'
@@ -902,7 +915,7 @@ def create_app(cfg: Config | None = None) -> Starlette:
 
     async def api_download(request: Request):
         data = await read_json(request, cfg)
-        problem = _problem_from(data, request_lang(request))
+        problem = _problem_from(data)
         return await _document(problem, str(data.get("document", "")), str(data.get("format", "")), None,
                                str(data.get("paper", "a4")), request_lang(request))
 
@@ -915,11 +928,11 @@ def create_app(cfg: Config | None = None) -> Starlette:
         p = request.path_params
         v = lib.variant(p["code"])
         if v.parts:     # its sheets are one per part, as worked quiz wrote them (worksheet-part1.html, …)
-            raise ApiError(404, f"variant {v.code} has {len(v.parts)} parts: print the sheets worked quiz wrote for "
-                                "each part (worksheet-part1, …)")
+            raise ApiError(404, Msg("variant {code} has {n} parts: print the sheets worked quiz wrote for each part "
+                                    "(worksheet-part1, …)", code=v.code, n=len(v.parts)))
         problem, = v.problems()
         if p["document"] == "answer-key" and cfg.no_solutions:
-            raise ApiError(403, "answer keys are turned off on this server (--no-solutions)")
+            raise ApiError(403, Msg("answer keys are turned off on this server (--no-solutions)"))
         ready = lib.variant_file(v, p["document"], p["format"])
         if ready is not None:
             return FileResponse(ready, media_type=FORMATS[p["format"]], headers={
@@ -929,21 +942,21 @@ def create_app(cfg: Config | None = None) -> Starlette:
 
     async def api_error(request: Request, exc: ApiError):
         extra = {k: v for k, v in exc.extra.items() if v is not None and k != "retry_after"}
-        out = _error(exc.status, exc.message, **extra)
+        out = _error(exc.status, _said(exc.message, request_lang(request), exc.limit, exc.rename), **extra)
         if exc.extra.get("retry_after"):
             out.headers["Retry-After"] = str(exc.extra["retry_after"])
         return out
 
     async def http_error(request: Request, exc: HTTPException):
-        msg = {404: "not found", 405: "method not allowed"}.get(exc.status_code, str(exc.detail))
-        return _error(exc.status_code, msg)
+        msg = {404: Msg("not found"), 405: Msg("method not allowed")}.get(exc.status_code, str(exc.detail))
+        return _error(exc.status_code, _said(msg, request_lang(request)))
 
     async def worked_error(request: Request, exc: WorkedError):
-        return _error(422, localized(exc, request_lang(request))[:500])
+        return _error(422, _said(exc, request_lang(request), 500))
 
     async def server_error(request: Request, exc: Exception):
         log.exception("internal error on %s %s", request.method, request.url.path)
-        return _error(500, "internal error: the server could not do this; the details are in the server log")
+        return _error(500, _said(jobs.INTERNAL, request_lang(request)))
 
     routes = [
         Route("/", index),

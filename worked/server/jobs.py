@@ -20,8 +20,11 @@ import json
 import logging
 from typing import Any
 
+from .. import i18n
 from ..errors import WorkedError
+from ..i18n import Msg
 from . import views
+from .views import SOURCES, said
 
 log = logging.getLogger("worked.server")
 JSON = "application/json"
@@ -68,11 +71,15 @@ def _json(obj) -> bytes:
 def _guard(fn, *args):
     try:
         return fn(*args)
-    except WorkedError as exc:      # its line in the job's language (in_lang); its field as the file names it
-        return 422, _json({"error": exc.localized()[:500], **({"field": exc.field} if getattr(exc, "field", None) else {})}), JSON
+    except WorkedError as exc:
+        return 422, _json({"error": said(exc)[:500], **({"field": exc.field} if getattr(exc, "field", None) else {})}), JSON
     except Exception:  # noqa: BLE001 - the log has the details, the client a generic message
         log.exception("internal error in %s", getattr(fn, "__name__", fn))
-        return 500, _json({"error": "internal error: the server could not do this; the details are in the server log"}), JSON
+        return 500, _json({"error": INTERNAL.localized()}), JSON
+
+
+#: the answer to an error of ours (the log has its details)
+INTERNAL = Msg("internal error: the server could not do this; the details are in the server log")
 
 
 def in_lang(lang, fn, *args):
@@ -254,24 +261,28 @@ def _quiz_zip(spec_text, seed, count, roster_text, formats):
             try:
                 many = len(quiz.load_roster(roster)) > QUIZ_VARIANTS
             except WorkedError as exc:
-                raise WorkedError(str(exc).replace(str(roster), "roster")) from None
+                raise WorkedError(exc.localized().replace(str(roster), "roster")) from None
             if many:
-                raise WorkedError(f"roster: at most {QUIZ_VARIANTS} students in one quiz made on this page "
-                                  "(the command line `worked quiz` has no limit)")
+                raise WorkedError(Msg("roster: at most {n} students in one quiz made on this page (the command line "
+                                      "`worked quiz` has no limit)", n=QUIZ_VARIANTS))
         else:
             roster = None
         try:
             n = count if count is not None else None if roster else quiz.load_spec(spec).count or 1
         except WorkedError as exc:
-            raise WorkedError(str(exc).replace(str(spec), "quiz spec")) from None
+            raise WorkedError(exc.localized().replace(str(spec), SOURCES["quiz spec"].localized())) from None
         if n is not None and not 1 <= n <= QUIZ_VARIANTS:
-            raise WorkedError(f"variants: expected a whole number from 1 to {QUIZ_VARIANTS} on this page, got {n}")
+            raise WorkedError(Msg("variants: expected a whole number from 1 to {n} on this page, got {got}", n=QUIZ_VARIANTS,
+                                  got=n))
         out = Path(tmp) / "quiz"
         try:
-            quiz.run(spec, count=None if roster else n, roster=roster, seed=seed, outdir=out, formats=formats or None,
-                     jobs=1, quiet=True, progress=False)
+            # the files as `worked quiz` writes them (in the spec's language; the manifest English), whatever the
+            # request's language: that is its errors' only
+            with i18n.using(None):
+                quiz.run(spec, count=None if roster else n, roster=roster, seed=seed, outdir=out, formats=formats or None,
+                         jobs=1, quiet=True, progress=False)
         except WorkedError as exc:    # the messages name the page's fields, not the temporary files
-            raise WorkedError(str(exc).replace(str(spec), "quiz spec").replace(str(roster), "roster")) from None
+            raise WorkedError(exc.localized().replace(str(spec), SOURCES["quiz spec"].localized()).replace(str(roster), "roster")) from None
         buf = io.BytesIO()
         with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
             for p in sorted(out.rglob("*")):

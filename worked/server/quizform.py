@@ -11,8 +11,12 @@ import re
 
 from .. import printers, quiz, stages
 from ..errors import ProblemError, WorkedError
+from ..i18n import Msg, joined
+from .views import SOURCES, said
 
 SOURCE = "quiz spec"
+#: what the page calls the spec in its messages, in the page's language (SOURCE in English)
+SPEC = SOURCES[SOURCE]
 _BARE = re.compile(r"[A-Za-z0-9_-]{1,60}")
 _TOP = ("title", "seed", "count", "paper", "instructions")      # the spec's own keys, before its tables
 MAX_DEPTH = 4
@@ -20,7 +24,7 @@ MAX_DEPTH = 4
 
 def _key(k) -> str:
     if not isinstance(k, str) or not k:
-        raise WorkedError(f"{SOURCE}: expected tables whose keys are names, got {k!r}")
+        raise WorkedError(Msg("{file}: expected tables whose keys are names, got {got}", file=SPEC, got=repr(k)))
     return k if _BARE.fullmatch(k) else _string(k)
 
 
@@ -32,14 +36,14 @@ def _string(s: str) -> str:
 def _value(v, where: str, depth: int = 0) -> str:
     """*v* as a TOML value: a string, a whole number, a (finite) number, a boolean, a list or an inline table."""
     if depth > MAX_DEPTH:
-        raise WorkedError(f"{SOURCE}: {where}: nested too deeply")
+        raise WorkedError(Msg("{file}: {field}: nested too deeply", file=SPEC, field=where))
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, int):
         return str(v)
     if isinstance(v, float):
         if not math.isfinite(v):
-            raise WorkedError(f"{SOURCE}: {where}: expected a finite number, got {v!r}")
+            raise WorkedError(Msg("{file}: {field}: expected a finite number, got {got}", file=SPEC, field=where, got=repr(v)))
         return repr(v)
     if isinstance(v, str):
         return _string(v)
@@ -47,7 +51,8 @@ def _value(v, where: str, depth: int = 0) -> str:
         return "[" + ", ".join(_value(x, where, depth + 1) for x in v) + "]"
     if isinstance(v, dict):
         return "{" + ", ".join(f"{_key(k)} = {_value(x, where, depth + 1)}" for k, x in v.items()) + "}"
-    raise WorkedError(f"{SOURCE}: {where}: expected a string, a number, true/false or a list, got {v!r}")
+    raise WorkedError(Msg("{file}: {field}: expected a string, a number, true/false or a list, got {got}", file=SPEC,
+                          field=where, got=repr(v)))
 
 
 def _pairs(table: dict, where: str) -> list[str]:
@@ -56,7 +61,7 @@ def _pairs(table: dict, where: str) -> list[str]:
 
 def _table(table, where: str) -> dict:
     if not isinstance(table, dict):
-        raise WorkedError(f"{SOURCE}: {where}: expected a table, got {table!r}")
+        raise WorkedError(Msg("{file}: {field}: expected a table, got {got}", file=SPEC, field=where, got=repr(table)))
     return table
 
 
@@ -120,13 +125,14 @@ def _part(data: dict, where: str) -> dict:
             fam = Family.from_dict(dict(fam_data) if isinstance(fam_data, dict) else fam_data, source=SOURCE,
                                    prefix=where + "family.")
     except (WorkedError, TypeError, ValueError, RecursionError) as exc:
-        out["family_error"] = {"message": str(exc), "field": getattr(exc, "field", "")}
+        out["family_error"] = {"message": said(exc), "field": getattr(exc, "field", "")}
         fam = None
     if fam is not None:
         try:
             out["matrices"] = _matrices(fam)
         except (WorkedError, TypeError, ValueError, KeyError) as exc:
-            out["family_error"] = {"message": f"{SOURCE}: {where}family: {exc}", "field": where + "family"}
+            out["family_error"] = {"message": joined(": ", [SPEC, where + "family", said(exc)]).localized(),
+                                   "field": where + "family"}
     qs = data.get("questions")
     for k, q in enumerate(qs if isinstance(qs, list) else [], 1):
         err = None
@@ -136,9 +142,9 @@ def _part(data: dict, where: str) -> dict:
                 quiz.read_questions(fam_data, [q], prefix=where, first=k, source=SOURCE)
             except ProblemError as exc:
                 field = exc.field.replace(f"{where}questions[1]", f"{where}questions[{k}]", 1)
-                err = {"message": f"{SOURCE}: {field}: {exc.message}", "field": field.rpartition(".")[2]}
+                err = {"message": joined(": ", [SPEC, field, exc.message]).localized(), "field": field.rpartition(".")[2]}
             except (WorkedError, TypeError, ValueError, RecursionError) as exc:
-                err = {"message": str(exc), "field": ""}
+                err = {"message": said(exc), "field": ""}
         out["questions"].append({"error": err})
     return out
 
@@ -150,12 +156,12 @@ def form(data) -> dict:
     try:
         out["toml"] = spec_toml(data)
     except WorkedError as exc:
-        out["error"] = {"message": str(exc), "field": ""}
+        out["error"] = {"message": said(exc), "field": ""}
         return out
     try:
         quiz.spec_from_dict(data, SOURCE)
     except (WorkedError, TypeError, ValueError, RecursionError) as exc:
-        out["error"] = {"message": str(exc), "field": getattr(exc, "field", "")}
+        out["error"] = {"message": said(exc), "field": getattr(exc, "field", "")}
     parts = data.get("parts")
     if isinstance(parts, list):
         out["parts"] = [_part(p, f"parts[{k}].") if isinstance(p, dict) else {"family_error": None, "matrices": [],

@@ -13,10 +13,21 @@ import xml.etree.ElementTree as ET
 from typing import Any
 
 from .. import eq, printers, stages
-from ..i18n import tr as _
-from ..errors import WorkedError
+from ..i18n import Msg, joined, tr as _
+from ..errors import ProblemError, WorkedError
 from ..problem import Problem
 from ..render import view as V
+
+#: the names the page gives what it sends (an error names them as the file it came from), in the page's language
+SOURCES = {"quiz spec": Msg("quiz spec"), "random problem": Msg("random problem")}
+
+
+def said(exc: Exception) -> str:
+    """*exc*'s one line in the current language (the request's), what the page sent named as the page names it."""
+    if isinstance(exc, ProblemError) and exc.source in SOURCES:
+        return joined(": ", [SOURCES[exc.source], *([exc.field] if exc.field else []), exc.message]).localized()
+    return exc.localized() if isinstance(exc, WorkedError) else str(exc)
+
 
 log = logging.getLogger("worked.server")
 
