@@ -275,7 +275,7 @@ def _weights(ctx, stage, v) -> Body:
         if rounded:
             total_node = eq.dec(total_node.value, ulps=rounded)
         if len(js) > 1:
-            lines.append(line(eq.Rel((eq.Sym("sum", upright=True), eq.Add(total_nodes), total_node),
+            lines.append(line(eq.Rel((eq.Sym(N_("sum"), upright=True, word=True), eq.Add(total_nodes), total_node),
                                      (rel(not rounded), EQ)), g))
         # 4. each weight: exact, simplified, the quotient of the shown values, and that quotient as carried
         den_full = None if ctx.decimal else F.node(r.total)   # like terms collected: 2e^(√2)

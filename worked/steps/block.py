@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 from .. import eq
 from .. import numfmt as F
 from ..lines import APPROX, EQ, Body, Shown, entries, is_, line
+from ..i18n import N_
 from ..i18n import tr as _
 from .attention import once
 from .code import row_sums, softmax_code
@@ -192,7 +193,7 @@ def softmax_lines(label: str, cols: list, row, state, weights, places: int) -> l
         lines.append(eq.Rel(tuple(items), tuple(ops)))
     exps = tuple(shown(state.exps[j], places) for j in state.js)
     total = eq.Add(exps)
-    lines.append(eq.Rel((eq.Sym("sum", sub=label, upright=True), total, shown(state.total, places)),
+    lines.append(eq.Rel((eq.Sym(N_("sum"), sub=label, upright=True, word=True), total, shown(state.total, places)),
                         (EQ, _op(total, state.total))))
     t = shown(state.total, places)
     for j, e in zip(state.js, exps):
@@ -208,7 +209,8 @@ def step_title(ctx, stage, head):
     """``Layer norm LN_1: N_1 = LN_1(X_0)``: the stage's answer grid, its symbol and definition."""
     g = stage.grid
     S = lambda base, **kw: ctx.sym(base, None, **kw)  # noqa: E731
-    return eq.say("{what}: {formula}", what=eq.say(g.label), formula=is_(g.lhs(S), g.definition(S, ctx.p)))
+    what = g.label if isinstance(g.label, eq.Said) else eq.say(g.label)
+    return eq.say("{what}: {formula}", what=what, formula=is_(g.lhs(S), g.definition(S, ctx.p)))
 
 
 def carried_grid(v, name: str) -> list:
