@@ -106,3 +106,15 @@ def test_a_one_row_label_is_still_its_text():
 
     back = pickle.loads(pickle.dumps(m["b_1_new"].rows[0]))
     assert back == "b_1′" and back.sym == m["b_1_new"].sym
+
+
+def test_the_web_pages_key_sets_a_one_row_label_as_math():
+    """/api/solve?view=1's matrices (what the page's key draws): a one-row matrix's row label comes with its MathML;
+    other matrices have none (their labels are tokens and numbers)."""
+    pytest.importorskip("starlette")
+    from worked.server.views import solution_view
+
+    mats = solution_view(solution("block-train"))["matrices"]
+    row = mats["dgamma_2"]["row_math"][0]
+    assert row["text"] == "dγ_2" and row["mathml"].startswith("<math") and "<mi>dγ</mi>" in row["mathml"]
+    assert "row_math" not in mats["dW_2"] and "row_math" not in mats["P"]
