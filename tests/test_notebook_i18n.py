@@ -4,14 +4,12 @@ NumPy stay. Run in every shipped language, every check passes and no English sen
 what it always was."""
 from __future__ import annotations
 
-import copy
 import io
 import re
 import tokenize
 from functools import lru_cache
 from pathlib import Path
 
-import nbformat
 import pytest
 
 import worked
@@ -19,6 +17,7 @@ from worked import i18n, printers
 from worked.writers import notebook as nbw
 
 from test_i18n import SHIPPED, _stray_english
+from test_notebook import kernel, run  # noqa: F401  (kernel: the module's kernel, a fixture)
 
 pytest.importorskip("nbclient")
 pytest.importorskip("ipykernel")
@@ -32,24 +31,6 @@ NAMES = ["causal-mask", "cross-attention", "two-heads", "block-train"]
 @lru_cache(maxsize=None)
 def solution(name: str):
     return worked.solve(worked.load(ROOT / "problems" / f"{name}.toml"))
-
-
-@pytest.fixture(scope="module")
-def kernel():
-    from jupyter_client.manager import KernelManager
-
-    km = KernelManager(kernel_name="python3")
-    km.start_kernel()
-    yield km
-    km.shutdown_kernel(now=True)
-
-
-def run(nb, km):
-    nb = copy.deepcopy(nb)
-    nb.cells.insert(0, nbformat.v4.new_code_cell("%reset -f", id="reset"))
-    nbw.execute(nb, km=km)
-    del nb.cells[0]
-    return nb
 
 
 def printed(cell) -> str:
