@@ -94,6 +94,8 @@ def test_the_exercise_and_a_chain_speak_the_language(lang):
     assert len(blanks) == len(nbw.coded_steps(sol)) + 1
     assert english_left(ex, sol) == [] and english_left(chain_ex, chain.blocks[0]) == []
     assert not any(c.source.startswith(nbw.PLACEHOLDER) for c in ex.cells + chain_ex.cells)
+    if lang == "fr":        # the intro's facts punctuated as French is: a no-break space before the colon
+        assert "**Tokens\u00a0:** cats, chase, mice" in ex.cells[0].source
 
 
 def test_a_graded_checks_message_names_the_shape_in_the_language(kernel):

@@ -141,7 +141,13 @@ def _sizes() -> str:
 def _student_line(st: dict) -> str:
     """``**Name:** Ada · **Id:** 7 · **Variant:** K3Q9`` in the current language."""
     words = {"name": _("Name"), "id": _("Id"), "variant": _("Variant")}
-    return " · ".join(f"**{words[k]}:** {_md(st[k])}" for k in ("name", "id", "variant") if k in st)
+    return " · ".join(_fact(words[k], _md(st[k])) for k in ("name", "id", "variant") if k in st)
+
+
+def _fact(label: str, value: str) -> str:
+    """``**Tokens:** cats, chase, mice``: a label in bold and its value, as the language punctuates it (French sets a
+    no-break space before the colon)."""
+    return _("**{label}:** {value}", label=label, value=value)
 
 
 class _Builder:
@@ -197,7 +203,7 @@ class _Builder:
         p = self.p
         page = problem_page(p, self.sol.display)
         title = p.title or _("Self-attention")
-        facts = "\n".join(f"* **{_md(a)}:** {_rich_md(b)}" for a, b in page.facts_rich)
+        facts = "\n".join("* " + _fact(_md(a), _rich_md(b)) for a, b in page.facts_rich)
         text = [f"# {_md(title)}", ""]
         if self.student:
             text += [_student_line(self.student), ""]
@@ -566,7 +572,7 @@ def build_chain(sol, *, answers_hidden: bool = False, student: dict | None = Non
                "one step at a time, and checked against the worked answer key. Each block's X is the output Z of the "
                "block before, rounded to {places} places as the key shows it.", count=len(sol.blocks),
                places=c.decimals), "",
-             "\n".join(f"* **{_md(a)}:** {_rich_md(b)}" for a, b in page.facts_rich)]
+             "\n".join("* " + _fact(_md(a), _rich_md(b)) for a, b in page.facts_rich)]
     if answers_hidden:
         text += ["", _("**This is an exercise.** Write the code for each step in the cell marked {placeholder}; the "
                        "cell after it checks your result against the key.", placeholder=f"`{placeholder()}`")]
