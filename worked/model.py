@@ -118,6 +118,20 @@ class Step:
         return f"Step({self.id!r}" + (f", head={self.head}" if self.head is not None else "") + f", {len(self.lines)} lines)"
 
 
+class SymLabel(str):
+    """A row label that is a symbol: a one-row matrix (``b_1′``, ``dγ_2``) labels its row by its name. It *is* the
+    name's text (what the checker, the quiz, the JSON and the text writers read: ``dγ_2``); ``sym`` is the tree, which
+    the page formats set as math (γ with the subscript 2)."""
+
+    def __new__(cls, sym: "eq.Sym"):
+        self = super().__new__(cls, sym.name + "′" * bool(sym.prime))
+        self.sym = sym
+        return self
+
+    def __reduce__(self):       # pickled (a worker's solution) as what it is
+        return (SymLabel, (self.sym,))
+
+
 class Mat:
     """An exact matrix with its 50-digit values and its labels.
 

@@ -30,7 +30,7 @@ from .attention import (INEXACT, Approx, Exact, Hand, HeadPass, Interval, block_
                         loss_of, run_pass)
 from .audit import failure as audit_failure
 from .errors import ProblemError
-from .model import HeadResult, Line, Mat, Solution, Step
+from .model import HeadResult, Line, Mat, Solution, Step, SymLabel
 from .problem import LIMITS, Chain, Problem
 
 CHECKS = ("one", "row", "all")
@@ -448,7 +448,7 @@ def _training(ctx, arch, heads: list[HeadResult], given: dict, forward_layer: di
 
     def make(stage, key, hid, masked, view):
         sym = _symbol(ctx, stage, hid)
-        rows = [sym.name + "′" * bool(sym.prime)] if stage.rows == "1" else stages.labels(stage.rows, problem)   # L, L′
+        rows = [SymLabel(sym)] if stage.rows == "1" else stages.labels(stage.rows, problem)   # L, L′, dγ_2: math on a page
         if stage.step.values is not None:       # a matrix the Exact pass has no closed form of
             num, carried = stage.step.values(ctx, stage, view)
             exact = [[INEXACT for _ in row] for row in num]

@@ -223,7 +223,7 @@ class Grid(NamedTuple):
     (*S*: a base name → that head's symbol), its *hint* ``hint(problem)`` (prose, or None), and whether the
     causal mask hides entries of it."""
 
-    label: str
+    label: "str | eq.Said"     # words (N_), or a sentence with math in it (eq.say: "Updated {symbol}")
     symbol: "str | Callable | None"
     definition: Callable
     hint: Callable | None = None
@@ -332,8 +332,18 @@ def _dS_def(S, p):
         eq.Mul((eq.Entry(S("A"), i, k), eq.Entry(S("dA"), i, k))), k))))))
 
 
+def updated_label(w: str) -> "eq.Said":
+    """An updated weight's grid label, ``Updated W_Q`` … ``Updated γ_1``: a sentence with the weight's symbol as math."""
+    return eq.say(N_("Updated {symbol}"), symbol=eq.matrix_sym(w))
+
+
+def gradient_label(sid: str) -> "eq.Said":
+    """A gradient's grid label, ``Gradient dW_2`` … ``Gradient dγ_1``: a sentence with its symbol as math."""
+    return eq.say(N_("Gradient {symbol}"), symbol=eq.matrix_sym(sid))
+
+
 def _new_grid(w: str) -> Grid:
-    return Grid(f"Updated W_{w}", lambda S: S(f"W_{w}", prime=True),
+    return Grid(updated_label(f"W_{w}"), lambda S: S(f"W_{w}", prime=True),
                 lambda S, p: eq.Add((S(f"W_{w}"), eq.Neg(eq.Mul((eq.Sym("lr", upright=True), S(f"dW_{w}")))))))
 
 
@@ -837,7 +847,7 @@ def _block_update(r: BlockRun, W, dW):
 _D = lambda name: eq.matrix_sym("d" + name)  # noqa: E731
 
 
-def _grad_grid(sid: str, label: str, definition: Callable, hint: Callable | None = None) -> Grid:
+def _grad_grid(sid: str, label: "str | eq.Said", definition: Callable, hint: Callable | None = None) -> Grid:
     return Grid(label, lambda S, sid=sid: eq.matrix_sym(sid), lambda S, p, f=definition: f(p), hint)
 
 
@@ -854,37 +864,37 @@ _LN_BACK_HINT = lambda p: eq.say("the layer norm's backward, row by row: dx = (d
 _BLOCK_TRAIN_GRIDS = {
     "dlogits": _grad_grid("dlogits", N_("Gradient of the logits"), lambda p: eq.Frac(
         eq.Add((_B("probs", upright=True), eq.Neg(_B("Y")))), eq.Sym("n")), lambda p: eq.say("Y: 1 at each position's target, else 0")),
-    "dW_out": _grad_grid("dW_out", N_("Gradient dW_out"), lambda p: eq.Mul((_mT("H" if p.block.kind == "post-ln" else "H_f"),
+    "dW_out": _grad_grid("dW_out", gradient_label("dW_out"), lambda p: eq.Mul((_mT("H" if p.block.kind == "post-ln" else "H_f"),
                                                                         _D("logits")))),
     "dH": _grad_grid("dH", N_("Gradient of the block output"), lambda p: eq.Mul((_D("logits"), _mT("W_out")))
                      if p.block.kind == "post-ln" else _back("dHf", "H", "γ_f"),
                      lambda p: None if p.block.kind == "post-ln" else _LN_BACK_HINT(p)),
     "dHf": _grad_grid("dHf", N_("Gradient of the final layer norm"), lambda p: eq.Mul((_D("logits"), _mT("W_out")))),
     "dR2": _grad_grid("dR2", N_("Gradient of the second residual sum"), lambda p: _back("dH", "R_2", "γ_2"), _LN_BACK_HINT),
-    "dW_2": _grad_grid("dW_2", N_("Gradient dW_2"), lambda p: eq.Mul((_mT("G"), _D("R2" if p.block.kind == "post-ln" else "H")))),
-    "db_2": _grad_grid("db_2", N_("Gradient db_2"), lambda p: eq.Call("colsum", (_D("R2" if p.block.kind == "post-ln" else "H"),))),
+    "dW_2": _grad_grid("dW_2", gradient_label("dW_2"), lambda p: eq.Mul((_mT("G"), _D("R2" if p.block.kind == "post-ln" else "H")))),
+    "db_2": _grad_grid("db_2", gradient_label("db_2"), lambda p: eq.Call("colsum", (_D("R2" if p.block.kind == "post-ln" else "H"),))),
     "dG": _grad_grid("dG", N_("Gradient of the hidden values"), lambda p: eq.Mul((_D("R2" if p.block.kind == "post-ln" else "H"),
                                                                              _mT("W_2")))),
     "dU": _grad_grid("dU", N_("Gradient before ReLU"), lambda p: eq.Mul((_D("G"), eq.Call("step", (_B("U"),)))),
                      lambda p: eq.say("dG where U > 0, else 0")),
-    "dW_1": _grad_grid("dW_1", N_("Gradient dW_1"), lambda p: eq.Mul((_mT("H_1" if p.block.kind == "post-ln" else "N_2"), _D("U")))),
-    "db_1": _grad_grid("db_1", N_("Gradient db_1"), lambda p: eq.Call("colsum", (_D("U"),))),
+    "dW_1": _grad_grid("dW_1", gradient_label("dW_1"), lambda p: eq.Mul((_mT("H_1" if p.block.kind == "post-ln" else "N_2"), _D("U")))),
+    "db_1": _grad_grid("db_1", gradient_label("db_1"), lambda p: eq.Call("colsum", (_D("U"),))),
     "dN2": _grad_grid("dN2", N_("Gradient of LN_2's output"), lambda p: eq.Mul((_D("U"), _mT("W_1")))),
-    "dgamma_2": _grad_grid("dgamma_2", N_("Gradient dγ_2"), lambda p: eq.Call("colsum", (eq.Mul((
+    "dgamma_2": _grad_grid("dgamma_2", gradient_label("dgamma_2"), lambda p: eq.Call("colsum", (eq.Mul((
         _D("H" if p.block.kind == "post-ln" else "N2"), _B("x̂"))),)), lambda p: eq.say("x̂: LN_2's normalised rows")),
-    "dbeta_2": _grad_grid("dbeta_2", N_("Gradient dβ_2"), lambda p: eq.Call("colsum", (_D("H" if p.block.kind == "post-ln" else "N2"),))),
-    "dgamma_f": _grad_grid("dgamma_f", N_("Gradient dγ_f"), lambda p: eq.Call("colsum", (eq.Mul((_D("Hf"), _B("x̂"))),)),
+    "dbeta_2": _grad_grid("dbeta_2", gradient_label("dbeta_2"), lambda p: eq.Call("colsum", (_D("H" if p.block.kind == "post-ln" else "N2"),))),
+    "dgamma_f": _grad_grid("dgamma_f", gradient_label("dgamma_f"), lambda p: eq.Call("colsum", (eq.Mul((_D("Hf"), _B("x̂"))),)),
                            lambda p: eq.say("x̂: LN_f's normalised rows")),
-    "dbeta_f": _grad_grid("dbeta_f", N_("Gradient dβ_f"), lambda p: eq.Call("colsum", (_D("Hf"),))),
+    "dbeta_f": _grad_grid("dbeta_f", gradient_label("dbeta_f"), lambda p: eq.Call("colsum", (_D("Hf"),))),
     "dH1": _grad_grid("dH1", N_("Gradient of H1"), lambda p: eq.Add((_D("R2"), eq.Mul((_D("U"), _mT("W_1")))))
                       if p.block.kind == "post-ln" else eq.Add((_D("H"), _back("dN2", "H_1", "γ_2")))),
     "dR1": _grad_grid("dR1", N_("Gradient of the first residual sum"), lambda p: _back("dH1", "R_1", "γ_1"), _LN_BACK_HINT),
     "dZ": _grad_grid("dZ", N_("Gradient of the attention's output"), lambda p: _D("R1" if p.block.kind == "post-ln" else "H1")),
-    "dconcat": _grad_grid("dconcat", N_("Gradient dconcat"), lambda p: eq.Mul((_D("Z"), _mT("W_O")))),
-    "dW_O": _grad_grid("dW_O", N_("Gradient dW_O"), lambda p: eq.Mul((_mT("concat"), _D("Z")))),
-    "dgamma_1": _grad_grid("dgamma_1", N_("Gradient dγ_1"), lambda p: eq.Call("colsum", (eq.Mul((
+    "dconcat": _grad_grid("dconcat", gradient_label("dconcat"), lambda p: eq.Mul((_D("Z"), _mT("W_O")))),
+    "dW_O": _grad_grid("dW_O", gradient_label("dW_O"), lambda p: eq.Mul((_mT("concat"), _D("Z")))),
+    "dgamma_1": _grad_grid("dgamma_1", gradient_label("dgamma_1"), lambda p: eq.Call("colsum", (eq.Mul((
         _D("H1" if p.block.kind == "post-ln" else "N1"), _B("x̂"))),)), lambda p: eq.say("x̂: LN_1's normalised rows")),
-    "dbeta_1": _grad_grid("dbeta_1", N_("Gradient dβ_1"), lambda p: eq.Call("colsum", (_D("H1" if p.block.kind == "post-ln" else "N1"),))),
+    "dbeta_1": _grad_grid("dbeta_1", gradient_label("dbeta_1"), lambda p: eq.Call("colsum", (_D("H1" if p.block.kind == "post-ln" else "N1"),))),
     "dN1": _grad_grid("dN1", N_("Gradient of LN_1's output"), lambda p: eq.Sum(eq.Add(tuple(
         eq.Mul((_D(x), _mT("W_" + x))) for x in ("Q", "K", "V"))), "heads")),
 }
@@ -926,20 +936,13 @@ _LOSS_AFTER = Stage("loss_after", ("loss_new",), "1", "1", eq.say("the loss afte
                     step=shown_block_train.LOSS_AFTER)
 
 
-#: an updated weight's grid label, marked for the catalogues
-_UPDATED = {"W_O": N_("Updated W_O"), "W_1": N_("Updated W_1"), "b_1": N_("Updated b_1"), "W_2": N_("Updated W_2"),
-            "b_2": N_("Updated b_2"), "gamma_1": N_("Updated γ_1"), "beta_1": N_("Updated β_1"),
-            "gamma_2": N_("Updated γ_2"), "beta_2": N_("Updated β_2"), "gamma_f": N_("Updated γ_f"),
-            "beta_f": N_("Updated β_f"), "W_out": N_("Updated W_out")}
-
-
 def _block_updates(weights: tuple) -> tuple:
     """Each weight's update W − lr·dW, then the loss after them (its input ``loss_new``: the loss of a fresh pass
     with the updated weights)."""
     return tuple(Stage(w + "_new", (w, "d" + w), *_SHAPES.get(w, ("1", "d_model")), eq.say("the updated {w}", w=w),
                        scope="layer", forward=_block_update,
                        step=shown_block_train.UPDATE,
-                       grid=Grid(_UPDATED[w], lambda S, w=w: eq.matrix_sym(w, prime=True),
+                       grid=Grid(updated_label(w), lambda S, w=w: eq.matrix_sym(w, prime=True),
                                  lambda S, p, w=w: eq.Add((eq.matrix_sym(w), eq.Neg(eq.Mul((eq.Sym("lr", upright=True),
                                                                                   eq.matrix_sym("d" + w)))))))) for w in weights) + (
         _LOSS_AFTER,)

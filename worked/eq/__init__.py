@@ -10,7 +10,7 @@ node        what it shows
 ==========  =====================================================================
 Num         an exact rational: ``2``, ``−3``, ``0.5``, ``1/3``
 Dec         a rounded decimal with a fixed number of places: ``0.1636``
-Sym         a named thing: ``Q``, ``W_Q``, ``x_cats``, ``Q⁽¹⁾``, ``scaled``, ``sum``
+Sym         a named thing: ``Q``, ``W_Q``, ``x_cats``, ``Q⁽¹⁾``, ``scaled``; or a word set as one, ``sum``
 Entry       an entry or a row of a matrix: ``Q[cats, 1]``, ``scaled[cats, ·]``
 Col         a column of a matrix: ``W_Q[:, 1]``
 Item        an entry of a vector: ``b_1[2]``
@@ -151,13 +151,16 @@ class Dec(Node):
 class Sym(Node):
     """A name. ``sub`` is a subscript (a token label or a letter), ``head`` a head number shown as ⁽¹⁾;
     ``upright`` names of several letters (``scaled``, ``sum``) are set upright in math; ``prime`` marks
-    the value after an update (``W_Q′``, ``L′``, ``z′_cats``), printed as one prime in every format.
+    the value after an update (``W_Q′``, ``L′``, ``z′_cats``), printed as one prime in every format. ``word``: the
+    name is a word of the language (``Sym(N_("sum"), upright=True, word=True)``, the row total of a softmax), which
+    every printer writes in the current language (``Summe``, ``somme``); other names (``scores``, ``W_Q``) are the
+    problem's and stay.
 
     The one rule for upright and italic: a name whose letters before ``_`` are one letter is italic
     (``L``, ``z``, ``W_Q``), a name of several letters is upright (``scores``, ``dW_Q``); a prime never
     changes that."""
-    __slots__ = ('name', 'sub', 'head', 'upright', 'prime')
-    _defaults = {'sub': None, 'head': None, 'upright': False, 'prime': False}
+    __slots__ = ('name', 'sub', 'head', 'upright', 'prime', 'word')
+    _defaults = {'sub': None, 'head': None, 'upright': False, 'prime': False, 'word': False}
 
     def _check(self):
         if "′" in self.name or "'" in self.name:

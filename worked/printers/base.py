@@ -21,6 +21,12 @@ def digits(s: str) -> str:
     return i18n.current().number(s)
 
 
+def sym_name(n) -> str:
+    """A :class:`worked.eq.Sym`'s name as shown: a word (``word=True``: ``sum``) in the current language, any other
+    name as it is."""
+    return i18n.translate(n.name) if n.word else n.name
+
+
 def sep() -> str:
     """What separates a vector's entries: ``,``, or ``;`` where the decimal mark is a comma."""
     return i18n.current().sep

@@ -22,7 +22,7 @@ from fractions import Fraction
 
 from .. import eq
 from ..numfmt import dec_str, rat_str, terminates
-from .base import ATOM, MUL, Printer, digits, escape, sep
+from .base import ATOM, MUL, Printer, digits, escape, sep, sym_name
 
 
 _NB = "\u00a0"        # a binary operator keeps its right operand: a line may break before it only
@@ -92,7 +92,7 @@ class HtmlCssPrinter(Printer):
 
     def _print_Sym(self, n):
         """``W′`` with ``Q`` below (the name's own subscript or the label, never both nested), the head ⁽¹⁾ above."""
-        base, _, namesub = n.name.partition("_")
+        base, _, namesub = sym_name(n).partition("_")
         b = _ident(base, n.upright) + ("′" if n.prime else "")
         label = self.label(n.sub) if n.sub is not None else None
         sub = _ident(namesub) if namesub else None

@@ -8,7 +8,7 @@ from fractions import Fraction
 
 from .. import eq
 from ..numfmt import dec_str, rat_str, terminates
-from .base import ATOM, InlineFractions, Printer, digits, sep
+from .base import ATOM, InlineFractions, Printer, digits, sep, sym_name
 
 
 def _digits(s: str) -> str:
@@ -50,7 +50,7 @@ class LatexPrinter(Printer):
     def _print_Sym(self, n):
         """``W'_{Q}``, ``{W_{Q}}^{(1)}``, ``x_{\\text{cats}}``: the name's own subscript or the label, never both
         nested; a prime right after the letters."""
-        base, _, namesub = n.name.partition("_")
+        base, _, namesub = sym_name(n).partition("_")
         s = _GREEK.get(base) or (rf"\mathrm{{{base}}}" if (n.upright or len(base) > 1) else base)
         if n.prime:
             s += "'"

@@ -5,7 +5,7 @@ from fractions import Fraction
 
 from .. import eq
 from ..numfmt import dec_str, rat_str, terminates
-from .base import ATOM, Printer, digits, escape, sep
+from .base import ATOM, Printer, digits, escape, sep, sym_name
 
 
 _OPS = {eq.EQ: "=", eq.APPROX: "≈", eq.TO: "→"}
@@ -53,7 +53,7 @@ class MathMLPrinter(Printer):
     def _print_Sym(self, n):
         """``<msubsup><mi>W</mi><mi>Q</mi><mo>′</mo></msubsup>``: the name's own subscript or the label (never
         both nested), the prime and the head ⁽¹⁾ above."""
-        base, _, namesub = n.name.partition("_")
+        base, _, namesub = sym_name(n).partition("_")
         variant = ' mathvariant="normal"' if n.upright and len(base) == 1 else ""
         b = f"<mi{variant}>{escape(base)}</mi>"
         label = self.label(n.sub) if n.sub is not None else None

@@ -8,7 +8,7 @@ from .. import eq
 from ..i18n import N_, translate
 from ..i18n import tr as _
 from ..numfmt import dec_str, rat_str, terminates
-from .base import Printer, digits, sep
+from .base import Printer, digits, sep, sym_name
 
 _GREEK = {"γ": "gamma", "β": "beta"}
 _OPS = {eq.EQ: N_("equals"), eq.APPROX: N_("is about"), eq.TO: N_("gives")}
@@ -35,7 +35,7 @@ class SpokenPrinter(Printer):
         return self._minus(digits(dec_str(n.value)))
 
     def _name(self, n):
-        s = n.name.replace("_", " ") + (" " + _("prime") if n.prime else "")
+        s = sym_name(n).replace("_", " ") + (" " + _("prime") if n.prime else "")
         for letter, word in _GREEK.items():     # γ_1 "gamma 1", dγ_2 "d gamma 2"
             s = s.replace("d" + letter, "d " + word).replace(letter, word)
         if n.head is not None:

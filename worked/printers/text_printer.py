@@ -5,7 +5,7 @@ from fractions import Fraction
 
 from .. import eq
 from ..numfmt import dec_str, rat_str
-from .base import ATOM, MUL, Printer, digits, sep
+from .base import ATOM, MUL, Printer, digits, sep, sym_name
 
 MINUS = "−"
 _LETTERS = frozenset(eq.Sym(c) for c in "xm")   # exponents written without brackets: e^x, e^m
@@ -28,7 +28,7 @@ class TextPrinter(Printer):
         return digits(dec_str(n.value)).replace("-", MINUS)
 
     def _print_Sym(self, n):
-        s = n.name + ("′" if n.prime else "")
+        s = sym_name(n) + ("′" if n.prime else "")
         if n.head is not None:
             s += f"⁽{str(n.head).translate(_SUP)}⁾"
         if n.sub is not None:

@@ -7,7 +7,7 @@ import string
 
 from .. import eq
 from ..numfmt import dec_str, rat_str, terminates
-from .base import ATOM, InlineFractions, Printer, digits, sep
+from .base import ATOM, InlineFractions, Printer, digits, sep, sym_name
 
 
 def _digits(s: str) -> str:
@@ -57,7 +57,7 @@ class TypstPrinter(Printer):
     def _print_Sym(self, n):
         """``W'_Q``, ``W_Q^((1))``, ``x_("cats")``, ``"scores"``: the name's own subscript or the label, never
         both nested; a prime right after the letters."""
-        base, _, namesub = n.name.partition("_")
+        base, _, namesub = sym_name(n).partition("_")
         s = _str(base) if (n.upright or len(base) > 1) else base
         if n.prime:
             s += "'"
@@ -98,7 +98,7 @@ class TypstPrinter(Printer):
         b = n.base
         if type(b) is eq.Sym and b.head is not None and b.sub is None:
             # K⁽¹⁾ᵀ: the head and the power in one superscript (a superscript of a superscript is set too small)
-            bare = eq.Sym(b.name, upright=b.upright, prime=b.prime)
+            bare = eq.Sym(b.name, upright=b.upright, prime=b.prime, word=b.word)
             return f"{self.doprint(bare)}^(({b.head}) {_INLINE.doprint(n.exp)})"
         return f"{self.wrap(n.base, ATOM)}^({_INLINE.doprint(n.exp)})"
 

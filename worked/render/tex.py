@@ -51,6 +51,11 @@ def _cell(c, blank: bool) -> str:
 GRID_CELL = (r"4.2em", r"\rule[-2ex]{0pt}{5.4ex}")   # an answer cell: about 15 x 8 mm, room for "-0.12"
 
 
+def _row_label(text: str, sym) -> str:
+    """A row's label: a token or number in small italic text, a symbol (a one-row matrix's ``d\\gamma_{2}``) as math."""
+    return r"\text{\small$" + printers.latex(sym) + "$}" if sym is not None else r"\text{\small\itshape " + tex_escape(text) + "}"
+
+
 def matrix(m, grid: bool = False) -> TexRaw:
     """A labelled matrix: row labels (text), column labels above, brackets, cells in math.
 
@@ -81,7 +86,8 @@ def matrix(m, grid: bool = False) -> TexRaw:
                 # the strut last in its row: before a cell's "-0.51" it would make the minus a binary one ("− 0.51")
                 + r"\\".join(r + strut for r in body_rows) + r"\end{array}")
     labels = (r"\begin{array}[t]{@{}r@{}}" + hstrut + r"\\"
-              + r"\\".join(strut + r"\text{\small\itshape " + tex_escape(x) + "}" for x in m["rows"]) + r"\end{array}")
+              + r"\\".join(strut + _row_label(x, s) for x, s in zip(m["rows"], m.get("row_math") or [None] * n))
+              + r"\end{array}")
     phantom = r"\begin{array}{@{}c@{}}" + r"\\".join([strut] * n) + r"\end{array}"
     left = r"\begin{array}[t]{@{}c@{}}" + hstrut + r"\\\left[\vphantom{" + phantom + r"}\right.\end{array}"
     right = r"\begin{array}[t]{@{}c@{}}" + hstrut + r"\\\left.\vphantom{" + phantom + r"}\right]\end{array}"

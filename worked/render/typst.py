@@ -87,9 +87,15 @@ def _array(items) -> str:
     return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
 
 
+def _row_labels(m: dict) -> str:
+    """The row labels: tokens and numbers as strings, a symbol (a one-row matrix's dγ_2) as math with its alt text."""
+    return _array("[" + math(s) + "]" if s is not None else lit(r) for r, s in zip(m["rows"], m.get("row_math") or
+                                                                                  [None] * len(m["rows"])))
+
+
 def matrix(m: dict, grid: bool = False) -> Typ:
     """A labelled matrix as a call of the template's ``wk-matrix`` (layout is the template's)."""
-    rows = _array(lit(r) for r in m["rows"])
+    rows = _row_labels(m)
     cols = _array(lit(c) for c in m["cols"])
     blank = grid or m.get("blank", False)
     cells = _array(_array(_cell(c, blank) for c in row) for row in m["cells"])
@@ -114,7 +120,7 @@ def heatmap(h: dict) -> Typ:
 
 def glance(g: dict) -> Typ:
     cells = _array(_array(lit(c["text"]) for c in row) for row in g["cells"])
-    return Typ(f"#wk-glance(label: [{rich(g['label'])}], rows: {_array(lit(r) for r in g['rows'])}, "
+    return Typ(f"#wk-glance(label: [{rich(g['label'])}], rows: {_row_labels(g)}, "
                f"cols: {_array(lit(c) for c in g['cols'])}, cells: {cells})")
 
 

@@ -159,7 +159,10 @@ def matrix(sym, rows: list[str], cols: list[str], cells: list[list[dict]], *,
     """A labelled matrix: token row labels, column labels, cells of {text, tex, eq}; ``head`` is the
     tree ``sym =`` (or ``sym ≈`` when rounding enters)."""
     head = eq.Rel((sym, eq.Blank()), (rel,)) if sym is not None else None
-    return {"symbol": sym, "head": head, "rel": rel, "rows": list(rows), "cols": list(cols), "cells": cells,
+    # a row labelled by a symbol (a one-row matrix's dγ_2: model.SymLabel): its tree, set as math by each format
+    row_math = [getattr(r, "sym", None) for r in rows]
+    return {"symbol": sym, "head": head, "rel": rel, "rows": list(rows), "row_math": row_math if any(row_math) else None,
+            "cols": list(cols), "cells": cells,
             "caption": caption, "name": name, "corner": corner, "n_rows": len(rows), "n_cols": len(cols),
             "has_math": any(c.get("eq") is not None for r in cells for c in r)}
 
@@ -499,6 +502,12 @@ def _block_given(p, places, nums) -> list[dict]:
     return out
 
 
+def grid_label(g) -> str:
+    """A grid's label as text in the current language (a sentence with math, ``Updated {symbol}``, as the text
+    printer writes it)."""
+    return printers.text(g.label) if isinstance(g.label, eq.Said) else translate(g.label)
+
+
 def answer_grids(p) -> list[dict]:
     """The matrices a student fills in, in the order and with the keys of an answers file (``Q`` … ``Z``,
     or ``head1.Q`` … ``concat``, ``Z``): a ``label``, the defining formula ``eq`` (one ``=``, no value),
@@ -517,7 +526,7 @@ def answer_grids(p) -> list[dict]:
         g = stage.grid
         rhs = g.definition(S, p)
         rows, cols = stage.shape(dims)
-        out = dict(key=pre + stage.id, label=translate(g.label) + hx, eq=rhs if g.symbol is None else is_(g.lhs(S), rhs),
+        out = dict(key=pre + stage.id, label=grid_label(g) + hx, eq=rhs if g.symbol is None else is_(g.lhs(S), rhs),
                    rows=labels(stage.rows, rows), cols=labels(stage.cols, cols))
         if g.masked:
             out["masked"] = masked
@@ -730,7 +739,7 @@ def build(sol, kind: str, student: dict | None = None, questions: Questions | No
     glance = [_glance_view(m, places) for m in sol.before.values()]      # a block's P, X0 (N1) first
     for h in sol.heads:
         suffix = _(" (head {n})").replace("{n}", str(h.index)) if p.multihead else ""
-        heat += [heatmap(getattr(h, s.id), places, translate(s.grid.label) + suffix) for s in stages.of(p).forward if s.grid.heatmap]
+        heat += [heatmap(getattr(h, s.id), places, grid_label(s.grid) + suffix) for s in stages.of(p).forward if s.grid.heatmap]
         for stage in stages.of(p).forward:
             if stage.grid.glance is not None and not stage.grid.glance(p):
                 continue
@@ -746,14 +755,14 @@ def build(sol, kind: str, student: dict | None = None, questions: Questions | No
         v["label"] = eq.prose(sol.output.sym, _(" (output)"))
         glance.append(v)
     arch = stages.of(p)
-    heat += [heatmap(m, places, translate(arch.stage(key).grid.label), "are the likelier next words") for key, m in sol.after.items()
+    heat += [heatmap(m, places, grid_label(arch.stage(key).grid), "are the likelier next words") for key, m in sol.after.items()
              if arch.stage(key).grid.heatmap]
     glance += [_glance_view(m, places) for m in sol.after.values()]      # and R1 … the loss after the heads
     for key, m in (sol.train or {}).items():
         v = mat_view(m, places, rel="=")
         v["label"] = eq.prose(m.sym)       # the symbol as math (dW_Q, W_Q′), in every format
         if m.is_scalar:         # L, L′: a number in a box, no row or column label
-            v["rows"], v["cols"] = [""], [""]
+            v["rows"], v["cols"], v["row_math"] = [""], [""], None
         glance.append(v)
     final = mat_view(sol.output, places)
 
@@ -769,7 +778,7 @@ def _glance_view(m, places: int) -> dict:
     v = mat_view(m, places, rel="=")
     v["label"] = eq.prose(m.sym)
     if m.is_scalar:
-        v["rows"], v["cols"] = [""], [""]
+        v["rows"], v["cols"], v["row_math"] = [""], [""], None
     return v
 
 

@@ -113,8 +113,11 @@ def mat_heading(m: dict) -> dict:
 
 
 def _matrix(m: dict) -> dict:
-    return {"rows": list(m["rows"]), "cols": list(m["cols"]), "heading": mat_heading(m), "caption": m["caption"],
-            "cells": [[_cell(c) for c in row] for row in m["cells"]]}
+    out = {"rows": list(m["rows"]), "cols": list(m["cols"]), "heading": mat_heading(m), "caption": m["caption"],
+           "cells": [[_cell(c) for c in row] for row in m["cells"]]}
+    if m.get("row_math"):       # a row labelled by a symbol (a one-row matrix's dγ_2): its MathML beside its text
+        out["row_math"] = [None if s is None else {"text": r, "mathml": _math(s)} for r, s in zip(m["rows"], m["row_math"])]
+    return out
 
 
 ANSWERS_FORMS = "2√2, 1/3, e^2/(1+e^2)"

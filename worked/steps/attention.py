@@ -10,12 +10,12 @@ from fractions import Fraction
 from .. import eq
 from ..i18n import N_
 from .. import numfmt as F
+from ..i18n import tr as _
+from ..i18n import translate
 from ..lines import (APPROX, EQ, I, J, X, XE, Body, Shown, dot_line, entries, has_dec, is_, line, rel,
                      rounds_to_answer, row_sum_line, shapes, tr, value_of)
-
-
-def _show(v: str) -> str:
-    return f'print("{v} shape:", {v}.shape)\nshow({v})'
+from .code import row_sums, softmax_code
+from .code import show as _show
 
 
 # ---------------------------------------------------------------- Q, K, V = X·W
@@ -75,7 +75,7 @@ def projection(what: str, role: str, comment: str) -> Shown:
 
     def numpy(nb, stage, h):
         v = stage.id + h
-        return v, f"{v} = {stage.inputs[0]} @ {stage.inputs[1]}{h}     # {comment}\n" + _show(v)
+        return v, f"{v} = {stage.inputs[0]} @ {stage.inputs[1]}{h}     # {translate(comment)}\n" + _show(v)
 
     return Shown(title, body, numpy)
 
@@ -127,10 +127,10 @@ def _scores(ctx, stage, v) -> Body:
 def _scores_numpy(nb, stage, h):
     v = "scores" + h
     if nb.p.mask == "causal":
-        src = (f"{v} = Q{h} @ K{h}.T        # K.T means \"K transposed\": rows turned into columns\n"
-               f"{v} = np.where(mask, -np.inf, {v})   # a word may not look at later words\n")
+        src = (f"{v} = Q{h} @ K{h}.T        # " + _('K.T means "K transposed": rows turned into columns') + "\n"
+               f"{v} = np.where(mask, -np.inf, {v})   # " + _("a word may not look at later words") + "\n")
     else:
-        src = f"{v} = Q{h} @ K{h}.T        # K.T means \"K transposed\": rows turned into columns\n"
+        src = f"{v} = Q{h} @ K{h}.T        # " + _('K.T means "K transposed": rows turned into columns') + "\n"
     return v, src + _show(v)
 
 
@@ -201,8 +201,9 @@ def _scaled(ctx, stage, v) -> Body:
 def _scaled_numpy(nb, stage, h):
     v, div = "scaled" + h, nb.scale_code()
     if div is None:
-        return v, f"{v} = scores{h}           # scale = \"none\": the scores go into the softmax as they are\n" + _show(v)
-    return v, f"{v} = scores{h} / {div}           # calm the numbers down\n" + _show(v)
+        return v, (f"{v} = scores{h}           # "
+                   + _('scale = "none": the scores go into the softmax as they are') + "\n" + _show(v))
+    return v, f"{v} = scores{h} / {div}           # " + _("calm the numbers down") + "\n" + _show(v)
 
 
 SCALED = Shown(_scaled_title, _scaled, _scaled_numpy)
@@ -274,7 +275,7 @@ def _weights(ctx, stage, v) -> Body:
         if rounded:
             total_node = eq.dec(total_node.value, ulps=rounded)
         if len(js) > 1:
-            lines.append(line(eq.Rel((eq.Sym("sum", upright=True), eq.Add(total_nodes), total_node),
+            lines.append(line(eq.Rel((eq.Sym(N_("sum"), upright=True, word=True), eq.Add(total_nodes), total_node),
                                      (rel(not rounded), EQ)), g))
         # 4. each weight: exact, simplified, the quotient of the shown values, and that quotient as carried
         den_full = None if ctx.decimal else F.node(r.total)   # like terms collected: 2e^(√2)
@@ -351,15 +352,10 @@ def once(nb, name: str, code: str) -> str:
     return code
 
 
-SOFTMAX_CODE = ('def softmax(z):                         # turn each row into a "pie"\n'
-                "    e = np.exp(z)\n"
-                "    return e / e.sum(axis=1, keepdims=True)\n\n")
-
-
 def _weights_numpy(nb, stage, h):
     v = "A" + h
-    src = once(nb, "softmax", SOFTMAX_CODE)
-    return v, src + f"{v} = softmax(scaled{h})\n" + _show(v) + f'\nprint("row sums:", {v}.sum(axis=1))'
+    src = once(nb, "softmax", softmax_code())
+    return v, src + f"{v} = softmax(scaled{h})\n" + _show(v) + "\n" + row_sums(v)
 
 
 WEIGHTS = Shown(_weights_title, _weights, _weights_numpy)
@@ -427,7 +423,7 @@ def _z_numpy(nb, stage, h):
 
 
 Z = Shown(_z_title, _z, _z_numpy)
-QUERIES = projection(N_("queries"), N_("what each token is looking for"), "queries: what each word is looking for")
-KEYS = projection(N_("keys"), N_("what each token offers to be matched against"), "keys:    what each word can offer")
+QUERIES = projection(N_("queries"), N_("what each token is looking for"), N_("queries: what each word is looking for"))
+KEYS = projection(N_("keys"), N_("what each token offers to be matched against"), N_("keys:    what each word can offer"))
 VALUES = projection(N_("values"), N_("what each token passes on when another token attends to it"),
-                    "values:  what each word passes on")
+                    N_("values:  what each word passes on"))

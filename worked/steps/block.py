@@ -15,7 +15,11 @@ from typing import Any, NamedTuple
 from .. import eq
 from .. import numfmt as F
 from ..lines import APPROX, EQ, Body, Shown, entries, is_, line
-from .attention import SOFTMAX_CODE, once
+from ..i18n import N_
+from ..i18n import tr as _
+from .attention import once
+from .code import row_sums, softmax_code
+from .code import show as _show
 
 
 class NormParts(NamedTuple):
@@ -189,7 +193,7 @@ def softmax_lines(label: str, cols: list, row, state, weights, places: int) -> l
         lines.append(eq.Rel(tuple(items), tuple(ops)))
     exps = tuple(shown(state.exps[j], places) for j in state.js)
     total = eq.Add(exps)
-    lines.append(eq.Rel((eq.Sym("sum", sub=label, upright=True), total, shown(state.total, places)),
+    lines.append(eq.Rel((eq.Sym(N_("sum"), sub=label, upright=True, word=True), total, shown(state.total, places)),
                         (EQ, _op(total, state.total))))
     t = shown(state.total, places)
     for j, e in zip(state.js, exps):
@@ -205,7 +209,8 @@ def step_title(ctx, stage, head):
     """``Layer norm LN_1: N_1 = LN_1(X_0)``: the stage's answer grid, its symbol and definition."""
     g = stage.grid
     S = lambda base, **kw: ctx.sym(base, None, **kw)  # noqa: E731
-    return eq.say("{what}: {formula}", what=eq.say(g.label), formula=is_(g.lhs(S), g.definition(S, ctx.p)))
+    what = g.label if isinstance(g.label, eq.Said) else eq.say(g.label)
+    return eq.say("{what}: {formula}", what=what, formula=is_(g.lhs(S), g.definition(S, ctx.p)))
 
 
 def carried_grid(v, name: str) -> list:
@@ -338,17 +343,18 @@ def _loss_body(ctx, stage, v) -> Body:
 
 # ---- the notebook's NumPy code of each step (nb: the notebook being written; the variables are the stage ids)
 def show_code(v: str) -> str:
-    return f'print("{v} shape:", np.shape({v}))\nshow({v})'
+    return _show(v, f"np.shape({v})")
 
 
 def _positions_numpy(nb, stage, h):
     v = stage.id
     if nb.p.block.positional == "none":
-        return v, f"{v} = np.zeros((n, d_model))   # no positions\n" + show_code(v)
-    return v, (f"pos = np.arange(n)[:, None]                    # 0, 1, 2, … down the rows\n"
-               f"two_i = (np.arange(d_model) // 2 * 2)[None, :]  # 0, 0, 2, 2, … across the columns\n"
-               f"angle = pos / 10000 ** (two_i / d_model)\n"
-               f"{v} = np.where(np.arange(d_model) % 2 == 0, np.sin(angle), np.cos(angle))   # sin even, cos odd\n" + show_code(v))
+        return v, f"{v} = np.zeros((n, d_model))   # " + _("no positions") + "\n" + show_code(v)
+    return v, ("pos = np.arange(n)[:, None]                    # " + _("0, 1, 2, … down the rows") + "\n"
+               "two_i = (np.arange(d_model) // 2 * 2)[None, :]  # " + _("0, 0, 2, 2, … across the columns") + "\n"
+               "angle = pos / 10000 ** (two_i / d_model)\n"
+               f"{v} = np.where(np.arange(d_model) % 2 == 0, np.sin(angle), np.cos(angle))   # "
+               + _("sin even, cos odd") + "\n" + show_code(v))
 
 
 def _plus_numpy(nb, stage, h):
@@ -356,14 +362,15 @@ def _plus_numpy(nb, stage, h):
     return stage.id, f"{stage.id} = {a} + {b}\n" + show_code(stage.id)
 
 
-_LAYER_NORM_CODE = ("def layer_norm(x, gamma, beta):              # each row over its d_model entries\n"
-                    "    mu = x.mean(axis=1, keepdims=True)\n"
-                    "    var = ((x - mu) ** 2).mean(axis=1, keepdims=True)   # divide by d_model (not d_model - 1)\n"
-                    "    return gamma * (x - mu) / np.sqrt(var + eps) + beta\n\n")
+def _layer_norm_code() -> str:
+    return ("def layer_norm(x, gamma, beta):              # " + _("each row over its d_model entries") + "\n"
+            "    mu = x.mean(axis=1, keepdims=True)\n"
+            "    var = ((x - mu) ** 2).mean(axis=1, keepdims=True)   # " + _("divide by d_model (not d_model - 1)") + "\n"
+            "    return gamma * (x - mu) / np.sqrt(var + eps) + beta\n\n")
 
 
 def _norm_numpy(nb, stage, h):
-    src = once(nb, "layer_norm", _LAYER_NORM_CODE)
+    src = once(nb, "layer_norm", _layer_norm_code())
     x, g, b = stage.inputs
     return stage.id, src + f"{stage.id} = layer_norm({x}, {g}, {b})\n" + show_code(stage.id)
 
@@ -375,20 +382,21 @@ def _affine_numpy(nb, stage, h):
 
 
 def _relu_numpy(nb, stage, h):
-    return stage.id, f"{stage.id} = np.maximum({stage.inputs[0]}, 0)   # ReLU: negatives become 0\n" + show_code(stage.id)
+    return stage.id, (f"{stage.id} = np.maximum({stage.inputs[0]}, 0)   # " + _("ReLU: negatives become 0") + "\n"
+                      + show_code(stage.id))
 
 
 def _softmax_numpy(nb, stage, h):
-    src = once(nb, "softmax", SOFTMAX_CODE)
+    src = once(nb, "softmax", softmax_code())
     v = stage.id
-    return v, src + f"{v} = softmax({stage.inputs[0]})\n" + show_code(v) + f'\nprint("row sums:", {v}.sum(axis=1))'
+    return v, src + f"{v} = softmax({stage.inputs[0]})\n" + show_code(v) + "\n" + row_sums(v)
 
 
 def _loss_numpy(nb, stage, h):
     probs, targets = stage.inputs
     v = stage.id
-    return v, (f"{v} = -np.mean(np.log({probs}[np.arange(n), {targets}]))   # natural log of each target's probability\n"
-               f"show({v})")
+    return v, (f"{v} = -np.mean(np.log({probs}[np.arange(n), {targets}]))   # "
+               + _("natural log of each target's probability") + f"\nshow({v})")
 
 
 POSITIONS = Shown(step_title, _positions_body, _positions_numpy)

@@ -14,6 +14,8 @@ from typing import Any, NamedTuple
 
 from .. import eq
 from ..lines import APPROX, EQ, Body, Shown, entries, line, p, pick, rel
+from ..i18n import N_, translate
+from ..i18n import tr as _
 from .attention import once
 from .block import carried_grid, given_input, show_code, step_title, loss_lines, norm_parts, residual_line, shown
 
@@ -336,25 +338,32 @@ def _loss_after_body(ctx, stage, v) -> Body:
 
 
 # ---- the notebook's NumPy code of each training step (the variables are the stage ids; a head's take its number)
-_LR = "lr = {lr}   # the learning rate\n"
-_NORM_BACK_CODE = ("def normalised(x):                           # a layer norm's x̂, each row over its d_model entries\n"
-                   "    mu = x.mean(axis=1, keepdims=True)\n"
-                   "    root = np.sqrt(((x - mu) ** 2).mean(axis=1, keepdims=True) + eps)\n"
-                   "    return (x - mu) / root, root\n\n"
-                   "def layer_norm_back(dy, x, gamma):            # the gradient of a layer norm's input x\n"
-                   "    xhat, root = normalised(x)\n"
-                   "    dxhat = gamma * dy\n"
-                   "    return (dxhat - dxhat.mean(axis=1, keepdims=True)\n"
-                   "            - xhat * (dxhat * xhat).mean(axis=1, keepdims=True)) / root\n\n")
+def _lr_code(nb) -> str:
+    return f"lr = {_lit(nb.p.train.lr)}   # " + _("the learning rate") + "\n"
+
+
+def _norm_back_code() -> str:
+    return ("def normalised(x):                           # " + _("a layer norm's x̂, each row over its d_model entries")
+            + "\n"
+            "    mu = x.mean(axis=1, keepdims=True)\n"
+            "    root = np.sqrt(((x - mu) ** 2).mean(axis=1, keepdims=True) + eps)\n"
+            "    return (x - mu) / root, root\n\n"
+            "def layer_norm_back(dy, x, gamma):            # " + _("the gradient of a layer norm's input x") + "\n"
+            "    xhat, root = normalised(x)\n"
+            "    dxhat = gamma * dy\n"
+            "    return (dxhat - dxhat.mean(axis=1, keepdims=True)\n"
+            "            - xhat * (dxhat * xhat).mean(axis=1, keepdims=True)) / root\n\n")
 
 
 def _code(v: str, expr: str, comment: str = "") -> tuple:
-    return v, f"{v} = {expr}" + (f"   # {comment}" if comment else "") + "\n" + show_code(v)
+    """*v* = *expr*, with *comment* (English, marked with ``N_`` where it is written: translated here), then its
+    printing."""
+    return v, f"{v} = {expr}" + (f"   # {translate(comment)}" if comment else "") + "\n" + show_code(v)
 
 
 def _dlogits_numpy(nb, stage, h):
     probs, targets = stage.inputs
-    return stage.id, (f"Y = np.eye(len(vocab))[{targets}]          # 1 at each position's target\n"
+    return stage.id, (f"Y = np.eye(len(vocab))[{targets}]          # " + _("1 at each position's target") + "\n"
                       f"{stage.id} = ({probs} - Y) / n\n" + show_code(stage.id))
 
 
@@ -368,56 +377,56 @@ def _input_grad_numpy(nb, stage, h):
     v, src = _code(stage.id, f"{d} @ {w}.T")
     if stage.by_head:       # each head's block of its columns: that head's gradient (dconcat's: each head's dZ)
         dv = nb.p.d_v
-        src += "".join(f"\n{stage.by_head}{k} = {v}[:, {(k - 1) * dv}:{k * dv}]   # head {k}'s columns"
+        src += "".join(f"\n{stage.by_head}{k} = {v}[:, {(k - 1) * dv}:{k * dv}]   # " + _("head {k}'s columns", k=k)
                        for k in range(1, len(nb.p.heads) + 1))
     return v, src
 
 
 def _bias_grad_numpy(nb, stage, h):
-    return _code(stage.id, f"{stage.inputs[0]}.sum(axis=0, keepdims=True)", "each column summed over the positions")
+    return _code(stage.id, f"{stage.inputs[0]}.sum(axis=0, keepdims=True)", N_("each column summed over the positions"))
 
 
 def _relu_back_numpy(nb, stage, h):
     dg, u = stage.inputs
-    return _code(stage.id, f"{dg} * ({u} > 0)", "ReLU passed the gradient where U > 0")
+    return _code(stage.id, f"{dg} * ({u} > 0)", N_("ReLU passed the gradient where U > 0"))
 
 
 def _norm_back_numpy(nb, stage, h):
     dy, x, g = stage.inputs[-3:]
     v, src = _code(stage.id, f"layer_norm_back({dy}, {x}, {g})")
-    return v, once(nb, "layer_norm_back", _NORM_BACK_CODE) + src
+    return v, once(nb, "layer_norm_back", _norm_back_code()) + src
 
 
 def _gamma_grad_numpy(nb, stage, h):
-    dy, x, _ = stage.inputs
+    dy, x = stage.inputs[:2]
     v, src = _code(stage.id, f"({dy} * normalised({x})[0]).sum(axis=0, keepdims=True)")
-    return v, once(nb, "layer_norm_back", _NORM_BACK_CODE) + src
+    return v, once(nb, "layer_norm_back", _norm_back_code()) + src
 
 
 def _residual_ffn_numpy(nb, stage, h):
     d_res, du, w = stage.inputs
-    return _code(stage.id, f"{d_res} + {du} @ {w}.T", "both branches")
+    return _code(stage.id, f"{d_res} + {du} @ {w}.T", N_("both branches"))
 
 
 def _residual_norm_numpy(nb, stage, h):
     d_res, dn, x, g = stage.inputs
-    v, src = _code(stage.id, f"{d_res} + layer_norm_back({dn}, {x}, {g})", "both branches")
-    return v, once(nb, "layer_norm_back", _NORM_BACK_CODE) + src
+    v, src = _code(stage.id, f"{d_res} + layer_norm_back({dn}, {x}, {g})", N_("both branches"))
+    return v, once(nb, "layer_norm_back", _norm_back_code()) + src
 
 
 def _passed_on_numpy(nb, stage, h):
-    return _code(stage.id, f"{stage.inputs[0]}.copy()", "the residual add passes it on")
+    return _code(stage.id, f"{stage.inputs[0]}.copy()", N_("the residual add passes it on"))
 
 
 def _heads_input_numpy(nb, stage, h):
     terms = " + ".join(f"d{x}{k} @ W_{x}{k}.T" for k in range(1, len(nb.p.heads) + 1) for x in "QKV")
-    return _code(stage.id, terms, "every head's projections")
+    return _code(stage.id, terms, N_("every head's projections"))
 
 
 def _update_numpy(nb, stage, h):
     w, g = stage.inputs
     v, src = _code(stage.id, f"{w} - lr * {g}")
-    return v, once(nb, "lr", _LR.format(lr=_lit(nb.p.train.lr))) + src
+    return v, once(nb, "lr", _lr_code(nb)) + src
 
 
 def _lit(x) -> str:
@@ -436,14 +445,14 @@ def _loss_after_numpy(nb, stage, h):
         sg = nb.stages.get(st.id)
         if sg is None:
             continue
-        _, code = nb.numpy(st, str(st.head) if st.head is not None else "")
+        code = nb.numpy(st, str(st.head) if st.head is not None else "")[1]
         body += ["    " + ln for ln in code.splitlines() if ln and not ln.startswith(("print(", "show("))]
         if (sg.rows, sg.cols) == ("1", "1"):    # the forward pass ends with the loss (its one 1 × 1 stage)
             break
     vec = lambda w: f"{w}_new" if w in ("W_O", "W_1", "W_2", "W_out") else f"{w}_new.ravel()"  # noqa: E731
     args = ", ".join(f"{w}={w.rstrip('0123456789')}_new{w[len(w.rstrip('0123456789')):]}" if w.startswith(("W_Q", "W_K", "W_V"))
                      else f"{w}={vec(w)}" for w in names)
-    src = (f"def loss_of(" + ", ".join(names) + "):   # the block's forward pass, as above, with these weights\n"
+    src = ("def loss_of(" + ", ".join(names) + "):   # " + _("the block's forward pass, as above, with these weights") + "\n"
            + "\n".join(body) + "\n    return loss\n\n"
            + f"{stage.id} = loss_of({args})\n" + f"show({stage.id})")
     return stage.id, src
@@ -456,10 +465,10 @@ def head_numpy(sid: str):
         v = stage.id + h
         if sid == "dscores":
             div = nb.scale_code()
-            return _code(v, f"dS{h} / {div}" if div else f"dS{h}.copy()", "the forward pass's divisor again")
+            return _code(v, f"dS{h} / {div}" if div else f"dS{h}.copy()", N_("the forward pass's divisor again"))
         if sid.endswith("_new"):
             w = sid[:-4]
-            return v, once(nb, "lr", _LR.format(lr=_lit(nb.p.train.lr))) + _code(v, f"{w}{h} - lr * d{w}{h}")[1]
+            return v, once(nb, "lr", _lr_code(nb)) + _code(v, f"{w}{h} - lr * d{w}{h}")[1]
         if sid.startswith("dW_"):
             return _code(v, f"{stage.inputs[0]}.T @ d{sid[3:]}{h}")
         return _code(v, {"dV": f"A{h}.T @ dZ{h}", "dA": f"dZ{h} @ V{h}.T",

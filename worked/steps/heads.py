@@ -2,11 +2,9 @@
 from __future__ import annotations
 
 from .. import eq
+from ..i18n import tr as _
 from ..lines import Body, Shown, dot_line, entries, is_, shapes
-
-
-def _show(v: str) -> str:
-    return f'print("{v} shape:", {v}.shape)\nshow({v})'
+from .code import show as _show
 
 
 def _concat_title(ctx, stage, head):
@@ -29,7 +27,7 @@ def _concat(ctx, stage, v) -> Body:
 
 def _concat_numpy(nb, stage, h):
     zs = ", ".join(f"Z{i}" for i in range(1, len(nb.p.heads) + 1))
-    return "concat", f"concat = np.hstack([{zs}])   # the heads' outputs side by side\n" + _show("concat")
+    return "concat", f"concat = np.hstack([{zs}])   # " + _("the heads' outputs side by side") + "\n" + _show("concat")
 
 
 CONCAT = Shown(_concat_title, _concat, _concat_numpy)

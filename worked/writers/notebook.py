@@ -31,10 +31,17 @@ from nbformat import v4
 from .. import eq, i18n, printers, stages
 from ..i18n import current
 from ..i18n import tr as _
+from ..steps.code import docstring, print_shape, python_repr, quoted
 from ..errors import WorkedError
 from ..model import Mat, Solution
 
-PLACEHOLDER = "# your code here"
+PLACEHOLDER = "# your code here"      # in English; placeholder() gives it in the notebook's language
+
+
+def placeholder() -> str:
+    """The first line of a student's empty cell, in the current language (:data:`PLACEHOLDER` in English)."""
+    return "# " + _("your code here")
+
 RTOL = ATOL = 1e-9      # the key's values are exact to 17 digits; float arithmetic stays far inside this
 
 KERNELSPEC = {"name": "python3", "display_name": "Python 3", "language": "python"}
@@ -113,12 +120,12 @@ def _show_code(places: int) -> str:
     return (
         "from decimal import Decimal, ROUND_HALF_UP\n\n"
         f"def show(M, places={places}):\n"
-        "    \"\"\"Print a table as the key does: each entry rounded to `places` decimals, halves away from zero.\"\"\"\n"
-        "    def entry(x):\n"
+        + docstring(_("Print a table as the key does: each entry rounded to `places` decimals, halves away from zero."))
+        + "    def entry(x):\n"
         "        if np.isinf(x):\n"
         "            return \"-inf\" if x < 0 else \"inf\"\n"
         "        d = Decimal(f\"{x:.12g}\").quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP)\n"
-        "        return f\"{d.copy_abs() if d == 0 else d:f}\"    # never -0.00\n"
+        "        return f\"{d.copy_abs() if d == 0 else d:f}\"    # " + _("never -0.00") + "\n"
         "    rows = [[entry(x) for x in row] for row in np.atleast_2d(M)]\n"
         "    w = max(len(s) for row in rows for s in row)\n"
         "    print(\"[\" + \"\\n \".join(\"[\" + \"  \".join(s.rjust(w) for s in row) + \"]\" for row in rows) + \"]\")")
@@ -126,16 +133,21 @@ def _show_code(places: int) -> str:
 
 # ---------------------------------------------------------------- the cells
 
+def _sizes() -> str:
+    """The comment on the line that names the sizes n, d_model, d_k."""
+    return _("words, size of each word's row of X, size of a query or key")
+
+
 def _student_line(st: dict) -> str:
     """``**Name:** Ada · **Id:** 7 · **Variant:** K3Q9`` in the current language."""
     words = {"name": _("Name"), "id": _("Id"), "variant": _("Variant")}
-    return " · ".join(f"**{words[k]}:** {_md(st[k])}" for k in ("name", "id", "variant") if k in st)
+    return " · ".join(_fact(words[k], _md(st[k])) for k in ("name", "id", "variant") if k in st)
 
 
-def _english(prose) -> str:
-    """Words for the notebook's code (printed by Python in its checks): English, whatever the page's language."""
-    with i18n.using(None):
-        return printers.text(prose)
+def _fact(label: str, value: str) -> str:
+    """``**Tokens:** cats, chase, mice``: a label in bold and its value, as the language punctuates it (French sets a
+    no-break space before the colon)."""
+    return _("**{label}:** {value}", label=label, value=value)
 
 
 class _Builder:
@@ -157,26 +169,31 @@ class _Builder:
     def code(self, cid: str, source: str):
         self.cells.append(v4.new_code_cell(source, id=cid))
 
-    def step_code(self, cid: str, source: str, defines: str, shape):
-        """A step's code, or in an exercise notebook the student's empty cell."""
+    def step_code(self, cid: str, source: str, todo: str):
+        """A step's code, or in an exercise notebook the student's empty cell: the placeholder and *todo*, what the
+        cell computes (a comment, in the notebook's language: :func:`_compute`)."""
         if self.hidden:
-            source = f"{PLACEHOLDER}\n# compute {defines}" + (f", shape {shape}" if shape else "")
+            source = f"{placeholder()}\n# {todo}"
         self.code(cid, source)
 
     def check(self, cid: str, var: str, m: Mat, label: str, matrix: str = ""):
         if matrix in self.graded:   # a graded question's matrix: its values stay out of the student's file
             shape = tuple(m.shape)
-            src = ("# graded in the quiz: this check looks at the shape only (your teacher's copy checks the values)\n"
-                   f"assert np.shape({var}) == {shape!r}, {(label + ' should have shape ' + repr(shape) + ', got ')!r}"
-                   f" + str(np.shape({var}))\n"
-                   f"print({'✓ ' + label + ' has the right shape (its values are graded)'!r})")
+            # the message says what shape it got where the translation puts it (the shape is known only when it runs)
+            before, _got, after = _("{label} should have shape {shape}, got {got}", label=label, shape=repr(shape),
+                                    got="\0").partition("\0")
+            src = ("# " + _("graded in the quiz: this check looks at the shape only (your teacher's copy checks the "
+                            "values)") + "\n"
+                   f"assert np.shape({var}) == {shape!r}, {python_repr(before)} + str(np.shape({var}))"
+                   + (f" + {python_repr(after)}" if after else "") + "\n"
+                   + "print(" + python_repr("✓ " + _("{label} has the right shape (its values are graded)", label=label)) + ")")
             self.code(cid, src)
             return
         key = f"{var}_key"
-        src = ("# the worked key: its exact values, to float precision\n" + _key(key, m) + "\n"
+        src = ("# " + _("the worked key: its exact values, to float precision") + "\n" + _key(key, m) + "\n"
                f"np.testing.assert_allclose({var}, {key}, rtol={RTOL}, atol={ATOL},\n"
-               f"                           err_msg={label + ' does not match the worked key'!r})\n"
-               f"print({'✓ ' + label + ' matches the key'!r})")
+               "                           err_msg=" + python_repr(_("{label} does not match the worked key", label=label)) + ")\n"
+               "print(" + python_repr("✓ " + _("{label} matches the key", label=label)) + ")")
         self.code(cid, src)
 
     # -- the page's opening
@@ -186,7 +203,7 @@ class _Builder:
         p = self.p
         page = problem_page(p, self.sol.display)
         title = p.title or _("Self-attention")
-        facts = "\n".join(f"* **{_md(a)}:** {_rich_md(b)}" for a, b in page.facts_rich)
+        facts = "\n".join("* " + _fact(_md(a), _rich_md(b)) for a, b in page.facts_rich)
         text = [f"# {_md(title)}", ""]
         if self.student:
             text += [_student_line(self.student), ""]
@@ -200,7 +217,7 @@ class _Builder:
         if self.hidden:
             text += ["", _("**This is an exercise.** Write the code for each step in the cell marked {placeholder}; the "
                            "cell after it checks your result against the key and says which step does not match.",
-                           placeholder=f"`{PLACEHOLDER}`")]
+                           placeholder=f"`{placeholder()}`")]
         self.md("intro", "\n".join(text))
         self.md("import-md", _("## Step 0: import NumPy") + "\n\n" + _(
                 "`show` prints a table the way the key does: every number rounded to {places} decimals, and a number "
@@ -209,7 +226,7 @@ class _Builder:
                 up=current().number("1.13"), even=current().number("1.12")))
         self.code("import", "import numpy as np\n"
                   f"np.set_printoptions(precision={p.decimals}, suppress=True)   "
-                  f"# other numbers with {p.decimals} decimals\n\n" + _show_code(p.decimals))
+                  "# " + _("other numbers with {places} decimals", places=p.decimals) + "\n\n" + _show_code(p.decimals))
 
     def inputs(self):
         p = self.p
@@ -217,16 +234,15 @@ class _Builder:
         self.md("inputs-md", _("## The input matrix X") + "\n\n" + _(
                 "A table with one row per word: these are the plain, “starting” descriptions of each word. "
                 "They don't know anything about the other words yet."))
-        self.code("inputs", f"{words}\nn, d_model, d_k = {p.n}, {p.d_model}, {p.d_k}   "
-                  "# words, size of each word's row of X, size of a query or key\n"
-                  + _input("X", p.X) + '\nprint("X shape:", X.shape)\nshow(X)')
+        self.code("inputs", f"{words}\nn, d_model, d_k = {p.n}, {p.d_model}, {p.d_k}   # {_sizes()}\n"
+                  + _input("X", p.X) + "\n" + print_shape("X") + "\nshow(X)")
         if p.cross:
             self.md("inputs-enc-md", _("## The encoder side X_enc") + "\n\n" + _(
                     "Cross-attention: the words above are the decoder's, and ask the questions (the queries come from "
                     "X). The encoder's words answer them: the keys and values come from X_enc, one row per encoder word."))
             self.code("inputs-enc", "words_enc = [" + ", ".join(repr(t) for t in p.tokens_enc) + "]\n"
-                      f"n_enc = {p.n_kv}   # encoder words\n" + _input("X_enc", p.X_enc)
-                      + '\nprint("X_enc shape:", X_enc.shape)\nshow(X_enc)')
+                      f"n_enc = {p.n_kv}   # " + _("encoder words") + "\n" + _input("X_enc", p.X_enc)
+                      + "\n" + print_shape("X_enc") + "\nshow(X_enc)")
         text = (_("## The weight matrices") + "\n\n" + _(
                 "W_Q, W_K and W_V create the queries, keys and values. In a real Transformer they are learned during "
                 "training; here they are the problem's numbers. Each has one row per column of X: X ({n}×{d}) can only "
@@ -241,12 +257,13 @@ class _Builder:
                       "outputs, side by side, to the result.", count=len(p.heads))
             src.append(_input("W_O", p.W_O))
         first = "W_Q" + heads[0][0]
-        src.append(f'print("{first} shape:", {first}.shape)\nshow({first})')
+        src.append(print_shape(first) + f"\nshow({first})")
         if p.mask == "causal":
             text += "\n\n" + _("This is decoder self-attention: a word may look only at itself and the words before it. "
                                "`mask` is True where a word would look ahead; those scores become −∞ before the softmax, "
                                "so their weight is 0.")
-            src.append("mask = np.triu(np.ones((n, n), dtype=bool), k=1)   # True above the diagonal: a later word")
+            src.append("mask = np.triu(np.ones((n, n), dtype=bool), k=1)   # "
+                       + _("True above the diagonal: a later word"))
         self.md("weights-md", _md_keep(text))
         self.code("weights", "\n".join(src))
         if getattr(p, "block", None) is not None:
@@ -262,15 +279,17 @@ class _Builder:
             if v is None:
                 continue
             src.append(_input(name, v) if isinstance(v[0], (list, tuple)) else f"{name} = np.array([{', '.join(_lit(x) for x in v)}])")
-        src.append(f"eps = {_lit(b.eps)}   # layer norm's ε, inside the square root")
+        src.append(f"eps = {_lit(b.eps)}   # " + _("layer norm's ε, inside the square root"))
         if b.vocab:
             src.append("vocab = [" + ", ".join(repr(t) for t in b.vocab) + "]")
         if b.targets is not None:
-            src.append("targets = np.array([" + ", ".join(str(t) for t in b.targets) + "])   # each position's next word: "
-                       + ", ".join(b.vocab[t] for t in b.targets))
-        self.md("block-md", "## The rest of the block\n\nThe feed-forward's two layers (W_1, b_1, then W_2, b_2), the "
-                "layer norms' scales γ and shifts β and their ε" + (", the output layer W_out, the vocabulary and each "
-                "position's target word" if b.vocab else "") + ".")
+            src.append("targets = np.array([" + ", ".join(str(t) for t in b.targets) + "])   # "
+                       + _("each position's next word: {words}", words=", ".join(b.vocab[t] for t in b.targets)))
+        self.md("block-md", "## " + _("The rest of the block") + "\n\n" + (
+                _("The feed-forward's two layers (W_1, b_1, then W_2, b_2), the layer norms' scales γ and shifts β and "
+                  "their ε, the output layer W_out, the vocabulary and each position's target word.") if b.vocab else
+                _("The feed-forward's two layers (W_1, b_1, then W_2, b_2), the layer norms' scales γ and shifts β and "
+                  "their ε.")))
         self.code("block", "\n".join(src))
         self.block_src = src
 
@@ -285,7 +304,7 @@ class _Builder:
         if p.multihead:
             src.append(_input("W_O", p.W_O))
         if p.mask == "causal":
-            src.append("mask = np.triu(np.ones((n, n), dtype=bool), k=1)   # later words are hidden")
+            src.append("mask = np.triu(np.ones((n, n), dtype=bool), k=1)   # " + _("later words are hidden"))
         src += self.block_src + [""]
         self.defined = set()
         last = None
@@ -299,9 +318,10 @@ class _Builder:
         self.md("whole-md", "## " + _("The whole block in one cell") + "\n\n" + _(
                 "Everything together, from X to the last step: paste it into Colab and run it.")
                 + ("\n\n" + _("Write it yourself, in one cell.") if self.hidden else ""))
-        self.step_code("whole", "\n".join(src), f"{var}, from X and the weights, in one block",
-                       self.sol.matrices()[last.result].shape)
-        self.check("whole-check", var, self.sol.matrices()[last.result], "The whole thing in one block", last.result)
+        shape = self.sol.matrices()[last.result].shape
+        self.step_code("whole", "\n".join(src), _("compute {name}, from X and the weights, in one block, shape {shape}",
+                                                  name=var, shape=shape))
+        self.check("whole-check", var, self.sol.matrices()[last.result], _("The whole thing in one block"), last.result)
 
     # -- one cell per step
     def step(self, k: int, st):
@@ -309,7 +329,7 @@ class _Builder:
         suf = str(st.head) if st.head is not None else ""
         base = f"step{k:02d}-{st.id}" + (f"-head{suf}" if suf else "")
         k += self.first
-        label = f"Step {k} ({_english(st.title_prose)})"    # in the check's code: printed by Python, English
+        label = _("Step {n} ({title})", n=k, title=printers.text(st.title_prose))    # what the check cell prints
         md = ["## " + _("Step {n}: {title}", n=k, title=_rich_md(st.title_prose)), "", _rich_md(st.why_prose)]
         if st.shape_eq is not None:
             md += ["", _("Shapes: {shapes}", shapes=f"${printers.latex(st.shape_eq)}$")]
@@ -318,7 +338,8 @@ class _Builder:
         self.md(base + "-md", "\n".join(md))
         m = mats[st.result]
         var, src = self.numpy(st, suf)
-        self.step_code(base, src, var, m.shape)
+        self.step_code(base, src, _("compute {name}, shape {shape}", name=var, shape=m.shape) if m.shape else
+                       _("compute {name}", name=var))
         self.check(base + "-check", var, m, label, st.result)
 
     def numpy(self, st, h: str) -> tuple[str, str]:
@@ -344,26 +365,29 @@ class _Builder:
         if p.multihead:
             src.append(_input("W_O", p.W_O))
         if p.mask == "causal":
-            src.append("mask = np.triu(np.ones((n, n), dtype=bool), k=1)   # later words are hidden")
+            src.append("mask = np.triu(np.ones((n, n), dtype=bool), k=1)   # " + _("later words are hidden"))
         src.append("")
         if p.cross:
             src.insert(-1, _input("X_enc", p.X_enc))
         Xkv = "X_enc" if p.cross else "X"
-        body = [f"Q, K, V = X @ W_Q, {Xkv} @ W_K, {Xkv} @ W_V       # queries, keys, values"
-                + (" (keys and values from the encoder side)" if p.cross else ""),
-                "scores = Q @ K.T" + (f" / {div}" if div else "") + "            # how well each query matches each key"]
+        body = [f"Q, K, V = X @ W_Q, {Xkv} @ W_K, {Xkv} @ W_V       # "
+                + (_("queries, keys, values (keys and values from the encoder side)") if p.cross else
+                   _("queries, keys, values")),
+                "scores = Q @ K.T" + (f" / {div}" if div else "") + "            # "
+                + _("how well each query matches each key")]
         if p.mask == "causal":
-            body.append("scores = np.where(mask, -np.inf, scores)   # no looking ahead")
-        body.append("A = np.exp(scores) / np.exp(scores).sum(axis=1, keepdims=True)   # softmax")
+            body.append("scores = np.where(mask, -np.inf, scores)   # " + _("no looking ahead"))
+        body.append("A = np.exp(scores) / np.exp(scores).sum(axis=1, keepdims=True)   # " + _("softmax"))
         if p.multihead:
             src.append("heads = [" + ", ".join(f"(W_Q{s}, W_K{s}, W_V{s})" for s, _ in heads) + "]")
             src.append("Zs = []")
             src.append("for W_Q, W_K, W_V in heads:")
-            src += ["    " + b for b in body] + ["    Zs.append(A @ V)                      # blend the values", "",
-                                                "Z = np.hstack(Zs) @ W_O                   # concat, then project"]
+            src += ["    " + b for b in body] + ["    Zs.append(A @ V)                      # " + _("blend the values"), "",
+                                                "Z = np.hstack(Zs) @ W_O                   # " + _("concat, then project")]
         else:
-            src += body + ["Z = A @ V                                 # blend the values"]
-        src += ["", f"show(Z)                                   # {p.n} rich vectors, {self.sol.output.shape[1]} numbers each"]
+            src += body + ["Z = A @ V                                 # " + _("blend the values")]
+        src += ["", "show(Z)                                   # " + _("{n} rich vectors, {m} numbers each", n=p.n,
+                                                                         m=self.sol.output.shape[1])]
         formula = "Z = \\mathrm{softmax}\\left(\\frac{Q K^T}{" + (
             "\\sqrt{d_k}" if p.scale == "sqrt" else "1" if p.scale == "none" else div) + "}\\right) V"
         md = ["## " + _("The whole thing in one block"), "",
@@ -376,10 +400,10 @@ class _Builder:
         if self.hidden:
             md += ["", _("Write it yourself: from X and the weight matrices to Z, in one cell.")]
         self.md("whole-md", _md_keep("\n".join(md)))
-        self.step_code("whole", "\n".join(src), "Z, from X and the weight matrices, in one block",
-                       self.sol.output.shape)
         out = self.sol.output.name      # the layer's output (Z)
-        self.check("whole-check", out, self.sol.output, "The whole thing in one block", out)
+        self.step_code("whole", "\n".join(src), _("compute {name}, from X and the weight matrices, in one block, shape "
+                                                  "{shape}", name=out, shape=self.sol.output.shape))
+        self.check("whole-check", out, self.sol.output, _("The whole thing in one block"), out)
 
 
 def _md_keep(text: str) -> str:
@@ -521,12 +545,12 @@ def write(nb, path) -> Path:
 # ---------------------------------------------------------------- a chain of blocks ([[blocks]])
 
 def _carry_code(places: int) -> str:
-    return ("def carry(M, places=%d):\n"
-            "    \"\"\"The next block's X: each entry of M rounded as the key shows it, halves away from zero\n"
-            "    (np.round would round halves to even: 1.125 to 1.12, where the key carries on with 1.13).\"\"\"\n"
-            "    q = Decimal(1).scaleb(-places)\n"
+    return ("def carry(M, places=%d):\n" % places
+            + docstring(_("The next block's X: each entry of M rounded as the key shows it, halves away from zero\n"
+                          "(np.round would round halves to even: 1.125 to 1.12, where the key carries on with 1.13)."))
+            + "    q = Decimal(1).scaleb(-places)\n"
             "    return np.array([[float(Decimal(f\"{x:.12g}\").quantize(q, rounding=ROUND_HALF_UP)) for x in row]\n"
-            "                     for row in np.atleast_2d(M)])" % places)
+            "                     for row in np.atleast_2d(M)])")
 
 
 def build_chain(sol, *, answers_hidden: bool = False, student: dict | None = None,
@@ -548,10 +572,10 @@ def build_chain(sol, *, answers_hidden: bool = False, student: dict | None = Non
                "one step at a time, and checked against the worked answer key. Each block's X is the output Z of the "
                "block before, rounded to {places} places as the key shows it.", count=len(sol.blocks),
                places=c.decimals), "",
-             "\n".join(f"* **{_md(a)}:** {_rich_md(b)}" for a, b in page.facts_rich)]
+             "\n".join("* " + _fact(_md(a), _rich_md(b)) for a, b in page.facts_rich)]
     if answers_hidden:
         text += ["", _("**This is an exercise.** Write the code for each step in the cell marked {placeholder}; the "
-                       "cell after it checks your result against the key.", placeholder=f"`{PLACEHOLDER}`")]
+                       "cell after it checks your result against the key.", placeholder=f"`{placeholder()}`")]
     cells.append(v4.new_markdown_cell("\n".join(text), id="intro"))
     first = 0
     for k, (b, head) in enumerate(zip(sol.blocks, sol.titles()), 1):
@@ -577,16 +601,16 @@ def build_chain(sol, *, answers_hidden: bool = False, student: dict | None = Non
             if k > 1 and cell.id == "inputs":
                 p = b.problem
                 key = [[repr(float(x)) for x in row] for row in p.X]
+                msg = _("block {k}: X is not block {before}'s Z as the key carries it on", k=k, before=k - 1)
                 check = ("X_key = " + _array(key, 8) + "\n"
-                         f"np.testing.assert_allclose(X, X_key, rtol={RTOL}, atol={ATOL}, "
-                         f"err_msg='block {k}: X is not block {k - 1}\\'s Z as the key carries it on')\n")
+                         f"np.testing.assert_allclose(X, X_key, rtol={RTOL}, atol={ATOL}, err_msg={quoted(msg)})\n")
                 if f"block{k - 1}.Z" in graded:     # a graded question's values stay out of the student's file
-                    check = f"assert np.shape(X) == {(p.n, p.d_model)!r}, 'block {k}: X should be block {k - 1}\\'s Z'\n"
+                    msg = _("block {k}: X should be block {before}'s Z", k=k, before=k - 1)
+                    check = f"assert np.shape(X) == {(p.n, p.d_model)!r}, {quoted(msg)}\n"
                 cell.source = ("words = [" + ", ".join(repr(t) for t in p.tokens) + "]\n"
-                               f"n, d_model, d_k = {p.n}, {p.d_model}, {p.d_k}   # words, size of each word's row of X, "
-                               "size of a query or key\n"
-                               f"X = carry(Z)      # block {k - 1}'s output, as the key shows it\n"
-                               + check + 'print("X shape:", X.shape)\nshow(X)')
+                               f"n, d_model, d_k = {p.n}, {p.d_model}, {p.d_k}   # {_sizes()}\n"
+                               "X = carry(Z)      # " + _("block {before}'s output, as the key shows it", before=k - 1) + "\n"
+                               + check + print_shape("X") + "\nshow(X)")
             if k == 1 and cell.id == "import":
                 cell.source += "\n\n\n" + _carry_code(c.decimals)
             cell.id = pre + cell.id

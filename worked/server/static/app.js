@@ -112,7 +112,7 @@ function busy(button, on, label) {
 /* ------------------------------------------------------------------ matrices */
 
 /* A read-only matrix with row/column labels, as a table (screen readers read tables well). */
-function matrixTable(rows, cols, cells, caption) {
+function matrixTable(rows, cols, cells, caption, rowMath) {
   const t = el("table", { class: "m" });
   if (caption) t.append(el("caption", { class: "visually-hidden", text: caption }));
   const head = el("tr", {}, el("td"));
@@ -120,7 +120,9 @@ function matrixTable(rows, cols, cells, caption) {
   t.append(el("thead", {}, head));
   const body = el("tbody");
   rows.forEach((r, i) => {
-    const tr = el("tr", {}, el("th", { scope: "row", text: r, title: r }));
+    const label = rowMath && rowMath[i]     // a row labelled by a symbol (dγ_2): its math
+      ? el("th", { scope: "row", title: r }, math(rowMath[i].mathml, r)) : el("th", { scope: "row", text: r, title: r });
+    const tr = el("tr", {}, label);
     cols.forEach((_, j) => {
       const cell = cells[i][j];
       const td = el("td", { class: j === 0 ? "first" + (cols.length === 1 ? " last" : "") : j === cols.length - 1 ? "last" : null });
@@ -959,7 +961,7 @@ function renderStep(step, sv, number) {
     for (const x of m.exact ? [m.exact, m] : [m]) {
       figs.append(el("figure", { class: "mat" },
         el("figcaption", {}, math(x.heading.mathml, x.heading.text), x.caption ? el("span", { class: "shape", text: x.caption }) : null),
-        matrixTable(x.rows, x.cols, x.cells, `${step.result}${x.caption ? ", " + x.caption : ""}`)));
+        matrixTable(x.rows, x.cols, x.cells, `${step.result}${x.caption ? ", " + x.caption : ""}`, x.row_math)));
     }
     box.append(figs);
   }
