@@ -61,7 +61,7 @@ from __future__ import annotations
 import math
 from decimal import MAX_EMAX, MIN_EMIN, ROUND_HALF_UP, Context, Decimal
 from fractions import Fraction
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable
 
 from . import numfmt as F
 from . import stages
@@ -1240,17 +1240,15 @@ class Irr:
         return f"Irr({self.d:.12})"
 
 
-class HandRow(NamedTuple):
+class HandRow:
     """One softmax row as a hand works it: the unmasked columns, whether e^x is taken of x − m (m the row's
     smallest score, in column ``low``), each exponent as shown (``x`` or ``x − m``, exact), each e^x as carried
-    and their total."""
+    and their total. A plain class (as :class:`ExactRow`): a NamedTuple's class is built at import."""
 
-    js: list
-    low: int
-    shift: bool
-    exponent: dict
-    exps: dict
-    total: Fraction
+    __slots__ = ("js", "low", "shift", "exponent", "exps", "total")
+
+    def __init__(self, js: list, low: int, shift: bool, exponent: dict, exps: dict, total: Fraction):
+        self.js, self.low, self.shift, self.exponent, self.exps, self.total = js, low, shift, exponent, exps, total
 
 
 SHIFT_LOW, SHIFT_HIGH = -2.3, 13.8     # e^x < 0.1 or e^x > 10^6: the row's e^x are taken of x − m

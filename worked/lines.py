@@ -24,16 +24,18 @@ p = eq.prose
 X, XE, I, J, H = eq.Sym("X"), eq.Sym("X_enc"), eq.Sym("i"), eq.Sym("j"), eq.Sym("h")
 
 
-class Body(NamedTuple):
+class Body:
     """What a stage's step builder returns: the explanation, the lines (pairs (tree, group)), the notes, the
-    shapes as a tree and the places of the intermediate values. The solver adds the id, title, result, head."""
+    shapes as a tree, the places of the intermediate values and what a failed audit names (*audit_name*, else
+    the step's title). The solver adds the id, title, result, head. A plain class (a NamedTuple's class is built
+    at import, for every ``worked solve``)."""
 
-    why: Any
-    lines: list
-    notes: list = []
-    shape_eq: Any = None
-    precision: int = 0
-    audit_name: str | None = None     # what a failed audit names (else the step's title)
+    __slots__ = ("why", "lines", "notes", "shape_eq", "precision", "audit_name")
+
+    def __init__(self, why: Any, lines: list, notes: list | None = None, shape_eq: Any = None, precision: int = 0,
+                 audit_name: str | None = None):
+        self.why, self.lines, self.notes, self.shape_eq = why, lines, [] if notes is None else notes, shape_eq
+        self.precision, self.audit_name = precision, audit_name
 
 
 class Shown(NamedTuple):

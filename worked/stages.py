@@ -417,14 +417,15 @@ class AsIs(list):
     backend does not show (round) them again."""
 
 
-class LayerRun(NamedTuple):
+class LayerRun:
     """What the stages after the heads share: the backend, the problem, the transform and every head's values
-    (``heads[k][stage id]``, as they flowed on)."""
+    (``heads[k][stage id]``, as they flowed on). A plain class (as :class:`HeadRun`): a NamedTuple's class is
+    built at import, for every ``worked solve``."""
 
-    problem: Any
-    b: Any
-    t: Any
-    heads: list
+    __slots__ = ("problem", "b", "t", "heads")
+
+    def __init__(self, problem: Any, b: Any, t: Any, heads: list):
+        self.problem, self.b, self.t, self.heads = problem, b, t, heads
 
 
 def _concat(r: LayerRun):
@@ -581,13 +582,15 @@ CROSS_TRAIN = tuple(s._replace(inputs=("X_enc",) + s.inputs[1:], grid=_CROSS_DW[
 
 
 # ---- a whole Transformer block (issue 27): positions, the residual adds, layer norm, the feed-forward, the output
-class BlockRun(NamedTuple):
-    """What a block's stages (before and after the heads) share: the backend, the problem and the transform."""
+class BlockRun:
+    """What a block's stages (before and after the heads) share: the backend, the problem and the transform;
+    *lenient*: a student's entries carried on (a row of variance 0, with ε = 0, is not defined, no error). A plain
+    class, as :class:`LayerRun`."""
 
-    problem: Any
-    b: Any
-    t: Any
-    lenient: bool = False   # a student's entries carried on: a row of variance 0 (with ε = 0) is not defined, no error
+    __slots__ = ("problem", "b", "t", "lenient")
+
+    def __init__(self, problem: Any, b: Any, t: Any, lenient: bool = False):
+        self.problem, self.b, self.t, self.lenient = problem, b, t, lenient
 
 
 def _positions(r: BlockRun):
@@ -1086,24 +1089,21 @@ def block_inputs(problem, backend, given: dict | None = None) -> dict:
     return env
 
 
-class Arch(NamedTuple):
+class Arch:
     """An architecture: its stages, in the order of the steps (each part iterated by the solver, the checker,
     the pages and the quiz): a head's forward stages, the heads' combination, a training step's backward stages
     and its update. *inputs*: the problem's matrices the stages start from, with the words that say where each
-    comes from."""
+    comes from. *checks*: steps of their own between the training step and the update (the gradient check).
+    A Transformer block's: the layer stages before the heads (*before*: P, X0, …), the stage the heads take as
+    their X (*attends*), and the layer stages after the heads' combination (*after*: the residual adds … the
+    loss). A plain class, each architecture one object (a NamedTuple's class is built at import)."""
 
-    name: str
-    forward: tuple
-    combine: tuple
-    train: tuple
-    update: tuple
-    inputs: tuple
-    checks: tuple = ()      # steps of their own between the training step and the update (the gradient check)
-    # a Transformer block's: the layer stages before the heads (P, X0, …), the stage the heads take as their X
-    # (*attends*), and the layer stages after the heads' combination (the residual adds … the loss)
-    before: tuple = ()
-    after: tuple = ()
-    attends: str | None = None
+    __slots__ = ("name", "forward", "combine", "train", "update", "inputs", "checks", "before", "after", "attends")
+
+    def __init__(self, name: str, forward: tuple, combine: tuple, train: tuple, update: tuple, inputs: tuple,
+                 checks: tuple = (), before: tuple = (), after: tuple = (), attends: str | None = None):
+        self.name, self.forward, self.combine, self.train, self.update = name, forward, combine, train, update
+        self.inputs, self.checks, self.before, self.after, self.attends = inputs, checks, before, after, attends
 
     def stage(self, sid: str) -> "Stage | None":
         """The stage of id *sid* (a head's forward stage before the layer's of the same id), or None."""
@@ -1265,10 +1265,11 @@ def words(key: str, arch: Arch = SELF) -> eq.Prose:
 
 def every(arch: "Arch | None" = None) -> tuple:
     """Every stage of *arch* in the order of the steps (a head's, the heads' combination, the training step,
-    the update); with no *arch*, of every architecture (a stage shared by several once)."""
+    the update); with no *arch*, of every architecture (a stage shared by several once: the same object, found by
+    its identity, so that no stage's fields, its grid's functions and its mistakes' trees, are hashed at import)."""
     if arch is not None:
         return arch.before + arch.forward + arch.combine + arch.after + arch.train + arch.update
-    return tuple(dict.fromkeys(s for a in ARCHS.values() for s in every(a)))
+    return tuple({id(s): s for a in ARCHS.values() for s in every(a)}.values())
 
 
 # ---- what the worksheet asks of a step (the grids' tasks)

@@ -10,7 +10,7 @@ the logits x·W), ``RELU``, ``SOFTMAX`` (the next-token probabilities) and ``LOS
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import Any, NamedTuple
+from typing import Any
 
 from .. import eq
 from .. import numfmt as F
@@ -22,16 +22,15 @@ from .code import row_sums, softmax_code
 from .code import show as _show
 
 
-class NormParts(NamedTuple):
+class NormParts:
     """One row's layer norm, as the step writes it: the mean μ, the deviations x − μ, the variance σ², the root
-    √(σ² + ε), the normalised entries (x − μ)/root, and the output γ ⊙ normalised + β."""
+    √(σ² + ε), the normalised entries (x − μ)/root, and the output γ ⊙ normalised + β. A plain class (a
+    NamedTuple's class is built at import)."""
 
-    mu: Any
-    devs: list
-    var: Any
-    root: Any
-    normed: list
-    out: list
+    __slots__ = ("mu", "devs", "var", "root", "normed", "out")
+
+    def __init__(self, mu: Any, devs: list, var: Any, root: Any, normed: list, out: list):
+        self.mu, self.devs, self.var, self.root, self.normed, self.out = mu, devs, var, root, normed, out
 
 
 def norm_parts(b, row, gamma, beta, eps) -> NormParts:

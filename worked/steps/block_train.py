@@ -10,7 +10,7 @@ end, each block train stage's step (:class:`worked.lines.Shown`, declared with t
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import Any, NamedTuple
+from typing import Any
 
 from .. import eq
 from ..lines import APPROX, EQ, Body, Shown, entries, line, p, pick, rel
@@ -20,15 +20,15 @@ from .attention import once
 from .block import carried_grid, given_input, show_code, step_title, loss_lines, norm_parts, residual_line, shown
 
 
-class NormBack(NamedTuple):
+class NormBack:
     """One row's layer-norm backward as a hand works it: the forward's parts (*norm*: μ, …, the root, x̂),
-    dx̂ = γ ⊙ dY, its mean *m1*, the mean *m2* of dx̂ ⊙ x̂, and dx = (dx̂ − m1 − x̂·m2)/root."""
+    dx̂ = γ ⊙ dY, its mean *m1*, the mean *m2* of dx̂ ⊙ x̂, and dx = (dx̂ − m1 − x̂·m2)/root. A plain class (a
+    NamedTuple's class is built at import)."""
 
-    norm: Any
-    dh: list
-    m1: Any
-    m2: Any
-    dx: list
+    __slots__ = ("norm", "dh", "m1", "m2", "dx")
+
+    def __init__(self, norm: Any, dh: list, m1: Any, m2: Any, dx: list):
+        self.norm, self.dh, self.m1, self.m2, self.dx = norm, dh, m1, m2, dx
 
 
 def norm_back_parts(b, dy, row, gamma, eps) -> NormBack:
