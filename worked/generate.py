@@ -852,7 +852,7 @@ def generate_block(fam: Family, seed: int, *, title: str | None = None) -> Probl
     shapes.update({"W_O": (H * dv, dm, wlo, whi, False), "W_1": (dm, dff, wlo, whi, False), "b_1": (1, dff, wlo, whi, True),
                    "W_2": (dff, dm, wlo, whi, False), "b_2": (1, dm, wlo, whi, True)})
     if fam.vocab:
-        shapes["W_out"] = (dm, fam.vocab, wlo, whi, False)
+        shapes["W_out"] = (dm, fam.vocab, wlo, whi, True)
     cells = [(k, i, j, lo, hi) for k, (r, c, lo, hi, _) in shapes.items() for i in range(r) for j in range(c)]
     heads_cells = [c for c in cells if c[0] == "X" or c[0][:3] in ("W_Q", "W_K")]      # what the heads' scores take
     rest_cells = [c for c in cells if c not in heads_cells]
