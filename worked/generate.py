@@ -857,13 +857,13 @@ def generate_block(fam: Family, seed: int, *, title: str | None = None) -> Probl
     heads_cells = [c for c in cells if c[0] == "X" or c[0][:3] in ("W_Q", "W_K")]      # what the heads' scores take
     rest_cells = [c for c in cells if c not in heads_cells]
     steps = moves = 0
+    heads_in = None
     while steps < MAX_BLOCK_STEPS and moves < MAX_STEPS:
         m = {k: _draw_matrix(rng, r, c, lo, hi, sparse=sp) for k, (r, c, lo, hi, sp) in shapes.items()}
         vocab, targets = _vocab(fam, rng) if fam.vocab else (None, None)
-        base = _block_problem(fam, m, vocab, targets, title)     # its X is m's: a weight's move keeps it
         steps += 1
-        # the heads' softmax rule, on the scores alone
-        heads_in = _heads_input(base)
+        # the heads' softmax rule, on the scores alone (what the heads take depends on X and the family only)
+        heads_in = heads_in or _heads_input(_block_problem(fam, m, vocab, targets, title))
         x0 = heads_in(m["X"])
         if x0 is None:
             continue
@@ -897,7 +897,7 @@ def generate_block(fam: Family, seed: int, *, title: str | None = None) -> Probl
         if bad > 0:
             continue
         # the whole block's rules, on float passes of the whole block
-        base = _block_problem(fam, m, vocab, targets, title)
+        base = _block_problem(fam, m, vocab, targets, title)     # its X is m's: a weight's move keeps it
         rules = _block_rules(fam, base)
         bad, stale = sum(rules.values()), 0
         while bad > 0 and stale < STEPS_PER_START and steps < MAX_BLOCK_STEPS:
