@@ -34,7 +34,7 @@ from fractions import Fraction
 from typing import Any
 
 from . import numfmt as F
-from .attention import Approx, Float, Hand, forward, loss_of
+from .attention import Approx, Float, Hand, block_forward, forward, loss_of
 from .errors import ProblemError, WorkedError
 from .exact import EntryError, to_fraction
 from .problem import LIMITS, POSITIONALS, TBLOCKS, Chain, Problem, Work, work_of
@@ -924,7 +924,9 @@ def generate_block(fam: Family, seed: int, *, title: str | None = None) -> Probl
                 m[k][i][j] = old
         if bad == 0 and not _twin_rows(m["X"], xlo, xhi):
             p = _block_problem(fam, m, vocab, targets, title)
-            if _by_hand(p) or _by_hand(p, extra=3):     # a deep block's key may carry one more place (it says so)
+            true = block_forward(p, Float(), backward=False)        # the one float pass both hands are held to
+            if _by_hand(p, true) or _by_hand(p, true, extra=3):     # a deep block's key may carry one more place (it
+                                                                    # says so)
                 p = _block_step(fam, p) if fam.train else p
                 if p is not None:
                     return p
