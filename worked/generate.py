@@ -35,7 +35,7 @@ from fractions import Fraction
 from typing import Any
 
 from . import numfmt as F
-from .attention import Approx, Float, Hand, forward, loss_of
+from .attention import Approx, Float, Hand, block_forward, forward, loss_of
 from .errors import ProblemError, WorkedError
 from .exact import EntryError, to_fraction
 from .i18n import Msg, joined
@@ -828,11 +828,42 @@ def _vocab(fam: Family, rng: random.Random) -> tuple[list, list]:
     return vocab, [t if t in vocab else vocab[rng.randrange(len(vocab))] for t in nxt]
 
 
+def _heads_input(p: Problem):
+    """A function of a block's integer X (rows of the problem *p*'s shape) giving what its heads take, in the Float
+    backend's numbers: the block's stages before the heads (X0 = X + P, and pre-LN's LN_1) run on it as
+    :func:`worked.attention.block_forward` runs them; None where a layer norm there is not defined (a row of
+    variance 0 with ε = 0)."""
+    from . import stages
+    from .slips import Transform
+
+    b = Float()
+    arch, run = stages.of(p), stages.BlockRun(p, b, Transform())
+    env = stages.block_inputs(p, b)
+
+    def of(X):
+        e = {**env, "X": [[b.entry(x) for x in row] for row in X]}
+        try:
+            for s in arch.before:
+                e[s.id] = s.forward(run, *(e[k] for k in s.inputs))
+        except ProblemError:
+            return None
+        return e[arch.attends]
+    return of
+
+
 def generate_block(fam: Family, seed: int, *, title: str | None = None) -> Problem:
     """A Transformer block worth doing by hand (``worked new --block``): integer entries in the family's ranges
     (no all-zero row), drawn with ``random.Random(seed)`` and then changed one entry at a time, a change kept when
-    it does not make the rules' violation (:func:`_block_rules`) worse, until every rule holds and a hand carrying
-    two (else three) more places gets every answer right; the same problem for the same seed."""
+    it does not make the rules' violation worse, until every rule holds and a hand carrying two (else three) more
+    places gets every answer right; the same problem for the same seed.
+
+    In two parts. First the heads' softmax rule, the one a draw meets last: X, W_Q and W_K moved against the
+    heads' scores alone (:class:`_Search` on what the heads take, X0 = X + P or pre-LN's LN_1(X0); a move of W_Q
+    or W_K updates the scores it changes, one of X runs the stages before the heads again), no pass of the whole
+    block. Then the other rules (:func:`_block_rules`: the layer norms' variance, ReLU cutting some but not all
+    entries, the output's softmax), each move of the other weights judged by a float pass of the whole block (with
+    the moved weights, :func:`worked.attention.block_forward`); the heads' rule is judged there too, by that pass:
+    where its floats do not meet it as the scores alone did, X, W_Q and W_K move in that part as well."""
     check_feasible(fam)
     rng = random.Random(seed)
     n, dm, dk, dv, H, dff = fam.n, fam.d_model, fam.d_k, fam.dv, fam.heads, fam.dff
@@ -844,19 +875,59 @@ def generate_block(fam: Family, seed: int, *, title: str | None = None) -> Probl
     shapes.update({"W_O": (H * dv, dm, wlo, whi, False), "W_1": (dm, dff, wlo, whi, False), "b_1": (1, dff, wlo, whi, True),
                    "W_2": (dff, dm, wlo, whi, False), "b_2": (1, dm, wlo, whi, True)})
     if fam.vocab:
-        shapes["W_out"] = (dm, fam.vocab, wlo, whi, False)
+        shapes["W_out"] = (dm, fam.vocab, wlo, whi, True)
     cells = [(k, i, j, lo, hi) for k, (r, c, lo, hi, _) in shapes.items() for i in range(r) for j in range(c)]
-    steps = 0
-    while steps < MAX_BLOCK_STEPS:
+    heads_cells = [c for c in cells if c[0] == "X" or c[0][:3] in ("W_Q", "W_K")]      # what the heads' scores take
+    rest_cells = [c for c in cells if c not in heads_cells]
+    steps = moves = 0
+    heads_in = None
+    while steps < MAX_BLOCK_STEPS and moves < MAX_STEPS:
         m = {k: _draw_matrix(rng, r, c, lo, hi, sparse=sp) for k, (r, c, lo, hi, sp) in shapes.items()}
         vocab, targets = _vocab(fam, rng) if fam.vocab else (None, None)
+        steps += 1
+        # the heads' softmax rule, on the scores alone (what the heads take depends on X and the family only)
+        heads_in = heads_in or _heads_input(_block_problem(fam, m, vocab, targets, title))
+        x0 = heads_in(m["X"])
+        if x0 is None:
+            continue
+        WQs, WKs = [m[f"W_Q{h}"] for h in range(1, H + 1)], [m[f"W_K{h}"] for h in range(1, H + 1)]
+        st = _Search(fam, x0, WQs, WKs)         # moves W_Q and W_K (m's own) in place
+        bad, stale = st.total(), 0
+        while bad > 0 and stale < STEPS_PER_START and moves < MAX_STEPS:
+            moves += 1
+            stale += 1
+            k, i, j, lo, hi = heads_cells[rng.randrange(len(heads_cells))]
+            old = m[k][i][j]
+            new = _move(rng, m[k][i], j, lo, hi)
+            if new is None:
+                continue
+            if k == "X":
+                m[k][i][j] = new
+                x0 = heads_in(m["X"])
+                moved = _Search(fam, x0, WQs, WKs) if x0 is not None else None
+                b = moved.total() if moved is not None else math.inf
+            else:
+                st.change(k[2], int(k[3:]) - 1, i, j, new - old)
+                b = st.total()
+            if b <= bad:
+                stale = 0 if b < bad else stale
+                bad = b
+                st = moved if k == "X" else st
+            elif k == "X":
+                m[k][i][j] = old
+            else:
+                st.change(k[2], int(k[3:]) - 1, i, j, old - new)
+        if bad > 0:
+            continue
+        # the whole block's rules, on float passes of the whole block
         base = _block_problem(fam, m, vocab, targets, title)     # its X is m's: a weight's move keeps it
-        bad = sum(_block_rules(fam, base).values())
-        stale = 0
+        rules = _block_rules(fam, base)
+        bad, stale = sum(rules.values()), 0
         while bad > 0 and stale < STEPS_PER_START and steps < MAX_BLOCK_STEPS:
             steps += 1
             stale += 1
-            k, i, j, lo, hi = cells[rng.randrange(len(cells))]
+            some = rest_cells if rules[BLOCK_RULES[0]] == 0 else cells
+            k, i, j, lo, hi = some[rng.randrange(len(some))]
             old = m[k][i][j]
             new = _move(rng, m[k][i], j, lo, hi)
             if new is None:
@@ -864,19 +935,21 @@ def generate_block(fam: Family, seed: int, *, title: str | None = None) -> Probl
             m[k][i][j] = new
             if k == "X":        # the problem's own input: a new problem
                 moved = _block_problem(fam, m, vocab, targets, title)
-                b = sum(_block_rules(fam, moved).values())
+                r = _block_rules(fam, moved)
             else:               # a weight: the same problem with the moved weights
-                b = sum(_block_rules(fam, base, _float_weights(fam, m)).values())
+                r = _block_rules(fam, base, _float_weights(fam, m))
+            b = sum(r.values())
             if b <= bad:
                 stale = 0 if b < bad else stale
-                bad = b
+                bad, rules = b, r
                 base = moved if k == "X" else base
             else:
                 m[k][i][j] = old
-        steps += 1
         if bad == 0 and not _twin_rows(m["X"], xlo, xhi):
             p = _block_problem(fam, m, vocab, targets, title)
-            if _by_hand(p) or _by_hand(p, extra=3):     # a deep block's key may carry one more place (it says so)
+            true = block_forward(p, Float(), backward=False)        # the one float pass both hands are held to
+            if _by_hand(p, true) or _by_hand(p, true, extra=3):     # a deep block's key may carry one more place (it
+                                                                    # says so)
                 p = _block_step(fam, p) if fam.train else p
                 if p is not None:
                     return p
