@@ -46,7 +46,7 @@ from decimal import Decimal
 from . import eq, exprs, mistakes, printers, stages
 from .i18n import current, ngettext, translate
 from .i18n import tr as _
-from .attention import NA, Hand, Interval, contains, forward, pt, run_pass
+from .attention import NA, Hand, Interval, contains, pt, run_pass
 from .eq import arith
 from .errors import ExpressionError, WorkedError
 from .mistakes import MISTAKES
@@ -655,8 +655,12 @@ def _block_bands(ctx: _Ctx, given=None, transform=None) -> dict:
     exact = run_pass(p, ctx.points, transform=transform, given=given).shown
     mid = None if given is None else {k: [[a if a is NA or a is None else Fraction(CTX.divide(CTX.add(a[0], a[1]), 2))
                                             for a in row] for row in g] for k, g in given.items()}
-    hands = [run_pass(p, Hand(p, "decimal", places), transform=transform, given=mid).shown
-             for places in (p.decimals, p.decimals + 1, p.precision.carried)]
+    hands = []
+    for places in (p.decimals, p.decimals + 1, p.precision.carried):
+        try:
+            hands.append(run_pass(p, Hand(p, "decimal", places), transform=transform, given=mid).shown)
+        except ZeroDivisionError:     # a mistake's rounded path divides by 0 (no e^x: a row of scores adding up to 0):
+            continue                  # that path has no values, as the exact pass has none there
     band = {}
     for key, grid in exact.items():
         rows = []
@@ -959,6 +963,7 @@ class Checker:
         candidates = [k for k in parsed if _stage_of(k) in known
                       and any(verdict[k][i][j] == "wrong" and not carried[k][i][j]
                               for i in range(len(verdict[k])) for j in range(len(verdict[k][0])))]
+        lone: dict[str, list] = {}      # a lone number's key → (distance, own, code, stage, chance) per mistake near
         if candidates and diagnose:
             tried = self._tried_mistakes()
             # how many mistakes could explain a matrix: a chance match is that much likelier (a wrong sign in one
@@ -992,10 +997,21 @@ class Checker:
                     centre = cpass.shown
                     scenarios.append((_bands(ctx, b, transform, centre, cpass), centre))
                 for key in targets:
-                    hit = _diagnose(parsed[key], verdict[key], carried[key], true_band[key],
-                                    [(band[key], centre[key]) for band, centre in scenarios], reach[key], ctx.h)
+                    cands = [(band[key], centre[key]) for band, centre in scenarios]
+                    hit = _diagnose(parsed[key], verdict[key], carried[key], true_band[key], cands, reach[key], ctx.h)
                     if hit and not any(d["code"] == code for d in diag_by_key[key]):
                         diag_by_key[key].append(_diag(ctx, code, key, hit, stage))
+                    elif not hit and (near := _lone_match(parsed[key], verdict[key], carried[key], true_band[key],
+                                                          cands, ctx.h)) is not None:
+                        lone.setdefault(key, []).append((near[0], rank == lay.rank(key), code, stage, near[1]))
+            # a lone number (the loss alone): named only by the mistake its own stage declares, when that mistake's
+            # value is the nearest of those whose bands hold the answer, and a wrong value lands there by chance
+            # rarely enough (_lone_match)
+            for key, found in lone.items():
+                found.sort(key=lambda f: f[0])
+                dist, own, code, stage, chance = found[0]
+                if own and chance <= EVIDENCE and not diag_by_key[key] and (len(found) == 1 or found[1][0] > dist):
+                    diag_by_key[key].append(_diag(ctx, code, key, [(0, 0)], stage, chance=chance))
 
         # early rounding: accepted, but rounded before the end
         for key in parsed if diagnose else ():
@@ -1091,6 +1107,31 @@ def _chance(entries, mb, true_b, h) -> Decimal:
     return p
 
 
+def _lone_match(grid, V, C, true_b, mistake_bands, h):
+    """A lone number (a 1×1 matrix such as the loss), answered wrong and not explained by an earlier slip, that lies in
+    the mistake's band (of one of its scenarios): (its distance from the mistake's value, the chance that a wrong value
+    written at random lands in that band), else None. A wrong value is taken to be written at the problem's places
+    anywhere from 0 to twice the right one (a loss is ≥ 0; a student's slip elsewhere moves it by any amount up to
+    that): a band of width w holds (w + q)/(2·|right| + q) of them (q one unit of the last place)."""
+    if len(V) != 1 or len(V[0]) != 1 or V[0][0] != "wrong" or C[0][0]:
+        return None
+    a, right = grid[0][0][1], true_b[0][0]
+    if a is None or right is None:
+        return None
+    q = 2 * h
+    scale = CTX.add(right[0], right[1]).copy_abs()           # twice the right value
+    best = None
+    for mb, centre in mistake_bands:
+        band, c = mb[0][0], centre[0][0]
+        if band is None or c is None or not contains(band, a):
+            continue
+        dist = CTX.subtract(a, CTX.divide(CTX.add(c[0], c[1]), 2)).copy_abs()
+        chance = min(Decimal(1), CTX.divide(band[1] - band[0] + q, scale + q))
+        if best is None or dist < best[0]:
+            best = (dist, chance)
+    return best
+
+
 def _refuted(key, rank, centre, parsed, verdict, true_band, lay: "_Layout") -> bool:
     """Did the student show, in a matrix between the mistake's stage and *key*, that they made no such mistake:
     entries the mistake would change, answered correctly? (A K·Qᵀ is not seen in the weights of a student
@@ -1144,8 +1185,10 @@ def _changes(centre, band) -> bool:
     return not contains(band, mid)
 
 
-def _diag(ctx: _Ctx, code: str, key: str, entries, stage: str | None = None) -> dict:
-    """A diagnosis of *code* on *key*; *stage*: the matrix where it first showed (by default the mistake's)."""
+def _diag(ctx: _Ctx, code: str, key: str, entries, stage: str | None = None, chance: Decimal | None = None) -> dict:
+    """A diagnosis of *code* on *key*; *stage*: the matrix where it first showed (by default the mistake's);
+    *chance*: named from one number alone (:func:`_lone_match`), the chance that a wrong value lands there at random,
+    which the message states."""
     mistake = MISTAKES[code]
     pre, base = _split(key)
     step = ctx.step_of(key if mistake.accepted else pre + (stage or mistake.stage))
@@ -1153,6 +1196,10 @@ def _diag(ctx: _Ctx, code: str, key: str, entries, stage: str | None = None) -> 
     if mistake.accepted and base in EARLY:        # rounded too early: where
         soft, own = EARLY[base]
         msg = eq.prose(msg, " ", eq.say(soft.rounded_early[0 if own else 1]))
+    if chance is not None:                        # how sure: named from one number
+        msg = eq.prose(msg, " ", eq.say("Named from this one number ({entry}) alone: a wrong value written at random "
+                                        "lands this close to what the mistake gives about 1 time in {n}.",
+                                        entry=key, n=str(int(1 / chance))))
     msg = _words(msg)
     head = int(pre[4:-1]) if pre else None
     return {"code": code, "title": mistake.title, "message": msg, "step": step, "head": head,
@@ -1188,7 +1235,7 @@ def _early_values(ctx: _Ctx, pre: str, base: str) -> list:
     if p.multihead and not pre:
         return []
     early_e = Interval(p, widen=False, round_exp=True)
-    exact = forward(p, points).shown
+    exact = run_pass(p, points).shown           # a Transformer block's heads take X0 (or N1): its whole pass
 
     def rounded(grid):
         return [[None if x is None else pt(points.round(x[0])) for x in row] for row in grid]
@@ -1199,11 +1246,11 @@ def _early_values(ctx: _Ctx, pre: str, base: str) -> list:
     soft, own = EARLY[base]             # the softmax (its input rounded, its e^x rounded), or the stage after it
     A, (T,) = pre + soft.id, soft.inputs
     T_r = {pre + T: rounded(exact[pre + T])}
-    weights = [exact[A]] + [forward(p, backend, given=given).shown[A]
+    weights = [exact[A]] + [run_pass(p, backend, given=given).shown[A]
                             for backend, given in ((points, T_r), (early_e, T_r), (early_e, None))]
     if own:
         return [values(w) for w in weights[1:]]
-    return [values(forward(p, points, given={A: rounded(w)}).shown[pre + base]) for w in weights]
+    return [values(run_pass(p, points, given={A: rounded(w)}).shown[pre + base]) for w in weights]
 
 
 # ---------------------------------------------------------------- answers files
