@@ -11,8 +11,6 @@ import json
 import math
 import random
 import re
-import subprocess
-import sys
 import xml.etree.ElementTree as ET
 from decimal import Decimal
 from pathlib import Path
@@ -24,6 +22,8 @@ from worked.check import EVIDENCE, Checker, check_answers
 from worked.generate import Family, generate_block
 from worked.problem import load
 from worked.solver import solve
+
+from test_block_train_quiz import _run  # noqa: E402  (the CLI in a subprocess)
 
 ROOT = Path(__file__).resolve().parents[1]
 FAMILIES = [dict(block="post-ln", vocab=4, positional="sinusoidal"),
@@ -122,13 +122,6 @@ def test_log10_from_the_students_own_probabilities_is_named_and_a_carried_loss_i
     assert "log10-loss" not in rep.summary()["mistakes"] and rep.summary()["carried_forward"] == 1, rep.text()
     rep = check_answers(p, {"probs": mine, "loss": [[written(ln_own / math.log(10), p.decimals)]]})
     assert "log10-loss" in rep.summary()["mistakes"], rep.text()
-
-
-def _run(*args):
-    r = subprocess.run([sys.executable, "-m", "worked", *map(str, args)], capture_output=True, text=True, timeout=900,
-                       cwd=ROOT)
-    assert r.returncode == 0, r.stderr
-    return r
 
 
 @pytest.fixture(scope="module")

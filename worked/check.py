@@ -238,6 +238,7 @@ class _Ctx:
         self.banded = Interval(problem)                 # every value may be rounded: the default band
         self.points = Interval(problem, widen=False)    # the exact values, as points
         self.h = self.banded.h
+        self.reach = None                               # a block's: how far mixed rounding moves each entry (_reach)
         self.mats = solution.matrices()
         self.steps = {}
         for num, st in enumerate(solution.steps, 1):
@@ -648,19 +649,28 @@ def _bands(ctx: _Ctx, given=None, transform=None, centre=None, points=None) -> d
 def _block_bands(ctx: _Ctx, given=None, transform=None) -> dict:
     """A Transformer block's default bands: interval arithmetic through a layer norm (x − μ over a root of the
     same x) widens past use, so a block's band is the hull of the values along the ways a careful student
-    rounds: exact (the 50-digit pass), and every value rounded to the problem's places, or one place more, or
-    the carried places (the :class:`~worked.attention.Hand` pass, from the same *given* entries at their
-    middles), each widened by half a unit of the answer's last place."""
+    rounds: exact (the 50-digit pass), every value rounded to the problem's places, or one place more, or the
+    carried places (the :class:`~worked.attention.Hand` pass, from the same *given* entries at their middles), and,
+    for the right values (no *transform*), any mixture of those places, a choice per step: the carried path ± how
+    far such students land (:func:`_reach`, worked out once for the problem); widened by half a unit of the answer's
+    last place."""
     p, h = ctx.problem, ctx.h
     exact = run_pass(p, ctx.points, transform=transform, given=given).shown
     mid = None if given is None else {k: [[a if a is NA or a is None else Fraction(CTX.divide(CTX.add(a[0], a[1]), 2))
                                             for a in row] for row in g] for k, g in given.items()}
-    hands = []
+    hands, carried = [], None
     for places in (p.decimals, p.decimals + 1, p.precision.carried):
         try:
-            hands.append(run_pass(p, Hand(p, "decimal", places), transform=transform, given=mid).shown)
+            run = run_pass(p, Hand(p, "decimal", places), transform=transform, given=mid)
         except ZeroDivisionError:     # a mistake's rounded path divides by 0 (no e^x: a row of scores adding up to 0):
             continue                  # that path has no values, as the exact pass has none there
+        hands.append(run.shown)
+        carried = run.shown if places == p.precision.carried else None
+    if transform is None and ctx.reach is None:
+        ctx.reach = _reach(p)
+    # what a right answer may be (the problem's values, or the student's own carried on) takes in every mixture of
+    # places; a mistake's band is its paths' hull, as its values are the mistake's whatever the places
+    reach = ctx.reach if transform is None and carried is not None else {}
     band = {}
     for key, grid in exact.items():
         rows = []
@@ -671,10 +681,86 @@ def _block_bands(ctx: _Ctx, given=None, transform=None) -> dict:
                     r.append(None)
                     continue
                 ends = [iv[0], iv[1]] + [_decimal_of(x[key][i][j]) for x in hands if x[key][i][j] is not None]
+                if key in reach and carried[key][i][j] is not None and (mid is None or key not in mid):
+                    c, e = _decimal_of(carried[key][i][j]), Decimal(repr(reach[key][i][j]))
+                    ends += [CTX.subtract(c, e), CTX.add(c, e)]
                 r.append((CTX.subtract(min(ends), h), CTX.add(max(ends), h)))
             rows.append(r)
         band[key] = rows
     return band
+
+
+REACH = (64, 2)     # _reach: the students drawn, and the margin on the farthest any of them lands
+
+
+def _reach(p) -> dict:
+    """How far from the carried path a student can land who rounds each step to the problem's places, one more, or
+    the carried ones (a choice per step): per entry, the farthest that students drawn at random land (each step's
+    places drawn, each entry's rounding error drawn within half a unit of them, plus what rounding inside the step
+    moves: the step worked at those places from the carried values, against the same in floats), carried on to first
+    order through every later step, times a margin (:data:`REACH`). The steps' derivatives are taken at the carried
+    path by finite differences (a float pass per entry, every other value given); carried on linearly, the errors
+    keep their signs, so no layer norm's x − μ over a root of the same x widens the band. The same for the same
+    problem (the draws are seeded); {} where a pass has no value."""
+    import math
+    import random
+
+    from .attention import Float
+
+    places = (p.decimals, p.decimals + 1, p.precision.carried)
+    try:
+        run = run_pass(p, Hand(p, "decimal", places[-1]))
+        flow = {k: run.carried.get(k, run.shown[k]) for k in run.shown}
+        steps = [run_pass(p, Hand(p, "decimal", d), given=flow).shown for d in places]
+    except ZeroDivisionError:
+        return {}
+    keys = list(run.shown)
+
+    def floats(grid):
+        return [[-math.inf if x is None else float(x) for x in row] for row in grid]
+
+    flow_f = {k: floats(flow[k]) for k in keys}
+    fpass = Float()
+    try:
+        base = run_pass(p, fpass, given=flow_f).shown
+    except (ArithmeticError, ValueError):
+        return {}
+    # each step's own error at each choice of places: half a unit, or what the step worked there moves, if more
+    amp = [{k: [[0.0 if a is None or not math.isfinite(b) else max(0.5 * 10.0 ** -d, abs(float(a) - b))
+                 for a, b in zip(ra, rb)] for ra, rb in zip(one[k], base[k])] for k in keys}
+           for d, one in zip(places, steps)]
+    feeds = {}          # (key, r, c) → [(key, i, j, derivative)] of the entries it is a direct input of
+    for n, m in enumerate(keys):
+        for r, row in enumerate(flow_f[m]):
+            for c, x in enumerate(row):
+                if not math.isfinite(x):
+                    continue
+                dx = 1e-6 * max(1.0, abs(x))
+                moved = [list(rr) for rr in flow_f[m]]
+                moved[r][c] = x + dx
+                try:
+                    out = run_pass(p, fpass, given={**flow_f, m: moved}).shown
+                except (ArithmeticError, ValueError):
+                    continue
+                feeds[m, r, c] = [(k, i, j, (y - base[k][i][j]) / dx) for k in keys[n + 1:]
+                                  for i, orow in enumerate(out[k]) for j, y in enumerate(orow)
+                                  if math.isfinite(y) and math.isfinite(base[k][i][j]) and y != base[k][i][j]]
+    rng = random.Random(0)
+    paths, margin = REACH
+    far = {k: [[0.0] * len(row) for row in flow_f[k]] for k in keys}
+    for _ in range(paths):
+        dev = {k: [[0.0] * len(row) for row in flow_f[k]] for k in keys}
+        for k in keys:
+            a = amp[rng.randrange(len(places))][k]
+            for r, row in enumerate(dev[k]):
+                for c in range(len(row)):
+                    e = row[c] + rng.uniform(-1, 1) * a[r][c]
+                    row[c] = e
+                    if abs(e) > far[k][r][c]:
+                        far[k][r][c] = abs(e)
+                    for k2, i, j, g in feeds.get((k, r, c), ()):
+                        dev[k2][i][j] += g * e
+    return {k: [[margin * x for x in row] for row in grid] for k, grid in far.items()}
 
 
 def _decimal_of(x) -> Decimal:
@@ -880,7 +966,10 @@ class Checker:
 
     def early_values(self, ctx: _Ctx, pre: str, base: str) -> list:
         if (pre, base) not in self._early:
-            self._early[pre, base] = _early_values(ctx, pre, base)
+            try:
+                self._early[pre, base] = _early_values(ctx, pre, base)
+            except (WorkedError, ArithmeticError):    # a block's early-rounded path through a layer norm of a row of
+                self._early[pre, base] = []           # variance 0: no such path to point out
         return self._early[pre, base]
 
     def _read_answers(self, answers, mats) -> tuple:
@@ -1235,7 +1324,7 @@ def _early_values(ctx: _Ctx, pre: str, base: str) -> list:
     if p.multihead and not pre:
         return []
     early_e = Interval(p, widen=False, round_exp=True)
-    exact = run_pass(p, points).shown           # a Transformer block's heads take X0 (or N1): its whole pass
+    exact = run_pass(p, points, backward=False).shown     # a block's heads take X0 (or N1): its whole forward pass
 
     def rounded(grid):
         return [[None if x is None else pt(points.round(x[0])) for x in row] for row in grid]
@@ -1246,11 +1335,11 @@ def _early_values(ctx: _Ctx, pre: str, base: str) -> list:
     soft, own = EARLY[base]             # the softmax (its input rounded, its e^x rounded), or the stage after it
     A, (T,) = pre + soft.id, soft.inputs
     T_r = {pre + T: rounded(exact[pre + T])}
-    weights = [exact[A]] + [run_pass(p, backend, given=given).shown[A]
+    weights = [exact[A]] + [run_pass(p, backend, given=given, backward=False).shown[A]
                             for backend, given in ((points, T_r), (early_e, T_r), (early_e, None))]
     if own:
         return [values(w) for w in weights[1:]]
-    return [values(run_pass(p, points, given={A: rounded(w)}).shown[pre + base]) for w in weights]
+    return [values(run_pass(p, points, given={A: rounded(w)}, backward=False).shown[pre + base]) for w in weights]
 
 
 # ---------------------------------------------------------------- answers files
