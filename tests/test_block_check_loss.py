@@ -29,9 +29,8 @@ ROOT = Path(__file__).resolve().parents[1]
 FAMILIES = [dict(block="post-ln", vocab=4, positional="sinusoidal"),
             dict(block="pre-ln", vocab=4, mask="causal", positional="sinusoidal"),
             dict(block="post-ln", vocab=5, tokens=4, eps="1/100"),
-            dict(block="pre-ln", heads=2, d_ff=3, vocab=4),
-            dict(block="post-ln", vocab=4, train=True, mask="causal")]
-SEEDS = range(5)
+            dict(block="pre-ln", heads=2, d_ff=3, vocab=4)]       # a training step's loss: block-train.toml below
+SEEDS = range(4)
 SURE = re.compile(r"Named from this one number \(loss\) alone: .* about 1 time in (\d+)\.")
 
 
@@ -104,7 +103,7 @@ def test_random_wrong_losses_are_not_named_log10():
             else:
                 wide += 1
                 named_wide += bool(codes)
-    assert near > 200 and wide > 200
+    assert near > 150 and wide > 150
     assert named_wide <= 1.5 * float(EVIDENCE) * wide, (named_wide, wide)
 
 
