@@ -691,6 +691,7 @@ def _block_bands(ctx: _Ctx, given=None, transform=None) -> dict:
 
 
 REACH = (64, 2)     # _reach: the students drawn, and the margin on the farthest any of them lands
+REACH_ENTRIES = 1500    # _reach takes a float pass per entry: a larger problem keeps the hull alone (README)
 
 
 def _reach(p) -> dict:
@@ -701,7 +702,7 @@ def _reach(p) -> dict:
     order through every later step, times a margin (:data:`REACH`). The steps' derivatives are taken at the carried
     path by finite differences (a float pass per entry, every other value given); carried on linearly, the errors
     keep their signs, so no layer norm's x − μ over a root of the same x widens the band. The same for the same
-    problem (the draws are seeded); {} where a pass has no value."""
+    problem (the draws are seeded); {} where a pass has no value, or for more than :data:`REACH_ENTRIES` entries."""
     import math
     import random
 
@@ -715,6 +716,8 @@ def _reach(p) -> dict:
     except ZeroDivisionError:
         return {}
     keys = list(run.shown)
+    if sum(len(row) for k in keys for row in flow[k]) > REACH_ENTRIES:
+        return {}
 
     def floats(grid):
         return [[-math.inf if x is None else float(x) for x in row] for row in grid]
