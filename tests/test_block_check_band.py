@@ -1,6 +1,7 @@
 """A block's default band (worked.check._block_bands, issue 27): over drawn blocks, students who round each step
 to the problem's places, one more, or the carried ones (the same everywhere, or a choice per step) and write their
-answers rounded to the problem's places, or as they carried them, have every answer accepted; and each planted
+answers rounded to the problem's places, or as they carried them, have every answer accepted (a training step's
+gradients too); and each planted
 mistake (the mistake's values, written at the problem's places, in the matrix where it first shows) is still named
 wherever it moves that matrix past what such rounding does."""
 from __future__ import annotations
@@ -19,7 +20,8 @@ from worked.solver import solve
 FAMILIES = [dict(block="post-ln", vocab=4, positional="sinusoidal"),
             dict(block="pre-ln", vocab=4, mask="causal", positional="sinusoidal"),
             dict(block="post-ln", vocab=5, tokens=4, eps="1/100"),
-            dict(block="pre-ln", heads=2, d_ff=3, vocab=4)]
+            dict(block="pre-ln", heads=2, d_ff=3, vocab=4),
+            dict(block="post-ln", vocab=4, train=True, mask="causal")]      # with a training step: its gradients
 SEEDS = range(2)
 MIXED = 4           # students with a choice of places per step, per block
 
@@ -74,7 +76,12 @@ def test_students_rounding_at_each_step_are_accepted(k):
             assert wrong == [] and named == [], (p.title, how, [plan[key] for key in keys], wrong[:5], named)
 
 
-@pytest.mark.parametrize("k", range(len(FAMILIES) * len(SEEDS)))
+# the blocks without a training step (with one, a student's values that leave a layer norm's row of variance 0 in
+# the training step's fresh pass stop `worked check` with the problem's ε error: not yet carried through, README)
+FORWARD = [k for k in range(len(FAMILIES) * len(SEEDS)) if not FAMILIES[k // len(SEEDS)].get("train")]
+
+
+@pytest.mark.parametrize("k", FORWARD)
 def test_planted_mistakes_are_named_where_they_show(k):
     """Each mistake the block can make (every transform), written at the problem's places in the matrix where it
     first shows: named when at least 3 in 4 of that matrix's entries it moves are past the right band (what the
