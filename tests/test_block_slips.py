@@ -132,9 +132,11 @@ def test_a_mistake_applies_only_where_the_problem_can_make_it():
 @pytest.mark.parametrize("text", [EPS, PRE], ids=["post-ln", "pre-ln"])
 def test_worked_check_names_each_planted_block_mistake(text):
     """A student's answers to the matrix where a mistake first shows, made with that mistake (every transform of
-    each) and written at the problem's places: `worked check` names it. The loss alone is one number: a wrong
-    loss matches some mistake by chance too often for the checker to name log₁₀ from it (its evidence rule), so
-    that one is not named from the loss alone."""
+    each) and written at the problem's places: `worked check` names it, but for forgetting ε = 1/100, which moves
+    the normalised rows less than a student who rounds σ to the problem's places does (every answer within the
+    band: tests/test_block_check_band.py). log₁₀ shows first in the loss, one number:
+    named from it alone where a wrong loss lands in its band by chance rarely enough, as here
+    (tests/test_block_check_loss.py)."""
     from worked.check import check_answers
     from worked.solver import solve
 
@@ -148,7 +150,10 @@ def test_worked_check_names_each_planted_block_mistake(text):
             wrong = block_forward(p, Float(), transform=t).shown[key]
             report = check_answers(p, {key: [[round(x, p.decimals) for x in row] for row in wrong]}, solution=sol)
             named = report.summary()["mistakes"]
-            assert named == ([mid] if mid != "log10-loss" else []), (mid, t, key, report.text()[:600])
+            if t.norm_root == "no-eps":       # √σ² for √(σ² + 1/100): within what rounding σ to 2 places moves
+                assert report.summary()["wrong"] <= 1 and named == [], report.text()[:600]
+                continue
+            assert named == [mid], (mid, t, key, report.text()[:600])
 
 
 def test_a_mistakes_pass_through_a_row_of_variance_zero_is_undefined_not_an_error():

@@ -46,7 +46,7 @@ from decimal import Decimal
 from . import eq, exprs, mistakes, printers, stages
 from .i18n import Msg, current, localized_text, ngettext, translate
 from .i18n import tr as _
-from .attention import NA, Hand, Interval, contains, forward, pt, run_pass
+from .attention import NA, Hand, Interval, contains, pt, run_pass
 from .eq import arith
 from .errors import ExpressionError, WorkedError
 from .mistakes import MISTAKES
@@ -238,6 +238,7 @@ class _Ctx:
         self.banded = Interval(problem)                 # every value may be rounded: the default band
         self.points = Interval(problem, widen=False)    # the exact values, as points
         self.h = self.banded.h
+        self.reach = None                               # a block's: how far mixed rounding moves each entry (_reach)
         self.mats = solution.matrices()
         self.steps = {}
         for num, st in enumerate(solution.steps, 1):
@@ -664,15 +665,28 @@ def _bands(ctx: _Ctx, given=None, transform=None, centre=None, points=None) -> d
 def _block_bands(ctx: _Ctx, given=None, transform=None) -> dict:
     """A Transformer block's default bands: interval arithmetic through a layer norm (x − μ over a root of the
     same x) widens past use, so a block's band is the hull of the values along the ways a careful student
-    rounds: exact (the 50-digit pass), and every value rounded to the problem's places, or one place more, or
-    the carried places (the :class:`~worked.attention.Hand` pass, from the same *given* entries at their
-    middles), each widened by half a unit of the answer's last place."""
+    rounds: exact (the 50-digit pass), every value rounded to the problem's places, or one place more, or the
+    carried places (the :class:`~worked.attention.Hand` pass, from the same *given* entries at their middles), and,
+    for the right values (no *transform*), any mixture of those places, a choice per step: the carried path ± how
+    far such students land (:func:`_reach`, worked out once for the problem); widened by half a unit of the answer's
+    last place."""
     p, h = ctx.problem, ctx.h
     exact = run_pass(p, ctx.points, transform=transform, given=given).shown
     mid = None if given is None else {k: [[a if a is NA or a is None else Fraction(CTX.divide(CTX.add(a[0], a[1]), 2))
                                             for a in row] for row in g] for k, g in given.items()}
-    hands = [run_pass(p, Hand(p, "decimal", places), transform=transform, given=mid).shown
-             for places in (p.decimals, p.decimals + 1, p.precision.carried)]
+    hands, carried = [], None
+    for places in (p.decimals, p.decimals + 1, p.precision.carried):
+        try:
+            run = run_pass(p, Hand(p, "decimal", places), transform=transform, given=mid)
+        except ZeroDivisionError:     # a mistake's rounded path divides by 0 (no e^x: a row of scores adding up to 0):
+            continue                  # that path has no values, as the exact pass has none there
+        hands.append(run.shown)
+        carried = run.shown if places == p.precision.carried else None
+    if transform is None and ctx.reach is None:
+        ctx.reach = _reach(p)
+    # what a right answer may be (the problem's values, or the student's own carried on) takes in every mixture of
+    # places; a mistake's band is its paths' hull, as its values are the mistake's whatever the places
+    reach = ctx.reach if transform is None and carried is not None else {}
     band = {}
     for key, grid in exact.items():
         rows = []
@@ -683,10 +697,89 @@ def _block_bands(ctx: _Ctx, given=None, transform=None) -> dict:
                     r.append(None)
                     continue
                 ends = [iv[0], iv[1]] + [_decimal_of(x[key][i][j]) for x in hands if x[key][i][j] is not None]
+                if key in reach and carried[key][i][j] is not None and (mid is None or key not in mid):
+                    c, e = _decimal_of(carried[key][i][j]), Decimal(repr(reach[key][i][j]))
+                    ends += [CTX.subtract(c, e), CTX.add(c, e)]
                 r.append((CTX.subtract(min(ends), h), CTX.add(max(ends), h)))
             rows.append(r)
         band[key] = rows
     return band
+
+
+REACH = (64, 2)     # _reach: the students drawn, and the margin on the farthest any of them lands
+REACH_ENTRIES = 1500    # _reach takes a float pass per entry: a larger problem keeps the hull alone (README)
+
+
+def _reach(p) -> dict:
+    """How far from the carried path a student can land who rounds each step to the problem's places, one more, or
+    the carried ones (a choice per step): per entry, the farthest that students drawn at random land (each step's
+    places drawn, each entry's rounding error drawn within half a unit of them, plus what rounding inside the step
+    moves: the step worked at those places from the carried values, against the same in floats), carried on to first
+    order through every later step, times a margin (:data:`REACH`). The steps' derivatives are taken at the carried
+    path by finite differences (a float pass per entry, every other value given); carried on linearly, the errors
+    keep their signs, so no layer norm's x − μ over a root of the same x widens the band. The same for the same
+    problem (the draws are seeded); {} where a pass has no value, or for more than :data:`REACH_ENTRIES` entries."""
+    import math
+    import random
+
+    from .attention import Float
+
+    places = (p.decimals, p.decimals + 1, p.precision.carried)
+    try:
+        run = run_pass(p, Hand(p, "decimal", places[-1]))
+        flow = {k: run.carried.get(k, run.shown[k]) for k in run.shown}
+        steps = [run_pass(p, Hand(p, "decimal", d), given=flow).shown for d in places]
+    except ZeroDivisionError:
+        return {}
+    keys = list(run.shown)
+    if sum(len(row) for k in keys for row in flow[k]) > REACH_ENTRIES:
+        return {}
+
+    def floats(grid):
+        return [[-math.inf if x is None else float(x) for x in row] for row in grid]
+
+    flow_f = {k: floats(flow[k]) for k in keys}
+    fpass = Float()
+    try:
+        base = run_pass(p, fpass, given=flow_f).shown
+    except (ArithmeticError, ValueError):
+        return {}
+    # each step's own error at each choice of places: half a unit, or what the step worked there moves, if more
+    amp = [{k: [[0.0 if a is None or not math.isfinite(b) else max(0.5 * 10.0 ** -d, abs(float(a) - b))
+                 for a, b in zip(ra, rb)] for ra, rb in zip(one[k], base[k])] for k in keys}
+           for d, one in zip(places, steps)]
+    feeds = {}          # (key, r, c) → [(key, i, j, derivative)] of the entries it is a direct input of
+    for n, m in enumerate(keys):
+        for r, row in enumerate(flow_f[m]):
+            for c, x in enumerate(row):
+                if not math.isfinite(x):
+                    continue
+                dx = 1e-6 * max(1.0, abs(x))
+                moved = [list(rr) for rr in flow_f[m]]
+                moved[r][c] = x + dx
+                try:
+                    out = run_pass(p, fpass, given={**flow_f, m: moved}).shown
+                except (ArithmeticError, ValueError):
+                    continue
+                feeds[m, r, c] = [(k, i, j, (y - base[k][i][j]) / dx) for k in keys[n + 1:]
+                                  for i, orow in enumerate(out[k]) for j, y in enumerate(orow)
+                                  if math.isfinite(y) and math.isfinite(base[k][i][j]) and y != base[k][i][j]]
+    rng = random.Random(0)
+    paths, margin = REACH
+    far = {k: [[0.0] * len(row) for row in flow_f[k]] for k in keys}
+    for _ in range(paths):
+        dev = {k: [[0.0] * len(row) for row in flow_f[k]] for k in keys}
+        for k in keys:
+            a = amp[rng.randrange(len(places))][k]
+            for r, row in enumerate(dev[k]):
+                for c in range(len(row)):
+                    e = row[c] + rng.uniform(-1, 1) * a[r][c]
+                    row[c] = e
+                    if abs(e) > far[k][r][c]:
+                        far[k][r][c] = abs(e)
+                    for k2, i, j, g in feeds.get((k, r, c), ()):
+                        dev[k2][i][j] += g * e
+    return {k: [[margin * x for x in row] for row in grid] for k, grid in far.items()}
 
 
 def _decimal_of(x) -> Decimal:
@@ -892,7 +985,10 @@ class Checker:
 
     def early_values(self, ctx: _Ctx, pre: str, base: str) -> list:
         if (pre, base) not in self._early:
-            self._early[pre, base] = _early_values(ctx, pre, base)
+            try:
+                self._early[pre, base] = _early_values(ctx, pre, base)
+            except (WorkedError, ArithmeticError):    # a block's early-rounded path through a layer norm of a row of
+                self._early[pre, base] = []           # variance 0: no such path to point out
         return self._early[pre, base]
 
     def _read_answers(self, answers, mats) -> tuple:
@@ -977,6 +1073,7 @@ class Checker:
         candidates = [k for k in parsed if _stage_of(k) in known
                       and any(verdict[k][i][j] == "wrong" and not carried[k][i][j]
                               for i in range(len(verdict[k])) for j in range(len(verdict[k][0])))]
+        lone: dict[str, list] = {}      # a lone number's key → (distance, own, code, stage, chance) per mistake near
         if candidates and diagnose:
             tried = self._tried_mistakes()
             # how many mistakes could explain a matrix: a chance match is that much likelier (a wrong sign in one
@@ -1010,10 +1107,21 @@ class Checker:
                     centre = cpass.shown
                     scenarios.append((_bands(ctx, b, transform, centre, cpass), centre))
                 for key in targets:
-                    hit = _diagnose(parsed[key], verdict[key], carried[key], true_band[key],
-                                    [(band[key], centre[key]) for band, centre in scenarios], reach[key], ctx.h)
+                    cands = [(band[key], centre[key]) for band, centre in scenarios]
+                    hit = _diagnose(parsed[key], verdict[key], carried[key], true_band[key], cands, reach[key], ctx.h)
                     if hit and not any(d["code"] == code for d in diag_by_key[key]):
                         diag_by_key[key].append(_diag(ctx, code, key, hit, stage))
+                    elif not hit and (near := _lone_match(parsed[key], verdict[key], carried[key], true_band[key],
+                                                          cands, ctx.h)) is not None:
+                        lone.setdefault(key, []).append((near[0], rank == lay.rank(key), code, stage, near[1]))
+            # a lone number (the loss alone): named only by the mistake its own stage declares, when that mistake's
+            # value is the nearest of those whose bands hold the answer, and a wrong value lands there by chance
+            # rarely enough (_lone_match)
+            for key, found in lone.items():
+                found.sort(key=lambda f: f[0])
+                dist, own, code, stage, chance = found[0]
+                if own and chance <= EVIDENCE and not diag_by_key[key] and (len(found) == 1 or found[1][0] > dist):
+                    diag_by_key[key].append(_diag(ctx, code, key, [(0, 0)], stage, chance=chance))
 
         # early rounding: accepted, but rounded before the end
         for key in parsed if diagnose else ():
@@ -1109,6 +1217,31 @@ def _chance(entries, mb, true_b, h) -> Decimal:
     return p
 
 
+def _lone_match(grid, V, C, true_b, mistake_bands, h):
+    """A lone number (a 1×1 matrix such as the loss), answered wrong and not explained by an earlier slip, that lies in
+    the mistake's band (of one of its scenarios): (its distance from the mistake's value, the chance that a wrong value
+    written at random lands in that band), else None. A wrong value is taken to be written at the problem's places
+    anywhere from 0 to twice the right one (a loss is ≥ 0; a student's slip elsewhere moves it by any amount up to
+    that): a band of width w holds (w + q)/(2·|right| + q) of them (q one unit of the last place)."""
+    if len(V) != 1 or len(V[0]) != 1 or V[0][0] != "wrong" or C[0][0]:
+        return None
+    a, right = grid[0][0][1], true_b[0][0]
+    if a is None or right is None:
+        return None
+    q = 2 * h
+    scale = CTX.add(right[0], right[1]).copy_abs()           # twice the right value
+    best = None
+    for mb, centre in mistake_bands:
+        band, c = mb[0][0], centre[0][0]
+        if band is None or c is None or not contains(band, a):
+            continue
+        dist = CTX.subtract(a, CTX.divide(CTX.add(c[0], c[1]), 2)).copy_abs()
+        chance = min(Decimal(1), CTX.divide(band[1] - band[0] + q, scale + q))
+        if best is None or dist < best[0]:
+            best = (dist, chance)
+    return best
+
+
 def _refuted(key, rank, centre, parsed, verdict, true_band, lay: "_Layout") -> bool:
     """Did the student show, in a matrix between the mistake's stage and *key*, that they made no such mistake:
     entries the mistake would change, answered correctly? (A K·Qᵀ is not seen in the weights of a student
@@ -1166,8 +1299,10 @@ def _changes(centre, band) -> bool:
     return not contains(band, mid)
 
 
-def _diag(ctx: _Ctx, code: str, key: str, entries, stage: str | None = None) -> dict:
-    """A diagnosis of *code* on *key*; *stage*: the matrix where it first showed (by default the mistake's)."""
+def _diag(ctx: _Ctx, code: str, key: str, entries, stage: str | None = None, chance: Decimal | None = None) -> dict:
+    """A diagnosis of *code* on *key*; *stage*: the matrix where it first showed (by default the mistake's);
+    *chance*: named from one number alone (:func:`_lone_match`), the chance that a wrong value lands there at random,
+    which the message states."""
     mistake = MISTAKES[code]
     pre, base = _split(key)
     step = ctx.step_of(key if mistake.accepted else pre + (stage or mistake.stage))
@@ -1175,6 +1310,10 @@ def _diag(ctx: _Ctx, code: str, key: str, entries, stage: str | None = None) -> 
     if mistake.accepted and base in EARLY:        # rounded too early: where
         soft, own = EARLY[base]
         msg = eq.prose(msg, " ", eq.say(soft.rounded_early[0 if own else 1]))
+    if chance is not None:                        # how sure: named from one number
+        msg = eq.prose(msg, " ", eq.say("Named from this one number ({entry}) alone: a wrong value written at random "
+                                        "lands this close to what the mistake gives about 1 time in {n}.",
+                                        entry=key, n=str(int(1 / chance))))
     msg = _words(msg)
     head = int(pre[4:-1]) if pre else None
     return {"code": code, "title": mistake.title, "message": msg, "step": step, "head": head,
@@ -1210,7 +1349,7 @@ def _early_values(ctx: _Ctx, pre: str, base: str) -> list:
     if p.multihead and not pre:
         return []
     early_e = Interval(p, widen=False, round_exp=True)
-    exact = forward(p, points).shown
+    exact = run_pass(p, points, backward=False).shown     # a block's heads take X0 (or N1): its whole forward pass
 
     def rounded(grid):
         return [[None if x is None else pt(points.round(x[0])) for x in row] for row in grid]
@@ -1221,11 +1360,11 @@ def _early_values(ctx: _Ctx, pre: str, base: str) -> list:
     soft, own = EARLY[base]             # the softmax (its input rounded, its e^x rounded), or the stage after it
     A, (T,) = pre + soft.id, soft.inputs
     T_r = {pre + T: rounded(exact[pre + T])}
-    weights = [exact[A]] + [forward(p, backend, given=given).shown[A]
+    weights = [exact[A]] + [run_pass(p, backend, given=given, backward=False).shown[A]
                             for backend, given in ((points, T_r), (early_e, T_r), (early_e, None))]
     if own:
         return [values(w) for w in weights[1:]]
-    return [values(forward(p, points, given={A: rounded(w)}).shown[pre + base]) for w in weights]
+    return [values(run_pass(p, points, given={A: rounded(w)}, backward=False).shown[pre + base]) for w in weights]
 
 
 # ---------------------------------------------------------------- answers files
