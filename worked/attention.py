@@ -221,7 +221,8 @@ def forward(problem, backend, *, transform: Transform | None = None, given: dict
 
 
 def block_forward(problem, backend, *, transform: Transform | None = None, given: dict | None = None,
-                  points: Pass | None = None, weights: dict | None = None, backward: bool = True) -> Pass:
+                  points: Pass | None = None, weights: dict | None = None, backward: bool = True,
+                  lenient: bool = False) -> Pass:
     """The forward pass of a whole Transformer block (``problem.block``, issue 27) with *backend*: the stages
     before the heads (the positions, X0 = X + P, and for pre-LN LN_1), the heads and W_O as :func:`forward` runs
     them on the heads' input, then the stages after (residual adds, layer norms, the feed-forward, and with an
@@ -230,12 +231,14 @@ def block_forward(problem, backend, *, transform: Transform | None = None, given
     where not given), carried on instead of the computed ones, as :func:`forward` does (*points* is not used).
     With a ``[train]`` table (and *backward*), then the training step: :func:`_block_backward`. *weights*: the
     weights to use instead of the problem's, in the backend's numbers, by name (``W_1``, ``b_1`` …, ``W_O``, and
-    ``heads``: each head's (W_Q, W_K, W_V))."""
+    ``heads``: each head's (W_Q, W_K, W_V)). *lenient*: from a student's values though *given* is empty (the fresh
+    pass after their update): a row a layer norm cannot normalise has no value (the backend's ``UNDEFINED``, else
+    None), never the problem's ε error."""
     t = transform or Transform()
     given = given or {}
     weights = weights or {}
     arch = stages.of(problem)
-    run = stages.BlockRun(problem, backend, t, lenient=bool(given))
+    run = stages.BlockRun(problem, backend, t, lenient=lenient or bool(given))
     own = {k: v for k, v in weights.items() if k not in ("heads", "W_O")}     # the layer's weights given
     env = {"X": _inputs(backend, problem.X), **stages.block_inputs(problem, backend, own), **own}
     done: dict[str, list] = {}
@@ -288,7 +291,7 @@ def _block_backward(problem, b, t: Transform, out: Pass, env: dict, kind: dict, 
         g = given.get(key)
         return grid if g is None else [[c if a is NA else a for a, c in zip(ga, ca)] for ga, ca in zip(g, grid)]
 
-    run = stages.BlockRun(problem, b, t)
+    run = stages.BlockRun(problem, b, t, lenient=bool(given))
     env = {**env, **out.values, "targets": list(problem.block.targets),
            "W_O": weights.get("W_O") or _inputs(b, problem.W_O)}      # the heads' combination: concat, Z
 
@@ -329,7 +332,7 @@ def _block_backward(problem, b, t: Transform, out: Pass, env: dict, kind: dict, 
     new = {"heads": new_heads, **{s.inputs[0]: stages.flat(env[s.id]) if s.rows == "1" else env[s.id] for s in updates}}
     after = next(s for s in kind["update"] if _scalar(s))       # the loss after, from the fresh pass's loss
     try:
-        out.after = block_forward(problem, b, transform=t, weights=new, backward=False)
+        out.after = block_forward(problem, b, transform=t, weights=new, backward=False, lenient=bool(given))
     except ArithmeticError:
         # a student's gradients (intervals of their rounding) through the fresh pass's layer norms widen past
         # use: the loss after has no value from them (as a layer norm of variance 0 has none), never an error
@@ -866,11 +869,12 @@ class Float:
         return math.sqrt(x)
 
     def relu(self, x):
-        return x if x > 0 else 0.0
+        return x if x > 0 or x != x else 0.0        # NaN (no value) stays NaN
 
     def relu_back(self, g, u):
-        """The gradient *g* through ReLU at *u*: g above 0, else 0 (PyTorch's slope at 0 is 0 too)."""
-        return g if u > 0 else 0.0
+        """The gradient *g* through ReLU at *u*: g above 0, else 0 (PyTorch's slope at 0 is 0 too); NaN where
+        *u* has no value."""
+        return g if u > 0 else math.nan if u != u else 0.0
 
     def ln(self, x):
         return math.log(x)
@@ -1411,6 +1415,8 @@ class Hand:
         return None if x is None else x if x > 0 else Fraction(0)
 
     def relu_back(self, g, u):
+        if g is None or u is None:      # no value (a carried row a layer norm could not normalise)
+            return None
         return g if u > 0 else Fraction(0)
 
     def ln(self, x):

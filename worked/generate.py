@@ -730,12 +730,15 @@ BLOCK_RULES = ("softmax rule broken", "layer norm of a row with (nearly) no vari
                "output softmax rule broken")
 
 
+KINK = 0.05     # with a training step, every entry of ReLU's input U at least this far from 0
+
+
 def _block_rules(fam: Family, p: Problem, weights: dict | None = None) -> dict[str, float]:
     """How far a block problem is from each rule of a good block (0 where it holds), in floats: the heads' softmax
     rows as the family's (largest weight, smallest weight, |scaled score|, ties), every row a layer norm takes with
     variance at least MIN_VAR, ReLU cutting some but not all entries of its input (with a training step, no column
-    all: dW_1 would have a column of 0s), and each row of the output's softmax within the same weights (its logits
-    within ±max_score; a tie there is allowed). *weights*: the block's weights in floats, instead of *p*'s
+    all: dW_1 would have a column of 0s; and no entry within KINK of 0, where its slope turns), and each row of the
+    output's softmax within the same weights (its logits within ±max_score; a tie there is allowed). *weights*: the block's weights in floats, instead of *p*'s
     (:func:`_float_weights`)."""
     from . import stages
     from .attention import block_forward
@@ -766,8 +769,10 @@ def _block_rules(fam: Family, p: Problem, weights: dict | None = None) -> dict[s
                 out[BLOCK_RULES[2]] += min(U) + 0.1
             elif max(U) <= 0:
                 out[BLOCK_RULES[2]] += 0.1 - max(U)
-            if fam.train:       # a training step: no column all cut (its W_1 gradient column would be all 0)
+            if fam.train:       # a training step: no column all cut (its W_1 gradient column would be all 0),
                 out[BLOCK_RULES[2]] += sum(0.1 - max(col) for col in zip(*src) if max(col) <= 0)
+                # and no entry at ReLU's kink (a hand's rounding, or the certified pass, could not tell its slope)
+                out[BLOCK_RULES[2]] += sum(KINK - abs(x) for x in U if abs(x) < KINK)
         elif stages.computes(s) == "softmax":
             for row in src:
                 out[BLOCK_RULES[3]] += _row_penalty(fam, row, lmax, lmin, div=1.0, ties=True)

@@ -618,6 +618,17 @@ def _residual(which: str) -> Callable:
     return add
 
 
+def no_value(b):
+    """What backend *b* holds where a pass has no value (a layer norm of a row of variance 0 with ε = 0, and all
+    computed from it): its ``UNDEFINED`` (Float: NaN), else None."""
+    return getattr(b, "UNDEFINED", None)
+
+
+def undefined(x) -> bool:
+    """Is *x* a value a pass does not have (None, or a Float pass's NaN)?"""
+    return x is None or (type(x) is float and x != x)
+
+
 def _norm_slip(r: BlockRun, M, gamma, beta):
     """A layer norm as the mistakes take it: over each column (the tokens) instead of each row, σ² over d − 1, the
     √ or ε left out; no value (the backend's UNDEFINED, else None) where it divides by what may be 0."""
@@ -636,10 +647,9 @@ def _norm_slip(r: BlockRun, M, gamma, beta):
                 "no-eps": lambda: b.sqrt(var)}[t.norm_root]()
         return [None] * len(xs) if b.may_be_zero(root) else [b.div(x, root) for x in devs]
 
-    normed = [one(xs) for xs in lines]
+    normed = [[None] * len(xs) if any(undefined(x) for x in xs) else one(xs) for xs in lines]
     normed = [list(c) for c in zip(*normed)] if cols else normed
-    undefined = getattr(b, "UNDEFINED", None)       # a value the pass does not have (Float: NaN; else None)
-    return [[undefined if q is None else b.add(b.mul(g, q), be) for q, g, be in zip(row, gamma, beta)] for row in normed]
+    return [[no_value(b) if q is None else b.add(b.mul(g, q), be) for q, g, be in zip(row, gamma, beta)] for row in normed]
 
 
 def _layer_norm(r: BlockRun, M, gamma, beta):
@@ -649,11 +659,14 @@ def _layer_norm(r: BlockRun, M, gamma, beta):
         return _norm_slip(r, M, gamma, beta)
     out = []
     for i, row in enumerate(M):
+        if any(undefined(x) for x in (*row, *gamma, *beta)):   # a row with no value (a carried path met a row it
+            out.append([no_value(r.b)] * len(row))          # could not normalise before): none after it either
+            continue
         parts = norm_parts(r.b, row, gamma, beta, r.problem.block.eps)
         # from a student's own row, or in a mistake's pass (a residual left out may leave a row of equal entries):
         # not defined (a band of nothing), never an error
         if parts.out is None and (r.lenient or r.t != type(r.t)()):
-            out.append([getattr(r.b, "UNDEFINED", None)] * len(row))
+            out.append([no_value(r.b)] * len(row))
             continue
         if parts.out is None:
             from .errors import ProblemError
@@ -791,8 +804,20 @@ def _d_bias(r: BlockRun, d):
 
 
 def _d_relu(r: BlockRun, dG, U):
-    """dG where U > 0, else 0 (ReLU's slope: 1 above 0, 0 at or below it)."""
-    return [[r.b.relu_back(g, u) for g, u in zip(gr, ur)] for gr, ur in zip(dG, U)]
+    """dG where U > 0, else 0 (ReLU's slope: 1 above 0, 0 at or below it). The certified pass cannot tell the slope
+    of an entry of U it encloses round 0: from a student's values (or a mistake's) that entry has no value; in the
+    problem's own pass the problem is refused in one line (its gradient would rest on which side of 0 U is)."""
+    out = [[r.b.relu_back(g, u) for g, u in zip(gr, ur)] for gr, ur in zip(dG, U)]
+    if not r.lenient and r.t == type(r.t)():
+        for i, (row, ur, gr) in enumerate(zip(out, U, dG)):
+            for j, (d, u, g) in enumerate(zip(row, ur, gr)):
+                if undefined(d) and not (undefined(u) or undefined(g)):
+                    from .errors import ProblemError
+
+                    raise ProblemError("W_1", f"U[{i + 1},{j + 1}] = x·W_1 + b_1 is 0 (or too near 0 to tell) where the "
+                                       "training step takes ReLU's slope: its gradient is not defined (give other "
+                                       "numbers)", r.problem.source)
+    return out
 
 
 def _norm_back_rows(r: BlockRun, dY, M, gamma):

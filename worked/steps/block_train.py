@@ -17,7 +17,7 @@ from ..lines import APPROX, EQ, Body, Shown, entries, line, p, pick, rel
 from ..i18n import N_, translate
 from ..i18n import tr as _
 from .attention import once
-from .block import carried_grid, given_input, show_code, step_title, loss_lines, norm_parts, residual_line, shown
+from .block import NormParts, carried_grid, given_input, show_code, step_title, loss_lines, norm_parts, residual_line, shown
 
 
 class NormBack:
@@ -37,6 +37,10 @@ def norm_back_parts(b, dy, row, gamma, eps) -> NormBack:
     parts = norm_parts(b, row, gamma, [b.entry(Fraction(0))] * len(gamma), eps)
     size = b.entry(Fraction(len(row)))
     dh = [b.carry(b.mul(g, x)) for g, x in zip(gamma, dy)]
+    if parts.normed is None:    # a carried row this layer norm cannot normalise (variance 0, ε = 0): no values
+        none = [getattr(b, "UNDEFINED", None)] * len(row)
+        parts = NormParts(parts.mu, parts.devs, parts.var, parts.root, none, none)
+        return NormBack(parts, dh, None, None, none)
     m1 = b.div(b.total(dh), size)
     m2 = b.div(b.total([b.mul(x, h) for x, h in zip(dh, parts.normed)]), size)
     return NormBack(parts, dh, m1, m2, [b.div(b.sub(b.sub(x, m1), b.mul(h, m2)), parts.root)
