@@ -693,10 +693,13 @@ def _block_bands(ctx: _Ctx, given=None, transform=None) -> dict:
         for i, row in enumerate(grid):
             r = []
             for j, iv in enumerate(row):
-                if iv is None:
+                paths = [_decimal_of(x[key][i][j]) for x in hands if x[key][i][j] is not None]
+                if iv is None and not paths:    # −∞ (a masked score), or no path has a value here
                     r.append(None)
                     continue
-                ends = [iv[0], iv[1]] + [_decimal_of(x[key][i][j]) for x in hands if x[key][i][j] is not None]
+                # a carried path with no value here (it met a row a layer norm cannot normalise, or a ReLU input
+                # the certified pass cannot place): the others' hull
+                ends = ([] if iv is None else [iv[0], iv[1]]) + paths
                 if key in reach and carried[key][i][j] is not None and (mid is None or key not in mid):
                     c, e = _decimal_of(carried[key][i][j]), Decimal(repr(reach[key][i][j]))
                     ends += [CTX.subtract(c, e), CTX.add(c, e)]
