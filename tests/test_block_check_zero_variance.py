@@ -43,8 +43,12 @@ def test_worked_check_reports_a_students_row_of_variance_zero(tmp_path, cli):
         assert {"R1", "H1", "dW_1"} <= set(verdicts)
         # H1's other rows follow from the student's R1; its first row has no value from it (judged as the true one)
         assert rep["matrices"]["H1"]["carried_forward"][1:] == [[True] * 4] * 2
+        if "eps0" in prob.name:     # there the student's row divides by 0: the report says it could not carry it
+            assert rep["matrices"]["H1"]["not_carried"] == [1]
+            assert rep["matrices"]["R1"]["not_carried"] == []
         code, out, err = cli("check", prob, answers)
         assert code == 1 and "Summary" in out and "Traceback" not in err, err
+        assert ("could not be carried through row the" in out) == ("eps0" in prob.name), out
 
 
 def test_api_check_reports_a_students_row_of_variance_zero(tmp_path, cli):

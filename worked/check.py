@@ -386,6 +386,7 @@ class MatrixReport:
     based_on: list[str]
     diagnoses: list[dict] = field(default_factory=list)
     errors: list[dict] = field(default_factory=list)
+    not_carried: list[int] = field(default_factory=list)   # rows (from 0) the student's values have no value in
 
     def count(self, what: str) -> int:
         return sum(v == what for row in self.verdicts for v in row)
@@ -410,6 +411,7 @@ class MatrixReport:
             "based_on": self.based_on,
             "diagnoses": self.diagnoses,
             "errors": self.errors,
+            "not_carried": [i + 1 for i in self.not_carried],
         }
         if reveal:
             d["expected"] = self.expected
@@ -540,6 +542,14 @@ class Report:
             elif m.consistent is False and m.n_carried:
                 out.append(_("  {n} of the {wrong} wrong entries follow correctly from your earlier answers ({steps}); the "
                              "others do not.", n=m.n_carried, wrong=w, steps=steps))
+            if m.not_carried:
+                out.append(ngettext("  Your earlier answers could not be carried through row {rows} (a layer norm there "
+                                    "meets a row of variance 0 with ε = 0, or what comes of one): its entries are judged "
+                                    "against the right values.",
+                                    "  Your earlier answers could not be carried through rows {rows} (a layer norm there "
+                                    "meets a row of variance 0 with ε = 0, or what comes of one): their entries are "
+                                    "judged against the right values.", len(m.not_carried),
+                                    rows=", ".join(m.rows[i] for i in m.not_carried)))
             if self.reveal and (w or m.count("invalid")):
                 for i in range(len(m.rows)):
                     for j in range(len(m.cols)):
@@ -1046,6 +1056,9 @@ class Checker:
         # verdicts
         verdict: dict[str, list] = {}
         carried: dict[str, list] = {}
+        # the rows where the values computed from the student's own have none (a layer norm met a row it cannot
+        # normalise, and everything after it): those entries are judged by the true values' band alone
+        not_carried: dict[str, set] = {k: set() for k in parsed}
         for key, grid in parsed.items():
             V, C = [], []
             for i, row in enumerate(grid):
@@ -1060,6 +1073,8 @@ class Checker:
                     else:
                         vr.append("wrong")
                         cr.append(_matches(a, ecf_band(key)[i][j]))
+                        if ecf_band(key)[i][j] is None and true_band[key][i][j] is not None:
+                            not_carried[key].add(i)
                 V.append(vr)
                 C.append(cr)
             verdict[key], carried[key] = V, C
@@ -1149,7 +1164,7 @@ class Checker:
                                  for i, j in answered)
             reports.append(MatrixReport(key, printers.text(m.sym), ctx.step_of(key), list(m.rows), list(m.cols), V, C,
                                         raw[key], self._expected_of(key), consistent, feeding_wrong,
-                                        diag_by_key[key], entry_errors[key]))
+                                        diag_by_key[key], entry_errors[key], sorted(not_carried[key])))
 
         # all diagnoses, merged by (code, head)
         merged: dict[tuple, dict] = {}
