@@ -984,8 +984,15 @@ def iv_position(pos: int, col: int, d_model: int, swapped: bool = False):
     below 10⁻⁹⁰); the tail after the last term taken is below that term; ±10⁻⁷⁰ then encloses the value."""
     c = _TRIG
     two_i = col - col % 2
-    angle = c.divide(pos, c.power(Decimal(10000), c.divide(two_i, d_model))) if two_i else Decimal(pos)
-    total = trig_value(angle, (col % 2 == 0) != swapped)
+    use_sin = (col % 2 == 0) != swapped
+    if pos == 0:                        # sin 0 = 0, cos 0 = 1: what the series gives
+        total = Decimal(0 if use_sin else 1)
+    else:
+        if (4 * two_i) % d_model == 0:  # 10000^(2i/d_model) = 10^k: the angle is pos/10^k exactly
+            angle = Decimal(pos).scaleb(-(4 * two_i // d_model), context=c)
+        else:
+            angle = c.divide(pos, c.power(Decimal(10000), c.divide(two_i, d_model)))
+        total = trig_value(angle, use_sin)
     return (DOWN.subtract(total, _TRIG_SLACK), UP.add(total, _TRIG_SLACK))
 
 
@@ -1404,8 +1411,14 @@ class Hand:
         """sin or cos of the angle as written (:meth:`angle`), rounded."""
         if pos == 0:                  # sin 0 = 0, cos 0 = 1
             return Fraction(int((col % 2 == 0) == swapped))
-        a = F.mp(self.angle(pos, col, d_model))
-        return self._round(trig_value(a, (col % 2 == 0) != swapped))
+        a = self.angle(pos, col, d_model)
+        use_sin = (col % 2 == 0) != swapped
+        # shown at P places: a float's sin or cos (|error| < 2·10⁻¹⁵ for an angle of at most 12) rounds as the
+        # 90-digit series does unless within a millionth of a last place of a half; there (or past 8 places) the series
+        y = (math.sin if use_sin else math.cos)(float(a)) * self.unit
+        if self.P <= 8 and abs(abs(y) % 1 - 0.5) > 1e-6:
+            return Approx(int(math.copysign(math.floor(abs(y) + 0.5), y)), self.unit)
+        return self._round(trig_value(F.mp(a), use_sin))
 
     def div(self, a, b):
         return None if a is None or b is None else self.shown(self._mark(Fraction(a) / Fraction(b), a, b))
