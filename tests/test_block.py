@@ -755,3 +755,31 @@ def test_solve_writes_a_block_as_text_markdown_and_json():
     assert b["order"] == "pre-ln" and b["targets"] == ["cat", "sat", "a"] and isinstance(b["loss"], float)
     assert b["matrices"]["P"]["exact"][1] == ["sin(1)", "cos(1)", "sin(1/100)", "cos(1/100)"]
     assert b["matrices"]["loss"]["shape"] == [] and b["matrices"]["loss"]["value"] == b["loss"]
+
+
+@pytest.mark.parametrize("name", ["block-post-ln", "block-pre-ln-causal", "block-train"])
+def test_the_places_are_decided_by_a_pass_that_stops_at_the_first_value_off(name):
+    """The pass at decimals + 2 stops at the first matrix with a carried value that rounds to another answer
+    (the solver's ``watch``): the same places, and the same first value (the one the key's note names), as a whole
+    pass at decimals + 2 finds; the pass the key shows is the whole pass at those places. A block's 50-digit
+    decimals are written when its exact entries are read, the same as the enclosures' shortest decimals."""
+    from pathlib import Path
+
+    import sympy as sp
+
+    import worked
+    from worked import solver
+    from worked.attention import Hand, Interval, run_pass
+
+    p = worked.load(Path(__file__).resolve().parents[1] / "problems" / f"{name}.toml")
+    nums = run_pass(p, Interval(p, widen=False))
+    places, run, off, first = solver.hand_pass(p, "decimal", nums)
+    whole = solver._off_answers(run_pass(p, Hand(p, "decimal", p.precision.carried)), nums, p.decimals)
+    assert places == p.precision.carried + (1 if whole else 0)
+    assert first[:1] == whole[:1] and all(c in whole for c in first)
+    assert run.shown == run_pass(p, Hand(p, "decimal", places)).shown and not off
+    sol = worked.solve(p).audit()
+    H = sol["H"]
+    assert all(isinstance(x, sp.Float) for row in H.exact for x in row)
+    assert [[str(x) for x in row] for row in H.exact] == \
+        [[str(solver._enclosed(iv)) for iv in row] for row in nums.shown["H"]]

@@ -156,14 +156,17 @@ def _scalar(stage) -> bool:
 
 def forward(problem, backend, *, transform: Transform | None = None, given: dict | None = None,
             weights: list | None = None, backward: bool = True, check_scaled: Callable | None = None,
-            points: Pass | None = None, X: list | None = None, W_O: list | None = None) -> Pass:
+            points: Pass | None = None, X: list | None = None, W_O: list | None = None,
+            watch: Callable | None = None) -> Pass:
     """Run the attention forward pass of *problem* with *backend* (see the module docstring); for a problem
     with a ``[train]`` table, then the backward pass too (:func:`backward`) unless *backward* is False.
     *weights*: each head's (W_Q, W_K, W_V) already in the backend's numbers, instead of the problem's.
     *check_scaled*: called as ``check_scaled(head, scaled)`` with each head's scaled scores before any e^x
     is taken of them (it may raise). *points*: for a widened :class:`Interval` pass of a ``[train]`` problem,
     the point pass of the same problem, transform and *given* when it is computed already (the backward pass
-    bands each stage round those points)."""
+    bands each stage round those points). *watch*: called as ``watch(key, grid)`` with each matrix of the forward
+    pass as the backend shows it, in the order they are computed (it may raise to stop the pass: the solver's pass
+    that decides the carried places stops at the first value that rounds to another answer)."""
     t = transform or Transform()
     given = given or {}
     out = Pass()
@@ -177,6 +180,8 @@ def forward(problem, backend, *, transform: Transform | None = None, given: dict
         g = given.get(key)
         out.carried[key] = band if g is None else [[b if a is NA else a for a, b in zip(ga, ba)]
                                                     for ga, ba in zip(g, band)]
+        if watch is not None:
+            watch(key, band)
         return out.carried[key]
 
     def matmul(A, B):
@@ -222,7 +227,7 @@ def forward(problem, backend, *, transform: Transform | None = None, given: dict
 
 def block_forward(problem, backend, *, transform: Transform | None = None, given: dict | None = None,
                   points: Pass | None = None, weights: dict | None = None, backward: bool = True,
-                  lenient: bool = False) -> Pass:
+                  watch: Callable | None = None, lenient: bool = False) -> Pass:
     """The forward pass of a whole Transformer block (``problem.block``, issue 27) with *backend*: the stages
     before the heads (the positions, X0 = X + P, and for pre-LN LN_1), the heads and W_O as :func:`forward` runs
     them on the heads' input, then the stages after (residual adds, layer norms, the feed-forward, and with an
@@ -231,9 +236,9 @@ def block_forward(problem, backend, *, transform: Transform | None = None, given
     where not given), carried on instead of the computed ones, as :func:`forward` does (*points* is not used).
     With a ``[train]`` table (and *backward*), then the training step: :func:`_block_backward`. *weights*: the
     weights to use instead of the problem's, in the backend's numbers, by name (``W_1``, ``b_1`` …, ``W_O``, and
-    ``heads``: each head's (W_Q, W_K, W_V)). *lenient*: from a student's values though *given* is empty (the fresh
-    pass after their update): a row a layer norm cannot normalise has no value (the backend's ``UNDEFINED``, else
-    None), never the problem's ε error."""
+    ``heads``: each head's (W_Q, W_K, W_V)). *watch*: as :func:`forward`'s, for every matrix of the forward pass.
+    *lenient*: from a student's values though *given* is empty (the fresh pass after their update): a row a layer
+    norm cannot normalise has no value (the backend's ``UNDEFINED``, else None), never the problem's ε error."""
     t = transform or Transform()
     given = given or {}
     weights = weights or {}
@@ -250,6 +255,8 @@ def block_forward(problem, backend, *, transform: Transform | None = None, given
         band = done[key] = [list(row) for row in grid] if as_is else [[backend.shown(x) for x in row] for row in grid]    # a hand rounds each
         g = given.get(key)
         carried[key] = band if g is None else [[b if a is NA else a for a, b in zip(ga, ba)] for ga, ba in zip(g, band)]
+        if watch is not None:
+            watch(key, band)
         return carried[key]
 
     heads_env = env     # what the heads' side reads (the mistake of positions after attention: X, not X + P)
@@ -260,7 +267,7 @@ def block_forward(problem, backend, *, transform: Transform | None = None, given
         elif heads_env is not env:
             heads_env[stage.id] = env[stage.id]
     out = forward(problem, backend, transform=t, X=heads_env[arch.attends], backward=False, given=given,
-                  weights=weights.get("heads"), W_O=weights.get("W_O"))
+                  weights=weights.get("heads"), W_O=weights.get("W_O"), watch=watch)
     env[stages.OUTPUT] = out.carried[stages.OUTPUT]
     for stage in arch.runs(stages.Dims.of_problem(problem)):  # the output layer only with W_out, the loss with targets
         env[stage.id] = put(stage.id, stage.forward(run, *(env[k] for k in stage.inputs)))
@@ -980,8 +987,15 @@ def iv_position(pos: int, col: int, d_model: int, swapped: bool = False):
     below 10⁻⁹⁰); the tail after the last term taken is below that term; ±10⁻⁷⁰ then encloses the value."""
     c = _TRIG
     two_i = col - col % 2
-    angle = c.divide(pos, c.power(Decimal(10000), c.divide(two_i, d_model))) if two_i else Decimal(pos)
-    total = trig_value(angle, (col % 2 == 0) != swapped)
+    use_sin = (col % 2 == 0) != swapped
+    if pos == 0:                        # sin 0 = 0, cos 0 = 1: what the series gives
+        total = Decimal(0 if use_sin else 1)
+    else:
+        if (4 * two_i) % d_model == 0:  # 10000^(2i/d_model) = 10^k: the angle is pos/10^k exactly
+            angle = Decimal(pos).scaleb(-(4 * two_i // d_model), context=c)
+        else:
+            angle = c.divide(pos, c.power(Decimal(10000), c.divide(two_i, d_model)))
+        total = trig_value(angle, use_sin)
     return (DOWN.subtract(total, _TRIG_SLACK), UP.add(total, _TRIG_SLACK))
 
 
@@ -1275,12 +1289,13 @@ class Hand:
         self.decimal = display == "decimal"
         self.P = places
         self.q = Decimal(1).scaleb(-places)
+        self.unit = 10**places      # a rounded value is an integer over this
 
     # -- rounding
     def _round(self, x) -> "Approx":
         if isinstance(x, Decimal):
             return Approx(F.round_decimal(None, x, self.P))
-        return Approx(F.round_decimal(x if isinstance(x, Fraction) else Fraction(x), None, self.P))
+        return Approx(F.rounded_units(x if isinstance(x, Fraction) else Fraction(x), self.P), self.unit)
 
     def shown(self, x):
         if x is None or isinstance(x, Irr):
@@ -1397,8 +1412,14 @@ class Hand:
         """sin or cos of the angle as written (:meth:`angle`), rounded."""
         if pos == 0:                  # sin 0 = 0, cos 0 = 1
             return Fraction(int((col % 2 == 0) == swapped))
-        a = F.mp(self.angle(pos, col, d_model))
-        return self._round(trig_value(a, (col % 2 == 0) != swapped))
+        a = self.angle(pos, col, d_model)
+        use_sin = (col % 2 == 0) != swapped
+        # shown at P places: a float's sin or cos (|error| < 2·10⁻¹⁵ for an angle of at most 12) rounds as the
+        # 90-digit series does unless within a millionth of a last place of a half; there (or past 8 places) the series
+        y = (math.sin if use_sin else math.cos)(float(a)) * self.unit
+        if self.P <= 8 and abs(abs(y) % 1 - 0.5) > 1e-6:
+            return Approx(int(math.copysign(math.floor(abs(y) + 0.5), y)), self.unit)
+        return self._round(trig_value(F.mp(a), use_sin))
 
     def div(self, a, b):
         return None if a is None or b is None else self.shown(self._mark(Fraction(a) / Fraction(b), a, b))

@@ -196,7 +196,7 @@ def answer(ctx: Ctx, items: list, ops: list, R, i: int, j: int) -> None:
     if not rounds_to_answer(R, i, j, ctx.dec):
         return
     items.append(fin)
-    ops.append(rel(ops[-1] == EQ and F.exact_at(R.exact[i][j], ctx.dec) and R.is_carried_exact(i, j)))
+    ops.append(rel(ops[-1] == EQ and R.is_exact_at(i, j, ctx.dec) and R.is_carried_exact(i, j)))
 
 
 def rounds_to_answer(R, i: int, j: int, dec: int) -> bool:

@@ -138,20 +138,30 @@ class Mat:
     ``m[i, j]`` is the exact entry (sympy or −∞); ``np.asarray(m, dtype=float)`` or ``m.to_numpy()``
     gives the values as floats (masked entries −inf)."""
 
-    __slots__ = ("name", "exact", "num", "rows", "cols", "masked", "sym", "_exact_at", "_hand", "_places")
+    __slots__ = ("name", "_exact", "_later", "num", "rows", "cols", "masked", "sym", "_exact_at", "_hand", "_places")
 
     def __init__(self, name: str, sym: "eq.Sym", exact, num, rows, cols, masked: frozenset = frozenset(),
-                 hand=None, places: int = 0):
+                 hand=None, places: int = 0, later=None):
         self.name = name            # JSON key, e.g. "scores"
         self.sym = sym              # the symbol as a tree
-        self.exact = exact          # sympy values (−∞ for masked entries)
-        self.num = num              # 50-digit Decimal values (−Infinity for masked entries)
+        self._exact = exact         # sympy values (−∞ for masked entries); with *later*, a placeholder (neither
+        self._later = later         # rational nor −∞) where an entry is made when first read: later(exact) gives
+        self.num = num              # them all. 50-digit Decimal values (−Infinity for masked entries)
         self.rows = list(rows)
         self.cols = list(cols)
         self.masked = frozenset(masked)
         self._exact_at: dict = {}
         self._hand = hand           # the values a worked line carries (attention.Hand), or None; or a
         self._places = places       # function giving (those, their places) when first needed (solver)
+
+    @property
+    def exact(self) -> list:
+        """The exact entries (sympy, −∞ where masked). A value known by its 50-digit enclosure alone (a block's, past
+        its closed forms) is written as the shortest decimal in it when the entries are first read: a line that
+        shows it rounded, or reads whether it is rational, never needs that decimal."""
+        if self._later is not None:
+            self._exact, self._later = self._later(self._exact), None
+        return self._exact
 
     @property
     def hand(self):
@@ -171,14 +181,14 @@ class Mat:
 
     @property
     def shape(self) -> tuple[int, int]:
-        return (len(self.exact), len(self.exact[0]))
+        return (len(self.num), len(self.num[0]))
 
     def __getitem__(self, ij):
         i, j = ij
         return self.exact[i][j]
 
     def __len__(self) -> int:
-        return len(self.exact)
+        return len(self.num)
 
     def __array__(self, dtype=None, copy=None):
         import numpy as np
@@ -196,7 +206,7 @@ class Mat:
         return (i, j) in self.masked
 
     def is_neg_inf(self, i: int, j: int) -> bool:
-        return self.exact[i][j] == sp.S.NegativeInfinity
+        return self._exact[i][j] == sp.S.NegativeInfinity
 
     def value(self, i: int, j: int) -> float | None:
         if self.is_masked(i, j) and self.is_neg_inf(i, j):
@@ -205,17 +215,21 @@ class Mat:
 
     def rounded(self, i: int, j: int, places: int):
         """The entry rounded to *places* (a Decimal)."""
-        return F.round_decimal(self.exact[i][j], self.num[i][j], places)
+        return F.round_decimal(self._exact[i][j], self.num[i][j], places)
 
     def node(self, i: int, j: int, places: int):
         """What a worked line shows for the entry carried at *places*: the exact number when it is
         exact at *places* (``2``, ``0.5``), else the decimal (:class:`eq.Dec`); −∞ when masked."""
-        e = self.exact[i][j]
+        e = self._exact[i][j]
         if e == sp.S.NegativeInfinity:
             return eq.neg_inf()
         if F.exact_at(e, places):
             return eq.num(F.frac(e))
         return eq.dec(self.rounded(i, j, places))
+
+    def is_exact_at(self, i: int, j: int, places: int) -> bool:
+        """True when the entry shown to *places* decimals is the exact value."""
+        return F.exact_at(self._exact[i][j], places)
 
     def carried(self, i: int, j: int):
         """What the worked lines show and carry on for the entry: the hand's value (:class:`attention.Hand`):
@@ -252,7 +266,7 @@ class Mat:
         if self.is_neg_inf(i, j):
             return eq.neg_inf()
         if self.exact_at(places):
-            return eq.num(F.frac(self.exact[i][j]))
+            return eq.num(F.frac(self._exact[i][j]))
         return eq.dec(self.rounded(i, j, places))
 
     @property
@@ -261,14 +275,14 @@ class Mat:
         return self.name in SCALARS and self.shape == (1, 1)
 
     def is_rational(self) -> bool:
-        return all(F.is_rational(x) for row in self.exact for x in row if x != sp.S.NegativeInfinity)
+        return all(F.is_rational(x) for row in self._exact for x in row if x != sp.S.NegativeInfinity)
 
     def exact_at(self, places: int) -> bool:
         """True when every entry shown to *places* decimals is exact."""
         hit = self._exact_at.get(places)
         if hit is None:
             hit = self._exact_at[places] = all(x == sp.S.NegativeInfinity or F.exact_at(x, places)
-                                               for row in self.exact for x in row)
+                                               for row in self._exact for x in row)
         return hit
 
 

@@ -10,7 +10,7 @@ values become trees here (:func:`node`, :func:`worked.eq.from_sympy`) and each f
 """
 from __future__ import annotations
 
-from decimal import MAX_EMAX, MIN_EMIN, ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_UP, Context, Decimal
+from decimal import MAX_EMAX, MAX_PREC, MIN_EMIN, ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_UP, Context, Decimal
 from fractions import Fraction
 
 from . import eq
@@ -24,6 +24,8 @@ CTX = Context(prec=50, Emax=10**6, Emin=-10**6)   # our own decimal context: 50 
 DOWN = Context(prec=50, rounding=ROUND_FLOOR, Emax=MAX_EMAX, Emin=MIN_EMIN)
 UP = Context(prec=50, rounding=ROUND_CEILING, Emax=MAX_EMAX, Emin=MIN_EMIN)
 NEG_INF = Decimal("-Infinity")
+_WHOLE = Context(prec=MAX_PREC, Emax=MAX_EMAX, Emin=MIN_EMIN)     # moves a decimal point exactly (scaleb)
+_SIG45, _SIG60 = Context(prec=45), Context(prec=60)     # round_decimal's: 45 significant digits, and room to quantize
 
 
 class N:
@@ -58,21 +60,24 @@ def mp(x) -> Decimal:
     return CTX.divide(Decimal(f.numerator), Decimal(f.denominator))
 
 
+def rounded_units(f: Fraction, places: int) -> int:
+    """The rational *f* rounded to *places*, half away from zero, in units of its last place (10^−places): the
+    rounded value is that integer · 10^−places."""
+    p, d = f.numerator, f.denominator
+    n, r = divmod(abs(p) * 10**places, d) if places >= 0 else divmod(abs(p), d * 10**-places)
+    if 2 * r >= d * (1 if places >= 0 else 10**-places):
+        n += 1
+    return n if p >= 0 else -n
+
+
 def round_decimal(exact, num, places: int) -> Decimal:
     """*exact* (a rational) or else *num* (a 50-digit Decimal) rounded to *places*, half away from zero
     (from 45 significant digits)."""
-    q = Decimal(1).scaleb(-places)
     if is_rational(exact):
-        f = frac(exact)
-        p, d = f.numerator, f.denominator
-        n, r = divmod(abs(p) * 10**places, d) if places >= 0 else divmod(abs(p), d * 10**-places)
-        if 2 * r >= d * (1 if places >= 0 else 10**-places):
-            n += 1
-        ctx = Context(prec=max(50, len(str(n)) + places + 5))
-        return Decimal(n if p >= 0 else -n).scaleb(-places, context=ctx).quantize(q, context=ctx)
-    d = Context(prec=45).plus(num)
-    ctx = Context(prec=max(60, d.adjusted() + places + 20))
-    return d.quantize(q, rounding=ROUND_HALF_UP, context=ctx)
+        return Decimal(rounded_units(frac(exact), places)).scaleb(-places, context=_WHOLE)
+    d = _SIG45.plus(num)
+    top = d.adjusted() + places + 20
+    return d.quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP, context=_SIG60 if top <= 60 else Context(prec=top))
 
 
 def shortest_in(lo: Decimal, hi: Decimal) -> Decimal:

@@ -129,12 +129,17 @@ def _mat(name, sym, exact, num, rows, cols, masked=frozenset(), hand=None, place
     """A matrix of the Exact pass (Fractions, sympy, −∞) with its 50-digit values from the Interval point pass
     (a rational's own 50-digit decimal, else the lower end of its 50-digit narrow interval) and the values a
     hand carries (:class:`worked.attention.Hand`, at *places*). A gradient entry the Exact pass keeps no closed
-    form of (:data:`worked.attention.INEXACT`) is its 50-digit value, as the loss after the update is."""
-    ex = [[sp.Rational(x.numerator, x.denominator) if isinstance(x, Fraction) else
-           _enclosed(iv) if x is INEXACT else x for x, iv in zip(er, nr)] for er, nr in zip(exact, num)]
+    form of (:data:`worked.attention.INEXACT`) is its 50-digit value, as the loss after the update is: written
+    (:func:`_enclosed`) when the matrix's exact entries are first read (:attr:`Mat.exact`), not for a page that
+    shows it only rounded."""
+    ex = [[sp.Rational(x.numerator, x.denominator) if isinstance(x, Fraction) else x for x in er] for er in exact]
     nm = [[F.NEG_INF if iv is None else F.mp(x) if F.is_rational(x) else iv[0] for x, iv in zip(er, nr)]
           for er, nr in zip(ex, num)]
-    return Mat(name, sym, ex, nm, rows, cols, masked, hand, places)
+    later = None
+    if any(x is INEXACT for er in ex for x in er):
+        def later(ex):
+            return [[_enclosed(iv) if x is INEXACT else x for x, iv in zip(er, nr)] for er, nr in zip(ex, num)]
+    return Mat(name, sym, ex, nm, rows, cols, masked, hand, places, later)
 
 
 def _enclosed(iv) -> sp.Float:
@@ -145,26 +150,51 @@ def _enclosed(iv) -> sp.Float:
     return sp.Float(str(d), max(digits, 15))
 
 
+class _Off(Exception):
+    """Stops the pass at ``decimals + 2`` places (:func:`hand_pass`) at the first matrix with a carried value that
+    rounds to another answer: its cells ``(key, i, j, carried value)``."""
+
+    def __init__(self, off: list):
+        super().__init__(off)
+        self.off = off
+
+
 def hand_pass(problem: Problem, display: str, nums=None, first=None):
     """The values a hand carries through *problem* (:class:`worked.attention.Hand`) and the places they are
     carried to: ``decimals + 2``, or one more when at those places some carried value would round to another
-    answer than the true value (the solution then says so). Returns ``(places, pass, entries, first)``,
-    *entries* the cells ``(key, i, j, carried value)`` whose carried value still rounds to another answer there,
-    *first* those at ``decimals + 2``. *nums*: the point :class:`~worked.attention.Interval` pass (the true
-    values), when already computed; *first* (the argument): the pass at ``decimals + 2``, when already computed
-    (:func:`worked.generate.generate` makes it to accept a problem it draws)."""
+    answer than the true value (the solution then says so). The places are decided before the pass the solution
+    shows: the pass at ``decimals + 2`` stops at the first matrix with such a value, and only then is the whole pass
+    made at one more place. Returns ``(places, pass, entries, first)``, *entries* the cells ``(key, i, j, carried
+    value)`` whose carried value still rounds to another answer there, *first* those of the first such matrix at
+    ``decimals + 2`` (empty when there is none). *nums*: the point :class:`~worked.attention.Interval` pass (the
+    true values), when already computed; *first* (the argument): the pass at ``decimals + 2``, when already
+    computed (:func:`worked.generate.generate` makes it to accept a problem it draws)."""
     if nums is None:
         nums = run_pass(problem, Interval(problem, widen=False))
     dec = problem.decimals
     pr = problem.precision
-    given, first = first, None
     answers: dict = {}      # the true values' answers, rounded once for both places
-    for places in (pr.carried, pr.more().carried):
-        run = given if given is not None and places == pr.carried else run_pass(problem, Hand(problem, display, places))
+    seen: set = set()
+
+    def watch(key, grid):
+        seen.add(key)
+        off = _off_in(key, grid, nums, dec, answers)
+        if off:
+            raise _Off(off)
+
+    places, run = pr.carried, first
+    try:
+        if run is None:
+            run = run_pass(problem, Hand(problem, display, places), watch=watch)
+        # the matrices the watch did not see (the training step's), or all of a pass already made
+        off = [c for key, grid in run.shown.items() if key not in seen for c in _off_in(key, grid, nums, dec, answers)]
+    except _Off as stop:
+        run, off = None, stop.off
+    first = off
+    if off or _undefined(run, nums):
+        places = pr.more().carried
+        run = run_pass(problem, Hand(problem, display, places))
         off = _off_answers(run, nums, dec, answers)
-        first = off if first is None else first
-        if not off and not _undefined(run, nums):
-            break
     if _undefined(run, nums):
         key = _undefined(run, nums)
         raise ProblemError(key, f"a value a hand carries to {places} places has no value here ({key}: a probability "
@@ -185,21 +215,25 @@ def _undefined(hand, nums) -> str | None:
 def _off_answers(hand, nums, dec: int, answers: dict | None = None) -> list:
     """The cells ``(key, i, j, carried value)`` whose carried value, rounded to *dec* places, is another answer
     than the true value rounded. *answers*: the true values rounded, by cell, as far as known (filled in here)."""
-    off = []
     answers = {} if answers is None else answers
-    for key, grid in hand.shown.items():
-        true = nums.shown.get(key)
-        if true is None:
-            continue
-        for i, row in enumerate(grid):
-            for j, h in enumerate(row):
-                if type(h) is not Approx:
-                    continue
-                cell = (key, i, j)
-                if cell not in answers:
-                    answers[cell] = F.round_decimal(None, true[i][j][0], dec)
-                if F.round_decimal(h, None, dec) != answers[cell]:
-                    off.append((key, i, j, h))
+    return [c for key, grid in hand.shown.items() for c in _off_in(key, grid, nums, dec, answers)]
+
+
+def _off_in(key: str, grid, nums, dec: int, answers: dict) -> list:
+    """:func:`_off_answers` of the one matrix *key*, carried as *grid*."""
+    off = []
+    true = nums.shown.get(key)
+    if true is None:
+        return off
+    for i, row in enumerate(grid):
+        for j, h in enumerate(row):
+            if type(h) is not Approx:
+                continue
+            cell = (key, i, j)
+            if cell not in answers:
+                answers[cell] = F.round_decimal(None, true[i][j][0], dec)
+            if F.round_decimal(h, None, dec) != answers[cell]:
+                off.append((key, i, j, h))
     return off
 
 

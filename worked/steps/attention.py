@@ -179,7 +179,6 @@ def _scaled(ctx, stage, v) -> Body:
     m = scores.shape[1]
     best = max(range(r0 + 1 if causal else m), key=lambda j: (float(scores.num[r0][j]), -j))
     for i, j in entries(ctx.checks, n, m, (r0, best), allowed=lambda i, j: not scaled.is_masked(i, j)):
-        val = scaled.exact[i][j]
         lhs = eq.Entry(s, ctx.lab[i], ctx.lab_kv[j])
         carried = scores.carried(i, j)
         items, ops = [lhs, eq.Frac(carried, fnode)], [rel(scores.is_carried_exact(i, j))]
@@ -188,7 +187,7 @@ def _scaled(ctx, stage, v) -> Body:
             items.append(scaled.carried(i, j))
             ops.append(rel(type(h) is Fraction))
         else:                                # exact display: the exact form (√2) is carried, its decimal shown
-            items.append(F.node(val))
+            items.append(scaled.exact_node(i, j))
             ops.append(EQ)
             items.append(scaled.node(i, j, P))
             ops.append(APPROX)
