@@ -217,3 +217,20 @@ def test_the_sweep_finds_english_in_english(tmp_path, cli):
     assert _stray(_file_words(tmp_path / "s" / "cats-chase-mice" / "worksheet.tex"), own)
     code, out, err = cli("notebook", problem, "-o", tmp_path / "n.ipynb")
     assert code == 0 and _stray(_notebook_words(tmp_path / "n.ipynb"), own)
+
+
+def test_the_attention_training_steps_gradient_labels_are_sentences_with_their_symbol():
+    """``Gradient dW_Q`` … of an attention training step are declared as a block's are (``stages.gradient_label``):
+    the same text in English, the symbol set as math where a writer sets it (LaTeX here)."""
+    from worked import eq, printers, stages
+    from worked.render import view
+
+    grids = {**stages._TRAIN_GRIDS, **stages._CROSS_DW}
+    for sid in ("dZ", "dconcat", "dV", "dA", "dQ", "dK", "dW_Q", "dW_K", "dW_V"):
+        label = grids[sid].label
+        assert isinstance(label, eq.Said) and printers.text(label) == f"Gradient {sid}"
+        assert "$" in printers.latex(label)
+    with i18n.using("es"):
+        assert printers.text(stages._TRAIN_GRIDS["dW_Q"].label) == "Gradiente dW_Q"
+    problem = __import__("worked").Problem.from_file(str(ROOT / "problems" / "cats-chase-mice-train.toml"))
+    assert "Gradient dW_Q" in [g["label"] for g in view.answer_grids(problem)]
