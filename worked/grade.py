@@ -308,7 +308,7 @@ def read_responses(path, manifest: Manifest, *, allow_unmatched: bool = False) -
     from .readfile import csv_rows, read_bytes
 
     src = str(path)
-    raw = read_bytes(path, expected="a CSV of responses")
+    raw = read_bytes(path, expected=Msg("a CSV of responses"))
     text = None
     for enc in ("utf-8-sig", "cp1252"):
         try:

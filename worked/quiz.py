@@ -335,7 +335,7 @@ def load_spec(path) -> QuizSpec:
     from .readfile import InputError, loads_toml, read_text
 
     try:
-        data = loads_toml(read_text(path, expected="a TOML quiz spec"), str(path), parse_float=float)
+        data = loads_toml(read_text(path, expected=Msg("a TOML quiz spec")), str(path), parse_float=float)
     except InputError as exc:
         raise ProblemError("", exc.message, str(path)) from None
     return spec_from_dict(data, str(path))
@@ -364,8 +364,8 @@ def load_roster(path) -> list[dict]:
     src = str(path)
     from .csvin import delimiter
 
-    text = read_text(path, expected="a UTF-8 CSV roster")
-    rows = csv_rows(text, src, delimiter(text), expected="id,name rows")
+    text = read_text(path, expected=Msg("a UTF-8 CSV roster"))
+    rows = csv_rows(text, src, delimiter(text), expected=Msg("id,name rows"))
     while rows and not any(c.strip() for c in rows[0][1]):
         rows.pop(0)
     if not rows:

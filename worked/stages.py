@@ -349,19 +349,19 @@ def _new_grid(w: str) -> Grid:
 
 _TRAIN_GRIDS = {
     "loss": Grid(N_("Loss L"), lambda S: eq.Sym("L"), lambda S, p: _half_sum_sq(eq.Sym("Z"))),
-    "dZ": Grid(N_("Gradient dZ"), lambda S: _S("dZ"), lambda S, p: eq.Add((eq.Sym("Z"), eq.Neg(eq.Sym("T"))))),
-    "dconcat": Grid(N_("Gradient dconcat"), lambda S: _S("dconcat"), lambda S, p: eq.Mul((_S("dZ"), _tr(eq.Sym("W_O"))))),
-    "dV": Grid(N_("Gradient dV"), "dV", lambda S, p: eq.Mul((_tr(S("A")), S("dZ")))),
-    "dA": Grid(N_("Gradient dA"), "dA", lambda S, p: eq.Mul((S("dZ"), _tr(S("V")))), _zero),
+    "dZ": Grid(gradient_label("dZ"), lambda S: _S("dZ"), lambda S, p: eq.Add((eq.Sym("Z"), eq.Neg(eq.Sym("T"))))),
+    "dconcat": Grid(gradient_label("dconcat"), lambda S: _S("dconcat"), lambda S, p: eq.Mul((_S("dZ"), _tr(eq.Sym("W_O"))))),
+    "dV": Grid(gradient_label("dV"), "dV", lambda S, p: eq.Mul((_tr(S("A")), S("dZ")))),
+    "dA": Grid(gradient_label("dA"), "dA", lambda S, p: eq.Mul((S("dZ"), _tr(S("V")))), _zero),
     "dS": Grid(N_("Softmax backward dS"), _dS_entry, _dS_def,
                lambda p: _causal(p, eq.say("each row adds up to 0; masked entries get zero gradient"),
                                   eq.say("each row adds up to 0"))),
     "dscores": Grid(N_("Gradient of the scores"), "dscores", lambda S, p: scaled_def(p, S("dS")), _zero),
-    "dQ": Grid(N_("Gradient dQ"), "dQ", lambda S, p: eq.Mul((S("dscores"), S("K")))),
-    "dK": Grid(N_("Gradient dK"), "dK", lambda S, p: eq.Mul((_tr(S("dscores")), S("Q")))),
-    "dW_Q": Grid(N_("Gradient dW_Q"), "dW_Q", lambda S, p: eq.Mul((_tr(_X), S("dQ")))),
-    "dW_K": Grid(N_("Gradient dW_K"), "dW_K", lambda S, p: eq.Mul((_tr(_X), S("dK")))),
-    "dW_V": Grid(N_("Gradient dW_V"), "dW_V", lambda S, p: eq.Mul((_tr(_X), S("dV")))),
+    "dQ": Grid(gradient_label("dQ"), "dQ", lambda S, p: eq.Mul((S("dscores"), S("K")))),
+    "dK": Grid(gradient_label("dK"), "dK", lambda S, p: eq.Mul((_tr(S("dscores")), S("Q")))),
+    "dW_Q": Grid(gradient_label("dW_Q"), "dW_Q", lambda S, p: eq.Mul((_tr(_X), S("dQ")))),
+    "dW_K": Grid(gradient_label("dW_K"), "dW_K", lambda S, p: eq.Mul((_tr(_X), S("dK")))),
+    "dW_V": Grid(gradient_label("dW_V"), "dW_V", lambda S, p: eq.Mul((_tr(_X), S("dV")))),
     "W_Q_new": _new_grid("Q"), "W_K_new": _new_grid("K"), "W_V_new": _new_grid("V"),
     "loss_after": Grid(N_("Loss after the update L′"), lambda S: eq.Sym("L", prime=True),
                        lambda S, p: _half_sum_sq(eq.Sym("Z", prime=True))),
@@ -575,8 +575,8 @@ UPDATE = (              # after every head's gradients: each head's weights upda
 
 
 _TR = {s.id: s for s in TRAIN}
-_CROSS_DW = {"dW_K": Grid(N_("Gradient dW_K"), "dW_K", lambda S, p: eq.Mul((_tr(_XE), S("dK")))),
-             "dW_V": Grid(N_("Gradient dW_V"), "dW_V", lambda S, p: eq.Mul((_tr(_XE), S("dV"))))}
+_CROSS_DW = {"dW_K": Grid(gradient_label("dW_K"), "dW_K", lambda S, p: eq.Mul((_tr(_XE), S("dK")))),
+             "dW_V": Grid(gradient_label("dW_V"), "dW_V", lambda S, p: eq.Mul((_tr(_XE), S("dV"))))}
 CROSS_TRAIN = tuple(s._replace(inputs=("X_enc",) + s.inputs[1:], grid=_CROSS_DW[s.id]) if s.id in _CROSS_DW else s
                     for s in TRAIN)
 

@@ -123,6 +123,11 @@ class Config:
         return cls(**d)
 
 
+# a full lane's answer: a whole sentence for each lane (its name is a word of the sentence)
+BUSY = {"quick": lambda n: Msg("the server is busy ({n} quick jobs waiting); try again in a moment", n=n),
+        "heavy": lambda n: Msg("the server is busy ({n} heavy jobs waiting); try again in a moment", n=n)}
+
+
 class ApiError(Exception):
     """An answer other than 200: *message* a :class:`worked.i18n.Msg` (or a :class:`WorkedError`), said in the
     request's language (:func:`_said`); *limit*: at most this many characters of it; *rename*: (a server path, the
@@ -304,9 +309,7 @@ class Lane:
 
     async def run(self, fn: Callable, *args, timeout: float, what: str, affinity: str | None = None):
         if self.pending >= self.limit:
-            raise ApiError(503, Msg("the server is busy ({n} {lane} jobs waiting); try again in a moment", n=self.pending,
-                                    lane=self.name),
-                           retry_after=max(1, round(timeout / 4)))
+            raise ApiError(503, BUSY[self.name](self.pending), retry_after=max(1, round(timeout / 4)))
         pools = self.start()
         k = self.pick(affinity)
         self.queued[k] += 1
@@ -874,7 +877,7 @@ def create_app(cfg: Config | None = None) -> Starlette:
         from ..readfile import InputError, loads_toml, read_text
 
         try:
-            text = read_text(path, expected="a TOML quiz spec")
+            text = read_text(path, expected=Msg("a TOML quiz spec"))
         except InputError as exc:
             raise ApiError(422, exc.message) from None
         try:    # its tables too, for the builder's form (None: the form cannot show it, the text can)

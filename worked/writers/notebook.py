@@ -29,7 +29,7 @@ import nbformat
 from nbformat import v4
 
 from .. import eq, i18n, printers, stages
-from ..i18n import current
+from ..i18n import Msg, current
 from ..i18n import tr as _
 from ..steps.code import docstring, print_shape, python_repr, quoted
 from ..errors import WorkedError
@@ -464,6 +464,9 @@ def dumps(nb) -> str:
 
 # ---------------------------------------------------------------- running and writing
 
+PIP = "'worked[notebook]'"     # what pip installs for --execute (a command, the same in every language)
+
+
 def require_execute():
     """Fail in one line, before any work, when nbclient or ipykernel is missing."""
     import importlib
@@ -475,7 +478,8 @@ def require_execute():
         except ImportError:
             missing.append(m)
     if missing:
-        raise WorkedError(f"--execute needs {' and '.join(missing)}: pip install 'worked[notebook]'")
+        raise WorkedError(Msg("--execute needs {a} and {b}: pip install {package}", a=missing[0], b=missing[1], package=PIP)
+                          if len(missing) == 2 else Msg("--execute needs {a}: pip install {package}", a=missing[0], package=PIP))
 
 
 def execute_checked(nb, **kw):
@@ -489,9 +493,18 @@ def execute_checked(nb, **kw):
     except CellExecutionError as exc:
         name = getattr(exc, "ename", "error")
         value = (getattr(exc, "evalue", "") or "").strip().splitlines()
-        raise WorkedError(f"the notebook did not run: {name}: {value[0] if value else ''}".rstrip(": ")) from None
+        raise WorkedError(_not_run(name, value[0] if value else "")) from None
     except (NoSuchKernel, DeadKernelError, TimeoutError, RuntimeError) as exc:
-        raise WorkedError(f"the notebook did not run: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}") from None
+        raise WorkedError(_not_run(type(exc).__name__, str(exc).splitlines()[0] if str(exc) else "")) from None
+
+
+def _not_run(error: str, detail: str) -> Msg:
+    """The line for a notebook that failed: the error's name and its first line (Python's or the kernel's own
+    words, as they are), as before ``"the notebook did not run: NameError: name 'x' is not defined"``."""
+    line = f"{error}: {detail}".rstrip(": ")       # as it was: no empty detail, no trailing colon
+    error, sep, detail = line.partition(": ")
+    return (Msg("the notebook did not run: {error}: {detail}", error=error, detail=detail) if sep
+            else Msg("the notebook did not run: {error}", error=error))
 
 
 def execute(nb, *, km=None, timeout: float = 120, cwd: str | None = None):
@@ -501,7 +514,8 @@ def execute(nb, *, km=None, timeout: float = 120, cwd: str | None = None):
     try:
         from nbclient import NotebookClient
     except ImportError:
-        raise WorkedError("--execute needs nbclient and ipykernel: pip install 'worked[notebook]'") from None
+        raise WorkedError(Msg("--execute needs {a} and {b}: pip install {package}", a="nbclient", b="ipykernel",
+                              package=PIP)) from None
     meta = nbformat.from_dict(dict(nb.metadata))
     # outputs that arrive late on a busy machine are waited for, never silently dropped (nbclient's default)
     client = NotebookClient(nb, km=km, timeout=timeout, kernel_name=KERNELSPEC["name"], record_timing=False,
@@ -538,7 +552,7 @@ def write(nb, path) -> Path:
 
     out = Path(path)
     if out.is_dir():
-        raise WorkedError(f"{out}: is a folder, expected a notebook file name")
+        raise WorkedError(Msg("{path}: is a folder, expected a notebook file name", path=out))
     return write_file(out, dumps(nb))
 
 
