@@ -58,12 +58,14 @@ class Node:
     __slots__ = ("_hash",)
     _fields: tuple = ()
     _named: tuple = ("Node",)
+    _checks: bool = False
     _defaults: dict = {}
 
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)
         cls._fields = fields = tuple(cls.__dict__.get("__slots__", ()))
         cls._named = (cls.__name__,)    # the first item of what its hash is of
+        cls._checks = cls._check is not Node._check     # whether it checks its values when made
         if len(fields) > 1:     # the fields' values in one C call (compared and hashed for every cached print)
             get = operator.attrgetter(*fields)
             cls._key = lambda self: get(self)
@@ -76,7 +78,9 @@ class Node:
     def __init__(self, *args, **kw):
         fields = self._fields
         put = object.__setattr__
-        if kw or len(args) != len(fields):
+        for name, value in zip(fields, args):
+            put(self, name, value)
+        if kw or len(args) != len(fields):      # fields left out or named: each from *kw*, else its default
             if len(args) > len(fields):
                 raise TypeError(f"{type(self).__name__} takes {len(fields)} values, got {len(args)}")
             for name in fields[len(args):]:
@@ -88,12 +92,12 @@ class Node:
                     raise TypeError(f"{type(self).__name__}: missing {name}")
             if kw:
                 raise TypeError(f"{type(self).__name__}: unknown field {next(iter(kw))}")
-        for name, value in zip(fields, args):
-            put(self, name, value)
-        self._check()
-        # its hash, once: a tree is hashed whole by the printers' caches (its children's hashes are read, not
-        # computed again), and equality compares hashes first
-        put(self, "_hash", hash(self._named + self._key()))
+            args = self._key()
+        if self._checks:
+            self._check()
+        # its hash, once, of its values in order (*args* is what _key gives): a tree is hashed whole by the
+        # printers' caches (its children's hashes read, not computed again), and equality compares hashes first
+        put(self, "_hash", hash(self._named + args))
 
     def _check(self) -> None:
         pass
