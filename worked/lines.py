@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from decimal import Decimal
 from fractions import Fraction
-from typing import Any, NamedTuple
+from collections import namedtuple
+from typing import Any
 
 from . import eq
 from . import numfmt as F
@@ -38,19 +39,21 @@ class Body:
         self.precision, self.audit_name = precision, audit_name
 
 
-class Shown(NamedTuple):
+class Shown(namedtuple("Shown", (
+        "title",            # Any
+        "body",             # Any
+        "numpy",            # Any = None
+        "id",               # str | None = None
+        "values",           # Any = None: values(ctx, stage, view) → (50-digit values, values a hand carries) of a matrix
+                            #                         the Exact pass has no closed form of (the loss after the update)
+), defaults=(None, None, None))):
     """A stage's worked step, declared with the stage (:mod:`worked.stages`): its title ``title(ctx, stage,
     head)`` (known before any line is built, so a reader of the headings alone never builds the lines), its
     body ``body(ctx, stage, view)`` (a :class:`Body`; *view*: the matrices and inputs it reads, see
     :mod:`worked.solver`), its NumPy code for the notebook ``numpy(nb, stage, h)`` → (the variable it defines,
     the code), or None; *id*: the step's id when it is not the stage's (the output projection's "output")."""
 
-    title: Any
-    body: Any
-    numpy: Any = None
-    id: str | None = None
-    values: Any = None      # values(ctx, stage, view) → (50-digit values, values a hand carries) of a matrix
-    #                         the Exact pass has no closed form of (the loss after the update)
+    __slots__ = ()
 
 
 class Ctx:

@@ -5,7 +5,8 @@ import math
 import re
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, NamedTuple
+from collections import namedtuple
+from typing import Any
 
 from .errors import ProblemError
 from .exact import EntryError, shown, to_fraction
@@ -46,26 +47,48 @@ HEAD_KEYS = {"W_Q", "W_K", "W_V"}
 Matrix = tuple[tuple[Fraction, ...], ...]
 
 
-class Head(NamedTuple):
-    W_Q: Matrix
-    W_K: Matrix
-    W_V: Matrix
+class Head(namedtuple("Head", (
+        "W_Q",              # Matrix
+        "W_K",              # Matrix
+        "W_V",              # Matrix
+))):
+    __slots__ = ()
 
 
-class Train(NamedTuple):
+class Train(namedtuple("Train", (
+        "target",           # Matrix | None
+        "loss",             # str
+        "lr",               # Fraction
+))):
     """The ``[train]`` table: one gradient step. ``target`` T has the shape of the output Z; ``loss`` is
     "mse" (L = ½ Σ (Z − T)²); ``lr`` the learning rate, exact and positive. In a Transformer block the loss is
     "cross-entropy" (the block's own, against its ``targets``) and there is no target T (None)."""
 
-    target: Matrix | None
-    loss: str
-    lr: Fraction
+    __slots__ = ()
 
 
 Vector = tuple[Fraction, ...]
 
 
-class TBlock(NamedTuple):
+class TBlock(namedtuple("TBlock", (
+        "kind",             # str
+        "positional",       # str
+        "W_1",              # Matrix
+        "b_1",              # Vector
+        "W_2",              # Matrix
+        "b_2",              # Vector
+        "activation",       # str
+        "eps",              # Fraction
+        "gamma_1",          # Vector
+        "beta_1",           # Vector
+        "gamma_2",          # Vector
+        "beta_2",           # Vector
+        "gamma_f",          # Vector | None
+        "beta_f",           # Vector | None
+        "W_out",            # Matrix | None
+        "vocab",            # tuple[str, ...] | None
+        "targets",          # tuple[int, ...] | None
+))):
     """A whole Transformer block around the attention (issue 27), exact: ``kind`` "post-ln" (LN after each
     residual add, Vaswani et al. 2017) or "pre-ln" (LN before each sublayer, GPT-2); ``positional`` "none" or
     "sinusoidal" (added to X before the block); the feed-forward ``W_1`` (d_model × d_ff), ``b_1`` (d_ff),
@@ -74,23 +97,7 @@ class TBlock(NamedTuple):
     optional output layer ``W_out`` (d_model × |vocab|) with its ``vocab`` and the next-token ``targets`` (indices
     into vocab, one per position; None without them)."""
 
-    kind: str
-    positional: str
-    W_1: Matrix
-    b_1: Vector
-    W_2: Matrix
-    b_2: Vector
-    activation: str
-    eps: Fraction
-    gamma_1: Vector
-    beta_1: Vector
-    gamma_2: Vector
-    beta_2: Vector
-    gamma_f: Vector | None
-    beta_f: Vector | None
-    W_out: Matrix | None
-    vocab: tuple[str, ...] | None
-    targets: tuple[int, ...] | None
+    __slots__ = ()
 
     @property
     def d_ff(self) -> int:
@@ -352,14 +359,16 @@ def _tokens(key: str, tokens, n: int, of: str, default: str = "x") -> tuple[str,
     return tuple(tokens)
 
 
-class Precision(NamedTuple):
+class Precision(namedtuple("Precision", (
+        "answer",           # int
+        "carried",          # int
+))):
     """How many places a problem's numbers are shown with: ``answer`` places for every answer, ``carried``
     (answer + 2) for the values a worked line carries on. One rounding rule for all of them: half away from
     zero, from the exact value (:func:`worked.numfmt.round_decimal`). A solution that needs one more carried
     place takes :meth:`more` (see :func:`worked.solver.hand_pass`)."""
 
-    answer: int
-    carried: int
+    __slots__ = ()
 
     @classmethod
     def of(cls, decimals: int) -> "Precision":
@@ -834,16 +843,18 @@ BLOCK_KEYS = {"attention", "mask", "W_Q", "W_K", "W_V", "heads", "W_O"}
 MAX_BLOCKS = 4
 
 
-class Block(NamedTuple):
+class Block(namedtuple("Block", (
+        "attention",        # str
+        "mask",             # str
+        "W_Q",              # Any
+        "W_K",              # Any
+        "W_V",              # Any
+        "heads",            # Any
+        "W_O",              # Any
+))):
     """One block's own table: its attention ("self" or "cross"), mask, heads (W_Q, W_K, W_V as given) and W_O."""
 
-    attention: str
-    mask: str
-    W_Q: Any
-    W_K: Any
-    W_V: Any
-    heads: Any
-    W_O: Any
+    __slots__ = ()
 
 
 def block_name(p: Problem) -> str:
@@ -1120,7 +1131,11 @@ def _out_width(p: Problem) -> int:
 
 # ---------------------------------------------------------------- the work of a problem
 
-class Work(NamedTuple):
+class Work(namedtuple("Work", (
+        "answer",           # int
+        "check",            # int
+        "sheet",            # int
+))):
     """The predicted CPU time, in milliseconds, of each command on a problem, from its shape alone (tokens,
     d_model, d_k, d_v, heads, the columns of W_O, [train]): ``answer`` is solving it with its JSON or the
     page's view (``worked solve``, ``/api/solve``), ``check`` solving it and checking an answer to every
@@ -1129,9 +1144,7 @@ class Work(NamedTuple):
     (``benchmarks/bench_train_limits.py``); the entries' digits change them little (exact integers, shown
     with exact forms, are the slowest)."""
 
-    answer: int
-    check: int
-    sheet: int
+    __slots__ = ()
 
     @property
     def worst(self) -> int:

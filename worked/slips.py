@@ -8,13 +8,41 @@ order of :data:`ALL` is the order in which reports list the mistakes.
 """
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+from collections import namedtuple
+from typing import Callable
 
 from . import eq
 from .i18n import N_
 
 
-class Transform(NamedTuple):
+class Transform(namedtuple("Transform", (
+        "scores",           # str = "QK"
+        "mask",             # str | None = None
+        "scale",            # str | None = None
+        "softmax",          # str = "rows"
+        "weights",          # str = "A"
+        "heads",            # str = "concat"
+        "sides",            # str | None = None: cross-attention: "kv-dec" (keys and values from the decoder side X) or
+                            # "q-enc" (the queries from the encoder side X_enc); see stages.sides
+                            # the backward pass (problems with a [train] table; see :func:`backward`)
+        "softmax_back",     # str = "jacobian": "identity" (dS = dA) or "no-sum" (dS = A∘dA: the Σ term left out)
+        "dV",               # str = "ATdZ": "AdZ": dV = A·dZ
+        "back_scale",       # str = "divide": "forgot": dscores = dS (the 1/√d_k forgotten on the way back)
+        "dK",               # str = "STQ": "SQ": dK = dscores·Q (no transpose)
+        "update",           # str = "minus": "plus": W + lr·dW
+        "update_of",        # str | None = None: "W_Q", "W_K" or "W_V": the update's sign applies to that matrix only
+                            # (the others are updated W − lr·dW); None: to all three
+                            # a Transformer block's stages (issue 27; see worked.stages, the block's forwards)
+        "norm_axis",        # str = "rows": "columns": each layer norm over a column (the tokens) instead of a row
+        "variance",         # str = "n": "n-1": σ² divided by d_model − 1 instead of d_model
+        "norm_root",        # str = "sqrt": "no-sqrt": (x − μ)/(σ² + ε), the root forgotten; "no-eps": (x − μ)/√σ²
+        "residual",         # str = "both": "no-first" / "no-second": that residual add left out (the sublayer's output alone)
+        "relu",             # str = "after-bias": "before-bias": G = relu(x·W_1) + b_1
+        "positions",        # str = "before": "after-attention": the heads take X without P; P enters with the residual
+        "sincos",           # str = "sin-even": "swapped": cos in the even columns, sin in the odd ones
+        "log",              # str = "ln": "log10": the loss with log base 10
+        "output_softmax",   # str = "rows": "columns": the probabilities a softmax down each column of the logits
+), defaults=("QK", None, None, "rows", "A", "concat", None, "jacobian", "ATdZ", "divide", "STQ", "minus", None, "rows", "n", "sqrt", "both", "after-bias", "before", "sin-even", "ln", "rows"))):
     """A change to the correct pass at one or more stages (the default changes nothing).
 
     scores: "QK" (Q·Kᵀ) or "KQ" (K·Qᵀ); mask: None (the problem's), "none" (nothing masked) or
@@ -25,32 +53,7 @@ class Transform(NamedTuple):
     or "mean" (the output is the heads' Z averaged, entry by entry).
     """
 
-    scores: str = "QK"
-    mask: str | None = None
-    scale: str | None = None
-    softmax: str = "rows"
-    weights: str = "A"
-    heads: str = "concat"
-    sides: str | None = None        # cross-attention: "kv-dec" (keys and values from the decoder side X) or
-                                    # "q-enc" (the queries from the encoder side X_enc); see stages.sides
-    # the backward pass (problems with a [train] table; see :func:`backward`)
-    softmax_back: str = "jacobian"   # "identity" (dS = dA) or "no-sum" (dS = A∘dA: the Σ term left out)
-    dV: str = "ATdZ"                 # "AdZ": dV = A·dZ
-    back_scale: str = "divide"       # "forgot": dscores = dS (the 1/√d_k forgotten on the way back)
-    dK: str = "STQ"                  # "SQ": dK = dscores·Q (no transpose)
-    update: str = "minus"            # "plus": W + lr·dW
-    update_of: str | None = None     # "W_Q", "W_K" or "W_V": the update's sign applies to that matrix only
-                                     # (the others are updated W − lr·dW); None: to all three
-    # a Transformer block's stages (issue 27; see worked.stages, the block's forwards)
-    norm_axis: str = "rows"          # "columns": each layer norm over a column (the tokens) instead of a row
-    variance: str = "n"              # "n-1": σ² divided by d_model − 1 instead of d_model
-    norm_root: str = "sqrt"          # "no-sqrt": (x − μ)/(σ² + ε), the root forgotten; "no-eps": (x − μ)/√σ²
-    residual: str = "both"           # "no-first" / "no-second": that residual add left out (the sublayer's output alone)
-    relu: str = "after-bias"         # "before-bias": G = relu(x·W_1) + b_1
-    positions: str = "before"        # "after-attention": the heads take X without P; P enters with the residual
-    sincos: str = "sin-even"         # "swapped": cos in the even columns, sin in the odd ones
-    log: str = "ln"                  # "log10": the loss with log base 10
-    output_softmax: str = "rows"     # "columns": the probabilities a softmax down each column of the logits
+    __slots__ = ()
 
     @property
     def across_heads(self) -> bool:

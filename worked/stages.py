@@ -14,7 +14,8 @@ and the notebook walk the stages and make each stage's matrix and step, naming n
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import Any, Callable, NamedTuple
+from collections import namedtuple
+from typing import Any, Callable
 
 from . import eq
 from .i18n import N_
@@ -27,23 +28,25 @@ from .steps import train as shown_train
 from . import slips
 
 
-class Dims(NamedTuple):
+class Dims(namedtuple("Dims", (
+        "n",                # int
+        "d_model",          # int
+        "d_k",              # int
+        "d_v",              # int
+        "heads",            # int
+        "d_out",            # int
+        "train",            # bool
+        "n_kv",             # int = 0
+        "cross",            # bool = False
+        "d_ff",             # int = 0: a Transformer block's: the feed-forward's width
+        "vocab",            # int = 0: and its output layer's columns (0: none)
+        "block",            # str = "": its order ("post-ln", "pre-ln"; "": no block)
+        "given",            # tuple = (): its optional inputs the problem gives (W_out, targets, gamma_f, beta_f)
+), defaults=(0, False, 0, 0, "", ()))):
     """The sizes the shapes depend on: tokens, d_model, d_k, d_v, heads, the output's columns, [train], and
     the tokens the keys and values come from (*n_kv*: the encoder's in cross-attention, else *n*), *cross*."""
 
-    n: int
-    d_model: int
-    d_k: int
-    d_v: int
-    heads: int
-    d_out: int
-    train: bool
-    n_kv: int = 0
-    cross: bool = False
-    d_ff: int = 0           # a Transformer block's: the feed-forward's width
-    vocab: int = 0          # and its output layer's columns (0: none)
-    block: str = ""         # its order ("post-ln", "pre-ln"; "": no block)
-    given: tuple = ()       # its optional inputs the problem gives (W_out, targets, gamma_f, beta_f)
+    __slots__ = ()
 
     @classmethod
     def of_problem(cls, p) -> "Dims":
@@ -94,24 +97,26 @@ def labels(size: str, problem) -> list[str]:
     return [str(c + 1) for c in range(_SIZE[size](Dims.of_problem(problem)))]
 
 
-class Stage(NamedTuple):
-    id: str                 # the key of its matrix
-    inputs: tuple           # the stages (or the problem's inputs X, W_Q, …) it is computed from
-    rows: str               # the size of its rows and columns (a key of _SIZE)
-    cols: str
-    words: eq.Prose         # what it is, in words, its math as trees (the quiz names a question's matrix with them)
-    scope: str = "head"     # "head": one per head; "layer": once (after the heads, or without heads)
-    several: bool = True    # with scope "layer": whether it exists with one head too
-    forward: Callable | None = None     # forward(head, *inputs) → its matrix (see HeadRun)
-    grid: "Grid | None" = None          # its answer grid on the worksheet and the web page
-    step: "Shown | None" = None         # its worked step: title, lines, notes, shapes, NumPy code (worked.steps)
-    mistakes: tuple = ()                # its known mistakes (worked.slips): alternative forwards, as Transforms
-    may_be_inf: bool = False            # its entries may be −∞ (where the mask hides a score)
-    rounded_early: tuple = ()           # a softmax's: what rounding before it shows (its input and its e^x rounded
-                                        # to the problem's places), in its own matrix, then in the stage that takes it
-    aliases: tuple = ()                 # other names an answers file or a question may give its matrix (A[2,2])
-    by_head: str | None = None          # with several heads, its columns, head by head, are each head's matrix
-                                        # of this id (the gradient of the concat: each head's dZ)
+class Stage(namedtuple("Stage", (
+        "id",               # str: the key of its matrix
+        "inputs",           # tuple: the stages (or the problem's inputs X, W_Q, …) it is computed from
+        "rows",             # str: the size of its rows and columns (a key of _SIZE)
+        "cols",             # str
+        "words",            # eq.Prose: what it is, in words, its math as trees (the quiz names a question's matrix with them)
+        "scope",            # str = "head": "head": one per head; "layer": once (after the heads, or without heads)
+        "several",          # bool = True: with scope "layer": whether it exists with one head too
+        "forward",          # Callable | None = None: forward(head, *inputs) → its matrix (see HeadRun)
+        "grid",             # "Grid | None" = None: its answer grid on the worksheet and the web page
+        "step",             # "Shown | None" = None: its worked step: title, lines, notes, shapes, NumPy code (worked.steps)
+        "mistakes",         # tuple = (): its known mistakes (worked.slips): alternative forwards, as Transforms
+        "may_be_inf",       # bool = False: its entries may be −∞ (where the mask hides a score)
+        "rounded_early",    # tuple = (): a softmax's: what rounding before it shows (its input and its e^x rounded
+                            # to the problem's places), in its own matrix, then in the stage that takes it
+        "aliases",          # tuple = (): other names an answers file or a question may give its matrix (A[2,2])
+        "by_head",          # str | None = None: with several heads, its columns, head by head, are each head's matrix
+                            # of this id (the gradient of the concat: each head's dZ)
+), defaults=("head", True, None, None, None, (), False, (), (), None))):
+    __slots__ = ()
 
     def shape(self, d: Dims) -> tuple[int, int]:
         return _SIZE[self.rows](d), _SIZE[self.cols](d)
@@ -217,24 +222,26 @@ def _is(lhs, rhs):
     return eq.Rel((lhs, rhs), (eq.EQ,))
 
 
-class Grid(NamedTuple):
+class Grid(namedtuple("Grid", (
+        "label",            # "str | eq.Said": words (N_), or a sentence with math in it (eq.say: "Updated {symbol}")
+        "symbol",           # "str | Callable | None"
+        "definition",       # Callable
+        "hint",             # Callable | None = None
+        "masked",           # bool = False
+                            # what the worksheet asks of its step (worked.render.view reads them)
+        "task",             # Callable | None = None: task(p, head, places, decimals) → prose; None: the step's own why
+        "beside",           # bool = False: its matrix fits beside the step's formulas
+        "dot_check",        # bool = False: an entry is checked by expanding it as a dot product
+        "row_check",        # Callable | None = None: row_check(token, head) → prose: a row is checked at a time
+        "glance",           # Callable | None = None: glance(p) → whether the answers at a glance show it (None: always)
+        "heatmap",          # bool = False: the answer key draws it as a heatmap (weights in [0, 1])
+), defaults=(None, False, None, False, False, None, None, False))):
     """A stage's answer grid: its *label*, the left side of its definition (a base name, whose symbol *S* gives,
     a function of *S*, or None: the definition is written alone), the right side ``definition(S, problem)``
     (*S*: a base name → that head's symbol), its *hint* ``hint(problem)`` (prose, or None), and whether the
     causal mask hides entries of it."""
 
-    label: "str | eq.Said"     # words (N_), or a sentence with math in it (eq.say: "Updated {symbol}")
-    symbol: "str | Callable | None"
-    definition: Callable
-    hint: Callable | None = None
-    masked: bool = False
-    # what the worksheet asks of its step (worked.render.view reads them)
-    task: Callable | None = None        # task(p, head, places, decimals) → prose; None: the step's own why
-    beside: bool = False                # its matrix fits beside the step's formulas
-    dot_check: bool = False             # an entry is checked by expanding it as a dot product
-    row_check: Callable | None = None   # row_check(token, head) → prose: a row is checked at a time
-    glance: Callable | None = None      # glance(p) → whether the answers at a glance show it (None: always)
-    heatmap: bool = False               # the answer key draws it as a heatmap (weights in [0, 1])
+    __slots__ = ()
 
     def lhs(self, S):
         return S(self.symbol) if isinstance(self.symbol, str) else self.symbol(S)

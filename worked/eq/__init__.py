@@ -52,16 +52,20 @@ ALL = "·"   # the index of a whole row or column: scaled[cats, ·]
 
 class Node:
     """Base of every node: an immutable value that compares and hashes by value (the hash is
-    computed once). A subclass names its fields in ``__slots__``; ``_defaults`` gives the values of
+    computed when it is made). A subclass names its fields in ``__slots__``; ``_defaults`` gives the values of
     trailing fields that may be left out."""
 
     __slots__ = ("_hash",)
     _fields: tuple = ()
+    _named: tuple = ("Node",)
+    _checks: bool = False
     _defaults: dict = {}
 
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)
         cls._fields = fields = tuple(cls.__dict__.get("__slots__", ()))
+        cls._named = (cls.__name__,)    # the first item of what its hash is of
+        cls._checks = cls._check is not Node._check     # whether it checks its values when made
         if len(fields) > 1:     # the fields' values in one C call (compared and hashed for every cached print)
             get = operator.attrgetter(*fields)
             cls._key = lambda self: get(self)
@@ -73,21 +77,27 @@ class Node:
 
     def __init__(self, *args, **kw):
         fields = self._fields
-        if len(args) > len(fields):
-            raise TypeError(f"{type(self).__name__} takes {len(fields)} values, got {len(args)}")
         put = object.__setattr__
         for name, value in zip(fields, args):
             put(self, name, value)
-        for name in fields[len(args):]:
-            if name in kw:
-                put(self, name, kw.pop(name))
-            elif name in self._defaults:
-                put(self, name, self._defaults[name])
-            else:
-                raise TypeError(f"{type(self).__name__}: missing {name}")
-        if kw:
-            raise TypeError(f"{type(self).__name__}: unknown field {next(iter(kw))}")
-        self._check()
+        if kw or len(args) != len(fields):      # fields left out or named: each from *kw*, else its default
+            if len(args) > len(fields):
+                raise TypeError(f"{type(self).__name__} takes {len(fields)} values, got {len(args)}")
+            for name in fields[len(args):]:
+                if name in kw:
+                    put(self, name, kw.pop(name))
+                elif name in self._defaults:
+                    put(self, name, self._defaults[name])
+                else:
+                    raise TypeError(f"{type(self).__name__}: missing {name}")
+            if kw:
+                raise TypeError(f"{type(self).__name__}: unknown field {next(iter(kw))}")
+            args = self._key()
+        if self._checks:
+            self._check()
+        # its hash, once, of its values in order (*args* is what _key gives): a tree is hashed whole by the
+        # printers' caches (its children's hashes read, not computed again), and equality compares hashes first
+        put(self, "_hash", hash(self._named + args))
 
     def _check(self) -> None:
         pass
@@ -114,15 +124,10 @@ class Node:
             return True
         if type(other) is not type(self):
             return NotImplemented
-        return hash(self) == hash(other) and self._key() == other._key()
+        return self._hash == other._hash and self._key() == other._key()
 
     def __hash__(self):
-        try:
-            return self._hash
-        except AttributeError:
-            h = hash((type(self).__name__,) + self._key())
-            object.__setattr__(self, "_hash", h)
-            return h
+        return self._hash
 
     def __setattr__(self, name, value):
         raise AttributeError(f"{type(self).__name__} is immutable")
