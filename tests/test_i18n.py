@@ -244,8 +244,10 @@ def test_the_hand_rule_holds_in_every_language(name, lang):
 
 
 def _words(node) -> set:
-    """The words set as symbols in a tree (``eq.Sym(N_("sum"), word=True)``)."""
-    found = {node.name} if type(node) is eq.Sym and node.word else set()
+    """The words set as symbols in a tree (``eq.Sym(N_("sum"), word=True)``) or as a function's name
+    (``eq.Call(eq.COLSUM, …)``: :data:`worked.eq.CALL_WORDS`)."""
+    found = {node.name} if (type(node) is eq.Sym and node.word) or \
+        (type(node) is eq.Call and node.name in eq.CALL_WORDS) else set()
     for child in node.children():
         found |= _words(child)
     return found

@@ -13,6 +13,7 @@ import pytest
 import worked
 from worked import eq, i18n, printers, stages
 from worked.i18n import N_
+from worked.printers.texesc import tex_escape
 from worked.render import typst as Y
 from worked.render import view
 from worked.render.html import render_html
@@ -43,6 +44,35 @@ def test_sum_is_a_word_in_every_format(lang):
     # a name that is no word stays the problem's own
     with i18n.using(lang):
         assert printers.text(eq.Sym("scores", upright=True)) == "scores"
+
+
+CALLS = eq.Rel((eq.matrix_sym("db_2"), eq.Call(eq.COLSUM, (eq.matrix_sym("dR2"),))), (eq.EQ,)), \
+    eq.Rel((eq.matrix_sym("dX"), eq.Call(eq.LN_BACK, (eq.matrix_sym("dY"), eq.Sym("X"), eq.Sym("γ")))), (eq.EQ,))
+
+
+@pytest.mark.parametrize("lang", SHIPPED)
+def test_colsum_and_lnback_are_words_in_every_format(lang):
+    """A bias's gradient ``colsum(dR2)`` and the layer norm's backward ``LNback(dY, X, γ)`` name their function in
+    the language, in one piece (no ``_``: the printers would make a subscript of it), in every format; the other
+    function names (softmax, LN_1) stay symbols, and English is as before."""
+    assert eq.CALL_WORDS == {"colsum", "LNback"}
+    other = eq.Rel((eq.Sym("A"), eq.Call("softmax", (eq.Sym("S"),)), eq.Call("LN_1", (eq.Sym("X"),))), (eq.EQ, eq.EQ))
+    for node, name in zip(CALLS, ("colsum", "LNback")):
+        word = i18n.get(lang).gettext(name)
+        assert word != name and "_" not in word and " " not in word
+        for fmt in FORMATS:     # LaTeX: ASCII, an accent escaped in \text
+            word = i18n.get(lang).gettext(name)
+            if fmt == "latex" and not word.isascii():
+                word = rf"\text{{{tex_escape(word)}}}"
+            en = getattr(printers, fmt)(node)
+            with i18n.using(lang):
+                shown = getattr(printers, fmt)(node)
+            assert name in en and word in shown and name not in shown, (fmt, shown)
+            if fmt != "spoken":         # spoken says "gleich … von": its sentence is the language's too
+                assert shown == en.replace(name, word), (fmt, en, shown)
+    assert printers.text(CALLS[0]) == "db_2 = colsum(dR2)"
+    with i18n.using(lang):
+        assert printers.text(other) == "A = softmax(S) = LN_1(X)"
 
 
 def test_sum_in_english_is_as_it_was():

@@ -107,14 +107,12 @@ def test_an_unknown_language_is_said_in_english_and_a_known_one_is_honoured(tmp_
 #: file names and paths, the problem's own words (its title, tokens and vocabulary, as the problem file has them),
 #: code identifiers (a notebook's code is searched in its comments and its string literals only, LaTeX without its
 #: commands and comments), a mistake's id in an LMS feedback ([column-softmax]: what grading reads) and the words
-#: German uses as they are (Score, Softmax, Token, Notebook, Feed-Forward, ReLU, Gradient). Not searched for, as not
-#: yet translated: ``colsum`` and ``LNback``, the function names a block's training step writes in its lines
-#: (DEVELOPERS.md, "Not yet in the catalogue").
+#: German uses as they are (Score, Softmax, Token, Notebook, Feed-Forward, ReLU, Gradient).
 ENGLISH = re.compile(r"\b(the|of|and|is|are|with|each|every|Step|Task|Multiply|Compute|Divide|wrong|correct|"
                      r"answers?|places|row|column|weights?|exact|Worked solution|Answer key|Worksheet|expected|got|"
                      r"missing|unknown|cannot|wrote|graded|already|exists|folder|line|students?|tries|use|give|not|"
                      r"found|server|request|scored|warning|note|entry|question|matrix|your code here|Updated|"
-                     r"Loss|Queries|Keys|Values|Output|Random|sum|rowsum)\b")
+                     r"Loss|Queries|Keys|Values|Output|Random|sum|rowsum|colsum|LNback)\b")
 
 
 def _visible(html: str) -> str:

@@ -891,7 +891,7 @@ def _mT(name: str):
 
 
 def _back(dY: str, M: str, gamma: str):
-    return eq.Call("LNback", (eq.matrix_sym(dY), _B(M), _B(gamma)))
+    return eq.Call(eq.LN_BACK, (eq.matrix_sym(dY), _B(M), _B(gamma)))
 
 
 _LN_BACK_HINT = lambda p: eq.say("the layer norm's backward, row by row: dx = (dx̂ − mean(dx̂) − x̂·mean(dx̂·x̂))/√(σ² + ε), "  # noqa: E731
@@ -907,29 +907,29 @@ _BLOCK_TRAIN_GRIDS = {
     "dHf": _grad_grid("dHf", N_("Gradient of the final layer norm"), lambda p: eq.Mul((_D("logits"), _mT("W_out")))),
     "dR2": _grad_grid("dR2", N_("Gradient of the second residual sum"), lambda p: _back("dH", "R_2", "γ_2"), _LN_BACK_HINT),
     "dW_2": _grad_grid("dW_2", gradient_label("dW_2"), lambda p: eq.Mul((_mT("G"), _D("R2" if p.block.kind == "post-ln" else "H")))),
-    "db_2": _grad_grid("db_2", gradient_label("db_2"), lambda p: eq.Call("colsum", (_D("R2" if p.block.kind == "post-ln" else "H"),))),
+    "db_2": _grad_grid("db_2", gradient_label("db_2"), lambda p: eq.Call(eq.COLSUM, (_D("R2" if p.block.kind == "post-ln" else "H"),))),
     "dG": _grad_grid("dG", N_("Gradient of the hidden values"), lambda p: eq.Mul((_D("R2" if p.block.kind == "post-ln" else "H"),
                                                                              _mT("W_2")))),
     "dU": _grad_grid("dU", N_("Gradient before ReLU"), lambda p: eq.Mul((_D("G"), eq.Call("step", (_B("U"),)))),
                      lambda p: eq.say("dG where U > 0, else 0")),
     "dW_1": _grad_grid("dW_1", gradient_label("dW_1"), lambda p: eq.Mul((_mT("H_1" if p.block.kind == "post-ln" else "N_2"), _D("U")))),
-    "db_1": _grad_grid("db_1", gradient_label("db_1"), lambda p: eq.Call("colsum", (_D("U"),))),
+    "db_1": _grad_grid("db_1", gradient_label("db_1"), lambda p: eq.Call(eq.COLSUM, (_D("U"),))),
     "dN2": _grad_grid("dN2", N_("Gradient of LN_2's output"), lambda p: eq.Mul((_D("U"), _mT("W_1")))),
-    "dgamma_2": _grad_grid("dgamma_2", gradient_label("dgamma_2"), lambda p: eq.Call("colsum", (eq.Mul((
+    "dgamma_2": _grad_grid("dgamma_2", gradient_label("dgamma_2"), lambda p: eq.Call(eq.COLSUM, (eq.Mul((
         _D("H" if p.block.kind == "post-ln" else "N2"), _B("x̂"))),)), lambda p: eq.say("x̂: LN_2's normalised rows")),
-    "dbeta_2": _grad_grid("dbeta_2", gradient_label("dbeta_2"), lambda p: eq.Call("colsum", (_D("H" if p.block.kind == "post-ln" else "N2"),))),
-    "dgamma_f": _grad_grid("dgamma_f", gradient_label("dgamma_f"), lambda p: eq.Call("colsum", (eq.Mul((_D("Hf"), _B("x̂"))),)),
+    "dbeta_2": _grad_grid("dbeta_2", gradient_label("dbeta_2"), lambda p: eq.Call(eq.COLSUM, (_D("H" if p.block.kind == "post-ln" else "N2"),))),
+    "dgamma_f": _grad_grid("dgamma_f", gradient_label("dgamma_f"), lambda p: eq.Call(eq.COLSUM, (eq.Mul((_D("Hf"), _B("x̂"))),)),
                            lambda p: eq.say("x̂: LN_f's normalised rows")),
-    "dbeta_f": _grad_grid("dbeta_f", gradient_label("dbeta_f"), lambda p: eq.Call("colsum", (_D("Hf"),))),
+    "dbeta_f": _grad_grid("dbeta_f", gradient_label("dbeta_f"), lambda p: eq.Call(eq.COLSUM, (_D("Hf"),))),
     "dH1": _grad_grid("dH1", N_("Gradient of H1"), lambda p: eq.Add((_D("R2"), eq.Mul((_D("U"), _mT("W_1")))))
                       if p.block.kind == "post-ln" else eq.Add((_D("H"), _back("dN2", "H_1", "γ_2")))),
     "dR1": _grad_grid("dR1", N_("Gradient of the first residual sum"), lambda p: _back("dH1", "R_1", "γ_1"), _LN_BACK_HINT),
     "dZ": _grad_grid("dZ", N_("Gradient of the attention's output"), lambda p: _D("R1" if p.block.kind == "post-ln" else "H1")),
     "dconcat": _grad_grid("dconcat", gradient_label("dconcat"), lambda p: eq.Mul((_D("Z"), _mT("W_O")))),
     "dW_O": _grad_grid("dW_O", gradient_label("dW_O"), lambda p: eq.Mul((_mT("concat"), _D("Z")))),
-    "dgamma_1": _grad_grid("dgamma_1", gradient_label("dgamma_1"), lambda p: eq.Call("colsum", (eq.Mul((
+    "dgamma_1": _grad_grid("dgamma_1", gradient_label("dgamma_1"), lambda p: eq.Call(eq.COLSUM, (eq.Mul((
         _D("H1" if p.block.kind == "post-ln" else "N1"), _B("x̂"))),)), lambda p: eq.say("x̂: LN_1's normalised rows")),
-    "dbeta_1": _grad_grid("dbeta_1", gradient_label("dbeta_1"), lambda p: eq.Call("colsum", (_D("H1" if p.block.kind == "post-ln" else "N1"),))),
+    "dbeta_1": _grad_grid("dbeta_1", gradient_label("dbeta_1"), lambda p: eq.Call(eq.COLSUM, (_D("H1" if p.block.kind == "post-ln" else "N1"),))),
     "dN1": _grad_grid("dN1", N_("Gradient of LN_1's output"), lambda p: eq.Sum(eq.Add(tuple(
         eq.Mul((_D(x), _mT("W_" + x))) for x in ("Q", "K", "V"))), "heads")),
 }

@@ -40,10 +40,12 @@ import re
 from decimal import Decimal
 from fractions import Fraction
 
+from ..i18n import N_
+
 __all__ = [
     "Node", "Num", "Dec", "Sym", "Entry", "Col", "Item", "Vec", "Dot", "Add", "Mul", "Neg", "Frac", "Pow", "Sqrt",
     "Exp", "Inf", "Sum", "Call", "Blank", "Dims", "Rel", "Prose", "Said", "NumText", "ALL", "prose", "say", "num", "dec", "neg_inf", "matrix_sym", "from_sympy", "evaluate", "is_label",
-    "EQ", "APPROX", "TO",
+    "EQ", "APPROX", "TO", "COLSUM", "LN_BACK", "CALL_WORDS",
 ]
 
 EQ, APPROX, TO = "=", "≈", "→"
@@ -237,6 +239,13 @@ class Sum(Node):
 class Call(Node):
     """A named function applied to arguments: ``softmax(scaled)``, ``concat(Z⁽¹⁾, Z⁽²⁾)``."""
     __slots__ = ('name', 'args')
+
+
+#: The names of a :class:`Call` that are words of the language, shown translated (``printers.base.call_name``; the
+#: tree keeps the English name, which arith evaluates by): a bias's gradient ``colsum(dR2)``, the layer norm's
+#: backward ``LNback(dY, X, γ)``. Every other name (softmax, exp, ln, relu, LN, concat) is a symbol, shown as it is.
+COLSUM, LN_BACK = N_("colsum"), N_("LNback")
+CALL_WORDS = frozenset((COLSUM, LN_BACK))
 
 
 class Blank(Node):

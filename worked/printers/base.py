@@ -27,6 +27,12 @@ def sym_name(n) -> str:
     return i18n.translate(n.name) if n.word else n.name
 
 
+def call_name(n) -> str:
+    """A :class:`worked.eq.Call`'s name as shown: a word (:data:`worked.eq.CALL_WORDS`: ``colsum``) in the current
+    language, any other name (``softmax``, ``LN_1``) as it is."""
+    return i18n.translate(n.name) if n.name in eq.CALL_WORDS else n.name
+
+
 def sep() -> str:
     """What separates a vector's entries: ``,``, or ``;`` where the decimal mark is a comma."""
     return i18n.current().sep

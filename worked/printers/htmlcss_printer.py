@@ -22,7 +22,7 @@ from fractions import Fraction
 
 from .. import eq
 from ..numfmt import dec_str, rat_str, terminates
-from .base import ATOM, MUL, Printer, digits, escape, sep, sym_name
+from .base import ATOM, MUL, Printer, call_name, digits, escape, sep, sym_name
 
 
 _NB = "\u00a0"        # a binary operator keeps its right operand: a line may break before it only
@@ -146,8 +146,9 @@ class HtmlCssPrinter(Printer):
         return f"∑<sub>{_ident(n.index)}</sub>{_NB}{self.doprint(n.body)}"
 
     def _print_Call(self, n):
-        name, _, sub = n.name.partition("_")      # LN_1(…): the operator LN with its subscript
-        head = self.doprint(eq.Sym(n.name)) if len(n.name) == 1 else escape(name) + (f"<sub>{escape(sub)}</sub>" if sub else "")
+        shown = call_name(n)
+        name, _, sub = shown.partition("_")      # LN_1(…): the operator LN with its subscript
+        head = self.doprint(eq.Sym(shown)) if len(shown) == 1 else escape(name) + (f"<sub>{escape(sub)}</sub>" if sub else "")
         return head + self.paren(self.SEP.join(self.doprint(a) for a in n.args))
 
     def _print_Blank(self, n):

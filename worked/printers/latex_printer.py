@@ -8,12 +8,20 @@ from fractions import Fraction
 
 from .. import eq
 from ..numfmt import dec_str, rat_str, terminates
-from .base import ATOM, InlineFractions, Printer, digits, sep, sym_name
+from .base import ATOM, InlineFractions, Printer, call_name, digits, sep, sym_name
+from .texesc import tex_escape
 
 
 def _digits(s: str) -> str:
     """A number in math mode: a decimal comma in braces (``0{,}49``: a bare comma is punctuation, spaced)."""
     return digits(s).replace(",", "{,}")
+
+
+def _op(name: str) -> str:
+    """An operator's name in ``\\operatorname``: ASCII as it is, a word with accents (de ``LNrückwärts``) as
+    escaped text (the page is ASCII)."""
+    return name if name.isascii() else rf"\text{{{tex_escape(name)}}}"
+
 
 _OPS = {eq.EQ: "=", eq.APPROX: r"\approx", eq.TO: r"\to"}
 
@@ -104,8 +112,9 @@ class LatexPrinter(Printer):
         return rf"{{\textstyle\sum_{{{n.index}}}}} {self.doprint(n.body)}"
 
     def _print_Call(self, n):
-        name, _, sub = n.name.partition("_")      # LN_1(…): the operator LN with its subscript
-        head = self.doprint(eq.Sym(n.name)) if len(n.name) == 1 else rf"\operatorname{{{name}}}" + (f"_{{{sub}}}" if sub else "")
+        shown = call_name(n)
+        name, _, sub = shown.partition("_")      # LN_1(…): the operator LN with its subscript
+        head = self.doprint(eq.Sym(shown)) if len(shown) == 1 else rf"\operatorname{{{_op(name)}}}" + (f"_{{{sub}}}" if sub else "")
         return head + r"\left(" + r",\ ".join(self.doprint(a) for a in n.args) + r"\right)"
 
     def _print_Blank(self, n):

@@ -5,7 +5,7 @@ from fractions import Fraction
 
 from .. import eq
 from ..numfmt import dec_str, rat_str, terminates
-from .base import ATOM, Printer, digits, escape, sep, sym_name
+from .base import ATOM, Printer, call_name, digits, escape, sep, sym_name
 
 
 _OPS = {eq.EQ: "=", eq.APPROX: "≈", eq.TO: "→"}
@@ -111,7 +111,7 @@ class MathMLPrinter(Printer):
 
     def _print_Call(self, n):
         args = _mo(",").join(self.doprint(a) for a in n.args)
-        name, _, sub = n.name.partition("_")      # LN_1(…): the operator LN with its subscript
+        name, _, sub = call_name(n).partition("_")      # LN_1(…): the operator LN with its subscript
         head = f"<mi>{escape(name)}</mi>" if not sub else f"<msub><mi>{escape(name)}</mi><mi>{escape(sub)}</mi></msub>"
         return _row(head, _mo("&#x2061;"), _mo("("), args, _mo(")"))
 

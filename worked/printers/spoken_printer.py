@@ -8,7 +8,7 @@ from .. import eq
 from ..i18n import N_, translate
 from ..i18n import tr as _
 from ..numfmt import dec_str, rat_str, terminates
-from .base import Printer, digits, sep, sym_name
+from .base import Printer, call_name, digits, sep, sym_name
 
 _GREEK = {"γ": "gamma", "β": "beta"}
 _OPS = {eq.EQ: N_("equals"), eq.APPROX: N_("is about"), eq.TO: N_("gives")}
@@ -102,7 +102,7 @@ class SpokenPrinter(Printer):
         return _("sum over {index} of {x}", index=n.index, x=self.doprint(n.body))
 
     def _print_Call(self, n):
-        return _("{name} of {args}", name=n.name, args=", ".join(self.doprint(a) for a in n.args))
+        return _("{name} of {args}", name=call_name(n), args=", ".join(self.doprint(a) for a in n.args))
 
     def _print_Blank(self, n):
         return "…"

@@ -5,7 +5,7 @@ from fractions import Fraction
 
 from .. import eq
 from ..numfmt import dec_str, rat_str
-from .base import ATOM, MUL, Printer, digits, sep, sym_name
+from .base import ATOM, MUL, Printer, call_name, digits, sep, sym_name
 
 MINUS = "−"
 _LETTERS = frozenset(eq.Sym(c) for c in "xm")   # exponents written without brackets: e^x, e^m
@@ -85,7 +85,7 @@ class TextPrinter(Printer):
         return f"Σ_{n.index} {self.doprint(n.body)}"
 
     def _print_Call(self, n):
-        return f"{n.name}(" + ", ".join(self.doprint(a) for a in n.args) + ")"
+        return f"{call_name(n)}(" + ", ".join(self.doprint(a) for a in n.args) + ")"
 
     def _print_Blank(self, n):
         return ""

@@ -7,7 +7,7 @@ import string
 
 from .. import eq
 from ..numfmt import dec_str, rat_str, terminates
-from .base import ATOM, InlineFractions, Printer, digits, sep, sym_name
+from .base import ATOM, InlineFractions, Printer, call_name, digits, sep, sym_name
 
 
 def _digits(s: str) -> str:
@@ -117,8 +117,9 @@ class TypstPrinter(Printer):
         return f"scripts(sum)_({n.index}) {self.doprint(n.body)}"
 
     def _print_Call(self, n):
-        name, _, sub = n.name.partition("_")      # LN_1(…): the operator LN with its subscript
-        head = self.doprint(eq.Sym(n.name)) if len(n.name) == 1 else f"op({_str(name)})" + (f"_({_str(sub)})" if sub else "")
+        shown = call_name(n)
+        name, _, sub = shown.partition("_")      # LN_1(…): the operator LN with its subscript
+        head = self.doprint(eq.Sym(shown)) if len(shown) == 1 else f"op({_str(name)})" + (f"_({_str(sub)})" if sub else "")
         return head + "(" + ", ".join(self.doprint(a) for a in n.args) + ")"
 
     def _print_Blank(self, n):
