@@ -58,7 +58,10 @@ class TypstPrinter(Printer):
         """``W'_Q``, ``W_Q^((1))``, ``x_("cats")``, ``"scores"``: the name's own subscript or the label, never
         both nested; a prime right after the letters."""
         base, _, namesub = sym_name(n).partition("_")
-        s = _str(base) if (n.upright or len(base) > 1) else base
+        if len(base) == 2 and base[1] == "\u0302" and not n.upright:     # x̂: Typst's accent, not a combining mark set as text
+            s = f"hat({base[0]})"
+        else:
+            s = _str(base) if (n.upright or len(base) > 1) else base
         if n.prime:
             s += "'"
         label = self.label(n.sub) if n.sub is not None else None
