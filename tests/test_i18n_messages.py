@@ -250,3 +250,19 @@ def test_the_quiz_builder_zip_is_the_same_in_every_request_language(web):
     bad = web.post("/api/quiz", json={**body, "spec": spec.replace("seed = 2026", "seed = -5")},
                    headers={"Accept-Language": "de"}).json()["error"]
     assert bad == "Test-Spezifikation: seed: erwartet wird eine ganze Zahl ≥ 0, angegeben war -5"
+
+
+@pytest.mark.parametrize("lang, wrote, title", [
+    ("de", "{path} geschrieben (Seed 7)", "Zufällige Attention-Aufgabe (Seed 7)"),
+    ("fr", "{path} écrit (graine 7)", "Problème d’attention aléatoire (graine 7)"),
+    (None, "wrote {path} (seed 7)", "Random attention problem (seed 7)"),
+])
+def test_worked_new_says_what_it_wrote_and_titles_the_problem_in_the_language(tmp_path, cli, lang, wrote, title):
+    path = tmp_path / "p.toml"
+    code, out, err = cli("new", "--seed", "7", "-o", path, *(["--lang", lang] if lang else []))
+    assert code == 0, err
+    assert err.strip() == wrote.format(path=path)
+    assert f"title = {json.dumps(title, ensure_ascii=False)}" in path.read_text(encoding="utf-8")
+    code, out, err = cli("new", "--seed", "7", "--block", "post-ln", *(["--lang", lang] if lang else []))
+    assert code == 0, err
+    assert ("Random Transformer block (seed 7)" in out) == (lang is None)

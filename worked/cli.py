@@ -195,6 +195,8 @@ def _new_options(p):
     p.add_argument("--seed", type=int, default=None, help="seed (default: a fresh random one, recorded in the file)")
     p.add_argument("-o", "--output", default=None, metavar="FILE", help="write here (default: standard output)")
     p.add_argument("--force", action="store_true", help="overwrite FILE if it exists")
+    p.add_argument("--lang", default=None, metavar="LANG",
+                   help="the language of the messages and of the default title (en, de, …; default: en)")
     p.set_defaults(func=cmd_new)
 
 
@@ -221,10 +223,12 @@ def _join_negative_ranges(argv: list[str]) -> list[str]:
 
 
 def cmd_new(args) -> int:
+    from . import i18n
     from .generate import family_from_args, generate, header_comment
     from .errors import WorkedError
     from .i18n import Msg
 
+    lang = _language(args)
     fam = family_from_args(args)
     seed = args.seed
     if seed is None:
@@ -233,8 +237,9 @@ def cmd_new(args) -> int:
         seed = secrets.randbelow(10**9)
     elif seed < 0:
         raise WorkedError(Msg("--seed: expected a whole number ≥ 0, got {got}", got=seed))
-    what = "Transformer block" if fam.block else "attention problem"
-    problem = generate(fam, seed, title=fam.title or f"Random {what} (seed {seed})")
+    title = fam.title or (Msg("Random Transformer block (seed {seed})", seed=seed) if fam.block
+                          else Msg("Random attention problem (seed {seed})", seed=seed)).localized(i18n.get(lang))
+    problem = generate(fam, seed, title=title)
     text = header_comment(fam, seed) + problem.to_toml()
     if args.output in (None, "-"):
         sys.stdout.write(text)
@@ -242,7 +247,7 @@ def cmd_new(args) -> int:
     from .output import write_file
 
     out = write_file(args.output, text, force=args.force)
-    _say(None, Msg("wrote {path} (seed {seed})", path=out, seed=seed), file=sys.stderr)
+    _say(lang, Msg("wrote {path} (seed {seed})", path=out, seed=seed), file=sys.stderr)
     return 0
 
 
