@@ -1,7 +1,7 @@
 """User-facing errors: each prints as one line and exits with status 2."""
 from __future__ import annotations
 
-from .i18n import localized_text
+from .i18n import Msg, localized_text
 
 
 class WorkedError(Exception):
@@ -28,10 +28,10 @@ class ProblemError(WorkedError):
         super().__init__(self._text())
 
     def _text(self) -> str:
-        parts = [p for p in (self.source, self.field) if p]
-        return ": ".join(parts + [self.message])
+        return ": ".join([p for p in (self.source, self.field) if p] + [self.message])
 
     def localized(self, loc=None) -> str:
+        """:meth:`_text` with the message in *loc* (the source and the field as the file names them)."""
         return ": ".join([p for p in (self.source, self.field) if p] + [localized_text(self.message, loc)])
 
     def with_source(self, source: str) -> "ProblemError":
@@ -48,8 +48,6 @@ def reason(exc: Exception) -> str:
     """*exc*'s message for our user: without Python's advice to the programmer
     (``sys.set_int_max_str_digits``, "decode using utf-8-sig"), saying what to do instead (a :class:`Msg` when it is
     ours or we reword it; a library's own text as it is)."""
-    from .i18n import Msg
-
     if exc.args and isinstance(exc.args[0], Msg):
         return exc.args[0]
     text = str(exc)
