@@ -126,6 +126,25 @@ def test_exact_pass_is_the_solvers(fam, seed):
                     assert iv[0] <= m.num[i][j] <= iv[1], (key, i, j)
 
 
+@settings(max_examples=300, deadline=None)
+@given(cs=st.lists(st.integers(-6, 6), min_size=1, max_size=6), d=st.integers(1, 5),
+       vs=st.lists(st.fractions(min_value=-3, max_value=3, max_denominator=4), min_size=6, max_size=6))
+def test_exact_softmax_sums_are_sympys_own(cs, d, vs):
+    """The Exact softmax collects a row's like terms itself (by exponent) and builds each sum in sympy's
+    order: the denominators, the row's total of e^x and each Z entry's numerator are the very expressions
+    sympy's evaluated sum gives (the same tree, so the same text and hash), with ties, a zero exponent,
+    rational exponents (d = 1, 4) and coefficients that cancel."""
+    ex = Exact()
+    row = [sp.Rational(c, 2) / sp.sqrt(d) for c in cs]
+    weights, state = ex.softmax(row)
+    assert sp.srepr(state.D) == sp.srepr(sp.Add(*state.numer.values()))
+    assert sp.srepr(state.total) == sp.srepr(sp.Add(*state.exps.values()))
+    v = vs[:len(cs)]
+    z = ex.mix(state, weights, v)
+    want = sp.Add(*[state.numer[j] * sp.Rational(v[j].numerator, v[j].denominator) for j in state.js]) / state.D
+    assert sp.srepr(z) == sp.srepr(want) and hash(z) == hash(want)
+
+
 def test_interval_precision_does_not_depend_on_the_thread_decimal_context():
     """The checker's 50 digits come from worked's own decimal contexts: a low precision or another rounding in
     the thread's decimal context changes nothing."""

@@ -42,7 +42,10 @@ Backends (all three have the same methods: NEG_INF, entry, dot, factor, scale, s
   Each row's softmax is kept as an :class:`ExactRow` (``HeadPass.softmax``): the unmasked columns, the
   column of the smallest score, each x − smallest (``shifted``), e^(x − smallest) (``numer``) and their sum
   ``D``, so weight = numer[j]/D and Z[i][c] = Σ numer[j]·V[j][c] / D; and each e^x itself (``exps``) with
-  their sum (``total``): the forms the worked solution shows.
+  their sum (``total``): the forms the worked solution shows. Those sums' terms are a rational times e^x, the
+  scores being rationals of one unit (1/√d_k or 1): the backend collects like terms by exponent itself and
+  builds each sum in sympy's canonical order (``_exp_sum``), the same tree sympy's evaluated sum gives, which
+  spares ``worked solve`` the modules sympy's ``Add`` imports on the first sum it evaluates.
 * :class:`Float`: Python floats (``-inf`` for a masked score); the softmax subtracts the row's largest
   score before e^x. Fast; for generating problems and the values of mistakes in quizzes.
 * :class:`Interval`: ``(lo, hi)`` pairs of 50-digit Decimals that enclose the value, computed in worked's
@@ -58,6 +61,7 @@ Backends (all three have the same methods: NEG_INF, entry, dot, factor, scale, s
 """
 from __future__ import annotations
 
+import functools
 import math
 from decimal import MAX_EMAX, MIN_EMIN, ROUND_HALF_UP, Context, Decimal
 from fractions import Fraction
@@ -643,6 +647,7 @@ class Exact:
         self.sp = sp
         self.NEG_INF = sp.S.NegativeInfinity
         self._inv: dict = {}
+        self._order = functools.cmp_to_key(sp.Basic.compare)   # sympy's canonical order of a sum's terms
 
     def _sym(self, x):
         return self.sp.Rational(x.numerator, x.denominator) if isinstance(x, Fraction) else x
@@ -681,6 +686,36 @@ class Exact:
             return None
         return {j: c for j, (c, _) in parts.items()}, next(iter(rests), self.sp.S.One)
 
+    @staticmethod
+    def _tally(exponents, js, weights=None):
+        """{x: Σ weight} over the columns *js* with exponent x (each weight 1 when *weights* is None): the
+        coefficients of Σ_j weight_j·e^(x_j), like terms collected."""
+        out: dict = {}
+        for j in js:
+            x = exponents[j]
+            out[x] = out.get(x, Fraction(0)) + (1 if weights is None else weights[j])
+        return out
+
+    def _exp_sum(self, coeffs):
+        """Σ c·e^x for ``{x: c}`` (x sympy, c rational), each x once (like terms collected by :meth:`_tally`):
+        sympy's sum of those terms, its number first and the rest in sympy's canonical order, as ``Add``
+        itself orders them; built as it stands, since nothing in it is left to collect."""
+        sp = self.sp
+        const, terms = Fraction(0), []
+        for x, c in coeffs.items():
+            if not c:
+                continue
+            if x == 0:
+                const += c
+            else:
+                terms.append(self._sym(c) * sp.exp(x))
+        terms.sort(key=self._order)
+        if const:
+            terms.insert(0, self._sym(Fraction(const)))
+        if len(terms) < 2:
+            return terms[0] if terms else sp.Integer(0)
+        return sp.Add(*terms, evaluate=False)
+
     def softmax(self, row):
         sp = self.sp
         js = [j for j, x in enumerate(row) if x is not self.NEG_INF]
@@ -696,9 +731,13 @@ class Exact:
             shifted = {j: self._sym(row[j]) - self._sym(row[low]) for j in js}
         shift = self._sym(row[low])
         numer = {j: sp.exp(d) for j, d in shifted.items()}
-        D = sp.Add(*numer.values())
         exps = {j: sp.exp(self._sym(row[j])) for j in js}
-        state = ExactRow(js, low, shift, shifted, numer, D, exps, sp.Add(*exps.values()))
+        if common is not None:
+            D = self._exp_sum(self._tally(shifted, js))
+            total = self._exp_sum(self._tally({j: self._sym(row[j]) for j in js}, js))
+        else:
+            D, total = sp.Add(*numer.values()), sp.Add(*exps.values())
+        state = ExactRow(js, low, shift, shifted, numer, D, exps, total)
         return [numer[j] / D if j in numer else sp.Integer(0) for j in range(len(row))], state
 
     closed_form_only = True   # the updated weights are transcendental: no fresh forward pass here
@@ -778,7 +817,7 @@ class Exact:
     def mix(self, state, a_row, v_col):
         sp = self.sp
         if state is not None:
-            return sp.Add(*[state.numer[j] * self._sym(v_col[j]) for j in state.js]) / state.D
+            return self._exp_sum(self._tally(state.shifted, state.js, v_col)) / state.D
         return sp.Add(*[self._sym(a) * self._sym(v) for a, v in zip(a_row, v_col)])
 
     def shown(self, x):
