@@ -816,8 +816,10 @@ class Exact:
 
     def mix(self, state, a_row, v_col):
         sp = self.sp
-        if state is not None:
+        if state is not None and all(isinstance(v_col[j], Fraction) for j in state.js):
             return self._exp_sum(self._tally(state.shifted, state.js, v_col)) / state.D
+        if state is not None:
+            return sp.Add(*[state.numer[j] * self._sym(v_col[j]) for j in state.js]) / state.D
         return sp.Add(*[self._sym(a) * self._sym(v) for a, v in zip(a_row, v_col)])
 
     def shown(self, x):
